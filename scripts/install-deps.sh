@@ -1,0 +1,27 @@
+#!/bin/sh
+# Installs every package ptygate needs to build, run and test, from
+# Debian's archive. Idempotent; needs root (or sudo).
+set -eu
+
+PACKAGES="
+  build-essential cmake pkg-config clang
+  libvterm-dev libprotobuf-c-dev protobuf-c-compiler
+  libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
+  libwslay-dev nettle-dev
+  python3 python3-websockets python3-jsonschema
+  valgrind procps util-linux iproute2 curl
+"
+
+missing=""
+for p in $PACKAGES; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing="$missing $p"
+done
+[ -z "$missing" ] && { echo "install-deps: all packages present"; exit 0; }
+
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+echo "install-deps: installing:$missing"
+$SUDO apt-get update
+# shellcheck disable=SC2086
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y --no-install-recommends $missing

@@ -1,0 +1,24 @@
+#!/bin/sh
+# The one test command: installs dependencies, builds a normal and an
+# ASan+UBSan configuration with -Wall -Wextra -Werror, and runs every
+# test of both with CTest (each test its own process with a timeout).
+set -eu
+cd "$(dirname "$0")/.."
+
+./scripts/install-deps.sh
+
+jobs=$(nproc 2>/dev/null || echo 2)
+for cfg in release asan; do
+	dir="build-$cfg"
+	flags="-DCMAKE_BUILD_TYPE=RelWithDebInfo"
+	[ "$cfg" = asan ] && flags="-DCMAKE_BUILD_TYPE=Debug -DPTG_SANITIZE=ON"
+	echo "== $cfg: configure and build in $dir"
+	# shellcheck disable=SC2086
+	cmake -S . -B "$dir" $flags >/dev/null
+	cmake --build "$dir" -j "$jobs"
+	echo "== $cfg: test"
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+done
+echo "== all tests passed (release and asan)"

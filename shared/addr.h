@@ -1,0 +1,35 @@
+/* addr: transport addresses of the link: "unix:/path", "tcp:HOST:PORT"
+   (HOST may be a bracketed IPv6 literal) and "vsock:CID:PORT" (CID a
+   number, or ANY, HOST, LOCAL). Listening on tcp is refused for anything
+   but a loopback address unless the caller allows it. */
+#ifndef PTG_ADDR_H
+#define PTG_ADDR_H
+
+#include <stdint.h>
+
+enum addr_kind { ADDR_UNIX, ADDR_TCP, ADDR_VSOCK };
+
+struct addr {
+	enum addr_kind kind;
+	char path[108];   /* unix */
+	char host[256];   /* tcp: as written, brackets removed */
+	uint16_t port;    /* tcp */
+	uint32_t cid;     /* vsock */
+	uint32_t vport;   /* vsock */
+};
+
+/* Parses s; on failure returns -EINVAL and writes a reason to err. */
+int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen);
+/* Formats back to the text form. */
+void addr_format(const struct addr *a, char *out, unsigned outlen);
+
+#define ADDR_ALLOW_PUBLIC 1
+
+/* Binds and listens, non-blocking, close-on-exec; a stale unix socket
+   file is replaced. Returns the fd or a negative errno; err says why. */
+int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen);
+/* Starts a non-blocking connect; returns the fd (connection may still be
+   in progress: wait for EV_WRITE and check SO_ERROR) or a negative errno. */
+int addr_connect(const struct addr *a, char *err, unsigned errlen);
+
+#endif

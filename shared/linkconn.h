@@ -1,0 +1,37 @@
+/* linkconn: a link connection on the event loop: reads and decodes
+   messages, queues encoded messages and writes them, arming EV_WRITE only
+   while bytes remain. Used by the sidecar (accepted links) and the gateway
+   (dialled links). */
+#ifndef PTG_LINKCONN_H
+#define PTG_LINKCONN_H
+
+#include <stddef.h>
+
+#include "ev.h"
+#include "link.pb-c.h"
+
+struct linkconn;
+
+struct linkconn_ops {
+	/* One decoded message; the callee does not keep m (it is freed on
+	   return). The callback may call linkconn_close. */
+	void (*on_message)(struct linkconn *lc, const Ptg__LinkMessage *m, void *user);
+	/* The connection ended (peer closed, error, or a bad message);
+	   reason says which. Called once; the linkconn is freed right after
+	   on_close returns. */
+	void (*on_close)(struct linkconn *lc, const char *reason, void *user);
+};
+
+/* Takes ownership of fd (connected, non-blocking). name goes in logs. */
+struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
+			      const struct linkconn_ops *ops, void *user);
+/* Queues m; written at once if possible. */
+void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m);
+/* Bytes queued but not yet written (for back-pressure decisions). */
+size_t linkconn_pending(const struct linkconn *lc);
+/* Closes after on_close(reason); safe from inside callbacks (deferred to
+   the loop's before-poll hook). */
+void linkconn_close(struct linkconn *lc, const char *reason);
+const char *linkconn_name(const struct linkconn *lc);
+
+#endif
