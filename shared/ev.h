@@ -26,7 +26,8 @@ void ev_loop_free(struct ev_loop *loop);
 int ev_loop_run(struct ev_loop *loop);
 void ev_loop_stop(struct ev_loop *loop);
 
-/* Watches fd (the caller keeps owning it) for events. */
+/* Watches fd (the caller keeps owning it, and frees the io before closing
+   it) for events; NULL with errno set if fd cannot be watched. */
 struct ev_io *ev_io_new(struct ev_loop *loop, int fd, unsigned events,
 			ev_io_cb cb, void *user);
 void ev_io_set(struct ev_io *io, unsigned events);
@@ -46,8 +47,14 @@ void ev_timer_free(struct ev_timer *t);
 
 /* Blocks signo and delivers it through the loop. One handler per signal. */
 int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user);
+/* For a forked child before exec: unblocks every signal, since the mask
+   ev_signal_add set would otherwise be inherited by the program. */
+void ev_signal_child_reset(void);
 
 /* Runs cb before every wait for events. */
 void ev_hook_add(struct ev_loop *loop, ev_hook_cb cb, void *user);
+/* Removes the hook added with this cb and user; safe from inside hooks,
+   the hook itself included. */
+void ev_hook_remove(struct ev_loop *loop, ev_hook_cb cb, void *user);
 
 #endif

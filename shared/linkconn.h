@@ -22,11 +22,18 @@ struct linkconn_ops {
 	void (*on_close)(struct linkconn *lc, const char *reason, void *user);
 };
 
-/* Takes ownership of fd (connected, non-blocking). name goes in logs. */
+/* Takes ownership of fd (connected, non-blocking). name goes in logs.
+   NULL (fd closed) if the loop cannot watch fd. */
 struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 			      const struct linkconn_ops *ops, void *user);
+/* Frees at once, closing fd, without calling on_close: for shutdown,
+   never from inside the linkconn's callbacks. NULL is a no-op. */
+void linkconn_free(struct linkconn *lc);
 /* Queues m; written at once if possible. */
 void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m);
+/* Queues bytes that are already a framed link message (or several), as
+   link_encode or the sidecar's frame cache produce them. */
+void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n);
 /* Bytes queued but not yet written (for back-pressure decisions). */
 size_t linkconn_pending(const struct linkconn *lc);
 /* Closes after on_close(reason); safe from inside callbacks (deferred to

@@ -1,0 +1,461 @@
+/* addr: parsing, formatting, listening on and dialling the link's
+   transport addresses. Sockets come back non-blocking and close-on-exec.
+   A tcp listener is held to loopback unless the caller opts out, since
+   the link carries no authentication of its own. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <linux/vm_sockets.h>
+
+#include "addr.h"
+
+#ifndef VMADDR_CID_LOCAL
+#define VMADDR_CID_LOCAL 1
+#endif
+
+#define ADDR_BACKLOG 128
+
+static void __attribute__((format(printf, 3, 4)))
+addr__err(char *err, unsigned errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!err || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Parses a decimal number of 1..10 digits, no sign, into *out <= max. */
+static int addr__number(const char *s, uint32_t max, uint32_t *out)
+{
+	unsigned long long v = 0;
+	size_t i, n = strlen(s);
+
+	if (n == 0 || n > 10)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > max)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+static int addr__parse_unix(const char *path, struct addr *a, char *err, unsigned errlen)
+{
+	size_t n = strlen(path);
+
+	if (n == 0) {
+		addr__err(err, errlen, "unix address needs a path");
+		return -EINVAL;
+	}
+	if (n >= sizeof(((struct sockaddr_un *)0)->sun_path) || n >= sizeof(a->path)) {
+		addr__err(err, errlen, "unix socket path too long (%zu bytes)", n);
+		return -EINVAL;
+	}
+	memcpy(a->path, path, n + 1);
+	return 0;
+}
+
+/* Splits "HOST:PORT" / "[V6]:PORT" at the port's colon. */
+static int addr__parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
+{
+	const char *colon, *host = s;
+	size_t hlen;
+	uint32_t port;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close || close[1] != ':') {
+			addr__err(err, errlen, "tcp address: expected [IPV6]:PORT");
+			return -EINVAL;
+		}
+		host = s + 1;
+		hlen = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon || memchr(s, ':', (size_t)(colon - s))) {
+			addr__err(err, errlen,
+				  "tcp address: expected HOST:PORT (IPv6 in brackets)");
+			return -EINVAL;
+		}
+		hlen = (size_t)(colon - s);
+	}
+	if (hlen == 0 || hlen >= sizeof(a->host)) {
+		addr__err(err, errlen, "tcp address: bad host length");
+		return -EINVAL;
+	}
+	if (addr__number(colon + 1, 65535, &port) < 0 || port == 0) {
+		addr__err(err, errlen, "tcp address: port must be 1..65535");
+		return -EINVAL;
+	}
+	memcpy(a->host, host, hlen);
+	a->host[hlen] = '\0';
+	a->port = (uint16_t)port;
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	uint32_t cid;
+} addr__cids[] = {
+    {"ANY", VMADDR_CID_ANY},
+    {"HOST", VMADDR_CID_HOST},
+    {"LOCAL", VMADDR_CID_LOCAL},
+};
+
+static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
+{
+	char tmp[16];
+	size_t i;
+
+	if (n == 0 || n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	for (i = 0; i < sizeof(addr__cids) / sizeof(addr__cids[0]); i++) {
+		if (strcmp(tmp, addr__cids[i].name) == 0) {
+			*cid = addr__cids[i].cid;
+			return 0;
+		}
+	}
+	return addr__number(tmp, UINT32_MAX, cid);
+}
+
+static int addr__parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen)
+{
+	const char *colon = strchr(s, ':');
+
+	if (!colon || addr__parse_cid(s, (size_t)(colon - s), &a->cid) < 0) {
+		addr__err(
+		    err, errlen,
+		    "vsock address: expected CID:PORT, CID a number or ANY, HOST, LOCAL");
+		return -EINVAL;
+	}
+	if (addr__number(colon + 1, UINT32_MAX, &a->vport) < 0) {
+		addr__err(err, errlen, "vsock address: port must be a number");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen)
+{
+	memset(a, 0, sizeof(*a));
+	if (strncmp(s, "unix:", 5) == 0) {
+		a->kind = ADDR_UNIX;
+		return addr__parse_unix(s + 5, a, err, errlen);
+	}
+	if (strncmp(s, "tcp:", 4) == 0) {
+		a->kind = ADDR_TCP;
+		return addr__parse_tcp(s + 4, a, err, errlen);
+	}
+	if (strncmp(s, "vsock:", 6) == 0) {
+		a->kind = ADDR_VSOCK;
+		return addr__parse_vsock(s + 6, a, err, errlen);
+	}
+	addr__err(err, errlen, "address must start with unix:, tcp: or vsock:");
+	return -EINVAL;
+}
+
+void addr_format(const struct addr *a, char *out, unsigned outlen)
+{
+	size_t i;
+
+	switch (a->kind) {
+	case ADDR_UNIX:
+		snprintf(out, outlen, "unix:%s", a->path);
+		return;
+	case ADDR_TCP:
+		snprintf(out, outlen, strchr(a->host, ':') ? "tcp:[%s]:%u" : "tcp:%s:%u",
+			 a->host, (unsigned)a->port);
+		return;
+	case ADDR_VSOCK:
+		for (i = 0; i < sizeof(addr__cids) / sizeof(addr__cids[0]); i++) {
+			if (addr__cids[i].cid == a->cid) {
+				snprintf(out, outlen, "vsock:%s:%u", addr__cids[i].name,
+					 (unsigned)a->vport);
+				return;
+			}
+		}
+		snprintf(out, outlen, "vsock:%u:%u", (unsigned)a->cid,
+			 (unsigned)a->vport);
+		return;
+	}
+	snprintf(out, outlen, "?");
+}
+
+/* ---- sockets ---- */
+
+static int addr__socket(int family)
+{
+	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	return fd < 0 ? -errno : fd;
+}
+
+static void addr__unix_sa(const struct addr *a, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, a->path, strlen(a->path) + 1);
+}
+
+static void addr__vsock_sa(const struct addr *a, struct sockaddr_vm *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->svm_family = AF_VSOCK;
+	sa->svm_cid = a->cid;
+	sa->svm_port = a->vport;
+}
+
+/* Removes path if it is a socket nobody listens on any more. */
+static int addr__unlink_stale(const char *path, char *err, unsigned errlen)
+{
+	struct addr probe = {.kind = ADDR_UNIX};
+	struct sockaddr_un sa;
+	struct stat st;
+	int fd, r;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode)) {
+		addr__err(err, errlen, "%s exists and is not a socket", path);
+		return -EEXIST;
+	}
+	snprintf(probe.path, sizeof(probe.path), "%s", path);
+	addr__unix_sa(&probe, &sa);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (r == 0) {
+		addr__err(err, errlen, "%s is in use by a live listener", path);
+		return -EADDRINUSE;
+	}
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Binds fd to sa and listens; closes fd on failure. */
+static int addr__bind_listen(int fd, const struct sockaddr *sa, socklen_t len,
+			     const char *what, char *err, unsigned errlen)
+{
+	if (bind(fd, sa, len) < 0 || listen(fd, ADDR_BACKLOG) < 0) {
+		int e = errno;
+
+		addr__err(err, errlen, "listen on %s: %s", what, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int addr__listen_unix(const struct addr *a, char *err, unsigned errlen)
+{
+	struct sockaddr_un sa;
+	int fd, r;
+
+	r = addr__unlink_stale(a->path, err, errlen);
+	if (r < 0) {
+		if (r != -EEXIST && r != -EADDRINUSE)
+			addr__err(err, errlen, "%s: %s", a->path, strerror(-r));
+		return r;
+	}
+	fd = addr__socket(AF_UNIX);
+	if (fd < 0) {
+		addr__err(err, errlen, "socket: %s", strerror(-fd));
+		return fd;
+	}
+	addr__unix_sa(a, &sa);
+	return addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), a->path, err,
+				 errlen);
+}
+
+static int addr__is_loopback(const struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
+
+		return (ntohl(in->sin_addr.s_addr) >> 24) == 127;
+	}
+	if (sa->sa_family == AF_INET6) {
+		const struct in6_addr *in6 =
+		    &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+		return IN6_IS_ADDR_LOOPBACK(in6) ||
+		       (IN6_IS_ADDR_V4MAPPED(in6) && in6->s6_addr[12] == 127);
+	}
+	return 0;
+}
+
+static int addr__resolve(const struct addr *a, int passive, struct addrinfo **res,
+			 char *err, unsigned errlen)
+{
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
+	char port[8];
+	int r;
+
+	snprintf(port, sizeof(port), "%u", (unsigned)a->port);
+	r = getaddrinfo(a->host, port, &hints, res);
+	if (r != 0) {
+		addr__err(err, errlen, "resolve %s: %s", a->host, gai_strerror(r));
+		return r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
+	}
+	return 0;
+}
+
+/* Every address the name gives must be loopback, or none is used. */
+static int addr__check_loopback(const struct addr *a, const struct addrinfo *res,
+				char *err, unsigned errlen)
+{
+	for (; res; res = res->ai_next) {
+		if (!addr__is_loopback(res->ai_addr)) {
+			addr__err(
+			    err, errlen,
+			    "refusing to listen on non-loopback address %s: the link is "
+			    "unauthenticated (allow public listening to override)",
+			    a->host);
+			return -EPERM;
+		}
+	}
+	return 0;
+}
+
+static int addr__listen_tcp(const struct addr *a, int flags, char *err, unsigned errlen)
+{
+	struct addrinfo *res, *ai;
+	int fd, one = 1;
+
+	fd = addr__resolve(a, 1, &res, err, errlen);
+	if (fd < 0)
+		return fd;
+	if (!(flags & ADDR_ALLOW_PUBLIC) &&
+	    (fd = addr__check_loopback(a, res, err, errlen)) < 0)
+		goto out_free;
+	fd = -EADDRNOTAVAIL;
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = addr__socket(ai->ai_family);
+		if (fd < 0) {
+			addr__err(err, errlen, "socket: %s", strerror(-fd));
+			continue;
+		}
+		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		fd = addr__bind_listen(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
+				       errlen);
+		if (fd >= 0)
+			break;
+	}
+out_free:
+	freeaddrinfo(res);
+	return fd;
+}
+
+static int addr__listen_vsock(const struct addr *a, char *err, unsigned errlen)
+{
+	struct sockaddr_vm sa;
+	int fd = addr__socket(AF_VSOCK);
+
+	if (fd < 0) {
+		addr__err(err, errlen, "vsock socket: %s", strerror(-fd));
+		return fd;
+	}
+	addr__vsock_sa(a, &sa);
+	return addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err,
+				 errlen);
+}
+
+int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
+{
+	switch (a->kind) {
+	case ADDR_UNIX:
+		return addr__listen_unix(a, err, errlen);
+	case ADDR_TCP:
+		return addr__listen_tcp(a, flags, err, errlen);
+	case ADDR_VSOCK:
+		return addr__listen_vsock(a, err, errlen);
+	}
+	addr__err(err, errlen, "unknown address kind");
+	return -EINVAL;
+}
+
+/* Starts connecting fd to sa; closes fd unless under way or done. */
+static int addr__start_connect(int fd, const struct sockaddr *sa, socklen_t len,
+			       const char *what, char *err, unsigned errlen)
+{
+	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
+		int e = errno;
+
+		addr__err(err, errlen, "connect to %s: %s", what, strerror(e));
+		close(fd);
+		return -e;
+	}
+	return fd;
+}
+
+static int addr__connect_tcp(const struct addr *a, char *err, unsigned errlen)
+{
+	struct addrinfo *res, *ai;
+	int fd;
+
+	fd = addr__resolve(a, 0, &res, err, errlen);
+	if (fd < 0)
+		return fd;
+	fd = -EADDRNOTAVAIL;
+	/* Only a synchronous failure moves on to the next address. */
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = addr__socket(ai->ai_family);
+		if (fd < 0) {
+			addr__err(err, errlen, "socket: %s", strerror(-fd));
+			continue;
+		}
+		fd = addr__start_connect(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
+					 errlen);
+		if (fd >= 0)
+			break;
+	}
+	freeaddrinfo(res);
+	return fd;
+}
+
+int addr_connect(const struct addr *a, char *err, unsigned errlen)
+{
+	struct sockaddr_un un;
+	struct sockaddr_vm vm;
+	int fd;
+
+	if (a->kind == ADDR_TCP)
+		return addr__connect_tcp(a, err, errlen);
+	fd = addr__socket(a->kind == ADDR_UNIX ? AF_UNIX : AF_VSOCK);
+	if (fd < 0) {
+		addr__err(err, errlen, "socket: %s", strerror(-fd));
+		return fd;
+	}
+	if (a->kind == ADDR_UNIX) {
+		addr__unix_sa(a, &un);
+		return addr__start_connect(fd, (struct sockaddr *)&un, sizeof(un),
+					   a->path, err, errlen);
+	}
+	addr__vsock_sa(a, &vm);
+	return addr__start_connect(fd, (struct sockaddr *)&vm, sizeof(vm), "vsock", err,
+				   errlen);
+}

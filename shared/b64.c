@@ -1,0 +1,153 @@
+/* b64: strict base64 (RFC 4648 section 4) and unpadded base64url
+   (section 5). The decoders accept exactly one encoding per byte string:
+   no whitespace, no excess padding, no non-zero trailing bits. */
+#include <errno.h>
+
+#include "b64.h"
+
+static const char b64__std[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64__url[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static void b64__encode(const uint8_t *src, size_t n, struct buf *out, const char *alpha,
+			int pad)
+{
+	size_t i;
+	char *p = (char *)buf_reserve(out, b64_encoded_len(n));
+	char *start = p;
+
+	for (i = 0; i + 3 <= n; i += 3) {
+		uint32_t v =
+		    (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8 | src[i + 2];
+
+		*p++ = alpha[v >> 18 & 63];
+		*p++ = alpha[v >> 12 & 63];
+		*p++ = alpha[v >> 6 & 63];
+		*p++ = alpha[v & 63];
+	}
+	if (n - i == 1) {
+		uint32_t v = (uint32_t)src[i] << 16;
+
+		*p++ = alpha[v >> 18 & 63];
+		*p++ = alpha[v >> 12 & 63];
+		if (pad) {
+			*p++ = '=';
+			*p++ = '=';
+		}
+	} else if (n - i == 2) {
+		uint32_t v = (uint32_t)src[i] << 16 | (uint32_t)src[i + 1] << 8;
+
+		*p++ = alpha[v >> 18 & 63];
+		*p++ = alpha[v >> 12 & 63];
+		*p++ = alpha[v >> 6 & 63];
+		if (pad)
+			*p++ = '=';
+	}
+	buf_commit(out, (size_t)(p - start));
+}
+
+void b64_encode(const uint8_t *src, size_t n, struct buf *out)
+{
+	b64__encode(src, n, out, b64__std, 1);
+}
+
+void b64url_encode(const uint8_t *src, size_t n, struct buf *out)
+{
+	b64__encode(src, n, out, b64__url, 0);
+}
+
+size_t b64_encoded_len(size_t n)
+{
+	return (n + 2) / 3 * 4;
+}
+
+size_t b64_decoded_max(size_t n)
+{
+	return (n + 3) / 4 * 3;
+}
+
+/* Value of c in the alphabet, or -1. */
+static int b64__value(char c, int url)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == (url ? '-' : '+'))
+		return 62;
+	if (c == (url ? '_' : '/'))
+		return 63;
+	return -1;
+}
+
+/* Decodes n (1..4) significant chars of one group into out; rejects a
+   lone char (n == 1) and set bits below the last whole byte. */
+static int b64__group(const char *s, size_t n, int url, uint8_t *dst, size_t *produced)
+{
+	uint32_t v = 0;
+	size_t i;
+
+	if (n < 2)
+		return -EINVAL;
+	for (i = 0; i < 4; i++) {
+		int d = i < n ? b64__value(s[i], url) : 0;
+
+		if (d < 0)
+			return -EINVAL;
+		v = v << 6 | (uint32_t)d;
+	}
+	*produced = n - 1;
+	if (n == 2 && (v & 0xffff))
+		return -EINVAL;
+	if (n == 3 && (v & 0xff))
+		return -EINVAL;
+	dst[0] = v >> 16 & 0xff;
+	dst[1] = v >> 8 & 0xff;
+	dst[2] = v & 0xff;
+	return 0;
+}
+
+/* Decodes sig significant chars (padding already stripped). */
+static int b64__decode(const char *src, size_t sig, int url, struct buf *out)
+{
+	size_t i, k;
+	uint8_t *dst = buf_reserve(out, b64_decoded_max(sig) + 3);
+	uint8_t *start = dst;
+
+	for (i = 0; i < sig; i += 4) {
+		size_t n = sig - i < 4 ? sig - i : 4;
+
+		/* Nothing is committed until the end, so out keeps what it had. */
+		if (b64__group(src + i, n, url, dst, &k) < 0)
+			return -EINVAL;
+		dst += k;
+	}
+	buf_commit(out, (size_t)(dst - start));
+	return 0;
+}
+
+int b64_decode(const char *src, size_t n, struct buf *out)
+{
+	size_t sig = n;
+
+	if (n % 4 != 0)
+		return -EINVAL;
+	/* At most two '=', only at the very end. */
+	if (sig > 0 && src[sig - 1] == '=')
+		sig--;
+	if (sig > 0 && src[sig - 1] == '=')
+		sig--;
+	if (sig % 4 == 1)
+		return -EINVAL;
+	return b64__decode(src, sig, 0, out);
+}
+
+int b64url_decode(const char *src, size_t n, struct buf *out)
+{
+	if (n % 4 == 1)
+		return -EINVAL;
+	return b64__decode(src, n, 1, out);
+}

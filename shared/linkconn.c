@@ -1,0 +1,230 @@
+/* linkconn: one link connection on the event loop. Reads are bounded
+   per wakeup so one busy peer cannot starve the others; every complete
+   message is decoded and handed to on_message. Sends are written at
+   once and only what the socket refuses is queued, with EV_WRITE armed
+   until the queue drains. Closing is always deferred to a before-poll
+   hook, so no callback ever runs on a freed linkconn. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "link.h"
+#include "linkconn.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define LINKCONN_READ_CHUNK  (64 * 1024)
+#define LINKCONN_READ_BUDGET (1024 * 1024)
+
+struct linkconn {
+	struct ev_loop *loop;
+	struct ev_io *io;
+	int fd;
+	char *name;
+	const struct linkconn_ops *ops;
+	void *user;
+	struct buf in;
+	struct buf out;
+	int closing;
+	char reason[160];
+};
+
+static void linkconn__io(struct ev_io *io, int fd, unsigned events, void *user);
+static void linkconn__reap(void *user);
+
+struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
+			      const struct linkconn_ops *ops, void *user)
+{
+	struct linkconn *lc = xcalloc(1, sizeof(*lc));
+
+	lc->loop = loop;
+	lc->fd = fd;
+	lc->name = xstrdup(name ? name : "link");
+	lc->ops = ops;
+	lc->user = user;
+	buf_init(&lc->in);
+	buf_init(&lc->out);
+	lc->io = ev_io_new(loop, fd, EV_READ, linkconn__io, lc);
+	if (!lc->io) {
+		log_error(lc->name, "linkconn: cannot watch fd %d: %s", fd,
+			  strerror(errno));
+		close(fd);
+		free(lc->name);
+		free(lc);
+		return NULL;
+	}
+	ev_hook_add(loop, linkconn__reap, lc);
+	return lc;
+}
+
+void linkconn_free(struct linkconn *lc)
+{
+	if (!lc)
+		return;
+	ev_hook_remove(lc->loop, linkconn__reap, lc);
+	ev_io_free(lc->io);
+	close(lc->fd);
+	buf_free(&lc->in);
+	buf_free(&lc->out);
+	free(lc->name);
+	free(lc);
+}
+
+void linkconn_close(struct linkconn *lc, const char *reason)
+{
+	if (lc->closing)
+		return;
+	lc->closing = 1;
+	snprintf(lc->reason, sizeof(lc->reason), "%s", reason ? reason : "closed");
+	/* Nothing more is read or written; the hook finishes the job. */
+	ev_io_set(lc->io, 0);
+}
+
+/* The before-poll hook: reports and frees a linkconn marked closing. */
+static void linkconn__reap(void *user)
+{
+	struct linkconn *lc = user;
+
+	if (!lc->closing)
+		return;
+	log_debug(lc->name, "link closed: %s", lc->reason);
+	if (lc->ops->on_close)
+		lc->ops->on_close(lc, lc->reason, lc->user);
+	linkconn_free(lc);
+}
+
+size_t linkconn_pending(const struct linkconn *lc)
+{
+	return buf_size(&lc->out);
+}
+
+const char *linkconn_name(const struct linkconn *lc)
+{
+	return lc->name;
+}
+
+static void linkconn__close_errno(struct linkconn *lc, const char *what, int err)
+{
+	char reason[128];
+
+	snprintf(reason, sizeof(reason), "%s: %s", what, strerror(err));
+	linkconn_close(lc, reason);
+}
+
+/* Writes as much of the queue as the socket takes; EV_WRITE stays armed
+   only while bytes remain. */
+static void linkconn__flush(struct linkconn *lc)
+{
+	while (buf_size(&lc->out) > 0) {
+		ssize_t n = send(lc->fd, buf_head(&lc->out), buf_size(&lc->out),
+				 MSG_NOSIGNAL | MSG_DONTWAIT);
+
+		if (n > 0) {
+			buf_consume(&lc->out, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			break;
+		buf_reset(&lc->out);
+		linkconn__close_errno(lc, "write error", n < 0 ? errno : EPIPE);
+		return;
+	}
+	ev_io_set(lc->io, EV_READ | (buf_size(&lc->out) > 0 ? EV_WRITE : 0));
+}
+
+void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
+{
+	int idle = buf_size(&lc->out) == 0;
+
+	if (lc->closing)
+		return;
+	link_encode(m, &lc->out);
+	/* With bytes already queued, EV_WRITE is armed and keeps order. */
+	if (idle)
+		linkconn__flush(lc);
+}
+
+void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n)
+{
+	int idle = buf_size(&lc->out) == 0;
+
+	if (lc->closing || n == 0)
+		return;
+	buf_append(&lc->out, p, n);
+	if (idle)
+		linkconn__flush(lc);
+}
+
+/* Hands every complete message to on_message; stops at a close. */
+static void linkconn__decode(struct linkconn *lc)
+{
+	while (!lc->closing) {
+		Ptg__LinkMessage *m;
+		int r = link_decode(&lc->in, &m);
+
+		if (r == 0)
+			return;
+		if (r == -EMSGSIZE) {
+			linkconn_close(lc, "message too large");
+			return;
+		}
+		if (r < 0) {
+			linkconn_close(lc, "bad message");
+			return;
+		}
+		lc->ops->on_message(lc, m, lc->user);
+		link_message_free(m);
+	}
+}
+
+/* Reads until EAGAIN or the per-wakeup budget. Returns 1 at end of
+   stream, a negative errno on error, else 0. */
+static int linkconn__read(struct linkconn *lc)
+{
+	size_t total = 0;
+
+	while (total < LINKCONN_READ_BUDGET) {
+		ssize_t n = read(lc->fd, buf_reserve(&lc->in, LINKCONN_READ_CHUNK),
+				 LINKCONN_READ_CHUNK);
+
+		if (n > 0) {
+			buf_commit(&lc->in, (size_t)n);
+			total += (size_t)n;
+			continue;
+		}
+		if (n == 0)
+			return 1;
+		if (errno == EINTR)
+			continue;
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return -errno;
+	}
+	return 0;
+}
+
+static void linkconn__io(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct linkconn *lc = user;
+	int r;
+
+	if (lc->closing)
+		return;
+	if (events & EV_WRITE)
+		linkconn__flush(lc);
+	if (lc->closing || !(events & EV_READ))
+		return;
+	r = linkconn__read(lc);
+	/* Messages that arrived before an end or an error still count. */
+	linkconn__decode(lc);
+	if (r == 1)
+		linkconn_close(lc, "peer closed");
+	else if (r < 0)
+		linkconn__close_errno(lc, "read error", -r);
+}

@@ -1,0 +1,352 @@
+/* unit: shared */
+/* addr: parsing and formatting of every kind (vsock only at that level:
+   this machine's vsock is not ours), and unix and tcp listen + connect on
+   loopback, including the loopback-only rule and stale socket files. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <netinet/in.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "addr.h"
+
+static void parse_ok(const char *s, struct addr *a)
+{
+	char err[128] = "";
+
+	assert_int_equal(addr_parse(s, a, err, sizeof(err)), 0);
+}
+
+static void test_parse_unix(void **state)
+{
+	char path[120];
+	struct addr a;
+	char err[128];
+
+	parse_ok("unix:/run/ptygate/link.sock", &a);
+	assert_int_equal(a.kind, ADDR_UNIX);
+	assert_string_equal(a.path, "/run/ptygate/link.sock");
+	/* 107 bytes fit sun_path with its NUL; 108 do not. */
+	memset(path, 'p', sizeof(path));
+	memcpy(path, "unix:/", 6);
+	path[5 + 107] = '\0';
+	parse_ok(path, &a);
+	assert_int_equal(strlen(a.path), 107);
+	path[5 + 107] = 'p';
+	path[5 + 108] = '\0';
+	err[0] = '\0';
+	assert_int_equal(addr_parse(path, &a, err, sizeof(err)), -EINVAL);
+	assert_true(strlen(err) > 0);
+	err[0] = '\0';
+	assert_int_equal(addr_parse("unix:", &a, err, sizeof(err)), -EINVAL);
+	assert_true(strlen(err) > 0);
+}
+
+static void test_parse_tcp(void **state)
+{
+	struct addr a;
+
+	parse_ok("tcp:127.0.0.1:7000", &a);
+	assert_int_equal(a.kind, ADDR_TCP);
+	assert_string_equal(a.host, "127.0.0.1");
+	assert_int_equal(a.port, 7000);
+	parse_ok("tcp:[::1]:65535", &a);
+	assert_string_equal(a.host, "::1");
+	assert_int_equal(a.port, 65535);
+	parse_ok("tcp:localhost:1", &a);
+	assert_string_equal(a.host, "localhost");
+	assert_int_equal(a.port, 1);
+	parse_ok("tcp:[fe80::1%lo]:80", &a);
+	assert_string_equal(a.host, "fe80::1%lo");
+}
+
+static void test_parse_vsock(void **state)
+{
+	struct addr a;
+
+	parse_ok("vsock:3:1024", &a);
+	assert_int_equal(a.kind, ADDR_VSOCK);
+	assert_int_equal(a.cid, 3);
+	assert_int_equal(a.vport, 1024);
+	parse_ok("vsock:ANY:5000", &a);
+	assert_int_equal(a.cid, 0xffffffffu);
+	parse_ok("vsock:HOST:1", &a);
+	assert_int_equal(a.cid, 2);
+	parse_ok("vsock:LOCAL:1", &a);
+	assert_int_equal(a.cid, 1);
+	parse_ok("vsock:4294967295:4294967295", &a);
+	assert_int_equal(a.vport, 0xffffffffu);
+}
+
+static void test_parse_rejects(void **state)
+{
+	static const char *const bad[] = {
+	    "",
+	    "/tmp/x",
+	    "udp:1.2.3.4:5",
+	    "tcp:",
+	    "tcp:127.0.0.1",
+	    "tcp:127.0.0.1:",
+	    "tcp:127.0.0.1:0",
+	    "tcp:127.0.0.1:65536",
+	    "tcp::80",
+	    "tcp:::1:80",
+	    "tcp:[::1]80",
+	    "tcp:[::1",
+	    "tcp:[]:80",
+	    "tcp:h:8x",
+	    "tcp:h:-1",
+	    "tcp:h:+80",
+	    "tcp:h:99999999999",
+	    "vsock:3",
+	    "vsock::1",
+	    "vsock:x:1",
+	    "vsock:3:",
+	    "vsock:3:1a",
+	    "vsock:any:1",
+	    "vsock:4294967296:1",
+	    "vsock:-1:1",
+	    "vsock:3:4294967296",
+	    "UNIX:/x",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char err[128] = "";
+		struct addr a;
+
+		assert_int_equal(addr_parse(bad[i], &a, err, sizeof(err)), -EINVAL);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+static void test_format(void **state)
+{
+	static const char *const forms[] = {
+	    "unix:/tmp/a b", "tcp:127.0.0.1:80", "tcp:[::1]:8080", "tcp:localhost:9",
+	    "vsock:3:1024",  "vsock:ANY:5",	 "vsock:HOST:6",   "vsock:LOCAL:7",
+	};
+	char out[300];
+	size_t i;
+
+	for (i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+		struct addr a;
+
+		parse_ok(forms[i], &a);
+		addr_format(&a, out, sizeof(out));
+		assert_string_equal(out, forms[i]);
+	}
+	/* Truncates, never overflows. */
+	{
+		struct addr a;
+
+		parse_ok("tcp:127.0.0.1:80", &a);
+		addr_format(&a, out, 6);
+		assert_string_equal(out, "tcp:1");
+	}
+}
+
+static void assert_nonblock_cloexec(int fd)
+{
+	assert_true(fcntl(fd, F_GETFL) & O_NONBLOCK);
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+}
+
+/* Waits for the dialled fd to connect, accepts on lfd, checks a byte
+   goes through. */
+static void assert_connects(int lfd, int cfd)
+{
+	struct pollfd pfd = {.fd = cfd, .events = POLLOUT};
+	int soerr = -1, afd;
+	socklen_t len = sizeof(soerr);
+	char c = 0;
+
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(getsockopt(cfd, SOL_SOCKET, SO_ERROR, &soerr, &len), 0);
+	assert_int_equal(soerr, 0);
+	pfd.fd = lfd;
+	pfd.events = POLLIN;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	afd = accept(lfd, NULL, NULL);
+	assert_true(afd >= 0);
+	assert_int_equal(write(cfd, "!", 1), 1);
+	assert_int_equal(read(afd, &c, 1), 1);
+	assert_int_equal(c, '!');
+	close(afd);
+}
+
+static void test_unix_listen_connect(void **state)
+{
+	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[256] = "";
+	struct addr a;
+	int lfd, cfd, lfd2;
+	struct stat st;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(s, sizeof(s), "unix:%s/link.sock", dir);
+	parse_ok(s, &a);
+	lfd = addr_listen(&a, 0, err, sizeof(err));
+	assert_true(lfd >= 0);
+	assert_nonblock_cloexec(lfd);
+	cfd = addr_connect(&a, err, sizeof(err));
+	assert_true(cfd >= 0);
+	assert_nonblock_cloexec(cfd);
+	assert_connects(lfd, cfd);
+	close(cfd);
+	/* A live listener is not replaced. */
+	err[0] = '\0';
+	assert_int_equal(addr_listen(&a, 0, err, sizeof(err)), -EADDRINUSE);
+	assert_true(strlen(err) > 0);
+	/* Once its listener is gone, the stale socket file is. */
+	close(lfd);
+	assert_int_equal(lstat(a.path, &st), 0);
+	lfd2 = addr_listen(&a, 0, err, sizeof(err));
+	assert_true(lfd2 >= 0);
+	cfd = addr_connect(&a, err, sizeof(err));
+	assert_connects(lfd2, cfd);
+	close(cfd);
+	close(lfd2);
+	unlink(a.path);
+	rmdir(dir);
+}
+
+static void test_unix_refuses_non_socket(void **state)
+{
+	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[256] = "";
+	struct addr a;
+	struct stat st;
+	FILE *f;
+
+	assert_non_null(mkdtemp(dir));
+	snprintf(s, sizeof(s), "unix:%s/file", dir);
+	parse_ok(s, &a);
+	f = fopen(a.path, "w");
+	assert_non_null(f);
+	fputs("precious", f);
+	fclose(f);
+	assert_int_equal(addr_listen(&a, 0, err, sizeof(err)), -EEXIST);
+	assert_non_null(strstr(err, "not a socket"));
+	assert_int_equal(stat(a.path, &st), 0);
+	assert_int_equal(st.st_size, 8);
+	unlink(a.path);
+	/* Nobody listening: the connect fails. */
+	assert_true(addr_connect(&a, err, sizeof(err)) < 0);
+	rmdir(dir);
+}
+
+static uint16_t bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&ss, &len), 0);
+	if (ss.ss_family == AF_INET)
+		return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+	return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+}
+
+static void tcp_roundtrip(const char *host)
+{
+	struct addr a = {.kind = ADDR_TCP};
+	char err[256] = "";
+	int lfd, cfd, one = 0;
+	socklen_t len = sizeof(one);
+
+	snprintf(a.host, sizeof(a.host), "%s", host);
+	a.port = 0; /* the kernel picks; the parser would refuse 0 */
+	lfd = addr_listen(&a, 0, err, sizeof(err));
+	if (lfd == -EADDRNOTAVAIL || lfd == -EAFNOSUPPORT) {
+		print_message("skipping %s: %s\n", host, err);
+		return;
+	}
+	assert_true(lfd >= 0);
+	assert_nonblock_cloexec(lfd);
+	assert_int_equal(getsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, &len), 0);
+	assert_true(one);
+	a.port = bound_port(lfd);
+	assert_true(a.port > 0);
+	cfd = addr_connect(&a, err, sizeof(err));
+	assert_true(cfd >= 0);
+	assert_nonblock_cloexec(cfd);
+	assert_connects(lfd, cfd);
+	close(cfd);
+	close(lfd);
+}
+
+static void test_tcp_loopback(void **state)
+{
+	tcp_roundtrip("127.0.0.1");
+	tcp_roundtrip("::1");
+	tcp_roundtrip("localhost");
+}
+
+static void test_tcp_refuses_public(void **state)
+{
+	static const char *const hosts[] = {"0.0.0.0", "::", "192.0.2.1", "10.1.2.3"};
+	size_t i;
+
+	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
+		struct addr a = {.kind = ADDR_TCP, .port = 0};
+		char err[256] = "";
+
+		snprintf(a.host, sizeof(a.host), "%s", hosts[i]);
+		assert_int_equal(addr_listen(&a, 0, err, sizeof(err)), -EPERM);
+		assert_non_null(strstr(err, "non-loopback"));
+		assert_non_null(strstr(err, hosts[i]));
+	}
+}
+
+static void test_tcp_connect_refused(void **state)
+{
+	struct addr a = {.kind = ADDR_TCP};
+	char err[256] = "";
+	int lfd, cfd, soerr = 0;
+	socklen_t len = sizeof(soerr);
+	struct pollfd pfd;
+
+	/* Learn a free port, then close it so nothing listens there. */
+	snprintf(a.host, sizeof(a.host), "127.0.0.1");
+	lfd = addr_listen(&a, 0, err, sizeof(err));
+	assert_true(lfd >= 0);
+	a.port = bound_port(lfd);
+	close(lfd);
+	cfd = addr_connect(&a, err, sizeof(err));
+	if (cfd < 0) {
+		assert_int_equal(cfd, -ECONNREFUSED);
+		return;
+	}
+	pfd.fd = cfd;
+	pfd.events = POLLOUT;
+	assert_int_equal(poll(&pfd, 1, 5000), 1);
+	assert_int_equal(getsockopt(cfd, SOL_SOCKET, SO_ERROR, &soerr, &len), 0);
+	assert_int_equal(soerr, ECONNREFUSED);
+	close(cfd);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_parse_unix),
+	    cmocka_unit_test(test_parse_tcp),
+	    cmocka_unit_test(test_parse_vsock),
+	    cmocka_unit_test(test_parse_rejects),
+	    cmocka_unit_test(test_format),
+	    cmocka_unit_test(test_unix_listen_connect),
+	    cmocka_unit_test(test_unix_refuses_non_socket),
+	    cmocka_unit_test(test_tcp_loopback),
+	    cmocka_unit_test(test_tcp_refuses_public),
+	    cmocka_unit_test(test_tcp_connect_refused),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,329 @@
+/* unit: shared */
+/* linkconn: two linkconns on one loop over a socketpair exchanging
+   messages (one of ~2 MiB, which must be queued and written under
+   EV_WRITE), closes from inside callbacks, peer close, resets, and bad
+   bytes from a raw peer. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "ev.h"
+#include "link.h"
+#include "linkconn.h"
+
+#define BIG (2 * 1024 * 1024 + 123)
+
+struct side {
+	struct ev_loop *loop;
+	struct linkconn *lc;
+	int nmsg;
+	int nclose;
+	char reason[128];
+	int close_after; /* close from on_message after this many */
+	int cases[8];
+	size_t big_len;
+	int big_ok;
+	int *closes_total;
+	int stop_at;
+};
+
+static uint8_t *big_data(void)
+{
+	uint8_t *d = malloc(BIG);
+	size_t i;
+
+	assert_non_null(d);
+	for (i = 0; i < BIG; i++)
+		d[i] = (uint8_t)(i ^ (i >> 8));
+	return d;
+}
+
+static void on_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
+{
+	struct side *s = user;
+
+	assert_ptr_equal(lc, s->lc);
+	if (s->nmsg < 8)
+		s->cases[s->nmsg] = m->msg_case;
+	s->nmsg++;
+	if (m->msg_case == PTG__LINK_MESSAGE__MSG_INPUT) {
+		uint8_t *d = big_data();
+
+		s->big_len = m->input->data.len;
+		s->big_ok = s->big_len == BIG && memcmp(m->input->data.data, d, BIG) == 0;
+		free(d);
+	}
+	if (s->close_after && s->nmsg == s->close_after)
+		linkconn_close(lc, "done here");
+}
+
+static void on_close(struct linkconn *lc, const char *reason, void *user)
+{
+	struct side *s = user;
+
+	assert_ptr_equal(lc, s->lc);
+	s->nclose++;
+	snprintf(s->reason, sizeof(s->reason), "%s", reason);
+	/* Harmless after the close: dropped, not written. */
+	linkconn_close(lc, "again");
+	s->lc = NULL;
+	if (s->closes_total && ++*s->closes_total == s->stop_at)
+		ev_loop_stop(s->loop);
+}
+
+static const struct linkconn_ops ops = {on_message, on_close};
+
+static void guard_cb(struct ev_timer *t, void *user)
+{
+	fail_msg("test timed out in the loop");
+}
+
+static void stop_cb(struct ev_timer *t, void *user)
+{
+	ev_loop_stop(user);
+}
+
+static void send_hello(struct linkconn *lc, const char *id)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Hello h = PTG__HELLO__INIT;
+
+	h.gateway_id = (char *)id;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	linkconn_send(lc, &m);
+}
+
+static void send_big(struct linkconn *lc)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Input in = PTG__INPUT__INIT;
+	uint8_t *d = big_data();
+
+	in.attach_id = 9;
+	in.data.data = d;
+	in.data.len = BIG;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_INPUT;
+	m.input = &in;
+	linkconn_send(lc, &m);
+	free(d);
+}
+
+struct fixture {
+	struct ev_loop *loop;
+	struct ev_timer *guard;
+	int fd[2];
+	struct side a, b;
+	int closes;
+};
+
+static void fixture_init(struct fixture *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->loop = ev_loop_new();
+	assert_non_null(f->loop);
+	f->guard = ev_timer_new(f->loop, 10000, 0, guard_cb, NULL);
+	assert_int_equal(
+	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0, f->fd), 0);
+	f->a.loop = f->b.loop = f->loop;
+	f->a.closes_total = f->b.closes_total = &f->closes;
+}
+
+static void fixture_done(struct fixture *f)
+{
+	ev_timer_free(f->guard);
+	ev_loop_free(f->loop);
+}
+
+static void test_exchange_and_close(void **state)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "side-a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "side-b", &ops, &f.b);
+	assert_string_equal(linkconn_name(f.a.lc), "side-a");
+	send_hello(f.a.lc, "one");
+	assert_int_equal(linkconn_pending(f.a.lc), 0);
+	send_big(f.a.lc);
+	/* The socket cannot take 2 MiB at once: the rest waits in the queue. */
+	assert_true(linkconn_pending(f.a.lc) > 0);
+	send_hello(f.a.lc, "three");
+	send_hello(f.b.lc, "from-b");
+	/* b closes itself on the third message; a then sees the peer close. */
+	f.b.close_after = 3;
+	f.a.stop_at = f.b.stop_at = 2;
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 3);
+	assert_int_equal(f.b.cases[0], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_int_equal(f.b.cases[1], PTG__LINK_MESSAGE__MSG_INPUT);
+	assert_int_equal(f.b.cases[2], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_int_equal(f.b.big_len, BIG);
+	assert_true(f.b.big_ok);
+	assert_int_equal(f.a.nmsg, 1);
+	assert_int_equal(f.b.nclose, 1);
+	assert_string_equal(f.b.reason, "done here");
+	assert_int_equal(f.a.nclose, 1);
+	assert_string_equal(f.a.reason, "peer closed");
+	fixture_done(&f);
+}
+
+static void test_close_stops_delivery(void **state)
+{
+	struct fixture f;
+	int i;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	for (i = 0; i < 5; i++)
+		send_hello(f.a.lc, "x");
+	/* All five arrive in one read; closing on the first drops the rest. */
+	f.b.close_after = 1;
+	f.a.stop_at = f.b.stop_at = 2;
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 1);
+	assert_int_equal(f.b.nclose, 1);
+	assert_int_equal(f.a.nclose, 1);
+	fixture_done(&f);
+}
+
+/* A raw peer writes bytes; the linkconn on the other end must close
+   with want_reason and deliver want_msgs messages first. */
+static void raw_peer_case(const uint8_t *bytes, size_t n, int want_msgs,
+			  const char *want_reason)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	f.b.stop_at = 1;
+	assert_int_equal(write(f.fd[0], bytes, n), (ssize_t)n);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, want_msgs);
+	assert_int_equal(f.b.nclose, 1);
+	assert_string_equal(f.b.reason, want_reason);
+	close(f.fd[0]);
+	fixture_done(&f);
+}
+
+static void test_bad_input(void **state)
+{
+	static const uint8_t too_big[] = {0x01, 0x00, 0x00, 0x01};
+	static const uint8_t garbage[] = {0, 0, 0, 2, 0xff, 0xff};
+	/* A good Hello, then an empty body. */
+	static const uint8_t good_then_empty[] = {0,	0,    0, 4, 0x0a, 0x02,
+						  0x08, 0x01, 0, 0, 0,	  0};
+
+	raw_peer_case(too_big, sizeof(too_big), 0, "message too large");
+	raw_peer_case(garbage, sizeof(garbage), 0, "bad message");
+	raw_peer_case(good_then_empty, sizeof(good_then_empty), 1, "bad message");
+}
+
+static void test_peer_close_after_data(void **state)
+{
+	static const uint8_t hello[] = {0, 0, 0, 4, 0x0a, 0x02, 0x08, 0x01};
+	struct fixture f;
+
+	fixture_init(&f);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	f.b.stop_at = 1;
+	assert_int_equal(write(f.fd[0], hello, sizeof(hello)), (ssize_t)sizeof(hello));
+	close(f.fd[0]);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	/* The message sent before the close is still delivered. */
+	assert_int_equal(f.b.nmsg, 1);
+	assert_string_equal(f.b.reason, "peer closed");
+	fixture_done(&f);
+}
+
+static void test_reset_is_read_error(void **state)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	f.b.stop_at = 1;
+	/* Closing a unix socket with unread data resets its peer. */
+	send_hello(f.b.lc, "unread");
+	close(f.fd[0]);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nclose, 1);
+	assert_true(strncmp(f.b.reason, "read error: ", 12) == 0);
+	fixture_done(&f);
+}
+
+static void test_send_bytes(void **state)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Hello h = PTG__HELLO__INIT;
+	struct buf pre = BUF_INIT;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	h.gateway_id = "pre";
+	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	/* Two pre-encoded messages in one call, behind a queued big one. */
+	link_encode(&m, &pre);
+	link_encode(&m, &pre);
+	send_big(f.a.lc);
+	linkconn_send_bytes(f.a.lc, buf_head(&pre), buf_size(&pre));
+	linkconn_send_bytes(f.a.lc, "", 0);
+	f.b.close_after = 3;
+	f.a.stop_at = f.b.stop_at = 2;
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 3);
+	assert_int_equal(f.b.cases[0], PTG__LINK_MESSAGE__MSG_INPUT);
+	assert_true(f.b.big_ok);
+	assert_int_equal(f.b.cases[1], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_int_equal(f.b.cases[2], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_string_equal(f.a.reason, "peer closed");
+	buf_free(&pre);
+	fixture_done(&f);
+}
+
+static void test_free_without_on_close(void **state)
+{
+	struct fixture f;
+	struct ev_timer *t;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	send_big(f.a.lc);
+	linkconn_free(f.a.lc);
+	linkconn_free(NULL);
+	f.b.stop_at = 1;
+	t = ev_timer_new(f.loop, 3000, 0, stop_cb, f.loop);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.a.nclose, 0);
+	assert_int_equal(f.b.nclose, 1);
+	assert_int_equal(f.b.nmsg, 0);
+	ev_timer_free(t);
+	fixture_done(&f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_exchange_and_close),
+	    cmocka_unit_test(test_close_stops_delivery),
+	    cmocka_unit_test(test_bad_input),
+	    cmocka_unit_test(test_peer_close_after_data),
+	    cmocka_unit_test(test_reset_is_read_error),
+	    cmocka_unit_test(test_free_without_on_close),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
