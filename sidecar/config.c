@@ -1,0 +1,218 @@
+/* config: command-line parsing of ptygate-sidecar, with every limit
+   bounded so a typo cannot ask for a terabyte ring. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+
+static const char usage[] =
+	"Usage: ptygate-sidecar --listen ADDR [options]\n"
+	"\n"
+	"Owns the terminal sessions of one sandbox and serves them to\n"
+	"ptygate-gateway over the link protocol.\n"
+	"\n"
+	"  --listen ADDR            unix:/path, tcp:127.0.0.1:PORT or vsock:CID:PORT\n"
+	"  --allow-public           allow a tcp listen address beyond loopback\n"
+	"  --instance-id ID         the instance this sidecar serves (default: hostname)\n"
+	"  --state-dir DIR          keep session records here (default: none)\n"
+	"  --replay-frames N        frames always retained per session (1000)\n"
+	"  --replay-seconds S       seconds of frames retained per session (86400)\n"
+	"  --replay-bytes B         byte budget of a session's ring (67108864)\n"
+	"  --max-controllers K      controllers per session (4)\n"
+	"  --max-observers M        observers per session (32)\n"
+	"  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
+	"  --keyframe-frames N      keyframe at least every N output frames (100)\n"
+	"  --default-size COLSxROWS size of a session created without one (120x30)\n"
+	"  --max-sessions N         sessions at once, exited ones included (256)\n"
+	"  --kill-grace-ms MS       hang-up to SIGKILL delay when ending (3000)\n"
+	"  --exited-keep-seconds S  an exited session stays attachable (600)\n"
+	"  --log-level LEVEL        debug, info, warn or error (info)\n"
+	"  --help                   this text\n"
+	"  --version                the version\n";
+
+void config_defaults(struct sidecar_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->replay_frames = 1000;
+	c->replay_seconds = 86400;
+	c->replay_bytes = 64ull << 20;
+	c->max_controllers = 4;
+	c->max_observers = 32;
+	c->keyframe_seconds = 5;
+	c->keyframe_frames = 100;
+	c->default_cols = 120;
+	c->default_rows = 30;
+	c->max_sessions = 256;
+	c->kill_grace_ms = 3000;
+	c->exited_keep_seconds = 600;
+	c->input_buffer_bytes = 1u << 20;
+	c->link_buffer_bytes = 256ull << 20;
+	c->log_level = LOG_INFO;
+	if (gethostname(c->instance_id, sizeof(c->instance_id) - 1) < 0)
+		snprintf(c->instance_id, sizeof(c->instance_id), "local");
+}
+
+/* Parses an unsigned decimal within [lo, hi]. */
+static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+		     uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "ptygate-sidecar: %s: expected a number from %" PRIu64
+				" to %" PRIu64 ", got '%s'\n", opt, lo, hi, s);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_u32(const char *opt, const char *s, uint64_t lo, uint64_t hi,
+		     uint32_t *out)
+{
+	uint64_t v;
+	int rc = parse_u64(opt, s, lo, hi, &v);
+
+	if (rc == 0)
+		*out = (uint32_t)v;
+	return rc;
+}
+
+static int parse_size(const char *s, struct sidecar_config *c)
+{
+	unsigned cols, rows;
+	char extra;
+
+	if (sscanf(s, "%ux%u%c", &cols, &rows, &extra) != 2 || cols < 1 ||
+	    cols > 1024 || rows < 1 || rows > 1024) {
+		fprintf(stderr, "ptygate-sidecar: --default-size: expected COLSxROWS "
+				"within 1..1024, got '%s'\n", s);
+		return -EINVAL;
+	}
+	c->default_cols = cols;
+	c->default_rows = rows;
+	return 0;
+}
+
+static int copy_str(const char *opt, const char *s, char *dst, size_t cap)
+{
+	if (!s[0] || strlen(s) >= cap) {
+		fprintf(stderr, "ptygate-sidecar: %s: must be 1 to %zu bytes\n", opt,
+			cap - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, s, strlen(s) + 1);
+	return 0;
+}
+
+enum {
+	OPT_LISTEN = 256, OPT_PUBLIC, OPT_INSTANCE, OPT_STATE, OPT_RFRAMES,
+	OPT_RSECONDS, OPT_RBYTES, OPT_MAXC, OPT_MAXO, OPT_KFS, OPT_KFF,
+	OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_HELP, OPT_VERSION,
+};
+
+static const struct option options[] = {
+	{ "listen", required_argument, NULL, OPT_LISTEN },
+	{ "allow-public", no_argument, NULL, OPT_PUBLIC },
+	{ "instance-id", required_argument, NULL, OPT_INSTANCE },
+	{ "state-dir", required_argument, NULL, OPT_STATE },
+	{ "replay-frames", required_argument, NULL, OPT_RFRAMES },
+	{ "replay-seconds", required_argument, NULL, OPT_RSECONDS },
+	{ "replay-bytes", required_argument, NULL, OPT_RBYTES },
+	{ "max-controllers", required_argument, NULL, OPT_MAXC },
+	{ "max-observers", required_argument, NULL, OPT_MAXO },
+	{ "keyframe-seconds", required_argument, NULL, OPT_KFS },
+	{ "keyframe-frames", required_argument, NULL, OPT_KFF },
+	{ "default-size", required_argument, NULL, OPT_SIZE },
+	{ "max-sessions", required_argument, NULL, OPT_MAXS },
+	{ "kill-grace-ms", required_argument, NULL, OPT_GRACE },
+	{ "exited-keep-seconds", required_argument, NULL, OPT_KEEP },
+	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "help", no_argument, NULL, OPT_HELP },
+	{ "version", no_argument, NULL, OPT_VERSION },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int apply_option(struct sidecar_config *c, int opt, const char *arg)
+{
+	char err[256];
+	enum log_level lvl;
+
+	switch (opt) {
+	case OPT_LISTEN:
+		if (addr_parse(arg, &c->listen, err, sizeof(err)) < 0) {
+			fprintf(stderr, "ptygate-sidecar: --listen: %s\n", err);
+			return -EINVAL;
+		}
+		return 1;
+	case OPT_PUBLIC: c->allow_public = 1; return 0;
+	case OPT_INSTANCE: return copy_str("--instance-id", arg, c->instance_id, sizeof(c->instance_id));
+	case OPT_STATE: return copy_str("--state-dir", arg, c->state_dir, sizeof(c->state_dir));
+	case OPT_RFRAMES: return parse_u32("--replay-frames", arg, 0, 10000000, &c->replay_frames);
+	case OPT_RSECONDS: return parse_u32("--replay-seconds", arg, 0, 30 * 86400, &c->replay_seconds);
+	case OPT_RBYTES: return parse_u64("--replay-bytes", arg, 1024, 1ull << 36, &c->replay_bytes);
+	case OPT_MAXC: return parse_u32("--max-controllers", arg, 0, 1024, &c->max_controllers);
+	case OPT_MAXO: return parse_u32("--max-observers", arg, 0, 4096, &c->max_observers);
+	case OPT_KFS: return parse_u32("--keyframe-seconds", arg, 1, 86400, &c->keyframe_seconds);
+	case OPT_KFF: return parse_u32("--keyframe-frames", arg, 1, 1000000, &c->keyframe_frames);
+	case OPT_SIZE: return parse_size(arg, c);
+	case OPT_MAXS: return parse_u32("--max-sessions", arg, 1, 100000, &c->max_sessions);
+	case OPT_GRACE: return parse_u32("--kill-grace-ms", arg, 0, 600000, &c->kill_grace_ms);
+	case OPT_KEEP: return parse_u32("--exited-keep-seconds", arg, 0, 30 * 86400, &c->exited_keep_seconds);
+	case OPT_LOG:
+		if (log_level_parse(arg, &lvl) < 0) {
+			fprintf(stderr, "ptygate-sidecar: --log-level: expected debug, "
+					"info, warn or error, got '%s'\n", arg);
+			return -EINVAL;
+		}
+		c->log_level = lvl;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int config_parse(struct sidecar_config *c, int argc, char **argv)
+{
+	int opt, rc, have_listen = 0;
+
+	optind = 1;
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (opt == OPT_VERSION) {
+			puts("ptygate-sidecar " PTG_VERSION);
+			return 1;
+		}
+		if (opt == '?')
+			goto bad;
+		rc = apply_option(c, opt, optarg);
+		if (rc < 0)
+			return rc;
+		have_listen |= rc == 1;
+	}
+	if (optind < argc) {
+		fprintf(stderr, "ptygate-sidecar: unexpected argument '%s'\n", argv[optind]);
+		goto bad;
+	}
+	if (!have_listen) {
+		fprintf(stderr, "ptygate-sidecar: --listen ADDR is required\n");
+		goto bad;
+	}
+	return 0;
+bad:
+	fputs("Try 'ptygate-sidecar --help'.\n", stderr);
+	return -EINVAL;
+}

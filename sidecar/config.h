@@ -1,0 +1,37 @@
+/* config: the sidecar's settings, from its command line. */
+#ifndef PTG_SIDECAR_CONFIG_H
+#define PTG_SIDECAR_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+struct sidecar_config {
+	struct addr listen;
+	int allow_public;          /* tcp listen beyond loopback */
+	char instance_id[129];
+	char state_dir[4096];      /* "" when not persisting */
+	uint32_t replay_frames;    /* SPEC 3: replay_buffer_frames */
+	uint32_t replay_seconds;   /* replay_buffer_retention_seconds */
+	uint64_t replay_bytes;     /* byte budget per session */
+	uint32_t max_controllers;
+	uint32_t max_observers;
+	uint32_t keyframe_seconds;
+	uint32_t keyframe_frames;
+	uint32_t default_cols, default_rows;
+	uint32_t max_sessions;
+	uint32_t kill_grace_ms;    /* hang-up to SIGKILL */
+	uint32_t exited_keep_seconds; /* an exited session stays attachable */
+	uint64_t input_buffer_bytes;  /* pending PTY input per session */
+	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
+	int log_level;
+};
+
+/* Fills the defaults of SPEC 3 and 5. */
+void config_defaults(struct sidecar_config *c);
+/* Parses argv. Returns 0 to run, 1 when --help or --version printed,
+   or -EINVAL after printing the reason to stderr. */
+int config_parse(struct sidecar_config *c, int argc, char **argv);
+
+#endif

@@ -1,0 +1,331 @@
+/* join: attachments of a session: the three join flows of SPEC 5.2 in
+   their exact order, leave, role requests and keyframe requests. */
+#include "session_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "timeutil.h"
+#include "wire.h"
+#include "xalloc.h"
+
+static int has_scope(const Ptg__Attach *a, Ptg__Scope want)
+{
+	for (size_t i = 0; i < a->n_scopes; i++)
+		if (a->scopes[i] == want)
+			return 1;
+	return 0;
+}
+
+static Ptg__Role to_wire_role(enum member_role r)
+{
+	return r == MEMBER_CONTROLLER ? PTG__ROLE__ROLE_CONTROLLER
+				      : PTG__ROLE__ROLE_OBSERVER;
+}
+
+static void emit_role(struct session *s, const struct member *m, int downgraded,
+		      const char *reason)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__RoleAssignedFrame ra = PTG__ROLE_ASSIGNED_FRAME__INIT;
+
+	ra.role = to_wire_role(m->role);
+	ra.client_id = (char *)m->client_id;
+	ra.downgraded = downgraded;
+	ra.reason = (char *)(downgraded && reason ? reason : "");
+	f.kind_case = PTG__FRAME__KIND_ROLE_ASSIGNED;
+	f.role_assigned = &ra;
+	session_emit(s, &f, m);
+}
+
+static Ptg__Member *fill_members(struct session *s, enum member_role role,
+				 Ptg__Member ***list, size_t *n)
+{
+	Ptg__Member *items = xcalloc(members_count(s->members, role) + 1, sizeof(*items));
+	struct member *m;
+
+	*list = xcalloc(members_count(s->members, role) + 1, sizeof(**list));
+	*n = 0;
+	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
+		if (m->role != role)
+			continue;
+		ptg__member__init(&items[*n]);
+		items[*n].client_id = m->client_id;
+		items[*n].label = m->label;
+		(*list)[*n] = &items[*n];
+		(*n)++;
+	}
+	return items;
+}
+
+void session_emit_membership(struct session *s)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__MembershipChangedFrame mc = PTG__MEMBERSHIP_CHANGED_FRAME__INIT;
+	Ptg__Member *ctl, *obs;
+
+	ctl = fill_members(s, MEMBER_CONTROLLER, &mc.controllers, &mc.n_controllers);
+	obs = fill_members(s, MEMBER_OBSERVER, &mc.observers, &mc.n_observers);
+	f.kind_case = PTG__FRAME__KIND_MEMBERSHIP;
+	f.membership = &mc;
+	session_emit(s, &f, NULL);
+	free(mc.controllers);
+	free(mc.observers);
+	free(ctl);
+	free(obs);
+}
+
+/* ---- attach ---- */
+
+struct replay_ctx {
+	struct linkconn *lc;
+	uint64_t attach_id;
+};
+
+static int replay_one(const struct ring_entry *e, void *user)
+{
+	struct replay_ctx *rc = user;
+
+	wire_send_frame(rc->lc, e->data, e->len, rc->attach_id);
+	return 0;
+}
+
+/* The first controller's size is applied before its Keyframe (SPEC 5.1). */
+static void apply_join_size(struct session *s, const struct member *m,
+			    const Ptg__Attach *a)
+{
+	int rc;
+
+	if (m->role != MEMBER_CONTROLLER || !a->cols || s->exited ||
+	    members_count(s->members, MEMBER_CONTROLLER) != 1 ||
+	    (a->cols == s->cols && a->rows == s->rows))
+		return;
+	rc = session_apply_size(s, a->cols, a->rows);
+	if (rc < 0)
+		log_warn(s->id, "join size %ux%u: %s", a->cols, a->rows, strerror(-rc));
+}
+
+static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
+{
+	const char *why = NULL;
+	Ptg__ErrorCode code = PTG__ERROR_CODE__INVALID_REQUEST;
+
+	if (a->role != PTG__ROLE__ROLE_CONTROLLER && a->role != PTG__ROLE__ROLE_OBSERVER)
+		why = "role must be controller or observer";
+	else if ((a->cols || a->rows) &&
+		 (a->cols < 1 || a->cols > 1024 || a->rows < 1 || a->rows > 1024))
+		why = "cols and rows must be 1 to 1024";
+	else if (!a->attach_id || members_find(s->members, lc, a->attach_id))
+		why = "attach id missing or already in use";
+	else if (!has_scope(a, PTG__SCOPE__SCOPE_PTY_OBSERVE) &&
+		 !has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL)) {
+		why = "the token grants neither pty:observe nor pty:control";
+		code = PTG__ERROR_CODE__PERMISSION_DENIED;
+	}
+	if (!why)
+		return 0;
+	wire_send_error(lc, a->request_id, a->attach_id, a->client_op_id, code, "%s", why);
+	return -EINVAL;
+}
+
+static void describe_out_of_range(struct session *s, uint64_t n, char *out, size_t len)
+{
+	if (n > s->seq)
+		snprintf(out, len, "replay_from=%llu is ahead of the current sequence "
+			 "(sequence=%llu)", (unsigned long long)n,
+			 (unsigned long long)s->seq);
+	else
+		snprintf(out, len, "replay_from=%llu precedes oldest retained frame "
+			 "(sequence=%llu)", (unsigned long long)n,
+			 (unsigned long long)ring_oldest_retained(s->ring));
+}
+
+static void send_attach_reply(struct session *s, struct linkconn *lc,
+			      const Ptg__Attach *a, const struct member *m,
+			      const char *replay_error)
+{
+	Ptg__Reply r = PTG__REPLY__INIT;
+	Ptg__AttachResult ar = PTG__ATTACH_RESULT__INIT;
+
+	ar.client_id = (char *)m->client_id;
+	ar.role = to_wire_role(m->role);
+	ar.replay_error = (char *)replay_error;
+	ar.current_sequence = s->seq;
+	r.request_id = a->request_id;
+	r.attach_id = a->attach_id;
+	r.client_op_id = a->client_op_id;
+	r.code = PTG__ERROR_CODE__OK;
+	r.result_case = PTG__REPLY__RESULT_ATTACH;
+	r.attach = &ar;
+	wire_send_reply(lc, &r);
+}
+
+static struct member *admit(struct session *s, struct linkconn *lc,
+			    const Ptg__Attach *a, int *downgraded, const char **reason)
+{
+	enum member_role want = a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER
+								       : MEMBER_OBSERVER;
+	int may_control = has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited;
+	struct member *m;
+
+	m = members_join(s->members, lc, a->attach_id, want, may_control, a->label,
+			 downgraded, reason);
+	if (m && s->exited && want == MEMBER_CONTROLLER) {
+		*downgraded = 1;
+		*reason = "the session has exited";
+	}
+	return m;
+}
+
+void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
+{
+	struct replay_ctx rc = { lc, a->attach_id };
+	char replay_error[160] = "";
+	int downgraded, replay;
+	const char *reason;
+	struct member *m;
+
+	if (check_attach(s, lc, a) < 0)
+		return;
+	replay = a->has_replay_from;
+	if (replay && ring_check_replay(s->ring, a->replay_from, s->seq) < 0) {
+		describe_out_of_range(s, a->replay_from, replay_error, sizeof(replay_error));
+		replay = 0;
+	}
+	m = admit(s, lc, a, &downgraded, &reason);
+	if (!m) {
+		wire_send_error(lc, a->request_id, a->attach_id, a->client_op_id,
+				PTG__ERROR_CODE__RATE_LIMITED,
+				"session is full (%u controllers, %u observers)",
+				members_count(s->members, MEMBER_CONTROLLER),
+				members_count(s->members, MEMBER_OBSERVER));
+		return;
+	}
+	log_info(s->id, "audit: attach principal=%s client=%s role=%s trace=%s",
+		 a->principal, m->client_id,
+		 m->role == MEMBER_CONTROLLER ? "controller" : "observer", a->trace_id);
+	send_attach_reply(s, lc, a, m, replay_error);
+	if (replay_error[0]) {
+		apply_join_size(s, m, a);
+		session_emit_keyframe(s, m);
+		emit_role(s, m, downgraded, reason);
+		session_emit_membership(s);
+	} else if (replay) {
+		emit_role(s, m, downgraded, reason);
+		ring_foreach_after(s->ring, a->replay_from, replay_one, &rc);
+		apply_join_size(s, m, a);
+		session_emit_keyframe(s, m);
+		session_emit_membership(s);
+	} else {
+		emit_role(s, m, downgraded, reason);
+		session_emit_membership(s);
+		apply_join_size(s, m, a);
+		session_emit_keyframe(s, m);
+	}
+	if (s->exited)
+		session_emit_closed(s, m);
+}
+
+/* ---- leave ---- */
+
+static int link_has_member(struct session *s, struct linkconn *lc)
+{
+	for (struct member *m = members_first(s->members); m;
+	     m = members_next(s->members, m))
+		if (m->link == lc)
+			return 1;
+	return 0;
+}
+
+void session_after_leave(struct session *s, int was_controller)
+{
+	if (was_controller && s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER &&
+	    !members_count(s->members, MEMBER_CONTROLLER) && !s->exited)
+		session_kill(s, "the last controller left (terminate_on_last_controller)");
+}
+
+int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
+		   uint64_t reply_request_id, const char *client_op_id)
+{
+	struct member *m = members_find(s->members, lc, attach_id);
+	int was_controller;
+
+	if (!m)
+		return -ENOENT;
+	log_info(s->id, "audit: leave client=%s role=%s", m->client_id,
+		 m->role == MEMBER_CONTROLLER ? "controller" : "observer");
+	was_controller = m->role == MEMBER_CONTROLLER;
+	members_leave(s->members, m);
+	session_emit_membership(s);
+	/* The leaver sees the final membership too (seed: controller attach,
+	   step 12), even when it was its link's last member here. */
+	if (!link_has_member(s, lc))
+		wire_send_frame(lc, buf_head(&s->pack), buf_size(&s->pack), 0);
+	if (reply_request_id)
+		wire_send_error(lc, reply_request_id, attach_id, client_op_id,
+				PTG__ERROR_CODE__OK, "left");
+	session_after_leave(s, was_controller);
+	return 0;
+}
+
+void session_drop_link(struct session *s, struct linkconn *lc)
+{
+	unsigned controllers = members_count(s->members, MEMBER_CONTROLLER);
+
+	if (!members_drop_link(s->members, lc))
+		return;
+	session_emit_membership(s);
+	session_after_leave(s, members_count(s->members, MEMBER_CONTROLLER) < controllers);
+}
+
+/* ---- roles and keyframes ---- */
+
+void session_request_role(struct session *s, struct linkconn *lc,
+			  const Ptg__RequestRole *rr)
+{
+	struct member *m = members_find(s->members, lc, rr->attach_id);
+	enum member_role want = rr->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER
+									: MEMBER_OBSERVER;
+	const char *reason;
+	int changed, downgraded;
+
+	if (!m) {
+		wire_send_error(lc, 0, rr->attach_id, rr->client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (s->exited && want == MEMBER_CONTROLLER) {
+		emit_role(s, m, 1, "the session has exited");
+		return;
+	}
+	changed = members_request_role(s->members, m, want, &downgraded, &reason);
+	log_info(s->id, "audit: role client=%s role=%s%s", m->client_id,
+		 m->role == MEMBER_CONTROLLER ? "controller" : "observer",
+		 downgraded ? " (request refused)" : "");
+	emit_role(s, m, downgraded, reason);
+	if (changed)
+		session_emit_membership(s);
+}
+
+void session_request_keyframe(struct session *s, struct linkconn *lc,
+			      const Ptg__RequestKeyframe *rk)
+{
+	struct member *m = members_find(s->members, lc, rk->attach_id);
+	int64_t now = time_mono_ms();
+
+	if (!m) {
+		wire_send_error(lc, 0, rk->attach_id, rk->client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (m->last_keyframe_request_ms && now - m->last_keyframe_request_ms < 1000) {
+		wire_send_error(lc, 0, rk->attach_id, rk->client_op_id,
+				PTG__ERROR_CODE__RATE_LIMITED,
+				"at most one keyframe request a second");
+		return;
+	}
+	m->last_keyframe_request_ms = now;
+	session_emit_keyframe(s, m);
+}

@@ -1,0 +1,28 @@
+/* ptygate-sidecar: runs inside a sandbox VM and owns its terminal
+   sessions. See server.c for the daemon, session.c for a session. */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "config.h"
+#include "log.h"
+#include "server.h"
+
+int main(int argc, char **argv)
+{
+	struct sidecar_config cfg;
+	struct server *srv;
+	int rc;
+
+	config_defaults(&cfg);
+	rc = config_parse(&cfg, argc, argv);
+	if (rc != 0)
+		return rc > 0 ? 0 : 2;
+	log_set_ident("ptygate-sidecar");
+	log_set_level(cfg.log_level);
+	srv = server_new(&cfg);
+	if (!srv)
+		return 1;
+	rc = server_run(srv);
+	server_free(srv);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,508 @@
+/* server: see server.h. Requests are dispatched through a table indexed
+   by the LinkMessage's case; each handler validates what the gateway sent
+   and answers bad input with an error reply, never by exiting. */
+#include "server.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "ev.h"
+#include "link.h"
+#include "linkconn.h"
+#include "log.h"
+#include "session.h"
+#include "timeutil.h"
+#include "wire.h"
+#include "xalloc.h"
+
+#define MAX_LINKS 64
+#define MAX_ARGS 256
+#define MAX_ARG_BYTES 4096
+#define MAX_ENV 256
+
+struct link {
+	struct server *srv;
+	struct linkconn *lc;
+	int said_hello;
+	struct link *next;
+};
+
+struct server {
+	const struct sidecar_config *cfg;
+	struct ev_loop *loop;
+	int listen_fd;
+	struct ev_io *listen_io;
+	struct ev_timer *tick;
+	struct session **sessions;
+	size_t n_sessions;
+	struct link *links;
+	unsigned n_links;
+	unsigned link_seq;
+};
+
+typedef void (*handler_fn)(struct link *l, const Ptg__LinkMessage *m);
+
+/* ---- session registry ---- */
+
+static struct session *find_session(struct server *srv, const char *id)
+{
+	for (size_t i = 0; i < srv->n_sessions; i++)
+		if (strcmp(session_id(srv->sessions[i]), id) == 0)
+			return srv->sessions[i];
+	return NULL;
+}
+
+static void remove_session(struct server *srv, size_t i)
+{
+	log_info(session_id(srv->sessions[i]), "reaped");
+	session_free(srv->sessions[i]);
+	srv->sessions[i] = srv->sessions[--srv->n_sessions];
+}
+
+static void reap_sessions(struct server *srv, int64_t now_ms)
+{
+	for (size_t i = 0; i < srv->n_sessions;) {
+		if (session_reapable(srv->sessions[i], now_ms))
+			remove_session(srv, i);
+		else
+			i++;
+	}
+}
+
+/* Looks up a session named by a request; answers NOT_FOUND itself. */
+static struct session *session_or_reply(struct link *l, const char *id,
+					uint64_t request_id, uint64_t attach_id,
+					const char *client_op_id)
+{
+	struct session *s = find_session(l->srv, id);
+
+	if (!s)
+		wire_send_error(l->lc, request_id, attach_id, client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "no session %.64s", id);
+	return s;
+}
+
+static void reply_session(struct link *l, uint64_t request_id, struct session *s)
+{
+	Ptg__Reply r = PTG__REPLY__INIT;
+	Ptg__SessionInfo info;
+
+	session_info(s, &info);
+	r.request_id = request_id;
+	r.code = PTG__ERROR_CODE__OK;
+	r.result_case = PTG__REPLY__RESULT_SESSION;
+	r.session = &info;
+	wire_send_reply(l->lc, &r);
+	session_info_release(&info);
+}
+
+/* ---- handlers ---- */
+
+static void on_hello(struct link *l, const Ptg__LinkMessage *m)
+{
+	const struct sidecar_config *c = l->srv->cfg;
+	Ptg__LinkMessage out = PTG__LINK_MESSAGE__INIT;
+	Ptg__HelloAck ack = PTG__HELLO_ACK__INIT;
+	Ptg__Limits lim = PTG__LIMITS__INIT;
+
+	if (m->hello->protocol_version != PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1) {
+		linkconn_close(l->lc, "unsupported protocol version");
+		return;
+	}
+	l->said_hello = 1;
+	log_info(linkconn_name(l->lc), "gateway '%.64s' linked", m->hello->gateway_id);
+	lim.max_controllers = c->max_controllers;
+	lim.max_observers = c->max_observers;
+	lim.replay_frames = c->replay_frames;
+	lim.replay_seconds = c->replay_seconds;
+	lim.replay_bytes = c->replay_bytes;
+	lim.keyframe_seconds = c->keyframe_seconds;
+	lim.keyframe_frames = c->keyframe_frames;
+	lim.default_cols = c->default_cols;
+	lim.default_rows = c->default_rows;
+	ack.protocol_version = PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1;
+	ack.instance_id = (char *)c->instance_id;
+	ack.limits = &lim;
+	out.msg_case = PTG__LINK_MESSAGE__MSG_HELLO_ACK;
+	out.hello_ack = &ack;
+	linkconn_send(l->lc, &out);
+}
+
+static const char *check_create(const Ptg__CreateSession *c)
+{
+	if (c->n_argv > MAX_ARGS || c->n_env > MAX_ENV)
+		return "too many arguments or environment variables (256 at most)";
+	for (size_t i = 0; i < c->n_argv; i++)
+		if (strlen(c->argv[i]) > MAX_ARG_BYTES)
+			return "an argument is longer than 4096 bytes";
+	if (c->n_argv && !c->argv[0][0])
+		return "the command name is empty";
+	for (size_t i = 0; i < c->n_env; i++) {
+		const char *n = c->env[i]->name;
+		if (!n[0] || strchr(n, '=') || strlen(n) + strlen(c->env[i]->value) > MAX_ARG_BYTES)
+			return "bad environment variable (empty name, '=' in name, or too long)";
+	}
+	if ((c->cols || c->rows) && (c->cols < 1 || c->cols > 1024 || c->rows < 1 || c->rows > 1024))
+		return "cols and rows must be 1 to 1024";
+	if (strlen(c->cwd) > 4096 || strlen(c->label) > 128)
+		return "cwd or label too long";
+	return NULL;
+}
+
+static char **make_env(const Ptg__CreateSession *c)
+{
+	char **env = xcalloc(c->n_env + 1, sizeof(*env));
+
+	for (size_t i = 0; i < c->n_env; i++) {
+		size_t n = strlen(c->env[i]->name) + strlen(c->env[i]->value) + 2;
+		env[i] = xmalloc(n);
+		snprintf(env[i], n, "%s=%s", c->env[i]->name, c->env[i]->value);
+	}
+	return env;
+}
+
+static void on_create(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__CreateSession *c = m->create_session;
+	struct server *srv = l->srv;
+	struct session_params p = {
+		.argv = c->argv, .cwd = c->cwd, .cols = c->cols, .rows = c->rows,
+		.policy = c->policy, .label = c->label,
+	};
+	const char *bad = check_create(c);
+	char err[512];
+	struct session *s;
+	char **env;
+
+	if (bad) {
+		wire_send_error(l->lc, c->request_id, 0, NULL,
+				PTG__ERROR_CODE__INVALID_REQUEST, "%s", bad);
+		return;
+	}
+	reap_sessions(srv, INT64_MAX / 2);
+	if (srv->n_sessions >= srv->cfg->max_sessions) {
+		wire_send_error(l->lc, c->request_id, 0, NULL, PTG__ERROR_CODE__RATE_LIMITED,
+				"too many sessions (%u)", srv->cfg->max_sessions);
+		return;
+	}
+	env = make_env(c);
+	p.env_extra = env;
+	s = session_new(srv->cfg, srv->loop, &p, err, sizeof(err));
+	for (size_t i = 0; env[i]; i++)
+		free(env[i]);
+	free(env);
+	if (!s) {
+		log_warn(linkconn_name(l->lc), "create session: %s", err);
+		wire_send_error(l->lc, c->request_id, 0, NULL,
+				PTG__ERROR_CODE__INVALID_REQUEST, "%s", err);
+		return;
+	}
+	srv->sessions = xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
+	srv->sessions[srv->n_sessions++] = s;
+	reply_session(l, c->request_id, s);
+}
+
+static void on_list(struct link *l, const Ptg__LinkMessage *m)
+{
+	struct server *srv = l->srv;
+	Ptg__Reply r = PTG__REPLY__INIT;
+	Ptg__SessionList list = PTG__SESSION_LIST__INIT;
+	Ptg__SessionInfo *infos = xcalloc(srv->n_sessions + 1, sizeof(*infos));
+	Ptg__SessionInfo **ptrs = xcalloc(srv->n_sessions + 1, sizeof(*ptrs));
+
+	for (size_t i = 0; i < srv->n_sessions; i++) {
+		session_info(srv->sessions[i], &infos[i]);
+		ptrs[i] = &infos[i];
+	}
+	list.sessions = ptrs;
+	list.n_sessions = srv->n_sessions;
+	r.request_id = m->list_sessions->request_id;
+	r.result_case = PTG__REPLY__RESULT_SESSIONS;
+	r.sessions = &list;
+	wire_send_reply(l->lc, &r);
+	for (size_t i = 0; i < srv->n_sessions; i++)
+		session_info_release(&infos[i]);
+	free(ptrs);
+	free(infos);
+}
+
+static void on_get(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__GetSession *g = m->get_session;
+	struct session *s = session_or_reply(l, g->session_id, g->request_id, 0, NULL);
+
+	if (s)
+		reply_session(l, g->request_id, s);
+}
+
+static void on_kill(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__KillSession *k = m->kill_session;
+	struct session *s = session_or_reply(l, k->session_id, k->request_id, 0, NULL);
+
+	if (!s)
+		return;
+	session_kill(s, "ended by request");
+	reply_session(l, k->request_id, s);
+}
+
+static void on_attach(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__Attach *a = m->attach;
+	struct session *s = session_or_reply(l, a->session_id, a->request_id,
+					     a->attach_id, a->client_op_id);
+
+	if (s)
+		session_attach(s, l->lc, a);
+}
+
+static void on_detach(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__Detach *d = m->detach;
+	struct session *s = find_session(l->srv, d->session_id);
+
+	if ((!s || session_detach(s, l->lc, d->attach_id, d->request_id,
+				  d->client_op_id) < 0) && d->request_id)
+		wire_send_error(l->lc, d->request_id, d->attach_id, d->client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+}
+
+static void on_input(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__Input *in = m->input;
+	struct session *s = session_or_reply(l, in->session_id, 0, in->attach_id,
+					     in->client_op_id);
+
+	if (s)
+		session_input(s, l->lc, in);
+}
+
+static void on_resize(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__Resize *rz = m->resize;
+	struct session *s = session_or_reply(l, rz->session_id, 0, rz->attach_id,
+					     rz->client_op_id);
+
+	if (s)
+		session_resize(s, l->lc, rz);
+}
+
+static void on_request_role(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__RequestRole *rr = m->request_role;
+	struct session *s = session_or_reply(l, rr->session_id, 0, rr->attach_id,
+					     rr->client_op_id);
+
+	if (s)
+		session_request_role(s, l->lc, rr);
+}
+
+static void on_request_keyframe(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__RequestKeyframe *rk = m->request_keyframe;
+	struct session *s = session_or_reply(l, rk->session_id, 0, rk->attach_id,
+					     rk->client_op_id);
+
+	if (s)
+		session_request_keyframe(s, l->lc, rk);
+}
+
+static void on_task(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__TaskRequest *t = m->task_request;
+
+	wire_send_error(l->lc, t->request_id, t->attach_id, t->client_op_id,
+			PTG__ERROR_CODE__UNSUPPORTED, "task operations are not available yet");
+}
+
+static const handler_fn handlers[] = {
+	[PTG__LINK_MESSAGE__MSG_HELLO] = on_hello,
+	[PTG__LINK_MESSAGE__MSG_CREATE_SESSION] = on_create,
+	[PTG__LINK_MESSAGE__MSG_LIST_SESSIONS] = on_list,
+	[PTG__LINK_MESSAGE__MSG_GET_SESSION] = on_get,
+	[PTG__LINK_MESSAGE__MSG_KILL_SESSION] = on_kill,
+	[PTG__LINK_MESSAGE__MSG_ATTACH] = on_attach,
+	[PTG__LINK_MESSAGE__MSG_DETACH] = on_detach,
+	[PTG__LINK_MESSAGE__MSG_INPUT] = on_input,
+	[PTG__LINK_MESSAGE__MSG_RESIZE] = on_resize,
+	[PTG__LINK_MESSAGE__MSG_REQUEST_ROLE] = on_request_role,
+	[PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME] = on_request_keyframe,
+	[PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
+};
+
+/* ---- links ---- */
+
+static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
+{
+	struct link *l = user;
+	unsigned c = (unsigned)m->msg_case;
+
+	if (c >= sizeof(handlers) / sizeof(handlers[0]) || !handlers[c]) {
+		log_warn(linkconn_name(lc), "unexpected message %u from gateway", c);
+		linkconn_close(lc, "unexpected message");
+		return;
+	}
+	if (!l->said_hello && c != PTG__LINK_MESSAGE__MSG_HELLO) {
+		linkconn_close(lc, "request before hello");
+		return;
+	}
+	handlers[c](l, m);
+}
+
+static void on_link_close(struct linkconn *lc, const char *reason, void *user)
+{
+	struct link *l = user, **pp;
+	struct server *srv = l->srv;
+
+	log_info(linkconn_name(lc), "link closed: %s", reason);
+	for (size_t i = 0; i < srv->n_sessions; i++)
+		session_drop_link(srv->sessions[i], lc);
+	for (pp = &srv->links; *pp != l; pp = &(*pp)->next)
+		;
+	*pp = l->next;
+	srv->n_links--;
+	free(l);
+}
+
+static const struct linkconn_ops link_ops = {
+	.on_message = on_link_message,
+	.on_close = on_link_close,
+};
+
+static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct server *srv = user;
+	char name[32];
+	struct link *l;
+	int cfd;
+
+	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (srv->n_links >= MAX_LINKS) {
+			log_warn(NULL, "refusing a link: %d links already", MAX_LINKS);
+			close(cfd);
+			continue;
+		}
+		snprintf(name, sizeof(name), "link-%u", ++srv->link_seq);
+		l = xcalloc(1, sizeof(*l));
+		l->srv = srv;
+		l->next = srv->links;
+		srv->links = l;
+		srv->n_links++;
+		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
+		log_info(name, "accepted");
+	}
+	if (errno != EAGAIN && errno != EINTR)
+		log_warn(NULL, "accept: %s", strerror(errno));
+}
+
+/* A gateway that stops reading would make the sidecar buffer without
+   bound; past the configured limit its link is dropped and its clients
+   reconnect with replay_from. */
+static void check_link_backlog(void *user)
+{
+	struct server *srv = user;
+
+	for (struct link *l = srv->links; l; l = l->next)
+		if (linkconn_pending(l->lc) > srv->cfg->link_buffer_bytes)
+			linkconn_close(l->lc, "gateway is not reading (link buffer full)");
+}
+
+/* ---- signals and upkeep ---- */
+
+static void on_sigchld(int signo, void *user)
+{
+	struct server *srv = user;
+	int status;
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		for (size_t i = 0; i < srv->n_sessions; i++) {
+			if (session_pid(srv->sessions[i]) == pid) {
+				session_child_exited(srv->sessions[i], status);
+				break;
+			}
+		}
+	}
+}
+
+static void on_stop(int signo, void *user)
+{
+	struct server *srv = user;
+
+	log_info(NULL, "%s: shutting down", strsignal(signo));
+	ev_loop_stop(srv->loop);
+}
+
+static void on_tick(struct ev_timer *t, void *user)
+{
+	struct server *srv = user;
+	int64_t now = time_now_ms();
+
+	for (size_t i = 0; i < srv->n_sessions; i++)
+		session_tick(srv->sessions[i], now);
+	reap_sessions(srv, now);
+}
+
+struct server *server_new(const struct sidecar_config *cfg)
+{
+	struct server *srv = xcalloc(1, sizeof(*srv));
+	char err[256], where[400];
+
+	srv->cfg = cfg;
+	srv->loop = ev_loop_new();
+	addr_format(&cfg->listen, where, sizeof(where));
+	srv->listen_fd = addr_listen(&cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0,
+				     err, sizeof(err));
+	if (srv->listen_fd < 0) {
+		log_error(NULL, "cannot listen on %s: %s", where, err);
+		ev_loop_free(srv->loop);
+		free(srv);
+		return NULL;
+	}
+	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
+	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
+	ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv);
+	ev_signal_add(srv->loop, SIGTERM, on_stop, srv);
+	ev_signal_add(srv->loop, SIGINT, on_stop, srv);
+	ev_signal_add(srv->loop, SIGPIPE, NULL, NULL);
+	ev_hook_add(srv->loop, check_link_backlog, srv);
+	log_info(NULL, "listening on %s (instance %s)", where, cfg->instance_id);
+	return srv;
+}
+
+int server_run(struct server *srv)
+{
+	return ev_loop_run(srv->loop);
+}
+
+void server_free(struct server *srv)
+{
+	if (!srv)
+		return;
+	/* Hang up every program before the final SIGKILL in session_free. */
+	for (size_t i = 0; i < srv->n_sessions; i++)
+		if (!session_exited(srv->sessions[i]))
+			kill(-session_pid(srv->sessions[i]), SIGHUP);
+	while (srv->n_sessions)
+		remove_session(srv, srv->n_sessions - 1);
+	free(srv->sessions);
+	while (srv->links) {
+		struct link *l = srv->links;
+		srv->links = l->next;
+		linkconn_free(l->lc);
+		free(l);
+	}
+	ev_io_free(srv->listen_io);
+	close(srv->listen_fd);
+	ev_timer_free(srv->tick);
+	if (srv->cfg->listen.kind == ADDR_UNIX)
+		unlink(srv->cfg->listen.path);
+	ev_loop_free(srv->loop);
+	free(srv);
+}

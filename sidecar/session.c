@@ -1,0 +1,614 @@
+/* session: a session's process and PTY, and the numbering, retention and
+   delivery of its frames. The join flows live in join.c. */
+#include "session_int.h"
+
+#include <errno.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "tty.h"
+#include "timeutil.h"
+#include "wire.h"
+#include "xalloc.h"
+
+/* One Output frame carries at most this much; reads are batched up to it
+   so a busy program yields few large frames while a keystroke echo still
+   goes out alone, at once. */
+#define OUTPUT_BATCH (64 * 1024)
+
+static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
+
+static char **strv_dup(char *const *v)
+{
+	size_t n = 0;
+	char **out;
+
+	while (v && v[n])
+		n++;
+	out = xcalloc(n + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		out[i] = xstrdup(v[i]);
+	return out;
+}
+
+static void strv_free(char **v)
+{
+	for (size_t i = 0; v && v[i]; i++)
+		free(v[i]);
+	free(v);
+}
+
+/* The login shell of the sidecar's user, for a create without a command. */
+static char **default_argv(void)
+{
+	const char *sh = getenv("SHELL");
+	struct passwd *pw;
+	char *argv[2] = { NULL, NULL };
+
+	if (!sh || !sh[0]) {
+		pw = getpwuid(getuid());
+		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
+	}
+	argv[0] = (char *)sh;
+	return strv_dup(argv);
+}
+
+static int start_process(struct session *s, const struct session_params *p,
+			 char *err, size_t errlen)
+{
+	struct tty_spec spec = {
+		.argv = s->argv, .cwd = p->cwd, .env_extra = p->env_extra,
+		.cols = s->cols, .rows = s->rows,
+	};
+	int rc = tty_spawn(&spec, &s->master, &s->pid, err, errlen);
+
+	if (rc < 0)
+		return rc;
+	s->io = ev_io_new(s->loop, s->master, EV_READ, on_pty, s);
+	return 0;
+}
+
+struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
+			    const struct session_params *p, char *err, size_t errlen)
+{
+	struct session *s = xcalloc(1, sizeof(*s));
+	struct ring_limits lim = {
+		.max_frames = cfg->replay_frames,
+		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
+		.max_bytes = cfg->replay_bytes,
+	};
+
+	uuid7_new(s->id);
+	s->cfg = cfg;
+	s->loop = loop;
+	s->master = -1;
+	s->cols = p->cols ? p->cols : cfg->default_cols;
+	s->rows = p->rows ? p->rows : cfg->default_rows;
+	s->policy = p->policy;
+	s->label = xstrdup(p->label ? p->label : "");
+	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv();
+	s->created_ms = time_now_ms();
+	buf_init(&s->input);
+	buf_init(&s->pack);
+	if (start_process(s, p, err, errlen) < 0) {
+		session_free(s);
+		return NULL;
+	}
+	s->screen = screen_new(s->cols, s->rows);
+	s->ring = ring_new(&lim);
+	s->members = members_new(cfg->max_controllers, cfg->max_observers);
+	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
+		 s->cols, s->rows);
+	return s;
+}
+
+static void close_pty(struct session *s)
+{
+	ev_io_free(s->io);
+	s->io = NULL;
+	if (s->master >= 0)
+		close(s->master);
+	s->master = -1;
+}
+
+void session_free(struct session *s)
+{
+	if (!s)
+		return;
+	if (!s->reaped && s->pid > 0)
+		kill(-s->pid, SIGKILL);
+	close_pty(s);
+	ev_timer_free(s->kill_timer);
+	ev_timer_free(s->keyframe_timer);
+	screen_free(s->screen);
+	ring_free(s->ring);
+	members_free(s->members);
+	buf_free(&s->input);
+	buf_free(&s->pack);
+	strv_free(s->argv);
+	free(s->label);
+	free(s);
+}
+
+const char *session_id(const struct session *s) { return s->id; }
+pid_t session_pid(const struct session *s) { return s->pid; }
+int session_exited(const struct session *s) { return s->exited; }
+
+int session_reapable(const struct session *s, int64_t now_ms)
+{
+	return s->exited && !members_first(s->members) &&
+	       now_ms - s->exited_ms >= (int64_t)s->cfg->exited_keep_seconds * 1000;
+}
+
+/* ---- frames ---- */
+
+static int is_retained(const Ptg__Frame *f)
+{
+	return f->kind_case != PTG__FRAME__KIND_ROLE_ASSIGNED;
+}
+
+static void broadcast(struct session *s, const uint8_t *p, size_t n)
+{
+	struct member *m, *o;
+
+	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
+		/* One copy per link: skip links an earlier member already had. */
+		for (o = members_first(s->members); o != m; o = members_next(s->members, o))
+			if (o->link == m->link)
+				break;
+		if (o == m)
+			wire_send_frame(m->link, p, n, 0);
+	}
+}
+
+uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target)
+{
+	f->session_id = s->id;
+	f->sequence = ++s->seq;
+	f->ts_ms = time_now_ms();
+	f->target_attach_id = 0;
+	if (f->kind_case == PTG__FRAME__KIND_KEYFRAME)
+		f->keyframe->anchor_sequence = f->sequence;
+	buf_reset(&s->pack);
+	wire_pack_frame(f, &s->pack);
+	if (target) {
+		wire_send_frame(target->link, buf_head(&s->pack), buf_size(&s->pack),
+				target->attach_id);
+		return f->sequence;
+	}
+	if (is_retained(f))
+		ring_append(s->ring, f->sequence, f->ts_ms, buf_head(&s->pack),
+			    buf_size(&s->pack));
+	broadcast(s, buf_head(&s->pack), buf_size(&s->pack));
+	return f->sequence;
+}
+
+uint64_t session_emit_keyframe(struct session *s, const struct member *target)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__KeyframeFrame kf = PTG__KEYFRAME_FRAME__INIT;
+	struct buf snap = BUF_INIT;
+	uint64_t seq;
+
+	screen_snapshot(s->screen, &snap);
+	kf.snapshot.data = buf_head(&snap);
+	kf.snapshot.len = buf_size(&snap);
+	kf.cols = s->cols;
+	kf.rows = s->rows;
+	f.kind_case = PTG__FRAME__KIND_KEYFRAME;
+	f.keyframe = &kf;
+	seq = session_emit(s, &f, target);
+	buf_free(&snap);
+	if (!target) {
+		s->frames_since_keyframe = 0;
+		ev_timer_disarm(s->keyframe_timer);
+	}
+	return seq;
+}
+
+void session_emit_closed(struct session *s, const struct member *target)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__ClosedFrame c = PTG__CLOSED_FRAME__INIT;
+
+	c.has_exit_code = s->has_exit_code;
+	c.exit_code = s->exit_code;
+	c.reason = s->close_reason;
+	c.detail = s->detail;
+	f.kind_case = PTG__FRAME__KIND_CLOSED;
+	f.closed = &c;
+	session_emit(s, &f, target);
+}
+
+static void emit_frame_error(struct session *s, const struct member *target,
+			     Ptg__FrameErrorCode code, const char *msg)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__ErrorFrame e = PTG__ERROR_FRAME__INIT;
+
+	e.code = code;
+	e.message = (char *)msg;
+	f.kind_case = PTG__FRAME__KIND_ERROR;
+	f.error = &e;
+	session_emit(s, &f, target);
+}
+
+/* ---- output and keyframe cadence ---- */
+
+static void on_keyframe_due(struct ev_timer *t, void *user)
+{
+	struct session *s = user;
+
+	if (s->frames_since_keyframe > 0 && !s->exited)
+		session_emit_keyframe(s, NULL);
+}
+
+/* SPEC 3: during output, a Keyframe at least every keyframe_frames Output
+   frames or keyframe_seconds after the first output it does not cover;
+   none while idle. */
+static void keyframe_cadence(struct session *s)
+{
+	int64_t due = (int64_t)s->cfg->keyframe_seconds * 1000;
+
+	if (++s->frames_since_keyframe >= s->cfg->keyframe_frames) {
+		session_emit_keyframe(s, NULL);
+		return;
+	}
+	if (!s->keyframe_timer)
+		s->keyframe_timer = ev_timer_new(s->loop, -1, 0, on_keyframe_due, s);
+	if (!ev_timer_armed(s->keyframe_timer))
+		ev_timer_arm(s->keyframe_timer, due, 0);
+}
+
+static void emit_output(struct session *s, const uint8_t *p, size_t n)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
+
+	screen_feed(s->screen, p, n);
+	o.stream = PTG__STREAM__STREAM_STDOUT;
+	o.data.data = (uint8_t *)p;
+	o.data.len = n;
+	f.kind_case = PTG__FRAME__KIND_OUTPUT;
+	f.output = &o;
+	session_emit(s, &f, NULL);
+	keyframe_cadence(s);
+}
+
+/* Reads what the PTY has, up to one batch. Returns bytes read, 0 when
+   nothing is ready, or -1 when the PTY is finished (EIO: every slave fd
+   is closed). */
+static ssize_t read_batch(struct session *s, uint8_t *batch)
+{
+	size_t got = 0;
+	ssize_t n;
+
+	while (got < OUTPUT_BATCH) {
+		n = read(s->master, batch + got, OUTPUT_BATCH - got);
+		if (n > 0) {
+			got += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		return got ? (ssize_t)got : -1;
+	}
+	return (ssize_t)got;
+}
+
+/* Drains the PTY. The PTY is read whether or not anyone is attached, so
+   a session nobody watches never stalls its program. */
+static void drain_output(struct session *s)
+{
+	static uint8_t batch[OUTPUT_BATCH];
+	ssize_t n;
+
+	/* Level-triggered: after a few full batches the loop comes back here,
+	   so other sessions and links get their turn. */
+	for (int i = 0; i < 4 && s->io; i++) {
+		n = read_batch(s, batch);
+		if (n > 0)
+			emit_output(s, batch, (size_t)n);
+		if (n < 0) {
+			/* Every slave fd is closed; the child's status decides
+			   when Closed goes out (finish_if_done). */
+			ev_io_free(s->io);
+			s->io = NULL;
+		}
+		if (n < OUTPUT_BATCH)
+			break;
+	}
+}
+
+static void flush_input(struct session *s);
+static void finish_if_done(struct session *s);
+
+static void on_pty(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct session *s = user;
+
+	if (events & EV_WRITE)
+		flush_input(s);
+	if (events & EV_READ) {
+		drain_output(s);
+		if (!s->io)
+			finish_if_done(s);
+	}
+}
+
+/* ---- input ---- */
+
+static void update_io(struct session *s)
+{
+	if (s->io)
+		ev_io_set(s->io, EV_READ | (buf_size(&s->input) ? EV_WRITE : 0));
+}
+
+/* Writes pending input without blocking; what the PTY does not take
+   waits for EV_WRITE. Returns 0 or a negative errno. */
+static int write_input(struct session *s)
+{
+	ssize_t n;
+
+	while (buf_size(&s->input)) {
+		n = write(s->master, buf_head(&s->input), buf_size(&s->input));
+		if (n > 0) {
+			buf_consume(&s->input, (size_t)n);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		return n < 0 ? -errno : -EIO;
+	}
+	return 0;
+}
+
+static void flush_input(struct session *s)
+{
+	int rc = write_input(s);
+
+	if (rc < 0) {
+		log_warn(s->id, "writing to the PTY: %s; %zu input bytes lost",
+			 strerror(-rc), buf_size(&s->input));
+		buf_reset(&s->input);
+		emit_frame_error(s, NULL, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+				 "the terminal stopped accepting input");
+	}
+	update_io(s);
+}
+
+void session_input(struct session *s, struct linkconn *lc, const Ptg__Input *in)
+{
+	struct member *m = members_find(s->members, lc, in->attach_id);
+
+	if (!m) {
+		wire_send_error(lc, 0, in->attach_id, in->client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (m->role != MEMBER_CONTROLLER) {
+		wire_send_error(lc, 0, in->attach_id, in->client_op_id,
+				PTG__ERROR_CODE__PERMISSION_DENIED,
+				"observers cannot send input");
+		return;
+	}
+	if (s->master < 0 || s->reaped) {
+		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+				 "the program has exited");
+		return;
+	}
+	if (buf_size(&s->input) + in->data.len > s->cfg->input_buffer_bytes) {
+		/* Never dropped silently: the sender learns this input was not
+		   applied, and nothing already accepted is lost. */
+		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+				 "input buffer full: the program is not reading its input");
+		return;
+	}
+	buf_append(&s->input, in->data.data, in->data.len);
+	flush_input(s);
+}
+
+/* ---- size ---- */
+
+int session_apply_size(struct session *s, unsigned cols, unsigned rows)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__ResizeFrame r = PTG__RESIZE_FRAME__INIT;
+	int rc = 0;
+
+	if (s->master >= 0)
+		rc = tty_set_size(s->master, cols, rows);
+	if (rc < 0)
+		return rc;
+	s->cols = cols;
+	s->rows = rows;
+	screen_resize(s->screen, cols, rows);
+	r.cols = cols;
+	r.rows = rows;
+	f.kind_case = PTG__FRAME__KIND_RESIZE;
+	f.resize = &r;
+	session_emit(s, &f, NULL);
+	return 0;
+}
+
+void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *rz)
+{
+	struct member *m = members_find(s->members, lc, rz->attach_id);
+	char msg[128];
+	int rc;
+
+	if (!m) {
+		wire_send_error(lc, 0, rz->attach_id, rz->client_op_id,
+				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (m->role != MEMBER_CONTROLLER) {
+		wire_send_error(lc, 0, rz->attach_id, rz->client_op_id,
+				PTG__ERROR_CODE__PERMISSION_DENIED,
+				"observers cannot resize the terminal");
+		return;
+	}
+	if (rz->cols < 1 || rz->cols > 1024 || rz->rows < 1 || rz->rows > 1024) {
+		wire_send_error(lc, 0, rz->attach_id, rz->client_op_id,
+				PTG__ERROR_CODE__INVALID_REQUEST,
+				"cols and rows must be 1 to 1024");
+		return;
+	}
+	rc = s->exited ? -EIO : session_apply_size(s, rz->cols, rz->rows);
+	if (rc < 0) {
+		snprintf(msg, sizeof(msg), "resize to %ux%u failed: %s", rz->cols,
+			 rz->rows, s->exited ? "the program has exited" : strerror(-rc));
+		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_RESIZE_FAILED,
+				 msg);
+	}
+}
+
+/* ---- exit and kill ---- */
+
+static void describe_exit(struct session *s)
+{
+	int st = s->wait_status;
+
+	if (WIFEXITED(st)) {
+		s->has_exit_code = 1;
+		s->exit_code = WEXITSTATUS(st);
+		if (!s->kill_requested) {
+			s->close_reason = PTG__CLOSE_REASON__CLOSE_NORMAL;
+			snprintf(s->detail, sizeof(s->detail), "exited with status %d",
+				 s->exit_code);
+		}
+		return;
+	}
+	s->has_exit_code = 0;
+	s->close_reason = PTG__CLOSE_REASON__CLOSE_KILLED;
+	if (!s->kill_requested)
+		snprintf(s->detail, sizeof(s->detail), "terminated by signal %d (%s)",
+			 WTERMSIG(st), strsignal(WTERMSIG(st)));
+}
+
+/* Closed goes out once the child is reaped and its output is drained. */
+static void finish_if_done(struct session *s)
+{
+	if (s->exited || !s->reaped)
+		return;
+	if (s->io)
+		drain_output(s);
+	describe_exit(s);
+	close_pty(s);
+	ev_timer_free(s->kill_timer);
+	s->kill_timer = NULL;
+	s->exited = 1;
+	s->exited_ms = time_now_ms();
+	log_info(s->id, "closed: %s", s->detail);
+	session_emit_closed(s, NULL);
+}
+
+void session_child_exited(struct session *s, int status)
+{
+	s->reaped = 1;
+	s->wait_status = status;
+	finish_if_done(s);
+}
+
+static void on_kill_grace(struct ev_timer *t, void *user)
+{
+	struct session *s = user;
+
+	if (!s->reaped) {
+		log_info(s->id, "still running after hang-up; sending SIGKILL");
+		kill(-s->pid, SIGKILL);
+		kill(s->pid, SIGKILL);
+	}
+}
+
+void session_kill(struct session *s, const char *detail)
+{
+	if (s->reaped || s->kill_requested)
+		return;
+	s->kill_requested = 1;
+	s->close_reason = PTG__CLOSE_REASON__CLOSE_KILLED;
+	snprintf(s->detail, sizeof(s->detail), "%s", detail);
+	log_info(s->id, "ending: %s", detail);
+	kill(-s->pid, SIGHUP);
+	kill(s->pid, SIGHUP);
+	kill(-s->pid, SIGCONT);
+	s->kill_timer = ev_timer_new(s->loop, s->cfg->kill_grace_ms, 0, on_kill_grace, s);
+}
+
+void session_tick(struct session *s, int64_t now_ms)
+{
+	ring_expire(s->ring, now_ms);
+}
+
+/* ---- info ---- */
+
+static Ptg__Member **member_list(struct session *s, enum member_role role, size_t *n)
+{
+	Ptg__Member **out = xcalloc(members_count(s->members, role) + 1, sizeof(*out));
+	struct member *m;
+
+	*n = 0;
+	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
+		if (m->role != role)
+			continue;
+		out[*n] = xmalloc(sizeof(**out));
+		ptg__member__init(out[*n]);
+		out[*n]->client_id = m->client_id;
+		out[*n]->label = m->label;
+		(*n)++;
+	}
+	return out;
+}
+
+static void member_list_free(Ptg__Member **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void session_info(struct session *s, Ptg__SessionInfo *o)
+{
+	size_t argc = 0;
+
+	ptg__session_info__init(o);
+	o->session_id = s->id;
+	o->state = s->exited ? PTG__SESSION_STATE__SESSION_EXITED
+			     : PTG__SESSION_STATE__SESSION_RUNNING;
+	o->pid = s->pid;
+	o->cols = s->cols;
+	o->rows = s->rows;
+	o->current_sequence = s->seq;
+	o->oldest_retained_sequence = ring_oldest_retained(s->ring);
+	o->controllers = member_list(s, MEMBER_CONTROLLER, &o->n_controllers);
+	o->observers = member_list(s, MEMBER_OBSERVER, &o->n_observers);
+	o->has_exit_code = s->exited && s->has_exit_code;
+	o->exit_code = s->exit_code;
+	o->created_at_ms = s->created_ms;
+	o->exited_at_ms = s->exited ? s->exited_ms : 0;
+	o->label = s->label;
+	o->policy = s->policy;
+	while (s->argv[argc])
+		argc++;
+	o->argv = s->argv;
+	o->n_argv = argc;
+	o->close_reason = s->close_reason;
+}
+
+void session_info_release(Ptg__SessionInfo *o)
+{
+	member_list_free(o->controllers, o->n_controllers);
+	member_list_free(o->observers, o->n_observers);
+	o->controllers = o->observers = NULL;
+	o->n_controllers = o->n_observers = 0;
+}

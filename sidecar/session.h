@@ -1,0 +1,71 @@
+/* session: one terminal session of the sidecar: its process on a PTY, the
+   screen model, the sequence counter and replay ring, its members, and the
+   join flows of SPEC 5.2. The server (server.c) routes link requests here;
+   a session writes its frames and join replies straight to the links of
+   its members. */
+#ifndef PTG_SESSION_H
+#define PTG_SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "config.h"
+#include "ev.h"
+#include "link.pb-c.h"
+#include "linkconn.h"
+
+struct session;
+
+struct session_params {
+	char *const *argv;      /* NULL or empty: the login shell */
+	const char *cwd;
+	char *const *env_extra; /* NAME=VALUE */
+	unsigned cols, rows;    /* 0: the configured default */
+	Ptg__Policy policy;
+	const char *label;
+};
+
+/* Starts the program. Returns NULL and writes the reason to err when it
+   cannot be started. */
+struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
+			    const struct session_params *p, char *err, size_t errlen);
+/* Frees everything; the process, if still alive, is sent SIGKILL. */
+void session_free(struct session *s);
+
+const char *session_id(const struct session *s);
+pid_t session_pid(const struct session *s);
+int session_exited(const struct session *s);
+/* 1 when the session has exited long enough ago and has no members. */
+int session_reapable(const struct session *s, int64_t now_ms);
+/* Fills out with the session's state; strings and arrays point into s
+   or into storage released by session_info_release. */
+void session_info(struct session *s, Ptg__SessionInfo *out);
+void session_info_release(Ptg__SessionInfo *out);
+
+/* The child exited with wait status; output still in the PTY is drained
+   first, then Closed is broadcast. */
+void session_child_exited(struct session *s, int status);
+/* Hangs up the process group, then SIGKILL after the grace period. The
+   close reason becomes `killed` (detail says why). */
+void session_kill(struct session *s, const char *detail);
+
+/* Runs the join flow for a; answers with the Reply, then the frames. */
+void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a);
+/* Removes the attachment and broadcasts the membership. Returns 0 or
+   -ENOENT. reply_request_id, when non-zero, is answered after the final
+   MembershipChanged. */
+int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
+		   uint64_t reply_request_id, const char *client_op_id);
+void session_input(struct session *s, struct linkconn *lc, const Ptg__Input *in);
+void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *rz);
+void session_request_role(struct session *s, struct linkconn *lc,
+			  const Ptg__RequestRole *rr);
+void session_request_keyframe(struct session *s, struct linkconn *lc,
+			      const Ptg__RequestKeyframe *rk);
+/* The link is gone: its attachments leave (one membership broadcast). */
+void session_drop_link(struct session *s, struct linkconn *lc);
+/* Periodic upkeep: ring eviction by age. */
+void session_tick(struct session *s, int64_t now_ms);
+
+#endif

@@ -1,0 +1,67 @@
+/* session_int: the session's fields, shared by session.c (process, PTY,
+   output, frames) and join.c (membership, roles, keyframes). Not for any
+   other module. */
+#ifndef PTG_SESSION_INT_H
+#define PTG_SESSION_INT_H
+
+#include "buf.h"
+#include "members.h"
+#include "ring.h"
+#include "screen.h"
+#include "session.h"
+#include "uuid.h"
+
+struct session {
+	char id[UUID_STRLEN + 1];
+	const struct sidecar_config *cfg;
+	struct ev_loop *loop;
+
+	int master;                 /* -1 once closed */
+	pid_t pid;
+	struct ev_io *io;
+	struct buf input;           /* bytes waiting for the PTY */
+
+	struct screen *screen;
+	struct ring *ring;
+	struct members *members;
+	uint64_t seq;               /* last sequence issued */
+	unsigned cols, rows;
+
+	Ptg__Policy policy;
+	char *label;
+	char **argv;
+	int64_t created_ms;
+
+	int exited;                 /* Closed has been broadcast */
+	int reaped;                 /* the child's status is known */
+	int wait_status;
+	int has_exit_code, exit_code;
+	Ptg__CloseReason close_reason;
+	char detail[256];
+	int64_t exited_ms;
+	int kill_requested;
+	struct ev_timer *kill_timer;
+
+	uint32_t frames_since_keyframe;
+	struct ev_timer *keyframe_timer;
+
+	struct buf pack;            /* scratch for packing frames */
+};
+
+/* Numbers f, stamps it, packs it once, retains it when it is a retained
+   broadcast kind, and sends it to target (NULL: every member's link).
+   Keyframes get anchor_sequence = their own sequence. Returns it. */
+uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target);
+/* A Keyframe of the current screen, to target or broadcast. */
+uint64_t session_emit_keyframe(struct session *s, const struct member *target);
+/* Broadcasts the whole membership. */
+void session_emit_membership(struct session *s);
+/* Sends Closed to target (NULL: broadcast). */
+void session_emit_closed(struct session *s, const struct member *target);
+/* Applies a size to the PTY and the screen and broadcasts Resize;
+   returns 0 or a negative errno from the PTY. */
+int session_apply_size(struct session *s, unsigned cols, unsigned rows);
+/* A member left: broadcast, and end the session by policy. */
+void session_after_leave(struct session *s, int was_controller);
+
+#endif

@@ -1,0 +1,87 @@
+/* wire: see wire.h. The LinkMessage field numbers used here come from
+   proto/link.proto (LinkMessage.frame = 21, Frame.target_attach_id = 4). */
+#include "wire.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "link.h"
+
+enum {
+	TAG_LINK_FRAME = (21 << 3) | 2,  /* length-delimited */
+	TAG_FRAME_TARGET = (4 << 3) | 0, /* varint */
+};
+
+static size_t put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+void wire_pack_frame(const Ptg__Frame *f, struct buf *out)
+{
+	size_t n = ptg__frame__get_packed_size(f);
+	uint8_t *p = buf_reserve(out, n);
+
+	buf_commit(out, ptg__frame__pack(f, p));
+}
+
+void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
+		     uint64_t target)
+{
+	uint8_t head[4 + 2 + 10], tail[1 + 10];
+	size_t tlen = 0, hlen, body;
+	struct buf out = BUF_INIT;
+
+	if (target) {
+		tail[0] = TAG_FRAME_TARGET;
+		tlen = 1 + put_varint(tail + 1, target);
+	}
+	/* LinkMessage body: tag, length, frame bytes (+ target field). */
+	hlen = 4;
+	hlen += put_varint(head + hlen, TAG_LINK_FRAME);
+	hlen += put_varint(head + hlen, len + tlen);
+	body = hlen - 4 + len + tlen;
+	head[0] = (uint8_t)(body >> 24);
+	head[1] = (uint8_t)(body >> 16);
+	head[2] = (uint8_t)(body >> 8);
+	head[3] = (uint8_t)body;
+	buf_append(&out, head, hlen);
+	buf_append(&out, frame, len);
+	buf_append(&out, tail, tlen);
+	linkconn_send_bytes(lc, buf_head(&out), buf_size(&out));
+	buf_free(&out);
+}
+
+void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REPLY;
+	m.reply = r;
+	linkconn_send(lc, &m);
+}
+
+void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
+		     const char *client_op_id, Ptg__ErrorCode code, const char *fmt, ...)
+{
+	Ptg__Reply r = PTG__REPLY__INIT;
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	r.request_id = request_id;
+	r.attach_id = attach_id;
+	r.client_op_id = (char *)(client_op_id ? client_op_id : "");
+	r.code = code;
+	r.message = msg;
+	wire_send_reply(lc, &r);
+}

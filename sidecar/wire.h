@@ -1,0 +1,29 @@
+/* wire: the sidecar's outgoing link messages. A frame is packed once; the
+   same bytes go into the replay ring and onto every link, and a replayed
+   or targeted copy is made by appending the target field to those bytes
+   (protobuf merges repeated scalar fields: the last one wins), so replay
+   never unpacks anything. */
+#ifndef PTG_WIRE_H
+#define PTG_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+#include "link.pb-c.h"
+#include "linkconn.h"
+
+/* Packs f (its target_attach_id must be 0) and appends the bytes to out. */
+void wire_pack_frame(const Ptg__Frame *f, struct buf *out);
+/* Sends packed frame bytes on lc as a LinkMessage, addressed to target
+   (0: every attachment of the session on that link). */
+void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
+		     uint64_t target);
+/* Sends a Reply with only a code and message (and the echoes). */
+void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
+		     const char *client_op_id, Ptg__ErrorCode code,
+		     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+/* Sends a filled Reply. */
+void wire_send_reply(struct linkconn *lc, Ptg__Reply *r);
+
+#endif
