@@ -1,0 +1,391 @@
+/* modes: the escape-sequence tracker beside libvterm (see modes.h). The
+   parser mirrors libvterm 0.1.4's: C0 controls act inside sequences, CAN
+   and SUB abort them, ESC starts over, OSC and DCS strings end at BEL or
+   ESC \, and in UTF-8 mode bytes 0x80-0x9f are text, not C1 controls. */
+#include "modes.h"
+
+#include "xalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MODES_MAX_ARGS	  16
+#define MODES_ARG_MISSING (-1)
+#define MODES_ARG_LIMIT	  65535
+
+enum parse_state { ST_GROUND, ST_ESC, ST_CSI, ST_STRING, ST_STRING_ESC };
+
+struct modes {
+	struct modes_state st;
+	unsigned cols, rows;
+	enum parse_state ps;
+	bool in_text;
+	bool csi_bad;	  /* a byte made the sequence invalid: drop it at the final */
+	bool csi_in_args; /* past the leader bytes */
+	uint8_t nleader, ninter;
+	char leader, inter;
+	int nargs;
+	int args[MODES_MAX_ARGS];
+};
+
+static void reset_hard(struct modes *m)
+{
+	struct modes_state *s = &m->st;
+
+	memset(s, 0, sizeof(*s));
+	s->autowrap = true;
+	s->alt_variant = 1049;
+	s->bottom = -1;
+	s->right = -1;
+	memcpy(s->g, "BBBB", 4);
+}
+
+struct modes *modes_new(unsigned cols, unsigned rows)
+{
+	struct modes *m = xcalloc(1, sizeof(*m));
+
+	m->cols = cols;
+	m->rows = rows;
+	reset_hard(m);
+	return m;
+}
+
+void modes_free(struct modes *m)
+{
+	free(m);
+}
+
+struct modes_state *modes_state(struct modes *m)
+{
+	return &m->st;
+}
+
+bool modes_in_text(const struct modes *m)
+{
+	return m->in_text;
+}
+
+bool modes_idle(const struct modes *m)
+{
+	return m->ps == ST_GROUND;
+}
+
+void modes_resize(struct modes *m, unsigned cols, unsigned rows)
+{
+	m->cols = cols;
+	m->rows = rows;
+	if (m->st.bottom > (int)rows)
+		m->st.bottom = (int)rows;
+	if (m->st.right > (int)cols)
+		m->st.right = (int)cols;
+}
+
+static int arg(const struct modes *m, int i, int dflt)
+{
+	if (i >= m->nargs || m->args[i] == MODES_ARG_MISSING)
+		return dflt;
+	return m->args[i];
+}
+
+/* DECSTBM and DECSLRM share libvterm's clamping rules. */
+static void set_margins(const struct modes *m, int limit, int *lo, int *hi)
+{
+	int a = arg(m, 0, 1) - 1;
+	int b = arg(m, 1, -1);
+
+	if (a < 0)
+		a = 0;
+	if (a > limit)
+		a = limit;
+	if (a == 0 && b == limit)
+		b = -1;
+	else if (b > limit)
+		b = limit;
+	if ((b == -1 ? limit : b) <= a) {
+		a = 0;
+		b = -1;
+	}
+	*lo = a;
+	*hi = b;
+}
+
+/* Modes that only change how the client encodes input: every parameter. */
+static void set_input_mode(struct modes_state *s, int n, bool on)
+{
+	switch (n) {
+	case 1:
+		s->cursor_keys = on;
+		break;
+	case 9:
+	case 1000:
+	case 1002:
+	case 1003:
+		s->mouse = on ? (unsigned)n : 0;
+		break;
+	case 1004:
+		s->focus_events = on;
+		break;
+	case 1005:
+	case 1006:
+	case 1015:
+		s->mouse_enc = on ? (unsigned)n : 0;
+		break;
+	case 2004:
+		s->bracketed_paste = on;
+		break;
+	}
+}
+
+/* Returns true when the sequence switches to the alternate screen. */
+static bool dec_mode(struct modes *m, bool on)
+{
+	struct modes_state *s = &m->st;
+	int first = arg(m, 0, 0);
+
+	for (int i = 0; i < m->nargs; i++)
+		if (m->args[i] != MODES_ARG_MISSING)
+			set_input_mode(s, m->args[i], on);
+	/* libvterm 0.1.4 applies only the first parameter of these. */
+	switch (first) {
+	case 6:
+		s->origin = on;
+		break;
+	case 7:
+		s->autowrap = on;
+		break;
+	case 69:
+		s->lr_margins = on;
+		break;
+	case 1047:
+	case 1049:
+		if (on)
+			s->alt_variant = (unsigned)first;
+		return on;
+	}
+	return false;
+}
+
+static void csi_plain(struct modes *m, char final)
+{
+	struct modes_state *s = &m->st;
+
+	switch (final) {
+	case 'h':
+	case 'l':
+		if (arg(m, 0, 0) == 4)
+			s->insert = final == 'h';
+		else if (arg(m, 0, 0) == 20)
+			s->newline = final == 'h';
+		break;
+	case 'r':
+		set_margins(m, (int)m->rows, &s->top, &s->bottom);
+		break;
+	case 's':
+		set_margins(m, (int)m->cols, &s->left, &s->right);
+		break;
+	default:
+		/* libvterm cancels a pending wrap on every explicit cursor
+		   motion, even one that does not move the cursor. */
+		if (strchr("ABCDEFGH`adefjk", final))
+			s->pending_wrap = false;
+		break;
+	}
+}
+
+/* Returns true when the sequence switches to the alternate screen. */
+static bool csi_dispatch(struct modes *m, char final)
+{
+	if (m->csi_bad || m->nleader > 1 || m->ninter > 1)
+		return false;
+	if (!m->leader && !m->inter) {
+		csi_plain(m, final);
+	} else if (m->leader == '?' && !m->inter && (final == 'h' || final == 'l')) {
+		return dec_mode(m, final == 'h');
+	} else if (!m->leader && m->inter == '!' && final == 'p') {
+		/* DECSTR: libvterm 0.1.4 ignores it; a client resets these. */
+		m->st.cursor_keys = false;
+		m->st.keypad = false;
+	}
+	return false;
+}
+
+static void esc_dispatch(struct modes *m, uint8_t c)
+{
+	struct modes_state *s = &m->st;
+
+	if (m->ninter == 1 && m->inter >= '(' && m->inter <= '+') {
+		if (c == '0' || c == 'A' || c == 'B')
+			s->g[m->inter - '('] = (char)c;
+		return;
+	}
+	if (m->ninter)
+		return;
+	switch (c) {
+	case '=':
+		s->keypad = true;
+		break;
+	case '>':
+		s->keypad = false;
+		break;
+	case 'c':
+		reset_hard(m);
+		break;
+	case 'n':
+		s->gl = 2;
+		break;
+	case 'o':
+		s->gl = 3;
+		break;
+	}
+}
+
+static void csi_start(struct modes *m)
+{
+	m->ps = ST_CSI;
+	m->csi_bad = false;
+	m->csi_in_args = false;
+	m->nleader = 0;
+	m->ninter = 0;
+	m->leader = 0;
+	m->inter = 0;
+	m->nargs = 1;
+	m->args[0] = MODES_ARG_MISSING;
+}
+
+static void csi_digit(struct modes *m, uint8_t c)
+{
+	int *a = &m->args[m->nargs - 1];
+
+	if (*a == MODES_ARG_MISSING)
+		*a = 0;
+	*a = *a * 10 + (c - '0');
+	if (*a > MODES_ARG_LIMIT)
+		*a = MODES_ARG_LIMIT;
+}
+
+/* Returns true when the byte ends a sequence that enters the alt screen. */
+static bool csi_byte(struct modes *m, uint8_t c)
+{
+	if (c >= 0x3c && c <= 0x3f && !m->csi_in_args) {
+		if (m->nleader++ == 0)
+			m->leader = (char)c;
+		return false;
+	}
+	m->csi_in_args = true;
+	if (c >= '0' && c <= '9' && !m->ninter) {
+		csi_digit(m, c);
+	} else if ((c == ';' || c == ':') && !m->ninter) {
+		if (m->nargs < MODES_MAX_ARGS)
+			m->args[m->nargs++] = MODES_ARG_MISSING;
+	} else if (c >= 0x20 && c <= 0x2f) {
+		if (m->ninter++ == 0)
+			m->inter = (char)c;
+	} else if (c >= 0x40 && c <= 0x7e) {
+		m->ps = ST_GROUND;
+		return csi_dispatch(m, (char)c);
+	} else {
+		m->csi_bad = true;
+		m->ps = ST_GROUND;
+	}
+	return false;
+}
+
+static void esc_byte(struct modes *m, uint8_t c)
+{
+	if (c == 'P' || c == ']') {
+		m->ps = ST_STRING;
+	} else if (c == '[') {
+		csi_start(m);
+	} else if (c >= 0x20 && c <= 0x2f) {
+		if (m->ninter++ == 0)
+			m->inter = (char)c;
+	} else if (!m->ninter && c >= 0x40 && c < 0x60) {
+		m->ps = ST_GROUND; /* a 7-bit C1 control: nothing tracked */
+	} else if (c >= 0x30 && c < 0x7f) {
+		esc_dispatch(m, c);
+		m->ps = ST_GROUND;
+	}
+}
+
+/* C0 controls act in every state. Returns false if c is not one. */
+static bool control_byte(struct modes *m, uint8_t c)
+{
+	if (c == 0x00 || c == 0x7f)
+		return true;
+	if (c >= 0x20)
+		return false;
+	if (c == 0x18 || c == 0x1a) {
+		m->ps = ST_GROUND;
+	} else if (c == 0x1b) {
+		m->ps = m->ps == ST_STRING ? ST_STRING_ESC : ST_ESC;
+		m->ninter = 0;
+		m->inter = 0;
+	} else if (c == 0x07 && m->ps == ST_STRING) {
+		m->ps = ST_GROUND;
+	} else if (c == 0x0e) {
+		m->st.gl = 1;
+	} else if (c == 0x0f) {
+		m->st.gl = 0;
+	}
+	return true;
+}
+
+/* Parses one byte; returns true if it completes an alt-screen switch. */
+static bool parse_byte(struct modes *m, uint8_t c)
+{
+	if (control_byte(m, c))
+		return false;
+	switch (m->ps) {
+	case ST_GROUND:
+		break;
+	case ST_STRING:
+		break;
+	case ST_STRING_ESC:
+		if (c == '\\') {
+			m->ps = ST_GROUND;
+			break;
+		}
+		m->ps = ST_ESC;
+		esc_byte(m, c);
+		break;
+	case ST_ESC:
+		esc_byte(m, c);
+		break;
+	case ST_CSI:
+		return csi_byte(m, c);
+	}
+	return false;
+}
+
+static bool is_text(const struct modes *m, uint8_t c)
+{
+	return m->ps == ST_GROUND && c >= 0x20 && c != 0x7f;
+}
+
+size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event *ev,
+		  size_t *at)
+{
+	*ev = MODES_EV_NONE;
+	*at = 0;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = p[i];
+		bool text = is_text(m, c);
+
+		if (c == 0x00 || c == 0x7f)
+			continue; /* libvterm drops these without ending a run */
+		if (text != m->in_text) {
+			m->in_text = text;
+			*ev = text ? MODES_EV_TEXT_START : MODES_EV_TEXT_END;
+			*at = i;
+			if (!text)
+				parse_byte(m, c);
+			return i + 1;
+		}
+		if (!text && parse_byte(m, c)) {
+			*ev = MODES_EV_ALT_ENTER;
+			*at = i;
+			return i + 1;
+		}
+	}
+	return n;
+}

@@ -1,0 +1,798 @@
+/* screen: libvterm 0.1.4 fed every output byte, the modes tracker beside
+   it, and the vt100-screen-state-v1 encoder.
+
+   Three things libvterm 0.1.4 cannot tell us are rebuilt here:
+   - the pending wrap: feeding libvterm text runs alone (the tracker marks
+     where they start and end) and watching its damage, a run that left the
+     cursor on the start of its last glyph, and that glyph on the last
+     column, left a pending wrap; any cursor motion outside a run (and the
+     explicit motions the tracker sees) cancels it;
+   - the normal screen under the alternate one: libvterm cannot read an
+     inactive buffer, so it is copied just before the byte that switches;
+   - termprops (cursor visibility, shape, blink, reverse video), which
+     libvterm reports through callbacks only.
+   Not reproducible with libvterm 0.1.4: faint (SGR 2) and conceal (SGR 8),
+   which it drops; the DECSC saved cursor (except the one ?1049h saved);
+   double-width/height lines; G2/G3 single shifts. */
+#include "screen.h"
+
+#include "xalloc.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The right half of a wide character, as libvterm 0.1.4 reports it. */
+#define WIDE_TAIL ((uint32_t)-1)
+
+/* A copy of the normal screen taken when the alternate one is entered. */
+struct saved_screen {
+	VTermScreenCell *cells; /* rows * cols */
+	unsigned cols, rows;
+	VTermPos cursor;
+	VTermScreenCell pen; /* chars unused: attrs and colours only */
+};
+
+struct screen {
+	VTerm *vt;
+	VTermScreen *vs;
+	VTermState *state;
+	struct modes *modes;
+	unsigned cols, rows;
+	bool cursor_visible, cursor_blink, altscreen, reverse;
+	int cursor_shape;
+	bool in_run;	 /* libvterm is being fed a text run */
+	bool glyph_seen; /* glyph holds the last cell a run damaged */
+	VTermRect glyph;
+	struct saved_screen normal; /* cells == NULL when not on the alt screen */
+	struct buf *probe;	    /* where screen_probe collects answers */
+};
+
+/* libvterm callbacks */
+
+static int on_damage(VTermRect rect, void *user)
+{
+	struct screen *s = user;
+
+	if (s->in_run && rect.end_row == rect.start_row + 1) {
+		s->glyph = rect;
+		s->glyph_seen = true;
+	}
+	return 1;
+}
+
+static int on_movecursor(VTermPos pos, VTermPos oldpos, int visible, void *user)
+{
+	struct screen *s = user;
+
+	/* Text runs decide the pending wrap when they end. */
+	if (!s->in_run)
+		modes_state(s->modes)->pending_wrap = false;
+	return 1;
+}
+
+static void saved_free(struct saved_screen *n)
+{
+	free(n->cells);
+	n->cells = NULL;
+}
+
+static int on_settermprop(VTermProp prop, VTermValue *val, void *user)
+{
+	struct screen *s = user;
+
+	switch (prop) {
+	case VTERM_PROP_CURSORVISIBLE:
+		s->cursor_visible = val->boolean;
+		break;
+	case VTERM_PROP_CURSORBLINK:
+		s->cursor_blink = val->boolean;
+		break;
+	case VTERM_PROP_CURSORSHAPE:
+		s->cursor_shape = val->number;
+		break;
+	case VTERM_PROP_REVERSE:
+		s->reverse = val->boolean;
+		break;
+	case VTERM_PROP_ALTSCREEN:
+		s->altscreen = val->boolean;
+		if (!s->altscreen)
+			saved_free(&s->normal);
+		break;
+	default:
+		break;
+	}
+	return 1;
+}
+
+static const VTermScreenCallbacks screen_cbs = {
+    .damage = on_damage,
+    .movecursor = on_movecursor,
+    .settermprop = on_settermprop,
+};
+
+static void on_output(const char *p, size_t n, void *user)
+{
+	struct screen *s = user;
+
+	if (s->probe)
+		buf_append(s->probe, p, n);
+}
+
+/* lifecycle */
+
+struct screen *screen_new(unsigned cols, unsigned rows)
+{
+	struct screen *s = xcalloc(1, sizeof(*s));
+
+	s->cols = cols ? cols : 1;
+	s->rows = rows ? rows : 1;
+	s->vt = vterm_new((int)s->rows, (int)s->cols);
+	if (!s->vt)
+		abort();
+	vterm_set_utf8(s->vt, 1);
+	vterm_output_set_callback(s->vt, on_output, s);
+	s->vs = vterm_obtain_screen(s->vt);
+	s->state = vterm_obtain_state(s->vt);
+	vterm_screen_enable_altscreen(s->vs, 1);
+	/* Per-cell damage, delivered at once, is what reveals each glyph. */
+	vterm_screen_set_damage_merge(s->vs, VTERM_DAMAGE_CELL);
+	vterm_screen_set_callbacks(s->vs, &screen_cbs, s);
+	s->modes = modes_new(s->cols, s->rows);
+	vterm_screen_reset(s->vs, 1);
+	return s;
+}
+
+void screen_free(struct screen *s)
+{
+	if (!s)
+		return;
+	saved_free(&s->normal);
+	modes_free(s->modes);
+	vterm_free(s->vt);
+	free(s);
+}
+
+void screen_size(const struct screen *s, unsigned *cols, unsigned *rows)
+{
+	*cols = s->cols;
+	*rows = s->rows;
+}
+
+/* feeding */
+
+static void get_pen(const struct screen *s, VTermScreenCell *pen)
+{
+	VTermValue v;
+
+	memset(pen, 0, sizeof(*pen));
+	vterm_state_get_penattr(s->state, VTERM_ATTR_BOLD, &v);
+	pen->attrs.bold = !!v.boolean;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_UNDERLINE, &v);
+	pen->attrs.underline = (unsigned)v.number & 3;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_ITALIC, &v);
+	pen->attrs.italic = !!v.boolean;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_BLINK, &v);
+	pen->attrs.blink = !!v.boolean;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_REVERSE, &v);
+	pen->attrs.reverse = !!v.boolean;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_STRIKE, &v);
+	pen->attrs.strike = !!v.boolean;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_FONT, &v);
+	pen->attrs.font = (unsigned)v.number & 15;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_FOREGROUND, &v);
+	pen->fg = v.color;
+	vterm_state_get_penattr(s->state, VTERM_ATTR_BACKGROUND, &v);
+	pen->bg = v.color;
+}
+
+/* Copies the normal screen before libvterm switches away from it. */
+static void save_normal(struct screen *s)
+{
+	struct saved_screen *n = &s->normal;
+	VTermPos pos;
+
+	if (s->altscreen)
+		return;
+	saved_free(n);
+	n->cols = s->cols;
+	n->rows = s->rows;
+	n->cells = xmalloc(sizeof(*n->cells) * n->cols * n->rows);
+	for (pos.row = 0; pos.row < (int)n->rows; pos.row++)
+		for (pos.col = 0; pos.col < (int)n->cols; pos.col++) {
+			VTermScreenCell *c = &n->cells[pos.row * n->cols + pos.col];
+
+			vterm_screen_get_cell(s->vs, pos, c);
+			/* Stored as written: DECSCNM is reapplied on output. */
+			if (s->reverse)
+				c->attrs.reverse = !c->attrs.reverse;
+		}
+	vterm_state_get_cursorpos(s->state, &n->cursor);
+	get_pen(s, &n->pen);
+}
+
+/* A text run has ended: did it leave the cursor pending a wrap? */
+static void end_run(struct screen *s)
+{
+	struct modes_state *ms = modes_state(s->modes);
+	VTermPos c;
+
+	s->in_run = false;
+	if (!s->glyph_seen)
+		return; /* nothing printed (a split UTF-8 sequence): unchanged */
+	vterm_state_get_cursorpos(s->state, &c);
+	ms->pending_wrap = ms->autowrap && s->glyph.end_col == (int)s->cols &&
+			   s->glyph.start_row == c.row && s->glyph.start_col == c.col;
+}
+
+static void write_vt(struct screen *s, const uint8_t *p, size_t n)
+{
+	if (n)
+		vterm_input_write(s->vt, (const char *)p, n);
+}
+
+void screen_feed(struct screen *s, const uint8_t *p, size_t n)
+{
+	size_t done = 0, start = 0;
+
+	while (done < n) {
+		enum modes_event ev;
+		size_t at;
+		size_t k = modes_feed(s->modes, p + done, n - done, &ev, &at);
+
+		if (ev != MODES_EV_NONE) {
+			write_vt(s, p + start, done + at - start);
+			start = done + at;
+			if (ev == MODES_EV_TEXT_START) {
+				s->in_run = true;
+				s->glyph_seen = false;
+			} else if (ev == MODES_EV_TEXT_END) {
+				end_run(s);
+			} else {
+				save_normal(s);
+			}
+		}
+		done += k;
+	}
+	write_vt(s, p + start, n - start);
+	/* A run cut by the end of the chunk is judged now, and again later
+	   if it goes on. */
+	if (s->in_run) {
+		end_run(s);
+		s->in_run = true;
+	}
+}
+
+static void blank_cell(VTermScreenCell *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->width = 1;
+	c->fg.type = VTERM_COLOR_DEFAULT_FG;
+	c->bg.type = VTERM_COLOR_DEFAULT_BG;
+}
+
+/* Keeps the saved normal screen's top-left corner across a resize. */
+static void resize_saved(struct saved_screen *n, unsigned cols, unsigned rows)
+{
+	VTermScreenCell *cells = xcalloc((size_t)cols * rows, sizeof(*cells));
+
+	for (unsigned r = 0; r < rows; r++)
+		for (unsigned c = 0; c < cols; c++)
+			if (r < n->rows && c < n->cols)
+				cells[r * cols + c] = n->cells[r * n->cols + c];
+			else
+				blank_cell(&cells[r * cols + c]);
+	for (unsigned r = 0; r < rows && cols < n->cols; r++)
+		if (cells[r * cols + cols - 1].width == 2)
+			blank_cell(&cells[r * cols + cols - 1]);
+	free(n->cells);
+	n->cells = cells;
+	n->cols = cols;
+	n->rows = rows;
+	if (n->cursor.row >= (int)rows)
+		n->cursor.row = (int)rows - 1;
+	if (n->cursor.col >= (int)cols)
+		n->cursor.col = (int)cols - 1;
+}
+
+void screen_resize(struct screen *s, unsigned cols, unsigned rows)
+{
+	cols = cols ? cols : 1;
+	rows = rows ? rows : 1;
+	if (cols == s->cols && rows == s->rows)
+		return;
+	s->cols = cols;
+	s->rows = rows;
+	/* The cursor motion a resize makes cancels a pending wrap, even in
+	   the middle of a run cut by a chunk boundary. */
+	bool in_run = s->in_run;
+	s->in_run = false;
+	vterm_set_size(s->vt, (int)rows, (int)cols);
+	s->in_run = in_run;
+	s->glyph_seen = false;
+	modes_resize(s->modes, cols, rows);
+	if (s->normal.cells)
+		resize_saved(&s->normal, cols, rows);
+}
+
+/* introspection */
+
+const struct modes_state *screen_modes(const struct screen *s)
+{
+	return modes_state(s->modes);
+}
+
+const VTermScreen *screen_vterm_screen(const struct screen *s)
+{
+	return s->vs;
+}
+
+const VTermState *screen_vterm_state(const struct screen *s)
+{
+	return s->state;
+}
+
+bool screen_cursor_visible(const struct screen *s)
+{
+	return s->cursor_visible;
+}
+
+bool screen_cursor_blink(const struct screen *s)
+{
+	return s->cursor_blink;
+}
+
+int screen_cursor_shape(const struct screen *s)
+{
+	return s->cursor_shape;
+}
+
+bool screen_altscreen(const struct screen *s)
+{
+	return s->altscreen;
+}
+
+bool screen_reverse(const struct screen *s)
+{
+	return s->reverse;
+}
+
+void screen_probe(struct screen *s, const char *q, struct buf *reply)
+{
+	s->probe = reply;
+	vterm_input_write(s->vt, q, strlen(q));
+	s->probe = NULL;
+}
+
+/* snapshot encoding */
+
+/* What the encoder has made of terminal B so far. */
+struct enc {
+	struct buf *out;
+	VTermScreenCell pen; /* B's current pen */
+	int row, col;	     /* B's cursor, row -1 when unknown */
+};
+
+/* Default colours are equal whatever RGB value the palette gives them. */
+static bool color_eq(const VTermColor *a, const VTermColor *b)
+{
+	if ((a->type & VTERM_COLOR_DEFAULT_MASK) != (b->type & VTERM_COLOR_DEFAULT_MASK))
+		return false;
+	if (a->type & VTERM_COLOR_DEFAULT_MASK)
+		return true;
+	if (a->type != b->type)
+		return false;
+	if (VTERM_COLOR_IS_INDEXED(a))
+		return a->indexed.idx == b->indexed.idx;
+	return a->rgb.red == b->rgb.red && a->rgb.green == b->rgb.green &&
+	       a->rgb.blue == b->rgb.blue;
+}
+
+static bool attrs_eq(const VTermScreenCell *a, const VTermScreenCell *b)
+{
+	const VTermScreenCellAttrs *x = &a->attrs, *y = &b->attrs;
+
+	return x->bold == y->bold && x->underline == y->underline &&
+	       x->italic == y->italic && x->blink == y->blink &&
+	       x->reverse == y->reverse && x->strike == y->strike && x->font == y->font &&
+	       color_eq(&a->fg, &b->fg) && color_eq(&a->bg, &b->bg);
+}
+
+static bool attrs_default(const VTermScreenCell *c)
+{
+	const VTermScreenCellAttrs *x = &c->attrs;
+
+	return !x->bold && !x->underline && !x->italic && !x->blink && !x->reverse &&
+	       !x->strike && !x->font && VTERM_COLOR_IS_DEFAULT_FG(&c->fg) &&
+	       VTERM_COLOR_IS_DEFAULT_BG(&c->bg);
+}
+
+/* ";n", without printf: the pen changes on every few cells. */
+static void put_param(struct buf *out, unsigned n)
+{
+	char tmp[12];
+	int i = sizeof(tmp);
+
+	do {
+		tmp[--i] = (char)('0' + n % 10);
+		n /= 10;
+	} while (n);
+	tmp[--i] = ';';
+	buf_append(out, tmp + i, sizeof(tmp) - (size_t)i);
+}
+
+/* base is 30 for foreground, 40 for background. */
+static void sgr_color(struct buf *out, const VTermColor *c, unsigned base)
+{
+	if (VTERM_COLOR_IS_INDEXED(c)) {
+		unsigned i = c->indexed.idx;
+
+		if (i < 16) {
+			put_param(out, i < 8 ? base + i : base + 60 + i - 8);
+			return;
+		}
+		put_param(out, base + 8);
+		put_param(out, 5);
+		put_param(out, i);
+		return;
+	}
+	put_param(out, base + 8);
+	put_param(out, 2);
+	put_param(out, c->rgb.red);
+	put_param(out, c->rgb.green);
+	put_param(out, c->rgb.blue);
+}
+
+/* Sets B's pen to p's attributes and colours, from a clean slate. */
+static void set_pen(struct enc *e, const VTermScreenCell *p)
+{
+	static const char *const ul[] = {"", ";4", ";21", ";4:3"};
+	const VTermScreenCellAttrs *a = &p->attrs;
+
+	if (attrs_eq(&e->pen, p))
+		return;
+	buf_append_str(e->out, "\033[0");
+	if (a->bold)
+		buf_append_str(e->out, ";1");
+	if (a->italic)
+		buf_append_str(e->out, ";3");
+	buf_append_str(e->out, ul[a->underline & 3]);
+	if (a->blink)
+		buf_append_str(e->out, ";5");
+	if (a->reverse)
+		buf_append_str(e->out, ";7");
+	if (a->strike)
+		buf_append_str(e->out, ";9");
+	if (a->font)
+		put_param(e->out, 10 + (unsigned)a->font);
+	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
+		sgr_color(e->out, &p->fg, 30);
+	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
+		sgr_color(e->out, &p->bg, 40);
+	buf_append_str(e->out, "m");
+	e->pen = *p;
+}
+
+static void put_utf8(struct buf *out, uint32_t cp)
+{
+	uint8_t *d = buf_reserve(out, 4);
+	size_t n;
+
+	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0x20)
+		cp = 0xfffd;
+	if (cp < 0x80) {
+		d[0] = (uint8_t)cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		d[0] = (uint8_t)(0xc0 | cp >> 6);
+		d[1] = (uint8_t)(0x80 | (cp & 0x3f));
+		n = 2;
+	} else if (cp < 0x10000) {
+		d[0] = (uint8_t)(0xe0 | cp >> 12);
+		d[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+		d[2] = (uint8_t)(0x80 | (cp & 0x3f));
+		n = 3;
+	} else {
+		d[0] = (uint8_t)(0xf0 | cp >> 18);
+		d[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
+		d[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
+		d[3] = (uint8_t)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	buf_commit(out, n);
+}
+
+/* Moves B's cursor (absolute, origin mode off) as cheaply as it can. */
+static void move_to(struct enc *e, int row, int col)
+{
+	if (e->row == row && e->col == col)
+		return;
+	if (e->row == row && col > e->col)
+		buf_appendf(e->out, "\033[%dC", col - e->col);
+	else if (col == 0)
+		buf_appendf(e->out, "\033[%dH", row + 1);
+	else
+		buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
+	e->row = row;
+	e->col = col;
+}
+
+/* Writes one cell's characters; B's cursor advances past them. */
+static void put_cell(struct enc *e, const VTermScreenCell *c, int cols)
+{
+	for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && c->chars[i]; i++)
+		put_utf8(e->out, c->chars[i]);
+	e->col += c->width > 0 ? c->width : 1;
+	if (e->col >= cols)
+		e->row = -1; /* pending wrap: the next move must be absolute */
+}
+
+/* A source of cells: the live screen or a saved copy. */
+struct grid {
+	const VTermScreen *vs;
+	const struct saved_screen *saved;
+	int cols, rows;
+	bool unreverse; /* libvterm shows DECSCNM by flipping every cell */
+};
+
+static void grid_cell(const struct grid *g, int row, int col, VTermScreenCell *c)
+{
+	if (g->saved)
+		*c = g->saved->cells[row * g->cols + col];
+	else
+		vterm_screen_get_cell(g->vs, (VTermPos){.row = row, .col = col}, c);
+	if (g->unreverse)
+		c->attrs.reverse = !c->attrs.reverse;
+}
+
+/* Writes a row: glyphs as text, blank cells with attributes by ECH (which
+   gives them B's pen without moving), default blank cells not at all. */
+static void write_row(struct enc *e, const struct grid *g, int row)
+{
+	VTermScreenCell c, next;
+	int col = 0;
+
+	while (col < g->cols) {
+		grid_cell(g, row, col, &c);
+		if (c.chars[0] == WIDE_TAIL || (!c.chars[0] && attrs_default(&c))) {
+			col++;
+			continue;
+		}
+		move_to(e, row, col);
+		set_pen(e, &c);
+		if (c.chars[0]) {
+			put_cell(e, &c, g->cols);
+			col += c.width > 0 ? c.width : 1;
+			continue;
+		}
+		int n = 1;
+		while (col + n < g->cols) {
+			grid_cell(g, row, col + n, &next);
+			if (next.chars[0] || !attrs_eq(&next, &c))
+				break;
+			n++;
+		}
+		buf_appendf(e->out, "\033[%dX", n);
+		col += n;
+	}
+}
+
+static void write_grid(struct enc *e, const struct grid *g)
+{
+	for (int row = 0; row < g->rows; row++)
+		write_row(e, g, row);
+}
+
+/* The normal screen under the alternate one, then the switch. */
+static void write_normal_under_alt(struct screen *s, struct enc *e)
+{
+	const struct saved_screen *n = &s->normal;
+	struct grid g = {.saved = n, .cols = (int)n->cols, .rows = (int)n->rows};
+
+	if (n->cells) {
+		write_grid(e, &g);
+		move_to(e, n->cursor.row, n->cursor.col);
+		set_pen(e, &n->pen);
+	}
+	buf_appendf(e->out, "\033[?%uh", modes_state(s->modes)->alt_variant);
+	e->row = -1; /* ?1049h may have moved it (xterm homes on 1047) */
+	/* Entering erased the alternate screen with the saved pen; start its
+	   cells from a default one. */
+	if (!attrs_default(&e->pen)) {
+		buf_append_str(e->out, "\033[0m\033[2J");
+		blank_cell(&e->pen);
+	}
+}
+
+/* Scroll region, margins and origin mode: all of them home B's cursor. */
+static void write_region(struct screen *s, struct enc *e)
+{
+	const struct modes_state *m = modes_state(s->modes);
+
+	if (m->top != 0 || m->bottom != -1)
+		buf_appendf(e->out, "\033[%d;%dr", m->top + 1,
+			    m->bottom == -1 ? (int)s->rows : m->bottom);
+	if (m->lr_margins) {
+		buf_append_str(e->out, "\033[?69h");
+		if (m->left != 0 || m->right != -1)
+			buf_appendf(e->out, "\033[%d;%ds", m->left + 1,
+				    m->right == -1 ? (int)s->cols : m->right);
+	}
+	if (m->origin)
+		buf_append_str(e->out, "\033[?6h");
+	e->row = -1;
+}
+
+/* Puts B's cursor in place; a pending wrap is restored by writing the
+   glyph under the cursor again, which leaves it pending exactly so. */
+static void write_cursor(struct screen *s, struct enc *e)
+{
+	const struct modes_state *m = modes_state(s->modes);
+	VTermScreenCell c;
+	VTermPos pos;
+	int row, col;
+
+	vterm_state_get_cursorpos(s->state, &pos);
+	row = pos.row;
+	col = pos.col;
+	if (m->origin) {
+		row -= m->top;
+		if (m->lr_margins)
+			col -= m->left;
+	}
+	buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
+	if (!m->pending_wrap)
+		return;
+	vterm_screen_get_cell(s->vs, pos, &c);
+	if (s->reverse)
+		c.attrs.reverse = !c.attrs.reverse;
+	if (!c.chars[0] || c.chars[0] == WIDE_TAIL || pos.col + c.width != (int)s->cols)
+		return;
+	set_pen(e, &c);
+	put_cell(e, &c, (int)s->cols);
+}
+
+static void mode_if(struct buf *out, bool on, const char *seq)
+{
+	if (on)
+		buf_append_str(out, seq);
+}
+
+/* Modes that do not move the cursor, so they can follow it. */
+static void write_modes(struct screen *s, struct enc *e)
+{
+	static const int shape_code[] = {1, 1, 3, 5}; /* blinking forms */
+	const struct modes_state *m = modes_state(s->modes);
+	struct buf *out = e->out;
+
+	mode_if(out, !m->autowrap, "\033[?7l");
+	mode_if(out, m->insert, "\033[4h");
+	mode_if(out, m->newline, "\033[20h");
+	mode_if(out, m->cursor_keys, "\033[?1h");
+	mode_if(out, m->keypad, "\033=");
+	mode_if(out, m->bracketed_paste, "\033[?2004h");
+	mode_if(out, m->focus_events, "\033[?1004h");
+	if (m->mouse)
+		buf_appendf(out, "\033[?%uh", m->mouse);
+	if (m->mouse_enc)
+		buf_appendf(out, "\033[?%uh", m->mouse_enc);
+	mode_if(out, s->reverse, "\033[?5h");
+	if (s->cursor_shape != VTERM_PROP_CURSORSHAPE_BLOCK || !s->cursor_blink) {
+		int shape =
+		    s->cursor_shape >= 1 && s->cursor_shape <= 3 ? s->cursor_shape : 1;
+
+		buf_appendf(out, "\033[%d q", shape_code[shape] + !s->cursor_blink);
+	}
+	for (int i = 0; i < 4; i++)
+		if (m->g[i] != 'B')
+			buf_appendf(out, "\033%c%c", "()*+"[i], m -> g[i]);
+	if (m->gl)
+		buf_append_str(out, m->gl == 1 ? "\016" : m->gl == 2 ? "\033n" : "\033o");
+}
+
+void screen_snapshot(struct screen *s, struct buf *out)
+{
+	struct enc e = {.out = out, .row = 0, .col = 0};
+	struct grid live = {.vs = s->vs,
+			    .cols = (int)s->cols,
+			    .rows = (int)s->rows,
+			    .unreverse = s->reverse};
+	VTermScreenCell pen;
+
+	/* Leave a libvterm-like client's alternate screen (RIS does not),
+	   then reset: B's cursor is home with a default pen. */
+	buf_append_str(out, "\033[?1049l\033c");
+	blank_cell(&e.pen);
+	if (s->altscreen)
+		write_normal_under_alt(s, &e);
+	write_grid(&e, &live);
+	set_pen(&e, &(VTermScreenCell){.fg.type = VTERM_COLOR_DEFAULT_FG,
+				       .bg.type = VTERM_COLOR_DEFAULT_BG});
+	write_region(s, &e);
+	write_cursor(s, &e);
+	write_modes(s, &e);
+	get_pen(s, &pen);
+	set_pen(&e, &pen);
+	mode_if(out, !s->cursor_visible, "\033[?25l");
+}
+
+/* ---- skipping text that scrolls off (screen_feed_tail) ---- */
+
+/* Bytes that only print or move to the line start/below: no state of
+   the terminal but the cells and the cursor can change. 0xC2 0x80..0x9F
+   is a C1 control in UTF-8 and is not plain. */
+static bool plain_byte(const uint8_t *p, size_t i)
+{
+	uint8_t c = p[i];
+
+	if (c == '\r' || c == '\n' || (c >= 0x20 && c < 0x7f))
+		return true;
+	if (c == 0xc2)
+		return false; /* judged with its continuation below */
+	if (c >= 0x80 && c < 0xa0 && i > 0 && p[i - 1] == 0xc2)
+		return false;
+	return c >= 0x80;
+}
+
+static bool plain_at(const uint8_t *p, size_t n, size_t i)
+{
+	if (p[i] == 0xc2)
+		return i + 1 < n && p[i + 1] >= 0xa0 && p[i + 1] <= 0xbf;
+	return plain_byte(p, i);
+}
+
+/* The latest point X such that p[X-2..X) is CR LF and the plain text
+   from X on holds at least `need` line feeds before anything else (a
+   sequence after them may change the scroll region or the screen, and
+   must find both models alike); 0 when there is none. */
+static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
+{
+	unsigned lfs = 0;
+
+	for (size_t i = n; i-- > 1;) {
+		if (!plain_at(p, n, i)) {
+			lfs = 0;
+			continue;
+		}
+		if (p[i] != '\n')
+			continue;
+		if (lfs >= need && p[i - 1] == '\r')
+			return i + 1;
+		lfs++;
+	}
+	return 0;
+}
+
+static bool scroll_region_is_screen(const struct screen *s)
+{
+	const struct modes_state *st = modes_state(s->modes);
+
+	return st->top == 0 && (st->bottom == -1 || st->bottom == (int)s->rows) &&
+	       !st->lr_margins;
+}
+
+void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+{
+	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i;
+
+	if (!x) {
+		screen_feed(s, p, n);
+		return;
+	}
+	for (start = x; start > 0 && plain_at(p, n, start - 1); start--)
+		;
+	screen_feed(s, p, start);
+	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"). */
+	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
+		screen_feed(s, p + i, 1);
+	if (!modes_idle(s->modes) || !scroll_region_is_screen(s)) {
+		screen_feed(s, p + i, n - i);
+		return;
+	}
+	/* Every row p[i..x) could have written scrolls off in the plain text
+	   after x: it starts at column 0 after CR LF and holds 2*rows+1 line
+	   feeds before any sequence can change the scroll region. */
+	if (x > i)
+		screen_feed(s, (const uint8_t *)"\r", 1);
+	screen_feed(s, p + x, n - x);
+}

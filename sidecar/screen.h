@@ -1,0 +1,59 @@
+/* screen: a session's terminal model (libvterm 0.1.4 plus the modes
+   tracker) and its vt100-screen-state-v1 snapshot encoder (SPEC section 8).
+   Cores do no I/O: bytes in, a snapshot out. */
+#ifndef PTG_SCREEN_H
+#define PTG_SCREEN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <vterm.h>
+
+#include "buf.h"
+#include "modes.h"
+
+struct screen;
+
+/* A libvterm terminal of cols x rows (each at least 1) fed every output
+   byte of a session. */
+struct screen *screen_new(unsigned cols, unsigned rows);
+/* Frees the model; NULL is a no-op. */
+void screen_free(struct screen *s);
+/* Feeds output bytes (any split, one byte at a time included). Answers the
+   terminal would send to queries are discarded. */
+void screen_feed(struct screen *s, const uint8_t *p, size_t n);
+/* Same result as screen_feed, faster for floods: plain text (printable
+   characters, CR, LF) followed, after a CR LF, by plain text with at
+   least 2*rows+1 line feeds is left out: with the scroll region the
+   whole screen, every row it could touch scrolls off before anything
+   can tell the difference. */
+void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
+/* Resizes the model (the PTY is resized by the caller); sizes below 1 are
+   raised to 1. */
+void screen_resize(struct screen *s, unsigned cols, unsigned rows);
+void screen_size(const struct screen *s, unsigned *cols, unsigned *rows);
+/* Appends the vt100-screen-state-v1 snapshot of the current screen to out:
+   written to a freshly reset terminal of the same size it reproduces the
+   cells, cursor, active screen, modes and pen. */
+void screen_snapshot(struct screen *s, struct buf *out);
+
+/* Introspection, for tests and diagnostics. */
+
+/* The tracked modes (pending_wrap included). */
+const struct modes_state *screen_modes(const struct screen *s);
+/* The libvterm screen and state, read-only use only. */
+const VTermScreen *screen_vterm_screen(const struct screen *s);
+const VTermState *screen_vterm_state(const struct screen *s);
+/* Termprops libvterm reports but cannot be asked for. */
+bool screen_cursor_visible(const struct screen *s);
+bool screen_cursor_blink(const struct screen *s);
+int screen_cursor_shape(const struct screen *s);
+bool screen_altscreen(const struct screen *s);
+bool screen_reverse(const struct screen *s);
+/* Writes q to libvterm alone (not the tracker) and appends its answer to
+   reply: a DECRQM or DECRQSS query reads libvterm's hidden state. q must
+   not change that state. */
+void screen_probe(struct screen *s, const char *q, struct buf *reply);
+
+#endif
