@@ -320,12 +320,14 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 				PTG__ERROR_CODE__NOT_FOUND, "not attached");
 		return;
 	}
-	if (m->last_keyframe_request_ms && now - m->last_keyframe_request_ms < 1000) {
+	if (!rk->lag_recovery && m->last_keyframe_request_ms &&
+	    now - m->last_keyframe_request_ms < 1000) {
 		wire_send_error(lc, 0, rk->attach_id, rk->client_op_id,
 				PTG__ERROR_CODE__RATE_LIMITED,
 				"at most one keyframe request a second");
 		return;
 	}
-	m->last_keyframe_request_ms = now;
+	if (!rk->lag_recovery)
+		m->last_keyframe_request_ms = now;
 	session_emit_keyframe(s, m);
 }

@@ -21,6 +21,11 @@
    so a busy program yields few large frames while a keystroke echo still
    goes out alone, at once. */
 #define OUTPUT_BATCH (64 * 1024)
+/* The screen model (libvterm) is far slower than a PTY can produce, so it
+   is fed lazily: output waits here until a Keyframe or a resize needs the
+   screen, or this much has piled up; screen_feed_tail then skips text
+   that scrolled off. */
+#define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 
@@ -96,6 +101,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->created_ms = time_now_ms();
 	buf_init(&s->input);
 	buf_init(&s->pack);
+	buf_init(&s->screen_backlog);
 	if (start_process(s, p, err, errlen) < 0) {
 		session_free(s);
 		return NULL;
@@ -131,6 +137,7 @@ void session_free(struct session *s)
 	members_free(s->members);
 	buf_free(&s->input);
 	buf_free(&s->pack);
+	buf_free(&s->screen_backlog);
 	strv_free(s->argv);
 	free(s->label);
 	free(s);
@@ -196,6 +203,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	struct buf snap = BUF_INIT;
 	uint64_t seq;
 
+	session_screen_sync(s);
 	screen_snapshot(s->screen, &snap);
 	kf.snapshot.data = buf_head(&snap);
 	kf.snapshot.len = buf_size(&snap);
@@ -241,6 +249,19 @@ static void emit_frame_error(struct session *s, const struct member *target,
 
 /* ---- output and keyframe cadence ---- */
 
+void session_screen_sync(struct session *s)
+{
+	if (!buf_size(&s->screen_backlog))
+		return;
+	screen_feed_tail(s->screen, buf_head(&s->screen_backlog),
+			 buf_size(&s->screen_backlog));
+	/* An idle session should not keep a flood's worth of storage. */
+	if (s->screen_backlog.cap > 4 * OUTPUT_BATCH)
+		buf_free(&s->screen_backlog);
+	else
+		buf_reset(&s->screen_backlog);
+}
+
 static void on_keyframe_due(struct ev_timer *t, void *user)
 {
 	struct session *s = user;
@@ -271,7 +292,9 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
-	screen_feed(s->screen, p, n);
+	buf_append(&s->screen_backlog, p, n);
+	if (buf_size(&s->screen_backlog) >= SCREEN_BACKLOG_MAX)
+		session_screen_sync(s);
 	o.stream = PTG__STREAM__STREAM_STDOUT;
 	o.data.data = (uint8_t *)p;
 	o.data.len = n;
@@ -430,6 +453,7 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows)
 		rc = tty_set_size(s->master, cols, rows);
 	if (rc < 0)
 		return rc;
+	session_screen_sync(s);
 	s->cols = cols;
 	s->rows = rows;
 	screen_resize(s->screen, cols, rows);

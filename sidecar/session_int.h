@@ -22,6 +22,7 @@ struct session {
 	struct buf input;           /* bytes waiting for the PTY */
 
 	struct screen *screen;
+	struct buf screen_backlog;  /* output not yet fed to the screen */
 	struct ring *ring;
 	struct members *members;
 	uint64_t seq;               /* last sequence issued */
@@ -54,6 +55,8 @@ struct session {
 uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target);
 /* A Keyframe of the current screen, to target or broadcast. */
 uint64_t session_emit_keyframe(struct session *s, const struct member *target);
+/* Feeds the screen model the output it has not seen yet. */
+void session_screen_sync(struct session *s);
 /* Broadcasts the whole membership. */
 void session_emit_membership(struct session *s);
 /* Sends Closed to target (NULL: broadcast). */
