@@ -1,0 +1,119 @@
+/* envelope: parses one client text frame of pty-ws/v1 (SPEC 2) into a
+   struct, and validates the payloads of the client verbs (SPEC 5.1, 4).
+   No I/O. Every failure is an `Error INVALID_REQUEST` for the caller to
+   send: the error carries the message (naming the field) and the id to
+   echo, which is the client's id when it was usable, else a fresh UUIDv7
+   (the schema wants a UUIDv7 where there is nothing to echo). */
+#ifndef PTG_ENVELOPE_H
+#define PTG_ENVELOPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "link.pb-c.h"
+
+#define ENVELOPE_PTY_EXTENSION                                                           \
+	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+
+#define ENVELOPE_ID_MAX_CHARS	    128 /* code points, SPEC 2 */
+#define ENVELOPE_ID_MAX_BYTES	    512 /* 128 code points of up to 4 bytes */
+#define ENVELOPE_MSG_MAX	    256
+#define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
+#define ENVELOPE_EXTENSIONS_MAX	    16
+#define ENVELOPE_DIM_MAX	    1024
+#define ENVELOPE_LABEL_MAX_CHARS    128
+#define ENVELOPE_INPUT_MAX	    (64u * 1024) /* decoded bytes */
+
+/* Every op a client may send; ENVELOPE_OP_UNKNOWN for anything else
+   (the caller answers UNSUPPORTED_OPERATION). */
+enum envelope_op {
+	ENVELOPE_OP_UNKNOWN = 0,
+	ENVELOPE_OP_PTY_JOIN,
+	ENVELOPE_OP_PTY_INPUT,
+	ENVELOPE_OP_PTY_RESIZE,
+	ENVELOPE_OP_PTY_REQUEST_ROLE,
+	ENVELOPE_OP_PTY_REQUEST_KEYFRAME,
+	ENVELOPE_OP_PTY_LEAVE,
+	ENVELOPE_OP_PING,
+	ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS,
+	ENVELOPE_OP_SEND_MESSAGE,
+	ENVELOPE_OP_SEND_STREAMING_MESSAGE,
+	ENVELOPE_OP_GET_TASK,
+	ENVELOPE_OP_LIST_TASKS,
+	ENVELOPE_OP_CANCEL_TASK,
+	ENVELOPE_OP_SUBSCRIBE_TO_TASK,
+	ENVELOPE_OP_UNSUBSCRIBE,
+	ENVELOPE_OP_PUSH_CONFIG, /* the four push-notification config ops */
+};
+
+/* Where a parse or validation failed: the id to echo in the Error and a
+   message naming the offending field. */
+struct envelope_error {
+	char id[ENVELOPE_ID_MAX_BYTES + 1];
+	char message[ENVELOPE_MSG_MAX];
+};
+
+struct envelope {
+	json_t *root;	/* owned; the borrowed pointers live in it */
+	const char *op; /* borrowed */
+	enum envelope_op op_kind;
+	char id[ENVELOPE_ID_MAX_BYTES + 1]; /* the client's id, verbatim */
+	bool has_replay_from;		    /* false when absent or null */
+	uint64_t replay_from;
+	bool has_extensions;	    /* the frame carried an `extensions` array */
+	bool pty_extension;	    /* ... which names ENVELOPE_PTY_EXTENSION */
+	json_t *service_parameters; /* one reference held, NULL when absent */
+	json_t *payload;	    /* borrowed; NULL when the payload is null */
+};
+
+struct envelope_join {
+	Ptg__Role role;
+	uint32_t cols; /* 0 with rows 0: not given */
+	uint32_t rows;
+	char label[ENVELOPE_LABEL_MAX_CHARS * 4 + 1]; /* "" when not given */
+};
+
+struct envelope_resize {
+	uint32_t cols;
+	uint32_t rows;
+};
+
+/* Parses text (len bytes, UTF-8 already checked). Returns 0 and sets
+ *out (free with envelope_free), or -EINVAL and fills err. */
+int envelope_parse(const char *text, size_t len, struct envelope **out,
+		   struct envelope_error *err);
+/* Frees env and drops its references; NULL is a no-op. */
+void envelope_free(struct envelope *env);
+/* Maps an op name to its kind (ENVELOPE_OP_UNKNOWN if none). */
+enum envelope_op envelope_op_lookup(const char *op);
+/* True for the `pty.*` ops, which need the extension activated. */
+bool envelope_op_is_pty(enum envelope_op kind);
+
+/* Payload validators: each returns 0 and fills out, or -EINVAL and fills
+   err (id echoing env). Unknown payload fields are refused as the
+   extension's schema says (additionalProperties: false). */
+int envelope_join(const struct envelope *env, struct envelope_join *out,
+		  struct envelope_error *err);
+/* Appends the decoded `data` to out (at most ENVELOPE_INPUT_MAX bytes);
+   out is unchanged on failure. */
+int envelope_input(const struct envelope *env, struct buf *out,
+		   struct envelope_error *err);
+int envelope_resize(const struct envelope *env, struct envelope_resize *out,
+		    struct envelope_error *err);
+int envelope_request_role(const struct envelope *env, Ptg__Role *out,
+			  struct envelope_error *err);
+/* request_keyframe and leave: payload {} (null accepted too). */
+int envelope_no_fields(const struct envelope *env, struct envelope_error *err);
+/* ping: *client_ts borrows the string from env (an RFC 3339 time). */
+int envelope_ping(const struct envelope *env, const char **client_ts,
+		  struct envelope_error *err);
+/* UpdateServiceParameters: *params borrows the new object from env
+   (json_incref it to keep it). Other payload fields are ignored. */
+int envelope_service_update(const struct envelope *env, json_t **params,
+			    struct envelope_error *err);
+
+#endif

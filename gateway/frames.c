@@ -1,0 +1,488 @@
+/* frames: the server's JSON frames, written directly into a struct buf.
+   Output and Keyframe are the hot path (DESIGN: one JSON encode and one
+   base64 encode per frame), so the envelope is built by hand and the
+   base64 goes straight into the output buffer: no intermediate json_t,
+   no copy of the encoded bytes. Payloads that arrive as json_t (A2A
+   replies) are dumped by Jansson into the same buffer. Every string from
+   outside goes through frames__str, which escapes, repairs UTF-8 and
+   enforces the schema's maxLength (in code points). */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "frames.h"
+#include "b64.h"
+#include "timeutil.h"
+#include "uuid.h"
+
+#define FRAMES__NO_LIMIT   SIZE_MAX
+#define FRAMES__ID_MAX	   128	/* ClientRef.client_id maxLength */
+#define FRAMES__LABEL_MAX  128	/* ClientRef.label */
+#define FRAMES__REASON_MAX 256	/* RoleAssigned.reason */
+#define FRAMES__DETAIL_MAX 1024 /* Closed.detail, Error.message */
+
+static const struct frames_error_row frames__errors[FRAMES_CODE_COUNT] = {
+    [FRAMES_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "TaskNotFound", -32001, 0, false},
+    [FRAMES_TASK_NOT_CANCELABLE] = {"TASK_NOT_CANCELABLE", "TaskNotCancelable", -32002, 0,
+				    false},
+    [FRAMES_INVALID_REQUEST] = {"INVALID_REQUEST", "InvalidRequest", -32600, 0, false},
+    [FRAMES_UNSUPPORTED_OPERATION] = {"UNSUPPORTED_OPERATION", "UnsupportedOperation",
+				      -32004, 0, false},
+    [FRAMES_UNAUTHENTICATED] = {"UNAUTHENTICATED", "Unauthenticated", 0, 401, false},
+    [FRAMES_PERMISSION_DENIED] = {"PERMISSION_DENIED", "PermissionDenied", 0, 403, false},
+    [FRAMES_RATE_LIMITED] = {"RATE_LIMITED", "RateLimited", 0, 429, true},
+    [FRAMES_INTERNAL] = {"INTERNAL", "Internal", -32603, 0, true},
+    [FRAMES_REPLAY_OUT_OF_RANGE] = {"REPLAY_OUT_OF_RANGE", NULL, 0, 0, false},
+};
+
+static const char *const frames__goodbye_reasons[] = {
+    [FRAMES_BYE_SERVER_SHUTDOWN] = "server_shutdown",
+    [FRAMES_BYE_SESSION_CLOSED] = "session_closed",
+    [FRAMES_BYE_PRINCIPAL_REVOKED] = "principal_revoked",
+    [FRAMES_BYE_RATE_LIMITED] = "rate_limited",
+    [FRAMES_BYE_OTHER] = "other",
+};
+
+static const char *const frames__streams[] = {"stdout", "stderr", "log"};
+static const char *const frames__close_reasons[] = {
+    "normal", "killed", "timeout", "instance_terminated", "error",
+};
+static const char *const frames__frame_errors[] = {
+    "PTY_WRITE_FAILED",
+    "PTY_RESIZE_FAILED",
+    "PTY_OUTPUT_LAGGED",
+    "KEYFRAME_UNAVAILABLE",
+};
+
+#define FRAMES__COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const struct frames_error_row *frames_error_row(enum frames_code code)
+{
+	if ((unsigned)code >= FRAMES_CODE_COUNT)
+		code = FRAMES_INTERNAL;
+	return &frames__errors[code];
+}
+
+enum frames_code frames_code_from_link(Ptg__ErrorCode code)
+{
+	switch (code) {
+	case PTG__ERROR_CODE__INVALID_REQUEST:
+	case PTG__ERROR_CODE__NOT_FOUND:
+	case PTG__ERROR_CODE__ERR_SESSION_EXITED:
+		return FRAMES_INVALID_REQUEST;
+	case PTG__ERROR_CODE__PERMISSION_DENIED:
+		return FRAMES_PERMISSION_DENIED;
+	case PTG__ERROR_CODE__RATE_LIMITED:
+		return FRAMES_RATE_LIMITED;
+	case PTG__ERROR_CODE__TASK_NOT_FOUND:
+		return FRAMES_TASK_NOT_FOUND;
+	case PTG__ERROR_CODE__TASK_NOT_CANCELABLE:
+		return FRAMES_TASK_NOT_CANCELABLE;
+	case PTG__ERROR_CODE__UNSUPPORTED:
+		return FRAMES_UNSUPPORTED_OPERATION;
+	default:
+		return FRAMES_INTERNAL;
+	}
+}
+
+/* ---- JSON text primitives ---- */
+
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid:
+   overlong forms, surrogates and values past U+10FFFF are invalid. */
+static size_t frames__utf8_len(const unsigned char *p, size_t n)
+{
+	unsigned char c = p[0];
+	size_t len, i;
+	uint32_t cp;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xC2 && c <= 0xDF)
+		len = 2, cp = c & 0x1F;
+	else if (c >= 0xE0 && c <= 0xEF)
+		len = 3, cp = c & 0x0F;
+	else if (c >= 0xF0 && c <= 0xF4)
+		len = 4, cp = c & 0x07;
+	else
+		return 0;
+	if (n < len)
+		return 0;
+	for (i = 1; i < len; i++) {
+		if ((p[i] & 0xC0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3F);
+	}
+	if ((len == 3 && cp < 0x800) || cp > 0x10FFFF || (len == 4 && cp < 0x10000) ||
+	    (cp >= 0xD800 && cp <= 0xDFFF))
+		return 0;
+	return len;
+}
+
+/* Appends the JSON escape of '"', '\\' or a control character. */
+static void frames__escape(struct buf *out, unsigned char c)
+{
+	static const char hex[] = "0123456789abcdef";
+	char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+
+	if (c == '"' || c == '\\') {
+		e[1] = (char)c;
+		buf_append(out, e, 2);
+		return;
+	}
+	buf_append(out, e, sizeof(e));
+}
+
+/* Appends s (n bytes) as a quoted JSON string of at most max_chars code
+   points; each byte that is not part of valid UTF-8 becomes U+FFFD. */
+static void frames__strn(struct buf *out, const char *s, size_t n, size_t max_chars)
+{
+	const unsigned char *p = (const unsigned char *)s;
+	size_t i = 0, run = 0, chars = 0, len;
+
+	buf_append(out, "\"", 1);
+	for (; i < n && chars < max_chars; chars++) {
+		len = frames__utf8_len(p + i, n - i);
+		if (len == 1 && !(p[i] < 0x20 || p[i] == '"' || p[i] == '\\')) {
+			i++;
+			continue;
+		}
+		buf_append(out, p + run, i - run);
+		if (len == 0)
+			buf_append(out, "\xEF\xBF\xBD", 3);
+		else if (len == 1)
+			frames__escape(out, p[i]);
+		else
+			buf_append(out, p + i, len);
+		i += len ? len : 1;
+		run = i;
+	}
+	buf_append(out, p + run, i - run);
+	buf_append(out, "\"", 1);
+}
+
+static void frames__str(struct buf *out, const char *s, size_t max_chars)
+{
+	frames__strn(out, s ? s : "", s ? strlen(s) : 0, max_chars);
+}
+
+/* `,"key":` */
+static void frames__key(struct buf *out, const char *key)
+{
+	buf_appendf(out, ",\"%s\":", key);
+}
+
+static int frames__dump_cb(const char *p, size_t n, void *data)
+{
+	buf_append(data, p, n);
+	return 0;
+}
+
+/* Dumps v compactly; anything but an object (or a failed dump) is {}. */
+static void frames__json(struct buf *out, json_t *v)
+{
+	size_t mark = buf_size(out);
+
+	if (json_is_object(v) &&
+	    json_dump_callback(v, frames__dump_cb, out, JSON_COMPACT) == 0)
+		return;
+	/* A failed dump may have written part of v: drop it. */
+	out->len = out->off + mark;
+	buf_append_str(out, "{}");
+}
+
+/* `{"op":"<op><suffix>","id":"…","ts":"…"[,"sequence":N]`; the caller
+   goes on with `,"payload":…}`. */
+static void frames__head(struct buf *out, const char *op, const char *suffix,
+			 const char *id, int64_t ts_ms, const uint64_t *sequence)
+{
+	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1], name[128];
+
+	if (!id) {
+		uuid7_new(fresh);
+		id = fresh;
+	}
+	time_format_ms(ts_ms, ts);
+	snprintf(name, sizeof(name), "%s%s", op, suffix);
+	buf_append_str(out, "{\"op\":");
+	frames__str(out, name, FRAMES__NO_LIMIT);
+	buf_append_str(out, ",\"id\":");
+	frames__str(out, id, FRAMES__NO_LIMIT);
+	buf_appendf(out, ",\"ts\":\"%s\"", ts);
+	if (sequence)
+		buf_appendf(out, ",\"sequence\":%" PRIu64, *sequence);
+	buf_append_str(out, ",\"payload\":");
+}
+
+/* ---- binding frames ---- */
+
+void frames_binding_hello(const char *id, const char *session_id,
+			  uint64_t current_sequence, int64_t now_ms, struct buf *out)
+{
+	static const uint64_t zero;
+
+	frames__head(out, "binding_hello", "", id, now_ms, &zero);
+	buf_append_str(out, "{\"binding_uri\":\"" FRAMES_BINDING_URI "\","
+			    "\"binding_version\":\"" FRAMES_BINDING_VERSION "\","
+			    "\"supported_operations\":[\"SendMessage\","
+			    "\"SendStreamingMessage\",\"GetTask\",\"ListTasks\","
+			    "\"CancelTask\",\"SubscribeToTask\"],"
+			    "\"activated_extensions\":[],\"session\":{\"session_id\":");
+	frames__str(out, session_id, FRAMES__NO_LIMIT);
+	buf_appendf(out, ",\"current_sequence\":%" PRIu64 "},", current_sequence);
+	buf_append_str(out, "\"session_host\":{\"supported_backends\":[\"native\"],"
+			    "\"default_backend\":\"native\","
+			    "\"supported_classes\":[\"direct\"],"
+			    "\"default_class\":\"direct\",\"observe_supported\":true,"
+			    "\"drive_supported\":true,\"reattach_supported\":true}}}");
+}
+
+static void frames__a2a_error(struct buf *out, const struct frames_error_row *row,
+			      const char *message)
+{
+	if (!row->a2a_type) {
+		buf_append_str(out, "null");
+		return;
+	}
+	buf_appendf(out, "{\"type\":\"%s\",\"message\":", row->a2a_type);
+	frames__str(out, message, FRAMES__NO_LIMIT);
+	if (row->jsonrpc_code)
+		buf_appendf(out, ",\"code\":%d}", row->jsonrpc_code);
+	else
+		buf_appendf(out, ",\"http_status\":%d}", row->http_status);
+}
+
+void frames_error(enum frames_code code, const char *id_echo, const char *message,
+		  int64_t now_ms, struct buf *out)
+{
+	const struct frames_error_row *row = frames_error_row(code);
+
+	frames__head(out, "Error", "", id_echo, now_ms, NULL);
+	buf_appendf(out, "{\"code\":\"%s\",\"message\":", row->code);
+	frames__str(out, message, FRAMES__NO_LIMIT);
+	frames__key(out, "a2a_error");
+	frames__a2a_error(out, row, message);
+	buf_appendf(out, ",\"retryable\":%s}}", row->retryable ? "true" : "false");
+}
+
+void frames_goodbye(const char *id, enum frames_goodbye_reason reason, const char *detail,
+		    int64_t now_ms, struct buf *out)
+{
+	if ((unsigned)reason >= FRAMES__COUNT(frames__goodbye_reasons))
+		reason = FRAMES_BYE_OTHER;
+	frames__head(out, "binding_goodbye", "", id, now_ms, NULL);
+	buf_appendf(out, "{\"reason\":\"%s\"", frames__goodbye_reasons[reason]);
+	if (detail && *detail) {
+		frames__key(out, "detail");
+		frames__str(out, detail, FRAMES__DETAIL_MAX);
+	}
+	buf_append_str(out, "}}");
+}
+
+void frames_pong(const char *id_echo, const char *client_ts, int64_t now_ms,
+		 struct buf *out)
+{
+	char ts[TS_STRLEN + 1];
+
+	time_format_ms(now_ms, ts);
+	frames__head(out, "pong", "", id_echo, now_ms, NULL);
+	buf_append_str(out, "{\"client_ts\":");
+	frames__str(out, client_ts, FRAMES__NO_LIMIT);
+	buf_appendf(out, ",\"server_ts\":\"%s\"}}", ts);
+}
+
+void frames_service_update_response(const char *id_echo, json_t *params, int64_t now_ms,
+				    struct buf *out)
+{
+	frames__head(out, "UpdateServiceParameters", ".Response", id_echo, now_ms, NULL);
+	buf_append_str(out, "{\"service_parameters\":");
+	frames__json(out, params);
+	buf_append_str(out, "}}");
+}
+
+void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
+		  int64_t now_ms, struct buf *out)
+{
+	frames__head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms,
+		     NULL);
+	frames__json(out, payload);
+	buf_append_str(out, "}");
+}
+
+void frames_task_status_update(const char *id, json_t *payload,
+			       json_t *service_parameters, int64_t now_ms,
+			       struct buf *out)
+{
+	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
+
+	/* Hand-built head: service_parameters sits before payload. */
+	if (!id) {
+		uuid7_new(fresh);
+		id = fresh;
+	}
+	time_format_ms(now_ms, ts);
+	buf_append_str(out, "{\"op\":\"TaskStatusUpdate\",\"id\":");
+	frames__str(out, id, FRAMES__NO_LIMIT);
+	buf_appendf(out, ",\"ts\":\"%s\"", ts);
+	if (service_parameters) {
+		frames__key(out, "service_parameters");
+		frames__json(out, service_parameters);
+	}
+	frames__key(out, "payload");
+	frames__json(out, payload);
+	buf_append_str(out, "}");
+}
+
+/* ---- pty.session_frame (SPEC 5.3) ---- */
+
+static void frames__output(struct buf *out, const Ptg__OutputFrame *o)
+{
+	buf_appendf(out, "{\"kind\":\"Output\",\"stream\":\"%s\",\"data\":\"",
+		    frames__streams[o->stream]);
+	b64_encode(o->data.data, o->data.len, out);
+	buf_append_str(out, "\"}");
+}
+
+static void frames__role_assigned(struct buf *out, const Ptg__RoleAssignedFrame *r)
+{
+	buf_appendf(out, "{\"kind\":\"RoleAssigned\",\"role\":\"%s\",\"client_id\":",
+		    r->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
+	frames__str(out, r->client_id, FRAMES__ID_MAX);
+	if (r->downgraded) {
+		buf_append_str(out, ",\"downgraded\":true");
+		if (r->reason && *r->reason) {
+			frames__key(out, "reason");
+			frames__str(out, r->reason, FRAMES__REASON_MAX);
+		}
+	}
+	buf_append_str(out, "}");
+}
+
+static void frames__members(struct buf *out, Ptg__Member **m, size_t n)
+{
+	size_t i;
+
+	buf_append_str(out, "[");
+	for (i = 0; i < n; i++) {
+		buf_append_str(out, i ? ",{\"client_id\":" : "{\"client_id\":");
+		frames__str(out, m[i]->client_id, FRAMES__ID_MAX);
+		frames__key(out, "label");
+		frames__str(out, m[i]->label, FRAMES__LABEL_MAX);
+		buf_append_str(out, "}");
+	}
+	buf_append_str(out, "]");
+}
+
+static void frames__membership(struct buf *out, const Ptg__MembershipChangedFrame *m)
+{
+	buf_append_str(out, "{\"kind\":\"MembershipChanged\",\"controllers\":");
+	frames__members(out, m->controllers, m->n_controllers);
+	frames__key(out, "observers");
+	frames__members(out, m->observers, m->n_observers);
+	buf_append_str(out, "}");
+}
+
+static void frames__keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
+{
+	buf_append_str(out, "{\"kind\":\"Keyframe\",\"snapshot\":\"");
+	b64_encode(k->snapshot.data, k->snapshot.len, out);
+	buf_appendf(out,
+		    "\",\"snapshot_format\":\"" FRAMES_SNAPSHOT_FORMAT "\","
+		    "\"snapshot_cols\":%" PRIu32 ",\"snapshot_rows\":%" PRIu32
+		    ",\"anchor_sequence\":%" PRIu64 "}",
+		    k->cols, k->rows, k->anchor_sequence);
+}
+
+static void frames__closed(struct buf *out, const Ptg__ClosedFrame *c)
+{
+	buf_append_str(out, "{\"kind\":\"Closed\",\"exit_code\":");
+	if (c->has_exit_code)
+		buf_appendf(out, "%" PRId32, c->exit_code);
+	else
+		buf_append_str(out, "null");
+	buf_appendf(out, ",\"reason\":\"%s\"", frames__close_reasons[c->reason]);
+	if (c->detail && *c->detail) {
+		frames__key(out, "detail");
+		frames__str(out, c->detail, FRAMES__DETAIL_MAX);
+	}
+	buf_append_str(out, "}");
+}
+
+static void frames__frame_error(struct buf *out, const Ptg__ErrorFrame *e)
+{
+	buf_appendf(out, "{\"kind\":\"Error\",\"code\":\"%s\",\"message\":",
+		    frames__frame_errors[e->code]);
+	frames__str(out, e->message, FRAMES__DETAIL_MAX);
+	buf_append_str(out, "}");
+}
+
+/* Whether f has a kind whose enum values the binding can express; the
+   enums come from a peer and index the name tables. */
+static bool frames__frame_ok(const Ptg__Frame *f)
+{
+	switch (f->kind_case) {
+	case PTG__FRAME__KIND_OUTPUT:
+		return f->output &&
+		       (unsigned)f->output->stream < FRAMES__COUNT(frames__streams);
+	case PTG__FRAME__KIND_RESIZE:
+		return f->resize;
+	case PTG__FRAME__KIND_ROLE_ASSIGNED:
+		return f->role_assigned &&
+		       (f->role_assigned->role == PTG__ROLE__ROLE_CONTROLLER ||
+			f->role_assigned->role == PTG__ROLE__ROLE_OBSERVER);
+	case PTG__FRAME__KIND_MEMBERSHIP:
+		return f->membership;
+	case PTG__FRAME__KIND_KEYFRAME:
+		return f->keyframe;
+	case PTG__FRAME__KIND_CLOSED:
+		return f->closed &&
+		       (unsigned)f->closed->reason < FRAMES__COUNT(frames__close_reasons);
+	case PTG__FRAME__KIND_ERROR:
+		return f->error &&
+		       (unsigned)f->error->code < FRAMES__COUNT(frames__frame_errors);
+	default:
+		return false;
+	}
+}
+
+static void frames__kind(struct buf *out, const Ptg__Frame *f)
+{
+	switch (f->kind_case) {
+	case PTG__FRAME__KIND_OUTPUT:
+		frames__output(out, f->output);
+		break;
+	case PTG__FRAME__KIND_RESIZE:
+		buf_appendf(out,
+			    "{\"kind\":\"Resize\",\"cols\":%" PRIu32 ",\"rows\":%" PRIu32
+			    "}",
+			    f->resize->cols, f->resize->rows);
+		break;
+	case PTG__FRAME__KIND_ROLE_ASSIGNED:
+		frames__role_assigned(out, f->role_assigned);
+		break;
+	case PTG__FRAME__KIND_MEMBERSHIP:
+		frames__membership(out, f->membership);
+		break;
+	case PTG__FRAME__KIND_KEYFRAME:
+		frames__keyframe(out, f->keyframe);
+		break;
+	case PTG__FRAME__KIND_CLOSED:
+		frames__closed(out, f->closed);
+		break;
+	default:
+		frames__frame_error(out, f->error);
+		break;
+	}
+}
+
+int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
+			 struct buf *out)
+{
+	if (!frames__frame_ok(f))
+		return -EINVAL;
+	/* Replayed frames keep the ts they were made with (SPEC 2). */
+	frames__head(out, "pty.session_frame", "", id, f->ts_ms ? f->ts_ms : now_ms,
+		     &f->sequence);
+	frames__kind(out, f);
+	buf_append_str(out, "}");
+	return 0;
+}
