@@ -1,0 +1,165 @@
+/* outq: a singly linked list of chunks with a write offset into the head.
+   Shared frames are queued by reference so fan-out costs one pointer per
+   connection; private bytes are copied, and small consecutive pushes (a
+   control frame arrives from wslay as header, then payload) share one
+   chunk. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "outq.h"
+#include "xalloc.h"
+
+/* Room a private chunk gets at least: a whole control frame (2 + 125). */
+#define OUTQ__PRIVATE_MIN 256
+
+struct outq__chunk {
+	struct outq__chunk *next;
+	struct wsframe *frame; /* shared data, or NULL for private bytes */
+	size_t len;	       /* private bytes used */
+	size_t cap;	       /* private bytes allocated */
+	uint8_t bytes[];
+};
+
+static const uint8_t *outq__data(const struct outq__chunk *c)
+{
+	return c->frame ? c->frame->data : c->bytes;
+}
+
+static size_t outq__len(const struct outq__chunk *c)
+{
+	return c->frame ? c->frame->len : c->len;
+}
+
+static void outq__chunk_free(struct outq__chunk *c)
+{
+	wsframe_unref(c->frame);
+	free(c);
+}
+
+static void outq__append(struct outq *q, struct outq__chunk *c)
+{
+	c->next = NULL;
+	if (q->tail)
+		q->tail->next = c;
+	else
+		q->head = c;
+	q->tail = c;
+	q->bytes += outq__len(c);
+}
+
+void outq_init(struct outq *q)
+{
+	q->head = NULL;
+	q->tail = NULL;
+	q->head_off = 0;
+	q->bytes = 0;
+}
+
+void outq_clear(struct outq *q)
+{
+	struct outq__chunk *c, *next;
+
+	if (q == NULL)
+		return;
+	for (c = q->head; c; c = next) {
+		next = c->next;
+		outq__chunk_free(c);
+	}
+	outq_init(q);
+}
+
+void outq_push_frame(struct outq *q, struct wsframe *f)
+{
+	struct outq__chunk *c = xmalloc(sizeof(*c));
+
+	c->frame = wsframe_ref(f);
+	c->len = 0;
+	c->cap = 0;
+	outq__append(q, c);
+}
+
+void outq_push_bytes(struct outq *q, const void *p, size_t n)
+{
+	struct outq__chunk *c = q->tail;
+	size_t cap;
+
+	if (n == 0)
+		return;
+	if (c && !c->frame && c->cap - c->len >= n) {
+		memcpy(c->bytes + c->len, p, n);
+		c->len += n;
+		q->bytes += n;
+		return;
+	}
+	cap = n > OUTQ__PRIVATE_MIN ? n : OUTQ__PRIVATE_MIN;
+	c = xmalloc(sizeof(*c) + cap);
+	c->frame = NULL;
+	c->cap = cap;
+	c->len = n;
+	memcpy(c->bytes, p, n);
+	outq__append(q, c);
+}
+
+bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
+{
+	return q->bytes > limit || add > limit - q->bytes;
+}
+
+int outq_iov(const struct outq *q, struct iovec *iov, int max)
+{
+	const struct outq__chunk *c;
+	size_t off = q->head_off;
+	int i = 0;
+
+	for (c = q->head; c && i < max; c = c->next, i++) {
+		iov[i].iov_base = (void *)(outq__data(c) + off);
+		iov[i].iov_len = outq__len(c) - off;
+		off = 0;
+	}
+	return i;
+}
+
+void outq_consume(struct outq *q, size_t n)
+{
+	if (n > q->bytes)
+		abort();
+	q->bytes -= n;
+	while (n > 0) {
+		struct outq__chunk *c = q->head;
+		size_t left = outq__len(c) - q->head_off;
+
+		if (n < left) {
+			q->head_off += n;
+			return;
+		}
+		n -= left;
+		q->head = c->next;
+		q->head_off = 0;
+		outq__chunk_free(c);
+	}
+	if (q->head == NULL)
+		q->tail = NULL;
+}
+
+size_t outq_drop_data(struct outq *q)
+{
+	struct outq__chunk *c = q->head, *next;
+	size_t before = q->bytes;
+	bool first = true;
+
+	q->head = NULL;
+	q->tail = NULL;
+	q->bytes = 0;
+	for (; c; c = next, first = false) {
+		next = c->next;
+		/* A started head must finish; private bytes are control frames. */
+		if (c->frame && !(first && q->head_off > 0))
+			outq__chunk_free(c);
+		else
+			outq__append(q, c);
+	}
+	/* A dropped head had no offset; a kept one keeps its offset. */
+	q->bytes -= q->head_off;
+	return before - q->bytes;
+}

@@ -1,0 +1,59 @@
+/* outq: one connection's output queue, a list of chunks written with
+   writev. A chunk is either a reference to a shared struct wsframe (fan-out
+   data, queued on many connections at once) or a private copy of bytes
+   (wslay's control frames, the HTTP 101 response). Only the head chunk may
+   be partly written. The queue only ever holds whole WebSocket frames
+   (see ws.h), which is what lets outq_drop_data cut data out of it while
+   the stream stays valid. Bounding is the caller's: check
+   outq_would_overflow before pushing data. */
+#ifndef PTG_OUTQ_H
+#define PTG_OUTQ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/uio.h>
+
+#include "ws.h"
+
+struct outq__chunk;
+
+struct outq {
+	struct outq__chunk *head;
+	struct outq__chunk *tail;
+	size_t head_off; /* bytes of the head chunk already written */
+	size_t bytes;	 /* bytes queued and not yet written */
+};
+
+/* Makes q empty. */
+void outq_init(struct outq *q);
+/* Drops every chunk (unreferencing frames); q is left empty. NULL is a
+   no-op. */
+void outq_clear(struct outq *q);
+
+/* Queues frame f, taking a reference of its own (the caller keeps its). */
+void outq_push_frame(struct outq *q, struct wsframe *f);
+/* Queues a private copy of n bytes, appended to the tail chunk when that
+   is private too. */
+void outq_push_bytes(struct outq *q, const void *p, size_t n);
+
+/* Bytes queued and not yet written. */
+static inline size_t outq_bytes(const struct outq *q)
+{
+	return q->bytes;
+}
+/* Whether queuing add more bytes would take q past limit. */
+bool outq_would_overflow(const struct outq *q, size_t add, size_t limit);
+
+/* Fills up to max iovecs with the queued bytes, in order, for writev;
+   returns how many were filled (0 when empty). */
+int outq_iov(const struct outq *q, struct iovec *iov, int max);
+/* Marks n written bytes done (n <= outq_bytes), freeing finished chunks. */
+void outq_consume(struct outq *q, size_t n);
+
+/* Drops every data frame not yet started, keeping a partly written head
+   (the peer has part of it) and all private bytes (control frames must
+   still go out). Returns the number of bytes dropped. Used for
+   PTY_OUTPUT_LAGGED (SPEC 5.3). */
+size_t outq_drop_data(struct outq *q);
+
+#endif

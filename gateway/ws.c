@@ -1,0 +1,423 @@
+/* ws: a WebSocket server connection over wslay's event API, fed from
+   memory. wslay's recv callback serves the bytes of the ws_feed call in
+   progress and reports WOULDBLOCK when they run out; its send callback
+   hands every byte to on_write, which takes all of it, so wslay always
+   finishes the frame it starts (see ws.h for why that matters). A small
+   header scan runs ahead of wslay to turn the frame layer's errors into
+   a 1002 close. Shared outgoing text frames (wsframe_*) live here too. */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <wslay/wslay.h>
+
+#include "ws.h"
+#include "xalloc.h"
+
+#define WS__CTRL_MAX   125
+#define WS__REASON_MAX 123
+
+/* A close frame at most: header with mask key, then 125 bytes. */
+#define WS__HOLD_MAX (2 + 4 + WS__CTRL_MAX)
+
+/* Frame boundaries as the peer sends them, tracked ahead of wslay. */
+struct ws__scan {
+	uint8_t hdr[10]; /* the two fixed bytes and the extended length */
+	unsigned have;	 /* header bytes of the current frame seen */
+	uint64_t skip;	 /* payload bytes of the current frame still to pass */
+	bool hold;	 /* the current frame is a close frame */
+};
+
+/* How ws__scan classes the next run of bytes. */
+enum ws__seg {
+	WS__PASS,      /* give to wslay now */
+	WS__HOLD,      /* part of a close frame: keep */
+	WS__HOLD_DONE, /* ends a close frame: keep, then give it all to wslay */
+	WS__BAD,       /* the next byte completes a bad header */
+};
+
+struct ws {
+	wslay_event_context_ptr ctx;
+	struct ws_callbacks cb;
+	void *user;
+	const uint8_t *in; /* the unread part of the bytes being fed */
+	size_t in_len;
+	bool in_feed;	   /* inside wslay_event_recv: flushing is deferred */
+	bool close_queued; /* this side queued a close frame itself */
+	struct ws__scan scan;
+	uint8_t hold[WS__HOLD_MAX]; /* the close frame being received */
+	size_t hold_len;
+};
+
+static unsigned ws__ext_len(const uint8_t *hdr)
+{
+	unsigned len7 = hdr[1] & 0x7f;
+
+	return len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
+}
+
+static uint64_t ws__payload_len(const uint8_t *hdr)
+{
+	unsigned i, ext = ws__ext_len(hdr);
+	uint64_t v = 0;
+
+	if (ext == 0)
+		return hdr[1] & 0x7f;
+	for (i = 0; i < ext; i++)
+		v = v << 8 | hdr[2 + i];
+	return v;
+}
+
+/* Whether the header collected so far breaks a frame-layer rule that wslay
+   would report without a close code: RFC 6455 5.2 (minimal length, 63-bit
+   length), 5.5 (control frames are whole and short), 5.5.1 (a close
+   payload is empty or holds a code). */
+static bool ws__header_bad(const struct ws__scan *s)
+{
+	unsigned op = s->hdr[0] & 0x0f, len7 = s->hdr[1] & 0x7f;
+	unsigned ext = ws__ext_len(s->hdr);
+	uint64_t len;
+
+	if (s->have == 2 && (op & 0x08))
+		return !(s->hdr[0] & 0x80) || len7 > WS__CTRL_MAX ||
+		       (op == WSLAY_CONNECTION_CLOSE && len7 == 1);
+	if (ext == 0 || s->have != 2 + ext)
+		return false;
+	len = ws__payload_len(s->hdr);
+	if (ext == 2)
+		return len < 126;
+	return len < 65536 || (len >> 63);
+}
+
+/* Takes header byte c; returns false, leaving the scan as it was, when c
+   completes a bad header. */
+static bool ws__scan_header(struct ws__scan *s, uint8_t c)
+{
+	/* Past the length come only the mask key bytes, which need no look. */
+	if (s->have < sizeof(s->hdr))
+		s->hdr[s->have] = c;
+	if (s->have + 1 >= 2) {
+		bool bad;
+
+		s->have++;
+		bad = ws__header_bad(s);
+		s->have--;
+		if (bad)
+			return false;
+	}
+	s->have++;
+	if (s->have >= 2 &&
+	    s->have == 2 + ws__ext_len(s->hdr) + ((s->hdr[1] & 0x80) ? 4 : 0)) {
+		s->skip = ws__payload_len(s->hdr);
+		s->have = 0;
+	}
+	return true;
+}
+
+/* Classes the longest prefix of p (n > 0) handled one way; sets *k to its
+   length. Close frames are held back and handed to wslay whole, because
+   wslay validates a close reason per received chunk and gets it wrong
+   when the payload arrives in pieces. */
+static enum ws__seg ws__scan(struct ws__scan *s, const uint8_t *p, size_t n, size_t *k)
+{
+	bool hold = (s->have == 0 && s->skip == 0)
+			? (p[0] & 0x0f) == WSLAY_CONNECTION_CLOSE
+			: s->hold;
+	size_t i = 0;
+
+	while (i < n) {
+		if (s->skip > 0) {
+			size_t m = s->skip < n - i ? (size_t)s->skip : n - i;
+
+			s->skip -= m;
+			i += m;
+		} else {
+			if (s->have == 0) {
+				if (((p[i] & 0x0f) == WSLAY_CONNECTION_CLOSE) != hold)
+					break;
+				s->hold = hold;
+			}
+			if (!ws__scan_header(s, p[i]))
+				break;
+			i++;
+		}
+		if (hold && s->have == 0 && s->skip == 0) {
+			*k = i;
+			return WS__HOLD_DONE;
+		}
+	}
+	*k = i;
+	if (i == 0)
+		return WS__BAD;
+	return hold ? WS__HOLD : WS__PASS;
+}
+
+static ssize_t ws__recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+			   int flags, void *user)
+{
+	struct ws *ws = user;
+	size_t n = ws->in_len < len ? ws->in_len : len;
+
+	if (n == 0) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	memcpy(buf, ws->in, n);
+	ws->in += n;
+	ws->in_len -= n;
+	return (ssize_t)n;
+}
+
+static ssize_t ws__send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+			   int flags, void *user)
+{
+	struct ws *ws = user;
+
+	ws->cb.on_write(data, len, ws->user);
+	return (ssize_t)len;
+}
+
+static void ws__on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg *arg)
+{
+	const char *reason = "";
+	size_t n = 0;
+
+	if (!ws->cb.on_close)
+		return;
+	if (arg->msg_length > 2) {
+		reason = (const char *)arg->msg + 2;
+		n = arg->msg_length - 2;
+	}
+	ws->cb.on_close(arg->status_code ? arg->status_code : WS_CLOSE_NO_STATUS, reason,
+			n, ws->user);
+}
+
+static void ws__msg_cb(wslay_event_context_ptr ctx,
+		       const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	struct ws *ws = user;
+
+	switch (arg->opcode) {
+	case WSLAY_TEXT_FRAME:
+		if (ws->cb.on_text)
+			ws->cb.on_text((const char *)arg->msg, arg->msg_length, ws->user);
+		break;
+	case WSLAY_BINARY_FRAME:
+		if (ws->cb.on_binary)
+			ws->cb.on_binary(arg->msg_length, ws->user);
+		break;
+	case WSLAY_CONNECTION_CLOSE:
+		ws__on_close(ws, arg);
+		break;
+	case WSLAY_PONG:
+		if (ws->cb.on_pong)
+			ws->cb.on_pong(arg->msg, arg->msg_length, ws->user);
+		break;
+	default: /* a ping: wslay has queued the pong */
+		break;
+	}
+}
+
+struct ws *ws_new(const struct ws_callbacks *cb, void *user)
+{
+	struct wslay_event_callbacks wcb = {
+	    .recv_callback = ws__recv_cb,
+	    .send_callback = ws__send_cb,
+	    .on_msg_recv_callback = ws__msg_cb,
+	};
+	struct ws *ws = xcalloc(1, sizeof(*ws));
+
+	assert(cb->on_write != NULL);
+	ws->cb = *cb;
+	ws->user = user;
+	if (wslay_event_context_server_init(&ws->ctx, &wcb, ws) != 0) {
+		/* wslay fails only when malloc does: the same policy as xmalloc. */
+		abort();
+	}
+	wslay_event_config_set_max_recv_msg_length(ws->ctx, WS_MAX_MESSAGE);
+	return ws;
+}
+
+void ws_free(struct ws *ws)
+{
+	if (ws == NULL)
+		return;
+	wslay_event_context_free(ws->ctx);
+	free(ws);
+}
+
+/* Runs wslay over n bytes; callbacks fire, flushing waits. */
+static void ws__recv(struct ws *ws, const uint8_t *p, size_t n)
+{
+	ws->in = p;
+	ws->in_len = n;
+	ws->in_feed = true;
+	/* Its errors all end reading, which ws_feed reports. */
+	(void)wslay_event_recv(ws->ctx);
+	ws->in_feed = false;
+	ws->in = NULL;
+	ws->in_len = 0;
+}
+
+/* Ends the connection for a frame-layer error, after anything wslay had
+   queued (wslay would send its own close ahead of a pending pong). */
+static void ws__fail(struct ws *ws)
+{
+	ws_flush(ws);
+	wslay_event_shutdown_read(ws->ctx);
+	if (wslay_event_queue_close(ws->ctx, WS_CLOSE_PROTOCOL, NULL, 0) == 0)
+		ws->close_queued = true;
+}
+
+/* Keeps k bytes of a close frame; hands the frame over once whole. */
+static void ws__hold(struct ws *ws, const uint8_t *p, size_t k, bool done)
+{
+	/* ws__header_bad refuses a longer close frame before it gets here. */
+	assert(k <= sizeof(ws->hold) - ws->hold_len);
+	memcpy(ws->hold + ws->hold_len, p, k);
+	ws->hold_len += k;
+	if (done) {
+		ws__recv(ws, ws->hold, ws->hold_len);
+		ws->hold_len = 0;
+	}
+}
+
+int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
+{
+	enum ws__seg seg;
+	size_t k;
+
+	while (n > 0 && wslay_event_get_read_enabled(ws->ctx)) {
+		seg = ws__scan(&ws->scan, p, n, &k);
+		switch (seg) {
+		case WS__PASS:
+			ws__recv(ws, p, k);
+			break;
+		case WS__HOLD:
+		case WS__HOLD_DONE:
+			ws__hold(ws, p, k, seg == WS__HOLD_DONE);
+			break;
+		case WS__BAD:
+			ws__fail(ws);
+			k = n;
+			break;
+		}
+		p += k;
+		n -= k;
+	}
+	ws_flush(ws);
+	return wslay_event_get_read_enabled(ws->ctx) ? 0 : -ESHUTDOWN;
+}
+
+int ws_flush(struct ws *ws)
+{
+	if (ws->in_feed)
+		return 0;
+	/* on_write takes everything, so wslay cannot stop short or fail. */
+	(void)wslay_event_send(ws->ctx);
+	return 0;
+}
+
+static int ws__queue(struct ws *ws, uint8_t opcode, const void *p, size_t n)
+{
+	struct wslay_event_msg msg = {opcode, p ? p : "", n};
+	int r = wslay_event_queue_msg(ws->ctx, &msg);
+
+	if (r == WSLAY_ERR_NO_MORE_MSG)
+		return -ESHUTDOWN;
+	if (r != 0)
+		return -EINVAL;
+	return ws_flush(ws);
+}
+
+int ws_send_ping(struct ws *ws, const void *p, size_t n)
+{
+	if (n > WS__CTRL_MAX)
+		return -EINVAL;
+	return ws__queue(ws, WSLAY_PING, p, n);
+}
+
+/* RFC 6455 7.4: codes a sender may put in a close frame. */
+static bool ws__code_sendable(uint16_t code)
+{
+	if (code >= 3000 && code <= 4999)
+		return true;
+	return code >= 1000 && code <= 1014 && code != 1004 && code != 1005 &&
+	       code != 1006;
+}
+
+int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
+{
+	size_t n = reason ? strlen(reason) : 0;
+	int r;
+
+	if (n > WS__REASON_MAX || (code == 0 && n > 0) ||
+	    (code && !ws__code_sendable(code)))
+		return -EINVAL;
+	r = wslay_event_queue_close(ws->ctx, code,
+				    (const uint8_t *)(reason ? reason : ""), n);
+	if (r == WSLAY_ERR_NO_MORE_MSG)
+		return -ESHUTDOWN;
+	if (r != 0)
+		return -EINVAL;
+	ws->close_queued = true;
+	return ws_flush(ws);
+}
+
+bool ws_close_sent(const struct ws *ws)
+{
+	/* wslay stops reading exactly when it queues a close on its own. */
+	return ws->close_queued || wslay_event_get_close_sent(ws->ctx) ||
+	       !wslay_event_get_read_enabled(ws->ctx);
+}
+
+bool ws_close_received(const struct ws *ws)
+{
+	return wslay_event_get_close_received(ws->ctx);
+}
+
+uint16_t ws_close_code_sent(const struct ws *ws)
+{
+	return wslay_event_get_status_code_sent(ws->ctx);
+}
+
+struct wsframe *wsframe_text(const char *payload, size_t len)
+{
+	size_t hlen = len < 126 ? 2 : len < 65536 ? 4 : 10;
+	struct wsframe *f;
+	unsigned i;
+
+	if (len > SIZE_MAX - sizeof(*f) - hlen)
+		abort();
+	f = xmalloc(sizeof(*f) + hlen + len);
+	f->refs = 1;
+	f->len = hlen + len;
+	f->data[0] = 0x80 | WSLAY_TEXT_FRAME;
+	if (hlen == 2) {
+		f->data[1] = (uint8_t)len;
+	} else {
+		f->data[1] = hlen == 4 ? 126 : 127;
+		for (i = 0; i < hlen - 2; i++)
+			f->data[hlen - 1 - i] = (uint8_t)((uint64_t)len >> (8 * i));
+	}
+	if (len > 0)
+		memcpy(f->data + hlen, payload, len);
+	return f;
+}
+
+struct wsframe *wsframe_ref(struct wsframe *f)
+{
+	assert(f->refs > 0);
+	f->refs++;
+	return f;
+}
+
+void wsframe_unref(struct wsframe *f)
+{
+	if (f == NULL)
+		return;
+	assert(f->refs > 0);
+	if (--f->refs == 0)
+		free(f);
+}

@@ -1,0 +1,229 @@
+/* wshandshake: RFC 6455 section 4.2 server side, as pure functions. The
+   subprotocol offer doubles as a token carrier for browsers (SPEC 1), so
+   its parser is strict: every element must be an HTTP token (RFC 9110
+   5.6.2), the bearer entry strict unpadded base64url, lengths bounded
+   before anything is allocated, and the decoded token wiped on release. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <nettle/sha1.h>
+#include <sodium.h>
+
+#include "b64.h"
+#include "buf.h"
+#include "wshandshake.h"
+
+#define WSHS__GUID	  "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+#define WSHS__KEY_LEN	  24 /* base64 of 16 bytes, padded */
+#define WSHS__BEARER	  "bearer."
+#define WSHS__BEARER_LEN  (sizeof(WSHS__BEARER) - 1)
+#define WSHS__ENCODED_MAX ((WSHS_TOKEN_MAX * 4 + 2) / 3)
+
+/* A span of a header value: [p, p + n). */
+struct wshs__span {
+	const char *p;
+	size_t n;
+};
+
+static int wshs__is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* RFC 9110 tchar. */
+static int wshs__is_tchar(unsigned char c)
+{
+	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
+		return 1;
+	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
+}
+
+static struct wshs__span wshs__trim(const char *p, size_t n)
+{
+	while (n > 0 && wshs__is_ows(p[0])) {
+		p++;
+		n--;
+	}
+	while (n > 0 && wshs__is_ows(p[n - 1]))
+		n--;
+	return (struct wshs__span){p, n};
+}
+
+/* Takes the next comma-separated element of *rest, trimmed; returns 0 when
+   the list is exhausted. */
+static int wshs__next_elem(struct wshs__span *rest, struct wshs__span *elem)
+{
+	const char *comma;
+	size_t n;
+
+	if (rest->p == NULL)
+		return 0;
+	comma = memchr(rest->p, ',', rest->n);
+	n = comma ? (size_t)(comma - rest->p) : rest->n;
+	*elem = wshs__trim(rest->p, n);
+	if (comma) {
+		rest->n -= n + 1;
+		rest->p = comma + 1;
+	} else {
+		rest->p = NULL;
+		rest->n = 0;
+	}
+	return 1;
+}
+
+static int wshs__span_eq(struct wshs__span s, const char *lit)
+{
+	return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
+}
+
+static int wshs__span_ieq(struct wshs__span s, const char *lit)
+{
+	return s.n == strlen(lit) && strncasecmp(s.p, lit, s.n) == 0;
+}
+
+int wshs_accept_key(const char *client_key, char out[WSHS_ACCEPT_LEN + 1])
+{
+	uint8_t digest[SHA1_DIGEST_SIZE];
+	struct buf raw = BUF_INIT, enc = BUF_INIT;
+	struct sha1_ctx sha;
+	struct wshs__span key;
+	int ret = -EINVAL;
+
+	out[0] = '\0';
+	if (client_key == NULL)
+		return -EINVAL;
+	key = wshs__trim(client_key, strnlen(client_key, WSHS__KEY_LEN + 64));
+	if (key.n != WSHS__KEY_LEN || b64_decode(key.p, key.n, &raw) < 0 ||
+	    buf_size(&raw) != 16)
+		goto out_free;
+	sha1_init(&sha);
+	sha1_update(&sha, key.n, (const uint8_t *)key.p);
+	sha1_update(&sha, strlen(WSHS__GUID), (const uint8_t *)WSHS__GUID);
+	sha1_digest(&sha, sizeof(digest), digest);
+	b64_encode(digest, sizeof(digest), &enc);
+	memcpy(out, buf_head(&enc), WSHS_ACCEPT_LEN);
+	out[WSHS_ACCEPT_LEN] = '\0';
+	ret = 0;
+out_free:
+	buf_free(&enc);
+	buf_free(&raw);
+	return ret;
+}
+
+static int wshs__is_token(struct wshs__span s)
+{
+	size_t i;
+
+	for (i = 0; i < s.n; i++)
+		if (!wshs__is_tchar((unsigned char)s.p[i]))
+			return 0;
+	return s.n > 0;
+}
+
+/* A JWT is printable ASCII; anything else is not a token we could verify. */
+static int wshs__is_printable(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (p[i] < 0x21 || p[i] > 0x7e)
+			return 0;
+	return n > 0;
+}
+
+/* Decodes a bearer entry's base64url part into o. The buffer is sized up
+   front so no realloc leaves an unwiped copy of the token behind. */
+static int wshs__take_token(const char *enc, size_t n, struct wshs_offer *o)
+{
+	struct buf b = BUF_INIT;
+	int ret;
+
+	if (o->token)
+		return -EINVAL;
+	if (n > WSHS__ENCODED_MAX)
+		return -EMSGSIZE;
+	buf_reserve(&b, b64_decoded_max(n) + 4);
+	ret = b64url_decode(enc, n, &b);
+	if (ret == 0 && buf_size(&b) > WSHS_TOKEN_MAX)
+		ret = -EMSGSIZE;
+	else if (ret == 0 && !wshs__is_printable(buf_head(&b), buf_size(&b)))
+		ret = -EINVAL;
+	if (ret < 0) {
+		sodium_memzero(b.data, b.cap);
+		buf_free(&b);
+		return ret;
+	}
+	o->token = (char *)buf_steal(&b, &o->token_len);
+	return 0;
+}
+
+int wshs_parse_protocols(const char *value, struct wshs_offer *o)
+{
+	struct wshs__span rest, elem;
+	size_t n;
+	int ret = 0;
+
+	memset(o, 0, sizeof(*o));
+	if (value == NULL)
+		return 0;
+	n = strnlen(value, WSHS_PROTOCOL_HEADER_MAX + 1);
+	if (n > WSHS_PROTOCOL_HEADER_MAX)
+		return -EMSGSIZE;
+	rest = (struct wshs__span){value, n};
+	while (ret == 0 && wshs__next_elem(&rest, &elem)) {
+		if (elem.n == 0)
+			continue; /* RFC 9110 5.6.1: empty list elements are ignored */
+		if (!wshs__is_token(elem))
+			ret = -EINVAL;
+		else if (wshs__span_eq(elem, WSHS_PROTOCOL))
+			o->v1 = true;
+		else if (elem.n > WSHS__BEARER_LEN &&
+			 memcmp(elem.p, WSHS__BEARER, WSHS__BEARER_LEN) == 0)
+			ret = wshs__take_token(elem.p + WSHS__BEARER_LEN,
+					       elem.n - WSHS__BEARER_LEN, o);
+	}
+	if (ret < 0)
+		wshs_offer_clear(o);
+	return ret;
+}
+
+void wshs_offer_clear(struct wshs_offer *o)
+{
+	if (o == NULL)
+		return;
+	if (o->token) {
+		sodium_memzero(o->token, o->token_len);
+		free(o->token);
+	}
+	memset(o, 0, sizeof(*o));
+}
+
+/* Whether the comma-separated list s holds tok, case-insensitively. */
+static int wshs__list_has(const char *s, const char *tok)
+{
+	struct wshs__span rest, elem;
+
+	if (s == NULL)
+		return 0;
+	rest = (struct wshs__span){s, strnlen(s, WSHS_PROTOCOL_HEADER_MAX)};
+	while (wshs__next_elem(&rest, &elem))
+		if (wshs__span_ieq(elem, tok))
+			return 1;
+	return 0;
+}
+
+const char *wshs_check_upgrade(const char *upgrade, const char *connection,
+			       const char *version)
+{
+	if (!wshs__list_has(upgrade, "websocket"))
+		return "Upgrade header must be websocket";
+	if (!wshs__list_has(connection, "upgrade"))
+		return "Connection header must contain upgrade";
+	if (version == NULL ||
+	    !wshs__span_eq(wshs__trim(version, strnlen(version, 16)), "13"))
+		return "Sec-WebSocket-Version must be 13";
+	return NULL;
+}

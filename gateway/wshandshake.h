@@ -1,0 +1,54 @@
+/* wshandshake: the pure parts of the RFC 6455 server opening handshake:
+   the Sec-WebSocket-Accept computation, the Sec-WebSocket-Protocol offer
+   (SPEC 1: "pty-ws.v1" and the browser's "bearer.<base64url(token)>"),
+   and the checks on Upgrade, Connection and Sec-WebSocket-Version. No I/O:
+   the HTTP layer hands header values in and sends the answer. */
+#ifndef PTG_WSHANDSHAKE_H
+#define PTG_WSHANDSHAKE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The subprotocol the server echoes, exactly. */
+#define WSHS_PROTOCOL "pty-ws.v1"
+/* Bounds on what a client may send in Sec-WebSocket-Protocol. */
+#define WSHS_PROTOCOL_HEADER_MAX (16 * 1024)
+#define WSHS_TOKEN_MAX		 (8 * 1024)
+/* Length of a Sec-WebSocket-Accept value, without the NUL. */
+#define WSHS_ACCEPT_LEN 28
+
+/* What a Sec-WebSocket-Protocol offer held. */
+struct wshs_offer {
+	bool v1;	  /* "pty-ws.v1" was offered */
+	char *token;	  /* the decoded bearer token, NUL-terminated, or NULL */
+	size_t token_len; /* its length without the NUL */
+};
+
+/* Validates client_key (the Sec-WebSocket-Key value: base64 of exactly 16
+   bytes, surrounding spaces and tabs ignored) and writes the matching
+   Sec-WebSocket-Accept value, NUL-terminated, into out. Returns 0, or
+   -EINVAL (out is then an empty string). */
+int wshs_accept_key(const char *client_key, char out[WSHS_ACCEPT_LEN + 1]);
+
+/* Parses a Sec-WebSocket-Protocol value (several header lines joined by
+   the caller with ", "; NULL when absent) into *o, which the caller
+   releases with wshs_offer_clear. Elements are comma separated with
+   optional spaces or tabs; empty elements are ignored, unknown ones too.
+   Returns 0; -EMSGSIZE when the value exceeds WSHS_PROTOCOL_HEADER_MAX or
+   the token WSHS_TOKEN_MAX; -EINVAL for an element that is not an HTTP
+   token (so "=" padding is refused), a bearer entry that is not strict
+   unpadded base64url of printable ASCII, or more than one bearer entry.
+   On error *o is left empty. */
+int wshs_parse_protocols(const char *value, struct wshs_offer *o);
+
+/* Wipes and frees the token; leaves *o empty. NULL is a no-op. */
+void wshs_offer_clear(struct wshs_offer *o);
+
+/* Checks the Upgrade, Connection and Sec-WebSocket-Version values (NULL
+   when absent): Upgrade lists "websocket" and Connection lists "upgrade"
+   (both case-insensitive tokens), and the version is exactly 13. Returns
+   NULL when all hold, else a static reason for the 400 response. */
+const char *wshs_check_upgrade(const char *upgrade, const char *connection,
+			       const char *version);
+
+#endif

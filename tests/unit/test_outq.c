@@ -1,0 +1,227 @@
+/* unit: gateway */
+/* outq: frames shared by reference across queues, private bytes, partial
+   writes through the iovec view, and drop_data for PTY_OUTPUT_LAGGED.
+   Reference counts are checked directly; ASan catches leaks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "outq.h"
+#include "ws.h"
+
+/* Writes up to max bytes out of q, as writev would, appending to sink. */
+static size_t drain(struct outq *q, size_t max, struct buf *sink)
+{
+	struct iovec iov[8];
+	size_t done = 0;
+	int i, n = outq_iov(q, iov, 8);
+
+	for (i = 0; i < n && done < max; i++) {
+		size_t k = iov[i].iov_len < max - done ? iov[i].iov_len : max - done;
+
+		buf_append(sink, iov[i].iov_base, k);
+		done += k;
+	}
+	outq_consume(q, done);
+	return done;
+}
+
+static void drain_all(struct outq *q, size_t step, struct buf *sink)
+{
+	while (outq_bytes(q) > 0)
+		assert_true(drain(q, step, sink) > 0);
+}
+
+static void test_fanout_refs(void **state)
+{
+	struct wsframe *f = wsframe_text("{\"a\":1}", 7);
+	struct outq a, b;
+	struct buf sa = BUF_INIT, sb = BUF_INIT;
+
+	outq_init(&a);
+	outq_init(&b);
+	outq_push_frame(&a, f);
+	outq_push_frame(&b, f);
+	outq_push_frame(&b, f);
+	assert_int_equal(f->refs, 4);
+	wsframe_unref(f); /* the producer's reference */
+	assert_int_equal(outq_bytes(&a), 9);
+	assert_int_equal(outq_bytes(&b), 18);
+	drain_all(&a, 4, &sa);
+	assert_int_equal(f->refs, 2);
+	assert_int_equal(buf_size(&sa), 9);
+	assert_memory_equal(buf_head(&sa), "\x81\x07{\"a\":1}", 9);
+	drain_all(&b, 1, &sb);
+	assert_int_equal(buf_size(&sb), 18);
+	assert_memory_equal(buf_head(&sb) + 9, "\x81\x07{\"a\":1}", 9);
+	/* f is freed now: ASan would report any further use or a leak. */
+	assert_null(a.head);
+	assert_null(b.tail);
+	buf_free(&sa);
+	buf_free(&sb);
+}
+
+static void test_iov_partial(void **state)
+{
+	struct wsframe *f = wsframe_text("hello", 5);
+	struct iovec iov[4];
+	struct outq q;
+	int n;
+
+	outq_init(&q);
+	outq_push_bytes(&q, "HTTP", 4);
+	outq_push_frame(&q, f);
+	outq_push_bytes(&q, "\x89\x00", 2);
+	wsframe_unref(f);
+	assert_int_equal(outq_bytes(&q), 4 + 7 + 2);
+	n = outq_iov(&q, iov, 4);
+	assert_int_equal(n, 3);
+	assert_int_equal(iov[0].iov_len, 4);
+	assert_int_equal(iov[1].iov_len, 7);
+	assert_int_equal(iov[2].iov_len, 2);
+	assert_int_equal(outq_iov(&q, iov, 2), 2); /* max is honoured */
+	outq_consume(&q, 6); /* all of HTTP, two bytes into the frame */
+	n = outq_iov(&q, iov, 4);
+	assert_int_equal(n, 2);
+	assert_int_equal(iov[0].iov_len, 5);
+	assert_memory_equal(iov[0].iov_base, "hello", 5);
+	assert_int_equal(outq_bytes(&q), 7);
+	outq_consume(&q, 0);
+	assert_int_equal(outq_bytes(&q), 7);
+	outq_consume(&q, 7);
+	assert_int_equal(outq_bytes(&q), 0);
+	assert_int_equal(outq_iov(&q, iov, 4), 0);
+	/* The queue is reusable once empty. */
+	outq_push_bytes(&q, "x", 1);
+	assert_int_equal(outq_iov(&q, iov, 4), 1);
+	outq_clear(&q);
+	assert_int_equal(outq_bytes(&q), 0);
+	outq_clear(NULL);
+}
+
+/* Consecutive private pushes share a chunk, a larger one gets its own. */
+static void test_private_coalesce(void **state)
+{
+	static char big[1000];
+	struct buf sink = BUF_INIT;
+	struct iovec iov[8];
+	struct outq q;
+
+	memset(big, 'b', sizeof(big));
+	outq_init(&q);
+	outq_push_bytes(&q, "\x8a\x03", 2);
+	outq_push_bytes(&q, "abc", 3);
+	outq_push_bytes(&q, "", 0);
+	assert_int_equal(outq_iov(&q, iov, 8), 1);
+	assert_int_equal(iov[0].iov_len, 5);
+	outq_push_bytes(&q, big, sizeof(big));
+	assert_int_equal(outq_iov(&q, iov, 8), 2);
+	drain_all(&q, 3, &sink);
+	assert_int_equal(buf_size(&sink), 1005);
+	assert_memory_equal(buf_head(&sink),
+			    "\x8a\x03"
+			    "abc",
+			    5);
+	assert_memory_equal(buf_head(&sink) + 5, big, sizeof(big));
+	buf_free(&sink);
+	outq_clear(&q);
+}
+
+/* drop_data keeps the started head and every private byte, in order, and
+   releases the dropped frames' references. */
+static void test_drop_data(void **state)
+{
+	struct wsframe *f1 = wsframe_text("one", 3), *f2 = wsframe_text("two", 3);
+	struct buf sink = BUF_INIT;
+	struct outq q;
+
+	outq_init(&q);
+	outq_push_frame(&q, f1);
+	outq_push_bytes(&q, "\x8a\x00", 2); /* a pong */
+	outq_push_frame(&q, f2);
+	outq_push_frame(&q, f1);
+	outq_push_bytes(&q, "\x88\x02\x03\xe8", 4); /* a close */
+	assert_int_equal(f1->refs, 3);
+	assert_int_equal(drain(&q, 2, &sink), 2); /* f1's header is out */
+	assert_int_equal(outq_drop_data(&q), 5 + 5);
+	assert_int_equal(f1->refs, 2); /* the head copy stays */
+	assert_int_equal(f2->refs, 1);
+	assert_int_equal(outq_bytes(&q), 3 + 2 + 4);
+	drain_all(&q, 100, &sink);
+	assert_int_equal(buf_size(&sink), 5 + 2 + 4);
+	assert_memory_equal(buf_head(&sink), "\x81\x03one\x8a\x00\x88\x02\x03\xe8", 11);
+	assert_int_equal(f1->refs, 1);
+
+	/* An unstarted head frame goes; a started private head stays. */
+	buf_reset(&sink);
+	outq_push_frame(&q, f2);
+	outq_push_bytes(&q, "\x8a\x00", 2);
+	assert_int_equal(outq_drop_data(&q), 5);
+	assert_int_equal(f2->refs, 1);
+	assert_int_equal(drain(&q, 1, &sink), 1);
+	outq_push_frame(&q, f1);
+	assert_int_equal(outq_drop_data(&q), 5);
+	assert_int_equal(outq_bytes(&q), 1);
+	/* New data after a drop goes behind what was kept. */
+	outq_push_frame(&q, f2);
+	drain_all(&q, 100, &sink);
+	assert_memory_equal(buf_head(&sink), "\x8a\x00\x81\x03two", 7);
+	assert_int_equal(outq_drop_data(&q), 0);
+	assert_null(q.head);
+	assert_null(q.tail);
+	wsframe_unref(f1);
+	wsframe_unref(f2);
+	buf_free(&sink);
+}
+
+static void test_clear_unrefs(void **state)
+{
+	struct wsframe *f = wsframe_text("x", 1);
+	struct outq q;
+
+	outq_init(&q);
+	outq_push_frame(&q, f);
+	outq_push_frame(&q, f);
+	outq_push_bytes(&q, "p", 1);
+	outq_consume(&q, 1);
+	assert_int_equal(f->refs, 3);
+	outq_clear(&q);
+	assert_int_equal(f->refs, 1);
+	assert_int_equal(outq_bytes(&q), 0);
+	wsframe_unref(f);
+}
+
+static void test_would_overflow(void **state)
+{
+	struct outq q;
+
+	outq_init(&q);
+	assert_false(outq_would_overflow(&q, 100, 100));
+	assert_true(outq_would_overflow(&q, 101, 100));
+	outq_push_bytes(&q, "0123456789", 10);
+	assert_false(outq_would_overflow(&q, 90, 100));
+	assert_true(outq_would_overflow(&q, 91, 100));
+	assert_true(outq_would_overflow(&q, SIZE_MAX, 100));
+	assert_true(outq_would_overflow(&q, 0, 5)); /* already past */
+	assert_false(outq_would_overflow(&q, SIZE_MAX - 10, SIZE_MAX));
+	outq_clear(&q);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fanout_refs),
+	    cmocka_unit_test(test_iov_partial),
+	    cmocka_unit_test(test_private_coalesce),
+	    cmocka_unit_test(test_drop_data),
+	    cmocka_unit_test(test_clear_unrefs),
+	    cmocka_unit_test(test_would_overflow),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,645 @@
+/* unit: gateway */
+/* ws: client frames are built here, masked as a browser would, and fed
+   whole and one byte at a time; what the codec writes is parsed back as
+   server frames. Also the shared wsframe_text encoding. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "ws.h"
+
+enum { OP_CONT = 0, OP_TEXT = 1, OP_BIN = 2, OP_CLOSE = 8, OP_PING = 9, OP_PONG = 10 };
+
+static const uint8_t mask_key[4] = {0x37, 0xfa, 0x21, 0x3d};
+
+/* What the callbacks saw. */
+struct rec {
+	struct ws *ws;
+	struct buf out;
+	struct buf text; /* the last text message */
+	int ntext, nbinary, nclose, npong;
+	size_t binary_len;
+	uint16_t close_code;
+	char reason[128];
+	bool close_in_text; /* on_text answers with ws_send_close */
+};
+
+static void on_write(const uint8_t *p, size_t n, void *user)
+{
+	struct rec *r = user;
+
+	assert_true(n > 0);
+	buf_append(&r->out, p, n);
+}
+
+static void on_text(const char *p, size_t n, void *user)
+{
+	struct rec *r = user;
+
+	r->ntext++;
+	buf_reset(&r->text);
+	buf_append(&r->text, p, n);
+	if (r->close_in_text && !ws_close_sent(r->ws))
+		assert_int_equal(ws_send_close(r->ws, 4400, "enough"), 0);
+}
+
+static void on_binary(size_t n, void *user)
+{
+	struct rec *r = user;
+
+	r->nbinary++;
+	r->binary_len = n;
+}
+
+static void on_close(uint16_t code, const char *reason, size_t n, void *user)
+{
+	struct rec *r = user;
+
+	r->nclose++;
+	r->close_code = code;
+	assert_true(n < sizeof(r->reason));
+	memcpy(r->reason, reason, n);
+	r->reason[n] = '\0';
+}
+
+static void on_pong(const uint8_t *p, size_t n, void *user)
+{
+	((struct rec *)user)->npong++;
+}
+
+static const struct ws_callbacks cbs = {on_write, on_text, on_binary, on_close, on_pong};
+
+static void rec_init(struct rec *r)
+{
+	memset(r, 0, sizeof(*r));
+	buf_init(&r->out);
+	buf_init(&r->text);
+	r->ws = ws_new(&cbs, r);
+}
+
+static void rec_free(struct rec *r)
+{
+	ws_free(r->ws);
+	buf_free(&r->out);
+	buf_free(&r->text);
+}
+
+/* Appends a client frame; rsv goes in bits 4..6 of the first byte. */
+static void cframe_ex(struct buf *b, int fin, int rsv, int op, const void *p, size_t n,
+		      bool masked)
+{
+	uint8_t h[14];
+	size_t hl = 2, i;
+	uint8_t *dst;
+
+	h[0] = (uint8_t)((fin ? 0x80 : 0) | rsv << 4 | op);
+	if (n < 126) {
+		h[1] = (uint8_t)n;
+	} else if (n < 65536) {
+		h[1] = 126;
+		h[2] = (uint8_t)(n >> 8);
+		h[3] = (uint8_t)n;
+		hl = 4;
+	} else {
+		h[1] = 127;
+		for (i = 0; i < 8; i++)
+			h[2 + i] = (uint8_t)((uint64_t)n >> (56 - 8 * i));
+		hl = 10;
+	}
+	if (masked) {
+		h[1] |= 0x80;
+		memcpy(h + hl, mask_key, 4);
+		hl += 4;
+	}
+	buf_append(b, h, hl);
+	dst = buf_reserve(b, n + 1);
+	for (i = 0; i < n; i++)
+		dst[i] = ((const uint8_t *)p)[i] ^ (masked ? mask_key[i % 4] : 0);
+	buf_commit(b, n);
+}
+
+static void cframe(struct buf *b, int fin, int op, const void *p, size_t n)
+{
+	cframe_ex(b, fin, 0, op, p, n, true);
+}
+
+static void cclose(struct buf *b, uint16_t code, const char *reason)
+{
+	uint8_t p[128];
+	size_t n = strlen(reason);
+
+	p[0] = (uint8_t)(code >> 8);
+	p[1] = (uint8_t)code;
+	memcpy(p + 2, reason, n);
+	cframe(b, 1, OP_CLOSE, p, n + 2);
+}
+
+/* Feeds in whole or one byte at a time; returns the last ws_feed result. */
+static int feed(struct rec *r, const struct buf *in, bool bytewise)
+{
+	size_t i, n = buf_size(in);
+	int ret = 0;
+
+	if (!bytewise)
+		return ws_feed(r->ws, buf_head(in), n);
+	for (i = 0; i < n; i++)
+		ret = ws_feed(r->ws, buf_head(in) + i, 1);
+	return ret;
+}
+
+/* Parses the server frame at *off of r->out; returns its opcode. */
+static int sframe(const struct rec *r, size_t *off, const uint8_t **pl, size_t *n)
+{
+	const uint8_t *p = buf_head(&r->out) + *off;
+	size_t left = buf_size(&r->out) - *off, hl = 2;
+	uint64_t len;
+
+	assert_true(left >= 2);
+	assert_int_equal(p[0] & 0x70, 0);    /* no reserved bits */
+	assert_int_equal(p[0] & 0x80, 0x80); /* never fragmented */
+	assert_int_equal(p[1] & 0x80, 0);    /* servers do not mask */
+	len = p[1] & 0x7f;
+	if (len == 126) {
+		len = (uint64_t)p[2] << 8 | p[3];
+		hl = 4;
+	} else if (len == 127) {
+		len = 0;
+		for (hl = 2; hl < 10; hl++)
+			len = len << 8 | p[hl];
+	}
+	assert_true(left >= hl + len);
+	*pl = p + hl;
+	*n = (size_t)len;
+	*off += hl + (size_t)len;
+	return p[0] & 0x0f;
+}
+
+/* Asserts r->out is exactly one close frame with code (0: no payload). */
+static void expect_only_close(const struct rec *r, uint16_t code)
+{
+	const uint8_t *pl;
+	size_t off = 0, n;
+
+	assert_int_equal(sframe(r, &off, &pl, &n), OP_CLOSE);
+	assert_int_equal(off, buf_size(&r->out));
+	if (code == 0) {
+		assert_int_equal(n, 0);
+		return;
+	}
+	assert_true(n >= 2);
+	assert_int_equal(pl[0] << 8 | pl[1], code);
+	assert_true(ws_close_sent(r->ws));
+	assert_int_equal(ws_close_code_sent(r->ws), code);
+}
+
+/* Feeds in both ways, each on a fresh codec, expecting a lone close. */
+static void expect_rejected(const struct buf *in, uint16_t code)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct rec r;
+
+		rec_init(&r);
+		assert_int_equal(feed(&r, in, bytewise), -ESHUTDOWN);
+		expect_only_close(&r, code);
+		assert_int_equal(r.ntext, 0);
+		assert_int_equal(r.nclose, 0);
+		rec_free(&r);
+	}
+}
+
+static void test_text(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 1, OP_TEXT, "{\"op\":\"ping\"}", 13);
+		cframe(&in, 1, OP_TEXT, "", 0);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.ntext, 2);
+		assert_int_equal(buf_size(&r.text), 0);
+		assert_int_equal(buf_size(&r.out), 0);
+		assert_false(ws_close_sent(r.ws));
+		buf_reset(&in);
+		cframe(&in, 1, OP_TEXT, "caf\xc3\xa9", 5);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.ntext, 3);
+		assert_memory_equal(buf_head(&r.text), "caf\xc3\xa9", 5);
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+/* Three fragments with a ping between, and a UTF-8 sequence split across
+   fragments: one message, and the pong goes out before it completes. */
+static void test_fragmented(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		const uint8_t *pl;
+		size_t off = 0, n;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 0, OP_TEXT, "Hel\xc3", 4);
+		cframe(&in, 1, OP_PING, "p1", 2);
+		cframe(&in, 0, OP_CONT, "\xa9lo, ", 5);
+		cframe(&in, 1, OP_CONT, "world", 5);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.ntext, 1);
+		assert_int_equal(buf_size(&r.text), 14);
+		assert_memory_equal(buf_head(&r.text), "Hel\xc3\xa9lo, world", 14);
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_PONG);
+		assert_int_equal(n, 2);
+		assert_memory_equal(pl, "p1", 2);
+		assert_int_equal(off, buf_size(&r.out));
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+static void test_binary(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 0, OP_BIN, "\x00\xff", 2);
+		cframe(&in, 1, OP_CONT, "\x01", 1);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.nbinary, 1);
+		assert_int_equal(r.binary_len, 3);
+		assert_int_equal(r.ntext, 0);
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+static void test_ping_pong(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		const uint8_t *pl;
+		size_t off = 0, n;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 1, OP_PING, "abc", 3);
+		cframe(&in, 1, OP_PING, "", 0);
+		cframe(&in, 1, OP_PONG, "x", 1);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_PONG);
+		assert_int_equal(n, 3);
+		assert_memory_equal(pl, "abc", 3);
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_PONG);
+		assert_int_equal(n, 0);
+		assert_int_equal(off, buf_size(&r.out));
+		assert_int_equal(r.npong, 1);
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+static void test_peer_close(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		const uint8_t *pl;
+		size_t off = 0, n;
+		struct rec r;
+
+		rec_init(&r);
+		cclose(&in, 1001, "bye");
+		cframe(&in, 1, OP_TEXT, "late", 4);
+		assert_int_equal(feed(&r, &in, bytewise), -ESHUTDOWN);
+		assert_int_equal(r.nclose, 1);
+		assert_int_equal(r.close_code, 1001);
+		assert_string_equal(r.reason, "bye");
+		assert_int_equal(r.ntext, 0); /* nothing after the close */
+		assert_true(ws_close_received(r.ws));
+		assert_true(ws_close_sent(r.ws));
+		/* The echo carries the peer's code. */
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_CLOSE);
+		assert_int_equal(pl[0] << 8 | pl[1], 1001);
+		assert_int_equal(off, buf_size(&r.out));
+		assert_int_equal(ws_send_ping(r.ws, NULL, 0), -ESHUTDOWN);
+		assert_int_equal(ws_send_close(r.ws, 1000, NULL), -ESHUTDOWN);
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+static void test_peer_close_empty(void **state)
+{
+	struct buf in = BUF_INIT;
+	struct rec r;
+
+	rec_init(&r);
+	cframe(&in, 1, OP_CLOSE, "", 0);
+	assert_int_equal(feed(&r, &in, false), -ESHUTDOWN);
+	assert_int_equal(r.nclose, 1);
+	assert_int_equal(r.close_code, WS_CLOSE_NO_STATUS);
+	expect_only_close(&r, 0);
+	buf_free(&in);
+	rec_free(&r);
+}
+
+/* A close reason with multi-byte UTF-8 is accepted however the frame is
+   cut: byte by byte, or straddling wslay's 4 KiB read buffer. */
+static void test_close_reason_utf8(void **state)
+{
+	static const char pad[4090];
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		const uint8_t *pl;
+		size_t off = 0, n;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 1, OP_TEXT, pad, sizeof(pad));
+		cclose(&in, 1000, "d\xc3\xa9j\xc3\xa0 vu \xe2\x82\xac");
+		assert_int_equal(feed(&r, &in, bytewise), -ESHUTDOWN);
+		assert_int_equal(r.ntext, 1);
+		assert_int_equal(r.nclose, 1);
+		assert_string_equal(r.reason, "d\xc3\xa9j\xc3\xa0 vu \xe2\x82\xac");
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_CLOSE);
+		assert_int_equal(pl[0] << 8 | pl[1], 1000);
+		assert_int_equal(off, buf_size(&r.out));
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+/* The largest message passes, one byte more gets 1009, whether in one
+   frame or fragments. */
+static void test_max_message(void **state)
+{
+	char *big = malloc(WS_MAX_MESSAGE + 1);
+	struct buf in = BUF_INIT;
+	int bytewise;
+
+	memset(big, 'a', WS_MAX_MESSAGE + 1);
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct rec r;
+
+		rec_init(&r);
+		buf_reset(&in);
+		cframe(&in, 0, OP_TEXT, big, WS_MAX_MESSAGE - 10);
+		cframe(&in, 1, OP_CONT, big, 10);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.ntext, 1);
+		assert_int_equal(buf_size(&r.text), WS_MAX_MESSAGE);
+		rec_free(&r);
+	}
+	buf_reset(&in);
+	cframe(&in, 1, OP_TEXT, big, WS_MAX_MESSAGE + 1);
+	expect_rejected(&in, WS_CLOSE_TOO_BIG);
+	buf_reset(&in);
+	cframe(&in, 0, OP_TEXT, big, WS_MAX_MESSAGE / 2);
+	cframe(&in, 1, OP_CONT, big, WS_MAX_MESSAGE / 2 + 1);
+	expect_rejected(&in, WS_CLOSE_TOO_BIG);
+	buf_free(&in);
+	free(big);
+}
+
+static void test_bad_utf8(void **state)
+{
+	struct buf in = BUF_INIT;
+
+	cframe(&in, 1, OP_TEXT, "ok\xff", 3);
+	expect_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in); /* truncated sequence at the end of the message */
+	cframe(&in, 0, OP_TEXT, "ok", 2);
+	cframe(&in, 1, OP_CONT, "\xc3", 1);
+	expect_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in); /* overlong encoding of '/' */
+	cframe(&in, 1, OP_TEXT, "\xc0\xaf", 2);
+	expect_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in); /* UTF-16 surrogate */
+	cframe(&in, 1, OP_TEXT, "\xed\xa0\x80", 3);
+	expect_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in); /* close reason */
+	cclose(&in, 1000, "\xff");
+	expect_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_free(&in);
+}
+
+static void test_protocol_errors(void **state)
+{
+	static const uint8_t nonminimal[] = {0x81, 0xfe, 0x00, 0x05, 1, 2, 3, 4};
+	static const uint8_t nonminimal64[] = {0x81, 0xff, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	static const uint8_t huge64[] = {0x81, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0};
+	char long_ping[126];
+	struct buf in = BUF_INIT;
+
+	memset(long_ping, 'p', sizeof(long_ping));
+	cframe_ex(&in, 1, 0, OP_TEXT, "hi", 2, false); /* unmasked */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe_ex(&in, 1, 4, OP_TEXT, "hi", 2, true); /* RSV1 */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 1, 3, "hi", 2); /* reserved data opcode */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 1, 0xb, "", 0); /* reserved control opcode */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 1, OP_CONT, "hi", 2); /* continuation of nothing */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 0, OP_TEXT, "a", 1); /* new message inside a fragmented one */
+	cframe(&in, 1, OP_TEXT, "b", 1);
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 0, OP_PING, "", 0); /* fragmented control frame */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 1, OP_PING, long_ping, sizeof(long_ping)); /* control > 125 */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe(&in, 1, OP_CLOSE, "\x03", 1); /* close payload of one byte */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe_ex(&in, 1, 0, OP_CLOSE, "\x03\xe8", 2, false); /* unmasked close */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cclose(&in, 1005, ""); /* a code no one may send */
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	buf_append(&in, nonminimal, sizeof(nonminimal));
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	buf_append(&in, nonminimal64, sizeof(nonminimal64));
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	buf_append(&in, huge64, sizeof(huge64));
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_free(&in);
+}
+
+/* Valid frames before a bad one are delivered; the close comes after any
+   pong they caused. */
+static void test_error_after_good(void **state)
+{
+	int bytewise;
+
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct buf in = BUF_INIT;
+		const uint8_t *pl;
+		size_t off = 0, n;
+		struct rec r;
+
+		rec_init(&r);
+		cframe(&in, 1, OP_TEXT, "one", 3);
+		cframe(&in, 1, OP_PING, "x", 1);
+		cframe(&in, 0, OP_PING, "", 0);
+		cframe(&in, 1, OP_TEXT, "two", 3);
+		assert_int_equal(feed(&r, &in, bytewise), -ESHUTDOWN);
+		assert_int_equal(r.ntext, 1);
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_PONG);
+		assert_int_equal(sframe(&r, &off, &pl, &n), OP_CLOSE);
+		assert_int_equal(pl[0] << 8 | pl[1], WS_CLOSE_PROTOCOL);
+		assert_int_equal(off, buf_size(&r.out));
+		buf_free(&in);
+		rec_free(&r);
+	}
+}
+
+static void test_server_close_then_peer(void **state)
+{
+	struct buf in = BUF_INIT;
+	const uint8_t *pl;
+	size_t off = 0, n;
+	struct rec r;
+
+	rec_init(&r);
+	assert_int_equal(ws_send_ping(r.ws, "hb", 2), 0);
+	assert_int_equal(sframe(&r, &off, &pl, &n), OP_PING);
+	assert_memory_equal(pl, "hb", 2);
+	assert_int_equal(ws_send_ping(r.ws, NULL, 126), -EINVAL);
+	assert_int_equal(ws_send_close(r.ws, 1004, NULL), -EINVAL);
+	assert_int_equal(ws_send_close(r.ws, 0, "why"), -EINVAL);
+	assert_false(ws_close_sent(r.ws));
+	assert_int_equal(ws_send_close(r.ws, 4401, "token expired"), 0);
+	assert_true(ws_close_sent(r.ws));
+	assert_int_equal(sframe(&r, &off, &pl, &n), OP_CLOSE);
+	assert_int_equal(n, 2 + 13);
+	assert_int_equal(pl[0] << 8 | pl[1], 4401);
+	assert_memory_equal(pl + 2, "token expired", 13);
+	assert_int_equal(ws_send_close(r.ws, 1000, NULL), -ESHUTDOWN);
+	assert_int_equal(ws_send_ping(r.ws, NULL, 0), -ESHUTDOWN);
+	/* The peer still talks until its close, which gets no second echo. */
+	cframe(&in, 1, OP_TEXT, "x", 1);
+	cclose(&in, 4401, "");
+	assert_int_equal(feed(&r, &in, false), -ESHUTDOWN);
+	assert_int_equal(r.ntext, 1);
+	assert_int_equal(r.nclose, 1);
+	assert_true(ws_close_received(r.ws));
+	assert_int_equal(off, buf_size(&r.out));
+	buf_free(&in);
+	rec_free(&r);
+}
+
+/* A close sent from inside a callback goes out when ws_feed returns; the
+   peer's messages still arrive until its own close (RFC 6455 1.4). */
+static void test_close_in_callback(void **state)
+{
+	struct buf in = BUF_INIT;
+	struct rec r;
+
+	rec_init(&r);
+	r.close_in_text = true;
+	cframe(&in, 1, OP_TEXT, "a", 1);
+	cframe(&in, 1, OP_TEXT, "b", 1);
+	assert_int_equal(feed(&r, &in, false), 0);
+	assert_int_equal(r.ntext, 2); /* reading goes on until the peer closes */
+	r.close_in_text = false;
+	expect_only_close(&r, 4400);
+	buf_free(&in);
+	rec_free(&r);
+}
+
+static void check_header(size_t len, size_t hl, const uint8_t *want)
+{
+	char *payload = malloc(len + 1);
+	struct wsframe *f;
+
+	memset(payload, 'j', len);
+	f = wsframe_text(payload, len);
+	assert_int_equal(f->refs, 1);
+	assert_int_equal(f->len, hl + len);
+	assert_memory_equal(f->data, want, hl);
+	assert_memory_equal(f->data + hl, payload, len);
+	wsframe_unref(f);
+	free(payload);
+}
+
+static void test_wsframe(void **state)
+{
+	static const uint8_t h125[] = {0x81, 125};
+	static const uint8_t h126[] = {0x81, 126, 0x00, 0x7e};
+	static const uint8_t h65535[] = {0x81, 126, 0xff, 0xff};
+	static const uint8_t h65536[] = {0x81, 127, 0, 0, 0, 0, 0, 1, 0, 0};
+	static const uint8_t h0[] = {0x81, 0};
+	struct wsframe *f;
+
+	check_header(0, 2, h0);
+	check_header(125, 2, h125);
+	check_header(126, 4, h126);
+	check_header(65535, 4, h65535);
+	check_header(65536, 10, h65536);
+	f = wsframe_text("{}", 2);
+	assert_ptr_equal(wsframe_ref(f), f);
+	assert_int_equal(f->refs, 2);
+	wsframe_unref(f);
+	assert_int_equal(f->refs, 1);
+	wsframe_unref(f);
+	wsframe_unref(NULL);
+	ws_free(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_text),
+	    cmocka_unit_test(test_fragmented),
+	    cmocka_unit_test(test_binary),
+	    cmocka_unit_test(test_ping_pong),
+	    cmocka_unit_test(test_peer_close),
+	    cmocka_unit_test(test_peer_close_empty),
+	    cmocka_unit_test(test_close_reason_utf8),
+	    cmocka_unit_test(test_max_message),
+	    cmocka_unit_test(test_bad_utf8),
+	    cmocka_unit_test(test_protocol_errors),
+	    cmocka_unit_test(test_error_after_good),
+	    cmocka_unit_test(test_server_close_then_peer),
+	    cmocka_unit_test(test_close_in_callback),
+	    cmocka_unit_test(test_wsframe),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

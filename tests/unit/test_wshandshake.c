@@ -1,0 +1,219 @@
+/* unit: gateway */
+/* wshandshake: the RFC 6455 sample key, malformed keys, the subprotocol
+   offer with and without a bearer token (SPEC 1), and the upgrade header
+   checks. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "buf.h"
+#include "b64.h"
+#include "wshandshake.h"
+
+static void test_accept_sample(void **state)
+{
+	char out[WSHS_ACCEPT_LEN + 1];
+
+	/* RFC 6455 section 1.3. */
+	assert_int_equal(wshs_accept_key("dGhlIHNhbXBsZSBub25jZQ==", out), 0);
+	assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	/* Optional whitespace around a header value is not part of it. */
+	assert_int_equal(wshs_accept_key(" \tdGhlIHNhbXBsZSBub25jZQ== ", out), 0);
+	assert_string_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+	/* Another 16-byte key gives another answer. */
+	assert_int_equal(wshs_accept_key("AAAAAAAAAAAAAAAAAAAAAA==", out), 0);
+	assert_int_equal(strlen(out), WSHS_ACCEPT_LEN);
+	assert_string_not_equal(out, "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=");
+}
+
+static void test_accept_bad_keys(void **state)
+{
+	static const char *const bad[] = {
+	    "",
+	    "dGhlIHNhbXBsZSBub25jZQ",	    /* padding missing */
+	    "dGhlIHNhbXBsZSBub25jZQ=",	    /* half the padding */
+	    "dGhlIHNhbXBsZSBub25jZ===",	    /* too much padding */
+	    "dGhlIHNhbXBsZSBub25jZR==",	    /* non-zero trailing bits */
+	    "dGhlIHNhbXBs ZSBub25jZQ==",    /* inner space */
+	    "dGhlIHNhbXBsZSBub25jZQ==AAAA", /* 19 bytes */
+	    "dGhlIHNhbXBsZSBub25j",	    /* 15 bytes */
+	    "dGhlIHNhbXBsZSBub25jZQ-_",	    /* base64url alphabet */
+	    "dGhlIHNhbXBsZSBub25jZ!==",
+	};
+	char out[WSHS_ACCEPT_LEN + 1];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		memset(out, 'x', sizeof(out));
+		assert_int_equal(wshs_accept_key(bad[i], out), -EINVAL);
+		assert_string_equal(out, "");
+	}
+	assert_int_equal(wshs_accept_key(NULL, out), -EINVAL);
+}
+
+/* "bearer." followed by the unpadded base64url of tok. */
+static char *bearer(const char *tok)
+{
+	struct buf b = BUF_INIT;
+
+	buf_append_str(&b, "bearer.");
+	b64url_encode((const uint8_t *)tok, strlen(tok), &b);
+	return (char *)buf_steal(&b, NULL);
+}
+
+static void expect_offer(const char *value, bool v1, const char *token)
+{
+	struct wshs_offer o;
+
+	assert_int_equal(wshs_parse_protocols(value, &o), 0);
+	assert_int_equal(o.v1, v1);
+	if (token == NULL) {
+		assert_null(o.token);
+	} else {
+		assert_non_null(o.token);
+		assert_string_equal(o.token, token);
+		assert_int_equal(o.token_len, strlen(token));
+	}
+	wshs_offer_clear(&o);
+	assert_null(o.token);
+}
+
+static void expect_refused(const char *value, int err)
+{
+	struct wshs_offer o;
+
+	assert_int_equal(wshs_parse_protocols(value, &o), err);
+	assert_false(o.v1);
+	assert_null(o.token);
+}
+
+static void test_protocols(void **state)
+{
+	static const char jwt[] = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhIn0.c2ln";
+	char *b = bearer(jwt), line[512];
+
+	expect_offer("pty-ws.v1", true, NULL);
+	expect_offer(NULL, false, NULL);
+	expect_offer("", false, NULL);
+	expect_offer("chat, superchat", false, NULL);
+	expect_offer("PTY-WS.V1", false, NULL); /* subprotocols are case-sensitive */
+	expect_offer("pty-ws.v1x", false, NULL);
+	snprintf(line, sizeof(line), "pty-ws.v1, %s", b);
+	expect_offer(line, true, jwt);
+	snprintf(line, sizeof(line), "  %s\t,\t pty-ws.v1  ", b);
+	expect_offer(line, true, jwt);
+	snprintf(line, sizeof(line), "chat,,pty-ws.v1 , , %s,other", b);
+	expect_offer(line, true, jwt);
+	snprintf(line, sizeof(line), "pty-ws.v1,%s", b);
+	expect_offer(line, true, jwt);
+	snprintf(line, sizeof(line), "pty-ws.v0, %s", b); /* token but no v1 */
+	expect_offer(line, false, jwt);
+	expect_offer("pty-ws.v1, pty-ws.v1", true, NULL);
+	free(b);
+}
+
+static void test_protocols_refused(void **state)
+{
+	char *b = bearer("a.b.c"), line[512];
+	char *big;
+
+	expect_refused("pty-ws.v1, bearer.YS5iLmM=", -EINVAL); /* '=' padding */
+	expect_refused("pty-ws.v1, bearer.YS5iLmM==", -EINVAL);
+	expect_refused("pty-ws.v1, bearer.YS5i*mM", -EINVAL); /* not base64url */
+	expect_refused("pty-ws.v1, bearer.YS5iL", -EINVAL);   /* a lone 6 bits */
+	expect_refused("pty-ws.v1, bearer.YS5iLmN", -EINVAL); /* trailing bits set */
+	expect_refused("pty-ws.v1, bearer.YS5i+mM", -EINVAL); /* standard alphabet */
+	expect_refused("pty-ws.v1, bearer.AA", -EINVAL);      /* a NUL byte */
+	expect_refused("pty-ws.v1, bearer.IA", -EINVAL);      /* a space */
+	expect_refused("pty-ws.v1 x", -EINVAL);		      /* not a token */
+	expect_refused("pty-ws.v1, \"quoted\"", -EINVAL);
+	expect_refused("pty-ws.v1; q=1", -EINVAL);
+	expect_refused("pty-ws.v1,\x01", -EINVAL);
+	expect_refused("pty-ws.v1,caf\xc3\xa9", -EINVAL);
+	snprintf(line, sizeof(line), "pty-ws.v1, %s, %s", b, b); /* two tokens */
+	expect_refused(line, -EINVAL);
+	/* "bearer." with nothing after is just an unknown entry. */
+	expect_offer("pty-ws.v1, bearer.", true, NULL);
+
+	/* Bounds: the header, then the token. */
+	big = malloc(WSHS_PROTOCOL_HEADER_MAX + 2);
+	memset(big, 'a', WSHS_PROTOCOL_HEADER_MAX + 1);
+	big[WSHS_PROTOCOL_HEADER_MAX + 1] = '\0';
+	expect_refused(big, -EMSGSIZE);
+	big[WSHS_PROTOCOL_HEADER_MAX] = '\0';
+	expect_offer(big, false, NULL);
+	free(big);
+	free(b);
+}
+
+static void check_token_size(size_t n, int want)
+{
+	char *tok = malloc(n + 1), *b, *line;
+	size_t len;
+
+	memset(tok, 'e', n);
+	tok[n] = '\0';
+	b = bearer(tok);
+	len = strlen(b) + 16;
+	line = malloc(len);
+	snprintf(line, len, "pty-ws.v1, %s", b);
+	if (want == 0)
+		expect_offer(line, true, tok);
+	else
+		expect_refused(line, want);
+	free(line);
+	free(b);
+	free(tok);
+}
+
+static void test_token_bounds(void **state)
+{
+	check_token_size(1, 0);
+	check_token_size(WSHS_TOKEN_MAX, 0);
+	check_token_size(WSHS_TOKEN_MAX - 1, 0);
+	check_token_size(WSHS_TOKEN_MAX + 1, -EMSGSIZE);
+	check_token_size(WSHS_TOKEN_MAX + 2, -EMSGSIZE);
+	check_token_size(WSHS_TOKEN_MAX + 3, -EMSGSIZE);
+	wshs_offer_clear(NULL);
+}
+
+static void test_upgrade(void **state)
+{
+	assert_null(wshs_check_upgrade("websocket", "Upgrade", "13"));
+	assert_null(wshs_check_upgrade("WebSocket", "keep-alive, Upgrade", "13"));
+	assert_null(wshs_check_upgrade("websocket", "keep-alive,upgrade", " 13 "));
+	assert_null(wshs_check_upgrade("h2c, websocket", "UPGRADE", "13"));
+	assert_non_null(wshs_check_upgrade(NULL, "Upgrade", "13"));
+	assert_non_null(wshs_check_upgrade("h2c", "Upgrade", "13"));
+	assert_non_null(wshs_check_upgrade("websockets", "Upgrade", "13"));
+	assert_non_null(wshs_check_upgrade("websocket", NULL, "13"));
+	assert_non_null(wshs_check_upgrade("websocket", "keep-alive", "13"));
+	assert_non_null(wshs_check_upgrade("websocket", "upgraded", "13"));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", NULL));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "8"));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "13, 8"));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "130"));
+	assert_string_equal(wshs_check_upgrade("websocket", "Upgrade", "7"),
+			    "Sec-WebSocket-Version must be 13");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_accept_sample),
+	    cmocka_unit_test(test_accept_bad_keys),
+	    cmocka_unit_test(test_protocols),
+	    cmocka_unit_test(test_protocols_refused),
+	    cmocka_unit_test(test_token_bounds),
+	    cmocka_unit_test(test_upgrade),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
