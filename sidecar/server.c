@@ -172,13 +172,13 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	const Ptg__CreateSession *c = m->create_session;
 	struct server *srv = l->srv;
 	struct session_params p = {
-		.argv = c->argv, .cwd = c->cwd, .cols = c->cols, .rows = c->rows,
+		.cwd = c->cwd, .cols = c->cols, .rows = c->rows,
 		.policy = c->policy, .label = c->label,
 	};
 	const char *bad = check_create(c);
 	char err[512];
 	struct session *s;
-	char **env;
+	char **env, **argv;
 
 	if (bad) {
 		wire_send_error(l->lc, c->request_id, 0, NULL,
@@ -193,7 +193,12 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	}
 	env = make_env(c);
 	p.env_extra = env;
+	/* protobuf-c arrays are counted; exec wants them NULL-terminated. */
+	argv = xcalloc(c->n_argv + 1, sizeof(*argv));
+	memcpy(argv, c->argv, c->n_argv * sizeof(*argv));
+	p.argv = argv;
 	s = session_new(srv->cfg, srv->loop, &p, err, sizeof(err));
+	free(argv);
 	for (size_t i = 0; env[i]; i++)
 		free(env[i]);
 	free(env);

@@ -1,0 +1,332 @@
+/* bench_sidecar: PTY-to-link throughput of a real ptygate-sidecar against
+   a plain forkpty read loop of the same output, in the same run, and the
+   sidecar's memory with 100 idle sessions.
+
+   Usage: bench_sidecar PATH/TO/ptygate-sidecar [MiB (256)] [runs (3)]
+
+   The program is `cat` of a file of terminal-like lines (hex dump rows
+   with CR LF from the PTY). Plain: forkpty, read until EOF. Sidecar: a
+   session runs the same cat once an attached controller sends a newline;
+   the clock runs from that input to the Closed frame, and every Output
+   byte is counted on the link. Runs alternate; medians are reported. */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pty.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "link.h"
+
+static char dir[] = "/tmp/ptg-bench-XXXXXX";
+static char data_path[256], sock_path[100];
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void die(const char *what)
+{
+	fprintf(stderr, "bench_sidecar: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static void make_data(size_t bytes)
+{
+	FILE *f = fopen(data_path, "w");
+	unsigned long row = 0;
+	size_t done = 0;
+
+	if (!f)
+		die("data file");
+	while (done < bytes) {
+		int n = fprintf(f, "%08lx  %02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx  "
+				"%02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx\n", row * 16,
+				row & 0xff, (row >> 3) & 0xff, 7ul, 0x41ul, row % 251, 3ul, 9ul,
+				0x7eul, 1ul, 2ul, 3ul, 4ul, row % 13, 6ul, 7ul, 8ul);
+		done += (size_t)n;
+		row++;
+	}
+	fclose(f);
+}
+
+/* ---- plain loop ---- */
+
+static double run_plain(size_t *got)
+{
+	struct winsize ws = { .ws_row = 30, .ws_col = 120 };
+	static char b[65536];
+	double t0 = now_s();
+	ssize_t n;
+	int fd;
+	pid_t p = forkpty(&fd, NULL, NULL, &ws);
+
+	if (p < 0)
+		die("forkpty");
+	if (p == 0) {
+		execlp("cat", "cat", data_path, (char *)NULL);
+		_exit(127);
+	}
+	*got = 0;
+	while ((n = read(fd, b, sizeof(b))) > 0 || (n < 0 && errno == EINTR))
+		if (n > 0)
+			*got += (size_t)n;
+	close(fd);
+	waitpid(p, NULL, 0);
+	return now_s() - t0;
+}
+
+/* ---- a minimal blocking link client ---- */
+
+struct client {
+	int fd;
+	struct buf in;
+};
+
+static void send_msg(struct client *c, Ptg__LinkMessage *m)
+{
+	struct buf out = BUF_INIT;
+	size_t off = 0;
+
+	link_encode(m, &out);
+	while (off < buf_size(&out)) {
+		ssize_t n = write(c->fd, buf_head(&out) + off, buf_size(&out) - off);
+		if (n <= 0)
+			die("link write");
+		off += (size_t)n;
+	}
+	buf_free(&out);
+}
+
+static Ptg__LinkMessage *recv_msg(struct client *c)
+{
+	Ptg__LinkMessage *m;
+
+	for (;;) {
+		int rc = link_decode(&c->in, &m);
+		if (rc == 1)
+			return m;
+		if (rc < 0)
+			die("link decode");
+		uint8_t *p = buf_reserve(&c->in, 1 << 20);
+		ssize_t n = read(c->fd, p, 1 << 20);
+		if (n <= 0)
+			die("link read");
+		buf_commit(&c->in, (size_t)n);
+	}
+}
+
+static void connect_link(struct client *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Hello h = PTG__HELLO__INIT;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock_path);
+	for (int i = 0; i < 100; i++) {
+		c->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (connect(c->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(c->fd);
+		c->fd = -1;
+		usleep(50000);
+	}
+	if (c->fd < 0)
+		die("connect to the sidecar");
+	buf_init(&c->in);
+	h.protocol_version = PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1;
+	h.gateway_id = "bench";
+	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	send_msg(c, &m);
+	link_message_free(recv_msg(c));
+}
+
+/* Creates a session running argv; returns its id (malloc'd). */
+static char *create(struct client *c, char **argv, size_t argc, uint64_t req)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT, *r;
+	Ptg__CreateSession cs = PTG__CREATE_SESSION__INIT;
+	char *id;
+
+	cs.request_id = req;
+	cs.argv = argv;
+	cs.n_argv = argc;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
+	m.create_session = &cs;
+	send_msg(c, &m);
+	while ((r = recv_msg(c))->msg_case != PTG__LINK_MESSAGE__MSG_REPLY)
+		link_message_free(r);
+	if (r->reply->result_case != PTG__REPLY__RESULT_SESSION) {
+		fprintf(stderr, "bench_sidecar: create failed: %s\n", r->reply->message);
+		exit(1);
+	}
+	id = strdup(r->reply->session->session_id);
+	link_message_free(r);
+	return id;
+}
+
+static void attach_and_start(struct client *c, const char *sid)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Attach a = PTG__ATTACH__INIT;
+	Ptg__Input in = PTG__INPUT__INIT;
+	Ptg__Scope scopes[] = { PTG__SCOPE__SCOPE_PTY_OBSERVE, PTG__SCOPE__SCOPE_PTY_CONTROL };
+
+	a.request_id = 99;
+	a.attach_id = 1;
+	a.session_id = (char *)sid;
+	a.role = PTG__ROLE__ROLE_CONTROLLER;
+	a.principal = "bench";
+	a.scopes = scopes;
+	a.n_scopes = 2;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_ATTACH;
+	m.attach = &a;
+	send_msg(c, &m);
+	in.attach_id = 1;
+	in.session_id = (char *)sid;
+	in.data.data = (uint8_t *)"\n";
+	in.data.len = 1;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_INPUT;
+	m.input = &in;
+	send_msg(c, &m);
+}
+
+/* Counts Output bytes until Closed; the first is the echo of our newline. */
+static double run_sidecar(struct client *c, uint64_t req, size_t *got, unsigned *frames)
+{
+	char script[600];
+	char *argv[] = { "sh", "-c", script };
+	Ptg__LinkMessage *r;
+	double t0;
+	int closed = 0;
+
+	snprintf(script, sizeof(script), "stty -echo; read x; exec cat '%s'", data_path);
+	char *sid = create(c, argv, 3, req);
+	usleep(200000); /* let sh reach `read` */
+	*got = 0;
+	*frames = 0;
+	t0 = now_s();
+	attach_and_start(c, sid);
+	while (!closed) {
+		r = recv_msg(c);
+		if (r->msg_case == PTG__LINK_MESSAGE__MSG_FRAME) {
+			if (r->frame->kind_case == PTG__FRAME__KIND_OUTPUT) {
+				*got += r->frame->output->data.len;
+				(*frames)++;
+			}
+			closed = r->frame->kind_case == PTG__FRAME__KIND_CLOSED;
+		}
+		link_message_free(r);
+	}
+	free(sid);
+	return now_s() - t0;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static long rss_kib(pid_t pid)
+{
+	char path[64], line[256];
+	long kib = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
+			break;
+	fclose(f);
+	return kib;
+}
+
+static void idle_sessions(struct client *c, pid_t sidecar)
+{
+	char *argv[] = { "sleep", "600" };
+	long before = rss_kib(sidecar);
+
+	for (int i = 0; i < 100; i++)
+		free(create(c, argv, 2, 1000 + i));
+	sleep(1);
+	printf("memory: sidecar RSS %ld KiB at start, %ld KiB with 100 idle sessions "
+	       "(%.1f KiB per session)\n", before, rss_kib(sidecar),
+	       (rss_kib(sidecar) - before) / 100.0);
+}
+
+static pid_t start_sidecar(const char *bin)
+{
+	char listen[300];
+	pid_t p;
+
+	snprintf(listen, sizeof(listen), "unix:%s", sock_path);
+	p = fork();
+	if (p == 0) {
+		execl(bin, bin, "--listen", listen, "--log-level", "warn",
+		      "--max-sessions", "200", (char *)NULL);
+		_exit(127);
+	}
+	return p;
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
+	int runs = argc > 3 ? atoi(argv[3]) : 3;
+	double plain[16], side[16], ps, ss;
+	struct client c;
+	unsigned frames;
+	pid_t sidecar;
+
+	if (argc < 2 || runs < 1 || runs > 16 || !mib) {
+		fprintf(stderr, "usage: bench_sidecar PATH/TO/ptygate-sidecar [MiB] [runs]\n");
+		return 2;
+	}
+	if (!mkdtemp(dir))
+		die("mkdtemp");
+	snprintf(data_path, sizeof(data_path), "%s/out.txt", dir);
+	snprintf(sock_path, sizeof(sock_path), "%s/s.sock", dir);
+	make_data(mib << 20);
+	sidecar = start_sidecar(argv[1]);
+	connect_link(&c);
+	idle_sessions(&c, sidecar);
+	for (int i = 0; i < runs; i++) {
+		plain[i] = run_plain(&got);
+		ps = got / plain[i] / 1e6;
+		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
+		ss = got / side[i] / 1e6;
+		printf("run %d: plain %.1f MB/s, sidecar %.1f MB/s (%zu bytes in %u Output "
+		       "frames, %.1f KiB each)\n", i + 1, ps, ss, got, frames,
+		       got / 1024.0 / (frames ? frames : 1));
+		plain[i] = ps;
+		side[i] = ss;
+	}
+	qsort(plain, (size_t)runs, sizeof(double), cmp_double);
+	qsort(side, (size_t)runs, sizeof(double), cmp_double);
+	printf("throughput (median of %d, %zu MiB): plain forkpty loop %.1f MB/s, "
+	       "sidecar to link %.1f MB/s, ratio %.2f (target >= 0.80)\n", runs, mib,
+	       plain[runs / 2], side[runs / 2], side[runs / 2] / plain[runs / 2]);
+	kill(sidecar, SIGTERM);
+	waitpid(sidecar, NULL, 0);
+	unlink(data_path);
+	rmdir(dir);
+	return 0;
+}
