@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -159,6 +160,44 @@ void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n)
 	buf_append(&lc->out, p, n);
 	if (idle)
 		linkconn__flush(lc);
+}
+
+/* Writes what the socket takes of iov[0..cnt) straight from the caller's
+   memory, and returns how many bytes went; -1 after closing the link. */
+static ssize_t linkconn__writev_direct(struct linkconn *lc, const struct iovec *iov, int cnt)
+{
+	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
+	ssize_t n;
+
+	do
+		n = sendmsg(lc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN || errno == EWOULDBLOCK)
+		return 0;
+	linkconn__close_errno(lc, "write error", errno);
+	return -1;
+}
+
+void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
+{
+	ssize_t done = 0;
+
+	if (lc->closing)
+		return;
+	if (buf_size(&lc->out) == 0)
+		done = linkconn__writev_direct(lc, iov, cnt);
+	if (done < 0)
+		return;
+	/* Queue what the socket did not take, in order. */
+	for (int i = 0; i < cnt; i++) {
+		size_t skip = (size_t)done < iov[i].iov_len ? (size_t)done : iov[i].iov_len;
+		buf_append(&lc->out, (const uint8_t *)iov[i].iov_base + skip,
+			   iov[i].iov_len - skip);
+		done -= (ssize_t)skip;
+	}
+	ev_io_set(lc->io, EV_READ | (buf_size(&lc->out) > 0 ? EV_WRITE : 0));
 }
 
 /* Hands every complete message to on_message; stops at a close. */

@@ -34,6 +34,10 @@ void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m);
 /* Queues bytes that are already a framed link message (or several), as
    link_encode or the sidecar's frame cache produce them. */
 void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n);
+/* The same for bytes in pieces (header, body): written straight from
+   them when nothing is queued, so a large frame is not copied first. */
+struct iovec;
+void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt);
 /* Bytes queued but not yet written (for back-pressure decisions). */
 size_t linkconn_pending(const struct linkconn *lc);
 /* Closes after on_close(reason); safe from inside callbacks (deferred to

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <sys/uio.h>
 
 #include "link.h"
 
@@ -37,7 +38,7 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 {
 	uint8_t head[4 + 2 + 10], tail[1 + 10];
 	size_t tlen = 0, hlen, body;
-	struct buf out = BUF_INIT;
+	struct iovec iov[3];
 
 	if (target) {
 		tail[0] = TAG_FRAME_TARGET;
@@ -52,11 +53,10 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 	head[1] = (uint8_t)(body >> 16);
 	head[2] = (uint8_t)(body >> 8);
 	head[3] = (uint8_t)body;
-	buf_append(&out, head, hlen);
-	buf_append(&out, frame, len);
-	buf_append(&out, tail, tlen);
-	linkconn_send_bytes(lc, buf_head(&out), buf_size(&out));
-	buf_free(&out);
+	iov[0] = (struct iovec){ head, hlen };
+	iov[1] = (struct iovec){ (void *)frame, len };
+	iov[2] = (struct iovec){ tail, tlen };
+	linkconn_send_iov(lc, iov, tlen ? 3 : 2);
 }
 
 void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
