@@ -295,6 +295,11 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	buf_append(&s->screen_backlog, p, n);
 	if (buf_size(&s->screen_backlog) >= SCREEN_BACKLOG_MAX)
 		session_screen_sync(s);
+	/* Before anyone first joins, output only paints the screen: the first
+	   joiner's Keyframe shows it, and a fresh session's first frames are
+	   the join's own (seed: controller attach, sequences 1, 2, 3). */
+	if (!s->numbered)
+		return;
 	o.stream = PTG__STREAM__STREAM_STDOUT;
 	o.data.data = (uint8_t *)p;
 	o.data.len = n;

@@ -1,0 +1,754 @@
+/* config: the command line and config file of ptygate-gateway. Every
+   value is checked and bounded here, so the daemon starts only with a
+   configuration it can honour, and every error names the flag (or the
+   file and line) it came from.
+
+   Precedence: the config file is applied first, then the command line,
+   so a scalar flag given on the command line wins. Repeatable keys
+   accumulate; an --instance on the command line replaces the file's
+   entry with the same id, and --instance entries (from either) win over
+   the instances file's. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "xalloc.h"
+
+#define CONFIG__PROG	 "ptygate-gateway"
+#define CONFIG__LINE_MAX 8192
+
+static const char config__usage[] =
+    "Usage: " CONFIG__PROG
+    " [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
+    "                       [options]\n"
+    "\n"
+    "Serves the terminal sessions of sandbox instances to WebSocket clients\n"
+    "(pty-ws/v1) and a session REST API, relaying to each instance's\n"
+    "ptygate-sidecar over one link per instance.\n"
+    "\n"
+    "At least one verification key (--hs256-secret-file or --ed25519-public-key)\n"
+    "and at least one instance (--instance or --instances-file) are required.\n"
+    "\n"
+    "Listening:\n"
+    "  --listen HOST:PORT            public HTTP/WebSocket address; [V6]:PORT for\n"
+    "                                IPv6; port 0 picks a free one (127.0.0.1:8080)\n"
+    "  --admin-listen HOST:PORT      serve /healthz /readyz /metrics and the\n"
+    "                                AgentCard here only (default: on --listen)\n"
+    "  --public-url URL              base URL clients reach this gateway at, for\n"
+    "                                attach_url and the AgentCard; http(s):// or\n"
+    "                                ws(s):// (default: http://HOST:PORT of --listen)\n"
+    "  --gateway-id ID               name sent to sidecars (default: hostname)\n"
+    "  --static-dir DIR              serve the web page files in DIR (default: none)\n"
+    "\n"
+    "Instances:\n"
+    "  --instance ID=ADDR            a sandbox and its sidecar's link address:\n"
+    "                                unix:/path, tcp:HOST:PORT or vsock:CID:PORT;\n"
+    "                                repeatable\n"
+    "  --instances-file FILE         \"ID ADDR\" lines, '#' comments; re-read on\n"
+    "                                SIGHUP (default: none)\n"
+    "\n"
+    "Authentication (SPEC 7):\n"
+    "  --hs256-secret-file [KID=]FILE  an HS256 secret (32 to 4096 bytes); repeatable\n"
+    "  --ed25519-public-key [KID=]FILE an Ed25519 public key (PEM or base64);\n"
+    "                                  repeatable\n"
+    "  --audience AUD                require this \"aud\" claim (default: not checked)\n"
+    "  --issuer ISS                  require this \"iss\" claim (default: not checked)\n"
+    "\n"
+    "Limits:\n"
+    "  --ping-interval S             WebSocket Ping after S idle seconds, 1-3600 (30)\n"
+    "  --pong-timeout S              close 1011 without a Pong in S s, 1-600 (10)\n"
+    "  --max-conns-per-principal N   connections per token subject, 1-100000 (16)\n"
+    "  --max-conns-per-instance N    connections per instance, 1-1000000 (256)\n"
+    "  --max-conns N                 connections in all, 1-1000000 (4096)\n"
+    "  --max-queue-bytes B           a connection's output queue before\n"
+    "                                PTY_OUTPUT_LAGGED, 65536-1073741824 (8388608)\n"
+    "  --max-frame-bytes B           largest client message, 1024-16777216 (1048576)\n"
+    "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
+    "  --violation-limit N           protocol violations before close 4400,\n"
+    "                                1-100000 (10)\n"
+    "\n"
+    "Process:\n"
+    "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
+    "                                without the dashes, '#' comments); flags on\n"
+    "                                the command line win\n"
+    "  --log-level LEVEL             debug, info, warn or error (info)\n"
+    "  --pid-file FILE               write the process id here (default: none)\n"
+    "  --help                        this text\n"
+    "  --version                     the version\n"
+    "\n"
+    "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
+    "failure, 2 for a usage error.\n";
+
+enum {
+	OPT_CONFIG = 256,
+	OPT_LISTEN,
+	OPT_ADMIN,
+	OPT_PUBLIC_URL,
+	OPT_GATEWAY_ID,
+	OPT_STATIC,
+	OPT_INSTANCE,
+	OPT_INSTANCES_FILE,
+	OPT_HS256,
+	OPT_ED25519,
+	OPT_AUDIENCE,
+	OPT_ISSUER,
+	OPT_PING,
+	OPT_PONG,
+	OPT_PER_PRINCIPAL,
+	OPT_PER_INSTANCE,
+	OPT_MAX_CONNS,
+	OPT_QUEUE,
+	OPT_FRAME,
+	OPT_REQ_TIMEOUT,
+	OPT_VIOLATIONS,
+	OPT_LOG,
+	OPT_PID,
+	OPT_HELP,
+	OPT_VERSION,
+};
+
+static const struct option config__options[] = {
+    {"config", required_argument, NULL, OPT_CONFIG},
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"admin-listen", required_argument, NULL, OPT_ADMIN},
+    {"public-url", required_argument, NULL, OPT_PUBLIC_URL},
+    {"gateway-id", required_argument, NULL, OPT_GATEWAY_ID},
+    {"static-dir", required_argument, NULL, OPT_STATIC},
+    {"instance", required_argument, NULL, OPT_INSTANCE},
+    {"instances-file", required_argument, NULL, OPT_INSTANCES_FILE},
+    {"hs256-secret-file", required_argument, NULL, OPT_HS256},
+    {"ed25519-public-key", required_argument, NULL, OPT_ED25519},
+    {"audience", required_argument, NULL, OPT_AUDIENCE},
+    {"issuer", required_argument, NULL, OPT_ISSUER},
+    {"ping-interval", required_argument, NULL, OPT_PING},
+    {"pong-timeout", required_argument, NULL, OPT_PONG},
+    {"max-conns-per-principal", required_argument, NULL, OPT_PER_PRINCIPAL},
+    {"max-conns-per-instance", required_argument, NULL, OPT_PER_INSTANCE},
+    {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
+    {"max-queue-bytes", required_argument, NULL, OPT_QUEUE},
+    {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
+    {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
+    {"violation-limit", required_argument, NULL, OPT_VIOLATIONS},
+    {"log-level", required_argument, NULL, OPT_LOG},
+    {"pid-file", required_argument, NULL, OPT_PID},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* Bounds of the numeric options, by option. */
+struct config__num {
+	int opt;
+	uint64_t lo, hi;
+	size_t off, size;
+};
+
+#define CONFIG__NUM(o, l, h, field)                                                      \
+	{                                                                                \
+		o, l, h, offsetof(struct gw_config, field),                              \
+		    sizeof(((struct gw_config *)0)->field)                               \
+	}
+
+static const struct config__num config__nums[] = {
+    CONFIG__NUM(OPT_PING, 1, 3600, ping_interval_s),
+    CONFIG__NUM(OPT_PONG, 1, 600, pong_timeout_s),
+    CONFIG__NUM(OPT_PER_PRINCIPAL, 1, 100000, max_conns_per_principal),
+    CONFIG__NUM(OPT_PER_INSTANCE, 1, 1000000, max_conns_per_instance),
+    CONFIG__NUM(OPT_MAX_CONNS, 1, 1000000, max_conns),
+    CONFIG__NUM(OPT_QUEUE, 65536, 1ull << 30, max_queue_bytes),
+    CONFIG__NUM(OPT_FRAME, 1024, 16u << 20, max_frame_bytes),
+    CONFIG__NUM(OPT_REQ_TIMEOUT, 100, 600000, request_timeout_ms),
+    CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
+};
+
+/* Where a value came from, for messages and for --instance precedence. */
+struct config__src {
+	const char *file; /* NULL: the command line */
+	unsigned line;
+	size_t n_file_instances; /* instances[0, n) came from the config file */
+};
+
+static void config__err(const struct config__src *src, const char *opt, const char *fmt,
+			...) __attribute__((format(printf, 3, 4)));
+
+static void config__err(const struct config__src *src, const char *opt, const char *fmt,
+			...)
+{
+	va_list ap;
+
+	if (src && src->file)
+		fprintf(stderr, CONFIG__PROG ": %s:%u: %s: ", src->file, src->line, opt);
+	else
+		fprintf(stderr, CONFIG__PROG ": --%s: ", opt);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+void gw_config_defaults(struct gw_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen_host, sizeof(c->listen_host), "127.0.0.1");
+	c->listen_port = 8080;
+	c->ping_interval_s = 30;
+	c->pong_timeout_s = 10;
+	c->max_conns_per_principal = 16;
+	c->max_conns_per_instance = 256;
+	c->max_conns = 4096;
+	c->max_queue_bytes = 8ull << 20;
+	c->max_frame_bytes = 1u << 20;
+	c->request_timeout_ms = 10000;
+	c->violation_limit = 10;
+	c->log_level = LOG_INFO;
+	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
+	    !c->gateway_id[0])
+		snprintf(c->gateway_id, sizeof(c->gateway_id), "gateway");
+}
+
+static const char *config__name(int opt)
+{
+	for (const struct option *o = config__options; o->name; o++)
+		if (o->val == opt)
+			return o->name;
+	return "?";
+}
+
+static int config__num(struct gw_config *c, const struct config__src *src,
+		       const struct config__num *n, const char *s)
+{
+	char *end;
+	unsigned long long v;
+	uint8_t *field = (uint8_t *)c + n->off;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *end || !isdigit((unsigned char)s[0]) || v < n->lo ||
+	    v > n->hi) {
+		config__err(src, config__name(n->opt),
+			    "expected a number from %" PRIu64 " to %" PRIu64 ", got '%s'",
+			    n->lo, n->hi, s);
+		return -EINVAL;
+	}
+	if (n->size == sizeof(uint64_t)) {
+		uint64_t v64 = v;
+		memcpy(field, &v64, sizeof(v64));
+	} else {
+		uint32_t v32 = (uint32_t)v;
+		memcpy(field, &v32, sizeof(v32));
+	}
+	return 0;
+}
+
+static int config__str(const struct config__src *src, int opt, const char *s, char *dst,
+		       size_t cap)
+{
+	size_t n = strlen(s);
+
+	if (!n || n >= cap) {
+		config__err(src, config__name(opt), "must be 1 to %zu bytes", cap - 1);
+		return -EINVAL;
+	}
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+/* An instance id appears in URL paths: 1..128 of [A-Za-z0-9._~:@-], not
+   "." or "..". */
+static int config__valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
+			return 0;
+	return 1;
+}
+
+/* "HOST:PORT" or "[V6]:PORT" into host and port. Returns 0 or -EINVAL. */
+static int config__hostport(const char *s, char *host, size_t cap, uint16_t *port)
+{
+	const char *colon, *h = s;
+	size_t hlen;
+	char *end;
+	unsigned long p;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (!close || close[1] != ':')
+			return -EINVAL;
+		h = s + 1;
+		hlen = (size_t)(close - h);
+		colon = close + 1;
+		if (!memchr(h, ':', hlen))
+			return -EINVAL;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return -EINVAL;
+		hlen = (size_t)(colon - s);
+		if (memchr(s, ':', hlen))
+			return -EINVAL; /* a bare IPv6 literal needs brackets */
+	}
+	if (!hlen || hlen >= cap || !colon[1] || !isdigit((unsigned char)colon[1]))
+		return -EINVAL;
+	for (size_t i = 0; i < hlen; i++)
+		if (!isgraph((unsigned char)h[i]))
+			return -EINVAL;
+	errno = 0;
+	p = strtoul(colon + 1, &end, 10);
+	if (errno || *end || p > 65535)
+		return -EINVAL;
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)p;
+	return 0;
+}
+
+static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
+					    size_t from, size_t to)
+{
+	for (size_t i = from; i < to; i++)
+		if (!strcmp(c->instances[i].id, id))
+			return &c->instances[i];
+	return NULL;
+}
+
+/* "ID=ADDR". A command-line entry replaces the config file's entry with
+   the same id; any other repeat of an id is an error. */
+static int config__instance(struct gw_config *c, struct config__src *src, const char *s)
+{
+	const char *eq = strchr(s, '=');
+	char id[sizeof(c->instances[0].id)], err[256];
+	struct gw_instance_cfg *slot;
+	struct addr a;
+
+	if (!eq || (size_t)(eq - s) >= sizeof(id)) {
+		config__err(src, "instance", "expected ID=ADDR, got '%s'", s);
+		return -EINVAL;
+	}
+	memcpy(id, s, (size_t)(eq - s));
+	id[eq - s] = '\0';
+	if (!config__valid_id(id)) {
+		config__err(src, "instance",
+			    "bad instance id '%s' (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)",
+			    id);
+		return -EINVAL;
+	}
+	if (addr_parse(eq + 1, &a, err, sizeof(err)) < 0) {
+		config__err(src, "instance", "%s: %s", id, err);
+		return -EINVAL;
+	}
+	slot = config__find(c, id, src->file ? 0 : src->n_file_instances, c->n_instances);
+	if (slot) {
+		config__err(src, "instance", "instance '%s' given twice", id);
+		return -EINVAL;
+	}
+	slot = src->file ? NULL : config__find(c, id, 0, src->n_file_instances);
+	if (!slot) {
+		if (c->n_instances >= GW_MAX_INSTANCES) {
+			config__err(src, "instance", "more than %d instances",
+				    GW_MAX_INSTANCES);
+			return -EINVAL;
+		}
+		slot = &c->instances[c->n_instances++];
+	}
+	snprintf(slot->id, sizeof(slot->id), "%s", id);
+	slot->addr = a;
+	return 0;
+}
+
+static int config__key(struct gw_config *c, const struct config__src *src, int opt,
+		       const char *s)
+{
+	struct gw_key_spec *k;
+
+	if (c->n_keys >= GW_MAX_KEYS) {
+		config__err(src, config__name(opt), "more than %d keys", GW_MAX_KEYS);
+		return -EINVAL;
+	}
+	k = &c->keys[c->n_keys];
+	if (config__str(src, opt, s, k->spec, sizeof(k->spec)) < 0)
+		return -EINVAL;
+	k->ed25519 = opt == OPT_ED25519;
+	c->n_keys++;
+	return 0;
+}
+
+/* http(s):// or ws(s)://, a host, no query or fragment; a trailing '/'
+   is dropped so paths append cleanly. */
+static int config__public_url(struct gw_config *c, const struct config__src *src,
+			      const char *s)
+{
+	static const char *const schemes[] = {"http://", "https://", "ws://", "wss://"};
+	size_t n = strlen(s), skip = 0;
+
+	for (size_t i = 0; i < 4 && !skip; i++)
+		if (!strncmp(s, schemes[i], strlen(schemes[i])))
+			skip = strlen(schemes[i]);
+	if (!skip || n == skip || s[skip] == '/' || strpbrk(s, "?# \t\r\n\"") ||
+	    n >= sizeof(c->public_url)) {
+		config__err(src, "public-url",
+			    "expected http(s):// or ws(s)://HOST[:PORT][/PATH], got '%s'",
+			    s);
+		return -EINVAL;
+	}
+	while (n > skip && s[n - 1] == '/')
+		n--;
+	memcpy(c->public_url, s, n);
+	c->public_url[n] = '\0';
+	return 0;
+}
+
+static int config__static_dir(struct gw_config *c, const struct config__src *src,
+			      const char *s)
+{
+	struct stat st;
+
+	if (config__str(src, OPT_STATIC, s, c->static_dir, sizeof(c->static_dir)) < 0)
+		return -EINVAL;
+	if (stat(s, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		config__err(src, "static-dir", "'%s' is not a directory", s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int config__listen(const struct config__src *src, int opt, const char *s,
+			  char *host, size_t cap, uint16_t *port)
+{
+	if (config__hostport(s, host, cap, port) < 0) {
+		config__err(src, config__name(opt),
+			    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s'",
+			    s);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int config__log_level(struct gw_config *c, const struct config__src *src,
+			     const char *s)
+{
+	enum log_level lvl;
+
+	if (log_level_parse(s, &lvl) < 0) {
+		config__err(src, "log-level",
+			    "expected debug, info, warn or error, got '%s'", s);
+		return -EINVAL;
+	}
+	c->log_level = lvl;
+	return 0;
+}
+
+static int config__apply(struct gw_config *c, struct config__src *src, int opt,
+			 const char *arg)
+{
+	for (size_t i = 0; i < sizeof(config__nums) / sizeof(config__nums[0]); i++)
+		if (config__nums[i].opt == opt)
+			return config__num(c, src, &config__nums[i], arg);
+	switch (opt) {
+	case OPT_LISTEN:
+		return config__listen(src, opt, arg, c->listen_host,
+				      sizeof(c->listen_host), &c->listen_port);
+	case OPT_ADMIN:
+		return config__listen(src, opt, arg, c->admin_host, sizeof(c->admin_host),
+				      &c->admin_port);
+	case OPT_PUBLIC_URL:
+		return config__public_url(c, src, arg);
+	case OPT_GATEWAY_ID:
+		return config__str(src, opt, arg, c->gateway_id, sizeof(c->gateway_id));
+	case OPT_STATIC:
+		return config__static_dir(c, src, arg);
+	case OPT_INSTANCE:
+		return config__instance(c, src, arg);
+	case OPT_INSTANCES_FILE:
+		return config__str(src, opt, arg, c->instances_file,
+				   sizeof(c->instances_file));
+	case OPT_HS256:
+	case OPT_ED25519:
+		return config__key(c, src, opt, arg);
+	case OPT_AUDIENCE:
+		return config__str(src, opt, arg, c->audience, sizeof(c->audience));
+	case OPT_ISSUER:
+		return config__str(src, opt, arg, c->issuer, sizeof(c->issuer));
+	case OPT_LOG:
+		return config__log_level(c, src, arg);
+	case OPT_PID:
+		return config__str(src, opt, arg, c->pid_file, sizeof(c->pid_file));
+	}
+	config__err(src, config__name(opt), "not allowed here");
+	return -EINVAL;
+}
+
+/* Strips spaces and tabs at both ends, in place. */
+static char *config__trim(char *s)
+{
+	size_t n;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == ' ' || s[n - 1] == '\t' || s[n - 1] == '\r' ||
+		     s[n - 1] == '\n'))
+		s[--n] = '\0';
+	return s;
+}
+
+/* One "key = value" line of the config file; a value may be quoted. */
+static int config__file_line(struct gw_config *c, struct config__src *src, char *line)
+{
+	char *eq, *key, *val;
+	size_t n;
+
+	line = config__trim(line);
+	if (!line[0] || line[0] == '#')
+		return 0;
+	eq = strchr(line, '=');
+	if (!eq) {
+		fprintf(stderr, CONFIG__PROG ": %s:%u: expected 'key = value'\n",
+			src->file, src->line);
+		return -EINVAL;
+	}
+	*eq = '\0';
+	key = config__trim(line);
+	val = config__trim(eq + 1);
+	n = strlen(val);
+	if (n >= 2 && val[0] == '"' && val[n - 1] == '"') {
+		val[n - 1] = '\0';
+		val++;
+	}
+	for (const struct option *o = config__options; o->name; o++) {
+		if (strcmp(o->name, key) != 0)
+			continue;
+		if (o->val == OPT_CONFIG || o->has_arg != required_argument)
+			break;
+		return config__apply(c, src, o->val, val);
+	}
+	fprintf(stderr, CONFIG__PROG ": %s:%u: unknown key '%s'\n", src->file, src->line,
+		key);
+	return -EINVAL;
+}
+
+static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+{
+	char line[CONFIG__LINE_MAX];
+	FILE *f = fopen(path, "re");
+	int rc = 0;
+
+	if (!f) {
+		fprintf(stderr, CONFIG__PROG ": --config: %s: %s\n", path,
+			strerror(errno));
+		return -EINVAL;
+	}
+	src->file = path;
+	src->line = 0;
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		src->line++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			fprintf(stderr, CONFIG__PROG ": %s:%u: line too long\n", path,
+				src->line);
+			rc = -EINVAL;
+			break;
+		}
+		rc = config__file_line(c, src, line);
+	}
+	fclose(f);
+	src->n_file_instances = c->n_instances;
+	src->file = NULL;
+	return rc;
+}
+
+/* One "ID ADDR" line of an instances file into *out. */
+static int config__instances_line(char *line, struct gw_instance_cfg *out, char *why,
+				  size_t whylen)
+{
+	char *id, *addr, *rest, *save = NULL;
+	char err[256];
+
+	id = strtok_r(line, " \t", &save);
+	addr = strtok_r(NULL, " \t", &save);
+	rest = strtok_r(NULL, " \t", &save);
+	if (!id || !addr || (rest && rest[0] != '#')) {
+		snprintf(why, whylen, "expected 'ID ADDR'");
+		return -EINVAL;
+	}
+	if (!config__valid_id(id)) {
+		snprintf(why, whylen, "bad instance id '%.128s'", id);
+		return -EINVAL;
+	}
+	if (addr_parse(addr, &out->addr, err, sizeof(err)) < 0) {
+		snprintf(why, whylen, "%s", err);
+		return -EINVAL;
+	}
+	snprintf(out->id, sizeof(out->id), "%s", id);
+	return 0;
+}
+
+int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
+			     size_t *n, char *err, size_t errlen)
+{
+	char line[CONFIG__LINE_MAX], why[300], *p;
+	unsigned lineno = 0;
+	FILE *f = fopen(path, "re");
+	int rc = 0;
+
+	*n = 0;
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -EINVAL;
+	}
+	while (rc == 0 && fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(why, sizeof(why), "line too long");
+			rc = -EINVAL;
+			break;
+		}
+		p = config__trim(line);
+		if (!p[0] || p[0] == '#')
+			continue;
+		if (*n >= max) {
+			snprintf(why, sizeof(why), "more than %zu instances", max);
+			rc = -EINVAL;
+		} else if ((rc = config__instances_line(p, &out[*n], why, sizeof(why))) ==
+			   0) {
+			for (size_t i = 0; i < *n && rc == 0; i++)
+				if (!strcmp(out[i].id, out[*n].id)) {
+					snprintf(why, sizeof(why),
+						 "instance '%s' given twice", out[i].id);
+					rc = -EINVAL;
+				}
+			*n += rc == 0;
+		}
+	}
+	fclose(f);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
+		*n = 0;
+	}
+	return rc;
+}
+
+/* Adds the instances file's entries whose id no --instance gave. */
+static int config__merge_instances_file(struct gw_config *c)
+{
+	struct gw_instance_cfg *tmp = xcalloc(GW_MAX_INSTANCES, sizeof(*tmp));
+	char err[512];
+	size_t n, have = c->n_instances;
+	int rc;
+
+	rc = gw_config_read_instances(c->instances_file, tmp, GW_MAX_INSTANCES, &n, err,
+				      sizeof(err));
+	if (rc < 0)
+		fprintf(stderr, CONFIG__PROG ": --instances-file: %s\n", err);
+	for (size_t i = 0; rc == 0 && i < n; i++) {
+		if (config__find(c, tmp[i].id, 0, have))
+			continue;
+		if (c->n_instances >= GW_MAX_INSTANCES) {
+			fprintf(stderr, CONFIG__PROG ": more than %d instances\n",
+				GW_MAX_INSTANCES);
+			rc = -EINVAL;
+			break;
+		}
+		c->instances[c->n_instances++] = tmp[i];
+	}
+	free(tmp);
+	return rc;
+}
+
+static int config__check(struct gw_config *c)
+{
+	if (c->instances_file[0] && config__merge_instances_file(c) < 0)
+		return -EINVAL;
+	if (!c->n_keys) {
+		fprintf(stderr,
+			CONFIG__PROG ": no token verification key: give "
+				     "--hs256-secret-file or --ed25519-public-key\n");
+		return -EINVAL;
+	}
+	if (!c->n_instances) {
+		fprintf(stderr, CONFIG__PROG ": no instance: give --instance ID=ADDR or "
+					     "--instances-file FILE\n");
+		return -EINVAL;
+	}
+	if (c->admin_host[0] && c->admin_port && c->admin_port == c->listen_port &&
+	    !strcmp(c->admin_host, c->listen_host)) {
+		fprintf(stderr,
+			CONFIG__PROG ": --admin-listen: same address as --listen\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+struct config__arg {
+	int opt;
+	const char *arg;
+};
+
+/* Collects the options (getopt validates them), handling --help and
+   --version at once. Returns 0, 1 (help or version) or -EINVAL. */
+static int config__collect(int argc, char **argv, struct config__arg *args, size_t *n,
+			   const char **config_file)
+{
+	int opt;
+
+	optind = 0; /* GNU: a full re-initialisation, so parsing can repeat */
+	opterr = 1;
+	while ((opt = getopt_long(argc, argv, "", config__options, NULL)) != -1) {
+		if (opt == OPT_HELP) {
+			fputs(config__usage, stdout);
+			return 1;
+		}
+		if (opt == OPT_VERSION) {
+			puts(CONFIG__PROG " " PTG_VERSION);
+			return 1;
+		}
+		if (opt == '?' || opt == ':')
+			return -EINVAL;
+		if (opt == OPT_CONFIG)
+			*config_file = optarg;
+		else
+			args[(*n)++] = (struct config__arg){opt, optarg};
+	}
+	if (optind < argc) {
+		fprintf(stderr, CONFIG__PROG ": unexpected argument '%s'\n",
+			argv[optind]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int gw_config_parse(struct gw_config *c, int argc, char **argv)
+{
+	struct config__arg *args = xcalloc((size_t)argc + 1, sizeof(*args));
+	struct config__src src = {NULL, 0, 0};
+	const char *config_file = NULL;
+	size_t n = 0;
+	int rc;
+
+	rc = config__collect(argc, argv, args, &n, &config_file);
+	if (rc == 0 && config_file)
+		rc = config__file(c, &src, config_file);
+	for (size_t i = 0; rc == 0 && i < n; i++)
+		rc = config__apply(c, &src, args[i].opt, args[i].arg);
+	if (rc == 0)
+		rc = config__check(c);
+	free(args);
+	if (rc < 0) {
+		fputs("Try '" CONFIG__PROG " --help'.\n", stderr);
+		return -EINVAL;
+	}
+	return rc;
+}

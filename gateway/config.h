@@ -1,0 +1,65 @@
+/* config: the gateway's settings, from its command line and an optional
+   config file with the same keys ("key = value" lines, '#' comments;
+   a flag given on the command line wins over the file). */
+#ifndef PTG_GATEWAY_CONFIG_H
+#define PTG_GATEWAY_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "addr.h"
+
+#define GW_MAX_INSTANCES 1024
+#define GW_MAX_KEYS 64
+
+struct gw_instance_cfg {
+	char id[129];
+	struct addr addr;
+};
+
+struct gw_key_spec {
+	int ed25519;     /* 1: Ed25519 public key file; 0: HS256 secret file */
+	char spec[4200]; /* "[KID=]FILE" as given */
+};
+
+struct gw_config {
+	char listen_host[256];       /* default 127.0.0.1 */
+	uint16_t listen_port;        /* default 8080; 0 picks a free port */
+	char admin_host[256];        /* "" : admin routes on the main port */
+	uint16_t admin_port;
+	char public_url[512];        /* base of attach_url; "" derives http://HOST:PORT */
+	char gateway_id[129];        /* hostname by default */
+
+	struct gw_instance_cfg instances[GW_MAX_INSTANCES];
+	size_t n_instances;          /* from --instance and the instances file */
+	char instances_file[4096];   /* reloaded on SIGHUP */
+
+	struct gw_key_spec keys[GW_MAX_KEYS];
+	size_t n_keys;
+	char audience[256];          /* "" : not checked */
+	char issuer[256];
+
+	uint32_t ping_interval_s;    /* 30 */
+	uint32_t pong_timeout_s;     /* 10 */
+	uint32_t max_conns_per_principal; /* 16 */
+	uint32_t max_conns_per_instance;  /* 256 */
+	uint32_t max_conns;          /* 4096, all together */
+	uint64_t max_queue_bytes;    /* per connection before PTY_OUTPUT_LAGGED: 8 MiB */
+	uint32_t max_frame_bytes;    /* incoming WebSocket message: 1 MiB */
+	uint32_t request_timeout_ms; /* a sidecar request: 10000 */
+	uint32_t violation_limit;    /* protocol violations before 4400: 10 */
+	char static_dir[4096];       /* web page files; "" : none */
+	int log_level;
+	char pid_file[4096];
+};
+
+void gw_config_defaults(struct gw_config *c);
+/* Parses argv (and --config FILE). Returns 0 to run, 1 after --help or
+   --version, -EINVAL after printing the reason to stderr. */
+int gw_config_parse(struct gw_config *c, int argc, char **argv);
+/* Reads an instances file ("ID ADDR" lines, '#' comments) into
+   out[0..*n). Returns 0 or -EINVAL with the file and line in err. */
+int gw_config_read_instances(const char *path, struct gw_instance_cfg *out,
+			     size_t max, size_t *n, char *err, size_t errlen);
+
+#endif

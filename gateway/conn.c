@@ -1,0 +1,428 @@
+/* conn: a client connection's socket, WebSocket codec, output queue,
+   heartbeat and end. Output is queued and written from the gateway's
+   before-poll hook, so a burst of frames leaves in one writev; EV_WRITE
+   is armed only while bytes remain. A connection is never freed inside
+   its own callbacks: it is marked dead and freed by the hook. */
+#include "conn_int.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "gateway.h"
+#include "log.h"
+#include "timeutil.h"
+#include "upstream.h"
+#include "uuid.h"
+#include "xalloc.h"
+
+#define READ_CHUNK (64 * 1024)
+#define LINGER_MS 2000 /* how long we wait for the peer's close frame */
+
+static void conn_kill(struct conn *c, const char *why);
+
+/* ---- output ---- */
+
+void conn_mark_dirty(struct conn *c)
+{
+	if (c->dirty || c->dead)
+		return;
+	c->dirty = 1;
+	c->dirty_next = c->gw->dirty;
+	c->gw->dirty = c;
+}
+
+static void on_ws_write(const uint8_t *p, size_t n, void *user)
+{
+	struct conn *c = user;
+
+	outq_push_bytes(&c->q, p, n);
+	conn_mark_dirty(c);
+}
+
+void conn_send_json(struct conn *c, const struct buf *json)
+{
+	struct wsframe *wf;
+
+	if (c->dead || ws_close_sent(c->ws))
+		return;
+	wf = wsframe_text((const char *)buf_head(json), buf_size(json));
+	outq_push_frame(&c->q, wf);
+	wsframe_unref(wf);
+	c->gw->metrics.frames_out++;
+	conn_mark_dirty(c);
+}
+
+/* Writes what the socket takes. Returns 0, or -1 when the socket failed. */
+static int write_out(struct conn *c)
+{
+	struct iovec iov[64];
+	ssize_t n;
+	int cnt;
+
+	while (outq_bytes(&c->q)) {
+		cnt = outq_iov(&c->q, iov, 64);
+		n = writev(c->fd, iov, cnt);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			break;
+		if (n <= 0)
+			return -1;
+		c->gw->metrics.bytes_out += (uint64_t)n;
+		outq_consume(&c->q, (size_t)n);
+	}
+	ev_io_set(c->io, EV_READ | (outq_bytes(&c->q) ? EV_WRITE : 0));
+	return 0;
+}
+
+/* After our close frame is out and the peer's has arrived (or the peer is
+   gone), the TCP connection ends. */
+static void maybe_finish(struct conn *c)
+{
+	if (ws_close_sent(c->ws) && ws_close_received(c->ws) && !outq_bytes(&c->q))
+		conn_kill(c, "closed");
+}
+
+static void flush(struct conn *c)
+{
+	if (c->dead)
+		return;
+	if (write_out(c) < 0) {
+		conn_kill(c, "write failed");
+		return;
+	}
+	maybe_finish(c);
+}
+
+/* ---- input ---- */
+
+static void on_ws_text(const char *p, size_t n, void *user)
+{
+	struct conn *c = user;
+
+	c->gw->metrics.frames_in++;
+	if (c->state == CONN_CLOSING)
+		return;
+	conn_handle_text(c, p, n);
+}
+
+static void on_ws_binary(size_t n, void *user)
+{
+	struct conn *c = user;
+
+	if (c->state != CONN_CLOSING)
+		conn_send_error(c, FRAMES_INVALID_REQUEST, NULL,
+				"binary frames are not accepted: send JSON text frames");
+}
+
+static void on_ws_close(uint16_t code, const char *reason, size_t n, void *user)
+{
+	struct conn *c = user;
+
+	log_info(c->log_ctx, "client closed (%u)", code);
+	conn_detach_quietly(c);
+	c->state = CONN_CLOSING;
+}
+
+static void on_ws_pong(const uint8_t *p, size_t n, void *user)
+{
+	((struct conn *)user)->ping_sent_ms = 0;
+}
+
+static const struct ws_callbacks ws_cbs = {
+	.on_write = on_ws_write,
+	.on_text = on_ws_text,
+	.on_binary = on_ws_binary,
+	.on_close = on_ws_close,
+	.on_pong = on_ws_pong,
+};
+
+static void read_in(struct conn *c)
+{
+	uint8_t chunk[READ_CHUNK];
+	ssize_t n;
+
+	for (int i = 0; i < 16 && !c->dead; i++) {
+		n = read(c->fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			conn_detach_quietly(c);
+			conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
+			return;
+		}
+		c->last_rx_ms = time_mono_ms();
+		if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
+			/* A protocol error: wslay queued the close with its code. */
+			conn_detach_quietly(c);
+			c->state = CONN_CLOSING;
+		}
+		if ((size_t)n < sizeof(chunk))
+			return;
+	}
+}
+
+static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct conn *c = user;
+
+	if (events & EV_READ)
+		read_in(c);
+	if (!c->dead && (events & EV_WRITE))
+		flush(c);
+	if (!c->dead)
+		maybe_finish(c);
+}
+
+/* ---- ending ---- */
+
+void conn_close(struct conn *c, uint16_t code, const char *reason)
+{
+	if (c->dead || ws_close_sent(c->ws))
+		return;
+	log_info(c->log_ctx, "closing with %u: %s", code, reason);
+	conn_detach_quietly(c);
+	c->state = CONN_CLOSING;
+	ws_send_close(c->ws, code, reason);
+	ev_timer_arm(c->linger, LINGER_MS, 0);
+	conn_mark_dirty(c);
+}
+
+void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code)
+{
+	static const char *const text[] = {
+		[FRAMES_BYE_SERVER_SHUTDOWN] = "server shutting down",
+		[FRAMES_BYE_SESSION_CLOSED] = "session closed",
+		[FRAMES_BYE_PRINCIPAL_REVOKED] = "token expired",
+		[FRAMES_BYE_RATE_LIMITED] = "rate limited",
+		[FRAMES_BYE_OTHER] = "closing",
+	};
+	struct buf out = BUF_INIT;
+
+	if (c->dead || ws_close_sent(c->ws))
+		return;
+	frames_goodbye(NULL, reason, NULL, time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+	conn_close(c, code, text[reason]);
+}
+
+static void on_linger(struct ev_timer *t, void *user)
+{
+	conn_kill(user, "no close frame from the client in time");
+}
+
+/* Ends the connection now: the hook frees it. */
+static void conn_kill(struct conn *c, const char *why)
+{
+	if (c->dead)
+		return;
+	log_debug(c->log_ctx, "connection ended: %s", why);
+	conn_detach_quietly(c);
+	c->dead = 1;
+	ev_timer_disarm(c->heartbeat);
+	ev_timer_disarm(c->expiry);
+	ev_timer_disarm(c->linger);
+	ev_io_set(c->io, 0);
+	c->dead_next = c->gw->dead;
+	c->gw->dead = c;
+}
+
+/* ---- heartbeat and token expiry ---- */
+
+static void on_heartbeat(struct ev_timer *t, void *user)
+{
+	struct conn *c = user;
+	const struct gw_config *cfg = c->gw->cfg;
+	int64_t now = time_mono_ms(), idle = now - c->last_rx_ms;
+	int64_t interval = (int64_t)cfg->ping_interval_s * 1000;
+
+	if (c->ping_sent_ms && c->last_rx_ms <= c->ping_sent_ms &&
+	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
+		c->gw->metrics.heartbeat_timeouts++;
+		log_info(c->log_ctx, "no pong in %us: reaping", cfg->pong_timeout_s);
+		conn_close(c, WS_CLOSE_SERVER_ERROR, "heartbeat timeout");
+		/* A half-open peer will never answer the close either. */
+		conn_kill(c, "heartbeat timeout");
+		return;
+	}
+	if (c->ping_sent_ms && c->last_rx_ms > c->ping_sent_ms)
+		c->ping_sent_ms = 0;
+	if (!c->ping_sent_ms && idle >= interval) {
+		ws_send_ping(c->ws, "hb", 2);
+		c->ping_sent_ms = now;
+		ev_timer_arm(t, (int64_t)cfg->pong_timeout_s * 1000, 0);
+		return;
+	}
+	ev_timer_arm(t, c->ping_sent_ms ? 100 : interval - idle, 0);
+}
+
+static void on_expiry(struct ev_timer *t, void *user)
+{
+	struct conn *c = user;
+
+	log_info(c->log_ctx, "token expired during the connection");
+	conn_send_error(c, FRAMES_UNAUTHENTICATED, NULL, "the token has expired");
+	conn_goodbye(c, FRAMES_BYE_PRINCIPAL_REVOKED, 4401);
+}
+
+static void arm_expiry(struct conn *c)
+{
+	int64_t left_ms = (c->ctx.claims.exp + c->gw->policy.leeway_s) * 1000 - time_now_ms();
+
+	ev_timer_arm(c->expiry, left_ms > 0 ? left_ms : 0, 0);
+}
+
+/* ---- start and free ---- */
+
+void conn_count_role(struct conn *c, int role)
+{
+	struct metrics *m = &c->gw->metrics;
+
+	if (c->counted_role == role)
+		return;
+	if (c->counted_role == PTG__ROLE__ROLE_CONTROLLER)
+		m->conns_controller--;
+	else if (c->counted_role == PTG__ROLE__ROLE_OBSERVER)
+		m->conns_observer--;
+	else
+		m->conns_pending--;
+	if (role == PTG__ROLE__ROLE_CONTROLLER)
+		m->conns_controller++;
+	else if (role == PTG__ROLE__ROLE_OBSERVER)
+		m->conns_observer++;
+	else
+		m->conns_pending++;
+	c->counted_role = role;
+}
+
+void conn_update_log_ctx(struct conn *c)
+{
+	struct buf b = BUF_INIT;
+
+	buf_appendf(&b, "conn %u %.64s/%.40s %.64s", c->serial, c->ctx.instance_id,
+		    c->ctx.session_id, c->ctx.claims.sub);
+	if (c->client_id[0])
+		buf_appendf(&b, " %.40s", c->client_id);
+	if (c->trace_id[0])
+		buf_appendf(&b, " trace=%.64s", c->trace_id);
+	snprintf(c->log_ctx, sizeof(c->log_ctx), "%.*s", (int)buf_size(&b),
+		 (const char *)buf_head(&b));
+	buf_free(&b);
+}
+
+static void send_hello(struct conn *c)
+{
+	struct buf out = BUF_INIT;
+
+	frames_binding_hello(NULL, c->ctx.session_id, c->ctx.current_sequence,
+			     time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+}
+
+void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
+		struct MHD_UpgradeResponseHandle *urh, const struct attach_ctx *ctx)
+{
+	static unsigned serial;
+	struct conn *c = xcalloc(1, sizeof(*c));
+
+	c->gw = gw;
+	c->fd = fd;
+	c->urh = urh;
+	c->ctx = *ctx;
+	c->serial = ++serial;
+	c->state = CONN_OPEN;
+	c->last_rx_ms = time_mono_ms();
+	outq_init(&c->q);
+	c->ws = ws_new(&ws_cbs, c);
+	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
+	c->heartbeat = ev_timer_new(gw->loop, (int64_t)gw->cfg->ping_interval_s * 1000, 0,
+				    on_heartbeat, c);
+	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
+	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
+	c->next = gw->conns;
+	if (gw->conns)
+		gw->conns->prev = c;
+	gw->conns = c;
+	gw->metrics.conns_pending++;
+	conn_update_log_ctx(c);
+	log_info(c->log_ctx, "upgraded");
+	send_hello(c);
+	arm_expiry(c);
+	if (extra_len && ws_feed(c->ws, (const uint8_t *)extra, extra_len) < 0)
+		c->state = CONN_CLOSING;
+}
+
+static void conn_free(struct conn *c)
+{
+	struct gateway *gw = c->gw;
+
+	conn_detach_quietly(c);
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		gw->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	conn_count_role(c, 0);
+	gw->metrics.conns_pending--;
+	gateway_slot_release(gw, c->ctx.claims.sub, c->ctx.instance_id);
+	ev_io_free(c->io);
+	ev_timer_free(c->heartbeat);
+	ev_timer_free(c->expiry);
+	ev_timer_free(c->linger);
+	ws_free(c->ws);
+	outq_clear(&c->q);
+	json_decref(c->service_params);
+	/* MHD owns the socket: it closes it. */
+	MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
+	free(c);
+}
+
+void conn_flush_all(struct gateway *gw)
+{
+	struct conn *c;
+
+	while ((c = gw->dirty)) {
+		gw->dirty = c->dirty_next;
+		c->dirty = 0;
+		if (!c->dead)
+			flush(c);
+	}
+	while ((c = gw->dead)) {
+		gw->dead = c->dead_next;
+		conn_free(c);
+	}
+}
+
+void conn_free_all(struct gateway *gw)
+{
+	gw->dirty = NULL;
+	gw->dead = NULL;
+	while (gw->conns)
+		conn_free(gw->conns);
+}
+
+void conn_shutdown(struct conn *c)
+{
+	conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+}
+
+void conn_link_lost(struct conn *c)
+{
+	/* Called while the upstream drops its bindings: nothing to detach. */
+	c->attach_id = 0;
+	if (c->dead)
+		return;
+	conn_send_error(c, FRAMES_INTERNAL, NULL,
+			"the link to the sandbox was lost; reconnect with replay_from");
+	conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
+}

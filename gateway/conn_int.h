@@ -1,0 +1,85 @@
+/* conn_int: a connection's fields, shared by conn.c (socket, WebSocket,
+   queue, heartbeat, ending) and conn_ops.c (client ops, sidecar frames
+   and replies). Not for any other module. */
+#ifndef PTG_CONN_INT_H
+#define PTG_CONN_INT_H
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "envelope.h"
+#include "ev.h"
+#include "frames.h"
+#include "outq.h"
+#include "ws.h"
+
+enum conn_state {
+	CONN_OPEN,     /* hello sent, not joined */
+	CONN_JOINING,  /* Attach sent, waiting for the reply */
+	CONN_JOINED,
+	CONN_LEAVING,  /* Detach sent, waiting for the reply */
+	CONN_CLOSING,  /* our close frame is queued: no more data */
+};
+
+struct conn {
+	struct gateway *gw;
+	struct conn *prev, *next;      /* gw->conns */
+	struct conn *dirty_next;       /* queued output to write */
+	int dirty;
+	struct conn *dead_next;
+	int dead;                      /* freed by the before-poll hook */
+	int counted_role;              /* the metrics gauge it is in (0: pending) */
+
+	int fd;
+	struct ev_io *io;
+	struct MHD_UpgradeResponseHandle *urh;
+	struct ws *ws;
+	struct outq q;
+	struct attach_ctx ctx;
+	char log_ctx[256];
+	unsigned serial;
+
+	enum conn_state state;
+	int spoke;                     /* the first client frame has arrived */
+	int pty_extension;             /* activated by the first frame */
+	json_t *service_params;
+	char trace_id[129];
+
+	uint64_t attach_id;            /* 0 until the sidecar accepted the join */
+	uint64_t pending_request;      /* Attach or Detach awaiting its reply */
+	char pending_op_id[ENVELOPE_ID_MAX_BYTES + 1];
+	int role;                      /* Ptg__Role */
+	char client_id[64];
+	int lagged;                    /* dropped output, awaiting the Keyframe */
+	unsigned violations;
+
+	int64_t last_rx_ms;
+	int64_t ping_sent_ms;
+	struct ev_timer *heartbeat;
+	struct ev_timer *expiry;
+	struct ev_timer *linger;       /* bounds the close handshake */
+};
+
+/* Has the before-poll hook write this connection's queue. */
+void conn_mark_dirty(struct conn *c);
+/* Queues a complete JSON text as one WebSocket frame of its own. */
+void conn_send_json(struct conn *c, const struct buf *json);
+/* Queues an Error frame (SPEC 4) echoing id; counts a violation for
+   INVALID_REQUEST and UNSUPPORTED_OPERATION. */
+void conn_send_error(struct conn *c, enum frames_code code, const char *id,
+		     const char *message);
+/* binding_goodbye, then close code. */
+void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code);
+/* Closes with code (no goodbye): no more data is queued after this. */
+void conn_close(struct conn *c, uint16_t code, const char *reason);
+/* One client text frame. */
+void conn_handle_text(struct conn *c, const char *p, size_t n);
+/* Tells the sidecar the attachment is gone (no reply wanted). */
+void conn_detach_quietly(struct conn *c);
+/* Moves the connection to the metrics gauge of role (0: not joined). */
+void conn_count_role(struct conn *c, int role);
+/* Refreshes the log context after the client id or trace id changed. */
+void conn_update_log_ctx(struct conn *c);
+
+#endif

@@ -1,0 +1,506 @@
+/* conn_ops: what a connection does with client frames (SPEC 2, 4, 5),
+   and with the frames and replies the sidecar sends it. Ops dispatch
+   through a table; each handler is short and validates before it sends
+   anything to the sidecar. */
+#include "conn_int.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway.h"
+#include "log.h"
+#include "timeutil.h"
+#include "upstream.h"
+#include "uuid.h"
+
+typedef void (*op_fn)(struct conn *c, const struct envelope *env);
+
+/* ---- sending ---- */
+
+void conn_send_error(struct conn *c, enum frames_code code, const char *id,
+		     const char *message)
+{
+	struct buf out = BUF_INIT;
+
+	frames_error(code, id, message, time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION)
+		return;
+	if (++c->violations >= c->gw->cfg->violation_limit)
+		conn_close(c, 4400, "too many protocol violations");
+}
+
+static void send_reply_error(struct conn *c, const Ptg__Reply *r)
+{
+	conn_send_error(c, frames_code_from_link(r->code),
+			r->client_op_id[0] ? r->client_op_id : NULL, r->message);
+}
+
+/* ---- the sidecar side of an attachment ---- */
+
+void conn_detach_quietly(struct conn *c)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Detach d = PTG__DETACH__INIT;
+
+	if (c->pending_request && c->ctx.up)
+		upstream_cancel(c->ctx.up, c->pending_request);
+	c->pending_request = 0;
+	if (!c->attach_id)
+		return;
+	d.attach_id = c->attach_id;
+	d.session_id = c->ctx.session_id;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_DETACH;
+	m.detach = &d;
+	upstream_unbind(c->ctx.up, c->attach_id);
+	upstream_send(c->ctx.up, &m);
+	log_info(c->log_ctx, "audit: detached");
+	c->attach_id = 0;
+}
+
+static void on_attach_reply(const Ptg__Reply *r, void *user)
+{
+	struct conn *c = user;
+
+	c->pending_request = 0;
+	if (!r) {
+		conn_send_error(c, FRAMES_INTERNAL, c->pending_op_id,
+				"the sandbox did not answer the join");
+		conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
+		return;
+	}
+	if (r->code != PTG__ERROR_CODE__OK) {
+		send_reply_error(c, r);
+		if (r->code == PTG__ERROR_CODE__RATE_LIMITED)
+			conn_close(c, 4429, "session full");
+		else if (r->code == PTG__ERROR_CODE__NOT_FOUND)
+			conn_close(c, 4404, "session gone");
+		else
+			c->state = CONN_OPEN;
+		return;
+	}
+	c->attach_id = r->attach_id;
+	c->state = CONN_JOINED;
+	upstream_bind(c->ctx.up, c->attach_id, c->ctx.session_id, c);
+	if (r->result_case == PTG__REPLY__RESULT_ATTACH) {
+		snprintf(c->client_id, sizeof(c->client_id), "%s", r->attach->client_id);
+		c->role = r->attach->role;
+		conn_count_role(c, c->role);
+		conn_update_log_ctx(c);
+		if (r->attach->replay_error[0]) {
+			c->gw->metrics.replays_out_of_range++;
+			conn_send_error(c, FRAMES_REPLAY_OUT_OF_RANGE, c->pending_op_id,
+					r->attach->replay_error);
+		}
+	}
+	log_info(c->log_ctx, "audit: attached as %s",
+		 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
+}
+
+static void on_leave_reply(const Ptg__Reply *r, void *user)
+{
+	struct conn *c = user;
+
+	c->pending_request = 0;
+	if (c->attach_id && c->ctx.up)
+		upstream_unbind(c->ctx.up, c->attach_id);
+	c->attach_id = 0;
+	log_info(c->log_ctx, "audit: left");
+	conn_goodbye(c, FRAMES_BYE_SESSION_CLOSED, WS_CLOSE_NORMAL);
+}
+
+void conn_on_reply(struct conn *c, const Ptg__Reply *r)
+{
+	if (r->code != PTG__ERROR_CODE__OK)
+		send_reply_error(c, r);
+}
+
+/* The lag Error is the gateway's own, for this connection only: it has no
+   sequence (SPEC 3 numbers only what the sidecar sends). */
+static void send_lag_error(struct conn *c, size_t dropped)
+{
+	char id[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
+	struct buf out = BUF_INIT;
+
+	uuid7_new(id);
+	time_format_ms(time_now_ms(), ts);
+	buf_appendf(&out, "{\"op\":\"pty.session_frame\",\"id\":\"%s\",\"ts\":\"%s\","
+		    "\"payload\":{\"kind\":\"Error\",\"code\":\"PTY_OUTPUT_LAGGED\","
+		    "\"message\":\"the connection fell behind: %zu bytes of output were "
+		    "dropped; a Keyframe follows\"}}", id, ts, dropped);
+	conn_send_json(c, &out);
+	buf_free(&out);
+}
+
+static void request_keyframe(struct conn *c, const char *op_id, int lag_recovery)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
+
+	rk.attach_id = c->attach_id;
+	rk.session_id = c->ctx.session_id;
+	rk.client_op_id = (char *)(op_id ? op_id : "");
+	rk.lag_recovery = lag_recovery;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
+	m.request_keyframe = &rk;
+	upstream_send(c->ctx.up, &m);
+}
+
+/* SPEC 5.3: a connection that cannot keep up loses what it has not yet
+   received, is told so, and gets a Keyframe; nobody else waits. */
+static void fall_behind(struct conn *c)
+{
+	size_t dropped = outq_drop_data(&c->q);
+
+	c->gw->metrics.lag_events++;
+	c->lagged = 1;
+	log_info(c->log_ctx, "output queue full: dropped %zu bytes", dropped);
+	send_lag_error(c, dropped);
+	request_keyframe(c, NULL, 1);
+}
+
+static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
+{
+	if (!c->lagged)
+		return 0;
+	if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->target_attach_id) {
+		c->lagged = 0;
+		return 0;
+	}
+	return f->kind_case == PTG__FRAME__KIND_OUTPUT ||
+	       f->kind_case == PTG__FRAME__KIND_KEYFRAME;
+}
+
+void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
+{
+	if (c->dead || ws_close_sent(c->ws) || skip_while_lagged(c, f))
+		return;
+	if (outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
+		fall_behind(c);
+		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
+			return;
+	}
+	outq_push_frame(&c->q, wf);
+	c->gw->metrics.frames_out++;
+	conn_mark_dirty(c);
+	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
+		c->role = f->role_assigned->role;
+		conn_count_role(c, c->role);
+		log_info(c->log_ctx, "audit: role %s%s",
+			 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer",
+			 f->role_assigned->downgraded ? " (downgraded)" : "");
+	}
+	if (f->kind_case == PTG__FRAME__KIND_CLOSED)
+		conn_goodbye(c, FRAMES_BYE_SESSION_CLOSED, WS_CLOSE_NORMAL);
+}
+
+/* ---- client ops ---- */
+
+static int has_scope(const struct conn *c, unsigned bit)
+{
+	return (c->ctx.claims.scopes & bit) != 0;
+}
+
+static Ptg__Scope *scope_list(const struct conn *c, size_t *n)
+{
+	static Ptg__Scope list[4];
+
+	*n = 0;
+	if (has_scope(c, SCOPE_OBSERVE) || has_scope(c, SCOPE_CONTROL))
+		list[(*n)++] = PTG__SCOPE__SCOPE_PTY_OBSERVE;
+	if (has_scope(c, SCOPE_CONTROL))
+		list[(*n)++] = PTG__SCOPE__SCOPE_PTY_CONTROL;
+	if (has_scope(c, SCOPE_TASKS))
+		list[(*n)++] = PTG__SCOPE__SCOPE_TASKS;
+	if (has_scope(c, SCOPE_SESSIONS))
+		list[(*n)++] = PTG__SCOPE__SCOPE_SESSIONS;
+	return list;
+}
+
+static void op_join(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Attach a = PTG__ATTACH__INIT;
+	struct envelope_join j;
+	struct envelope_error err;
+	uint64_t id;
+
+	if (c->state != CONN_OPEN) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
+				"pty.join_session may be sent once per connection");
+		return;
+	}
+	if (envelope_join(env, &j, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	a.attach_id = upstream_attach_id(c->ctx.up);
+	a.session_id = c->ctx.session_id;
+	a.role = j.role;
+	a.cols = j.cols;
+	a.rows = j.rows;
+	a.label = j.label;
+	a.principal = c->ctx.claims.sub;
+	a.scopes = scope_list(c, &a.n_scopes);
+	a.has_replay_from = env->has_replay_from;
+	a.replay_from = env->replay_from;
+	a.client_op_id = (char *)env->id;
+	a.trace_id = c->trace_id;
+	a.request_id = id = upstream_next_id(c->ctx.up);
+	m.msg_case = PTG__LINK_MESSAGE__MSG_ATTACH;
+	m.attach = &a;
+	if (upstream_request(c->ctx.up, &m, id, on_attach_reply, c) < 0) {
+		conn_send_error(c, FRAMES_INTERNAL, env->id, "the sandbox is unreachable");
+		conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
+		return;
+	}
+	if (env->has_replay_from)
+		c->gw->metrics.replays++;
+	c->pending_request = id;
+	snprintf(c->pending_op_id, sizeof(c->pending_op_id), "%s", env->id);
+	c->state = CONN_JOINING;
+}
+
+/* The ops that need a joined attachment, and controller ones a controller. */
+static int ready_for(struct conn *c, const struct envelope *env, int controller_only)
+{
+	if (c->state != CONN_JOINED) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
+				c->state == CONN_JOINING ? "the join is still in progress"
+							 : "join the session first (pty.join_session)");
+		return 0;
+	}
+	if (controller_only && c->role != PTG__ROLE__ROLE_CONTROLLER) {
+		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
+				"only controllers may do this; you are an observer");
+		return 0;
+	}
+	return 1;
+}
+
+static void op_input(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Input in = PTG__INPUT__INIT;
+	struct envelope_error err;
+	struct buf data = BUF_INIT;
+
+	if (!ready_for(c, env, 1))
+		return;
+	if (envelope_input(env, &data, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	in.attach_id = c->attach_id;
+	in.session_id = c->ctx.session_id;
+	in.client_op_id = (char *)env->id;
+	in.data.data = buf_head(&data);
+	in.data.len = buf_size(&data);
+	m.msg_case = PTG__LINK_MESSAGE__MSG_INPUT;
+	m.input = &in;
+	upstream_send(c->ctx.up, &m);
+	buf_free(&data);
+}
+
+static void op_resize(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Resize rz = PTG__RESIZE__INIT;
+	struct envelope_resize r;
+	struct envelope_error err;
+
+	if (!ready_for(c, env, 1))
+		return;
+	if (envelope_resize(env, &r, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	rz.attach_id = c->attach_id;
+	rz.session_id = c->ctx.session_id;
+	rz.client_op_id = (char *)env->id;
+	rz.cols = r.cols;
+	rz.rows = r.rows;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_RESIZE;
+	m.resize = &rz;
+	upstream_send(c->ctx.up, &m);
+}
+
+static void op_request_role(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__RequestRole rr = PTG__REQUEST_ROLE__INIT;
+	struct envelope_error err;
+	Ptg__Role role;
+
+	if (!ready_for(c, env, 0))
+		return;
+	if (envelope_request_role(env, &role, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	rr.attach_id = c->attach_id;
+	rr.session_id = c->ctx.session_id;
+	rr.client_op_id = (char *)env->id;
+	rr.role = role;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_ROLE;
+	m.request_role = &rr;
+	upstream_send(c->ctx.up, &m);
+}
+
+static void op_request_keyframe(struct conn *c, const struct envelope *env)
+{
+	struct envelope_error err;
+
+	if (!ready_for(c, env, 0))
+		return;
+	if (envelope_no_fields(env, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	request_keyframe(c, env->id, 0);
+}
+
+static void op_leave(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Detach d = PTG__DETACH__INIT;
+	struct envelope_error err;
+	uint64_t id;
+
+	if (!ready_for(c, env, 0))
+		return;
+	if (envelope_no_fields(env, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	d.attach_id = c->attach_id;
+	d.session_id = c->ctx.session_id;
+	d.client_op_id = (char *)env->id;
+	d.request_id = id = upstream_next_id(c->ctx.up);
+	m.msg_case = PTG__LINK_MESSAGE__MSG_DETACH;
+	m.detach = &d;
+	if (upstream_request(c->ctx.up, &m, id, on_leave_reply, c) < 0) {
+		on_leave_reply(NULL, c);
+		return;
+	}
+	c->pending_request = id;
+	c->state = CONN_LEAVING;
+}
+
+static void op_ping(struct conn *c, const struct envelope *env)
+{
+	struct envelope_error err;
+	const char *client_ts;
+	struct buf out = BUF_INIT;
+
+	if (envelope_ping(env, &client_ts, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	frames_pong(env->id, client_ts, time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+}
+
+static void take_service_params(struct conn *c, json_t *params)
+{
+	json_t *trace = json_object_get(params, "trace_id");
+
+	json_decref(c->service_params);
+	c->service_params = json_incref(params);
+	snprintf(c->trace_id, sizeof(c->trace_id), "%s",
+		 json_is_string(trace) ? json_string_value(trace) : "");
+	conn_update_log_ctx(c);
+}
+
+static void op_update_params(struct conn *c, const struct envelope *env)
+{
+	struct envelope_error err;
+	struct buf out = BUF_INIT;
+	json_t *params;
+
+	if (envelope_service_update(env, &params, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	take_service_params(c, params);
+	frames_service_update_response(env->id, c->service_params, time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+}
+
+static void op_task(struct conn *c, const struct envelope *env)
+{
+	if (!has_scope(c, SCOPE_TASKS)) {
+		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
+				"task operations need the `tasks` scope");
+		return;
+	}
+	conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id,
+			"task operations are not available on this server yet");
+}
+
+static void op_push_config(struct conn *c, const struct envelope *env)
+{
+	conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id,
+			"push notifications are not supported over this binding");
+}
+
+static void op_unknown(struct conn *c, const struct envelope *env)
+{
+	char msg[200];
+
+	snprintf(msg, sizeof(msg), "unknown op '%.64s'", env->op);
+	conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id, msg);
+}
+
+static const op_fn ops[] = {
+	[ENVELOPE_OP_UNKNOWN] = op_unknown,
+	[ENVELOPE_OP_PTY_JOIN] = op_join,
+	[ENVELOPE_OP_PTY_INPUT] = op_input,
+	[ENVELOPE_OP_PTY_RESIZE] = op_resize,
+	[ENVELOPE_OP_PTY_REQUEST_ROLE] = op_request_role,
+	[ENVELOPE_OP_PTY_REQUEST_KEYFRAME] = op_request_keyframe,
+	[ENVELOPE_OP_PTY_LEAVE] = op_leave,
+	[ENVELOPE_OP_PING] = op_ping,
+	[ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS] = op_update_params,
+	[ENVELOPE_OP_SEND_MESSAGE] = op_task,
+	[ENVELOPE_OP_SEND_STREAMING_MESSAGE] = op_task,
+	[ENVELOPE_OP_GET_TASK] = op_task,
+	[ENVELOPE_OP_LIST_TASKS] = op_task,
+	[ENVELOPE_OP_CANCEL_TASK] = op_task,
+	[ENVELOPE_OP_SUBSCRIBE_TO_TASK] = op_task,
+	[ENVELOPE_OP_UNSUBSCRIBE] = op_task,
+	[ENVELOPE_OP_PUSH_CONFIG] = op_push_config,
+};
+
+/* SPEC 2: `extensions` and `service_parameters` count on the first frame. */
+static void first_frame(struct conn *c, const struct envelope *env)
+{
+	c->spoke = 1;
+	c->pty_extension = env->pty_extension;
+	if (env->service_parameters)
+		take_service_params(c, env->service_parameters);
+}
+
+void conn_handle_text(struct conn *c, const char *p, size_t n)
+{
+	struct envelope_error err;
+	struct envelope *env;
+
+	if (envelope_parse(p, n, &env, &err) < 0) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	if (!c->spoke)
+		first_frame(c, env);
+	if (envelope_op_is_pty(env->op_kind) && !c->pty_extension)
+		conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id,
+				"the pty-extensions/v1 extension was not activated on "
+				"this connection's first frame");
+	else
+		ops[env->op_kind](c, env);
+	envelope_free(env);
+}

@@ -1,0 +1,53 @@
+/* gateway: the gateway daemon as a whole: its loop, configuration, keys,
+   instance links, HTTP servers, connections and metrics; start-up,
+   SIGHUP reload and SIGTERM shutdown. */
+#ifndef PTG_GATEWAY_H
+#define PTG_GATEWAY_H
+
+#include <stddef.h>
+
+#include "auth_jwt.h"
+#include "config.h"
+#include "ev.h"
+#include "metrics.h"
+
+struct upstream;
+struct http;
+struct conn;
+
+struct gateway {
+	struct gw_config *cfg;
+	struct ev_loop *loop;
+	struct keyset *keys;
+	struct jwt_policy policy;
+	struct upstream **ups;
+	size_t n_ups;
+	struct http *http;        /* the public listener */
+	struct http *admin;       /* --admin-listen, or NULL */
+	struct conn *conns;       /* every upgraded connection */
+	struct conn *dirty;       /* connections with output to write */
+	struct conn *dead;        /* connections to free before the next poll */
+	struct metrics metrics;
+	struct conn_slots *slots; /* connection counts per principal/instance */
+	int stopping;
+	struct ev_timer *grace;   /* bounds the goodbye at shutdown */
+	struct ev_timer *tick;
+};
+
+/* Builds everything from cfg (keys loaded, listeners bound). Returns NULL
+   after printing why to stderr. */
+struct gateway *gateway_new(struct gw_config *cfg);
+void gateway_free(struct gateway *gw);
+/* Runs until SIGTERM/SIGINT, then says goodbye to every client. */
+int gateway_run(struct gateway *gw);
+
+struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id);
+
+/* Reserves a connection slot for principal on instance before the 101.
+   Returns 0, or -EBUSY with the limit that was hit in *what. */
+int gateway_slot_acquire(struct gateway *gw, const char *principal,
+			 const char *instance, const char **what);
+void gateway_slot_release(struct gateway *gw, const char *principal,
+			  const char *instance);
+
+#endif

@@ -1,0 +1,27 @@
+/* http: libmicrohttpd on the gateway's event loop (MHD's epoll fd watched
+   by ev, MHD_run from the loop): the session REST API, the AgentCard,
+   /healthz /readyz /metrics, and the attach upgrade of SPEC 1 with every
+   refusal as its HTTP status and JSON body. */
+#ifndef PTG_HTTP_H
+#define PTG_HTTP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gateway;
+struct http;
+
+enum http_role {
+	HTTP_PUBLIC = 1, /* attach, REST, and admin routes unless split off */
+	HTTP_ADMIN = 2,  /* only /healthz /readyz /metrics and the AgentCard */
+};
+
+/* Listens on host:port (port 0: a free one). Returns NULL and writes the
+   reason to err. */
+struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
+		      enum http_role role, char *err, size_t errlen);
+void http_free(struct http *h);
+/* The port actually bound. */
+uint16_t http_port(const struct http *h);
+
+#endif

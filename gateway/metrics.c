@@ -1,0 +1,102 @@
+/* metrics: renders struct metrics in the Prometheus text exposition
+   format 0.0.4, one HELP and one TYPE line per family. The families are
+   a table so a new counter is one line. */
+#include "metrics.h"
+
+#include <inttypes.h>
+#include <stddef.h>
+
+struct metrics__family {
+	const char *name;
+	const char *type; /* "counter" or "gauge" */
+	const char *help;
+	size_t off; /* of the uint64_t in struct metrics */
+};
+
+#define METRICS__F(name, type, help, field)                                              \
+	{                                                                                \
+		name, type, help, offsetof(struct metrics, field)                        \
+	}
+
+static const struct metrics__family metrics__families[] = {
+    METRICS__F("ptygate_fanout_queue_bytes", "gauge",
+	       "Bytes queued for clients, all connections together.", queue_bytes),
+    METRICS__F("ptygate_fanout_queue_bytes_max", "gauge",
+	       "Bytes queued for the most backed-up connection.", queue_bytes_max),
+    METRICS__F("ptygate_frames_out_total", "counter",
+	       "WebSocket frames queued to clients.", frames_out),
+    METRICS__F("ptygate_bytes_out_total", "counter", "Bytes written to client sockets.",
+	       bytes_out),
+    METRICS__F("ptygate_frames_in_total", "counter",
+	       "WebSocket messages received from clients.", frames_in),
+    METRICS__F("ptygate_replays_total", "counter",
+	       "Joins with replay_from within retention.", replays),
+    METRICS__F("ptygate_replays_out_of_range_total", "counter",
+	       "Joins answered with REPLAY_OUT_OF_RANGE.", replays_out_of_range),
+    METRICS__F("ptygate_lag_events_total", "counter",
+	       "PTY_OUTPUT_LAGGED errors sent to slow clients.", lag_events),
+    METRICS__F("ptygate_auth_failures_total", "counter",
+	       "Requests refused for a missing or invalid token.", auth_failures),
+    METRICS__F("ptygate_upgrades_refused_total", "counter",
+	       "Attach requests answered with an HTTP error.", upgrades_refused),
+    METRICS__F("ptygate_link_reconnects_total", "counter",
+	       "Sidecar links re-established.", link_reconnects),
+    METRICS__F("ptygate_heartbeat_timeouts_total", "counter",
+	       "Connections closed for a missing Pong.", heartbeat_timeouts),
+    METRICS__F("ptygate_http_requests_total", "counter", "HTTP requests received.",
+	       http_requests),
+};
+
+static void metrics__head(struct buf *out, const char *name, const char *type,
+			  const char *help)
+{
+	buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* A label value: backslash, double quote and newline escaped. */
+static void metrics__label(struct buf *out, const char *v)
+{
+	for (; *v; v++) {
+		if (*v == '\\')
+			buf_append_str(out, "\\\\");
+		else if (*v == '"')
+			buf_append_str(out, "\\\"");
+		else if (*v == '\n')
+			buf_append_str(out, "\\n");
+		else
+			buf_append(out, v, 1);
+	}
+}
+
+static void metrics__connections(const struct metrics *m, struct buf *out)
+{
+	metrics__head(out, "ptygate_connections", "gauge",
+		      "Client WebSocket connections by role (pending: not joined yet).");
+	buf_appendf(out, "ptygate_connections{role=\"controller\"} %" PRIu64 "\n",
+		    m->conns_controller);
+	buf_appendf(out, "ptygate_connections{role=\"observer\"} %" PRIu64 "\n",
+		    m->conns_observer);
+	buf_appendf(out, "ptygate_connections{role=\"pending\"} %" PRIu64 "\n",
+		    m->conns_pending);
+}
+
+void metrics_render(const struct metrics *m, const struct metrics_link *links,
+		    unsigned n_links, struct buf *out)
+{
+	metrics__connections(m, out);
+	for (size_t i = 0; i < sizeof(metrics__families) / sizeof(metrics__families[0]);
+	     i++) {
+		const struct metrics__family *f = &metrics__families[i];
+		const uint64_t *v = (const uint64_t *)((const char *)m + f->off);
+
+		metrics__head(out, f->name, f->type, f->help);
+		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
+	}
+	metrics__head(out, "ptygate_link_up", "gauge",
+		      "1 when the instance's sidecar link is up and greeted.");
+	for (unsigned i = 0; i < n_links; i++) {
+		buf_append_str(out, "ptygate_link_up{instance=\"");
+		metrics__label(out, links[i].instance ? links[i].instance : "");
+		buf_appendf(out, "\"} %d\n", links[i].up ? 1 : 0);
+	}
+}

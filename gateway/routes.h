@@ -1,0 +1,155 @@
+/* routes: everything the gateway answers over HTTP except MHD itself:
+   the path grammar, the attach checks of SPEC 1 and 7 in their order,
+   the session REST API of SPEC 9 over the sidecar link, the AgentCard,
+   /healthz /readyz /metrics and the static web page. http.c fills a
+   struct route_req from the MHD request, calls routes_handle, and sends
+   the answer (or the 101 and the socket handover for an attach). */
+#ifndef PTG_ROUTES_H
+#define PTG_ROUTES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "buf.h"
+#include "conn.h"
+#include "http.h"
+#include "link.pb-c.h"
+#include "wshandshake.h"
+
+#define ROUTES_BODY_MAX	 (64 * 1024) /* request body cap */
+#define ROUTES_ID_MAX	 128	     /* instance and session ids in paths */
+#define ROUTES_FILE_MAX	 255	     /* a static file's path */
+#define ROUTES_LABEL_MAX 128	     /* code points */
+
+#define ROUTES_EXTENSION_URI                                                             \
+	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+
+enum route_id {
+	ROUTE_HEALTHZ = 1, /* GET /healthz */
+	ROUTE_READYZ,	   /* GET /readyz */
+	ROUTE_METRICS,	   /* GET /metrics */
+	ROUTE_AGENT_CARD,  /* GET /agents/{i}/.well-known/agent-card.json */
+	ROUTE_SESSIONS,	   /* GET, POST /agents/{i}/sessions */
+	ROUTE_SESSION,	   /* GET, DELETE /agents/{i}/sessions/{s} */
+	ROUTE_ATTACH,	   /* GET /agents/{i}/sessions/{s}/attach (upgrade) */
+	ROUTE_STATIC,	   /* GET of a file under --static-dir */
+};
+
+struct route_match {
+	enum route_id id;
+	char instance[ROUTES_ID_MAX + 1];
+	char session[ROUTES_ID_MAX + 1];
+	char file[ROUTES_FILE_MAX + 1]; /* ROUTE_STATIC: decoded, "index.html" for / */
+};
+
+/* Parses the path of a raw request target (percent-encoded; anything
+   from '?' on is ignored). Ids are 1..128 of [A-Za-z0-9._~:@-] after
+   decoding. Paths that match no API route become ROUTE_STATIC when
+   with_static is set. Returns 0; -ENOENT when nothing matches (404);
+   -EINVAL for a malformed path (bad escape, %00, a "." or ".." segment,
+   a bad id) with a static reason in *why (400). */
+int routes_match(const char *target, int with_static, struct route_match *m,
+		 const char **why);
+/* The methods route id accepts, for the Allow header ("GET, POST"). */
+const char *routes_allow(enum route_id id);
+/* 1 when method is one of routes_allow(id). */
+int routes_method_ok(enum route_id id, const char *method);
+/* 1 when the query string of target carries what looks like a token: a
+   parameter named jwt, bearer, auth, authorization or containing
+   "token" (after percent-decoding, any case), or a value shaped like a
+   JWT. SPEC 7: such a request is refused whatever else it holds. */
+int routes_query_has_token(const char *target);
+
+/* A POST /sessions body, validated; msg points into the owned storage. */
+struct route_create {
+	json_t *doc;
+	char **argv;
+	Ptg__EnvVar *env;
+	Ptg__EnvVar **envp;
+	Ptg__CreateSession msg;
+};
+
+/* Parses and strictly validates a create body (empty means {}):
+   unknown fields, wrong types and out-of-range values are refused.
+   Returns 0, or -EINVAL with a message naming the field in err. Call
+   routes_create_clear either way. */
+int routes_parse_create(const char *body, size_t len, struct route_create *rc, char *err,
+			size_t errlen);
+void routes_create_clear(struct route_create *rc);
+
+/* The session object of SPEC 9 (new reference): session_id, state,
+   pid, cols, rows, current_sequence, oldest_retained_sequence,
+   controllers, observers, exit_code (or null), created_at, exited_at
+   (or null), label, policy, command. */
+json_t *routes_session_json(const Ptg__SessionInfo *s);
+/* The 201 body of a create: session_id, state, cols, rows, created_at,
+   attach_url. */
+json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url);
+/* The bases of the gateway's public URLs: public_url as configured
+   (http/https mapped to ws/wss for ws_base and back for http_base), else
+   http://HOST:PORT and ws://HOST:PORT (IPv6 hosts bracketed). */
+void routes_bases(const char *public_url, const char *host, uint16_t port,
+		  char *http_base, char *ws_base, size_t cap);
+/* The AgentCard of instance (new reference); lim NULL or zero fields
+   fall back to the SPEC defaults. */
+json_t *routes_agent_card(const char *instance, const char *http_base,
+			  const char *ws_base, const Ptg__Limits *lim);
+/* Appends {"code": code, "message": message} to out. */
+void routes_error_body(const char *code, const char *message, struct buf *out);
+/* The HTTP status and error code for a sidecar Reply code. */
+unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name);
+
+/* One HTTP request as the routes see it. http.c zeroes it, fills the
+   inputs, calls routes_handle; the answer fields are then set. */
+struct route_req {
+	/* inputs */
+	struct gateway *gw;
+	enum http_role role;
+	const char *method;
+	const char *target;	   /* raw request target, query included */
+	const char *authorization; /* header values, NULL when absent */
+	const char *upgrade, *connection, *ws_version, *ws_key;
+	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *body;
+	size_t body_len;
+	void (*done)(struct route_req *rq); /* an answer that waited is ready */
+	void *user;
+
+	/* the answer */
+	unsigned status;	  /* 101: upgrade with attach below */
+	struct buf out;		  /* the body (owned; routes_req_clear frees it) */
+	const char *content_type; /* static string */
+	const char *allow;	  /* Allow header for 405, or NULL */
+	int www_authenticate;	  /* add WWW-Authenticate: Bearer */
+	int retry_after;	  /* Retry-After seconds, 0: none */
+	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
+	uint64_t file_size;
+
+	/* an accepted attach (status 101): the connection slot is held until
+	   http.c hands ctx to conn_start and clears slot_held */
+	struct attach_ctx attach;
+	char ws_accept[WSHS_ACCEPT_LEN + 1];
+	int slot_held;
+
+	/* private to routes.c */
+	struct route_match m;
+	struct upstream *pending_up;
+	uint64_t pending_id;
+	int in_handle, answered;
+	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
+};
+
+/* Zeroes rq for a new request (no file, JSON answer). */
+void routes_req_init(struct route_req *rq);
+/* Answers rq. Returns 0 when the answer is in rq, or 1 when it waits on
+   the sidecar: rq->done(rq) is then called later from the loop (never
+   from inside routes_handle) with the answer in rq. */
+int routes_handle(struct route_req *rq);
+/* The client went away: drops a pending sidecar request (done is not
+   called), releases a connection slot still held, and frees the answer.
+   Safe on a finished or never-started request. */
+void routes_req_clear(struct route_req *rq);
+
+#endif

@@ -1,0 +1,409 @@
+/* upstream: see upstream.h. Frames are encoded to JSON and wrapped in a
+   WebSocket frame once per link message, then shared by reference with
+   every attachment they are for. */
+#include "upstream.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conn.h"
+#include "frames.h"
+#include "gateway.h"
+#include "linkconn.h"
+#include "log.h"
+#include "timeutil.h"
+#include "ws.h"
+#include "xalloc.h"
+
+#define BACKOFF_MIN_MS 100
+#define BACKOFF_MAX_MS 5000
+
+struct pending {
+	uint64_t id;
+	upstream_reply_fn cb;
+	void *user;
+	int64_t deadline;
+	struct pending *next;
+};
+
+struct binding {
+	uint64_t attach_id;
+	char session_id[129];
+	struct conn *conn;
+};
+
+struct upstream {
+	struct gateway *gw;
+	char id[129];
+	char name[160];
+	struct addr addr;
+	int connect_fd;
+	struct ev_io *connect_io;
+	struct linkconn *lc;
+	int up;
+	int ever_up;
+	struct ev_timer *retry;
+	int64_t backoff_ms;
+	struct ev_timer *sweep;
+	uint64_t next_request;
+	uint64_t next_attach;
+	struct pending *pending;
+	struct binding *binds;
+	size_t n_binds, cap_binds;
+	struct buf json;
+	Ptg__Limits limits;
+	int has_limits;
+};
+
+static void dial(struct upstream *u);
+
+/* ---- pending requests ---- */
+
+static struct pending *take_pending(struct upstream *u, uint64_t id)
+{
+	for (struct pending **pp = &u->pending; *pp; pp = &(*pp)->next) {
+		if ((*pp)->id == id) {
+			struct pending *p = *pp;
+			*pp = p->next;
+			return p;
+		}
+	}
+	return NULL;
+}
+
+static void fail_all_pending(struct upstream *u)
+{
+	struct pending *p;
+
+	while ((p = u->pending)) {
+		u->pending = p->next;
+		p->cb(NULL, p->user);
+		free(p);
+	}
+}
+
+static void on_sweep(struct ev_timer *t, void *user)
+{
+	struct upstream *u = user;
+	int64_t now = time_mono_ms();
+	struct pending **pp = &u->pending, *p;
+
+	while ((p = *pp)) {
+		if (p->deadline > now) {
+			pp = &p->next;
+			continue;
+		}
+		*pp = p->next;
+		log_warn(u->name, "request %llu timed out", (unsigned long long)p->id);
+		p->cb(NULL, p->user);
+		free(p);
+	}
+}
+
+/* ---- bindings ---- */
+
+static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
+{
+	for (size_t i = 0; i < u->n_binds; i++)
+		if (u->binds[i].attach_id == attach_id)
+			return &u->binds[i];
+	return NULL;
+}
+
+void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
+		   struct conn *c)
+{
+	struct binding *b;
+
+	if (u->n_binds == u->cap_binds) {
+		u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
+		u->binds = xrealloc(u->binds, u->cap_binds * sizeof(*u->binds));
+	}
+	b = &u->binds[u->n_binds++];
+	b->attach_id = attach_id;
+	snprintf(b->session_id, sizeof(b->session_id), "%s", session_id);
+	b->conn = c;
+}
+
+void upstream_unbind(struct upstream *u, uint64_t attach_id)
+{
+	struct binding *b = find_binding(u, attach_id);
+
+	if (b)
+		*b = u->binds[--u->n_binds];
+}
+
+/* ---- frames from the sidecar ---- */
+
+static void route_frame(struct upstream *u, const Ptg__Frame *f)
+{
+	struct wsframe *wf;
+	struct binding *b;
+
+	buf_reset(&u->json);
+	if (frames_session_frame(f, NULL, time_now_ms(), &u->json) < 0) {
+		log_warn(u->name, "dropping a frame the binding cannot express");
+		return;
+	}
+	wf = wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
+	if (f->target_attach_id) {
+		b = find_binding(u, f->target_attach_id);
+		if (b)
+			conn_deliver(b->conn, f, wf);
+	} else {
+		/* Delivery may unbind (a Closed ends connections): walk a
+		   snapshot of who was attached when the frame arrived. */
+		size_t n = u->n_binds, k = 0;
+		struct conn **to = xcalloc(n + 1, sizeof(*to));
+		for (size_t i = 0; i < n; i++)
+			if (strcmp(u->binds[i].session_id, f->session_id) == 0)
+				to[k++] = u->binds[i].conn;
+		for (size_t i = 0; i < k; i++)
+			conn_deliver(to[i], f, wf);
+		free(to);
+	}
+	wsframe_unref(wf);
+}
+
+static void route_reply(struct upstream *u, const Ptg__Reply *r)
+{
+	struct pending *p = r->request_id ? take_pending(u, r->request_id) : NULL;
+	struct binding *b;
+
+	if (p) {
+		p->cb(r, p->user);
+		free(p);
+		return;
+	}
+	b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
+	if (b)
+		conn_on_reply(b->conn, r);
+}
+
+static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
+{
+	u->up = 1;
+	u->backoff_ms = BACKOFF_MIN_MS;
+	if (u->ever_up)
+		u->gw->metrics.link_reconnects++;
+	u->ever_up = 1;
+	if (a->limits) {
+		u->limits = *a->limits;
+		u->has_limits = 1;
+	}
+	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
+}
+
+static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
+{
+	struct upstream *u = user;
+
+	switch (m->msg_case) {
+	case PTG__LINK_MESSAGE__MSG_HELLO_ACK:
+		on_hello_ack(u, m->hello_ack);
+		break;
+	case PTG__LINK_MESSAGE__MSG_REPLY:
+		route_reply(u, m->reply);
+		break;
+	case PTG__LINK_MESSAGE__MSG_FRAME:
+		route_frame(u, m->frame);
+		break;
+	default:
+		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
+	}
+}
+
+/* ---- connection lifecycle ---- */
+
+static void schedule_dial(struct upstream *u)
+{
+	ev_timer_arm(u->retry, u->backoff_ms, 0);
+	u->backoff_ms = u->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : u->backoff_ms * 2;
+}
+
+/* Every attachment on the link is gone with it; the clients reconnect
+   with replay_from once the link is back. */
+static void drop_bindings(struct upstream *u)
+{
+	while (u->n_binds) {
+		struct conn *c = u->binds[u->n_binds - 1].conn;
+		u->n_binds--;
+		conn_link_lost(c);
+	}
+}
+
+static void on_link_close(struct linkconn *lc, const char *reason, void *user)
+{
+	struct upstream *u = user;
+
+	log_warn(u->name, "link down: %s", reason);
+	u->lc = NULL;
+	u->up = 0;
+	fail_all_pending(u);
+	drop_bindings(u);
+	schedule_dial(u);
+}
+
+static const struct linkconn_ops link_ops = {
+	.on_message = on_link_message,
+	.on_close = on_link_close,
+};
+
+static void send_hello(struct upstream *u)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Hello h = PTG__HELLO__INIT;
+
+	h.protocol_version = PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1;
+	h.gateway_id = u->gw->cfg->gateway_id;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	linkconn_send(u->lc, &m);
+}
+
+static void on_connected(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct upstream *u = user;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	ev_io_free(u->connect_io);
+	u->connect_io = NULL;
+	u->connect_fd = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+		log_debug(u->name, "connect: %s", strerror(err ? err : errno));
+		close(fd);
+		schedule_dial(u);
+		return;
+	}
+	u->lc = linkconn_new(u->gw->loop, fd, u->name, &link_ops, u);
+	if (!u->lc) {
+		schedule_dial(u);
+		return;
+	}
+	send_hello(u);
+}
+
+static void dial(struct upstream *u)
+{
+	char err[256];
+	int fd = addr_connect(&u->addr, err, sizeof(err));
+
+	if (fd < 0) {
+		log_debug(u->name, "connect: %s", err);
+		schedule_dial(u);
+		return;
+	}
+	u->connect_fd = fd;
+	u->connect_io = ev_io_new(u->gw->loop, fd, EV_WRITE, on_connected, u);
+}
+
+static void on_retry(struct ev_timer *t, void *user)
+{
+	dial(user);
+}
+
+struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
+			      const struct addr *a)
+{
+	struct upstream *u = xcalloc(1, sizeof(*u));
+
+	u->gw = gw;
+	snprintf(u->id, sizeof(u->id), "%s", instance_id);
+	snprintf(u->name, sizeof(u->name), "link %s", instance_id);
+	u->addr = *a;
+	u->connect_fd = -1;
+	u->backoff_ms = BACKOFF_MIN_MS;
+	u->next_request = 1;
+	u->next_attach = 1;
+	buf_init(&u->json);
+	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
+	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
+	dial(u);
+	return u;
+}
+
+static void hang_up(struct upstream *u)
+{
+	if (u->connect_io) {
+		ev_io_free(u->connect_io);
+		close(u->connect_fd);
+		u->connect_io = NULL;
+		u->connect_fd = -1;
+	}
+	linkconn_free(u->lc);
+	u->lc = NULL;
+	u->up = 0;
+}
+
+void upstream_free(struct upstream *u)
+{
+	if (!u)
+		return;
+	hang_up(u);
+	fail_all_pending(u);
+	drop_bindings(u);
+	ev_timer_free(u->retry);
+	ev_timer_free(u->sweep);
+	free(u->binds);
+	buf_free(&u->json);
+	free(u);
+}
+
+void upstream_set_addr(struct upstream *u, const struct addr *a)
+{
+	if (memcmp(&u->addr, a, sizeof(*a)) == 0)
+		return;
+	log_info(u->name, "address changed; reconnecting");
+	u->addr = *a;
+	hang_up(u);
+	fail_all_pending(u);
+	drop_bindings(u);
+	u->backoff_ms = BACKOFF_MIN_MS;
+	dial(u);
+}
+
+const char *upstream_instance(const struct upstream *u) { return u->id; }
+const struct addr *upstream_addr(const struct upstream *u) { return &u->addr; }
+int upstream_up(const struct upstream *u) { return u->up; }
+const Ptg__Limits *upstream_limits(const struct upstream *u)
+{
+	return u->has_limits ? &u->limits : NULL;
+}
+uint64_t upstream_next_id(struct upstream *u) { return u->next_request++; }
+uint64_t upstream_attach_id(struct upstream *u) { return u->next_attach++; }
+
+int upstream_send(struct upstream *u, const Ptg__LinkMessage *m)
+{
+	if (!u->up)
+		return -ENOTCONN;
+	linkconn_send(u->lc, m);
+	return 0;
+}
+
+int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
+		     upstream_reply_fn cb, void *user)
+{
+	struct pending *p;
+
+	if (!u->up)
+		return -ENOTCONN;
+	p = xcalloc(1, sizeof(*p));
+	p->id = id;
+	p->cb = cb;
+	p->user = user;
+	p->deadline = time_mono_ms() + u->gw->cfg->request_timeout_ms;
+	p->next = u->pending;
+	u->pending = p;
+	linkconn_send(u->lc, m);
+	return 0;
+}
+
+void upstream_cancel(struct upstream *u, uint64_t id)
+{
+	free(take_pending(u, id));
+}

@@ -1,0 +1,50 @@
+/* upstream: the gateway's link to one instance's sidecar. Dials with
+   backoff, says hello, matches replies to requests, and hands frames to
+   the attachments of each session (fan-out lives in conn.c). */
+#ifndef PTG_UPSTREAM_H
+#define PTG_UPSTREAM_H
+
+#include <stdint.h>
+
+#include "addr.h"
+#include "link.pb-c.h"
+
+struct gateway;
+struct upstream;
+struct conn;
+
+/* r is NULL when the link dropped or the request timed out. The reply
+   and everything in it are valid only during the call. */
+typedef void (*upstream_reply_fn)(const Ptg__Reply *r, void *user);
+
+struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
+			      const struct addr *a);
+/* Fails pending requests (callbacks with NULL) and drops the link. */
+void upstream_free(struct upstream *u);
+const char *upstream_instance(const struct upstream *u);
+const struct addr *upstream_addr(const struct upstream *u);
+/* Points the link at another address (instances file reload). */
+void upstream_set_addr(struct upstream *u, const struct addr *a);
+/* The sidecar's limits from its HelloAck; NULL before the first one. */
+const Ptg__Limits *upstream_limits(const struct upstream *u);
+/* 1 when the link is connected and the hello is answered. */
+int upstream_up(const struct upstream *u);
+
+/* A fresh request id for a message the caller is about to send. */
+uint64_t upstream_next_id(struct upstream *u);
+/* Sends m (whose request_id field the caller set to id) and calls cb once
+   with the reply, or with NULL. Returns 0, or -ENOTCONN (cb not called). */
+int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
+		     upstream_reply_fn cb, void *user);
+/* The requester is gone: cb will not be called for id. */
+void upstream_cancel(struct upstream *u, uint64_t id);
+/* Sends m without expecting a reply. Returns 0 or -ENOTCONN. */
+int upstream_send(struct upstream *u, const Ptg__LinkMessage *m);
+
+/* Attachments: frames for (session, attach id) go to c. */
+uint64_t upstream_attach_id(struct upstream *u);
+void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
+		   struct conn *c);
+void upstream_unbind(struct upstream *u, uint64_t attach_id);
+
+#endif

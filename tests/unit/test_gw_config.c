@@ -1,0 +1,339 @@
+/* unit: gateway */
+/* gw_config: every flag with a good and a bad value, the required key and
+   instance, --help/--version, the config file (comments, quotes, unknown
+   keys, command-line precedence) and the instances file (comments, bad
+   lines with their line number, duplicates, merging with --instance). */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "config.h"
+#include "log.h"
+
+static char dir[] = "/tmp/ptg-gwcfg-XXXXXX";
+static char path_buf[8][512];
+
+static const char *tmpfile_with(int slot, const char *name, const char *text)
+{
+	FILE *f;
+
+	snprintf(path_buf[slot], sizeof(path_buf[slot]), "%s/%s", dir, name);
+	f = fopen(path_buf[slot], "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+	return path_buf[slot];
+}
+
+static int setup(void **state)
+{
+	assert_non_null(mkdtemp(dir));
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	char cmd[600];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+/* Parses a NULL-terminated list of arguments into a fresh config. */
+static int parse(struct gw_config *c, ...)
+{
+	char *argv[64] = {"ptygate-gateway"};
+	int argc = 1;
+	va_list ap;
+
+	gw_config_defaults(c);
+	va_start(ap, c);
+	for (char *a; (a = va_arg(ap, char *)) != NULL;)
+		argv[argc++] = a;
+	va_end(ap);
+	argv[argc] = NULL;
+	return gw_config_parse(c, argc, argv);
+}
+
+#define BASE "--instance", "a=unix:/tmp/a.sock", "--hs256-secret-file", "/k"
+
+static struct gw_config *cfg_new(void)
+{
+	return calloc(1, sizeof(struct gw_config));
+}
+
+static void test_defaults(void **state)
+{
+	struct gw_config *c = cfg_new();
+
+	assert_int_equal(parse(c, BASE, NULL), 0);
+	assert_string_equal(c->listen_host, "127.0.0.1");
+	assert_int_equal(c->listen_port, 8080);
+	assert_string_equal(c->admin_host, "");
+	assert_string_equal(c->public_url, "");
+	assert_true(c->gateway_id[0] != '\0');
+	assert_int_equal(c->ping_interval_s, 30);
+	assert_int_equal(c->pong_timeout_s, 10);
+	assert_int_equal(c->max_conns_per_principal, 16);
+	assert_int_equal(c->max_conns_per_instance, 256);
+	assert_int_equal(c->max_conns, 4096);
+	assert_int_equal(c->max_queue_bytes, 8u << 20);
+	assert_int_equal(c->max_frame_bytes, 1u << 20);
+	assert_int_equal(c->request_timeout_ms, 10000);
+	assert_int_equal(c->violation_limit, 10);
+	assert_int_equal(c->log_level, LOG_INFO);
+	assert_int_equal(c->n_instances, 1);
+	assert_string_equal(c->instances[0].id, "a");
+	assert_int_equal(c->instances[0].addr.kind, ADDR_UNIX);
+	assert_string_equal(c->instances[0].addr.path, "/tmp/a.sock");
+	assert_int_equal(c->n_keys, 1);
+	assert_int_equal(c->keys[0].ed25519, 0);
+	assert_string_equal(c->keys[0].spec, "/k");
+	free(c);
+}
+
+static void test_every_flag(void **state)
+{
+	struct gw_config *c = cfg_new();
+
+	assert_int_equal(
+	    parse(c, "--listen", "[::1]:9000", "--admin-listen", "127.0.0.2:0",
+		  "--public-url", "https://gw.example/base/", "--gateway-id", "gw-7",
+		  "--static-dir", dir, "--instance", "i-1=tcp:127.0.0.1:7000",
+		  "--instance", "i.2=vsock:3:7000", "--hs256-secret-file", "k1=/s1",
+		  "--ed25519-public-key", "k2=/p2", "--audience", "aud", "--issuer",
+		  "iss", "--ping-interval", "5", "--pong-timeout", "2",
+		  "--max-conns-per-principal", "3", "--max-conns-per-instance", "4",
+		  "--max-conns", "5", "--max-queue-bytes", "65536", "--max-frame-bytes",
+		  "2048", "--request-timeout-ms", "100", "--violation-limit", "7",
+		  "--log-level", "debug", "--pid-file", "/run/gw.pid", NULL),
+	    0);
+	assert_string_equal(c->listen_host, "::1");
+	assert_int_equal(c->listen_port, 9000);
+	assert_string_equal(c->admin_host, "127.0.0.2");
+	assert_int_equal(c->admin_port, 0);
+	assert_string_equal(c->public_url, "https://gw.example/base");
+	assert_string_equal(c->gateway_id, "gw-7");
+	assert_string_equal(c->static_dir, dir);
+	assert_int_equal(c->n_instances, 2);
+	assert_string_equal(c->instances[0].id, "i-1");
+	assert_int_equal(c->instances[0].addr.kind, ADDR_TCP);
+	assert_int_equal(c->instances[0].addr.port, 7000);
+	assert_string_equal(c->instances[1].id, "i.2");
+	assert_int_equal(c->instances[1].addr.kind, ADDR_VSOCK);
+	assert_int_equal(c->n_keys, 2);
+	assert_int_equal(c->keys[0].ed25519, 0);
+	assert_string_equal(c->keys[0].spec, "k1=/s1");
+	assert_int_equal(c->keys[1].ed25519, 1);
+	assert_string_equal(c->keys[1].spec, "k2=/p2");
+	assert_string_equal(c->audience, "aud");
+	assert_string_equal(c->issuer, "iss");
+	assert_int_equal(c->ping_interval_s, 5);
+	assert_int_equal(c->pong_timeout_s, 2);
+	assert_int_equal(c->max_conns_per_principal, 3);
+	assert_int_equal(c->max_conns_per_instance, 4);
+	assert_int_equal(c->max_conns, 5);
+	assert_int_equal(c->max_queue_bytes, 65536);
+	assert_int_equal(c->max_frame_bytes, 2048);
+	assert_int_equal(c->request_timeout_ms, 100);
+	assert_int_equal(c->violation_limit, 7);
+	assert_int_equal(c->log_level, LOG_DEBUG);
+	assert_string_equal(c->pid_file, "/run/gw.pid");
+	free(c);
+}
+
+static void test_bad_values(void **state)
+{
+	static const char *const bad[][2] = {
+	    {"--listen", "nohost"},
+	    {"--listen", ":80"},
+	    {"--listen", "h:99999"},
+	    {"--listen", "::1:80"},
+	    {"--listen", "[::1]80"},
+	    {"--listen", "h:8x"},
+	    {"--admin-listen", "h:-1"},
+	    {"--public-url", "ftp://x"},
+	    {"--public-url", "http://"},
+	    {"--public-url", "http://h/?q"},
+	    {"--static-dir", "/nonexistent-dir-ptg"},
+	    {"--instance", "noequals"},
+	    {"--instance", "a/b=unix:/x"},
+	    {"--instance", "..=unix:/x"},
+	    {"--instance", "a=bogus:1"},
+	    {"--ping-interval", "0"},
+	    {"--ping-interval", "3601"},
+	    {"--ping-interval", "abc"},
+	    {"--ping-interval", "-1"},
+	    {"--ping-interval", "1x"},
+	    {"--ping-interval", ""},
+	    {"--pong-timeout", "601"},
+	    {"--max-conns", "0"},
+	    {"--max-conns-per-principal", "0"},
+	    {"--max-conns-per-instance", "1000001"},
+	    {"--max-queue-bytes", "65535"},
+	    {"--max-frame-bytes", "16777217"},
+	    {"--request-timeout-ms", "99"},
+	    {"--violation-limit", "0"},
+	    {"--log-level", "loud"},
+	    {"--audience", ""},
+	    {"--gateway-id", ""},
+	};
+	struct gw_config *c = cfg_new();
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int rc = parse(c, BASE, bad[i][0], bad[i][1], NULL);
+
+		if (rc != -EINVAL)
+			fail_msg("%s '%s' accepted", bad[i][0], bad[i][1]);
+	}
+	assert_int_equal(parse(c, BASE, "--bogus", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "stray", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--listen", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--instance", "a=unix:/other", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--listen", "127.0.0.1:9", "--admin-listen",
+			       "127.0.0.1:9", NULL),
+			 -EINVAL);
+	free(c);
+}
+
+static void test_required(void **state)
+{
+	struct gw_config *c = cfg_new();
+
+	assert_int_equal(parse(c, "--instance", "a=unix:/x", NULL), -EINVAL);
+	assert_int_equal(parse(c, "--hs256-secret-file", "/k", NULL), -EINVAL);
+	assert_int_equal(
+	    parse(c, "--ed25519-public-key", "/p", "--instance", "a=unix:/x", NULL), 0);
+	assert_int_equal(parse(c, "--help", NULL), 1);
+	assert_int_equal(parse(c, "--version", NULL), 1);
+	free(c);
+}
+
+static void test_config_file(void **state)
+{
+	struct gw_config *c = cfg_new();
+	const char *f = tmpfile_with(0, "gw.conf",
+				     "# the gateway\n"
+				     "\n"
+				     "listen = 127.0.0.1:7001\n"
+				     "  ping-interval=12  \n"
+				     "audience = \"my aud\"\n"
+				     "instance = a=unix:/from-file\n"
+				     "instance = b=unix:/b\n"
+				     "hs256-secret-file = /k\n");
+
+	assert_int_equal(parse(c, "--config", f, NULL), 0);
+	assert_int_equal(c->listen_port, 7001);
+	assert_int_equal(c->ping_interval_s, 12);
+	assert_string_equal(c->audience, "my aud");
+	assert_int_equal(c->n_instances, 2);
+	assert_int_equal(c->n_keys, 1);
+
+	/* The command line wins: scalars, and an --instance with a file's id. */
+	assert_int_equal(parse(c, "--ping-interval", "20", "--instance", "a=unix:/cli",
+			       "--config", f, NULL),
+			 0);
+	assert_int_equal(c->ping_interval_s, 20);
+	assert_int_equal(c->n_instances, 2);
+	assert_string_equal(c->instances[0].id, "a");
+	assert_string_equal(c->instances[0].addr.path, "/cli");
+
+	f = tmpfile_with(1, "bad1.conf", "listen = 127.0.0.1:1\nnosuchkey = 1\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(1, "bad2.conf", "just words\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(1, "bad3.conf", "config = /other\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(1, "bad4.conf", "max-conns = lots\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(1, "bad5.conf", "instance = a=unix:/1\ninstance = a=unix:/2\n");
+	assert_int_equal(parse(c, "--hs256-secret-file", "/k", "--config", f, NULL),
+			 -EINVAL);
+	assert_int_equal(parse(c, BASE, "--config", "/nonexistent/ptg.conf", NULL),
+			 -EINVAL);
+	free(c);
+}
+
+static void test_instances_file(void **state)
+{
+	struct gw_instance_cfg out[4];
+	char err[512];
+	size_t n = 99;
+	const char *f = tmpfile_with(2, "inst",
+				     "# id address\n"
+				     "\n"
+				     "one unix:/one.sock\n"
+				     "  two\ttcp:127.0.0.1:7002   # trailing comment\n");
+
+	assert_int_equal(gw_config_read_instances(f, out, 4, &n, err, sizeof(err)), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[0].id, "one");
+	assert_string_equal(out[0].addr.path, "/one.sock");
+	assert_string_equal(out[1].id, "two");
+	assert_int_equal(out[1].addr.port, 7002);
+
+	f = tmpfile_with(2, "inst-bad", "one unix:/one.sock\n\nthree\n");
+	assert_int_equal(gw_config_read_instances(f, out, 4, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(err, "inst-bad:3:"));
+	f = tmpfile_with(2, "inst-addr", "one nonsense:/x\n");
+	assert_int_equal(gw_config_read_instances(f, out, 4, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ":1:"));
+	f = tmpfile_with(2, "inst-extra", "one unix:/x extra\n");
+	assert_int_equal(gw_config_read_instances(f, out, 4, &n, err, sizeof(err)),
+			 -EINVAL);
+	f = tmpfile_with(2, "inst-dup", "one unix:/x\none unix:/y\n");
+	assert_int_equal(gw_config_read_instances(f, out, 4, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, ":2:"));
+	f = tmpfile_with(2, "inst-many", "a unix:/a\nb unix:/b\nc unix:/c\n");
+	assert_int_equal(gw_config_read_instances(f, out, 2, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(
+	    gw_config_read_instances("/nonexistent/x", out, 2, &n, err, sizeof(err)),
+	    -EINVAL);
+}
+
+static void test_instances_file_merge(void **state)
+{
+	struct gw_config *c = cfg_new();
+	const char *f = tmpfile_with(3, "inst-merge", "a unix:/file-a\nb unix:/file-b\n");
+
+	/* The instances file alone satisfies "at least one instance". */
+	assert_int_equal(
+	    parse(c, "--hs256-secret-file", "/k", "--instances-file", f, NULL), 0);
+	assert_int_equal(c->n_instances, 2);
+	assert_string_equal(c->instances_file, f);
+	/* A flag's instance wins over the file's entry with the same id. */
+	assert_int_equal(parse(c, BASE, "--instances-file", f, NULL), 0);
+	assert_int_equal(c->n_instances, 2);
+	assert_string_equal(c->instances[0].addr.path, "/tmp/a.sock");
+	assert_string_equal(c->instances[1].id, "b");
+	f = tmpfile_with(3, "inst-broken", "a\n");
+	assert_int_equal(parse(c, BASE, "--instances-file", f, NULL), -EINVAL);
+	free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_every_flag),
+	    cmocka_unit_test(test_bad_values),
+	    cmocka_unit_test(test_required),
+	    cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_instances_file),
+	    cmocka_unit_test(test_instances_file_merge),
+	};
+
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
