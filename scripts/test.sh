@@ -1,7 +1,8 @@
 #!/bin/sh
 # The one test command: installs dependencies, builds a normal and an
 # ASan+UBSan configuration with -Wall -Wextra -Werror, and runs every
-# test of both with CTest (each test its own process with a timeout).
+# test of both with CTest (each test its own process with a timeout);
+# then builds the libFuzzer harnesses with clang and runs each briefly.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -21,4 +22,9 @@ for cfg in release asan; do
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 		ctest --test-dir "$dir" --output-on-failure -j "$jobs"
 done
-echo "== all tests passed (release and asan)"
+echo "== fuzz: clang libFuzzer harnesses (${PTG_FUZZ_SECONDS:-15}s each)"
+CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DPTG_FUZZ=ON \
+	-DPTG_FUZZ_SECONDS="${PTG_FUZZ_SECONDS:-15}" >/dev/null
+cmake --build build-fuzz -j "$jobs" --target fuzz_ws fuzz_envelope fuzz_jwt fuzz_link
+ctest --test-dir build-fuzz --output-on-failure -L fuzz
+echo "== all tests passed (release, asan, fuzz)"
