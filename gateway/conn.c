@@ -343,6 +343,7 @@ void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
 	c->last_rx_ms = time_mono_ms();
 	outq_init(&c->q);
 	c->ws = ws_new(&ws_cbs, c);
+	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
 	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
 	c->heartbeat = ev_timer_new(gw->loop, (int64_t)gw->cfg->ping_interval_s * 1000, 0,
 				    on_heartbeat, c);

@@ -239,6 +239,11 @@ struct ws *ws_new(const struct ws_callbacks *cb, void *user)
 	return ws;
 }
 
+void ws_set_max_message(struct ws *ws, size_t n)
+{
+	wslay_event_config_set_max_recv_msg_length(ws->ctx, n);
+}
+
 void ws_free(struct ws *ws)
 {
 	if (ws == NULL)

@@ -68,6 +68,9 @@ struct ws_callbacks {
 struct ws *ws_new(const struct ws_callbacks *cb, void *user);
 /* Frees it. NULL is a no-op. */
 void ws_free(struct ws *ws);
+/* Sets the largest message accepted (default WS_MAX_MESSAGE); a larger
+   one ends the connection with 1009. */
+void ws_set_max_message(struct ws *ws, size_t n);
 
 /* Feeds n received bytes: callbacks fire for what completes, then any
    frames wslay queued (pong, close echo, protocol-error close) are written
