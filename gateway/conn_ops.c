@@ -12,7 +12,6 @@
 #include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
-#include "uuid.h"
 
 typedef void (*op_fn)(struct conn *c, const struct envelope *env);
 
@@ -117,24 +116,9 @@ void conn_on_reply(struct conn *c, const Ptg__Reply *r)
 		send_reply_error(c, r);
 }
 
-/* The lag Error is the gateway's own, for this connection only: it has no
-   sequence (SPEC 3 numbers only what the sidecar sends). */
-static void send_lag_error(struct conn *c, size_t dropped)
-{
-	char id[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
-	struct buf out = BUF_INIT;
-
-	uuid7_new(id);
-	time_format_ms(time_now_ms(), ts);
-	buf_appendf(&out, "{\"op\":\"pty.session_frame\",\"id\":\"%s\",\"ts\":\"%s\","
-		    "\"payload\":{\"kind\":\"Error\",\"code\":\"PTY_OUTPUT_LAGGED\","
-		    "\"message\":\"the connection fell behind: %zu bytes of output were "
-		    "dropped; a Keyframe follows\"}}", id, ts, dropped);
-	conn_send_json(c, &out);
-	buf_free(&out);
-}
-
-static void request_keyframe(struct conn *c, const char *op_id, int lag_recovery)
+/* lag_dropped: 0 for a client's request; else the bytes the gateway
+   dropped, and the sidecar answers with PTY_OUTPUT_LAGGED and a Keyframe. */
+static void request_keyframe(struct conn *c, const char *op_id, size_t lag_dropped)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
@@ -142,14 +126,17 @@ static void request_keyframe(struct conn *c, const char *op_id, int lag_recovery
 	rk.attach_id = c->attach_id;
 	rk.session_id = c->ctx.session_id;
 	rk.client_op_id = (char *)(op_id ? op_id : "");
-	rk.lag_recovery = lag_recovery;
+	rk.lag_recovery = lag_dropped > 0;
+	rk.lag_dropped_bytes = lag_dropped;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
 	m.request_keyframe = &rk;
 	upstream_send(c->ctx.up, &m);
 }
 
 /* SPEC 5.3: a connection that cannot keep up loses what it has not yet
-   received, is told so, and gets a Keyframe; nobody else waits. */
+   received, is told so, and gets a Keyframe; nobody else waits. The
+   sidecar numbers both frames; until the Keyframe comes, output for this
+   connection is skipped. */
 static void fall_behind(struct conn *c)
 {
 	size_t dropped = outq_drop_data(&c->q);
@@ -157,8 +144,7 @@ static void fall_behind(struct conn *c)
 	c->gw->metrics.lag_events++;
 	c->lagged = 1;
 	log_info(c->log_ctx, "output queue full: dropped %zu bytes", dropped);
-	send_lag_error(c, dropped);
-	request_keyframe(c, NULL, 1);
+	request_keyframe(c, NULL, dropped ? dropped : 1);
 }
 
 static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)

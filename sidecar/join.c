@@ -328,7 +328,15 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 				"at most one keyframe request a second");
 		return;
 	}
-	if (!rk->lag_recovery)
+	if (rk->lag_recovery) {
+		char msg[160];
+		snprintf(msg, sizeof(msg), "the connection fell behind: %llu bytes of "
+			 "output were dropped; a Keyframe follows",
+			 (unsigned long long)rk->lag_dropped_bytes);
+		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED,
+				   msg);
+	} else {
 		m->last_keyframe_request_ms = now;
+	}
 	session_emit_keyframe(s, m);
 }

@@ -234,8 +234,8 @@ void session_emit_closed(struct session *s, const struct member *target)
 	session_emit(s, &f, target);
 }
 
-static void emit_frame_error(struct session *s, const struct member *target,
-			     Ptg__FrameErrorCode code, const char *msg)
+void session_emit_error(struct session *s, const struct member *target,
+			Ptg__FrameErrorCode code, const char *msg)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__ErrorFrame e = PTG__ERROR_FRAME__INIT;
@@ -409,7 +409,7 @@ static void flush_input(struct session *s)
 		log_warn(s->id, "writing to the PTY: %s; %zu input bytes lost",
 			 strerror(-rc), buf_size(&s->input));
 		buf_reset(&s->input);
-		emit_frame_error(s, NULL, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+		session_emit_error(s, NULL, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
 				 "the terminal stopped accepting input");
 	}
 	update_io(s);
@@ -431,14 +431,14 @@ void session_input(struct session *s, struct linkconn *lc, const Ptg__Input *in)
 		return;
 	}
 	if (s->master < 0 || s->reaped) {
-		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
 				 "the program has exited");
 		return;
 	}
 	if (buf_size(&s->input) + in->data.len > s->cfg->input_buffer_bytes) {
 		/* Never dropped silently: the sender learns this input was not
 		   applied, and nothing already accepted is lost. */
-		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
 				 "input buffer full: the program is not reading its input");
 		return;
 	}
@@ -497,7 +497,7 @@ void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *r
 	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "resize to %ux%u failed: %s", rz->cols,
 			 rz->rows, s->exited ? "the program has exited" : strerror(-rc));
-		emit_frame_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_RESIZE_FAILED,
+		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_RESIZE_FAILED,
 				 msg);
 	}
 }

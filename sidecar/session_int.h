@@ -58,6 +58,9 @@ uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *tar
 uint64_t session_emit_keyframe(struct session *s, const struct member *target);
 /* Feeds the screen model the output it has not seen yet. */
 void session_screen_sync(struct session *s);
+/* An Error frame (SPEC 5.3 kinds) to target, or broadcast. */
+void session_emit_error(struct session *s, const struct member *target,
+			Ptg__FrameErrorCode code, const char *msg);
 /* Broadcasts the whole membership. */
 void session_emit_membership(struct session *s);
 /* Sends Closed to target (NULL: broadcast). */
