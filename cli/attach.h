@@ -1,0 +1,9 @@
+/* attach: `ptygate attach`, an interactive terminal client of a session
+   over the pty-ws/v1 WebSocket binding (SPEC 1, 2, 5). */
+#ifndef PTG_CLI_ATTACH_H
+#define PTG_CLI_ATTACH_H
+
+/* Runs `ptygate attach ...`; argv[0] is "attach". Returns the exit code. */
+int attach_main(int argc, char **argv);
+
+#endif

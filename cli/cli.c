@@ -1,0 +1,277 @@
+/* cli: helpers every ptygate subcommand shares (see cli.h). Messages go
+   to stderr as one line each, so scripts can show them as they are. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <sodium.h>
+
+#include "auth_jwt.h"
+#include "cli.h"
+#include "xalloc.h"
+
+void cli_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("ptygate: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "ptygate %s: ", cmd);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, " (see 'ptygate %s --help')\n", cmd);
+	return CLI_USAGE;
+}
+
+int cli_getopt_error(const char *cmd, char *const argv[], int c)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "?";
+
+	if (c == ':')
+		return cli_usage_error(cmd, "option '%s' needs a value", arg);
+	if (optopt && optopt < 0x100)
+		return cli_usage_error(cmd, "unknown option '-%c'", optopt);
+	return cli_usage_error(cmd, "unknown option '%s'", arg);
+}
+
+void cli_getopt_reset(void)
+{
+	/* glibc re-initialises its scanner, permutation state included, on 0. */
+	optind = 0;
+	opterr = 0;
+}
+
+int cli_parse_int(const char *s, long long min, long long max, long long *out)
+{
+	char *end;
+	long long v;
+
+	if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
+		return -EINVAL;
+	errno = 0;
+	v = strtoll(s, &end, 10);
+	if (errno || *end || v < min || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+int cli_parse_duration(const char *s, int64_t *out)
+{
+	static const struct {
+		char suffix;
+		long long mul;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
+	char num[32];
+	size_t n = s ? strlen(s) : 0, i;
+	long long mul = 1, v;
+
+	if (n == 0 || n >= sizeof(num))
+		return -EINVAL;
+	memcpy(num, s, n + 1);
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
+		if (num[n - 1] == units[i].suffix) {
+			mul = units[i].mul;
+			num[--n] = '\0';
+			break;
+		}
+	}
+	if (n == 0 || num[0] == '-' ||
+	    cli_parse_int(num, 0, CLI_DURATION_MAX / mul, &v) < 0)
+		return -EINVAL;
+	*out = v * mul;
+	return 0;
+}
+
+int cli_read_file(const char *path, size_t max, struct buf *out, char *err, size_t errlen)
+{
+	size_t total = 0;
+	ssize_t n;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+		return rc;
+	}
+	for (;;) {
+		uint8_t *p = buf_reserve(out, 4096);
+
+		n = read(fd, p, 4096);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot read %s: %s", path,
+				 strerror(errno));
+			break;
+		}
+		if (n == 0)
+			break;
+		total += (size_t)n;
+		if (total > max) {
+			rc = -EFBIG;
+			snprintf(err, errlen, "%s is larger than %zu bytes", path, max);
+			break;
+		}
+		buf_commit(out, (size_t)n);
+	}
+	close(fd);
+	return rc;
+}
+
+bool cli_target_option(struct cli_target *t, int c, const char *arg)
+{
+	switch (c) {
+	case CLI_OPT_GATEWAY:
+		t->gateway_arg = arg;
+		return true;
+	case CLI_OPT_INSTANCE:
+		t->instance = arg;
+		return true;
+	case CLI_OPT_TOKEN:
+		t->token_arg = arg;
+		return true;
+	case CLI_OPT_TOKEN_FILE:
+		t->token_file = arg;
+		return true;
+	}
+	return false;
+}
+
+/* A JWT is base64url and dots; anything else (a space, CR or LF above
+   all) must never reach an HTTP header line. */
+static bool cli__token_ok(const char *s, size_t n)
+{
+	size_t i;
+
+	if (n == 0 || n > JWT_MAX_TOKEN)
+		return false;
+	for (i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* Copies the token out of text, without surrounding whitespace. */
+static int cli__take_token(struct cli_target *t, const char *text, size_t n,
+			   const char *cmd, const char *from)
+{
+	while (n && (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n'))
+		text++, n--;
+	while (n && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\r' ||
+		     text[n - 1] == '\n'))
+		n--;
+	if (!cli__token_ok(text, n))
+		return cli_usage_error(cmd,
+				       "the token from %s is empty, too long or "
+				       "holds characters a JWT cannot",
+				       from);
+	t->token = xstrndup(text, n);
+	return CLI_OK;
+}
+
+static int cli__load_token(struct cli_target *t, const char *cmd)
+{
+	struct buf b = BUF_INIT;
+	char err[256];
+	const char *env = getenv("PTYGATE_TOKEN");
+	int rc;
+
+	if (t->token_arg && t->token_file)
+		return cli_usage_error(cmd, "give --token or --token-file, not both");
+	if (t->token_arg)
+		return cli__take_token(t, t->token_arg, strlen(t->token_arg), cmd,
+				       "--token");
+	if (!t->token_file) {
+		if (!env || !*env)
+			return cli_usage_error(cmd,
+					       "no token: give --token, --token-file "
+					       "or set PTYGATE_TOKEN");
+		return cli__take_token(t, env, strlen(env), cmd, "PTYGATE_TOKEN");
+	}
+	if (cli_read_file(t->token_file, JWT_MAX_TOKEN + 64, &b, err, sizeof(err)) < 0) {
+		cli_error("%s", err);
+		rc = CLI_FAIL;
+	} else {
+		rc = cli__take_token(t, (const char *)buf_head(&b), buf_size(&b), cmd,
+				     t->token_file);
+	}
+	if (b.data)
+		sodium_memzero(b.data, b.cap);
+	buf_free(&b);
+	return rc;
+}
+
+int cli_target_finish(struct cli_target *t, const char *cmd)
+{
+	const char *gw = t->gateway_arg;
+	size_t n;
+
+	if (!gw || !*gw)
+		gw = getenv("PTYGATE_GATEWAY");
+	if (!gw || !*gw)
+		gw = CLI_DEFAULT_GATEWAY;
+	n = strlen(gw);
+	while (n && gw[n - 1] == '/')
+		n--;
+	if (!strchr(gw, ':') || strpbrk(gw, " \t\r\n"))
+		return cli_usage_error(cmd, "bad gateway URL '%s'", gw);
+	t->gateway = xstrndup(gw, n);
+	if (!t->instance || !*t->instance)
+		t->instance = getenv("PTYGATE_INSTANCE");
+	if (!t->instance || !*t->instance)
+		return cli_usage_error(cmd, "no instance: give --instance or set "
+					    "PTYGATE_INSTANCE");
+	if (strlen(t->instance) > JWT_ID_MAX)
+		return cli_usage_error(cmd, "--instance is longer than %d bytes",
+				       JWT_ID_MAX);
+	return cli__load_token(t, cmd);
+}
+
+void cli_target_clear(struct cli_target *t)
+{
+	if (!t)
+		return;
+	free(t->gateway);
+	t->gateway = NULL;
+	if (t->token) {
+		sodium_memzero(t->token, strlen(t->token));
+		free(t->token);
+		t->token = NULL;
+	}
+}
+
+void cli_path_escape(const char *s, struct buf *out)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)s; *p; p++) {
+		if ((*p >= 'A' && *p <= 'Z') || (*p >= 'a' && *p <= 'z') ||
+		    (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
+		    *p == '~') {
+			buf_append(out, p, 1);
+		} else {
+			char e[3] = {'%', hex[*p >> 4], hex[*p & 15]};
+
+			buf_append(out, e, 3);
+		}
+	}
+}

@@ -1,0 +1,87 @@
+/* cli: what every ptygate subcommand shares: exit codes, one-line error
+   messages, getopt plumbing, value parsers, and the gateway target
+   options (--gateway, --instance, --token, --token-file) with their
+   environment fallbacks (PTYGATE_GATEWAY, PTYGATE_INSTANCE,
+   PTYGATE_TOKEN). */
+#ifndef PTG_CLI_H
+#define PTG_CLI_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "buf.h"
+
+/* Exit codes: usage errors are 2, everything else that fails is 1. */
+enum cli_exit { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+#define CLI_DEFAULT_GATEWAY "http://127.0.0.1:8080"
+#define CLI_DURATION_MAX    (10LL * 366 * 86400) /* ten years, in seconds */
+
+/* getopt_long values of the target options, above any short option. */
+enum cli_target_opt {
+	CLI_OPT_GATEWAY = 0x1000,
+	CLI_OPT_INSTANCE,
+	CLI_OPT_TOKEN,
+	CLI_OPT_TOKEN_FILE,
+	CLI_OPT_FIRST_FREE, /* the next free value for a command's own options */
+};
+
+/* clang-format off */
+#define CLI_TARGET_LONGOPTS                                                  \
+	{ "gateway", required_argument, NULL, CLI_OPT_GATEWAY },             \
+	{ "instance", required_argument, NULL, CLI_OPT_INSTANCE },           \
+	{ "token", required_argument, NULL, CLI_OPT_TOKEN },                 \
+	{ "token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE }
+/* clang-format on */
+
+/* Where a command talks to and as whom. The const strings point into
+   argv or the environment; gateway and token are owned (cli_target_clear). */
+struct cli_target {
+	const char *gateway_arg; /* --gateway */
+	const char *instance;
+	const char *token_arg;	/* --token */
+	const char *token_file; /* --token-file */
+	char *gateway;		/* base URL without trailing '/', after _finish */
+	char *token;		/* the token to send, after _finish */
+};
+
+/* Prints "ptygate: <message>" and a newline on stderr. */
+void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Prints "ptygate <cmd>: <message> (see 'ptygate <cmd> --help')" on stderr
+   and returns CLI_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Reports what getopt_long returned as '?' or ':' (optstring must start
+   with "+:") for argv; returns CLI_USAGE. */
+int cli_getopt_error(const char *cmd, char *const argv[], int c);
+/* Resets getopt so a fresh argument vector can be parsed. */
+void cli_getopt_reset(void);
+
+/* Parses a decimal integer in [min, max]. Returns 0 or -EINVAL. */
+int cli_parse_int(const char *s, long long min, long long max, long long *out);
+/* Parses a duration "N" or "Ns" (seconds), "Nm", "Nh" or "Nd" into
+   seconds, 0..CLI_DURATION_MAX. Returns 0 or -EINVAL. */
+int cli_parse_duration(const char *s, int64_t *out);
+/* Reads the whole file path, at most max bytes, appending to out.
+   Returns 0 or a negative errno with a one-line reason in err. */
+int cli_read_file(const char *path, size_t max, struct buf *out, char *err,
+		  size_t errlen);
+
+/* Takes one target option (c is its getopt value). Returns true when c
+   was one. */
+bool cli_target_option(struct cli_target *t, int c, const char *arg);
+/* Applies defaults and environment fallbacks and loads the token (from
+   --token, --token-file, then PTYGATE_TOKEN). Returns CLI_OK, or prints
+   one line and returns CLI_USAGE (missing instance or token, a bad
+   gateway URL) or CLI_FAIL (unreadable token file). */
+int cli_target_finish(struct cli_target *t, const char *cmd);
+/* Frees gateway, wipes and frees token. NULL is a no-op. */
+void cli_target_clear(struct cli_target *t);
+
+/* Appends s percent-encoded as one URL path segment (RFC 3986: every
+   byte but the unreserved ones becomes %XX). */
+void cli_path_escape(const char *s, struct buf *out);
+
+#endif

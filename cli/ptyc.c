@@ -1,0 +1,334 @@
+/* ptyc: the attach client's protocol core. Server messages are dispatched
+   by op, then pty.session_frame by payload kind, through tables; only the
+   screen frames (Output, Keyframe) take part in the sequence filter, as
+   frames addressed to one connection (RoleAssigned) may carry a higher
+   number than replayed frames that follow them (SPEC 5.2). */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "b64.h"
+#include "ptyc.h"
+#include "timeutil.h"
+#include "uuid.h"
+#include "xalloc.h"
+
+#define PTYC_SNAPSHOT_FORMAT "vt100-screen-state-v1"
+
+struct ptyc {
+	struct ptyc_callbacks cb;
+	void *user;
+	char role[16];
+	bool have_seq; /* a screen frame has been applied */
+	uint64_t last_seq;
+	bool goodbye;
+	char goodbye_reason[64];
+	bool closed;
+	int exit_code;
+};
+
+struct ptyc_handler {
+	const char *name;
+	int (*fn)(struct ptyc *p, const json_t *env, const json_t *payload);
+};
+
+static void ptyc__notice(struct ptyc *p, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void ptyc__notice(struct ptyc *p, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+	size_t i;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	/* Text from the network must not drive the user's terminal. */
+	for (i = 0; line[i]; i++)
+		if ((unsigned char)line[i] < ' ' || line[i] == 0x7f)
+			line[i] = '?';
+	if (p->cb.on_notice)
+		p->cb.on_notice(line, p->user);
+}
+
+static const char *ptyc__str(const json_t *o, const char *key)
+{
+	const char *s = json_string_value(json_object_get(o, key));
+
+	return s ? s : "";
+}
+
+/* The envelope's sequence; false when it has none. */
+static bool ptyc__sequence(const json_t *env, uint64_t *seq)
+{
+	const json_t *v = json_object_get(env, "sequence");
+
+	if (!json_is_integer(v) || json_integer_value(v) < 0)
+		return false;
+	*seq = (uint64_t)json_integer_value(v);
+	return true;
+}
+
+/* Decodes payload[key] and writes it to the screen when seq is newer
+   than what the screen holds; seq becomes the screen's. */
+static int ptyc__apply(struct ptyc *p, const json_t *payload, const char *key,
+		       bool has_seq, uint64_t seq)
+{
+	const char *s = json_string_value(json_object_get(payload, key));
+	struct buf b = BUF_INIT;
+
+	if (!s || b64_decode(s, strlen(s), &b) < 0)
+		return -EPROTO;
+	if (has_seq && p->have_seq && seq <= p->last_seq) {
+		buf_free(&b); /* a duplicate, or already in the last Keyframe */
+		return 0;
+	}
+	if (has_seq) {
+		p->have_seq = true;
+		p->last_seq = seq;
+	}
+	if (buf_size(&b) && p->cb.on_screen)
+		p->cb.on_screen(buf_head(&b), buf_size(&b), p->user);
+	buf_free(&b);
+	return 0;
+}
+
+static int ptyc__output(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	uint64_t seq = 0;
+	bool has = ptyc__sequence(env, &seq);
+
+	return ptyc__apply(p, payload, "data", has, seq);
+}
+
+static int ptyc__keyframe(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	const json_t *anchor = json_object_get(payload, "anchor_sequence");
+	uint64_t seq = 0;
+	bool has = ptyc__sequence(env, &seq);
+
+	if (strcmp(ptyc__str(payload, "snapshot_format"), PTYC_SNAPSHOT_FORMAT)) {
+		ptyc__notice(p, "ignored a Keyframe in format '%s'",
+			     ptyc__str(payload, "snapshot_format"));
+		return 0;
+	}
+	if (json_is_integer(anchor) && json_integer_value(anchor) >= 0) {
+		seq = (uint64_t)json_integer_value(anchor);
+		has = true;
+	}
+	return ptyc__apply(p, payload, "snapshot", has, seq);
+}
+
+static int ptyc__role(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	const char *role = ptyc__str(payload, "role");
+	const char *reason = ptyc__str(payload, "reason");
+
+	if (strcmp(role, "controller") && strcmp(role, "observer"))
+		return -EPROTO;
+	snprintf(p->role, sizeof(p->role), "%s", role);
+	if (json_is_true(json_object_get(payload, "downgraded")))
+		ptyc__notice(p, "joined as %s, downgraded%s%s", role, *reason ? ": " : "",
+			     reason);
+	else if (*reason)
+		ptyc__notice(p, "role is %s: %s", role, reason);
+	return 0;
+}
+
+static int ptyc__closed(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	const json_t *code = json_object_get(payload, "exit_code");
+	const char *detail = ptyc__str(payload, "detail");
+
+	p->closed = true;
+	p->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
+	if (json_is_integer(code))
+		ptyc__notice(p, "session ended: exit code %d (%s)%s%s", p->exit_code,
+			     ptyc__str(payload, "reason"), *detail ? ": " : "", detail);
+	else
+		ptyc__notice(p, "session ended (%s)%s%s", ptyc__str(payload, "reason"),
+			     *detail ? ": " : "", detail);
+	return 0;
+}
+
+static int ptyc__frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	ptyc__notice(p, "session error %s: %s", ptyc__str(payload, "code"),
+		     ptyc__str(payload, "message"));
+	return 0;
+}
+
+static const struct ptyc_handler ptyc_kinds[] = {
+    {"Output", ptyc__output}, {"Keyframe", ptyc__keyframe}, {"RoleAssigned", ptyc__role},
+    {"Closed", ptyc__closed}, {"Error", ptyc__frame_error},
+    /* Resize and MembershipChanged change nothing this client shows. */
+};
+
+static int ptyc__dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n,
+			  const char *name, const json_t *env, const json_t *payload)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(t[i].name, name))
+			return t[i].fn(p, env, payload);
+	return 0; /* unknown ops and kinds are ignored: newer servers add some */
+}
+
+static int ptyc__session_frame(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	return ptyc__dispatch(p, ptyc_kinds, sizeof(ptyc_kinds) / sizeof(ptyc_kinds[0]),
+			      ptyc__str(payload, "kind"), env, payload);
+}
+
+static int ptyc__error(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	ptyc__notice(p, "error %s: %s", ptyc__str(payload, "code"),
+		     ptyc__str(payload, "message"));
+	return 0;
+}
+
+static int ptyc__goodbye(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	size_t i;
+
+	p->goodbye = true;
+	snprintf(p->goodbye_reason, sizeof(p->goodbye_reason), "%s",
+		 ptyc__str(payload, "reason"));
+	for (i = 0; p->goodbye_reason[i]; i++)
+		if ((unsigned char)p->goodbye_reason[i] < ' ' ||
+		    p->goodbye_reason[i] == 0x7f)
+			p->goodbye_reason[i] = '?';
+	return 0;
+}
+
+static const struct ptyc_handler ptyc_ops[] = {
+    {"pty.session_frame", ptyc__session_frame},
+    {"Error", ptyc__error},
+    {"binding_goodbye", ptyc__goodbye},
+    /* binding_hello, pong and task frames need nothing from this client. */
+};
+
+int ptyc_handle(struct ptyc *p, const char *text, size_t n)
+{
+	json_t *env = json_loadb(text, n, 0, NULL);
+	const char *op = json_string_value(json_object_get(env, "op"));
+	json_t *payload = json_object_get(env, "payload");
+	int rc = -EPROTO;
+
+	if (op && json_is_object(payload))
+		rc = ptyc__dispatch(p, ptyc_ops, sizeof(ptyc_ops) / sizeof(ptyc_ops[0]),
+				    op, env, payload);
+	if (rc < 0)
+		ptyc__notice(p, "ignored a malformed frame from the gateway%s%s",
+			     op ? ": " : "", op ? op : "");
+	json_decref(env);
+	return rc;
+}
+
+struct ptyc *ptyc_new(const struct ptyc_callbacks *cb, void *user)
+{
+	struct ptyc *p = xcalloc(1, sizeof(*p));
+
+	p->cb = *cb;
+	p->user = user;
+	return p;
+}
+
+void ptyc_free(struct ptyc *p)
+{
+	free(p);
+}
+
+const char *ptyc_role(const struct ptyc *p)
+{
+	return p->role;
+}
+
+bool ptyc_goodbye(const struct ptyc *p, const char **reason)
+{
+	if (reason)
+		*reason = p->goodbye_reason;
+	return p->goodbye;
+}
+
+bool ptyc_closed(const struct ptyc *p, int *exit_code)
+{
+	if (exit_code)
+		*exit_code = p->exit_code;
+	return p->closed;
+}
+
+uint64_t ptyc_last_sequence(const struct ptyc *p)
+{
+	return p->last_seq;
+}
+
+/* An envelope {op, id, ts, payload}; takes payload's reference. */
+static json_t *ptyc__envelope(const char *op, json_t *payload)
+{
+	char id[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
+
+	uuid7_new(id);
+	time_format_ms(time_now_ms(), ts);
+	return json_pack("{s:s, s:s, s:s, s:o}", "op", op, "id", id, "ts", ts, "payload",
+			 payload);
+}
+
+static char *ptyc__dump(json_t *env)
+{
+	char *s = json_dumps(env, JSON_COMPACT);
+
+	json_decref(env);
+	if (!s)
+		abort(); /* jansson fails only on allocation */
+	return s;
+}
+
+char *ptyc_msg_join(const struct ptyc_join *j)
+{
+	json_t *payload =
+	    json_pack("{s:s, s:I, s:I}", "role", j->observer ? "observer" : "controller",
+		      "cols", (json_int_t)j->cols, "rows", (json_int_t)j->rows);
+	json_t *env;
+
+	if (j->label)
+		json_object_set_new(payload, "client_label", json_string(j->label));
+	env = ptyc__envelope("pty.join_session", payload);
+	json_object_set_new(env, "extensions", json_pack("[s]", PTYC_EXTENSION_URI));
+	if (j->replay)
+		json_object_set_new(env, "replay_from",
+				    json_integer((json_int_t)j->replay_from));
+	return ptyc__dump(env);
+}
+
+char *ptyc_msg_input(const uint8_t *data, size_t n)
+{
+	struct buf b = BUF_INIT;
+	json_t *payload;
+
+	b64_encode(data, n, &b);
+	payload = json_object();
+	json_object_set_new(
+	    payload, "data",
+	    json_stringn(n ? (const char *)buf_head(&b) : "", buf_size(&b)));
+	buf_free(&b);
+	return ptyc__dump(ptyc__envelope("pty.session_input", payload));
+}
+
+char *ptyc_msg_resize(unsigned cols, unsigned rows)
+{
+	return ptyc__dump(ptyc__envelope(
+	    "pty.session_resize",
+	    json_pack("{s:I, s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows)));
+}
+
+char *ptyc_msg_leave(void)
+{
+	return ptyc__dump(ptyc__envelope("pty.leave_session", json_object()));
+}

@@ -1,0 +1,318 @@
+/* sessions: the REST commands of SPEC 9. Each verb builds one request
+   (POST/GET /agents/{instance}/sessions, GET/DELETE .../sessions/{id}),
+   prints the JSON answer pretty, and turns a non-2xx answer's
+   {code, message} into one line on stderr and exit code 1. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "auth_jwt.h"
+#include "cli.h"
+#include "httpc.h"
+#include "sessions.h"
+
+static const char sessions_usage[] =
+    "Usage: ptygate sessions create [options] [-- COMMAND [ARG...]]\n"
+    "       ptygate sessions list [options]\n"
+    "       ptygate sessions get [options] SESSION_ID\n"
+    "       ptygate sessions kill [options] SESSION_ID\n"
+    "\n"
+    "Create, list, show and end the PTY sessions of an instance through the\n"
+    "gateway's REST API. The answer is printed as JSON.\n"
+    "\n"
+    "Common options:\n"
+    "  --gateway URL       gateway base URL (env PTYGATE_GATEWAY,\n"
+    "                      default " CLI_DEFAULT_GATEWAY ")\n"
+    "  --instance ID       instance id (env PTYGATE_INSTANCE)\n"
+    "  --token TOKEN       bearer token with the 'sessions' scope (env PTYGATE_TOKEN)\n"
+    "  --token-file FILE   read the token from FILE\n"
+    "  --session ID        the session, for get and kill (or as the argument)\n"
+    "  -q, --quiet         create: print only the session id; kill: print nothing\n"
+    "  -h, --help          show this help\n"
+    "\n"
+    "Options of create:\n"
+    "  --cols N, --rows N  initial terminal size, 1..1024\n"
+    "  --cwd DIR           working directory of the command\n"
+    "  --env KEY=VALUE     environment variable; repeatable\n"
+    "  --policy POLICY     keep_running (default) or terminate_on_last_controller\n"
+    "  --label LABEL       a label for the session\n"
+    "  -- COMMAND ARG...   the program to run (default: the sidecar's)\n";
+
+enum sessions_verb { SESS_CREATE, SESS_LIST, SESS_GET, SESS_KILL };
+
+/* Everything the command line said. */
+struct sessions_args {
+	enum sessions_verb verb;
+	struct cli_target target;
+	const char *session;
+	json_t *body; /* create's request body; the other verbs leave it empty */
+	int quiet;
+};
+
+enum {
+	SESS_OPT_SESSION = CLI_OPT_FIRST_FREE,
+	SESS_OPT_COLS,
+	SESS_OPT_ROWS,
+	SESS_OPT_CWD,
+	SESS_OPT_ENV,
+	SESS_OPT_POLICY,
+	SESS_OPT_LABEL,
+};
+
+static const struct option sessions_opts[] = {
+    CLI_TARGET_LONGOPTS,
+    {"session", required_argument, NULL, SESS_OPT_SESSION},
+    {"cols", required_argument, NULL, SESS_OPT_COLS},
+    {"rows", required_argument, NULL, SESS_OPT_ROWS},
+    {"cwd", required_argument, NULL, SESS_OPT_CWD},
+    {"env", required_argument, NULL, SESS_OPT_ENV},
+    {"policy", required_argument, NULL, SESS_OPT_POLICY},
+    {"label", required_argument, NULL, SESS_OPT_LABEL},
+    {"quiet", no_argument, NULL, 'q'},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+static const char *sessions__opt_name(int c)
+{
+	const struct option *o;
+
+	for (o = sessions_opts; o->name; o++)
+		if (o->val == c)
+			return o->name;
+	return "?";
+}
+
+/* One of create's body options into a->body. Returns CLI_OK or CLI_USAGE. */
+static int sessions__body_option(struct sessions_args *a, int c, const char *arg,
+				 const char *cmd)
+{
+	json_t *env;
+	const char *eq;
+	long long v;
+
+	if (a->verb != SESS_CREATE)
+		return cli_usage_error(cmd, "--%s is only for 'sessions create'",
+				       sessions__opt_name(c));
+	switch (c) {
+	case SESS_OPT_COLS:
+	case SESS_OPT_ROWS:
+		if (cli_parse_int(arg, 1, 1024, &v) < 0)
+			return cli_usage_error(cmd, "bad --%s '%s' (1..1024)",
+					       c == SESS_OPT_COLS ? "cols" : "rows", arg);
+		json_object_set_new(a->body, c == SESS_OPT_COLS ? "cols" : "rows",
+				    json_integer(v));
+		return CLI_OK;
+	case SESS_OPT_POLICY:
+		if (strcmp(arg, "keep_running") &&
+		    strcmp(arg, "terminate_on_last_controller"))
+			return cli_usage_error(cmd,
+					       "bad --policy '%s' (keep_running or "
+					       "terminate_on_last_controller)",
+					       arg);
+		json_object_set_new(a->body, "policy", json_string(arg));
+		return CLI_OK;
+	case SESS_OPT_ENV:
+		eq = strchr(arg, '=');
+		if (!eq || eq == arg)
+			return cli_usage_error(cmd, "bad --env '%s' (KEY=VALUE)", arg);
+		env = json_object_get(a->body, "env");
+		if (!env)
+			json_object_set_new(a->body, "env", env = json_object());
+		json_object_setn_new(env, arg, (size_t)(eq - arg), json_string(eq + 1));
+		return CLI_OK;
+	}
+	json_object_set_new(a->body, c == SESS_OPT_CWD ? "cwd" : "label",
+			    json_string(arg));
+	return CLI_OK;
+}
+
+/* The positional arguments: the session id of get and kill, create's
+   command after "--". Returns CLI_OK or CLI_USAGE. */
+static int sessions__rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
+{
+	json_t *command;
+	int i;
+
+	if (a->verb == SESS_CREATE) {
+		if (optind >= argc)
+			return CLI_OK;
+		if (strcmp(argv[optind - 1], "--"))
+			return cli_usage_error(cmd, "put the command after '--'");
+		command = json_array();
+		for (i = optind; i < argc; i++)
+			json_array_append_new(command, json_string(argv[i]));
+		json_object_set_new(a->body, "command", command);
+		return CLI_OK;
+	}
+	if (optind < argc && !a->session && a->verb != SESS_LIST)
+		a->session = argv[optind++];
+	if (optind < argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (a->verb != SESS_LIST && (!a->session || !*a->session))
+		return cli_usage_error(cmd, "which session? give SESSION_ID");
+	return CLI_OK;
+}
+
+/* Parses the options after the verb. Returns CLI_OK, CLI_USAGE, or -1
+   after printing --help. */
+static int sessions__parse(struct sessions_args *a, int argc, char **argv,
+			   const char *cmd)
+{
+	int c, rc;
+
+	cli_getopt_reset();
+	while ((c = getopt_long(argc, argv, "+:hq", sessions_opts, NULL)) != -1) {
+		if (c == 'h') {
+			fputs(sessions_usage, stdout);
+			return -1;
+		}
+		if (c == '?' || c == ':')
+			return cli_getopt_error(cmd, argv, c);
+		if (c == 'q')
+			a->quiet = 1;
+		else if (c == SESS_OPT_SESSION)
+			a->session = optarg;
+		else if (!cli_target_option(&a->target, c, optarg)) {
+			rc = sessions__body_option(a, c, optarg, cmd);
+			if (rc != CLI_OK)
+				return rc;
+		}
+	}
+	rc = sessions__rest(a, argc, argv, cmd);
+	if (rc != CLI_OK)
+		return rc;
+	return cli_target_finish(&a->target, cmd);
+}
+
+/* Reports a non-2xx answer as one line: its {code, message} if it has
+   them, else the status and the start of the body. */
+static void sessions__report(const struct httpc_response *r)
+{
+	json_t *o =
+	    json_loadb((const char *)buf_head(&r->body), buf_size(&r->body), 0, NULL);
+	const char *code = json_string_value(json_object_get(o, "code"));
+	const char *msg = json_string_value(json_object_get(o, "message"));
+	int n = (int)strcspn((const char *)buf_head(&r->body), "\r\n");
+
+	if (code || msg)
+		cli_error("%ld %s: %s", r->status, code ? code : "ERROR", msg ? msg : "");
+	else if (n > 0)
+		cli_error("HTTP %ld from the gateway: %.*s", r->status, n > 200 ? 200 : n,
+			  (const char *)buf_head(&r->body));
+	else
+		cli_error("HTTP %ld from the gateway", r->status);
+	json_decref(o);
+}
+
+/* Prints a 2xx answer: pretty JSON, or the session id alone for
+   `create --quiet`. Returns the exit code. */
+static int sessions__print(const struct sessions_args *a, const struct httpc_response *r)
+{
+	json_t *o;
+	const char *id;
+	int rc = CLI_OK;
+
+	if (buf_size(&r->body) == 0 || (a->quiet && a->verb == SESS_KILL))
+		return CLI_OK;
+	o = json_loadb((const char *)buf_head(&r->body), buf_size(&r->body), 0, NULL);
+	if (a->quiet && a->verb == SESS_CREATE) {
+		id = json_string_value(json_object_get(o, "session_id"));
+		if (id)
+			printf("%s\n", id);
+		else {
+			cli_error("the gateway's answer has no session_id");
+			rc = CLI_FAIL;
+		}
+	} else if (o) {
+		json_dumpf(o, stdout, JSON_INDENT(2));
+		fputc('\n', stdout);
+	} else {
+		fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout);
+	}
+	json_decref(o);
+	if (fflush(stdout) != 0)
+		rc = CLI_FAIL;
+	return rc;
+}
+
+/* Builds the URL of the verb's route. */
+static void sessions__url(const struct sessions_args *a, struct buf *url)
+{
+	buf_append_str(url, a->target.gateway);
+	buf_append_str(url, "/agents/");
+	cli_path_escape(a->target.instance, url);
+	buf_append_str(url, "/sessions");
+	if (a->session) {
+		buf_append_str(url, "/");
+		cli_path_escape(a->session, url);
+	}
+	*buf_reserve(url, 1) = '\0';
+}
+
+static int sessions__run(const struct sessions_args *a)
+{
+	static const char *const methods[] = {"POST", "GET", "GET", "DELETE"};
+	struct httpc_response r;
+	struct buf url = BUF_INIT;
+	char err[512], *body = NULL;
+	int rc;
+
+	if (strncmp(a->target.gateway, "http://", 7) &&
+	    strncmp(a->target.gateway, "https://", 8))
+		return cli_usage_error("sessions", "--gateway must be an http:// or "
+						   "https:// URL");
+	sessions__url(a, &url);
+	if (a->verb == SESS_CREATE)
+		body = json_dumps(a->body, JSON_COMPACT);
+	if (httpc_request(methods[a->verb], (const char *)url.data, a->target.token, body,
+			  &r, err, sizeof(err)) < 0) {
+		cli_error("%s", err);
+		rc = CLI_FAIL;
+	} else if (r.status < 200 || r.status > 299) {
+		sessions__report(&r);
+		rc = CLI_FAIL;
+	} else {
+		rc = sessions__print(a, &r);
+	}
+	httpc_response_free(&r);
+	free(body);
+	buf_free(&url);
+	return rc;
+}
+
+int sessions_main(int argc, char **argv)
+{
+	static const char *const verbs[] = {"create", "list", "get", "kill"};
+	struct sessions_args a = {0};
+	char cmd[32];
+	size_t i;
+	int rc;
+
+	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		fputs(sessions_usage, argc < 2 ? stderr : stdout);
+		return argc < 2 ? CLI_USAGE : CLI_OK;
+	}
+	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(argv[1], verbs[i]))
+			break;
+	if (i == sizeof(verbs) / sizeof(verbs[0]))
+		return cli_usage_error("sessions",
+				       "unknown command '%s' (create, list, "
+				       "get, kill)",
+				       argv[1]);
+	a.verb = (enum sessions_verb)i;
+	a.body = json_object();
+	snprintf(cmd, sizeof(cmd), "sessions %s", verbs[i]);
+	rc = sessions__parse(&a, argc - 1, argv + 1, cmd);
+	if (rc == CLI_OK)
+		rc = sessions__run(&a);
+	else if (rc < 0)
+		rc = CLI_OK;
+	json_decref(a.body);
+	cli_target_clear(&a.target);
+	return rc;
+}

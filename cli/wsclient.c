@@ -1,0 +1,672 @@
+/* wsclient: a WebSocket client connection. The opening handshake is done
+   here by hand, blocking with a deadline (the CLI has nothing else to do
+   meanwhile); after it the socket is non-blocking and wslay's client
+   context does the framing, reading and writing the socket itself through
+   its callbacks. Bytes that arrived with the handshake answer are served
+   to wslay first. */
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <sodium.h>
+#include <wslay/wslay.h>
+
+#include "b64.h"
+#include "timeutil.h"
+#include "wshandshake.h"
+#include "wsclient.h"
+#include "xalloc.h"
+
+struct wsclient {
+	int fd;
+	wslay_event_context_ptr ctx;
+	struct wsclient_callbacks cb;
+	void *user;
+	struct buf pending; /* bytes that came with the handshake answer */
+	bool eof;	    /* the peer closed its side of the socket */
+	bool failed;	    /* a socket error: nothing more to do */
+};
+
+static int wsclient__split_authority(const char *auth, size_t n, struct wsclient_addr *a,
+				     char *err, size_t errlen)
+{
+	const char *host = auth, *colon, *port = NULL;
+	size_t hlen = n;
+
+	if (n == 0 || n >= sizeof(a->authority) || memchr(auth, '@', n))
+		goto out_bad;
+	if (*auth == '[') {
+		const char *rb = memchr(auth, ']', n);
+
+		if (!rb)
+			goto out_bad;
+		host = auth + 1;
+		hlen = (size_t)(rb - host);
+		if (rb + 1 < auth + n) {
+			if (rb[1] != ':')
+				goto out_bad;
+			port = rb + 2;
+		}
+	} else if ((colon = memchr(auth, ':', n)) != NULL) {
+		hlen = (size_t)(colon - auth);
+		port = colon + 1;
+	}
+	if (hlen == 0 || hlen >= sizeof(a->host))
+		goto out_bad;
+	memcpy(a->host, host, hlen);
+	a->host[hlen] = '\0';
+	if (port) {
+		size_t plen = (size_t)(auth + n - port);
+
+		if (plen == 0 || plen >= sizeof(a->port) ||
+		    strspn(port, "0123456789") < plen)
+			goto out_bad;
+		memcpy(a->port, port, plen);
+		a->port[plen] = '\0';
+	} else {
+		strcpy(a->port, "80");
+	}
+	memcpy(a->authority, auth, n);
+	a->authority[n] = '\0';
+	return 0;
+out_bad:
+	snprintf(err, errlen, "bad host in gateway URL '%.*s'", (int)n, auth);
+	return -EINVAL;
+}
+
+int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size_t errlen)
+{
+	const char *rest, *slash;
+	size_t n;
+
+	memset(a, 0, sizeof(*a));
+	if (!strncasecmp(url, "https://", 8) || !strncasecmp(url, "wss://", 6)) {
+		snprintf(err, errlen,
+			 "TLS (https://, wss://) is not supported by ptygate "
+			 "attach; use a TLS-terminating proxy and give its "
+			 "ws:// address");
+		return -EPROTONOSUPPORT;
+	}
+	if (!strncasecmp(url, "http://", 7))
+		rest = url + 7;
+	else if (!strncasecmp(url, "ws://", 5))
+		rest = url + 5;
+	else {
+		snprintf(err, errlen, "gateway URL '%s' is not http:// or ws://", url);
+		return -EINVAL;
+	}
+	if (strpbrk(rest, "?# \t\r\n")) {
+		snprintf(err, errlen,
+			 "gateway URL '%s' may not hold a query, a fragment "
+			 "or spaces",
+			 url);
+		return -EINVAL;
+	}
+	slash = strchr(rest, '/');
+	n = slash ? (size_t)(slash - rest) : strlen(rest);
+	if (wsclient__split_authority(rest, n, a, err, errlen) < 0)
+		return -EINVAL;
+	if (slash) {
+		size_t plen = strlen(slash);
+
+		while (plen && slash[plen - 1] == '/')
+			plen--;
+		if (plen >= sizeof(a->prefix)) {
+			snprintf(err, errlen, "gateway URL path is too long");
+			return -EINVAL;
+		}
+		memcpy(a->prefix, slash, plen);
+		a->prefix[plen] = '\0';
+	}
+	return 0;
+}
+
+void wsclient_request(const struct wsclient_addr *a, const char *path, const char *key,
+		      const char *token, struct buf *out)
+{
+	buf_appendf(out,
+		    "GET %s%s HTTP/1.1\r\n"
+		    "Host: %s\r\n"
+		    "Upgrade: websocket\r\n"
+		    "Connection: Upgrade\r\n"
+		    "Sec-WebSocket-Key: %s\r\n"
+		    "Sec-WebSocket-Version: 13\r\n"
+		    "Sec-WebSocket-Protocol: " WSHS_PROTOCOL "\r\n"
+		    "User-Agent: ptygate/" PTG_VERSION "\r\n",
+		    a->prefix, path, a->authority, key);
+	if (token)
+		buf_appendf(out, "Authorization: Bearer %s\r\n", token);
+	buf_append_str(out, "\r\n");
+}
+
+/* The value of header name in head (NUL-terminated, lines after the
+   status line), trimmed, into out. Returns whether it was there. */
+static bool wsclient__header(const char *head, const char *name, char *out, size_t outlen)
+{
+	size_t nlen = strlen(name), vlen;
+	const char *line = strstr(head, "\r\n"), *v, *end;
+
+	for (; line; line = strstr(line, "\r\n")) {
+		line += 2;
+		if (strncasecmp(line, name, nlen) || line[nlen] != ':')
+			continue;
+		v = line + nlen + 1;
+		end = strstr(v, "\r\n");
+		if (!end)
+			end = v + strlen(v);
+		while (v < end && (*v == ' ' || *v == '\t'))
+			v++;
+		while (end > v && (end[-1] == ' ' || end[-1] == '\t'))
+			end--;
+		vlen = (size_t)(end - v) < outlen - 1 ? (size_t)(end - v) : outlen - 1;
+		memcpy(out, v, vlen);
+		out[vlen] = '\0';
+		return true;
+	}
+	return false;
+}
+
+/* Whether the comma-separated list has token tok (case-insensitive). */
+static bool wsclient__has_token(const char *list, const char *tok)
+{
+	size_t n = strlen(tok), len;
+	const char *s = list;
+
+	while (*s) {
+		s += strspn(s, " \t,");
+		len = strcspn(s, " \t,");
+		if (len == n && !strncasecmp(s, tok, n))
+			return true;
+		s += len;
+	}
+	return false;
+}
+
+/* The 101's headers against RFC 6455 4.1 and SPEC 1. */
+static int wsclient__check_upgrade(const char *head, const char *accept, char *err,
+				   size_t errlen)
+{
+	char v[256];
+
+	if (!wsclient__header(head, "Upgrade", v, sizeof(v)) ||
+	    !wsclient__has_token(v, "websocket") ||
+	    !wsclient__header(head, "Connection", v, sizeof(v)) ||
+	    !wsclient__has_token(v, "upgrade")) {
+		snprintf(err, errlen,
+			 "the gateway's 101 answer lacks Upgrade: websocket "
+			 "or Connection: upgrade");
+		return -EPROTO;
+	}
+	if (!wsclient__header(head, "Sec-WebSocket-Accept", v, sizeof(v)) ||
+	    strcmp(v, accept)) {
+		snprintf(err, errlen,
+			 "the gateway's Sec-WebSocket-Accept does not match "
+			 "the key sent");
+		return -EPROTO;
+	}
+	if (!wsclient__header(head, "Sec-WebSocket-Protocol", v, sizeof(v)) ||
+	    strcmp(v, WSHS_PROTOCOL)) {
+		snprintf(err, errlen,
+			 "the gateway did not accept subprotocol " WSHS_PROTOCOL);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* The refusal as one line: status, and the body's {code, message} when
+   it is JSON (a chunked body is searched for its outermost braces). */
+static int wsclient__refusal(int status, const char *head, const char *body, size_t n,
+			     char *err, size_t errlen)
+{
+	const char *lb = memchr(body, '{', n), *rb = NULL, *code, *msg;
+	char retry[40] = "", ra[12];
+	json_t *o = NULL;
+	size_t i;
+
+	for (i = n; lb && i > (size_t)(lb - body); i--)
+		if (body[i - 1] == '}') {
+			rb = body + i;
+			break;
+		}
+	if (lb && rb)
+		o = json_loadb(lb, (size_t)(rb - lb), 0, NULL);
+	code = json_string_value(json_object_get(o, "code"));
+	msg = json_string_value(json_object_get(o, "message"));
+	if (status == 429 && wsclient__header(head, "Retry-After", ra, sizeof(ra)))
+		snprintf(retry, sizeof(retry), " (retry after %s s)", ra);
+	snprintf(err, errlen, "the gateway refused the attach: HTTP %d%s%s%s%s%s", status,
+		 code ? " " : "", code ? code : "", msg ? ": " : "", msg ? msg : "",
+		 retry);
+	json_decref(o);
+	return -ECONNREFUSED;
+}
+
+/* For a refusal, whether its body is complete (or as much as we read). */
+static bool wsclient__body_complete(const char *head, size_t have, bool eof)
+{
+	char v[32];
+	long long len;
+
+	if (eof || have >= WSCLIENT_BODY_MAX)
+		return true;
+	if (wsclient__header(head, "Transfer-Encoding", v, sizeof(v)))
+		return false; /* chunked: wait for the end of the connection */
+	if (!wsclient__header(head, "Content-Length", v, sizeof(v)))
+		return false;
+	len = strtoll(v, NULL, 10);
+	return len <= 0 || (size_t)len <= have;
+}
+
+int wsclient_check_response(const char *p, size_t n, bool eof, const char *accept,
+			    size_t *head_len, char *err, size_t errlen)
+{
+	const char *end = n >= 4 ? memmem(p, n, "\r\n\r\n", 4) : NULL;
+	char *head;
+	int status, rc;
+
+	if (!end) {
+		if (n > WSCLIENT_HEAD_MAX || eof) {
+			snprintf(err, errlen,
+				 eof ? "the gateway closed the connection "
+				       "during the handshake"
+				     : "the gateway's answer header is too large");
+			return -EPROTO;
+		}
+		return 0;
+	}
+	*head_len = (size_t)(end - p) + 4;
+	if (*head_len > WSCLIENT_HEAD_MAX) {
+		snprintf(err, errlen, "the gateway's answer header is too large");
+		return -EPROTO;
+	}
+	head = xstrndup(p, *head_len - 2); /* keeps the last header's CRLF */
+	if (strncmp(head, "HTTP/1.", 7) || strlen(head) < 12 || head[8] != ' ' ||
+	    sscanf(head + 9, "%3d", &status) != 1) {
+		snprintf(err, errlen, "the gateway's answer is not HTTP");
+		rc = -EPROTO;
+	} else if (status == 101) {
+		rc = wsclient__check_upgrade(head, accept, err, errlen);
+		rc = rc < 0 ? rc : 1;
+	} else if (!wsclient__body_complete(head, n - *head_len, eof)) {
+		rc = 0;
+	} else {
+		rc = wsclient__refusal(status, head, p + *head_len, n - *head_len, err,
+				       errlen);
+	}
+	free(head);
+	return rc;
+}
+
+/* Waits for events on fd until the deadline (monotonic ms). Returns 0 or
+   -ETIMEDOUT. */
+static int wsclient__wait(int fd, short events, int64_t deadline)
+{
+	struct pollfd p = {.fd = fd, .events = events};
+	int64_t left;
+	int n;
+
+	for (;;) {
+		left = deadline - time_mono_ms();
+		if (left <= 0)
+			return -ETIMEDOUT;
+		n = poll(&p, 1, (int)left);
+		if (n > 0)
+			return 0;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
+/* A non-blocking TCP connection to a, within the deadline. Returns the fd
+   or a negative errno with the reason in err. */
+static int wsclient__dial(const struct wsclient_addr *a, int64_t deadline, char *err,
+			  size_t errlen)
+{
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+	struct addrinfo *res, *ai;
+	int fd = -1, rc, soerr = ECONNREFUSED;
+	socklen_t sl = sizeof(soerr);
+
+	rc = getaddrinfo(a->host, a->port, &hints, &res);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot resolve %s: %s", a->host, gai_strerror(rc));
+		return -EHOSTUNREACH;
+	}
+	for (ai = res; ai; ai = ai->ai_next) {
+		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+			    ai->ai_protocol);
+		if (fd < 0)
+			continue;
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0)
+			break;
+		soerr = errno;
+		if (soerr == EINPROGRESS) {
+			if (wsclient__wait(fd, POLLOUT, deadline) < 0)
+				soerr = ETIMEDOUT;
+			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
+				soerr = errno;
+			if (soerr == 0)
+				break;
+		}
+		close(fd);
+		fd = -1;
+	}
+	freeaddrinfo(res);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot connect to %s: %s", a->authority,
+			 strerror(soerr));
+		return -soerr;
+	}
+	return fd;
+}
+
+/* Writes all of b to the non-blocking fd within the deadline. */
+static int wsclient__send_all(int fd, const struct buf *b, int64_t deadline)
+{
+	size_t off = 0;
+	ssize_t n;
+	int rc;
+
+	while (off < buf_size(b)) {
+		n = send(fd, buf_head(b) + off, buf_size(b) - off, MSG_NOSIGNAL);
+		if (n > 0) {
+			off += (size_t)n;
+			continue;
+		}
+		if (n < 0 && errno != EAGAIN && errno != EINTR)
+			return -errno;
+		rc = wsclient__wait(fd, POLLOUT, deadline);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
+/* Reads the answer into in until wsclient_check_response decides. */
+static int wsclient__read_answer(int fd, const char *accept, struct buf *in,
+				 size_t *head_len, int64_t deadline, char *err,
+				 size_t errlen)
+{
+	bool eof = false;
+	ssize_t n;
+	int rc;
+
+	for (;;) {
+		rc = wsclient_check_response((const char *)buf_head(in), buf_size(in),
+					     eof, accept, head_len, err, errlen);
+		if (rc != 0)
+			return rc;
+		n = recv(fd, buf_reserve(in, 4096), 4096, 0);
+		if (n > 0) {
+			buf_commit(in, (size_t)n);
+		} else if (n == 0) {
+			eof = true;
+		} else if (errno == EAGAIN) {
+			if (wsclient__wait(fd, POLLIN, deadline) < 0) {
+				snprintf(err, errlen,
+					 "no answer from the gateway in time");
+				return -ETIMEDOUT;
+			}
+		} else if (errno != EINTR) {
+			snprintf(err, errlen, "reading the gateway's answer: %s",
+				 strerror(errno));
+			return -EIO;
+		}
+	}
+}
+
+/* The handshake on a connected fd; leaves the data after the answer's
+   header in *rest. */
+static int wsclient__handshake(int fd, const struct wsclient_addr *a, const char *path,
+			       const char *token, int64_t deadline, struct buf *rest,
+			       char *err, size_t errlen)
+{
+	uint8_t nonce[16];
+	char accept[WSHS_ACCEPT_LEN + 1];
+	struct buf key = BUF_INIT, req = BUF_INIT;
+	size_t head_len = 0;
+	int rc;
+
+	randombytes_buf(nonce, sizeof(nonce));
+	b64_encode(nonce, sizeof(nonce), &key);
+	*buf_reserve(&key, 1) = '\0';
+	wshs_accept_key((const char *)key.data, accept);
+	wsclient_request(a, path, (const char *)key.data, token, &req);
+	rc = wsclient__send_all(fd, &req, deadline);
+	if (rc < 0)
+		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));
+	else
+		rc = wsclient__read_answer(fd, accept, rest, &head_len, deadline, err,
+					   errlen);
+	if (rc == 1) {
+		buf_consume(rest, head_len);
+		rc = 0;
+	}
+	sodium_memzero(req.data, req.cap); /* it holds the token */
+	buf_free(&req);
+	buf_free(&key);
+	return rc;
+}
+
+static ssize_t wsclient__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
+				 int flags, void *user)
+{
+	struct wsclient *c = user;
+	ssize_t n;
+
+	if (buf_size(&c->pending)) {
+		n = (ssize_t)(len < buf_size(&c->pending) ? len : buf_size(&c->pending));
+		memcpy(p, buf_head(&c->pending), (size_t)n);
+		buf_consume(&c->pending, (size_t)n);
+		return n;
+	}
+	do
+		n = recv(c->fd, p, len, 0);
+	while (n < 0 && errno == EINTR);
+	if (n > 0)
+		return n;
+	if (n < 0 && errno == EAGAIN) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
+	if (n == 0)
+		c->eof = true;
+	else
+		c->failed = true;
+	wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+	return -1;
+}
+
+static ssize_t wsclient__send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
+				 size_t len, int flags, void *user)
+{
+	struct wsclient *c = user;
+	ssize_t n;
+
+	do
+		n = send(c->fd, p, len, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n >= 0)
+		return n;
+	if (errno == EAGAIN) {
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+	} else {
+		c->failed = true;
+		wslay_event_set_error(ctx, WSLAY_ERR_CALLBACK_FAILURE);
+	}
+	return -1;
+}
+
+/* Client frames are masked (RFC 6455 5.3) with unpredictable keys. */
+static int wsclient__genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
+				void *user)
+{
+	randombytes_buf(p, len);
+	return 0;
+}
+
+static void wsclient__msg_cb(wslay_event_context_ptr ctx,
+			     const struct wslay_event_on_msg_recv_arg *arg, void *user)
+{
+	struct wsclient *c = user;
+	const char *reason = "";
+	size_t n = 0;
+
+	if (arg->opcode == WSLAY_TEXT_FRAME && c->cb.on_text) {
+		c->cb.on_text((const char *)arg->msg, arg->msg_length, c->user);
+	} else if (arg->opcode == WSLAY_CONNECTION_CLOSE && c->cb.on_close) {
+		if (arg->msg_length > 2) {
+			reason = (const char *)arg->msg + 2;
+			n = arg->msg_length - 2;
+		}
+		c->cb.on_close(arg->status_code ? arg->status_code
+						: WSLAY_CODE_NO_STATUS_RCVD,
+			       reason, n, c->user);
+	}
+	/* Pings are answered by wslay; binary messages are not in the protocol. */
+}
+
+/* Sends what wslay has queued, as far as the socket takes it. */
+static int wsclient__flush(struct wsclient *c)
+{
+	if (c->failed || !wslay_event_want_write(c->ctx))
+		return 0;
+	if (wslay_event_send(c->ctx) != 0) {
+		c->failed = true;
+		return -EIO;
+	}
+	return 0;
+}
+
+static struct wsclient *wsclient__new(int fd, const struct wsclient_callbacks *cb,
+				      void *user, struct buf *rest)
+{
+	static const struct wslay_event_callbacks wcb = {
+	    .recv_callback = wsclient__recv_cb,
+	    .send_callback = wsclient__send_cb,
+	    .genmask_callback = wsclient__genmask_cb,
+	    .on_msg_recv_callback = wsclient__msg_cb,
+	};
+	struct wsclient *c = xcalloc(1, sizeof(*c));
+
+	c->fd = fd;
+	c->cb = *cb;
+	c->user = user;
+	c->pending = *rest;
+	buf_init(rest);
+	if (wslay_event_context_client_init(&c->ctx, &wcb, c) != 0)
+		abort(); /* only WSLAY_ERR_NOMEM: allocation failure aborts */
+	wslay_event_config_set_max_recv_msg_length(c->ctx, WSCLIENT_MESSAGE_MAX);
+	return c;
+}
+
+struct wsclient *wsclient_connect(const char *url, const char *path, const char *token,
+				  int timeout_ms, const struct wsclient_callbacks *cb,
+				  void *user, char *err, size_t errlen)
+{
+	int64_t deadline = time_mono_ms() + timeout_ms;
+	struct wsclient_addr a;
+	struct buf rest = BUF_INIT;
+	struct wsclient *c;
+	int fd;
+
+	if (wsclient_split_url(url, &a, err, errlen) < 0 || sodium_init() < 0)
+		return NULL;
+	fd = wsclient__dial(&a, deadline, err, errlen);
+	if (fd < 0)
+		return NULL;
+	if (wsclient__handshake(fd, &a, path, token, deadline, &rest, err, errlen) < 0) {
+		buf_free(&rest);
+		close(fd);
+		return NULL;
+	}
+	c = wsclient__new(fd, cb, user, &rest);
+	if (buf_size(&c->pending))
+		wsclient_handle(c, POLLIN);
+	return c;
+}
+
+void wsclient_free(struct wsclient *c)
+{
+	if (!c)
+		return;
+	wslay_event_context_free(c->ctx);
+	close(c->fd);
+	buf_free(&c->pending);
+	free(c);
+}
+
+int wsclient_fd(const struct wsclient *c)
+{
+	return c->fd;
+}
+
+short wsclient_events(const struct wsclient *c)
+{
+	short ev = 0;
+
+	if (c->failed)
+		return 0;
+	if (wslay_event_want_read(c->ctx))
+		ev |= POLLIN;
+	if (wslay_event_want_write(c->ctx))
+		ev |= POLLOUT;
+	return ev;
+}
+
+int wsclient_handle(struct wsclient *c, short revents)
+{
+	if (c->failed)
+		return c->eof ? -ECONNRESET : -EIO;
+	if ((revents & (POLLIN | POLLHUP | POLLERR)) && wslay_event_want_read(c->ctx) &&
+	    wslay_event_recv(c->ctx) != 0) {
+		c->failed = true;
+		return c->eof ? -ECONNRESET : -EIO;
+	}
+	return wsclient__flush(c);
+}
+
+int wsclient_send_text(struct wsclient *c, const char *p, size_t n)
+{
+	struct wslay_event_msg m = {WSLAY_TEXT_FRAME, (const uint8_t *)p, n};
+
+	if (c->failed || wslay_event_queue_msg(c->ctx, &m) != 0)
+		return -ESHUTDOWN;
+	return wsclient__flush(c);
+}
+
+int wsclient_close(struct wsclient *c, uint16_t code, const char *reason)
+{
+	size_t n = reason ? strlen(reason) : 0;
+
+	if (c->failed || wslay_event_queue_close(c->ctx, code, (const uint8_t *)reason,
+						 n > 123 ? 123 : n) != 0)
+		return -ESHUTDOWN;
+	return wsclient__flush(c);
+}
+
+size_t wsclient_queued(const struct wsclient *c)
+{
+	return wslay_event_get_queued_msg_length(c->ctx);
+}
+
+bool wsclient_done(const struct wsclient *c)
+{
+	return c->failed ||
+	       (!wslay_event_want_read(c->ctx) && !wslay_event_want_write(c->ctx));
+}
+
+uint16_t wsclient_close_code(const struct wsclient *c)
+{
+	if (!wslay_event_get_close_received(c->ctx))
+		return WSCLIENT_CLOSE_LOST;
+	return wslay_event_get_status_code_received(c->ctx);
+}
