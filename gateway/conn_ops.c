@@ -276,6 +276,7 @@ static void op_input(struct conn *c, const struct envelope *env)
 	if (!ready_for(c, env, 1))
 		return;
 	if (envelope_input(env, &data, &err) < 0) {
+		buf_free(&data);
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
 		return;
 	}

@@ -141,6 +141,14 @@ void ring_expire(struct ring *r, int64_t now_ms)
 	evict(r, now_ms);
 }
 
+void ring_forget_through(struct ring *r, uint64_t seq)
+{
+	if (seq > r->evicted_through)
+		r->evicted_through = seq;
+	if (seq > r->last_seq)
+		r->last_seq = seq;
+}
+
 uint64_t ring_oldest_retained(const struct ring *r)
 {
 	return r->evicted_through + 1;

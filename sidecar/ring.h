@@ -42,6 +42,10 @@ int ring_append(struct ring *r, uint64_t seq, int64_t ts_ms, const void *data,
 		size_t len);
 /* Evicts by age at now_ms (and the other rules); for a periodic timer. */
 void ring_expire(struct ring *r, int64_t now_ms);
+/* Declares every frame up to seq gone (a ring rebuilt after a restart
+   holds none of them): replays from before seq are out of range, and
+   appends must be numbered above it. */
+void ring_forget_through(struct ring *r, uint64_t seq);
 /* The highest sequence ever evicted + 1; 1 when nothing was evicted. */
 uint64_t ring_oldest_retained(const struct ring *r);
 /* Number of retained entries. */

@@ -17,6 +17,7 @@
 #include "linkconn.h"
 #include "log.h"
 #include "session.h"
+#include "store.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"
@@ -61,6 +62,7 @@ static struct session *find_session(struct server *srv, const char *id)
 static void remove_session(struct server *srv, size_t i)
 {
 	log_info(session_id(srv->sessions[i]), "reaped");
+	session_forget(srv->sessions[i]);
 	session_free(srv->sessions[i]);
 	srv->sessions[i] = srv->sessions[--srv->n_sessions];
 }
@@ -454,6 +456,29 @@ static void on_tick(struct ev_timer *t, void *user)
 	reap_sessions(srv, now);
 }
 
+static int restore_sessions(struct server *srv)
+{
+	const char *dir = srv->cfg->state_dir;
+	struct store_record *recs;
+	size_t n;
+	int rc;
+
+	if (!dir[0])
+		return 0;
+	rc = store_open(dir);
+	if (rc == 0)
+		rc = store_read_all(dir, &recs, &n);
+	if (rc < 0) {
+		log_error(NULL, "state dir %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	srv->sessions = xcalloc(n + 1, sizeof(*srv->sessions));
+	for (size_t i = 0; i < n; i++)
+		srv->sessions[srv->n_sessions++] = session_restore(srv->cfg, srv->loop, &recs[i]);
+	store_records_free(recs, n);
+	return 0;
+}
+
 struct server *server_new(const struct sidecar_config *cfg)
 {
 	struct server *srv = xcalloc(1, sizeof(*srv));
@@ -466,6 +491,12 @@ struct server *server_new(const struct sidecar_config *cfg)
 				     err, sizeof(err));
 	if (srv->listen_fd < 0) {
 		log_error(NULL, "cannot listen on %s: %s", where, err);
+		ev_loop_free(srv->loop);
+		free(srv);
+		return NULL;
+	}
+	if (restore_sessions(srv) < 0) {
+		close(srv->listen_fd);
 		ev_loop_free(srv->loop);
 		free(srv);
 		return NULL;
@@ -494,8 +525,13 @@ void server_free(struct server *srv)
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		if (!session_exited(srv->sessions[i]))
 			kill(-session_pid(srv->sessions[i]), SIGHUP);
-	while (srv->n_sessions)
-		remove_session(srv, srv->n_sessions - 1);
+	/* The state dir keeps their records: the next start shows them, the
+	   ones whose program dies with us as lost. */
+	while (srv->n_sessions) {
+		struct session *s = srv->sessions[--srv->n_sessions];
+		session_checkpoint(s);
+		session_free(s);
+	}
 	free(srv->sessions);
 	while (srv->links) {
 		struct link *l = srv->links;

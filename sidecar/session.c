@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "store.h"
 #include "tty.h"
 #include "timeutil.h"
 #include "wire.h"
@@ -28,6 +29,9 @@
 #define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
+static void persist(struct session *s);
+static void persist_screen(struct session *s, const struct buf *snap);
+static void save_final_screen(struct session *s);
 
 static char **strv_dup(char *const *v)
 {
@@ -111,6 +115,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
 		 s->cols, s->rows);
+	persist(s);
 	return s;
 }
 
@@ -212,6 +217,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	f.kind_case = PTG__FRAME__KIND_KEYFRAME;
 	f.keyframe = &kf;
 	seq = session_emit(s, &f, target);
+	persist_screen(s, &snap);
 	buf_free(&snap);
 	if (!target) {
 		s->frames_since_keyframe = 0;
@@ -540,6 +546,8 @@ static void finish_if_done(struct session *s)
 	s->exited_ms = time_now_ms();
 	log_info(s->id, "closed: %s", s->detail);
 	session_emit_closed(s, NULL);
+	save_final_screen(s);
+	persist(s);
 }
 
 void session_child_exited(struct session *s, int status)
@@ -577,6 +585,8 @@ void session_kill(struct session *s, const char *detail)
 void session_tick(struct session *s, int64_t now_ms)
 {
 	ring_expire(s->ring, now_ms);
+	if (s->seq != s->stored_seq)
+		persist(s);
 }
 
 /* ---- info ---- */
@@ -640,4 +650,124 @@ void session_info_release(Ptg__SessionInfo *o)
 	member_list_free(o->observers, o->n_observers);
 	o->controllers = o->observers = NULL;
 	o->n_controllers = o->n_observers = 0;
+}
+
+/* ---- the state dir (store.h) ---- */
+
+static void persist(struct session *s)
+{
+	struct store_record r;
+
+	if (!s->cfg->state_dir[0])
+		return;
+	memset(&r, 0, sizeof(r));
+	memcpy(r.id, s->id, sizeof(r.id));
+	r.sequence = s->seq;
+	r.running = !s->exited;
+	r.has_exit_code = s->has_exit_code;
+	r.exit_code = s->exit_code;
+	r.close_reason = s->close_reason;
+	r.cols = s->cols;
+	r.rows = s->rows;
+	r.policy = s->policy;
+	r.created_ms = s->created_ms;
+	r.exited_ms = s->exited_ms;
+	snprintf(r.label, sizeof(r.label), "%s", s->label);
+	snprintf(r.detail, sizeof(r.detail), "%s", s->detail);
+	r.argv = s->argv;
+	if (store_write(s->cfg->state_dir, &r) < 0)
+		log_warn(s->id, "cannot write the session record in %s", s->cfg->state_dir);
+	s->stored_seq = s->seq;
+}
+
+static void persist_screen(struct session *s, const struct buf *snap)
+{
+	if (s->cfg->state_dir[0] &&
+	    store_write_screen(s->cfg->state_dir, s->id, buf_head(snap), buf_size(snap)) < 0)
+		log_warn(s->id, "cannot write the screen in %s", s->cfg->state_dir);
+}
+
+static void save_final_screen(struct session *s)
+{
+	struct buf snap = BUF_INIT;
+
+	if (!s->cfg->state_dir[0])
+		return;
+	session_screen_sync(s);
+	screen_snapshot(s->screen, &snap);
+	persist_screen(s, &snap);
+	buf_free(&snap);
+}
+
+void session_checkpoint(struct session *s)
+{
+	save_final_screen(s);
+	persist(s);
+}
+
+void session_forget(struct session *s)
+{
+	if (s->cfg->state_dir[0])
+		store_remove(s->cfg->state_dir, s->id);
+}
+
+static void emit_log_line(struct session *s, const char *text)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
+
+	buf_append_str(&s->screen_backlog, text);
+	o.stream = PTG__STREAM__STREAM_LOG;
+	o.data.data = (uint8_t *)text;
+	o.data.len = strlen(text);
+	f.kind_case = PTG__FRAME__KIND_OUTPUT;
+	f.output = &o;
+	session_emit(s, &f, NULL);
+}
+
+struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop *loop,
+				const struct store_record *r)
+{
+	struct session *s = xcalloc(1, sizeof(*s));
+	struct ring_limits lim = {
+		.max_frames = cfg->replay_frames,
+		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
+		.max_bytes = cfg->replay_bytes,
+	};
+
+	memcpy(s->id, r->id, sizeof(s->id));
+	s->cfg = cfg;
+	s->loop = loop;
+	s->master = -1;
+	s->reaped = s->exited = s->numbered = 1;
+	s->cols = r->cols;
+	s->rows = r->rows;
+	s->policy = r->policy;
+	s->label = xstrdup(r->label);
+	s->argv = strv_dup(r->argv);
+	s->created_ms = r->created_ms;
+	s->seq = r->sequence;
+	s->has_exit_code = r->has_exit_code;
+	s->exit_code = r->exit_code;
+	s->close_reason = r->close_reason;
+	snprintf(s->detail, sizeof(s->detail), "%s", r->detail);
+	s->exited_ms = r->running ? time_now_ms() : r->exited_ms;
+	s->screen = screen_new(s->cols, s->rows);
+	if (r->screen)
+		screen_feed(s->screen, r->screen, r->screen_len);
+	s->ring = ring_new(&lim);
+	ring_forget_through(s->ring, s->seq);
+	s->members = members_new(cfg->max_controllers, cfg->max_observers);
+	if (r->running) {
+		emit_log_line(s, "\r\n[ptygate] the sidecar restarted: this session's program "
+				 "was lost, and its history before this line is gone.\r\n");
+		s->has_exit_code = 0;
+		s->close_reason = PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED;
+		snprintf(s->detail, sizeof(s->detail), "the sidecar restarted; the program was lost");
+		session_emit_closed(s, NULL);
+	}
+	persist(s);
+	log_info(s->id, "restored from the state dir at sequence %llu%s",
+		 (unsigned long long)s->seq, r->running ? " (its program was lost)" : "");
+	return s;
 }

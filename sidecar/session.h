@@ -30,12 +30,25 @@ struct session_params {
    cannot be started. */
 struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
 			    const struct session_params *p, char *err, size_t errlen);
+struct store_record;
+/* Rebuilds a session from its state-dir record after a sidecar restart:
+   its sequence goes on, its history before it is gone (replays from
+   earlier are out of range), its screen is the last one saved. If its
+   program was running, it was lost: a `log` line and `Closed
+   {instance_terminated}` say so. */
+struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop *loop,
+				const struct store_record *r);
 /* Frees everything; the process, if still alive, is sent SIGKILL. */
 void session_free(struct session *s);
 
 const char *session_id(const struct session *s);
 pid_t session_pid(const struct session *s);
 int session_exited(const struct session *s);
+/* Writes the session's record and current screen to the state dir (the
+   sidecar is stopping). */
+void session_checkpoint(struct session *s);
+/* Deletes the session's state-dir record (it is being reaped). */
+void session_forget(struct session *s);
 /* 1 when the session has exited long enough ago and has no members. */
 int session_reapable(const struct session *s, int64_t now_ms);
 /* Fills out with the session's state; strings and arrays point into s

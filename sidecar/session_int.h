@@ -48,6 +48,7 @@ struct session {
 	struct ev_timer *keyframe_timer;
 
 	struct buf pack;            /* scratch for packing frames */
+	uint64_t stored_seq;        /* the sequence in the state dir's record */
 };
 
 /* Numbers f, stamps it, packs it once, retains it when it is a retained

@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1700,6 +1701,85 @@ static void test_resize_bounds(void **state)
 	expect_error(p, p->next_rid, PTG__ERROR_CODE__INVALID_REQUEST, 2, "op-big");
 }
 
+
+/* ---- 13. sidecar restart with --state-dir: the honest boundary ---- */
+
+static void remove_tree(const char *dir)
+{
+	char path[512];
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)))
+		if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..")))
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name), unlink(path);
+	if (d)
+		closedir(d);
+	rmdir(dir);
+}
+
+static void test_restart_boundary(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = { "--state-dir", statedir, NULL };
+	struct attach_req a = { .attach_id = 5, .role = PTG__ROLE__ROLE_CONTROLLER,
+				.label = "back", .scopes = SC_OBSERVE | SC_CONTROL,
+				.has_replay = 1 };
+	Ptg__SessionInfo *info;
+	Ptg__AttachResult *ar;
+	uint64_t before;
+	struct peer *p;
+	struct joined j;
+	Ptg__Frame *f;
+	char sid[64];
+
+	assert_non_null(mkdtemp(statedir));
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	create_sh(p, 80, 24, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	send_input(p, sid, 1, "echo before-$((6*7))\n", NULL);
+	wait_output(p, "before-42", STEP_MS);
+	before = get_session(p, sid)->current_sequence;
+	sleep_ms(1200); /* the record is rewritten on the next second's tick */
+	assert_int_equal(sidecar_stop(fx), 0);
+
+	/* A new sidecar on the same state dir: the session is listed, exited,
+	   its sequence goes on, and its lost program is said to be lost. */
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	info = get_session(p, sid);
+	assert_int_equal(info->state, PTG__SESSION_STATE__SESSION_EXITED);
+	assert_false(info->has_exit_code);
+	assert_int_equal(info->current_sequence, before + 2);
+	assert_int_equal(info->oldest_retained_sequence, before + 1);
+
+	a.session = sid;
+	a.replay_from = before;
+	ar = attach_ok(p, &a);
+	assert_string_equal(ar->replay_error, "");
+	assert_int_equal(ar->role, PTG__ROLE__ROLE_OBSERVER);
+	next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, 5);
+	f = next_frame(p, PTG__FRAME__KIND_OUTPUT, 5);
+	assert_int_equal(f->sequence, before + 1);
+	assert_int_equal(f->output->stream, PTG__STREAM__STREAM_LOG);
+	f = next_frame(p, PTG__FRAME__KIND_CLOSED, 5);
+	assert_int_equal(f->closed->reason, PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED);
+	f = next_frame(p, PTG__FRAME__KIND_KEYFRAME, 5);
+	assert_true(snapshot_shows(f->keyframe, "before-42"));
+	assert_true(snapshot_shows(f->keyframe, "sidecar restarted"));
+	next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	next_frame(p, PTG__FRAME__KIND_CLOSED, 5);
+
+	/* What came before the restart is gone, and says so. */
+	a.attach_id = 6;
+	a.replay_from = before - 1;
+	assert_non_null(strstr(join_out_of_range(p, &a), "precedes oldest retained"));
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1721,6 +1801,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_terminate_on_last_controller, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
 	};
 
 	if (argc < 2) {

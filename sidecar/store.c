@@ -1,0 +1,282 @@
+/* store: see store.h. Records are "key value" lines; strings are
+   percent-encoded so any byte survives a line-based format. Files are
+   written to a temporary name and renamed, so a crash leaves the old or
+   the new record, never half of one. */
+#include "store.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "buf.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define STORE_MAGIC "ptygate-session 1"
+#define STORE_MAX_FILE (4u << 20)
+#define STORE_MAX_ARGS 256
+
+int store_open(const char *dir)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return access(path, W_OK) < 0 ? -errno : 0;
+}
+
+static int write_atomic(const char *dir, const char *name, const void *p, size_t n)
+{
+	char tmp[4200], final[4200];
+	int fd, rc = 0;
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(final, sizeof(final), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < n;) {
+		ssize_t w = write(fd, (const uint8_t *)p + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			rc = w < 0 ? -errno : -EIO;
+			break;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, final) < 0)
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
+}
+
+static void put_str(struct buf *b, const char *key, const char *s)
+{
+	buf_appendf(b, "%s ", key);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c <= ' ' || c == '%' || c >= 0x7f)
+			buf_appendf(b, "%%%02x", c);
+		else
+			buf_append(b, s, 1);
+	}
+	buf_append_str(b, "\n");
+}
+
+int store_write(const char *dir, const struct store_record *r)
+{
+	struct buf b = BUF_INIT;
+	char name[64];
+	int rc;
+
+	buf_appendf(&b, STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
+		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n",
+		    r->sequence, r->running, r->has_exit_code, r->exit_code, r->close_reason,
+		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms);
+	put_str(&b, "label", r->label);
+	put_str(&b, "detail", r->detail);
+	for (char **a = r->argv; a && *a; a++)
+		put_str(&b, "arg", *a);
+	snprintf(name, sizeof(name), "%s.session", r->id);
+	rc = write_atomic(dir, name, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	return rc;
+}
+
+int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.screen", id);
+	return write_atomic(dir, name, p, n);
+}
+
+/* Decodes a percent-encoded value into dst (cap bytes with NUL).
+   Returns 0, or -EINVAL for a bad escape or an overlong value. */
+static int get_str(const char *v, char *dst, size_t cap)
+{
+	size_t n = 0;
+	unsigned x;
+
+	for (; *v && *v != '\n'; v++) {
+		char c = *v;
+		if (c == '%') {
+			if (sscanf(v + 1, "%2x", &x) != 1)
+				return -EINVAL;
+			c = (char)x;
+			v += 2;
+		}
+		if (n + 1 >= cap)
+			return -EINVAL;
+		dst[n++] = c;
+	}
+	dst[n] = 0;
+	return 0;
+}
+
+static int parse_line(struct store_record *r, const char *line, size_t *argc)
+{
+	char key[16], val[4200];
+	const char *v = strchr(line, ' ');
+
+	if (!v || (size_t)(v - line) >= sizeof(key))
+		return -EINVAL;
+	memcpy(key, line, (size_t)(v - line));
+	key[v - line] = 0;
+	v++;
+	if (!strcmp(key, "sequence"))
+		return sscanf(v, "%" SCNu64, &r->sequence) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "running"))
+		return sscanf(v, "%d", &r->running) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "exit"))
+		return sscanf(v, "%d %d", &r->has_exit_code, &r->exit_code) == 2 ? 0 : -EINVAL;
+	if (!strcmp(key, "reason"))
+		return sscanf(v, "%d", &r->close_reason) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "size"))
+		return sscanf(v, "%u %u", &r->cols, &r->rows) == 2 && r->cols >= 1 &&
+			       r->cols <= 1024 && r->rows >= 1 && r->rows <= 1024 ? 0 : -EINVAL;
+	if (!strcmp(key, "policy"))
+		return sscanf(v, "%d", &r->policy) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "created"))
+		return sscanf(v, "%" SCNd64, &r->created_ms) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "exited"))
+		return sscanf(v, "%" SCNd64, &r->exited_ms) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "label"))
+		return get_str(v, r->label, sizeof(r->label));
+	if (!strcmp(key, "detail"))
+		return get_str(v, r->detail, sizeof(r->detail));
+	if (!strcmp(key, "arg")) {
+		if (*argc >= STORE_MAX_ARGS || get_str(v, val, sizeof(val)) < 0)
+			return -EINVAL;
+		r->argv = xrealloc(r->argv, (*argc + 2) * sizeof(*r->argv));
+		r->argv[(*argc)++] = xstrdup(val);
+		r->argv[*argc] = NULL;
+		return 0;
+	}
+	return 0; /* a later version's key: ignored */
+}
+
+static int read_file(const char *path, struct buf *out)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf_reserve(out, 65536), 65536)) > 0) {
+		buf_commit(out, (size_t)n);
+		if (buf_size(out) > STORE_MAX_FILE) {
+			close(fd);
+			return -EFBIG;
+		}
+	}
+	close(fd);
+	return n < 0 ? -errno : 0;
+}
+
+static void free_record(struct store_record *r)
+{
+	for (char **a = r->argv; a && *a; a++)
+		free(*a);
+	free(r->argv);
+	free(r->screen);
+}
+
+static int parse_record(const char *dir, const char *id, struct store_record *r)
+{
+	char path[4200];
+	struct buf b = BUF_INIT, scr = BUF_INIT;
+	size_t argc = 0;
+	int rc;
+
+	memset(r, 0, sizeof(*r));
+	snprintf(r->id, sizeof(r->id), "%s", id);
+	snprintf(path, sizeof(path), "%s/%s.session", dir, id);
+	rc = read_file(path, &b);
+	buf_append(&b, "", 1);
+	if (!rc && strncmp((char *)buf_head(&b), STORE_MAGIC "\n", strlen(STORE_MAGIC) + 1))
+		rc = -EINVAL;
+	for (char *l = (char *)buf_head(&b) + strlen(STORE_MAGIC) + 1; !rc && *l;) {
+		char *end = strchr(l, '\n');
+		if (!end)
+			break;
+		*end = 0;
+		rc = parse_line(r, l, &argc);
+		l = end + 1;
+	}
+	buf_free(&b);
+	if (!rc && (!r->cols || !argc))
+		rc = -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
+	if (!rc && read_file(path, &scr) == 0 && buf_size(&scr))
+		r->screen = buf_steal(&scr, &r->screen_len);
+	buf_free(&scr);
+	if (rc)
+		free_record(r);
+	return rc;
+}
+
+int store_read_all(const char *dir, struct store_record **out, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char id[UUID_STRLEN + 1];
+
+	*out = NULL;
+	*n = 0;
+	if (!d)
+		return -errno;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (len != UUID_STRLEN + 8 || strcmp(e->d_name + UUID_STRLEN, ".session"))
+			continue;
+		memcpy(id, e->d_name, UUID_STRLEN);
+		id[UUID_STRLEN] = 0;
+		if (!uuid_is_valid(id))
+			continue;
+		*out = xrealloc(*out, (*n + 1) * sizeof(**out));
+		if (parse_record(dir, id, &(*out)[*n]) < 0) {
+			log_warn(NULL, "state dir: skipping unreadable record %s", e->d_name);
+			continue;
+		}
+		(*n)++;
+	}
+	closedir(d);
+	return 0;
+}
+
+void store_remove(const char *dir, const char *id)
+{
+	char path[4200];
+
+	snprintf(path, sizeof(path), "%s/%s.session", dir, id);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
+	unlink(path);
+}
+
+void store_records_free(struct store_record *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free_record(&v[i]);
+	free(v);
+}

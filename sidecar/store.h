@@ -1,0 +1,46 @@
+/* store: session records in the sidecar's --state-dir, so that after a
+   sidecar restart every session is still listed with its sequence, its
+   last screen and how it ended, and a session whose program was lost in
+   the restart says so (SPEC 5.3, 6: the honest boundary). One text file
+   per session (<id>.session, replaced atomically) and its last Keyframe
+   snapshot (<id>.screen). */
+#ifndef PTG_STORE_H
+#define PTG_STORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "uuid.h"
+
+struct store_record {
+	char id[UUID_STRLEN + 1];
+	uint64_t sequence;
+	int running;              /* the program was alive when last written */
+	int has_exit_code, exit_code;
+	int close_reason;         /* Ptg__CloseReason */
+	unsigned cols, rows;
+	int policy;               /* Ptg__Policy */
+	int64_t created_ms, exited_ms;
+	char label[129];
+	char detail[256];
+	char **argv;              /* NULL-terminated; owned */
+	uint8_t *screen;          /* the last snapshot; owned, NULL if none */
+	size_t screen_len;
+};
+
+/* Creates dir (and its parents) if needed. Returns 0 or a negative errno. */
+int store_open(const char *dir);
+/* Writes r's record (not its screen) atomically. 0 or a negative errno. */
+int store_write(const char *dir, const struct store_record *r);
+/* Writes a session's last snapshot atomically. 0 or a negative errno. */
+int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n);
+/* Reads every record in dir with its screen; a file that does not parse
+   is logged and skipped. Returns 0 and a malloc'd array, or a negative
+   errno when dir cannot be read. */
+int store_read_all(const char *dir, struct store_record **out, size_t *n);
+/* Deletes a session's files (it was reaped). */
+void store_remove(const char *dir, const char *id);
+/* Frees what store_read_all returned. */
+void store_records_free(struct store_record *v, size_t n);
+
+#endif
