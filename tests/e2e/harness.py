@@ -1,0 +1,1055 @@
+"""End-to-end harness for ptygate: real daemons, real WebSocket clients.
+
+What it gives a test:
+- Stack: a ptygate-sidecar on a private unix socket and a ptygate-gateway
+  on a free loopback port, in a private temp dir, with an HS256 secret;
+  stopped with SIGTERM, a bounded wait, then SIGKILL, by PID only.
+- mint_token(): HS256 JWTs minted here, so tests do not depend on the CLI.
+- REST helpers for SPEC 9 (create, get, list, delete sessions).
+- Client: a `websockets` connection that validates EVERY received frame
+  against the published JSON Schemas plus the SPEC's rules the schemas
+  cannot express, records the frames, and offers bounded waits.
+- RawWs: a hand-written WebSocket client over a plain socket, for what a
+  library will not do: refuse to answer pings, stop reading, send binary or
+  oversized frames, and read HTTP refusals with their bodies.
+
+Only the standard library, python3-websockets 10.4 and python3-jsonschema.
+Binaries come from $PTG_SIDECAR, $PTG_GATEWAY and $PTG_CLI (CTest sets
+them); the schemas from $PTG_SCHEMA_DIR or ../shared/spec/schemas next to
+the repository.
+"""
+import asyncio
+import base64
+import glob
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.parse
+
+import jsonschema
+import websockets
+from jsonschema import Draft202012Validator, RefResolver
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SUBPROTOCOL = "pty-ws.v1"
+BINDING_URI = "https://agentic-sandbox.aiwg.io/bindings/pty-ws/v1"
+EXTENSION_URI = "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+A2A_OPERATIONS = ["SendMessage", "SendStreamingMessage", "GetTask",
+                  "ListTasks", "CancelTask", "SubscribeToTask"]
+SESSION_HOST = {
+    "supported_backends": ["native"], "default_backend": "native",
+    "supported_classes": ["direct"], "default_class": "direct",
+    "observe_supported": True, "drive_supported": True,
+    "reattach_supported": True,
+}
+# SPEC 4's table: code -> (A2A type, key, value); None: a2a_error is null.
+A2A_ERRORS = {
+    "TASK_NOT_FOUND": ("TaskNotFound", "code", -32001),
+    "TASK_NOT_CANCELABLE": ("TaskNotCancelable", "code", -32002),
+    "INVALID_REQUEST": ("InvalidRequest", "code", -32600),
+    "UNSUPPORTED_OPERATION": ("UnsupportedOperation", "code", -32004),
+    "UNAUTHENTICATED": ("Unauthenticated", "http_status", 401),
+    "PERMISSION_DENIED": ("PermissionDenied", "http_status", 403),
+    "RATE_LIMITED": ("RateLimited", "http_status", 429),
+    "INTERNAL": ("Internal", "code", -32603),
+    "REPLAY_OUT_OF_RANGE": None,
+}
+# SPEC 3 Decision: the frames that carry no sequence.
+UNSEQUENCED_OPS = ("Error", "pong", "binding_goodbye", "TaskStatusUpdate")
+UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+TS_MILLIS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
+DATE_TIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
+ANSI = re.compile(rb"\x1b(\[[0-9;?<=>!\"' ]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()*+][0-9A-Za-z]|[@-Z\\-_]|[0-9=<>])")
+
+DEFAULT_TIMEOUT = 5.0
+PROMPT = "$ "  # the PS1 of create_session's shells
+
+
+# ---------------------------------------------------------------- utilities
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def b64(data):
+    if isinstance(data, str):
+        data = data.encode()
+    return base64.b64encode(data).decode("ascii")
+
+
+def uuid7():
+    """A lower-case UUIDv7 (RFC 9562): 48-bit ms time, version, variant."""
+    ms = int(time.time() * 1000)
+    rand = int.from_bytes(os.urandom(10), "big")
+    value = (ms << 80) | (0x7 << 76) | ((rand >> 66) & 0xFFF) << 64
+    value |= (0b10 << 62) | (rand & ((1 << 62) - 1))
+    h = "%032x" % value
+    return "%s-%s-%s-%s-%s" % (h[:8], h[8:12], h[12:16], h[16:20], h[20:])
+
+
+def now_ts():
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+def screen_text(raw):
+    """The printable text of terminal output or a snapshot, escapes removed."""
+    return ANSI.sub(b"", raw).decode("utf-8", "replace")
+
+
+def note(text):
+    """A measurement worth seeing in the test log (stderr)."""
+    sys.stderr.write("  [e2e] %s\n" % text)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def is_sanitized(path):
+    """True when the binary was built with AddressSanitizer (slower, more RSS)."""
+    try:
+        with open(path, "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+def find_binary(env, name):
+    path = os.environ.get(env)
+    if path:
+        if not os.access(path, os.X_OK):
+            raise unittest.SkipTest("%s=%s is not an executable" % (env, path))
+        return path
+    found = [p for p in glob.glob(os.path.join(REPO, "build*", name)) if os.access(p, os.X_OK)]
+    if not found:
+        raise unittest.SkipTest("%s not set and no build*/%s in %s" % (env, name, REPO))
+    return max(found, key=os.path.getmtime)
+
+
+def cli_binary():
+    """The ptygate CLI, or None when it is not built."""
+    try:
+        return find_binary("PTG_CLI", "ptygate")
+    except unittest.SkipTest:
+        return None
+
+
+def mint_token(secret, sub, instance_id, session_id=None, scope="pty:control",
+               ttl=300, exp=None, iat=None, extra=None, header=None):
+    """An HS256 JWT signed with the secret file's bytes."""
+    now = int(time.time())
+    claims = {"sub": sub, "iat": now if iat is None else iat,
+              "exp": now + ttl if exp is None else exp,
+              "instance_id": instance_id, "scope": scope}
+    if session_id is not None:
+        claims["session_id"] = session_id
+    claims.update(extra or {})
+    head = header or {"alg": "HS256", "typ": "JWT"}
+    signing_input = b64url(json.dumps(head).encode()) + "." + b64url(json.dumps(claims).encode())
+    sig = hmac.new(secret, signing_input.encode(), hashlib.sha256).digest()
+    return signing_input + "." + b64url(sig)
+
+
+# ---------------------------------------------------------------- schemas
+
+def load_json(path):
+    with open(path, encoding="utf-8") as f:
+        return json.load(f)
+
+
+class FrameValidator:
+    """Checks a server frame against the envelope schema, a session frame's
+    payload against the extension's SessionFramePayload, and the SPEC rules
+    the schemas leave out (ts with milliseconds, ids, sequence presence,
+    a2a_error, Keyframe anchor, strict base64)."""
+
+    ENVELOPE = "pty-ws-v1.frames.schema.json"
+    EXTENSION = "pty-extensions-v1.frames.schema.json"
+    _instance = None
+
+    @classmethod
+    def get(cls):
+        if cls._instance is None:
+            cls._instance = cls()
+        return cls._instance
+
+    def __init__(self):
+        d = os.environ.get("PTG_SCHEMA_DIR") or os.path.join(REPO, "..", "shared", "spec", "schemas")
+        paths = [os.path.join(d, n) for n in (self.ENVELOPE, self.EXTENSION)]
+        missing = [p for p in paths if not os.path.isfile(p)]
+        if missing:
+            raise AssertionError("JSON Schemas not found: %s (set PTG_SCHEMA_DIR)" % ", ".join(missing))
+        env, ext = [load_json(p) for p in paths]
+        store = {env["$id"]: env, ext["$id"]: ext}
+        checker = jsonschema.FormatChecker()
+        checker.checks("date-time")(lambda v: not isinstance(v, str) or bool(DATE_TIME.match(v)))
+        checker.checks("uri")(lambda v: not isinstance(v, str) or bool(urllib.parse.urlsplit(v).scheme))
+        resolver = RefResolver.from_schema(env, store=store)
+        self.envelope = Draft202012Validator(env, resolver=resolver, format_checker=checker)
+        self.kinds = {}
+        for kind in ("Output", "Resize", "RoleAssigned", "MembershipChanged",
+                     "Keyframe", "Closed", "Error"):
+            self.kinds[kind] = Draft202012Validator(
+                {"$ref": ext["$id"] + "#/$defs/%sFrame" % kind},
+                resolver=RefResolver.from_schema(ext, store=store), format_checker=checker)
+        self.session_frame = Draft202012Validator(
+            {"$ref": ext["$id"] + "#/$defs/SessionFramePayload"},
+            resolver=RefResolver.from_schema(ext, store=store), format_checker=checker)
+
+    def errors(self, frame, client_ids=()):
+        """Every problem with one server frame, as readable strings."""
+        if not isinstance(frame, dict):
+            return ["frame is not a JSON object"]
+        out = self._schema_errors(frame)
+        out += self._spec_errors(frame, client_ids)
+        return out
+
+    def _schema_errors(self, frame):
+        checked = frame
+        payload = frame.get("payload")
+        # SPEC 4 says a2a_error is null for REPLAY_OUT_OF_RANGE while the
+        # published envelope schema types it "object": the one tolerated
+        # conflict between the two; everything else of the frame is checked.
+        if (frame.get("op") == "Error" and isinstance(payload, dict)
+                and payload.get("code") == "REPLAY_OUT_OF_RANGE" and payload.get("a2a_error", 0) is None):
+            checked = dict(frame, payload={k: v for k, v in payload.items() if k != "a2a_error"})
+        out = ["schema %s: %s" % ("/".join(map(str, e.absolute_path)) or "/", e.message)
+               for e in self.envelope.iter_errors(checked)]
+        if frame.get("op") == "pty.session_frame":
+            if not self.session_frame.is_valid(payload):
+                kind = payload.get("kind") if isinstance(payload, dict) else None
+                detail = self.kinds.get(kind)
+                msgs = [e.message for e in detail.iter_errors(payload)] if detail else ["unknown kind %r" % kind]
+                out += ["SessionFramePayload: %s" % m for m in msgs]
+        return out
+
+    def _spec_errors(self, frame, client_ids):
+        out = []
+        op, payload = frame.get("op"), frame.get("payload")
+        if not TS_MILLIS.match(str(frame.get("ts"))):
+            out.append("SPEC 2: ts %r is not RFC 3339 UTC with milliseconds" % frame.get("ts"))
+        fid = frame.get("id")
+        if fid not in client_ids and not UUID7.match(str(fid)):
+            out.append("SPEC 2: server-initiated id %r is not a lower-case UUIDv7" % fid)
+        has_seq = "sequence" in frame
+        if op == "binding_hello" and frame.get("sequence") != 0:
+            out.append("SPEC 3: binding_hello sequence must be 0")
+        if op == "pty.session_frame" and not has_seq:
+            out.append("SPEC 3: pty.session_frame without sequence")
+        if (op in UNSEQUENCED_OPS or str(op).endswith((".Response", ".Accepted"))) and has_seq:
+            out.append("SPEC 3: %s must not carry a sequence" % op)
+        if op == "Error" and isinstance(payload, dict):
+            out += self._a2a_errors(payload)
+        if op == "pty.session_frame" and isinstance(payload, dict):
+            out += self._payload_errors(frame, payload)
+        return out
+
+    @staticmethod
+    def _a2a_errors(payload):
+        code = payload.get("code")
+        if code not in A2A_ERRORS:
+            return []
+        row, a2a = A2A_ERRORS[code], payload.get("a2a_error", "<absent>")
+        if row is None:
+            return [] if a2a is None else ["SPEC 4: a2a_error must be null for %s" % code]
+        if not isinstance(a2a, dict) or a2a.get("type") != row[0] or a2a.get(row[1]) != row[2]:
+            return ["SPEC 4: a2a_error for %s should be {type: %s, %s: %s}, got %r"
+                    % (code, row[0], row[1], row[2], a2a)]
+        if "retryable" not in payload:
+            return ["SPEC 4: Error without retryable"]
+        return []
+
+    @staticmethod
+    def _payload_errors(frame, payload):
+        kind = payload.get("kind")
+        out = []
+        if kind == "Keyframe" and payload.get("anchor_sequence") != frame.get("sequence"):
+            out.append("SPEC 3: Keyframe anchor_sequence %r != its sequence %r"
+                       % (payload.get("anchor_sequence"), frame.get("sequence")))
+        for field in ("data", "snapshot"):
+            if kind in ("Output", "Keyframe") and field in payload:
+                try:
+                    base64.b64decode(payload[field], validate=True)
+                except ValueError:
+                    out.append("SPEC 5: %s.%s is not strict base64" % (kind, field))
+        return out
+
+
+# ---------------------------------------------------------------- daemons
+
+class Daemon:
+    """One child process, its output in a log file, stopped by PID only."""
+
+    def __init__(self, name, argv, workdir):
+        self.name, self.argv = name, argv
+        self.log_path = os.path.join(workdir, "%s.log" % name)
+        self.proc = None
+        self.expected_exit = False
+
+    def start(self):
+        env = dict(os.environ)
+        env.setdefault("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
+        log = open(self.log_path, "ab")
+        log.write(("\n=== %s\n" % " ".join(self.argv)).encode())
+        log.flush()
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=log,
+                                     stderr=subprocess.STDOUT, env=env)
+        log.close()
+        self.expected_exit = False
+
+    @property
+    def pid(self):
+        return self.proc.pid
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def kill(self, sig=signal.SIGKILL):
+        """Sends sig now (a deliberate crash): the exit is not a failure."""
+        self.expected_exit = True
+        self.proc.send_signal(sig)
+        self.proc.wait(10)
+
+    def stop(self, timeout=8.0):
+        """SIGTERM, bounded wait, then SIGKILL. Returns a problem or None."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is not None:
+            if self.expected_exit:
+                return None
+            return "%s exited on its own with status %s" % (self.name, self.proc.returncode)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+            return "%s ignored SIGTERM for %.0f s (SIGKILLed)" % (self.name, timeout)
+        if rc != 0:
+            return "%s exited with status %s after SIGTERM" % (self.name, rc)
+        return None
+
+    def log_tail(self, n=40):
+        try:
+            with open(self.log_path, "rb") as f:
+                lines = f.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return ""
+        return "\n".join(lines[-n:])
+
+    def rss_kib(self):
+        with open("/proc/%d/status" % self.pid) as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+        return 0
+
+
+class HttpResult:
+    def __init__(self, status, headers, body):
+        self.status, self.headers, self.body = status, headers, body
+
+    def json(self):
+        return json.loads(self.body.decode("utf-8"))
+
+    def header(self, name):
+        for k, v in self.headers:
+            if k.lower() == name.lower():
+                return v
+        return None
+
+    def __repr__(self):
+        return "HTTP %d %s" % (self.status, self.body[:300])
+
+
+class Stack:
+    """A sidecar and a gateway for one instance, in a private temp dir."""
+
+    def __init__(self, sidecar_args=(), gateway_args=(), instance="inst-e2e"):
+        self.instance = instance
+        self.sidecar_bin = find_binary("PTG_SIDECAR", "ptygate-sidecar")
+        self.gateway_bin = find_binary("PTG_GATEWAY", "ptygate-gateway")
+        self.sanitized = is_sanitized(self.gateway_bin) or is_sanitized(self.sidecar_bin)
+        self.dir = tempfile.mkdtemp(prefix="ptg-e2e-")
+        self.socket_path = os.path.join(self.dir, "sidecar.sock")
+        self.secret = secrets.token_hex(32).encode()
+        self.secret_file = os.path.join(self.dir, "hs256.secret")
+        with open(self.secret_file, "wb") as f:
+            f.write(self.secret)
+        os.chmod(self.secret_file, 0o600)
+        self.port = free_port()
+        # "{dir}" in an argument names this stack's private directory.
+        sidecar_args = [str(a).replace("{dir}", self.dir) for a in sidecar_args]
+        gateway_args = [str(a).replace("{dir}", self.dir) for a in gateway_args]
+        self.sidecar = Daemon("sidecar", [
+            self.sidecar_bin, "--listen", "unix:" + self.socket_path,
+            "--instance-id", instance, *map(str, sidecar_args)], self.dir)
+        self.gateway = Daemon("gateway", [
+            self.gateway_bin, "--listen", "127.0.0.1:%d" % self.port,
+            "--instance", "%s=unix:%s" % (instance, self.socket_path),
+            "--hs256-secret-file", self.secret_file, *map(str, gateway_args)], self.dir)
+        self.problems = []
+
+    def start(self):
+        self.sidecar.start()
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.socket_path):
+            if not self.sidecar.alive():
+                raise AssertionError("sidecar exited at start:\n" + self.sidecar.log_tail())
+            if time.monotonic() > deadline:
+                raise AssertionError("sidecar socket did not appear:\n" + self.sidecar.log_tail())
+            time.sleep(0.02)
+        self.start_gateway()
+        return self
+
+    def start_gateway(self):
+        self.gateway.start()
+        self.wait_ready()
+
+    def wait_ready(self, timeout=15.0):
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            if not self.gateway.alive():
+                raise AssertionError("gateway exited at start (status %s):\n%s"
+                                     % (self.gateway.proc.returncode, self.gateway.log_tail()))
+            try:
+                last = self.http("GET", "/readyz", timeout=1)
+                if last.status == 200:
+                    return
+            except OSError as e:
+                last = e
+            time.sleep(0.05)
+        raise AssertionError("gateway not ready in %.0f s (last: %r):\n%s"
+                             % (timeout, last, self.gateway.log_tail()))
+
+    def stop(self):
+        """Stops both daemons; returns the problems seen (unexpected exits)."""
+        for d in (self.gateway, self.sidecar):
+            p = d.stop()
+            if p:
+                self.problems.append(p + "\n" + d.log_tail(30))
+        return self.problems
+
+    def cleanup(self, keep=False):
+        if keep or os.environ.get("PTG_E2E_KEEP"):
+            sys.stderr.write("e2e: kept %s\n" % self.dir)
+            return
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def logs(self):
+        return "\n".join("--- %s (%s)\n%s" % (d.name, d.log_path, d.log_tail())
+                         for d in (self.sidecar, self.gateway))
+
+    # -- tokens and HTTP
+
+    def token(self, sub="alice", session_id=None, scope="pty:control sessions tasks", **kw):
+        kw.setdefault("instance_id", self.instance)
+        return mint_token(self.secret, sub, session_id=session_id, scope=scope, **kw)
+
+    def http(self, method, path, body=None, token=None, headers=None, timeout=10):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=timeout)
+        try:
+            hdrs = dict(headers or {})
+            if token:
+                hdrs["Authorization"] = "Bearer " + token
+            data = None
+            if body is not None:
+                data = json.dumps(body).encode()
+                hdrs["Content-Type"] = "application/json"
+            conn.request(method, path, body=data, headers=hdrs)
+            r = conn.getresponse()
+            return HttpResult(r.status, r.getheaders(), r.read())
+        finally:
+            conn.close()
+
+    def create_session(self, command=None, env=None, cols=120, rows=30,
+                       policy="keep_running", ps1="$ ", token=None, **extra):
+        """POST a session running /bin/sh (PS1 predictable); returns its id."""
+        body = {"command": command or ["/bin/sh"],
+                "env": env or {"PS1": ps1, "PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"},
+                "cols": cols, "rows": rows, "policy": policy}
+        body.update(extra)
+        r = self.http("POST", "/agents/%s/sessions" % self.instance, body,
+                      token=token or self.token(sub="e2e-admin", scope="sessions"))
+        if r.status != 201:
+            raise AssertionError("session create: %r\n%s" % (r, self.logs()))
+        doc = r.json()
+        if not UUID7.match(doc.get("session_id", "")):
+            raise AssertionError("session id %r is not a UUIDv7" % doc.get("session_id"))
+        return doc["session_id"]
+
+    def get_session(self, sid):
+        r = self.http("GET", "/agents/%s/sessions/%s" % (self.instance, sid),
+                      token=self.token(sub="e2e-admin", scope="sessions"))
+        if r.status != 200:
+            raise AssertionError("session get: %r" % r)
+        return r.json()
+
+    def delete_session(self, sid):
+        return self.http("DELETE", "/agents/%s/sessions/%s" % (self.instance, sid),
+                         token=self.token(sub="e2e-admin", scope="sessions"))
+
+    def attach_path(self, sid, instance=None):
+        return "/agents/%s/sessions/%s/attach" % (instance or self.instance, sid)
+
+    def metrics(self):
+        """GET /metrics as {name{labels}: value}."""
+        r = self.http("GET", "/metrics")
+        if r.status != 200:
+            raise AssertionError("/metrics: %r" % r)
+        out = {}
+        for line in r.body.decode().splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                try:
+                    out[key] = float(value)
+                except ValueError:
+                    pass
+        return out
+
+    async def client(self, sid, sub="alice", scope="pty:control", token=None, **kw):
+        """A connected Client with binding_hello already checked and read."""
+        c = await Client.connect(self, sid, token or self.token(sub=sub, session_id=sid, scope=scope), **kw)
+        await c.expect_hello(sid)
+        return c
+
+
+# ---------------------------------------------------------------- clients
+
+class Closed(Exception):
+    """The server closed the connection (code None: no close frame)."""
+
+    def __init__(self, code, reason=""):
+        super().__init__("connection closed: code=%s reason=%r" % (code, reason))
+        self.code, self.reason = code, reason
+
+
+class FrameStream:
+    """What both clients share: validation, recording, bounded waits and
+    the joined output text. Subclasses provide _recv_text(timeout)."""
+
+    def __init__(self, label):
+        self.label = label
+        self.frames = []
+        self.sent_ids = set()
+        self.output = bytearray()  # every Output's bytes, in arrival order
+        self.client_id = None
+        self.closed = None
+
+    def _accept(self, text):
+        try:
+            frame = json.loads(text)
+        except ValueError as e:
+            raise AssertionError("%s: server sent non-JSON text %r: %s" % (self.label, text[:200], e))
+        problems = FrameValidator.get().errors(frame, self.sent_ids)
+        if problems:
+            raise AssertionError("%s: invalid server frame:\n  %s\n  frame: %s"
+                                 % (self.label, "\n  ".join(problems), json.dumps(frame)[:600]))
+        self.frames.append(frame)
+        p = frame.get("payload") or {}
+        if frame["op"] == "pty.session_frame" and p.get("kind") == "Output":
+            self.output += base64.b64decode(p["data"])
+        if frame["op"] == "pty.session_frame" and p.get("kind") == "RoleAssigned":
+            self.client_id = p["client_id"]
+        return frame
+
+    def envelope(self, op, payload=None, **fields):
+        frame = {"op": op, "id": fields.pop("id", None) or uuid7(), "ts": now_ts(),
+                 "payload": {} if payload is None else payload}
+        frame.update(fields)
+        self.sent_ids.add(frame["id"])
+        return frame
+
+    async def recv(self, timeout=DEFAULT_TIMEOUT):
+        """The next frame, validated; raises Closed or asyncio.TimeoutError."""
+        return self._accept(await self._recv_text(timeout))
+
+    async def recv_until(self, predicate, timeout=DEFAULT_TIMEOUT, what="a matching frame"):
+        """Frames until predicate(frame); returns (frame, every frame seen)."""
+        deadline = time.monotonic() + timeout
+        seen = []
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("%s: no %s within %.1f s; saw %s"
+                                     % (self.label, what, timeout, summarize(seen)))
+            try:
+                frame = await self.recv(left)
+            except asyncio.TimeoutError:
+                continue
+            except Closed as e:
+                raise AssertionError("%s: closed (%s) waiting for %s; saw %s"
+                                     % (self.label, e.code, what, summarize(seen)))
+            seen.append(frame)
+            if predicate(frame):
+                return frame, seen
+
+    async def wait_for(self, op, kind=None, timeout=DEFAULT_TIMEOUT, where=None):
+        """Skips frames until one with op (and payload kind); returns it."""
+        frame, _ = await self.recv_until(lambda f: matches(f, op, kind) and (where is None or where(f)),
+                                         timeout, what=describe(op, kind))
+        return frame
+
+    async def expect_frame(self, op, kind=None, timeout=DEFAULT_TIMEOUT):
+        """The very next frame must be op (and kind); returns it."""
+        try:
+            frame = await self.recv(timeout)
+        except asyncio.TimeoutError:
+            raise AssertionError("%s: expected %s, got nothing in %.1f s"
+                                 % (self.label, describe(op, kind), timeout))
+        except Closed as e:
+            raise AssertionError("%s: expected %s, connection closed (%s)"
+                                 % (self.label, describe(op, kind), e.code))
+        if not matches(frame, op, kind):
+            raise AssertionError("%s: expected %s, got %s" % (self.label, describe(op, kind), summarize([frame])))
+        return frame
+
+    async def expect_hello(self, sid):
+        hello = await self.expect_frame("binding_hello")
+        p = hello["payload"]
+        assert p["binding_uri"] == BINDING_URI, p
+        assert p["binding_version"] == "1.0.0", p
+        assert sorted(p["supported_operations"]) == sorted(A2A_OPERATIONS), p["supported_operations"]
+        assert p.get("activated_extensions") == [], p
+        assert p["session"]["session_id"] == sid, p
+        assert p["session_host"] == SESSION_HOST, p["session_host"]
+        self.hello = hello
+        return hello
+
+    async def expect_error(self, code, echo_id=None, timeout=DEFAULT_TIMEOUT, skip_output=True):
+        """The next non-Output frame must be Error code (echoing echo_id)."""
+        frame, _ = await self.recv_until(
+            lambda f: not (skip_output and matches(f, "pty.session_frame", "Output")),
+            timeout, what="Error %s" % code)
+        assert frame["op"] == "Error", "%s: expected Error %s, got %s" % (self.label, code, summarize([frame]))
+        assert frame["payload"]["code"] == code, "%s: expected %s, got %s" % (
+            self.label, code, frame["payload"])
+        if echo_id is not None:
+            assert frame["id"] == echo_id, "Error id %r does not echo %r" % (frame["id"], echo_id)
+        return frame
+
+    async def expect_close(self, code, timeout=DEFAULT_TIMEOUT, allow=("Output",)):
+        """Reads until the close; only frames whose kind (or op) is in allow
+        may come first."""
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError("%s: no close %s within %.1f s" % (self.label, code, timeout))
+            try:
+                frame = await self.recv(left)
+            except asyncio.TimeoutError:
+                continue
+            except Closed as e:
+                assert e.code == code, "%s: close code %s, expected %s (reason %r)" % (
+                    self.label, e.code, code, e.reason)
+                return e
+            kind = (frame.get("payload") or {}).get("kind") or frame.get("op")
+            assert kind in allow, "%s: unexpected %s before close %s" % (self.label, summarize([frame]), code)
+
+    async def wait_output(self, text, since=0, timeout=DEFAULT_TIMEOUT):
+        """Reads until the output after offset since contains text."""
+        needle = text.encode() if isinstance(text, str) else text
+        scanned = [since]
+
+        def found(_frame=None):
+            # Scans only what arrived since the last look: floods stay linear.
+            hit = self.output.find(needle, scanned[0]) >= 0
+            scanned[0] = max(since, len(self.output) - len(needle) + 1)
+            return hit
+
+        if not found():
+            await self.recv_until(found, timeout, what="output %r" % text)
+
+    async def quiet(self, seconds):
+        """Frames that arrive within seconds (for asserting nothing happens)."""
+        got = []
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                got.append(await self.recv(max(0.01, deadline - time.monotonic())))
+            except asyncio.TimeoutError:
+                break
+        return got
+
+    async def catch_up(self, sequence, timeout=DEFAULT_TIMEOUT):
+        """Reads until a frame numbered at least sequence has been seen."""
+        if self.last_sequence() < sequence:
+            await self.recv_until(lambda f: self.last_sequence() >= sequence, timeout,
+                                  what="sequence %d" % sequence)
+
+    def last_sequence(self):
+        return max((f["sequence"] for f in self.frames if f["op"] == "pty.session_frame"), default=0)
+
+    # -- the client verbs
+
+    async def send(self, op, payload=None, **fields):
+        frame = self.envelope(op, payload, **fields)
+        await self.send_text(json.dumps(frame))
+        return frame["id"]
+
+    async def join(self, role="controller", cols=None, rows=None, label=None,
+                   replay_from=None, extensions=True, service_parameters=None, **fields):
+        payload = {"role": role, "client_label": label or self.label}
+        if cols is not None:
+            payload.update(cols=cols, rows=rows)
+        if extensions:
+            fields["extensions"] = [EXTENSION_URI]
+        if replay_from is not None:
+            fields["replay_from"] = replay_from
+        if service_parameters is not None:
+            fields["service_parameters"] = service_parameters
+        return await self.send("pty.join_session", payload, **fields)
+
+    async def join_fresh(self, role="controller", **kw):
+        """Join without replay: RoleAssigned, MembershipChanged, Keyframe."""
+        await self.join(role, **kw)
+        ra = await self.expect_frame("pty.session_frame", "RoleAssigned")
+        mc = await self.wait_for("pty.session_frame", "MembershipChanged")
+        kf = await self.wait_for("pty.session_frame", "Keyframe")
+        return ra, mc, kf
+
+    async def type(self, text):
+        return await self.send("pty.session_input", {"data": b64(text)})
+
+    async def run(self, command, marker, timeout=DEFAULT_TIMEOUT, prompt=PROMPT):
+        """Types a command line and waits for marker in its output, then for
+        the shell's prompt after it: the session is idle again on return."""
+        mark = len(self.output)
+        await self.type(command + "\n")
+        await self.wait_output(marker, since=mark, timeout=timeout)
+        if prompt:
+            end = self.output.find(marker.encode(), mark) + len(marker)
+            await self.wait_output(prompt, since=end, timeout=timeout)
+
+
+def count_members(value):
+    """A session's controllers/observers from GET: a list or a number."""
+    return len(value) if isinstance(value, list) else int(value)
+
+
+def matches(frame, op, kind=None):
+    return frame.get("op") == op and (kind is None or (frame.get("payload") or {}).get("kind") == kind)
+
+
+def describe(op, kind):
+    return op + ("/" + kind if kind else "")
+
+
+def summarize(frames, limit=12):
+    parts = []
+    for f in frames[-limit:]:
+        p = f.get("payload") or {}
+        what = f.get("op")
+        if p.get("kind"):
+            what += "/" + p["kind"]
+        if f.get("op") == "Error" or p.get("kind") == "Error":
+            what += "(%s)" % p.get("code")
+        parts.append("%s#%s" % (what, f.get("sequence", "-")))
+    more = "" if len(frames) <= limit else "... %d more, last: " % (len(frames) - limit)
+    return "[" + more + ", ".join(parts) + "]"
+
+
+class Client(FrameStream):
+    """A websockets (asyncio) client on the attach URL."""
+
+    def __init__(self, ws, label):
+        super().__init__(label)
+        self.ws = ws
+
+    @classmethod
+    async def connect(cls, stack, sid, token, auth="header", subprotocols=None,
+                      label="alice@laptop", instance=None, open_timeout=5):
+        headers = {}
+        protos = list(subprotocols or [SUBPROTOCOL])
+        if auth == "header":
+            headers["Authorization"] = "Bearer " + token
+        elif auth == "subprotocol":
+            protos.append("bearer." + b64url(token.encode()))
+        uri = "ws://127.0.0.1:%d%s" % (stack.port, stack.attach_path(sid, instance))
+        ws = await websockets.connect(uri, subprotocols=protos, extra_headers=headers,
+                                      compression=None, ping_interval=None, max_size=16 << 20,
+                                      max_queue=None, open_timeout=open_timeout, close_timeout=2)
+        return cls(ws, label)
+
+    async def _recv_text(self, timeout):
+        if self.closed:
+            raise self.closed
+        try:
+            msg = await asyncio.wait_for(self.ws.recv(), timeout)
+        except websockets.ConnectionClosed as e:
+            code = e.rcvd.code if e.rcvd else None
+            self.closed = Closed(code, e.rcvd.reason if e.rcvd else "")
+            raise self.closed
+        if isinstance(msg, bytes):
+            raise AssertionError("%s: server sent a binary frame (SPEC 1: text only)" % self.label)
+        return msg
+
+    async def send_text(self, text):
+        await self.ws.send(text)
+
+    async def send_bytes(self, data):
+        await self.ws.send(data)
+
+    async def close(self):
+        try:
+            await asyncio.wait_for(self.ws.close(), 1)
+        except Exception:
+            pass
+
+
+class RawWs(FrameStream):
+    """A WebSocket client over a plain blocking socket: it answers pings only
+    when told to, and reads only when asked."""
+
+    def __init__(self, sock, leftover, label):
+        super().__init__(label)
+        self.sock, self.buf = sock, leftover
+        self.answer_pings = True
+        self.response = None
+
+    @staticmethod
+    def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=5):
+        """Sends an upgrade; returns (HttpResult, socket or None, leftover)."""
+        sock = socket.socket()
+        if rcvbuf:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        sock.settimeout(timeout)
+        sock.connect(("127.0.0.1", port))
+        lines = ["GET %s HTTP/1.1" % path, "Host: 127.0.0.1:%d" % port,
+                 "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
+                 "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode()]
+        if protocols:
+            lines.append("Sec-WebSocket-Protocol: " + protocols)
+        lines += ["%s: %s" % kv for kv in (headers or {}).items()]
+        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        data = b""
+        while b"\r\n\r\n" not in data:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        head, _, rest = data.partition(b"\r\n\r\n")
+        status_line, *header_lines = head.decode("latin-1").split("\r\n")
+        status = int(status_line.split()[1])
+        hdrs = [tuple(x.strip() for x in h.split(":", 1)) for h in header_lines if ":" in h]
+        result = HttpResult(status, hdrs, b"")
+        if status == 101:
+            return result, sock, rest
+        length = int(result.header("Content-Length") or 0)
+        while len(rest) < length:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            rest += chunk
+        result.body = rest
+        sock.close()
+        return result, None, b""
+
+    @classmethod
+    def connect(cls, stack, sid, token, label="raw", rcvbuf=None):
+        result, sock, rest = cls.handshake(stack.port, stack.attach_path(sid),
+                                           {"Authorization": "Bearer " + token}, rcvbuf=rcvbuf)
+        if sock is None:
+            raise AssertionError("raw upgrade refused: %r" % result)
+        assert result.header("Sec-WebSocket-Protocol") == SUBPROTOCOL, result.headers
+        raw = cls(sock, rest, label)
+        raw.response = result
+        return raw
+
+    def send_frame(self, opcode, payload, fin=True):
+        head = bytes([(0x80 if fin else 0) | opcode])
+        n = len(payload)
+        if n < 126:
+            head += bytes([0x80 | n])
+        elif n < 65536:
+            head += bytes([0x80 | 126]) + struct.pack(">H", n)
+        else:
+            head += bytes([0x80 | 127]) + struct.pack(">Q", n)
+        mask = os.urandom(4)
+        masked = bytes(b ^ mask[i % 4] for i, b in enumerate(payload)) if n < 4096 else _mask(payload, mask)
+        self.sock.sendall(head + mask + masked)
+
+    async def send_text(self, text):
+        self.send_frame(0x1, text.encode())
+
+    def _need(self, n, deadline):
+        while len(self.buf) < n:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise asyncio.TimeoutError()
+            self.sock.settimeout(left)
+            try:
+                chunk = self.sock.recv(1 << 20)
+            except socket.timeout:
+                raise asyncio.TimeoutError()
+            except OSError:
+                chunk = b""
+            if not chunk:
+                self.closed = Closed(None)
+                raise self.closed
+            self.buf += chunk
+
+    def read_frame(self, timeout):
+        """One WebSocket frame: (fin, opcode, payload)."""
+        deadline = time.monotonic() + timeout
+        self._need(2, deadline)
+        b0, b1 = self.buf[0], self.buf[1]
+        n, off = b1 & 0x7F, 2
+        if n == 126:
+            self._need(4, deadline)
+            n, off = struct.unpack(">H", self.buf[2:4])[0], 4
+        elif n == 127:
+            self._need(10, deadline)
+            n, off = struct.unpack(">Q", self.buf[2:10])[0], 10
+        if b1 & 0x80:
+            raise AssertionError("%s: server frame is masked" % self.label)
+        self._need(off + n, deadline)
+        payload, self.buf = self.buf[off:off + n], self.buf[off + n:]
+        return bool(b0 & 0x80), b0 & 0x0F, payload
+
+    async def _recv_text(self, timeout):
+        if self.closed:
+            raise self.closed
+        deadline = time.monotonic() + timeout
+        parts = []
+        while True:
+            fin, opcode, payload = self.read_frame(max(0.0, deadline - time.monotonic()))
+            if opcode == 0x9:
+                if self.answer_pings:
+                    self.send_frame(0xA, payload)
+                continue
+            if opcode == 0xA:
+                continue
+            if opcode == 0x8:
+                code = struct.unpack(">H", payload[:2])[0] if len(payload) >= 2 else None
+                self.closed = Closed(code, payload[2:].decode("utf-8", "replace"))
+                raise self.closed
+            if opcode == 0x2:
+                raise AssertionError("%s: server sent a binary frame" % self.label)
+            parts.append(payload)
+            if fin:
+                return b"".join(parts).decode("utf-8")
+
+    def send_close(self, code=1000):
+        self.send_frame(0x8, struct.pack(">H", code))
+
+    def wait_eof(self, timeout):
+        """True when the server closes the TCP connection within timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self.sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                if not self.sock.recv(65536):
+                    return True
+            except socket.timeout:
+                return False
+            except ConnectionError:
+                return True
+        return False
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _mask(payload, mask):
+    n = len(payload)
+    key = int.from_bytes((mask * (n // 4 + 1))[:n], "big")
+    return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
+
+
+# ---------------------------------------------------------------- test base
+
+class E2ETestCase(unittest.IsolatedAsyncioTestCase):
+    """Starts a Stack per class (override SIDECAR_ARGS / GATEWAY_ARGS), stops
+    it at the end, and fails when a daemon exited badly. Clients opened with
+    self.connect() are closed after each test."""
+
+    SIDECAR_ARGS = ()
+    GATEWAY_ARGS = ()
+    stack = None
+
+    @classmethod
+    def setUpClass(cls):
+        FrameValidator.get()  # a missing schema fails loudly, before any daemon
+        cls.stack = Stack(cls.SIDECAR_ARGS, cls.GATEWAY_ARGS)
+        try:
+            cls.stack.start()
+        except BaseException:
+            cls.stack.stop()
+            sys.stderr.write(cls.stack.logs() + "\n")
+            cls.stack.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = cls.stack.stop()
+        cls.stack.cleanup(keep=bool(problems))
+        if problems:
+            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
+    def setUp(self):
+        self.clients = []
+        self.addCleanup(self._dump_logs_on_failure)
+
+    async def asyncSetUp(self):
+        # RawWs reads block the loop on purpose; do not warn about it.
+        asyncio.get_running_loop().slow_callback_duration = 30
+
+    async def asyncTearDown(self):
+        for c in self.clients:
+            if isinstance(c, Client):
+                await c.close()
+            else:
+                c.close()
+
+    def _dump_logs_on_failure(self):
+        outcome = getattr(self, "_outcome", None)
+        if outcome is not None and not getattr(outcome, "success", True):
+            sys.stderr.write("\n=== daemon logs for %s\n%s\n" % (self.id(), self.stack.logs()))
+
+    async def connect(self, sid, sub="alice", scope="pty:control", label=None, **kw):
+        c = await self.stack.client(sid, sub=sub, scope=scope, label=label or sub, **kw)
+        self.clients.append(c)
+        return c
+
+    def raw(self, sid, sub="raw", scope="pty:observe", rcvbuf=None):
+        r = RawWs.connect(self.stack, sid, self.stack.token(sub=sub, session_id=sid, scope=scope),
+                          label=sub, rcvbuf=rcvbuf)
+        self.clients.append(r)
+        return r
+
+    async def session_with(self, role="controller", sub="alice", **create):
+        """A new session and a client joined to it (fresh flow)."""
+        sid = self.stack.create_session(**create)
+        c = await self.connect(sid, sub=sub, scope="pty:control" if role == "controller" else "pty:observe")
+        await c.join_fresh(role)
+        return sid, c
+
+    async def in_thread(self, fn, *args):
+        return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
+
+
+def main():
+    unittest.main(verbosity=2)

@@ -1,0 +1,101 @@
+"""Roles and capacity (SPEC 5.1): downgrade, a full session, role requests,
+keyframe requests and their throttle, and the keyframe cadence (SPEC 3)."""
+import time
+
+import harness
+from harness import E2ETestCase, matches
+
+
+def role_of(frame):
+    return frame["payload"]["role"]
+
+
+class RolesAndCapacity(E2ETestCase):
+    SIDECAR_ARGS = ("--max-controllers", 1, "--max-observers", 1, "--keyframe-frames", 10)
+
+    async def test_second_controller_is_downgraded_and_a_full_session_refused(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        bob = await self.connect(sid, sub="bob")
+        await bob.join("controller")
+        ra = await bob.expect_frame("pty.session_frame", "RoleAssigned")
+        self.assertEqual(role_of(ra), "observer")
+        self.assertIs(ra["payload"].get("downgraded"), True)
+        self.assertTrue(ra["payload"].get("reason"), "a downgrade says why")
+        mc = await bob.wait_for("pty.session_frame", "MembershipChanged")
+        self.assertEqual([c["label"] for c in mc["payload"]["controllers"]], ["alice"])
+        self.assertEqual([o["label"] for o in mc["payload"]["observers"]], ["bob"])
+
+        carol = await self.connect(sid, sub="carol")
+        join_id = await carol.join("observer")
+        await carol.expect_error("RATE_LIMITED", echo_id=join_id)
+        await carol.expect_close(4429, allow=("Output", "binding_goodbye"))
+        members = self.stack.get_session(sid)
+        self.assertEqual((harness.count_members(members["controllers"]),
+                          harness.count_members(members["observers"])), (1, 1), members)
+
+    async def test_request_role_up_and_down(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        await alice.send("pty.request_role", {"role": "observer"})
+        ra = await alice.wait_for("pty.session_frame", "RoleAssigned")
+        self.assertEqual(role_of(ra), "observer")
+        mc = await alice.wait_for("pty.session_frame", "MembershipChanged")
+        self.assertEqual((mc["payload"]["controllers"], len(mc["payload"]["observers"])), ([], 1))
+        refused = await alice.send("pty.session_input", {"data": harness.b64("true\n")})
+        await alice.expect_error("PERMISSION_DENIED", echo_id=refused)
+
+        bob = await self.connect(sid, sub="bob")
+        ra_bob, _, _ = await bob.join_fresh("controller")
+        self.assertEqual(role_of(ra_bob), "controller", "the controller slot was freed")
+
+        await alice.send("pty.request_role", {"role": "controller"})
+        ra = await alice.wait_for("pty.session_frame", "RoleAssigned")
+        self.assertEqual(role_of(ra), "observer")
+        self.assertTrue(ra["payload"].get("reason"), "a refused request says why")
+
+        await bob.send("pty.leave_session", {})
+        await bob.wait_for("binding_goodbye")
+        await alice.wait_for("pty.session_frame", "MembershipChanged",
+                             where=lambda f: f["payload"]["controllers"] == [])
+        await alice.send("pty.request_role", {"role": "controller"})
+        ra = await alice.wait_for("pty.session_frame", "RoleAssigned")
+        self.assertEqual(role_of(ra), "controller")
+        self.assertEqual(ra["payload"]["client_id"], alice.client_id, "client_id is stable")
+        mc = await alice.wait_for("pty.session_frame", "MembershipChanged")
+        self.assertEqual([c["client_id"] for c in mc["payload"]["controllers"]], [alice.client_id])
+        await alice.run("echo back-$((8*8))", "back-64")
+
+    async def test_request_keyframe_and_throttle(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        await alice.run("echo kf-$((9*9))", "kf-81")
+        await alice.quiet(1.1)  # the join's Keyframe counts against the throttle
+        t0 = time.monotonic()
+        await alice.send("pty.request_keyframe", {})
+        kf = await alice.wait_for("pty.session_frame", "Keyframe", timeout=1.0)
+        self.assertLess(time.monotonic() - t0, 1.0)
+        self.assertIn("kf-81", harness.screen_text(harness.base64.b64decode(kf["payload"]["snapshot"])))
+        second = await alice.send("pty.request_keyframe", {})
+        await alice.expect_error("RATE_LIMITED", echo_id=second)
+        await alice.quiet(1.1)
+        await alice.send("pty.request_keyframe", {})
+        await alice.wait_for("pty.session_frame", "Keyframe", timeout=1.0)
+
+    async def test_keyframe_cadence_under_sustained_output(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        start = len(alice.frames)
+        await alice.run("i=0; while [ $i -lt 120 ]; do echo line-$i; i=$((i+1)); sleep 0.01; done; echo done-$((4+4))",
+                        "done-8", timeout=20)
+        frames = [f for f in alice.frames[start:] if f["op"] == "pty.session_frame"]
+        outputs = sum(1 for f in frames if matches(f, "pty.session_frame", "Output"))
+        keyframes = sum(1 for f in frames if matches(f, "pty.session_frame", "Keyframe"))
+        self.assertGreater(outputs, 30, "the loop produced many Output frames")
+        run = longest = 0
+        for f in frames:
+            kind = f["payload"]["kind"]
+            run = 0 if kind == "Keyframe" else run + (kind == "Output")
+            longest = max(longest, run)
+        self.assertLessEqual(longest, 10, "a Keyframe at least every 10 Output frames "
+                             "(%d outputs, %d keyframes)" % (outputs, keyframes))
+
+
+if __name__ == "__main__":
+    harness.main()

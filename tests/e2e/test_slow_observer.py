@@ -1,0 +1,91 @@
+"""A slow observer never slows the controller or the PTY (SPEC 5.3): its
+queue is bounded, it gets PTY_OUTPUT_LAGGED then a Keyframe, and the
+gateway's memory stays bounded."""
+import asyncio
+import statistics
+import time
+
+import harness
+from harness import E2ETestCase, matches
+
+QUEUE_BYTES = 1000000
+# About 20 MB in 64 KiB bursts: far more than the observer's queue, at a
+# pace a Python controller can follow without lagging itself.
+FLOOD = ("i=0; while [ $i -lt 300 ]; do yes | head -c 65536; i=$((i+1)); sleep 0.01; done;"
+         " echo flood-$((5+5))-done")
+KEYS = "abcdefghijklmnopqrsx"  # never in the flood ("y\r\n")
+
+
+class SlowObserver(E2ETestCase):
+    GATEWAY_ARGS = ("--max-queue-bytes", QUEUE_BYTES)
+
+    async def sample_rss(self, stop, peak):
+        while not stop.is_set():
+            peak[0] = max(peak[0], self.stack.gateway.rss_kib())
+            await asyncio.sleep(0.05)
+
+    async def test_flooded_slow_observer(self):
+        sanitized = self.stack.sanitized
+        sid, alice = await self.session_with("controller", sub="alice")
+        slow = self.raw(sid, sub="slow", rcvbuf=4096)
+        await slow.expect_hello(sid)
+        await slow.join("observer")
+        await slow.wait_for("pty.session_frame", "Keyframe")
+        lags_before = lag_count(self.stack.metrics())
+        # From here the slow observer reads nothing until the flood is over.
+
+        stop, peak = asyncio.Event(), [0]
+        sampler = asyncio.create_task(self.sample_rss(stop, peak))
+        try:
+            mark = len(alice.output)
+            await alice.type(FLOOD + "\n")
+            await alice.wait_output(b"y\r\ny\r\ny\r\n", since=mark, timeout=10)
+            rtts = []
+            for key in KEYS:
+                mark = len(alice.output)
+                t0 = time.monotonic()
+                await alice.type(key)
+                await alice.wait_output(key, since=mark, timeout=10)
+                rtts.append(time.monotonic() - t0)
+            await alice.type("\x15")  # kill the typed line before the shell reads it
+            flood_running = b"flood-10-done" not in alice.output
+            await alice.wait_output("flood-10-done", timeout=40)
+        finally:
+            stop.set()
+            await sampler
+        lagged = [f for f in alice.frames if f["payload"].get("code") == "PTY_OUTPUT_LAGGED"]
+        self.assertEqual(lagged, [], "the controller itself lagged: this client could not keep up")
+        self.assertTrue(flood_running, "the keystrokes were measured during the flood")
+        median_ms = statistics.median(rtts) * 1000
+        harness.note("echo rtt median %.1f ms, gateway VmRSS peak %d KiB" % (median_ms, peak[0]))
+        self.assertLess(median_ms, 300 if sanitized else 100,
+                        "controller echo round trip during the flood: %s ms"
+                        % [round(r * 1000) for r in rtts])
+        self.assertLess(peak[0], (400 if sanitized else 200) * 1024, "gateway VmRSS peak %d KiB" % peak[0])
+
+        # The slow observer wakes up: what it had is followed by the lag
+        # Error and then a Keyframe; then it is live again.
+        _, seen = await slow.recv_until(
+            lambda f: matches(f, "pty.session_frame", "Error"), timeout=20, what="PTY_OUTPUT_LAGGED")
+        err = seen[-1]
+        self.assertEqual(err["payload"]["code"], "PTY_OUTPUT_LAGGED")
+        after = await slow.recv(timeout=10)
+        self.assertTrue(matches(after, "pty.session_frame", "Keyframe"),
+                        "after PTY_OUTPUT_LAGGED comes a Keyframe, got %s" % harness.summarize([after]))
+        dropped_after = max(f["sequence"] for f in seen if "sequence" in f)
+        self.assertGreater(after["sequence"], dropped_after, "the Keyframe is newer than what was lost")
+        received = sum(len(f["payload"].get("data", "")) for f in slow.frames) * 3 // 4
+        self.assertLess(received, 19 * 1000 * 1000, "the observer's backlog was dropped, not delivered")
+        await alice.run("echo after-flood-$((6+6))", "after-flood-12")
+        await slow.wait_output("after-flood-12", timeout=20)
+        self.assertGreater(lag_count(self.stack.metrics()), lags_before)
+
+
+def lag_count(metrics):
+    found = {k: v for k, v in metrics.items() if "lag" in k}
+    assert found, "no lag metric in /metrics: %s" % sorted(metrics)
+    return sum(found.values())
+
+
+if __name__ == "__main__":
+    harness.main()
