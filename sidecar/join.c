@@ -40,41 +40,18 @@ static void emit_role(struct session *s, const struct member *m, int downgraded,
 	session_emit(s, &f, m);
 }
 
-static Ptg__Member *fill_members(struct session *s, enum member_role role,
-				 Ptg__Member ***list, size_t *n)
-{
-	Ptg__Member *items = xcalloc(members_count(s->members, role) + 1, sizeof(*items));
-	struct member *m;
-
-	*list = xcalloc(members_count(s->members, role) + 1, sizeof(**list));
-	*n = 0;
-	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
-		if (m->role != role)
-			continue;
-		ptg__member__init(&items[*n]);
-		items[*n].client_id = m->client_id;
-		items[*n].label = m->label;
-		(*list)[*n] = &items[*n];
-		(*n)++;
-	}
-	return items;
-}
-
 void session_emit_membership(struct session *s)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__MembershipChangedFrame mc = PTG__MEMBERSHIP_CHANGED_FRAME__INIT;
-	Ptg__Member *ctl, *obs;
 
-	ctl = fill_members(s, MEMBER_CONTROLLER, &mc.controllers, &mc.n_controllers);
-	obs = fill_members(s, MEMBER_OBSERVER, &mc.observers, &mc.n_observers);
+	mc.controllers = session_member_list(s, MEMBER_CONTROLLER, &mc.n_controllers);
+	mc.observers = session_member_list(s, MEMBER_OBSERVER, &mc.n_observers);
 	f.kind_case = PTG__FRAME__KIND_MEMBERSHIP;
 	f.membership = &mc;
 	session_emit(s, &f, NULL);
-	free(mc.controllers);
-	free(mc.observers);
-	free(ctl);
-	free(obs);
+	session_member_list_free(mc.controllers, mc.n_controllers);
+	session_member_list_free(mc.observers, mc.n_observers);
 }
 
 /* ---- attach ---- */

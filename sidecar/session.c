@@ -68,6 +68,18 @@ static char **default_argv(void)
 	return strv_dup(argv);
 }
 
+/* The replay ring of SPEC 3, sized by the sidecar's flags. */
+static struct ring *new_ring(const struct sidecar_config *cfg)
+{
+	struct ring_limits lim = {
+		.max_frames = cfg->replay_frames,
+		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
+		.max_bytes = cfg->replay_bytes,
+	};
+
+	return ring_new(&lim);
+}
+
 static int start_process(struct session *s, const struct session_params *p,
 			 char *err, size_t errlen)
 {
@@ -87,11 +99,6 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 			    const struct session_params *p, char *err, size_t errlen)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
-	struct ring_limits lim = {
-		.max_frames = cfg->replay_frames,
-		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
-		.max_bytes = cfg->replay_bytes,
-	};
 
 	uuid7_new(s->id);
 	s->cfg = cfg;
@@ -111,7 +118,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 		return NULL;
 	}
 	s->screen = screen_new(s->cols, s->rows);
-	s->ring = ring_new(&lim);
+	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
 		 s->cols, s->rows);
@@ -591,7 +598,7 @@ void session_tick(struct session *s, int64_t now_ms)
 
 /* ---- info ---- */
 
-static Ptg__Member **member_list(struct session *s, enum member_role role, size_t *n)
+Ptg__Member **session_member_list(struct session *s, enum member_role role, size_t *n)
 {
 	Ptg__Member **out = xcalloc(members_count(s->members, role) + 1, sizeof(*out));
 	struct member *m;
@@ -609,7 +616,7 @@ static Ptg__Member **member_list(struct session *s, enum member_role role, size_
 	return out;
 }
 
-static void member_list_free(Ptg__Member **v, size_t n)
+void session_member_list_free(Ptg__Member **v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
@@ -629,8 +636,8 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 	o->rows = s->rows;
 	o->current_sequence = s->seq;
 	o->oldest_retained_sequence = ring_oldest_retained(s->ring);
-	o->controllers = member_list(s, MEMBER_CONTROLLER, &o->n_controllers);
-	o->observers = member_list(s, MEMBER_OBSERVER, &o->n_observers);
+	o->controllers = session_member_list(s, MEMBER_CONTROLLER, &o->n_controllers);
+	o->observers = session_member_list(s, MEMBER_OBSERVER, &o->n_observers);
 	o->has_exit_code = s->exited && s->has_exit_code;
 	o->exit_code = s->exit_code;
 	o->created_at_ms = s->created_ms;
@@ -646,8 +653,8 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 
 void session_info_release(Ptg__SessionInfo *o)
 {
-	member_list_free(o->controllers, o->n_controllers);
-	member_list_free(o->observers, o->n_observers);
+	session_member_list_free(o->controllers, o->n_controllers);
+	session_member_list_free(o->observers, o->n_observers);
 	o->controllers = o->observers = NULL;
 	o->n_controllers = o->n_observers = 0;
 }
@@ -729,11 +736,6 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 				const struct store_record *r)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
-	struct ring_limits lim = {
-		.max_frames = cfg->replay_frames,
-		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
-		.max_bytes = cfg->replay_bytes,
-	};
 
 	memcpy(s->id, r->id, sizeof(s->id));
 	s->cfg = cfg;
@@ -755,7 +757,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->screen = screen_new(s->cols, s->rows);
 	if (r->screen)
 		screen_feed(s->screen, r->screen, r->screen_len);
-	s->ring = ring_new(&lim);
+	s->ring = new_ring(cfg);
 	ring_forget_through(s->ring, s->seq);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	if (r->running) {

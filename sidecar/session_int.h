@@ -62,6 +62,10 @@ void session_screen_sync(struct session *s);
 /* An Error frame (SPEC 5.3 kinds) to target, or broadcast. */
 void session_emit_error(struct session *s, const struct member *target,
 			Ptg__FrameErrorCode code, const char *msg);
+/* The members of one role, in join order, as link messages pointing into
+   the members (free with session_member_list_free). */
+Ptg__Member **session_member_list(struct session *s, enum member_role role, size_t *n);
+void session_member_list_free(Ptg__Member **v, size_t n);
 /* Broadcasts the whole membership. */
 void session_emit_membership(struct session *s);
 /* Sends Closed to target (NULL: broadcast). */
