@@ -13,6 +13,7 @@
 
 #include "b64.h"
 #include "keys.h"
+#include "fdio.h"
 #include "xalloc.h"
 
 #define KEYS__FILE_MAX 65536 /* no key file we read is anywhere near this */
@@ -437,9 +438,7 @@ int keys_load_private_file(const char *path, uint8_t sk[64], char *err, size_t e
 static int keys__write_new(const char *path, mode_t mode, const struct buf *data,
 			   char *err, size_t errlen)
 {
-	size_t off = 0;
-	ssize_t w;
-	int fd, rc = 0;
+	int fd, rc;
 
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, mode);
 	if (fd < 0) {
@@ -447,16 +446,7 @@ static int keys__write_new(const char *path, mode_t mode, const struct buf *data
 		keys__err(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
-	while (off < buf_size(data)) {
-		w = write(fd, buf_head(data) + off, buf_size(data) - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
+	rc = fd_write_all(fd, buf_head(data), buf_size(data));
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	if (rc < 0) {

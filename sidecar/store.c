@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -43,23 +44,14 @@ int store_open(const char *dir)
 static int write_atomic(const char *dir, const char *name, const void *p, size_t n)
 {
 	char tmp[4200], final[4200];
-	int fd, rc = 0;
+	int fd, rc;
 
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
 	snprintf(final, sizeof(final), "%s/%s", dir, name);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
-	for (size_t off = 0; off < n;) {
-		ssize_t w = write(fd, (const uint8_t *)p + off, n - off);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0) {
-			rc = w < 0 ? -errno : -EIO;
-			break;
-		}
-		off += (size_t)w;
-	}
+	rc = fd_write_all(fd, p, n);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, final) < 0)
