@@ -15,8 +15,9 @@ What it gives a test:
 
 Only the standard library, python3-websockets 10.4 and python3-jsonschema.
 Binaries come from $PTG_SIDECAR, $PTG_GATEWAY and $PTG_CLI (CTest sets
-them); the schemas from $PTG_SCHEMA_DIR or ../shared/spec/schemas next to
-the repository.
+them); the schemas from $PTG_SCHEMA_DIR or tests/schemas (copies of
+../shared/spec/schemas beside the repository, checked against it when it
+is there).
 """
 import asyncio
 import base64
@@ -190,12 +191,23 @@ class FrameValidator:
             cls._instance = cls()
         return cls._instance
 
+    @staticmethod
+    def _check_not_drifted(paths):
+        """The repository's copies must match the shared spec when it is
+        beside the repository (a clean clone in CI may not have it)."""
+        shared = os.path.join(REPO, "..", "shared", "spec", "schemas")
+        for p in paths:
+            original = os.path.join(shared, os.path.basename(p))
+            if os.path.isfile(original) and load_json(original) != load_json(p):
+                raise AssertionError("%s differs from %s: update tests/schemas" % (p, original))
+
     def __init__(self):
-        d = os.environ.get("PTG_SCHEMA_DIR") or os.path.join(REPO, "..", "shared", "spec", "schemas")
+        d = os.environ.get("PTG_SCHEMA_DIR") or os.path.join(REPO, "tests", "schemas")
         paths = [os.path.join(d, n) for n in (self.ENVELOPE, self.EXTENSION)]
         missing = [p for p in paths if not os.path.isfile(p)]
         if missing:
             raise AssertionError("JSON Schemas not found: %s (set PTG_SCHEMA_DIR)" % ", ".join(missing))
+        self._check_not_drifted(paths)
         env, ext = [load_json(p) for p in paths]
         store = {env["$id"]: env, ext["$id"]: ext}
         checker = jsonschema.FormatChecker()

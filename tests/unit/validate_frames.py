@@ -8,9 +8,8 @@ every frame is valid, 1 on any failure (each printed on stderr), 2 on a
 usage problem, and 77 when python3-jsonschema is missing (the C test
 turns that into a skip).
 
-The schemas are found at $PTG_SCHEMA_DIR or, by default, at
-"../shared/spec/schemas" relative to the repository root (this file is
-tests/unit/validate_frames.py inside the repository).
+The schemas are found at $PTG_SCHEMA_DIR or, by default, in the
+repository's tests/schemas (copies of the published schemas).
 """
 import json
 import os
@@ -36,7 +35,7 @@ def schema_dir():
     if os.environ.get("PTG_SCHEMA_DIR"):
         return os.environ["PTG_SCHEMA_DIR"]
     repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.path.join(repo, "..", "shared", "spec", "schemas")
+    return os.path.join(repo, "tests", "schemas")
 
 
 def format_checker():
