@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "http.h"
 #include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -383,8 +384,9 @@ static void conn_free(struct conn *c)
 	ws_free(c->ws);
 	outq_clear(&c->q);
 	json_decref(c->service_params);
-	/* MHD owns the socket: it closes it. */
+	/* MHD owns the socket: it closes it on its next run. */
 	MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
+	http_wake(gw->http);
 	free(c);
 }
 

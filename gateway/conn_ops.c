@@ -163,7 +163,9 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 {
 	if (c->dead || ws_close_sent(c->ws) || skip_while_lagged(c, f))
 		return;
-	if (outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
+	/* An empty queue takes any one frame, however large: lag means
+	   frames waiting behind others, not one big frame. */
+	if (outq_bytes(&c->q) && outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
 		fall_behind(c);
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
 			return;

@@ -165,9 +165,15 @@ static void reload_instances(struct gateway *gw)
 
 /* ---- loop hooks and signals ---- */
 
+/* Write what connections queued and free the ended ones, then let MHD
+   see what that changed (resumed requests, released sockets). */
 static void before_poll(void *user)
 {
-	conn_flush_all(user);
+	struct gateway *gw = user;
+
+	conn_flush_all(gw);
+	http_run_pending(gw->http);
+	http_run_pending(gw->admin);
 }
 
 /* The fan-out queue gauges, refreshed once a second for /metrics. */

@@ -1,8 +1,8 @@
 /* http: libmicrohttpd in external epoll mode on the gateway's one loop.
    MHD's epoll fd is watched with an ev_io, its timeouts with an ev_timer
-   re-armed from MHD_get_timeout after every MHD_run, and a before-poll
-   hook runs MHD once more when a suspended request was resumed from
-   outside MHD (a sidecar reply), so the answer never waits for the next
+   re-armed from MHD_get_timeout after every MHD_run, and the gateway's
+   before-poll hook runs MHD once more when something outside it changed
+   a connection (http_run_pending), so no answer waits for the next
    packet. Policy lives in routes.c; this file adapts MHD to struct
    route_req: the raw target (from the URI log callback, before MHD
    unescapes anything), headers, a body capped at ROUTES_BODY_MAX, and
@@ -49,8 +49,6 @@ struct http {
 	struct ev_timer *timer;
 	uint16_t port;
 	int kick;	   /* a request was resumed: run MHD before the next poll */
-	int hook_last;	   /* the hook moved behind the gateway's hooks */
-	size_t n_upgraded; /* upgraded connections MHD still holds */
 	int64_t deadline;  /* of the armed timer (monotonic ms), 0: none */
 };
 
@@ -61,7 +59,7 @@ struct http_req {
 	struct buf body;
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
-	int started, handled, suspended, too_large, upgraded;
+	int started, handled, suspended, too_large;
 	struct route_req rq;
 };
 
@@ -99,33 +97,21 @@ static void http__timer(struct ev_timer *t, void *user)
 	http__run(h);
 }
 
-/* Connections conn.c is still serving (metrics.h: every upgraded one is
-   pending or has a role). */
-static uint64_t http__live_conns(const struct gateway *gw)
+/* MHD in external mode has no wake-up channel: a request resumed from a
+   sidecar reply, or an upgraded socket conn.c handed back, needs an
+   MHD_run before the next poll, or its answer or close would wait for
+   unrelated traffic. The gateway's before-poll hook calls this after it
+   has written and freed connections. */
+void http_run_pending(struct http *h)
 {
-	return gw->metrics.conns_pending + gw->metrics.conns_controller +
-	       gw->metrics.conns_observer;
+	if (h && h->kick)
+		http__run(h);
 }
 
-/* Before each poll. MHD in external mode has no wake-up channel: a
-   request resumed from a sidecar reply, or an upgraded socket conn.c
-   released with MHD_UPGRADE_ACTION_CLOSE (from the gateway's own
-   before-poll hook), needs an MHD_run now, or the answer or the socket's
-   close would wait for unrelated traffic. So the hook moves itself
-   behind the gateway's hooks on its first run, and runs MHD when a
-   request was resumed or fewer conns live than MHD holds upgraded. */
-static void http__hook(void *user)
+void http_wake(struct http *h)
 {
-	struct http *h = user;
-
-	if (!h->hook_last) {
-		h->hook_last = 1;
-		ev_hook_remove(h->gw->loop, http__hook, h);
-		ev_hook_add(h->gw->loop, http__hook, h);
-		return;
-	}
-	if (h->kick || (h->n_upgraded && http__live_conns(h->gw) < h->n_upgraded))
-		http__run(h);
+	if (h)
+		h->kick = 1;
 }
 
 static void http__mhd_log(void *cls, const char *fmt, va_list ap)
@@ -176,8 +162,6 @@ static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 
 	if (!r)
 		return;
-	if (r->upgraded)
-		r->h->n_upgraded--;
 	http__req_free(r);
 	*req_cls = NULL;
 }
@@ -190,8 +174,6 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	struct http_req *r = cls;
 
 	r->rq.slot_held = 0;
-	r->upgraded = 1;
-	r->h->n_upgraded++;
 	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq.attach);
 }
 
@@ -448,7 +430,6 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 		goto out_free;
 	}
 	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
-	ev_hook_add(gw->loop, http__hook, h);
 	h->kick = 1;
 	return h;
 out_free:
@@ -460,10 +441,7 @@ void http_free(struct http *h)
 {
 	if (!h)
 		return;
-	if (h->timer) {
-		ev_hook_remove(h->gw->loop, http__hook, h);
-		ev_timer_free(h->timer);
-	}
+	ev_timer_free(h->timer);
 	ev_io_free(h->io);
 	if (h->d)
 		MHD_stop_daemon(h->d);

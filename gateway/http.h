@@ -21,6 +21,12 @@ enum http_role {
 struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 		      enum http_role role, char *err, size_t errlen);
 void http_free(struct http *h);
+/* Runs MHD if a request was resumed or an upgraded socket handed back
+   since its last run (external mode has no wake-up of its own); the
+   gateway calls it before every poll. NULL is a no-op. */
+void http_run_pending(struct http *h);
+/* Something outside MHD changed a connection it holds: run it soon. */
+void http_wake(struct http *h);
 /* The port actually bound. */
 uint16_t http_port(const struct http *h);
 
