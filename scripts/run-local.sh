@@ -24,10 +24,13 @@ sidecar_pid=""
 gateway_pid=""
 stop() {
 	trap - INT TERM EXIT
+	set +e
 	echo
 	echo "stopping gateway and sidecar..."
-	[ -n "$gateway_pid" ] && kill "$gateway_pid" 2>/dev/null && wait "$gateway_pid" 2>/dev/null
-	[ -n "$sidecar_pid" ] && kill "$sidecar_pid" 2>/dev/null && wait "$sidecar_pid" 2>/dev/null
+	for pid in $gateway_pid $sidecar_pid; do
+		kill "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
 	echo "stopped; logs and keys are in $state"
 	exit 0
 }
