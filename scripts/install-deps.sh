@@ -9,7 +9,7 @@ PACKAGES="
   libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
   libwslay-dev nettle-dev
   python3 python3-websockets python3-jsonschema
-  valgrind procps util-linux iproute2 curl libcurl4-openssl-dev
+  valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
 "
 
 missing=""

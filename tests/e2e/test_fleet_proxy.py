@@ -1,0 +1,186 @@
+"""A fleet behind real nginx: two hosts, each a gateway with its own sidecar
+and instance, and nginx in front running deploy/nginx/ptygate-fleet.conf
+(with this test's addresses). Requests and WebSocket upgrades for
+/agents/{instance}/... must reach the host that runs that instance, with
+the token, the subprotocol and the frames passing through untouched."""
+import http.client
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import time
+import unittest
+
+import websockets
+
+import harness
+from harness import Client, FrameValidator, SUBPROTOCOL, Stack, b64url
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FLEET_CONF = os.path.join(REPO, "deploy", "nginx", "ptygate-fleet.conf")
+
+
+def nginx_binary():
+    path = shutil.which("nginx") or "/usr/sbin/nginx"
+    if not os.path.exists(path):
+        raise AssertionError("nginx is not installed (scripts/install-deps.sh installs nginx-light)")
+    return path
+
+
+def fleet_config(port, gateways):
+    """The deployed server config with this test's listen port and hosts."""
+    with open(FLEET_CONF, encoding="utf-8") as f:
+        conf = f.read()
+    conf = re.sub(r"listen 8080;", "listen 127.0.0.1:%d;" % port, conf)
+    entries = "".join("    %s  127.0.0.1:%d;\n" % (inst, p) for inst, p in gateways)
+    conf = re.sub(r"(map \$ptygate_instance \$ptygate_gateway \{\n    default \"\";\n)"
+                  r"(?:    inst-[ab].*\n)+", lambda m: m.group(1) + entries, conf)
+    if "127.0.0.1:%d" % gateways[0][1] not in conf:
+        raise AssertionError("could not place the test's hosts in " + FLEET_CONF)
+    return conf
+
+
+class Proxy:
+    def __init__(self, workdir, gateways):
+        self.dir = os.path.join(workdir, "nginx")
+        os.makedirs(os.path.join(self.dir, "logs"), exist_ok=True)
+        self.port = harness.free_port()
+        main = ["%s" % ("user root;" if os.geteuid() == 0 else ""),
+                "worker_processes 1;", "pid %s/nginx.pid;" % self.dir,
+                "error_log %s/logs/error.log warn;" % self.dir,
+                "events { worker_connections 256; }",
+                "http {",
+                "  access_log %s/logs/access.log;" % self.dir,
+                "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (self.dir, self.dir),
+                "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
+                % (self.dir, self.dir, self.dir),
+                fleet_config(self.port, gateways), "}"]
+        self.conf = os.path.join(self.dir, "nginx.conf")
+        with open(self.conf, "w", encoding="utf-8") as f:
+            f.write("\n".join(main))
+        self.proc = None
+
+    def start(self):
+        with open(os.path.join(self.dir, "logs", "stderr"), "w") as err:
+            self.proc = subprocess.Popen([nginx_binary(), "-p", self.dir, "-c", self.conf,
+                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("nginx exited: " + self.log())
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+                conn.request("GET", "/")
+                conn.getresponse().read()
+                return
+            except OSError:
+                time.sleep(0.05)
+        raise AssertionError("nginx did not answer: " + self.log())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def log(self):
+        text = ""
+        for name in ("stderr", "error.log"):
+            path = os.path.join(self.dir, "logs", name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += f.read()[-2000:]
+        return text or "(no log)"
+
+    def http(self, method, path, token=None, body=None):
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = "Bearer " + token
+        conn.request(method, path, json.dumps(body) if body is not None else None, headers)
+        r = conn.getresponse()
+        return r.status, r.read()
+
+
+class FleetProxy(unittest.IsolatedAsyncioTestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        FrameValidator.get()
+        cls.a = Stack(instance="inst-a").start()
+        cls.b = Stack(instance="inst-b")
+        try:
+            cls.b.start()
+            cls.proxy = Proxy(cls.a.dir, [("inst-a", cls.a.port), ("inst-b", cls.b.port)])
+            cls.proxy.start()
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        if getattr(cls, "proxy", None):
+            cls.proxy.stop()
+        problems = cls.a.stop() + cls.b.stop()
+        cls.b.cleanup(keep=bool(problems))
+        cls.a.cleanup(keep=bool(problems))
+        if problems:
+            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
+    async def attach_via_proxy(self, stack, sid, auth="header"):
+        token = stack.token(sub="fleet-user", session_id=sid)
+        headers, protos = {}, [SUBPROTOCOL]
+        if auth == "header":
+            headers["Authorization"] = "Bearer " + token
+        else:
+            protos.append("bearer." + b64url(token.encode()))
+        uri = "ws://127.0.0.1:%d%s" % (self.proxy.port, stack.attach_path(sid))
+        ws = await websockets.connect(uri, subprotocols=protos, extra_headers=headers,
+                                      ping_interval=None, open_timeout=5, close_timeout=2)
+        self.addAsyncCleanup(ws.close)
+        self.assertEqual(ws.subprotocol, SUBPROTOCOL)
+        return Client(ws, "via-proxy")
+
+    def test_rest_is_routed_by_instance(self):
+        for stack in (self.a, self.b):
+            status, body = self.proxy.http(
+                "POST", "/agents/%s/sessions" % stack.instance,
+                token=stack.token(sub="admin", scope="sessions"),
+                body={"command": ["/bin/sh"], "env": {"PS1": "$ "}})
+            self.assertEqual(status, 201, body)
+            sid = json.loads(body)["session_id"]
+            # The session exists on that host's gateway, and only there.
+            self.assertEqual(stack.get_session(sid)["session_id"], sid)
+            other = self.b if stack is self.a else self.a
+            r = other.http("GET", "/agents/%s/sessions/%s" % (stack.instance, sid),
+                           token=other.token(sub="admin", scope="sessions"))
+            self.assertEqual(r.status, 404, r)
+
+    def test_unknown_instance_is_404_json(self):
+        status, body = self.proxy.http("GET", "/agents/inst-zzz/sessions")
+        self.assertEqual(status, 404)
+        self.assertEqual(json.loads(body)["code"], "NOT_FOUND")
+
+    def test_a_token_of_one_host_is_refused_by_the_other(self):
+        status, body = self.proxy.http("GET", "/agents/inst-b/sessions",
+                                       token=self.a.token(sub="admin", scope="sessions",
+                                                          instance_id="inst-b"))
+        self.assertEqual(status, 401, body)
+
+    async def test_websocket_attach_through_the_proxy(self):
+        for stack, auth in ((self.a, "header"), (self.b, "subprotocol")):
+            sid = stack.create_session()
+            c = await self.attach_via_proxy(stack, sid, auth)
+            await c.expect_hello(sid)
+            await c.join_fresh("controller")
+            await c.run("echo via-$((20+22))-%s" % stack.instance, "via-42-" + stack.instance)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
