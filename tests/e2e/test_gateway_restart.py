@@ -49,6 +49,21 @@ class GatewayRestart(E2ETestCase):
                 continue
             self.assertEqual(text.count(b"tick-%d\r\n" % n), 1, "tick-%d exactly once" % n)
 
+    async def test_sigterm_says_goodbye_to_every_client(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        bob = await self.connect(sid, sub="bob", scope="pty:observe")
+        await bob.join_fresh("observer")
+        self.stack.gateway.proc.send_signal(harness.signal.SIGTERM)
+        for c in (alice, bob):
+            bye = await c.wait_for("binding_goodbye", timeout=5)
+            self.assertEqual(bye["payload"]["reason"], "server_shutdown")
+            await c.expect_close(1000, timeout=5, allow=("Output", "MembershipChanged"))
+        self.assertEqual(self.stack.gateway.proc.wait(5), 0, "a clean exit after SIGTERM")
+        self.stack.start_gateway()
+        # The session lived on in the sidecar.
+        back = await self.connect(sid, sub="alice")
+        self.assertGreater(back.hello["payload"]["session"]["current_sequence"], 0)
+
 
 if __name__ == "__main__":
     harness.main()
