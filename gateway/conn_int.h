@@ -46,7 +46,7 @@ struct conn {
 	json_t *service_params;
 	char trace_id[129];
 
-	uint64_t attach_id;            /* 0 until the sidecar accepted the join */
+	uint64_t attach_id;            /* set at the join; 0 when there is none */
 	uint64_t pending_request;      /* Attach or Detach awaiting its reply */
 	char pending_op_id[ENVELOPE_ID_MAX_BYTES + 1];
 	int role;                      /* Ptg__Role */

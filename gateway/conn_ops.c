@@ -71,6 +71,7 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		return;
 	}
 	if (r->code != PTG__ERROR_CODE__OK) {
+		c->attach_id = 0; /* the sidecar admitted nobody */
 		send_reply_error(c, r);
 		if (r->code == PTG__ERROR_CODE__RATE_LIMITED)
 			conn_close(c, 4429, "session full");
@@ -80,7 +81,6 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 			c->state = CONN_OPEN;
 		return;
 	}
-	c->attach_id = r->attach_id;
 	c->state = CONN_JOINED;
 	upstream_bind(c->ctx.up, c->attach_id, c->ctx.session_id, c);
 	if (r->result_case == PTG__REPLY__RESULT_ATTACH) {
@@ -240,10 +240,14 @@ static void op_join(struct conn *c, const struct envelope *env)
 	m.msg_case = PTG__LINK_MESSAGE__MSG_ATTACH;
 	m.attach = &a;
 	if (upstream_request(c->ctx.up, &m, id, on_attach_reply, c) < 0) {
-		conn_send_error(c, FRAMES_INTERNAL, env->id, "the sandbox is unreachable");
+		conn_send_error(c, FRAMES_INTERNAL,
+				env->id, "the sandbox is unreachable");
 		conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
 		return;
 	}
+	/* Known from now on: ops sent right behind the join reach the sidecar
+	   after the Attach, and a client gone before the reply is detached. */
+	c->attach_id = a.attach_id;
 	if (env->has_replay_from)
 		c->gw->metrics.replays++;
 	c->pending_request = id;
@@ -251,16 +255,24 @@ static void op_join(struct conn *c, const struct envelope *env)
 	c->state = CONN_JOINING;
 }
 
-/* The ops that need a joined attachment, and controller ones a controller. */
+/* The ops that need a join, and controller ones a controller. Ops sent
+   right behind the join go on: the sidecar handles them after the Attach
+   and checks the role itself. */
 static int ready_for(struct conn *c, const struct envelope *env, int controller_only)
 {
-	if (c->state != CONN_JOINED) {
+	if (c->state != CONN_JOINED && c->state != CONN_JOINING) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
-				c->state == CONN_JOINING ? "the join is still in progress"
-							 : "join the session first (pty.join_session)");
+				"join the session first (pty.join_session)");
 		return 0;
 	}
-	if (controller_only && c->role != PTG__ROLE__ROLE_CONTROLLER) {
+	/* One request in flight at a time: leave waits for the join. */
+	if (c->state == CONN_JOINING && env->op_kind == ENVELOPE_OP_PTY_LEAVE) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
+				"the join is still in progress");
+		return 0;
+	}
+	if (controller_only && c->state == CONN_JOINED &&
+	    c->role != PTG__ROLE__ROLE_CONTROLLER) {
 		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
 				"only controllers may do this; you are an observer");
 		return 0;

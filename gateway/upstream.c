@@ -157,14 +157,17 @@ static void route_frame(struct upstream *u, const Ptg__Frame *f)
 	} else {
 		/* Delivery may unbind (a Closed ends connections): walk a
 		   snapshot of who was attached when the frame arrived. */
+		struct conn *few[32], **to = few;
 		size_t n = u->n_binds, k = 0;
-		struct conn **to = xcalloc(n + 1, sizeof(*to));
+		if (n > 32)
+			to = xcalloc(n, sizeof(*to));
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(u->binds[i].session_id, f->session_id) == 0)
 				to[k++] = u->binds[i].conn;
 		for (size_t i = 0; i < k; i++)
 			conn_deliver(to[i], f, wf);
-		free(to);
+		if (to != few)
+			free(to);
 	}
 	wsframe_unref(wf);
 }
