@@ -718,27 +718,26 @@ void screen_snapshot(struct screen *s, struct buf *out)
 
 /* ---- skipping text that scrolls off (screen_feed_tail) ---- */
 
-/* Bytes that only print or move to the line start/below: no state of
-   the terminal but the cells and the cursor can change. 0xC2 0x80..0x9F
-   is a C1 control in UTF-8 and is not plain. */
-static bool plain_byte(const uint8_t *p, size_t i)
-{
-	uint8_t c = p[i];
+/* What a byte is to screen_feed_tail: plain bytes only print or move to
+   the line start or below, and change nothing else in the terminal. C0
+   controls (but CR and LF) and DEL are not plain; 0x80..0x9F is a C1
+   control when it follows 0xC2 in UTF-8, and plain as any other
+   continuation byte. A table, as this runs over every byte of a flood. */
+enum { BYTE_PLAIN, BYTE_CONTROL, BYTE_MAYBE_C1 };
+static const uint8_t byte_kind[256] = {
+	[0x00 ... 0x09] = BYTE_CONTROL, /* LF (0x0a) is plain */
+	[0x0b ... 0x0c] = BYTE_CONTROL, /* CR (0x0d) is plain */
+	[0x0e ... 0x1f] = BYTE_CONTROL,
+	[0x7f] = BYTE_CONTROL,
+	[0x80 ... 0x9f] = BYTE_MAYBE_C1,
+};
 
-	if (c == '\r' || c == '\n' || (c >= 0x20 && c < 0x7f))
-		return true;
-	if (c == 0xc2)
-		return false; /* judged with its continuation below */
-	if (c >= 0x80 && c < 0xa0 && i > 0 && p[i - 1] == 0xc2)
-		return false;
-	return c >= 0x80;
-}
-
-static bool plain_at(const uint8_t *p, size_t n, size_t i)
+/* Whether p[i] is plain, looking at p[i-1] for the C1 case. */
+static bool plain_at(const uint8_t *p, size_t i)
 {
-	if (p[i] == 0xc2)
-		return i + 1 < n && p[i + 1] >= 0xa0 && p[i + 1] <= 0xbf;
-	return plain_byte(p, i);
+	uint8_t k = byte_kind[p[i]];
+
+	return k == BYTE_PLAIN || (k == BYTE_MAYBE_C1 && !(i > 0 && p[i - 1] == 0xc2));
 }
 
 /* The latest point X such that p[X-2..X) is CR LF and the plain text
@@ -750,7 +749,7 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	unsigned lfs = 0;
 
 	for (size_t i = n; i-- > 1;) {
-		if (!plain_at(p, n, i)) {
+		if (!plain_at(p, i)) {
 			lfs = 0;
 			continue;
 		}
@@ -779,7 +778,7 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 		screen_feed(s, p, n);
 		return;
 	}
-	for (start = x; start > 0 && plain_at(p, n, start - 1); start--)
+	for (start = x; start > 0 && plain_at(p, start - 1); start--)
 		;
 	screen_feed(s, p, start);
 	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"). */
