@@ -272,6 +272,7 @@ static int addr__bind_listen(int fd, const struct sockaddr *sa, socklen_t len,
 static int addr__listen_unix(const struct addr *a, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa;
+	mode_t old;
 	int fd, r;
 
 	r = addr__unlink_stale(a->path, err, errlen);
@@ -286,8 +287,12 @@ static int addr__listen_unix(const struct addr *a, char *err, unsigned errlen)
 		return fd;
 	}
 	addr__unix_sa(a, &sa);
-	return addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), a->path, err,
-				 errlen);
+	/* The link is not authenticated: only the owner may connect. The
+	   umask makes the socket file 0600 from the moment it exists. */
+	old = umask(0177);
+	fd = addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), a->path, err, errlen);
+	umask(old);
+	return fd;
 }
 
 static int addr__is_loopback(const struct sockaddr *sa)

@@ -26,7 +26,8 @@ void addr_format(const struct addr *a, char *out, unsigned outlen);
 #define ADDR_ALLOW_PUBLIC 1
 
 /* Binds and listens, non-blocking, close-on-exec; a stale unix socket
-   file is replaced. Returns the fd or a negative errno; err says why. */
+   file is replaced, and a new one is readable and writable by its owner
+   only (the link is not authenticated). Returns the fd or a negative errno; err says why. */
 int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen);
 /* Starts a non-blocking connect; returns the fd (connection may still be
    in progress: wait for EV_WRITE and check SO_ERROR) or a negative errno. */

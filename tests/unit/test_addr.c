@@ -198,6 +198,9 @@ static void test_unix_listen_connect(void **state)
 	lfd = addr_listen(&a, 0, err, sizeof(err));
 	assert_true(lfd >= 0);
 	assert_nonblock_cloexec(lfd);
+	/* Owner only: the link carries no credentials of its own. */
+	assert_int_equal(stat(a.path, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
 	cfd = addr_connect(&a, err, sizeof(err));
 	assert_true(cfd >= 0);
 	assert_nonblock_cloexec(cfd);
