@@ -27,6 +27,8 @@
 #define ATTACH_CONNECT_MS   10000
 #define ATTACH_LEAVE_MS	    3000	  /* wait for binding_goodbye after leaving */
 #define ATTACH_CLOSE_MS	    1000	  /* then for the close echo */
+#define ATTACH_SETTLE_MS    500	  /* piped input ended: quiet screen before leaving */
+#define ATTACH_SETTLE_MAX_MS 5000	  /* ... but leave this long after the end at most */
 #define ATTACH_QUEUE_MAX    (1024 * 1024) /* stop reading stdin above this */
 #define ATTACH_DETACH_KEY   0x1d	  /* Ctrl-] */
 #define ATTACH_DEFAULT_COLS 80
@@ -38,7 +40,8 @@ static const char attach_usage[] =
     "Attach this terminal to a session over the gateway's WebSocket. Ctrl-]\n"
     "detaches (the session keeps running unless its policy says otherwise).\n"
     "When stdin is not a terminal, its bytes are sent until end of file, then\n"
-    "the client leaves; the screen still goes to stdout.\n"
+    "the client leaves once the screen has been quiet for half a second (5 s at\n"
+    "most); the screen still goes to stdout.\n"
     "\n"
     "  --gateway URL        gateway base URL, http:// or ws:// (env\n"
     "                       PTYGATE_GATEWAY, default " CLI_DEFAULT_GATEWAY ")\n"
@@ -75,6 +78,8 @@ struct attach {
 	bool told_observer;
 	struct buf early; /* keys typed before RoleAssigned, sent after it */
 	int64_t deadline; /* while leaving: the next step is due at */
+	int64_t eof_ms;	  /* piped input ended (0: not yet) */
+	int64_t output_ms; /* the last screen output arrived */
 	unsigned sent_cols, sent_rows;
 };
 
@@ -101,6 +106,7 @@ static void attach__screen(const uint8_t *p, size_t n, void *user)
 		p += w;
 		n -= (size_t)w;
 	}
+	a->output_ms = time_mono_ms();
 }
 
 static void attach__text(const char *p, size_t n, void *user)
@@ -220,8 +226,10 @@ static void attach__stdin(struct attach *a)
 	if (n < 0 && (errno == EINTR || errno == EAGAIN))
 		return;
 	if (n <= 0) {
+		/* A script's last command still answers: leave once the screen
+		   has been quiet a moment (attach__settle), not at once. */
 		a->stdin_open = false;
-		attach__leave(a);
+		a->eof_ms = time_mono_ms();
 		return;
 	}
 	key = a->tty ? memchr(in, ATTACH_DETACH_KEY, (size_t)n) : NULL;
@@ -230,6 +238,19 @@ static void attach__stdin(struct attach *a)
 		a->detached = true;
 		attach__leave(a);
 	}
+}
+
+/* After piped input ended: leave when output has been quiet for
+   ATTACH_SETTLE_MS, or ATTACH_SETTLE_MAX_MS after the end at the latest. */
+static void attach__settle(struct attach *a)
+{
+	int64_t now = time_mono_ms();
+
+	if (!a->eof_ms || a->leaving)
+		return;
+	if ((now - a->output_ms >= ATTACH_SETTLE_MS && now - a->eof_ms >= ATTACH_SETTLE_MS) ||
+	    now - a->eof_ms >= ATTACH_SETTLE_MAX_MS)
+		attach__leave(a);
 }
 
 /* Past the deadline while leaving: close ourselves, then give up. */
@@ -250,6 +271,8 @@ static int attach__poll_timeout(const struct attach *a)
 {
 	int64_t left;
 
+	if (a->eof_ms && !a->leaving)
+		return 100; /* settling: look again soon */
 	if (!a->leaving)
 		return -1;
 	left = a->deadline - time_mono_ms();
@@ -284,6 +307,7 @@ static void attach__loop(struct attach *a)
 			attach__signal(a);
 		if (n > 0 && p[2].fd >= 0 && p[2].revents)
 			attach__stdin(a);
+		attach__settle(a);
 		attach__timeout(a);
 	}
 }
