@@ -151,7 +151,12 @@ static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
 {
 	if (!c->lagged)
 		return 0;
-	if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->target_attach_id) {
+	/* The recovery Keyframe ends the lag, and so does word that none can
+	   be made (the screen is too large): then output flows again. */
+	if (f->target_attach_id &&
+	    (f->kind_case == PTG__FRAME__KIND_KEYFRAME ||
+	     (f->kind_case == PTG__FRAME__KIND_ERROR &&
+	      f->error->code == PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE))) {
 		c->lagged = 0;
 		return 0;
 	}

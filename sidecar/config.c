@@ -29,6 +29,8 @@ static const char usage[] =
 	"  --max-observers M        observers per session (32)\n"
 	"  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
 	"  --keyframe-frames N      keyframe at least every N output frames (100)\n"
+	"  --keyframe-max-bytes B   largest snapshot sent, 1024-12582912; a larger\n"
+	"                           screen gets KEYFRAME_UNAVAILABLE (8388608)\n"
 	"  --default-size COLSxROWS size of a session created without one (120x30)\n"
 	"  --max-sessions N         sessions at once, exited ones included (256)\n"
 	"  --kill-grace-ms MS       hang-up to SIGKILL delay when ending (3000)\n"
@@ -47,6 +49,7 @@ void config_defaults(struct sidecar_config *c)
 	c->max_observers = 32;
 	c->keyframe_seconds = 5;
 	c->keyframe_frames = 100;
+	c->keyframe_max_bytes = 8u << 20;
 	c->default_cols = 120;
 	c->default_rows = 30;
 	c->max_sessions = 256;
@@ -118,7 +121,7 @@ static int copy_str(const char *opt, const char *s, char *dst, size_t cap)
 enum {
 	OPT_LISTEN = 256, OPT_PUBLIC, OPT_INSTANCE, OPT_STATE, OPT_RFRAMES,
 	OPT_RSECONDS, OPT_RBYTES, OPT_MAXC, OPT_MAXO, OPT_KFS, OPT_KFF,
-	OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_HELP, OPT_VERSION,
+	OPT_KFMAX, OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_HELP, OPT_VERSION,
 };
 
 static const struct option options[] = {
@@ -133,6 +136,7 @@ static const struct option options[] = {
 	{ "max-observers", required_argument, NULL, OPT_MAXO },
 	{ "keyframe-seconds", required_argument, NULL, OPT_KFS },
 	{ "keyframe-frames", required_argument, NULL, OPT_KFF },
+	{ "keyframe-max-bytes", required_argument, NULL, OPT_KFMAX },
 	{ "default-size", required_argument, NULL, OPT_SIZE },
 	{ "max-sessions", required_argument, NULL, OPT_MAXS },
 	{ "kill-grace-ms", required_argument, NULL, OPT_GRACE },
@@ -165,6 +169,7 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 	case OPT_MAXO: return parse_u32("--max-observers", arg, 0, 4096, &c->max_observers);
 	case OPT_KFS: return parse_u32("--keyframe-seconds", arg, 1, 86400, &c->keyframe_seconds);
 	case OPT_KFF: return parse_u32("--keyframe-frames", arg, 1, 1000000, &c->keyframe_frames);
+	case OPT_KFMAX: return parse_u32("--keyframe-max-bytes", arg, 1024, 12u << 20, &c->keyframe_max_bytes);
 	case OPT_SIZE: return parse_size(arg, c);
 	case OPT_MAXS: return parse_u32("--max-sessions", arg, 1, 100000, &c->max_sessions);
 	case OPT_GRACE: return parse_u32("--kill-grace-ms", arg, 0, 600000, &c->kill_grace_ms);

@@ -19,6 +19,7 @@ struct sidecar_config {
 	uint32_t max_observers;
 	uint32_t keyframe_seconds;
 	uint32_t keyframe_frames;
+	uint32_t keyframe_max_bytes; /* a larger snapshot: KEYFRAME_UNAVAILABLE */
 	uint32_t default_cols, default_rows;
 	uint32_t max_sessions;
 	uint32_t kill_grace_ms;    /* hang-up to SIGKILL */

@@ -25,7 +25,9 @@
 #define MAX_LINKS 64
 #define MAX_ARGS 256
 #define MAX_ARG_BYTES 4096
+#define MAX_ARGV_TOTAL (16 * 1024) /* keeps a list of every session small */
 #define MAX_ENV 256
+#define MAX_ENV_TOTAL (64 * 1024)
 
 struct link {
 	struct server *srv;
@@ -138,11 +140,21 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 
 static const char *check_create(const Ptg__CreateSession *c)
 {
+	size_t argv_total = 0, env_total = 0;
+
 	if (c->n_argv > MAX_ARGS || c->n_env > MAX_ENV)
 		return "too many arguments or environment variables (256 at most)";
-	for (size_t i = 0; i < c->n_argv; i++)
+	for (size_t i = 0; i < c->n_argv; i++) {
 		if (strlen(c->argv[i]) > MAX_ARG_BYTES)
 			return "an argument is longer than 4096 bytes";
+		argv_total += strlen(c->argv[i]) + 1;
+	}
+	if (argv_total > MAX_ARGV_TOTAL)
+		return "the command is longer than 16 KiB in all";
+	for (size_t i = 0; i < c->n_env; i++)
+		env_total += strlen(c->env[i]->name) + strlen(c->env[i]->value) + 2;
+	if (env_total > MAX_ENV_TOTAL)
+		return "the environment is larger than 64 KiB in all";
 	if (c->n_argv && !c->argv[0][0])
 		return "the command name is empty";
 	for (size_t i = 0; i < c->n_env; i++) {

@@ -213,10 +213,30 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__KeyframeFrame kf = PTG__KEYFRAME_FRAME__INIT;
 	struct buf snap = BUF_INIT;
+	char msg[160];
 	uint64_t seq;
 
+	if (!target) {
+		/* Cadence restarts here, made or not: a failed one is not retried
+		   on every output frame. */
+		s->frames_since_keyframe = 0;
+		ev_timer_disarm(s->keyframe_timer);
+	}
 	session_screen_sync(s);
 	screen_snapshot(s->screen, &snap);
+	if (buf_size(&snap) > s->cfg->keyframe_max_bytes) {
+		/* A huge screen of distinct colours can outgrow a link message
+		   (--keyframe-max-bytes stays below it); SPEC 5.3 has an Error
+		   for a Keyframe that cannot be made. */
+		snprintf(msg, sizeof(msg), "the screen (%ux%u) takes %zu bytes to snapshot, "
+			 "more than %u", s->cols, s->rows, buf_size(&snap),
+			 s->cfg->keyframe_max_bytes);
+		log_warn(s->id, "%s", msg);
+		buf_free(&snap);
+		session_emit_error(s, target,
+				   PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE, msg);
+		return s->seq;
+	}
 	kf.snapshot.data = buf_head(&snap);
 	kf.snapshot.len = buf_size(&snap);
 	kf.cols = s->cols;
@@ -226,10 +246,6 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	seq = session_emit(s, &f, target);
 	persist_screen(s, &snap);
 	buf_free(&snap);
-	if (!target) {
-		s->frames_since_keyframe = 0;
-		ev_timer_disarm(s->keyframe_timer);
-	}
 	return seq;
 }
 

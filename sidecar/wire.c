@@ -7,6 +7,7 @@
 #include <sys/uio.h>
 
 #include "link.h"
+#include "log.h"
 
 enum {
 	TAG_LINK_FRAME = (21 << 3) | 2,  /* length-delimited */
@@ -53,6 +54,12 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 	head[1] = (uint8_t)(body >> 16);
 	head[2] = (uint8_t)(body >> 8);
 	head[3] = (uint8_t)body;
+	if (body > LINK_MAX_MESSAGE) {
+		/* Frames are bounded where they are made (Output 64 KiB, Keyframe
+		   --keyframe-max-bytes); this is the last line of defence of the link. */
+		log_error(linkconn_name(lc), "dropping a %zu-byte frame over the link cap", body);
+		return;
+	}
 	iov[0] = (struct iovec){ head, hlen };
 	iov[1] = (struct iovec){ (void *)frame, len };
 	iov[2] = (struct iovec){ tail, tlen };
@@ -62,9 +69,20 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Reply small = PTG__REPLY__INIT;
 
 	m.msg_case = PTG__LINK_MESSAGE__MSG_REPLY;
 	m.reply = r;
+	if (ptg__link_message__get_packed_size(&m) > LINK_MAX_MESSAGE) {
+		/* Bounds on every input keep replies far below the cap; should
+		   one still outgrow it, the request fails, not the sidecar. */
+		small.request_id = r->request_id;
+		small.attach_id = r->attach_id;
+		small.client_op_id = r->client_op_id;
+		small.code = PTG__ERROR_CODE__INTERNAL;
+		small.message = "the answer is larger than a link message";
+		m.reply = &small;
+	}
 	linkconn_send(lc, &m);
 }
 

@@ -1780,6 +1780,48 @@ static void test_restart_boundary(void **state)
 	remove_tree(statedir);
 }
 
+
+/* ---- 14. a screen too large to snapshot ---- */
+
+static void test_keyframe_unavailable(void **state)
+{
+	struct fixture *fx = *state;
+	const char *extra[] = { "--keyframe-max-bytes", "1024", NULL };
+	struct attach_req a = { .attach_id = 2, .role = PTG__ROLE__ROLE_OBSERVER,
+				.label = "late", .scopes = SC_OBSERVE };
+	struct peer *p, *q;
+	struct joined j;
+	Ptg__Frame *f;
+	char sid[64];
+
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	create_sh(p, 80, 24, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	/* 24 rows of colour changes in every cell: far over 1 KiB. */
+	send_input(p, sid, 1, "i=0; while [ $i -lt 24 ]; do printf '\\033[3%dm#\\033[4%dm#' "
+		   "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 "
+		   "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6; i=$((i+1)); done; "
+		   "echo painted-$((1+1))\n", NULL);
+	wait_output(p, "painted-2", STEP_MS);
+
+	/* The joiner gets the Error in place of its Keyframe; the link, the
+	   session and the sidecar carry on. */
+	q = peer_open(fx);
+	a.session = sid;
+	attach_ok(q, &a);
+	next_frame(q, PTG__FRAME__KIND_ROLE_ASSIGNED, 2);
+	next_frame(q, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	f = next_frame(q, PTG__FRAME__KIND_ERROR, 2);
+	assert_int_equal(f->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE);
+	assert_non_null(strstr(f->error->message, "more than 1024"));
+	send_input(p, sid, 1, "clear; echo small-$((1+1))\n", NULL);
+	wait_output(p, "small-2", STEP_MS);
+	send_request_keyframe(q, sid, 2, "op-kf");
+	f = expect_frame(q, PTG__FRAME__KIND_KEYFRAME, 2, STEP_MS);
+	assert_true(snapshot_shows(f->keyframe, "small-2"));
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1802,6 +1844,7 @@ int main(int argc, char **argv)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
 	};
 
 	if (argc < 2) {
