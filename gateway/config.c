@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "num.h"
 #include "xalloc.h"
 
 #define CONFIG__PROG	 "ptygate-gateway"
@@ -227,22 +228,17 @@ static const char *config__name(int opt)
 static int config__num(struct gw_config *c, const struct config__src *src,
 		       const struct config__num *n, const char *s)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 	uint8_t *field = (uint8_t *)c + n->off;
 
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || !isdigit((unsigned char)s[0]) || v < n->lo ||
-	    v > n->hi) {
+	if (num_parse_u64(s, n->lo, n->hi, &v) < 0) {
 		config__err(src, config__name(n->opt),
 			    "expected a number from %" PRIu64 " to %" PRIu64 ", got '%s'",
 			    n->lo, n->hi, s);
 		return -EINVAL;
 	}
 	if (n->size == sizeof(uint64_t)) {
-		uint64_t v64 = v;
-		memcpy(field, &v64, sizeof(v64));
+		memcpy(field, &v, sizeof(v));
 	} else {
 		uint32_t v32 = (uint32_t)v;
 		memcpy(field, &v32, sizeof(v32));

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "num.h"
 
 static const char usage[] =
 	"Usage: ptygate-sidecar --listen ADDR [options]\n"
@@ -66,17 +67,11 @@ void config_defaults(struct sidecar_config *c)
 static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 		     uint64_t *out)
 {
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+	if (num_parse_u64(s, lo, hi, out) < 0) {
 		fprintf(stderr, "ptygate-sidecar: %s: expected a number from %" PRIu64
 				" to %" PRIu64 ", got '%s'\n", opt, lo, hi, s);
 		return -EINVAL;
 	}
-	*out = v;
 	return 0;
 }
 
