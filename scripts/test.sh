@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 jobs=$(nproc 2>/dev/null || echo 2)
 for cfg in release asan; do
 	dir="build-$cfg"
-	flags="-DCMAKE_BUILD_TYPE=RelWithDebInfo"
-	[ "$cfg" = asan ] && flags="-DCMAKE_BUILD_TYPE=Debug -DPTG_SANITIZE=ON"
+	flags="-DCMAKE_BUILD_TYPE=RelWithDebInfo -DPTG_WERROR=ON"
+	[ "$cfg" = asan ] && flags="-DCMAKE_BUILD_TYPE=Debug -DPTG_SANITIZE=ON -DPTG_WERROR=ON"
 	echo "== $cfg: configure and build in $dir"
 	# shellcheck disable=SC2086
 	cmake -S . -B "$dir" $flags >/dev/null
