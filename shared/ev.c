@@ -1,19 +1,24 @@
-/* ev: the single-threaded event loop. epoll watches every fd: the ios of
-   the owners, one timerfd per timer and one signalfd for all signals.
-   Before each wait the loop runs its hooks (flush queued writes, free
-   objects marked closing). ios and timers freed while a batch of events
-   is being dispatched are only marked dead and reclaimed after the batch,
-   so a later event of the same batch never touches freed memory. */
+/* ev: the single-threaded event loop. epoll watches the ios of the
+   owners and one signalfd for all signals; timers cost no fd: they live
+   in a binary min-heap on a monotonic deadline (as in libuv and redis),
+   and the earliest deadline bounds the epoll_wait. A turn is: hooks
+   (flush queued writes, free objects marked closing), wait, I/O
+   callbacks, expired timers. ios and timers freed during a turn's
+   callbacks are only marked dead and reclaimed after them, so a later
+   event of the same turn never touches freed memory. */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/signalfd.h>
-#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ev.h"
+#include "heap.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -41,9 +46,12 @@ struct ev_io {
 struct ev_timer {
 	struct ev__src src;
 	struct ev_loop *loop;
-	int tfd;
-	int armed;
+	struct heap_node node; /* in loop->timers while armed and not due */
+	int64_t deadline;      /* CLOCK_MONOTONIC ns */
+	uint64_t seq;          /* arming order, breaks deadline ties */
 	int64_t repeat_ms;
+	int armed;
+	int due; /* in this turn's due list, not yet fired */
 	ev_timer_cb cb;
 	void *user;
 };
@@ -70,7 +78,14 @@ struct ev_loop {
 	int stop;
 	int dispatching;
 	struct ev__src *dead;
+	struct heap timers;
+	uint64_t timer_seq;
+	struct ev_timer **due; /* this turn's expired timers, in order */
+	size_t ndue;
+	size_t due_cap;
 };
+
+static int ev__timer_less(const struct heap_node *a, const struct heap_node *b);
 
 struct ev_loop *ev_loop_new(void)
 {
@@ -87,6 +102,7 @@ struct ev_loop *ev_loop_new(void)
 	loop->sigfd = -1;
 	loop->sigsrc.kind = EV__SIGNAL;
 	sigemptyset(&loop->sigmask);
+	heap_init(&loop->timers, ev__timer_less);
 	return loop;
 }
 
@@ -128,6 +144,8 @@ void ev_loop_free(struct ev_loop *loop)
 		sigprocmask(SIG_UNBLOCK, &loop->sigmask, NULL);
 	}
 	close(loop->epfd);
+	heap_free(&loop->timers);
+	free(loop->due);
 	free(loop->hooks);
 	free(loop);
 }
@@ -240,65 +258,90 @@ static void ev__io_dispatch(struct ev_io *io, uint32_t ee)
 
 /* ---- timers ---- */
 
-static struct timespec ev__ts(int64_t ms)
-{
-	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = ms % 1000 * 1000000};
+#define EV__NS_PER_MS INT64_C(1000000)
 
-	return ts;
+static int64_t ev__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* from + ms, saturating: a huge delay means "never" rather than a wrap
+   into the past. */
+static int64_t ev__add_ms(int64_t from, int64_t ms)
+{
+	if (ms > (INT64_MAX - from) / EV__NS_PER_MS)
+		return INT64_MAX;
+	return from + ms * EV__NS_PER_MS;
+}
+
+static struct ev_timer *ev__timer_of(const struct heap_node *n)
+{
+	return (struct ev_timer *)((char *)n - offsetof(struct ev_timer, node));
+}
+
+/* Deadline order; equal deadlines fire in the order they were armed. */
+static int ev__timer_less(const struct heap_node *a, const struct heap_node *b)
+{
+	const struct ev_timer *x = ev__timer_of(a), *y = ev__timer_of(b);
+
+	if (x->deadline != y->deadline)
+		return x->deadline < y->deadline;
+	return x->seq < y->seq;
+}
+
+/* Takes t out of the heap and out of this turn's due list. */
+static void ev__timer_unlink(struct ev_timer *t)
+{
+	heap_remove(&t->loop->timers, &t->node);
+	t->due = 0;
+}
+
+static void ev__timer_insert(struct ev_timer *t, int64_t deadline)
+{
+	t->deadline = deadline;
+	t->seq = t->loop->timer_seq++;
+	heap_push(&t->loop->timers, &t->node);
 }
 
 struct ev_timer *ev_timer_new(struct ev_loop *loop, int64_t after_ms, int64_t repeat_ms,
 			      ev_timer_cb cb, void *user)
 {
 	struct ev_timer *t = xcalloc(1, sizeof(*t));
-	struct epoll_event ee = {.events = EPOLLIN, .data.ptr = &t->src};
 
 	t->src.kind = EV__TIMER;
 	t->loop = loop;
 	t->cb = cb;
 	t->user = user;
-	t->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
-	if (t->tfd < 0 || epoll_ctl(loop->epfd, EPOLL_CTL_ADD, t->tfd, &ee) < 0) {
-		int err = errno;
-
-		if (t->tfd >= 0)
-			close(t->tfd);
-		free(t);
-		errno = err;
-		return NULL;
-	}
+	heap_node_init(&t->node);
 	ev_timer_arm(t, after_ms, repeat_ms);
 	return t;
 }
 
 void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms)
 {
-	struct itimerspec its = {0};
-
 	if (t->src.dead)
 		return;
 	if (after_ms < 0) {
 		ev_timer_disarm(t);
 		return;
 	}
-	/* A zero it_value would disarm: "now" is the smallest delay. */
-	its.it_value = after_ms > 0 ? ev__ts(after_ms) : (struct timespec){0, 1};
-	its.it_interval = ev__ts(repeat_ms > 0 ? repeat_ms : 0);
+	ev__timer_unlink(t);
 	t->repeat_ms = repeat_ms > 0 ? repeat_ms : 0;
 	t->armed = 1;
-	/* Re-arming also clears a pending expiry, so a stale event of the
-	   current batch reads nothing and is skipped. */
-	timerfd_settime(t->tfd, 0, &its, NULL);
+	/* Measured from the clock now, not from the turn's start, so a
+	   timer never fires before after_ms have really passed. */
+	ev__timer_insert(t, ev__add_ms(ev__now_ns(), after_ms));
 }
 
 void ev_timer_disarm(struct ev_timer *t)
 {
-	struct itimerspec its = {0};
-
 	if (t->src.dead)
 		return;
+	ev__timer_unlink(t);
 	t->armed = 0;
-	timerfd_settime(t->tfd, 0, &its, NULL);
 }
 
 int ev_timer_armed(const struct ev_timer *t)
@@ -310,23 +353,73 @@ void ev_timer_free(struct ev_timer *t)
 {
 	if (!t || t->src.dead)
 		return;
-	epoll_ctl(t->loop->epfd, EPOLL_CTL_DEL, t->tfd, NULL);
-	close(t->tfd);
-	t->tfd = -1;
+	ev__timer_unlink(t);
 	t->armed = 0;
 	ev__retire(t->loop, &t->src);
 }
 
-static void ev__timer_dispatch(struct ev_timer *t)
+/* The epoll_wait timeout until the earliest deadline, rounded up to a
+   whole ms so the wait never ends before it; -1 with no timer armed. */
+static int ev__poll_timeout(const struct ev_loop *loop)
 {
-	uint64_t ticks;
+	const struct heap_node *min = heap_min(&loop->timers);
+	int64_t left, ms;
 
-	if (read(t->tfd, &ticks, sizeof(ticks)) != sizeof(ticks) || !t->armed)
-		return;
-	if (t->repeat_ms == 0)
+	if (!min)
+		return -1;
+	left = ev__timer_of(min)->deadline - ev__now_ns();
+	if (left <= 0)
+		return 0;
+	ms = left / EV__NS_PER_MS + (left % EV__NS_PER_MS != 0);
+	return ms > INT_MAX ? INT_MAX : (int)ms;
+}
+
+static void ev__timer_fire(struct ev_timer *t, int64_t now)
+{
+	if (t->repeat_ms > 0) {
+		int64_t period = ev__add_ms(0, t->repeat_ms);
+		int64_t missed = (now - t->deadline) / period;
+
+		/* Missed periods collapse into this one call; the next
+		   deadline stays on the period's grid. */
+		ev__timer_insert(t, ev__add_ms(t->deadline, (missed + 1) * t->repeat_ms));
+	} else {
 		t->armed = 0;
-	/* Missed periods of a repeating timer collapse into one call. */
+	}
 	t->cb(t, t->user);
+}
+
+/* Fires every timer due now, each at most once: the due ones are moved
+   to a list first, so one that re-arms itself at 0 ms (or is re-armed
+   by another) waits for the next turn and cannot starve I/O. A timer
+   disarmed, re-armed or freed by an earlier callback of the list is
+   skipped; freed ones stay allocated until the turn ends. */
+static void ev__run_timers(struct ev_loop *loop)
+{
+	int64_t now = ev__now_ns();
+	struct heap_node *min;
+	size_t i;
+
+	while ((min = heap_min(&loop->timers)) && ev__timer_of(min)->deadline <= now) {
+		struct ev_timer *t = ev__timer_of(min);
+
+		heap_remove(&loop->timers, min);
+		t->due = 1;
+		if (loop->ndue == loop->due_cap) {
+			loop->due_cap = loop->due_cap ? loop->due_cap * 2 : 16;
+			loop->due = xrealloc(loop->due, loop->due_cap * sizeof(*loop->due));
+		}
+		loop->due[loop->ndue++] = t;
+	}
+	for (i = 0; i < loop->ndue; i++) {
+		struct ev_timer *t = loop->due[i];
+
+		if (t->src.dead || !t->due)
+			continue;
+		t->due = 0;
+		ev__timer_fire(t, now);
+	}
+	loop->ndue = 0;
 }
 
 /* ---- signals ---- */
@@ -360,14 +453,6 @@ int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user)
 	loop->signals[signo].cb = cb;
 	loop->signals[signo].user = user;
 	return 0;
-}
-
-void ev_signal_child_reset(void)
-{
-	sigset_t none;
-
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
 }
 
 static void ev__signal_dispatch(struct ev_loop *loop)
@@ -436,6 +521,8 @@ static void ev__run_hooks(struct ev_loop *loop)
 	ev__compact_hooks(loop);
 }
 
+/* One turn's callbacks: the ready fds in epoll's order, then the
+   expired timers in deadline order. */
 static void ev__dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 {
 	int i;
@@ -448,11 +535,10 @@ static void ev__dispatch(struct ev_loop *loop, const struct epoll_event *ev, int
 			continue;
 		if (s->kind == EV__IO)
 			ev__io_dispatch((struct ev_io *)s, ev[i].events);
-		else if (s->kind == EV__TIMER)
-			ev__timer_dispatch((struct ev_timer *)s);
 		else
 			ev__signal_dispatch(loop);
 	}
+	ev__run_timers(loop);
 	loop->dispatching = 0;
 	ev__reap(loop);
 }
@@ -468,7 +554,7 @@ int ev_loop_run(struct ev_loop *loop)
 		ev__run_hooks(loop);
 		if (loop->stop)
 			return 0;
-		n = epoll_wait(loop->epfd, ev, EV_BATCH, -1);
+		n = epoll_wait(loop->epfd, ev, EV_BATCH, ev__poll_timeout(loop));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -1,6 +1,7 @@
 /* ev: the single-threaded event loop of both daemons: epoll for fds,
-   timerfd for timers, signalfd for signals, and before-poll hooks that
-   flush queued writes and free objects marked closing (STYLE 4, 7). */
+   an in-loop min-heap for timers (no fd per timer), signalfd for
+   signals, and before-poll hooks that flush queued writes and free
+   objects marked closing (STYLE 4, 7). */
 #ifndef PTG_EV_H
 #define PTG_EV_H
 
@@ -22,7 +23,9 @@ typedef void (*ev_hook_cb)(void *user);
 struct ev_loop *ev_loop_new(void);
 /* Frees the loop; every io and timer must be freed first. */
 void ev_loop_free(struct ev_loop *loop);
-/* Runs until ev_loop_stop; returns 0 or a negative errno. */
+/* Runs until ev_loop_stop; returns 0 or a negative errno. Each turn runs
+   the hooks, waits for fds (at most until the earliest timer), calls the
+   ready ios and signal handlers, then the expired timers. */
 int ev_loop_run(struct ev_loop *loop);
 void ev_loop_stop(struct ev_loop *loop);
 
@@ -35,21 +38,31 @@ unsigned ev_io_events(const struct ev_io *io);
 /* Stops watching; safe to call from inside the io's own callback. */
 void ev_io_free(struct ev_io *io);
 
+/* Timers hold no fd, so any number may exist. Resolution is 1 ms on
+   CLOCK_MONOTONIC: a timer never fires before its delay has passed, and
+   later only by the loop's latency. Expired timers fire in deadline
+   order (equal deadlines in arming order), each at most once per turn:
+   one re-armed at 0 ms from its callback fires again next turn, after
+   the fds are polled, so it cannot starve I/O. A repeating timer that
+   missed periods fires once and stays on its period's grid. */
+
 /* A timer firing after after_ms, then every repeat_ms (0: once). Not
-   armed when after_ms < 0. */
+   armed when after_ms < 0. Never fails (allocation aborts, STYLE 4). */
 struct ev_timer *ev_timer_new(struct ev_loop *loop, int64_t after_ms,
 			      int64_t repeat_ms, ev_timer_cb cb, void *user);
+/* (Re)arms t as ev_timer_new would, replacing any pending expiry;
+   after_ms < 0 disarms. Safe from any callback, t's own included. */
 void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms);
+/* Cancels a pending expiry, also one due later in the current turn. */
 void ev_timer_disarm(struct ev_timer *t);
+/* 1 while an expiry is pending: inside its callback, 1 only for a
+   repeating or re-armed timer. */
 int ev_timer_armed(const struct ev_timer *t);
-/* Safe to call from inside the timer's own callback. */
+/* Safe to call from inside any callback, the timer's own included. */
 void ev_timer_free(struct ev_timer *t);
 
 /* Blocks signo and delivers it through the loop. One handler per signal. */
 int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user);
-/* For a forked child before exec: unblocks every signal, since the mask
-   ev_signal_add set would otherwise be inherited by the program. */
-void ev_signal_child_reset(void);
 
 /* Runs cb before every wait for events. */
 void ev_hook_add(struct ev_loop *loop, ev_hook_cb cb, void *user);
