@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "linkconn.h"
 #include "log.h"
+#include "task_ops.h"
 #include "timeutil.h"
 #include "ws.h"
 #include "xalloc.h"
@@ -214,6 +215,9 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 		break;
 	case PTG__LINK_MESSAGE__MSG_FRAME:
 		route_frame(u, m->frame);
+		break;
+	case PTG__LINK_MESSAGE__MSG_TASK_UPDATE:
+		task_ops_on_update(u->gw, u, m->task_update);
 		break;
 	default:
 		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
