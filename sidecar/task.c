@@ -394,10 +394,11 @@ static json_t *status_json(const struct task *t)
 	return st;
 }
 
-static json_t *artifact_json(const struct task *t, enum task_stream_id s, size_t from)
+/* The artifact of stream s holding its bytes [from, end). */
+static json_t *artifact_json(const struct task *t, enum task_stream_id s, size_t from,
+			     size_t end)
 {
 	const struct task_stream *o = &t->out[s];
-	size_t end = from == 0 ? o->len : complete_prefix(o->data, o->len);
 
 	return json_pack("{s:s, s:s, s:[{s:o}]}", "artifactId", stream_names[s], "name",
 			 stream_names[s], "parts", "text",
@@ -429,7 +430,7 @@ json_t *task_json(const struct task *t, long history_length)
 		json_t *a;
 		if (!o->total)
 			continue;
-		a = artifact_json(t, (enum task_stream_id)s, 0);
+		a = artifact_json(t, (enum task_stream_id)s, 0, o->len);
 		json_object_set_new(a, "metadata", json_pack("{s:s, s:I, s:I, s:b}", "stream",
 			stream_names[s], "bytes", (json_int_t)o->total, "kept_bytes",
 			(json_int_t)o->len, "truncated", o->truncated));
@@ -459,7 +460,8 @@ json_t *task_output_delta(struct task *t)
 		size_t end = complete_prefix(o->data, o->len);
 		if (end <= o->announced)
 			continue;
-		json_array_append_new(arts, artifact_json(t, (enum task_stream_id)s, o->announced));
+		json_array_append_new(arts, artifact_json(t, (enum task_stream_id)s, o->announced,
+							  end));
 		o->announced = end;
 	}
 	if (!json_array_size(arts)) {
