@@ -26,6 +26,7 @@ struct pending_op {
 };
 
 struct task_conn {
+	int link_gone;          /* the upstream may be freed: never touch it */
 	uint64_t sub_id;
 	struct pending_op *pending;
 	unsigned n_pending;
@@ -164,6 +165,10 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 
 	if (!row || check_request(c, env, &idem) < 0)
 		return;
+	if (c->tasks && c->tasks->link_gone) {
+		conn_send_error(c, FRAMES_INTERNAL, env->id, "the link to the sandbox was lost");
+		return;
+	}
 	tc = task_conn_of(c);
 	params = env->payload ? json_dumps(env->payload, JSON_COMPACT) : NULL;
 	tr.request_id = upstream_next_id(c->ctx.up);
@@ -224,6 +229,18 @@ void task_ops_on_update(struct gateway *gw, struct upstream *u, const Ptg__TaskU
 	}
 }
 
+void task_ops_link_lost(struct gateway *gw, struct upstream *u)
+{
+	for (struct conn *c = gw->conns; c; c = c->next) {
+		if (!c->tasks || c->ctx.up != u || c->tasks->link_gone)
+			continue;
+		c->tasks->link_gone = 1;
+		/* Joined (or joining) connections are ended by the upstream. */
+		if (c->state == CONN_OPEN)
+			conn_link_lost(c);
+	}
+}
+
 void task_ops_conn_gone(struct conn *c)
 {
 	struct task_conn *tc = c->tasks;
@@ -232,6 +249,12 @@ void task_ops_conn_gone(struct conn *c)
 
 	if (!tc)
 		return;
+	if (tc->link_gone) {
+		/* u failed every pending request already (fail_all_pending). */
+		free(tc);
+		c->tasks = NULL;
+		return;
+	}
 	while (tc->pending) {
 		struct pending_op *p = tc->pending;
 		tc->pending = p->next;

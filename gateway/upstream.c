@@ -236,6 +236,7 @@ static void schedule_dial(struct upstream *u)
    with replay_from once the link is back. */
 static void drop_bindings(struct upstream *u)
 {
+	task_ops_link_lost(u->gw, u);
 	while (u->n_binds) {
 		struct conn *c = u->binds[u->n_binds - 1].conn;
 		u->n_binds--;

@@ -472,6 +472,9 @@ class TaskRestart(TaskCase):
         self.assertEqual((await self.get_task(c, running["id"], sid))["status"]["state"],
                          "TASK_STATE_WORKING")
         self.assertIsNone(self.stack.sidecar.stop())
+        # A connection that only used tasks is told the link is gone and
+        # closed, like a joined one: its subscriptions did not survive.
+        await c.expect_close(1011, timeout=10, allow=("Error", "binding_goodbye"))
         self.stack.sidecar.start()
         c2 = await self.reconnect(sid)
         after = await self.get_task(c2, done["id"], sid)
