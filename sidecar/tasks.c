@@ -335,11 +335,14 @@ static void on_output(struct ev_io *io, int fd, unsigned events, void *user)
 		ev_timer_arm(r->ts->flush, OUTPUT_FLUSH_MS, 0);
 }
 
+/* Output not yet announced goes out as one delta. With no subscriber it
+   is only marked announced: a later subscriber's snapshot holds it, and
+   every subscriber's deltas then continue from the same point. */
 static void flush_output(struct task *t)
 {
 	json_t *delta;
 
-	if (!t->run || !run_of(t)->n_subs || task_is_terminal(t))
+	if (!t->run || task_is_terminal(t))
 		return;
 	delta = task_output_delta(t);
 	if (delta)
@@ -502,6 +505,7 @@ static void answer_repeat(const struct req *q, struct task *t)
 		return;
 	}
 	reply_json(q, json_pack("{s:s}", "task_id", t->id));
+	flush_output(t);
 	send_snapshot(t, q->lc, q->r->attach_id);
 	if (!task_is_terminal(t))
 		subscribe(q->ts, t, q->lc, q->r->attach_id);
@@ -706,6 +710,7 @@ static void op_subscribe(const struct req *q)
 	json_decref(p);
 	if (!t)
 		return;
+	flush_output(t); /* the snapshot below is where this subscriber's deltas start */
 	if (!task_is_terminal(t) && subscribe(q->ts, t, q->lc, q->r->attach_id) < 0) {
 		reply_error(q, PTG__ERROR_CODE__RATE_LIMITED, "too many subscribers on this task");
 		return;

@@ -318,6 +318,27 @@ class Tasks(TaskCase):
         self.assertGreaterEqual(len(views[0]), 3, views[0])
         self.assertEqual(views[0][-1], ("TASK_STATE_COMPLETED", "a\nb\n"))
 
+    async def test_late_subscriber_deltas_continue_its_snapshot(self):
+        sid, c = await self.task_client()
+        gate = os.path.join(self.stack.dir, "gate-%s" % uuid7())
+        task = await self.send_message(
+            c, "echo a; while [ ! -e %s ]; do sleep 0.05; done; echo b" % gate, sid)
+        deadline = time.monotonic() + 10
+        while artifact_text(await self.get_task(c, task["id"], sid), "stdout") != "a\n":
+            self.assertLess(time.monotonic(), deadline)
+            await asyncio.sleep(0.05)
+        _, s = await self.task_client(sid, sub="late-sub")
+        await self.request(s, "SubscribeToTask", {"task_id": task["id"]}, expect="SubscribeToTask.Accepted")
+        snap = await s.expect_frame("TaskStatusUpdate")
+        text = artifact_text(snap["payload"]["task"], "stdout")
+        self.assertEqual(text, "a\n")
+        open(gate, "w").close()
+        for u in await self.updates_until_terminal(s, task["id"]):
+            for a in u["payload"]["delta"].get("artifacts", []):
+                if a["artifactId"] == "stdout":
+                    text += "".join(p["text"] for p in a["parts"])
+        self.assertEqual(text, "a\nb\n", "snapshot + appended deltas = the output, once")
+
     async def test_unsubscribe_stops_updates(self):
         sid, c = await self.task_client()
         task = await self.send_message(c, "sleep 0.5; echo x", sid)
