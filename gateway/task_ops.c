@@ -198,6 +198,20 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	free(params);
 }
 
+/* A client that does not read gets no unbounded queue of task updates:
+   each carries the whole task, so an update may be skipped while the
+   queue is over its limit, except a terminal one, which is the last. */
+static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
+{
+	const char *state = json_string_value(json_object_get(json_object_get(task, "status"),
+							      "state"));
+	bool terminal = state && strcmp(state, "TASK_STATE_SUBMITTED") &&
+			strcmp(state, "TASK_STATE_WORKING");
+
+	return !terminal && outq_bytes(&c->q) &&
+	       outq_would_overflow(&c->q, len, c->gw->cfg->max_queue_bytes);
+}
+
 static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 {
 	json_t *task = json_loads(tu->task_json, 0, NULL);
@@ -206,6 +220,9 @@ static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 
 	if (!json_is_object(task) || !json_is_object(delta)) {
 		log_warn(c->log_ctx, "dropping an unreadable task update");
+	} else if (skip_for_backlog(c, task, strlen(tu->task_json) + strlen(tu->delta_json))) {
+		log_debug(c->log_ctx, "task update skipped: the client is behind (the next "
+			  "one carries the whole task)");
 	} else {
 		json_t *payload = json_pack("{s:O, s:O}", "task", task, "delta", delta);
 		frames_task_status_update(NULL, payload, c->service_params, time_now_ms(), &out);

@@ -429,6 +429,47 @@ class Tasks(TaskCase):
         await alice.run("echo still-$((20+1))", "still-21")
 
 
+class TaskSlowReader(TaskCase):
+    GATEWAY_ARGS = ("--max-queue-bytes", "65536")
+
+    async def test_a_client_that_does_not_read_gets_the_end_not_a_backlog(self):
+        sid, c = await self.task_client()
+        gate = os.path.join(self.stack.dir, "gate-%s" % uuid7())
+        # About 1 MB in 40 steps: one update per 150 ms, each the whole task.
+        task = await self.send_message(c, "while [ ! -e %s ]; do sleep 0.05; done; for i in $(seq 40); "
+                                       "do head -c 25000 /dev/zero | tr '\\0' x; sleep 0.06; done" % gate, sid)
+        slow = self.raw(sid, sub="slow", scope=TASK_SCOPE, rcvbuf=4096)
+        await slow.expect_hello(sid)
+        await slow.send("SubscribeToTask", {"task_id": task["id"]})
+        await slow.expect_frame("SubscribeToTask.Accepted")
+        await slow.expect_frame("TaskStatusUpdate")
+        _, reader = await self.task_client(sid, sub="reader")
+        await self.request(reader, "SubscribeToTask", {"task_id": task["id"]},
+                           expect="SubscribeToTask.Accepted")
+        await reader.expect_frame("TaskStatusUpdate")
+        open(gate, "w").close()  # from here the slow client reads nothing
+        sent = len(await self.updates_until_terminal(reader, task["id"], timeout=30))
+        done = await self.wait_done(c, task["id"], sid, timeout=30)
+        self.assertEqual(len(artifact_text(done, "stdout")), 1000000)
+        await asyncio.sleep(0.5)
+        ups, got = [], 0
+        while True:
+            f = await slow.recv(timeout=10)
+            if f["op"] == "TaskStatusUpdate":
+                ups.append(f)
+                got += len(harness.json.dumps(f))
+                if f["payload"]["task"]["status"]["state"] in TERMINAL:
+                    break
+        last = ups[-1]["payload"]["task"]
+        self.assertEqual(last["status"]["state"], "TASK_STATE_COMPLETED")
+        self.assertEqual(artifact_text(last, "stdout"), "x" * 1000000, "the end arrives whole")
+        harness.note("slow task subscriber: %d of %d updates, %d KiB while not reading"
+                     % (len(ups), sent, got // 1024))
+        # The kernel's socket buffers take a few MB; the rest was skipped.
+        self.assertLess(len(ups), sent, "intermediate updates were skipped, not queued")
+        await self.no_more_updates(slow)
+
+
 class TaskOutputCap(TaskCase):
     SIDECAR_ARGS = ("--task-output-bytes", "1000")
 
