@@ -108,6 +108,21 @@ class TaskCase(E2ETestCase):
         await c.recv_until(done, timeout=timeout, what="the terminal update of %s" % tid)
         return got
 
+    async def measure_round_trips(self, what, n=20):
+        """Median ms from SendStreamingMessage to the terminal update of `true`."""
+        sid, c = await self.task_client()
+        times = []
+        for _ in range(n):
+            t0 = time.monotonic()
+            acc = await self.request(c, "SendStreamingMessage", {"message": text_message("true")},
+                                     expect="SendStreamingMessage.Accepted")
+            await self.updates_until_terminal(c, acc["payload"]["task_id"])
+            times.append((time.monotonic() - t0) * 1000)
+        times.sort()
+        harness.note("task round trip (%s): median %.1f ms, max %.1f ms over %d"
+                     % (what, times[n // 2], times[-1], n))
+        self.assertLess(times[n // 2], 1000 if self.stack.sanitized else 500)
+
     async def no_more_updates(self, c, seconds=0.6):
         late = [f for f in await c.quiet(seconds) if f["op"] == "TaskStatusUpdate"]
         self.assertEqual(late, [], "nothing after the terminal update")
@@ -419,6 +434,9 @@ class Tasks(TaskCase):
         t = await self.send_message(c, "echo room-again", sid)
         self.assertEqual((await self.wait_done(c, t["id"], sid))["status"]["state"], "TASK_STATE_COMPLETED")
 
+    async def test_round_trip_without_state_dir(self):
+        await self.measure_round_trips("no --state-dir")
+
     async def test_tasks_work_beside_a_joined_terminal(self):
         sid, alice = await self.session_with("controller", sub="alice")
         c = await self.connect(sid, sub="both", scope="pty:control tasks")
@@ -524,6 +542,9 @@ class TaskRestart(TaskCase):
                 if time.monotonic() > deadline:
                     raise
                 await asyncio.sleep(0.2)
+
+    async def test_round_trip_with_state_dir(self):
+        await self.measure_round_trips("--state-dir: 3 fsynced record writes per task")
 
     async def test_sidecar_restart_keeps_finished_and_fails_running(self):
         sid, c = await self.task_client()
