@@ -6,6 +6,7 @@
 
 #include "attach.h"
 #include "cli.h"
+#include "run.h"
 #include "sessions.h"
 #include "token.h"
 
@@ -18,6 +19,7 @@ static const struct main_command main_commands[] = {
     {"token", token_main},
     {"sessions", sessions_main},
     {"attach", attach_main},
+    {"run", run_main},
 };
 
 static const char main_usage[] =
@@ -30,6 +32,7 @@ static const char main_usage[] =
     "  token mint      mint a bearer token (JWT)\n"
     "  sessions        create, list, get or kill sessions (REST)\n"
     "  attach          attach this terminal to a session (WebSocket)\n"
+    "  run             run a command in a session as a task, exit with its code\n"
     "\n"
     "Run 'ptygate COMMAND --help' for a command's options.\n"
     "  -h, --help      show this help\n"

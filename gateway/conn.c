@@ -15,6 +15,7 @@
 
 #include "gateway.h"
 #include "http.h"
+#include "task_ops.h"
 #include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -368,6 +369,7 @@ static void conn_free(struct conn *c)
 	struct gateway *gw = c->gw;
 
 	conn_detach_quietly(c);
+	task_ops_conn_gone(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

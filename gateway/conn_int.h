@@ -53,6 +53,7 @@ struct conn {
 	char client_id[64];
 	int lagged;                    /* dropped output, awaiting the Keyframe */
 	unsigned violations;
+	struct task_conn *tasks;       /* task_ops.c; NULL until a task op */
 
 	int64_t last_rx_ms;
 	int64_t ping_sent_ms;

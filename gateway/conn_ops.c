@@ -10,6 +10,7 @@
 
 #include "gateway.h"
 #include "log.h"
+#include "task_ops.h"
 #include "timeutil.h"
 #include "upstream.h"
 
@@ -439,13 +440,7 @@ static void op_update_params(struct conn *c, const struct envelope *env)
 
 static void op_task(struct conn *c, const struct envelope *env)
 {
-	if (!has_scope(c, SCOPE_TASKS)) {
-		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
-				"task operations need the `tasks` scope");
-		return;
-	}
-	conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id,
-			"task operations are not available on this server yet");
+	task_ops_handle(c, env);
 }
 
 static void op_push_config(struct conn *c, const struct envelope *env)

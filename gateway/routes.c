@@ -1195,9 +1195,11 @@ static int routes__attach_admit(struct route_req *rq, struct upstream *up)
 	if (jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
 		return routes__forbidden(
 		    rq, "the token is not valid for this instance or session");
-	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL)))
+	/* A tasks-only token may connect for the A2A ops (SPEC 6); its join
+	   is refused by the sidecar, which checks the pty scopes. */
+	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))
 		return routes__forbidden(
-		    rq, "the token lacks scope 'pty:observe' or 'pty:control'");
+		    rq, "the token lacks scope 'pty:observe', 'pty:control' or 'tasks'");
 	snprintf(rq->attach.instance_id, sizeof(rq->attach.instance_id), "%s",
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",

@@ -15,6 +15,7 @@
 #include "gateway.h"
 #include "linkconn.h"
 #include "log.h"
+#include "task_ops.h"
 #include "timeutil.h"
 #include "ws.h"
 #include "xalloc.h"
@@ -215,6 +216,9 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 	case PTG__LINK_MESSAGE__MSG_FRAME:
 		route_frame(u, m->frame);
 		break;
+	case PTG__LINK_MESSAGE__MSG_TASK_UPDATE:
+		task_ops_on_update(u->gw, u, m->task_update);
+		break;
 	default:
 		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
 	}
@@ -232,6 +236,7 @@ static void schedule_dial(struct upstream *u)
    with replay_from once the link is back. */
 static void drop_bindings(struct upstream *u)
 {
+	task_ops_link_lost(u->gw, u);
 	while (u->n_binds) {
 		struct conn *c = u->binds[u->n_binds - 1].conn;
 		u->n_binds--;

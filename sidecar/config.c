@@ -36,6 +36,14 @@ static const char usage[] =
 	"  --max-sessions N         sessions at once, exited ones included (256)\n"
 	"  --kill-grace-ms MS       hang-up to SIGKILL delay when ending (3000)\n"
 	"  --exited-keep-seconds S  an exited session stays attachable (600)\n"
+	"  --task-handler PATH      run task messages with PATH, the message as JSON\n"
+	"                           on its stdin (default: /bin/sh -c TEXT)\n"
+	"  --task-output-bytes B    stdout+stderr kept per task, 0-1048576 (1048576)\n"
+	"  --task-max-running N     running tasks per sidecar, 1-1024 (16)\n"
+	"  --task-max-running-session N  running tasks per session, 1-1024 (4)\n"
+	"  --task-max-message-bytes B    a task's command text, 1-262144 (65536)\n"
+	"  --task-page-max N        ListTasks page size cap, 1-1000 (100)\n"
+	"  --task-keep N            finished tasks kept per sidecar, 1-100000 (200)\n"
 	"  --log-level LEVEL        debug, info, warn or error (info)\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -59,6 +67,13 @@ void config_defaults(struct sidecar_config *c)
 	c->input_buffer_bytes = 1u << 20;
 	c->link_buffer_bytes = 256ull << 20;
 	c->log_level = LOG_INFO;
+	c->task_output_bytes = 1u << 20;
+	c->task_max_running = 16;
+	c->task_max_running_session = 4;
+	c->task_max_message_bytes = 64u << 10;
+	c->task_page_max = 100;
+	c->task_keep = 200;
+	c->task_max_subscribers = 64;
 	if (gethostname(c->instance_id, sizeof(c->instance_id) - 1) < 0)
 		snprintf(c->instance_id, sizeof(c->instance_id), "local");
 }
@@ -117,6 +132,8 @@ enum {
 	OPT_LISTEN = 256, OPT_PUBLIC, OPT_INSTANCE, OPT_STATE, OPT_RFRAMES,
 	OPT_RSECONDS, OPT_RBYTES, OPT_MAXC, OPT_MAXO, OPT_KFS, OPT_KFF,
 	OPT_KFMAX, OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_HELP, OPT_VERSION,
+	OPT_TASK_HANDLER, OPT_TASK_OUT, OPT_TASK_RUN, OPT_TASK_RUN_SESSION, OPT_TASK_MSG,
+	OPT_TASK_PAGE, OPT_TASK_KEEP,
 };
 
 static const struct option options[] = {
@@ -137,6 +154,13 @@ static const struct option options[] = {
 	{ "kill-grace-ms", required_argument, NULL, OPT_GRACE },
 	{ "exited-keep-seconds", required_argument, NULL, OPT_KEEP },
 	{ "log-level", required_argument, NULL, OPT_LOG },
+	{ "task-handler", required_argument, NULL, OPT_TASK_HANDLER },
+	{ "task-output-bytes", required_argument, NULL, OPT_TASK_OUT },
+	{ "task-max-running", required_argument, NULL, OPT_TASK_RUN },
+	{ "task-max-running-session", required_argument, NULL, OPT_TASK_RUN_SESSION },
+	{ "task-max-message-bytes", required_argument, NULL, OPT_TASK_MSG },
+	{ "task-page-max", required_argument, NULL, OPT_TASK_PAGE },
+	{ "task-keep", required_argument, NULL, OPT_TASK_KEEP },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -169,6 +193,18 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 	case OPT_MAXS: return parse_u32("--max-sessions", arg, 1, 100000, &c->max_sessions);
 	case OPT_GRACE: return parse_u32("--kill-grace-ms", arg, 0, 600000, &c->kill_grace_ms);
 	case OPT_KEEP: return parse_u32("--exited-keep-seconds", arg, 0, 30 * 86400, &c->exited_keep_seconds);
+	case OPT_TASK_HANDLER:
+		if (arg[0] != '/') {
+			fprintf(stderr, "ptygate-sidecar: --task-handler: an absolute path, got '%s'\n", arg);
+			return -EINVAL;
+		}
+		return copy_str("--task-handler", arg, c->task_handler, sizeof(c->task_handler));
+	case OPT_TASK_OUT: return parse_u64("--task-output-bytes", arg, 0, 1u << 20, &c->task_output_bytes);
+	case OPT_TASK_RUN: return parse_u32("--task-max-running", arg, 1, 1024, &c->task_max_running);
+	case OPT_TASK_RUN_SESSION: return parse_u32("--task-max-running-session", arg, 1, 1024, &c->task_max_running_session);
+	case OPT_TASK_MSG: return parse_u32("--task-max-message-bytes", arg, 1, 256u << 10, &c->task_max_message_bytes);
+	case OPT_TASK_PAGE: return parse_u32("--task-page-max", arg, 1, 1000, &c->task_page_max);
+	case OPT_TASK_KEEP: return parse_u32("--task-keep", arg, 1, 100000, &c->task_keep);
 	case OPT_LOG:
 		if (log_level_parse(arg, &lvl) < 0) {
 			fprintf(stderr, "ptygate-sidecar: --log-level: expected debug, "

@@ -27,6 +27,15 @@ struct sidecar_config {
 	uint64_t input_buffer_bytes;  /* pending PTY input per session */
 	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
 	int log_level;
+	/* tasks (SPEC 6) */
+	char task_handler[4096];   /* "" : /bin/sh -c */
+	uint64_t task_output_bytes;   /* captured stdout+stderr per task */
+	uint32_t task_max_running;    /* per sidecar */
+	uint32_t task_max_running_session;
+	uint32_t task_max_message_bytes; /* the command's text */
+	uint32_t task_page_max;       /* ListTasks page size cap */
+	uint32_t task_keep;           /* finished tasks kept (oldest dropped) */
+	uint32_t task_max_subscribers; /* per task */
 };
 
 /* Fills the defaults of SPEC 3 and 5. */

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "session.h"
 #include "store.h"
+#include "tasks.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"
@@ -47,6 +48,7 @@ struct server {
 	struct link *links;
 	unsigned n_links;
 	unsigned link_seq;
+	struct tasks *tasks;
 };
 
 typedef void (*handler_fn)(struct link *l, const Ptg__LinkMessage *m);
@@ -334,10 +336,8 @@ static void on_request_keyframe(struct link *l, const Ptg__LinkMessage *m)
 
 static void on_task(struct link *l, const Ptg__LinkMessage *m)
 {
-	const Ptg__TaskRequest *t = m->task_request;
-
-	wire_send_error(l->lc, t->request_id, t->attach_id, t->client_op_id,
-			PTG__ERROR_CODE__UNSUPPORTED, "task operations are not available yet");
+	tasks_request(l->srv->tasks, l->lc, m->task_request,
+		      find_session(l->srv, m->task_request->session_id));
 }
 
 static const handler_fn handlers[] = {
@@ -382,6 +382,7 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	log_info(linkconn_name(lc), "link closed: %s", reason);
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_drop_link(srv->sessions[i], lc);
+	tasks_drop_link(srv->tasks, lc);
 	for (pp = &srv->links; *pp != l; pp = &(*pp)->next)
 		;
 	*pp = l->next;
@@ -441,6 +442,8 @@ static void on_sigchld(int signo, void *user)
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (tasks_child_exited(srv->tasks, pid, status))
+			continue;
 		for (size_t i = 0; i < srv->n_sessions; i++) {
 			if (session_pid(srv->sessions[i]) == pid) {
 				session_child_exited(srv->sessions[i], status);
@@ -507,7 +510,7 @@ struct server *server_new(const struct sidecar_config *cfg)
 		free(srv);
 		return NULL;
 	}
-	if (restore_sessions(srv) < 0) {
+	if (restore_sessions(srv) < 0 || !(srv->tasks = tasks_new(cfg, srv->loop))) {
 		close(srv->listen_fd);
 		ev_loop_free(srv->loop);
 		free(srv);
@@ -551,6 +554,7 @@ void server_free(struct server *srv)
 		linkconn_free(l->lc);
 		free(l);
 	}
+	tasks_free(srv->tasks);
 	ev_io_free(srv->listen_io);
 	close(srv->listen_fd);
 	ev_timer_free(srv->tick);

@@ -10,8 +10,9 @@ import time
 import harness
 from harness import E2ETestCase, RawWs, SUBPROTOCOL, b64, b64url, mint_token, uuid7
 
-# Flip when A2A tasks land (SPEC 6): SendMessage then answers a Response.
-A2A_TASKS_SUPPORTED = os.environ.get("PTG_E2E_TASKS") == "1"
+# A2A tasks (SPEC 6) have landed: SendMessage answers a Response
+# (PTG_E2E_TASKS=0 checks an older server's refusal).
+A2A_TASKS_SUPPORTED = os.environ.get("PTG_E2E_TASKS", "1") == "1"
 PER_PRINCIPAL = 3
 PUSH_OPS = ("SetTaskPushNotificationConfig", "GetTaskPushNotificationConfig",
             "ListTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig")

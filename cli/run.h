@@ -1,0 +1,16 @@
+/* run: `ptygate run`, one command as an A2A task of a session (SPEC 6):
+   streams its status (stderr) and output (stdout, stderr) and exits with
+   the command's exit code; Ctrl-C cancels the task. */
+#ifndef PTG_CLI_RUN_H
+#define PTG_CLI_RUN_H
+
+#include "buf.h"
+
+/* Runs `ptygate run ...`; argv[0] is "run". Returns the exit code. */
+int run_main(int argc, char **argv);
+
+/* The command line for /bin/sh -c from the words after "--": one word is
+   taken as shell text; several are each quoted, so they run as given. */
+void run_command_text(char *const *words, int n, struct buf *out);
+
+#endif

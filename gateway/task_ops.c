@@ -1,0 +1,290 @@
+/* task_ops: see task_ops.h. Each connection that uses tasks gets a
+   subscriber id on its instance's link (from the attach id counter, so it
+   never collides with an attachment) and a list of its requests in
+   flight, both in struct task_conn. */
+#include "task_ops.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn_int.h"
+#include "gateway.h"
+#include "log.h"
+#include "timeutil.h"
+#include "upstream.h"
+#include "xalloc.h"
+
+#define MAX_IN_FLIGHT 64 /* task requests awaiting the sidecar, per connection */
+
+struct pending_op {
+	struct conn *c;
+	uint64_t request_id;
+	enum envelope_op op;
+	char client_id[ENVELOPE_ID_MAX_BYTES + 1];
+	struct pending_op *next;
+};
+
+struct task_conn {
+	int link_gone;          /* the upstream may be freed: never touch it */
+	uint64_t sub_id;
+	struct pending_op *pending;
+	unsigned n_pending;
+};
+
+struct op_row {
+	Ptg__TaskOp link_op;
+	const char *name;   /* the reply's op, before .Response / .Accepted */
+	bool accepted;
+};
+
+static const struct op_row *op_row(enum envelope_op op)
+{
+	static const struct op_row send = { PTG__TASK_OP__TASK_OP_SEND, "SendMessage", false };
+	static const struct op_row stream = { PTG__TASK_OP__TASK_OP_SEND_STREAMING,
+					      "SendStreamingMessage", true };
+	static const struct op_row get = { PTG__TASK_OP__TASK_OP_GET, "GetTask", false };
+	static const struct op_row list = { PTG__TASK_OP__TASK_OP_LIST, "ListTasks", false };
+	static const struct op_row cancel = { PTG__TASK_OP__TASK_OP_CANCEL, "CancelTask", false };
+	static const struct op_row sub = { PTG__TASK_OP__TASK_OP_SUBSCRIBE, "SubscribeToTask",
+					   true };
+	static const struct op_row unsub = { PTG__TASK_OP__TASK_OP_UNSUBSCRIBE, "Unsubscribe",
+					     false };
+
+	switch (op) {
+	case ENVELOPE_OP_SEND_MESSAGE: return &send;
+	case ENVELOPE_OP_SEND_STREAMING_MESSAGE: return &stream;
+	case ENVELOPE_OP_GET_TASK: return &get;
+	case ENVELOPE_OP_LIST_TASKS: return &list;
+	case ENVELOPE_OP_CANCEL_TASK: return &cancel;
+	case ENVELOPE_OP_SUBSCRIBE_TO_TASK: return &sub;
+	case ENVELOPE_OP_UNSUBSCRIBE: return &unsub;
+	default: return NULL;
+	}
+}
+
+static struct task_conn *task_conn_of(struct conn *c)
+{
+	if (!c->tasks) {
+		c->tasks = xcalloc(1, sizeof(*c->tasks));
+		c->tasks->sub_id = upstream_attach_id(c->ctx.up);
+	}
+	return c->tasks;
+}
+
+static void unlink_pending(struct task_conn *tc, struct pending_op *p)
+{
+	for (struct pending_op **pp = &tc->pending; *pp; pp = &(*pp)->next) {
+		if (*pp == p) {
+			*pp = p->next;
+			tc->n_pending--;
+			return;
+		}
+	}
+}
+
+static void on_reply(const Ptg__Reply *r, void *user)
+{
+	struct pending_op *p = user;
+	struct conn *c = p->c;
+	const struct op_row *row = op_row(p->op);
+	struct buf out = BUF_INIT;
+	json_t *payload;
+
+	unlink_pending(c->tasks, p);
+	if (!r) {
+		conn_send_error(c, FRAMES_INTERNAL, p->client_id,
+				"the sandbox did not answer the task request");
+	} else if (r->code != PTG__ERROR_CODE__OK) {
+		conn_send_error(c, frames_code_from_link(r->code), p->client_id, r->message);
+	} else {
+		payload = r->result_case == PTG__REPLY__RESULT_TASK_JSON
+				  ? json_loads(r->task_json, 0, NULL) : NULL;
+		if (!json_is_object(payload)) {
+			conn_send_error(c, FRAMES_INTERNAL, p->client_id,
+					"the sandbox sent an unreadable task answer");
+		} else {
+			frames_reply(row->name, row->accepted, p->client_id, payload,
+				     time_now_ms(), &out);
+			conn_send_json(c, &out);
+		}
+		json_decref(payload);
+	}
+	buf_free(&out);
+	free(p);
+}
+
+/* The connection's idempotency_key service parameter, "" when none;
+   NULL when it is not a string of at most 128 bytes. */
+static const char *idempotency_key(const struct conn *c)
+{
+	json_t *k = json_object_get(c->service_params, "idempotency_key");
+
+	if (!k)
+		return "";
+	if (!json_is_string(k) || json_string_length(k) > 128)
+		return NULL;
+	return json_string_value(k);
+}
+
+static int check_request(struct conn *c, const struct envelope *env, const char **idem)
+{
+	if (!(c->ctx.claims.scopes & SCOPE_TASKS)) {
+		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
+				"task operations need the `tasks` scope");
+		return -1;
+	}
+	if (env->payload && !json_is_object(env->payload)) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id, "payload must be an object");
+		return -1;
+	}
+	*idem = idempotency_key(c);
+	if (!*idem) {
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
+				"service_parameters.idempotency_key must be a string of at "
+				"most 128 bytes");
+		return -1;
+	}
+	if (c->tasks && c->tasks->n_pending >= MAX_IN_FLIGHT) {
+		conn_send_error(c, FRAMES_RATE_LIMITED, env->id,
+				"too many task requests in flight on this connection");
+		return -1;
+	}
+	return 0;
+}
+
+void task_ops_handle(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__TaskRequest tr = PTG__TASK_REQUEST__INIT;
+	const struct op_row *row = op_row(env->op_kind);
+	struct task_conn *tc;
+	struct pending_op *p;
+	const char *idem;
+	char *params;
+
+	if (!row || check_request(c, env, &idem) < 0)
+		return;
+	if (c->tasks && c->tasks->link_gone) {
+		conn_send_error(c, FRAMES_INTERNAL, env->id, "the link to the sandbox was lost");
+		return;
+	}
+	tc = task_conn_of(c);
+	params = env->payload ? json_dumps(env->payload, JSON_COMPACT) : NULL;
+	tr.request_id = upstream_next_id(c->ctx.up);
+	tr.attach_id = tc->sub_id;
+	tr.session_id = c->ctx.session_id;
+	tr.op = row->link_op;
+	tr.params_json = params ? params : "{}";
+	tr.idempotency_key = (char *)idem;
+	tr.client_op_id = (char *)env->id;
+	tr.trace_id = c->trace_id;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
+	m.task_request = &tr;
+	p = xcalloc(1, sizeof(*p));
+	p->c = c;
+	p->op = env->op_kind;
+	p->request_id = tr.request_id;
+	snprintf(p->client_id, sizeof(p->client_id), "%s", env->id);
+	if (upstream_request(c->ctx.up, &m, tr.request_id, on_reply, p) < 0) {
+		conn_send_error(c, FRAMES_INTERNAL, env->id, "the sandbox is unreachable");
+		free(p);
+	} else {
+		p->next = tc->pending;
+		tc->pending = p;
+		tc->n_pending++;
+		log_info(c->log_ctx, "task op %s", env->op);
+	}
+	free(params);
+}
+
+/* A client that does not read gets no unbounded queue of task updates:
+   each carries the whole task, so an update may be skipped while the
+   queue is over its limit, except a terminal one, which is the last. */
+static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
+{
+	const char *state = json_string_value(json_object_get(json_object_get(task, "status"),
+							      "state"));
+	bool terminal = state && strcmp(state, "TASK_STATE_SUBMITTED") &&
+			strcmp(state, "TASK_STATE_WORKING");
+
+	return !terminal && outq_bytes(&c->q) &&
+	       outq_would_overflow(&c->q, len, c->gw->cfg->max_queue_bytes);
+}
+
+static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
+{
+	json_t *task = json_loads(tu->task_json, 0, NULL);
+	json_t *delta = tu->delta_json[0] ? json_loads(tu->delta_json, 0, NULL) : json_object();
+	struct buf out = BUF_INIT;
+
+	if (!json_is_object(task) || !json_is_object(delta)) {
+		log_warn(c->log_ctx, "dropping an unreadable task update");
+	} else if (skip_for_backlog(c, task, strlen(tu->task_json) + strlen(tu->delta_json))) {
+		log_debug(c->log_ctx, "task update skipped: the client is behind (the next "
+			  "one carries the whole task)");
+	} else {
+		json_t *payload = json_pack("{s:O, s:O}", "task", task, "delta", delta);
+		frames_task_status_update(NULL, payload, c->service_params, time_now_ms(), &out);
+		conn_send_json(c, &out);
+		json_decref(payload);
+	}
+	json_decref(task);
+	json_decref(delta);
+	buf_free(&out);
+}
+
+void task_ops_on_update(struct gateway *gw, struct upstream *u, const Ptg__TaskUpdate *tu)
+{
+	for (struct conn *c = gw->conns; c; c = c->next) {
+		if (c->tasks && c->tasks->sub_id == tu->attach_id && c->ctx.up == u &&
+		    strcmp(c->ctx.session_id, tu->session_id) == 0) {
+			if (!c->dead)
+				deliver(c, tu);
+			return;
+		}
+	}
+}
+
+void task_ops_link_lost(struct gateway *gw, struct upstream *u)
+{
+	for (struct conn *c = gw->conns; c; c = c->next) {
+		if (!c->tasks || c->ctx.up != u || c->tasks->link_gone)
+			continue;
+		c->tasks->link_gone = 1;
+		/* Joined (or joining) connections are ended by the upstream. */
+		if (c->state == CONN_OPEN)
+			conn_link_lost(c);
+	}
+}
+
+void task_ops_conn_gone(struct conn *c)
+{
+	struct task_conn *tc = c->tasks;
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__TaskRequest tr = PTG__TASK_REQUEST__INIT;
+
+	if (!tc)
+		return;
+	if (tc->link_gone) {
+		/* u failed every pending request already (fail_all_pending). */
+		free(tc);
+		c->tasks = NULL;
+		return;
+	}
+	while (tc->pending) {
+		struct pending_op *p = tc->pending;
+		tc->pending = p->next;
+		upstream_cancel(c->ctx.up, p->request_id);
+		free(p);
+	}
+	/* No reply wanted: params "" ends every subscription of sub_id. */
+	tr.attach_id = tc->sub_id;
+	tr.session_id = c->ctx.session_id;
+	tr.op = PTG__TASK_OP__TASK_OP_UNSUBSCRIBE;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
+	m.task_request = &tr;
+	upstream_send(c->ctx.up, &m);
+	free(tc);
+	c->tasks = NULL;
+}

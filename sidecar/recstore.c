@@ -1,0 +1,188 @@
+/* recstore: see recstore.h. */
+#include "recstore.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdio.h"
+#include "log.h"
+#include "xalloc.h"
+
+#define PATH_CAP 4400
+
+int recstore_open(const char *dir)
+{
+	char path[PATH_CAP];
+	size_t n = strlen(dir);
+
+	if (n == 0 || n >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, dir, n + 1);
+	/* mkdir -p: each prefix in turn. */
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return access(path, W_OK | X_OK) < 0 ? -errno : 0;
+}
+
+static int valid_name(const char *name)
+{
+	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
+}
+
+static int sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int recstore_write(const char *dir, const char *name, const void *p, size_t n)
+{
+	char tmp[PATH_CAP], final[PATH_CAP];
+	int fd, rc;
+
+	if (!valid_name(name))
+		return -EINVAL;
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
+	snprintf(final, sizeof(final), "%s/%s", dir, name);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	rc = fd_write_all(fd, p, n);
+	if (!rc && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, final) < 0)
+		rc = -errno;
+	if (rc) {
+		unlink(tmp);
+		return rc;
+	}
+	return sync_dir(dir);
+}
+
+int recstore_remove(const char *dir, const char *name)
+{
+	char path[PATH_CAP];
+
+	if (!valid_name(name))
+		return -EINVAL;
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Reads a whole regular file of at most max bytes; NULL with errno set. */
+static char *read_file(int dirfd, const char *name, size_t max, size_t *len)
+{
+	struct stat st;
+	char *data;
+	ssize_t got;
+	size_t off = 0;
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		close(fd);
+		errno = EFBIG;
+		return NULL;
+	}
+	data = xmalloc((size_t)st.st_size + 1);
+	while (off < (size_t)st.st_size &&
+	       (got = read(fd, data + off, (size_t)st.st_size - off)) > 0)
+		off += (size_t)got;
+	close(fd);
+	data[off] = 0;
+	*len = off;
+	return data;
+}
+
+static int has_suffix(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+
+	return n > k && strcmp(s + n - k, suffix) == 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The names in dir ending with suffix, sorted; temporary files of an
+   interrupted write are removed on the way. */
+static char **list_names(DIR *d, const char *suffix, size_t *count)
+{
+	char **names = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.') {
+			if (has_suffix(e->d_name, ".tmp"))
+				unlinkat(dirfd(d), e->d_name, 0);
+			continue;
+		}
+		if (!has_suffix(e->d_name, suffix))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			names = xrealloc(names, cap * sizeof(*names));
+		}
+		names[n++] = xstrdup(e->d_name);
+	}
+	if (n)
+		qsort(names, n, sizeof(*names), by_name);
+	*count = n;
+	return names;
+}
+
+int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
+		      recstore_each_fn each, void *user)
+{
+	DIR *d = opendir(dir);
+	char **names;
+	size_t n, len;
+	int seen = 0;
+
+	if (!d)
+		return -errno;
+	names = list_names(d, suffix, &n);
+	for (size_t i = 0; i < n; i++) {
+		char *data = read_file(dirfd(d), names[i], max_bytes, &len);
+		if (!data) {
+			log_warn(NULL, "%s/%s: skipped: %s", dir, names[i], strerror(errno));
+		} else {
+			each(names[i], data, len, user);
+			seen++;
+		}
+		free(data);
+		free(names[i]);
+	}
+	free(names);
+	closedir(d);
+	return seen;
+}

@@ -1,0 +1,32 @@
+/* recstore: durable record files in a directory of the sidecar's
+   --state-dir, the storage layer tasks use (and issue 9's frame log and
+   session records may share): one file per record, replaced atomically
+   (temporary file, fsync, rename, fsync of the directory) so a crash
+   leaves the old record or the new one, never a torn one; read back all
+   at start. Synchronous: a record is small and written on state changes
+   only, not per output byte. */
+#ifndef PTG_RECSTORE_H
+#define PTG_RECSTORE_H
+
+#include <stddef.h>
+
+/* Creates dir and its parents (0700). Returns 0 or a negative errno. */
+int recstore_open(const char *dir);
+/* Replaces dir/name with n bytes at p, durably. name is a plain file
+   name (no '/', not starting with '.'). Returns 0 or a negative errno. */
+int recstore_write(const char *dir, const char *name, const void *p, size_t n);
+/* Deletes dir/name; a missing file is not an error. */
+int recstore_remove(const char *dir, const char *name);
+
+/* Called for each record; data is NUL-terminated and valid only during
+   the call. */
+typedef void (*recstore_each_fn)(const char *name, const char *data, size_t n,
+				 void *user);
+/* Calls each for every file in dir whose name ends with suffix, in name
+   order. A file larger than max_bytes or unreadable is logged and
+   skipped; leftover temporary files are deleted. Returns the number of
+   records seen, or a negative errno when dir cannot be read. */
+int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
+		      recstore_each_fn each, void *user);
+
+#endif

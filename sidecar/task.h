@@ -1,0 +1,112 @@
+/* task: one A2A task of the sidecar (SPEC 6) as data: the user's message
+   and the command it carries, the state machine SUBMITTED -> WORKING ->
+   COMPLETED | FAILED | CANCELED, the captured output with its byte cap,
+   the exit status, and every JSON form of it: the A2A v1.0 canonical
+   task, status and deltas sent out, the inbound message parsed (the
+   older lower-case forms accepted), and the record kept on disk. No I/O
+   and no processes: tasks.c runs them. */
+#ifndef PTG_TASK_H
+#define PTG_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#include "uuid.h"
+
+enum task_state {
+	TASK_SUBMITTED,
+	TASK_WORKING,
+	TASK_COMPLETED,
+	TASK_FAILED,
+	TASK_CANCELED,
+	TASK_REJECTED,
+};
+
+enum task_stream_id { TASK_STDOUT, TASK_STDERR };
+
+/* Captured bytes of one stream. kept <= the task's cap; total counts
+   what the process wrote, kept or not. */
+struct task_stream {
+	char *data;
+	size_t len, cap;
+	uint64_t total;
+	int truncated;
+	size_t announced;        /* bytes already sent in output deltas */
+};
+
+#define TASK_ID_MAX 128          /* messageId, idempotency key, trace id */
+
+struct task {
+	char id[UUID_STRLEN + 1];
+	char session_id[129];
+	char message_id[TASK_ID_MAX + 1];
+	char idem_key[TASK_ID_MAX + 1];  /* "" when none */
+	char trace_id[TASK_ID_MAX + 1];  /* "" when none */
+	char log_ctx[320];               /* "session/task trace=..." */
+	enum task_state state;
+	int64_t created_ms, updated_ms;  /* updated: the last status change */
+	json_t *message;                 /* the user's message, canonical */
+	char *command;                   /* its text parts joined */
+	char *status_text;               /* the status message; NULL: none */
+	struct task_stream out[2];
+	int has_exit_code, exit_code;
+	int signal;                      /* 0: not ended by a signal */
+	void *run;                       /* tasks.c: process, pipes, subscribers */
+};
+
+/* What task_parse_send found in a SendMessage payload. */
+struct task_send {
+	json_t *message;                 /* canonical; owned */
+	char *command;                   /* owned */
+	char message_id[TASK_ID_MAX + 1];
+};
+
+/* Parses a SendMessage payload {message, configuration?, metadata?}.
+   Returns 0 and fills out, or a Ptg__ErrorCode (INVALID_REQUEST, or
+   PERMISSION_DENIED for another session's contextId) with err set.
+   max_command bounds the joined text in bytes. */
+int task_parse_send(const char *params_json, const char *session_id, size_t max_command,
+		    struct task_send *out, char *err, size_t errlen);
+void task_send_release(struct task_send *s);
+
+/* A new SUBMITTED task taking over s's message and command. */
+struct task *task_new(const char *session_id, struct task_send *s, const char *idem_key,
+		      const char *trace_id, int64_t now_ms);
+void task_free(struct task *t);
+
+int task_is_terminal(const struct task *t);
+const char *task_state_name(enum task_state s);
+/* Parses "TASK_STATE_WORKING" or the older "working"; 0 or -EINVAL. */
+int task_state_parse(const char *s, enum task_state *out);
+
+/* Moves to state with a status message (text may be NULL). */
+void task_set_state(struct task *t, enum task_state state, const char *text, int64_t now_ms);
+/* Keeps what fits under cap bytes for both streams together; the rest is
+   counted and the stream marked truncated. */
+void task_append_output(struct task *t, enum task_stream_id s, const char *p, size_t n,
+			size_t cap);
+/* Records how the process ended (a wait status) and moves to COMPLETED
+   (exit 0) or FAILED, unless the task is already terminal (canceled). */
+void task_set_exit(struct task *t, int wait_status, int64_t now_ms);
+
+/* The canonical A2A task; history_length < 0: all of it. New reference. */
+json_t *task_json(const struct task *t, long history_length);
+/* Delta of a status change: {"status": {...}}. */
+json_t *task_status_delta(const struct task *t);
+/* Delta of output not yet announced ({"artifacts": [...], "append": true}),
+   or NULL when there is none; marks it announced. An incomplete UTF-8
+   sequence at the end waits for the next call. */
+json_t *task_output_delta(struct task *t);
+
+/* The record kept on disk (malloc'd JSON text), and back. NULL when the
+   record does not parse. */
+char *task_record(const struct task *t);
+struct task *task_from_record(const char *data, size_t n);
+
+/* s as valid UTF-8 (bad bytes become U+FFFD), a new JSON string. */
+json_t *task_json_text(const char *p, size_t n);
+
+#endif

@@ -1,0 +1,159 @@
+/* task_proc: see task_proc.h. Everything the child needs (argv, envp,
+   directory, stdin) is prepared before fork, so the child only makes
+   async-signal-safe calls. */
+#include "task_proc.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "xalloc.h"
+
+#define ENVIRON_MAX (256u * 1024)
+
+extern char **environ;
+
+/* The session program's environment from /proc (NUL-separated), as an
+   envp in one allocation; NULL when it cannot be read (the sidecar's own
+   is used then). */
+static char **session_env(pid_t pid, char **block)
+{
+	char path[64];
+	size_t len = 0, n = 0;
+	ssize_t got;
+	char **envp;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	*block = xmalloc(ENVIRON_MAX + 1);
+	while (len < ENVIRON_MAX && (got = read(fd, *block + len, ENVIRON_MAX - len)) > 0)
+		len += (size_t)got;
+	close(fd);
+	(*block)[len] = 0;
+	for (size_t i = 0; i < len; i++)
+		n += (*block)[i] == 0;
+	envp = xcalloc(n + 2, sizeof(*envp));
+	n = 0;
+	for (size_t i = 0; i < len; i += strlen(*block + i) + 1)
+		if ((*block)[i])
+			envp[n++] = *block + i;
+	return envp;
+}
+
+/* The handler's stdin: a memfd holding the input, read from the start. */
+static int input_fd(const char *p, size_t n)
+{
+	int fd = memfd_create("ptygate-task-input", MFD_CLOEXEC);
+	size_t off = 0;
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	while (off < n && (w = write(fd, p + off, n - off)) > 0)
+		off += (size_t)w;
+	if (off < n || lseek(fd, 0, SEEK_SET) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void child_write(const char *s)
+{
+	if (write(2, s, strlen(s)) < 0) {
+		/* nothing more to do */
+	}
+}
+
+static void __attribute__((noreturn))
+child(const char *cwd, int in, const int out[2], const int errp[2], char *const argv[],
+      char *const envp[])
+{
+	sigset_t none;
+
+	/* Its own session, so its own process group and no controlling
+	   terminal; if the parent made it a group leader first, setsid
+	   fails and the group is already its own. */
+	if (setsid() < 0)
+		setpgid(0, 0);
+	/* The sidecar blocks signals for its signalfd: undo that. */
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (int s = 1; s < NSIG; s++)
+		if (s != SIGKILL && s != SIGSTOP)
+			signal(s, SIG_DFL);
+	if (dup2(in, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
+		_exit(127);
+	if (cwd && chdir(cwd) < 0) {
+		child_write("ptygate: cannot enter the session's working directory\n");
+		_exit(127);
+	}
+	execve(argv[0], argv, envp);
+	child_write("ptygate: cannot execute ");
+	child_write(argv[0]);
+	child_write("\n");
+	_exit(127);
+}
+
+pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, size_t errlen)
+{
+	char *sh_argv[] = { "/bin/sh", "-c", (char *)sp->command, NULL };
+	char *h_argv[] = { (char *)sp->handler, NULL };
+	int use_handler = sp->handler && sp->handler[0];
+	char cwd_link[64], cwd_buf[4096], *cwd = NULL, *block = NULL;
+	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
+	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in = -1, rc = 0;
+	ssize_t k;
+	pid_t pid = -1;
+
+	if (sp->session_pid > 0) {
+		snprintf(cwd_link, sizeof(cwd_link), "/proc/%d/cwd", (int)sp->session_pid);
+		k = readlink(cwd_link, cwd_buf, sizeof(cwd_buf) - 1);
+		if (k > 0) {
+			cwd_buf[k] = 0;
+			cwd = cwd_buf;
+		}
+	}
+	in = use_handler ? input_fd(sp->input, sp->input_len)
+			 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+	/* Only our read ends are non-blocking: the command writes as usual. */
+	if (in < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 ||
+	    fcntl(o[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(e[0], F_SETFL, O_NONBLOCK) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot set up the task's input and output: %s",
+			 strerror(errno));
+		goto done;
+	}
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "fork: %s", strerror(errno));
+		goto done;
+	}
+	if (pid == 0)
+		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp ? envp : environ);
+	setpgid(pid, pid); /* also here: no race with a kill of the group */
+	out[0] = o[0];
+	out[1] = e[0];
+	o[0] = e[0] = -1;
+done:
+	for (int i = 0; i < 2; i++) {
+		if (o[i] >= 0)
+			close(o[i]);
+		if (e[i] >= 0)
+			close(e[i]);
+	}
+	if (in >= 0)
+		close(in);
+	free(envp);
+	free(block);
+	return rc ? rc : pid;
+}

@@ -1,0 +1,914 @@
+/* tasks: see tasks.h. One array of tasks in creation order; a task's
+   process state (pid, pipes, subscribers) hangs off task->run while it
+   has any. Every JSON payload is built by task.c. */
+#include "tasks.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "recstore.h"
+#include "session.h"
+#include "task.h"
+#include "task_proc.h"
+#include "timeutil.h"
+#include "wire.h"
+#include "xalloc.h"
+
+#define OUTPUT_FLUSH_MS 150          /* output updates are coalesced */
+#define READ_CHUNK (64 * 1024)
+#define READS_PER_WAKE 16            /* fairness between busy tasks */
+#define RECORD_MAX (16u << 20)
+#define LIST_BUDGET (8u << 20)        /* a ListTasks reply stays under the link cap */
+
+struct sub {
+	struct linkconn *lc;
+	uint64_t attach_id;
+};
+
+struct run {
+	struct tasks *ts;
+	struct task *t;
+	pid_t pid;                   /* 0: reaped (or never started) */
+	int fd[2];
+	struct ev_io *io[2];
+	struct sub *subs;
+	size_t n_subs, cap_subs;
+};
+
+struct tasks {
+	const struct sidecar_config *cfg;
+	struct ev_loop *loop;
+	char dir[4200];              /* "" when not persisting */
+	struct task **v;
+	size_t n, cap;
+	struct ev_timer *flush;
+};
+
+/* What a request carries besides its params. */
+struct req {
+	struct tasks *ts;
+	struct linkconn *lc;
+	const Ptg__TaskRequest *r;
+	struct session *s;
+};
+
+static void reply_error(const struct req *q, Ptg__ErrorCode code, const char *msg)
+{
+	if (!q->r->request_id)
+		return;
+	wire_send_error(q->lc, q->r->request_id, q->r->attach_id, q->r->client_op_id, code,
+			"%s", msg);
+}
+
+/* Answers with payload (consumed). */
+static void reply_json(const struct req *q, json_t *payload)
+{
+	Ptg__Reply rep = PTG__REPLY__INIT;
+	char *text = json_dumps(payload, JSON_COMPACT);
+
+	json_decref(payload);
+	if (!q->r->request_id) {
+		free(text);
+		return;
+	}
+	rep.request_id = q->r->request_id;
+	rep.attach_id = q->r->attach_id;
+	rep.client_op_id = q->r->client_op_id;
+	rep.code = PTG__ERROR_CODE__OK;
+	rep.result_case = PTG__REPLY__RESULT_TASK_JSON;
+	rep.task_json = text;
+	wire_send_reply(q->lc, &rep);
+	free(text);
+}
+
+/* ---- storage ---- */
+
+static void save(struct tasks *ts, const struct task *t)
+{
+	char name[UUID_STRLEN + 8];
+	char *rec;
+	int rc;
+
+	if (!ts->dir[0])
+		return;
+	rec = task_record(t);
+	snprintf(name, sizeof(name), "%s.task", t->id);
+	rc = recstore_write(ts->dir, name, rec, strlen(rec));
+	if (rc < 0)
+		log_warn(t->log_ctx, "cannot store the task: %s", strerror(-rc));
+	free(rec);
+}
+
+static void forget(struct tasks *ts, const struct task *t)
+{
+	char name[UUID_STRLEN + 8];
+
+	if (!ts->dir[0])
+		return;
+	snprintf(name, sizeof(name), "%s.task", t->id);
+	recstore_remove(ts->dir, name);
+}
+
+static void add(struct tasks *ts, struct task *t)
+{
+	if (ts->n == ts->cap) {
+		ts->cap = ts->cap ? ts->cap * 2 : 64;
+		ts->v = xrealloc(ts->v, ts->cap * sizeof(*ts->v));
+	}
+	ts->v[ts->n++] = t;
+}
+
+/* SPEC 6: recovery shows the honest boundary: a process that was running
+   is gone, and nothing says how it ended. */
+static void on_record(const char *name, const char *data, size_t n, void *user)
+{
+	struct tasks *ts = user;
+	struct task *t = task_from_record(data, n);
+
+	if (!t) {
+		log_warn(NULL, "%s/%s: not a task record; skipped", ts->dir, name);
+		return;
+	}
+	if (!task_is_terminal(t)) {
+		task_set_state(t, TASK_FAILED, "the task's process was lost in a sidecar "
+			       "restart; how it ended is unknown, and its output after the "
+			       "last save is gone", time_now_ms());
+		log_warn(t->log_ctx, "was running when the sidecar stopped: now FAILED (lost)");
+		save(ts, t);
+	}
+	add(ts, t);
+}
+
+static int by_created(const void *a, const void *b)
+{
+	const struct task *x = *(struct task *const *)a, *y = *(struct task *const *)b;
+
+	if (x->created_ms != y->created_ms)
+		return x->created_ms < y->created_ms ? -1 : 1;
+	return strcmp(x->id, y->id);
+}
+
+static int load(struct tasks *ts)
+{
+	int rc;
+
+	if (!ts->cfg->state_dir[0])
+		return 0;
+	snprintf(ts->dir, sizeof(ts->dir), "%s/tasks", ts->cfg->state_dir);
+	rc = recstore_open(ts->dir);
+	if (rc == 0)
+		rc = recstore_read_all(ts->dir, ".task", RECORD_MAX, on_record, ts);
+	if (rc < 0) {
+		log_error(NULL, "task store %s: %s", ts->dir, strerror(-rc));
+		return rc;
+	}
+	if (ts->n)
+		qsort(ts->v, ts->n, sizeof(*ts->v), by_created);
+	log_info(NULL, "task store %s: %zu tasks restored", ts->dir, ts->n);
+	return 0;
+}
+
+/* ---- subscribers and updates ---- */
+
+static struct run *run_of(struct task *t)
+{
+	return t->run;
+}
+
+static struct run *ensure_run(struct tasks *ts, struct task *t)
+{
+	if (!t->run) {
+		struct run *r = xcalloc(1, sizeof(*r));
+		r->ts = ts;
+		r->t = t;
+		r->fd[0] = r->fd[1] = -1;
+		t->run = r;
+	}
+	return t->run;
+}
+
+static void send_update(struct task *t, const struct sub *s, const char *task_json,
+			const char *delta_json)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__TaskUpdate u = PTG__TASK_UPDATE__INIT;
+
+	u.session_id = t->session_id;
+	u.attach_id = s->attach_id;
+	u.task_json = (char *)task_json;
+	u.delta_json = (char *)delta_json;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_UPDATE;
+	m.task_update = &u;
+	linkconn_send(s->lc, &m);
+}
+
+static void free_run_if_idle(struct task *t)
+{
+	struct run *r = t->run;
+
+	if (!r || r->pid || r->io[0] || r->io[1] || r->n_subs)
+		return;
+	free(r->subs);
+	free(r);
+	t->run = NULL;
+}
+
+/* Sends the full task with delta (consumed) to every subscriber; after a
+   terminal state there are none left. */
+static void notify(struct task *t, json_t *delta)
+{
+	struct run *r = run_of(t);
+	char *task_text, *delta_text;
+	json_t *full;
+
+	if (!r || !r->n_subs) {
+		json_decref(delta);
+		return;
+	}
+	full = task_json(t, -1);
+	task_text = json_dumps(full, JSON_COMPACT);
+	delta_text = json_dumps(delta, JSON_COMPACT);
+	for (size_t i = 0; i < r->n_subs; i++)
+		send_update(t, &r->subs[i], task_text, delta_text);
+	free(task_text);
+	free(delta_text);
+	json_decref(full);
+	json_decref(delta);
+	if (task_is_terminal(t)) {
+		r->n_subs = 0;
+		free_run_if_idle(t);
+	}
+}
+
+static int subscribe(struct tasks *ts, struct task *t, struct linkconn *lc, uint64_t attach_id)
+{
+	struct run *r = ensure_run(ts, t);
+
+	for (size_t i = 0; i < r->n_subs; i++)
+		if (r->subs[i].lc == lc && r->subs[i].attach_id == attach_id)
+			return 0;
+	if (r->n_subs >= ts->cfg->task_max_subscribers)
+		return -EAGAIN;
+	if (r->n_subs == r->cap_subs) {
+		r->cap_subs = r->cap_subs ? r->cap_subs * 2 : 4;
+		r->subs = xrealloc(r->subs, r->cap_subs * sizeof(*r->subs));
+	}
+	r->subs[r->n_subs++] = (struct sub){ lc, attach_id };
+	return 0;
+}
+
+/* Removes the subscriptions matching lc and (attach_id, or any when 0). */
+static void unsubscribe(struct task *t, struct linkconn *lc, uint64_t attach_id)
+{
+	struct run *r = run_of(t);
+
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n_subs;) {
+		if (r->subs[i].lc == lc && (!attach_id || r->subs[i].attach_id == attach_id))
+			r->subs[i] = r->subs[--r->n_subs];
+		else
+			i++;
+	}
+	free_run_if_idle(t);
+}
+
+/* The full task to one subscriber (SubscribeToTask, a repeated send). */
+static void send_snapshot(struct task *t, struct linkconn *lc, uint64_t attach_id)
+{
+	struct sub s = { lc, attach_id };
+	json_t *full = task_json(t, -1);
+	char *text = json_dumps(full, JSON_COMPACT);
+
+	send_update(t, &s, text, "{\"snapshot\":true}");
+	free(text);
+	json_decref(full);
+}
+
+/* ---- output and ending ---- */
+
+static void close_pipe(struct run *r, int i)
+{
+	if (r->io[i]) {
+		ev_io_free(r->io[i]);
+		r->io[i] = NULL;
+	}
+	if (r->fd[i] >= 0) {
+		close(r->fd[i]);
+		r->fd[i] = -1;
+	}
+}
+
+/* Reads what is there; 1 when the pipe reached EOF or failed. */
+static int drain(struct run *r, int i, int max_reads)
+{
+	static char chunk[READ_CHUNK];
+	ssize_t n;
+
+	for (int k = 0; k < max_reads; k++) {
+		n = read(r->fd[i], chunk, sizeof(chunk));
+		if (n > 0) {
+			task_append_output(r->t, (enum task_stream_id)i, chunk, (size_t)n,
+					   r->ts->cfg->task_output_bytes);
+			continue;
+		}
+		if (n < 0 && (errno == EAGAIN || errno == EINTR))
+			return 0;
+		return 1;
+	}
+	return 0;
+}
+
+static void on_output(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct run *r = user;
+	int i = r->fd[0] == fd ? 0 : 1;
+
+	if (drain(r, i, READS_PER_WAKE))
+		close_pipe(r, i);
+	if (r->n_subs && !ev_timer_armed(r->ts->flush))
+		ev_timer_arm(r->ts->flush, OUTPUT_FLUSH_MS, 0);
+}
+
+/* Output not yet announced goes out as one delta. With no subscriber it
+   is only marked announced: a later subscriber's snapshot holds it, and
+   every subscriber's deltas then continue from the same point. */
+static void flush_output(struct task *t)
+{
+	json_t *delta;
+
+	if (!t->run || task_is_terminal(t))
+		return;
+	delta = task_output_delta(t);
+	if (delta)
+		notify(t, delta);
+}
+
+static void on_flush(struct ev_timer *tm, void *user)
+{
+	struct tasks *ts = user;
+
+	for (size_t i = 0; i < ts->n; i++)
+		flush_output(ts->v[i]);
+}
+
+/* Drops the oldest finished tasks beyond --task-keep. */
+static void evict(struct tasks *ts)
+{
+	size_t finished = 0;
+
+	for (size_t i = 0; i < ts->n; i++)
+		finished += task_is_terminal(ts->v[i]) && !ts->v[i]->run;
+	for (size_t i = 0; i < ts->n && finished > ts->cfg->task_keep;) {
+		struct task *t = ts->v[i];
+		if (!task_is_terminal(t) || t->run) {
+			i++;
+			continue;
+		}
+		log_info(t->log_ctx, "dropped: more than %u finished tasks are kept",
+			 ts->cfg->task_keep);
+		forget(ts, t);
+		task_free(t);
+		memmove(&ts->v[i], &ts->v[i + 1], (ts->n - i - 1) * sizeof(*ts->v));
+		ts->n--;
+		finished--;
+	}
+}
+
+static void finish(struct tasks *ts, struct task *t)
+{
+	log_info(t->log_ctx, "%s: %s", task_state_name(t->state),
+		 t->status_text ? t->status_text : "");
+	save(ts, t);
+	notify(t, task_status_delta(t));
+	free_run_if_idle(t);
+	evict(ts);
+}
+
+int tasks_child_exited(struct tasks *ts, pid_t pid, int status)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		struct task *t = ts->v[i];
+		struct run *r = t->run;
+		int was_terminal;
+		if (!r || r->pid != pid)
+			continue;
+		r->pid = 0;
+		/* Whatever it wrote before exiting is in the pipes already. */
+		for (int k = 0; k < 2; k++) {
+			if (r->fd[k] >= 0)
+				drain(r, k, 1 << 20);
+			close_pipe(r, k);
+		}
+		was_terminal = task_is_terminal(t);
+		flush_output(t);
+		task_set_exit(t, status, time_now_ms());
+		if (was_terminal) {
+			save(ts, t); /* canceled: keep how the kill ended it */
+			free_run_if_idle(t);
+			evict(ts);
+		} else {
+			finish(ts, t);
+		}
+		return 1;
+	}
+	return 0;
+}
+
+static void start(struct tasks *ts, struct task *t, pid_t session_pid)
+{
+	struct run *r = ensure_run(ts, t);
+	char err[256], *input = NULL;
+	struct task_proc_spec sp = {
+		.command = t->command, .handler = ts->cfg->task_handler,
+		.session_pid = session_pid,
+	};
+	int fds[2];
+	pid_t pid;
+
+	if (ts->cfg->task_handler[0]) {
+		json_t *in = json_pack("{s:O, s:s, s:s}", "message", t->message, "taskId",
+				       t->id, "contextId", t->session_id);
+		input = json_dumps(in, JSON_COMPACT);
+		json_decref(in);
+		sp.input = input;
+		sp.input_len = strlen(input);
+	}
+	pid = task_proc_start(&sp, fds, err, sizeof(err));
+	free(input);
+	if (pid < 0) {
+		log_warn(t->log_ctx, "cannot start: %s", err);
+		task_set_state(t, TASK_FAILED, err, time_now_ms());
+		return;
+	}
+	r->pid = pid;
+	for (int i = 0; i < 2; i++) {
+		r->fd[i] = fds[i];
+		r->io[i] = ev_io_new(ts->loop, fds[i], EV_READ, on_output, r);
+	}
+	task_set_state(t, TASK_WORKING, NULL, time_now_ms());
+	log_info(t->log_ctx, "started pid %d: %.200s", (int)pid, t->command);
+}
+
+/* ---- requests ---- */
+
+static struct task *find(struct tasks *ts, const char *session_id, const char *id)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		if (strcmp(ts->v[i]->id, id) == 0 && strcmp(ts->v[i]->session_id, session_id) == 0)
+			return ts->v[i];
+	return NULL;
+}
+
+static struct task *find_repeat(struct tasks *ts, const char *session_id,
+				const char *message_id, const char *idem_key)
+{
+	for (size_t i = 0; i < ts->n; i++) {
+		struct task *t = ts->v[i];
+		if (strcmp(t->session_id, session_id) != 0)
+			continue;
+		if (strcmp(t->message_id, message_id) == 0 ||
+		    (idem_key[0] && strcmp(t->idem_key, idem_key) == 0))
+			return t;
+	}
+	return NULL;
+}
+
+static unsigned count_running(struct tasks *ts, const char *session_id)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < ts->n; i++)
+		if (!task_is_terminal(ts->v[i]) &&
+		    (!session_id || strcmp(ts->v[i]->session_id, session_id) == 0))
+			n++;
+	return n;
+}
+
+static int streaming(const struct req *q)
+{
+	return q->r->op == PTG__TASK_OP__TASK_OP_SEND_STREAMING;
+}
+
+/* A repeated messageId or idempotency key: the existing task, nothing run. */
+static void answer_repeat(const struct req *q, struct task *t)
+{
+	log_info(t->log_ctx, "repeated message%s%.128s: the existing task is returned, "
+		 "nothing is run", q->r->trace_id[0] ? " trace=" : "", q->r->trace_id);
+	if (!streaming(q)) {
+		reply_json(q, json_pack("{s:o}", "task", task_json(t, -1)));
+		return;
+	}
+	reply_json(q, json_pack("{s:s}", "task_id", t->id));
+	flush_output(t);
+	send_snapshot(t, q->lc, q->r->attach_id);
+	if (!task_is_terminal(t))
+		subscribe(q->ts, t, q->lc, q->r->attach_id);
+}
+
+static int check_limits(const struct req *q)
+{
+	const struct sidecar_config *cfg = q->ts->cfg;
+	char msg[160];
+
+	if (count_running(q->ts, q->r->session_id) >= cfg->task_max_running_session) {
+		snprintf(msg, sizeof(msg), "%u tasks are running in this session already; "
+			 "try again when one ends", cfg->task_max_running_session);
+	} else if (count_running(q->ts, NULL) >= cfg->task_max_running) {
+		snprintf(msg, sizeof(msg), "%u tasks are running in this sandbox already; "
+			 "try again when one ends", cfg->task_max_running);
+	} else {
+		return 0;
+	}
+	reply_error(q, PTG__ERROR_CODE__RATE_LIMITED, msg);
+	return -1;
+}
+
+static void op_send(const struct req *q)
+{
+	struct task_send in;
+	struct task *t;
+	char err[256];
+	int rc;
+
+	if (!q->s) {
+		reply_error(q, PTG__ERROR_CODE__NOT_FOUND, "the session is gone");
+		return;
+	}
+	rc = task_parse_send(q->r->params_json, q->r->session_id,
+			     q->ts->cfg->task_max_message_bytes, &in, err, sizeof(err));
+	if (rc) {
+		reply_error(q, rc == 3 ? PTG__ERROR_CODE__PERMISSION_DENIED
+				       : PTG__ERROR_CODE__INVALID_REQUEST, err);
+		return;
+	}
+	t = find_repeat(q->ts, q->r->session_id, in.message_id, q->r->idempotency_key);
+	if (t) {
+		task_send_release(&in);
+		answer_repeat(q, t);
+		return;
+	}
+	if (check_limits(q) < 0) {
+		task_send_release(&in);
+		return;
+	}
+	t = task_new(q->r->session_id, &in, q->r->idempotency_key, q->r->trace_id, time_now_ms());
+	add(q->ts, t);
+	log_info(t->log_ctx, "submitted (message %.128s)", t->message_id);
+	save(q->ts, t);
+	if (streaming(q)) {
+		reply_json(q, json_pack("{s:s}", "task_id", t->id));
+		subscribe(q->ts, t, q->lc, q->r->attach_id);
+		notify(t, task_status_delta(t));
+	}
+	start(q->ts, t, session_exited(q->s) ? 0 : session_pid(q->s));
+	if (task_is_terminal(t)) {
+		finish(q->ts, t);
+	} else {
+		save(q->ts, t);
+		notify(t, task_status_delta(t));
+	}
+	if (!streaming(q))
+		reply_json(q, json_pack("{s:o}", "task", task_json(t, -1)));
+}
+
+/* ---- params of the other ops ---- */
+
+/* params: the payload object; its keys must be among names (NULL-ended). */
+static json_t *parse_params(const struct req *q, const char *const *names)
+{
+	json_t *p = q->r->params_json[0] ? json_loads(q->r->params_json, 0, NULL) : json_object();
+	const char *key;
+	json_t *v;
+	char msg[160];
+
+	if (json_is_null(p)) {
+		json_decref(p);
+		p = json_object();
+	}
+	if (!json_is_object(p)) {
+		json_decref(p);
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, "the payload must be an object");
+		return NULL;
+	}
+	json_object_foreach(p, key, v) {
+		size_t i;
+		for (i = 0; names[i] && strcmp(names[i], key) != 0; i++)
+			;
+		if (!names[i]) {
+			snprintf(msg, sizeof(msg), "payload has an unknown field '%.64s'", key);
+			reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, msg);
+			json_decref(p);
+			return NULL;
+		}
+	}
+	return p;
+}
+
+/* Either of two spellings (snake_case of SPEC 6, or A2A's camelCase). */
+static json_t *get2(json_t *p, const char *a, const char *b)
+{
+	json_t *v = json_object_get(p, a);
+
+	return v ? v : json_object_get(p, b);
+}
+
+/* The task named by task_id (or id); answers the error itself. */
+static struct task *named_task(const struct req *q, json_t *p)
+{
+	json_t *id = get2(p, "task_id", "id");
+	struct task *t;
+
+	if (!json_is_string(id) || !json_string_length(id) || json_string_length(id) > 128) {
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+			    "payload.task_id must be a task id string");
+		return NULL;
+	}
+	t = find(q->ts, q->r->session_id, json_string_value(id));
+	if (!t)
+		reply_error(q, PTG__ERROR_CODE__TASK_NOT_FOUND,
+			    "no such task in this session");
+	return t;
+}
+
+/* An optional non-negative integer at most max; -1 when absent, -2 bad. */
+static long opt_count(json_t *p, const char *a, const char *b, long max)
+{
+	json_t *v = get2(p, a, b);
+
+	if (!v || json_is_null(v))
+		return -1;
+	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+		return -2;
+	return (long)json_integer_value(v);
+}
+
+static void op_get(const struct req *q)
+{
+	static const char *const names[] = { "task_id", "id", "history_length",
+					     "historyLength", "metadata", NULL };
+	json_t *p = parse_params(q, names);
+	struct task *t = p ? named_task(q, p) : NULL;
+	long hl;
+
+	if (t) {
+		hl = opt_count(p, "history_length", "historyLength", 1000000);
+		if (hl == -2)
+			reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+				    "payload.history_length must be an integer >= 0");
+		else
+			reply_json(q, json_pack("{s:o}", "task", task_json(t, hl)));
+	}
+	json_decref(p);
+}
+
+static void op_cancel(const struct req *q)
+{
+	static const char *const names[] = { "task_id", "id", "metadata", NULL };
+	json_t *p = parse_params(q, names);
+	struct task *t = p ? named_task(q, p) : NULL;
+	struct run *r;
+
+	json_decref(p);
+	if (!t)
+		return;
+	if (task_is_terminal(t)) {
+		reply_error(q, PTG__ERROR_CODE__TASK_NOT_CANCELABLE,
+			    "the task has finished; a finished task cannot be canceled");
+		return;
+	}
+	r = run_of(t);
+	if (r && r->pid)
+		kill(-r->pid, SIGKILL);
+	if (r) {
+		for (int k = 0; k < 2; k++) {
+			if (r->fd[k] >= 0)
+				drain(r, k, READS_PER_WAKE);
+			close_pipe(r, k);
+		}
+	}
+	flush_output(t);
+	task_set_state(t, TASK_CANCELED, "canceled by a client: the process group was killed",
+		       time_now_ms());
+	reply_json(q, json_pack("{s:o}", "task", task_json(t, -1)));
+	finish(q->ts, t);
+}
+
+static void op_subscribe(const struct req *q)
+{
+	static const char *const names[] = { "task_id", "id", "metadata", NULL };
+	json_t *p = parse_params(q, names);
+	struct task *t = p ? named_task(q, p) : NULL;
+	Ptg__SessionInfo info;
+	uint64_t seq = 0;
+
+	json_decref(p);
+	if (!t)
+		return;
+	flush_output(t); /* the snapshot below is where this subscriber's deltas start */
+	if (!task_is_terminal(t) && subscribe(q->ts, t, q->lc, q->r->attach_id) < 0) {
+		reply_error(q, PTG__ERROR_CODE__RATE_LIMITED, "too many subscribers on this task");
+		return;
+	}
+	if (q->s) {
+		session_info(q->s, &info);
+		seq = info.current_sequence;
+		session_info_release(&info);
+	}
+	reply_json(q, json_pack("{s:I}", "current_sequence", (json_int_t)seq));
+	send_snapshot(t, q->lc, q->r->attach_id);
+}
+
+static void op_unsubscribe(const struct req *q)
+{
+	static const char *const names[] = { "task_id", "id", NULL };
+	json_t *p;
+	struct task *t;
+
+	if (!q->r->params_json[0]) { /* the connection is gone: every task */
+		for (size_t i = 0; i < q->ts->n; i++)
+			unsubscribe(q->ts->v[i], q->lc, q->r->attach_id);
+		return;
+	}
+	p = parse_params(q, names);
+	t = p ? named_task(q, p) : NULL;
+	json_decref(p);
+	if (!t)
+		return;
+	unsubscribe(t, q->lc, q->r->attach_id);
+	reply_json(q, json_pack("{s:s}", "task_id", t->id));
+}
+
+/* The filter of ListTasks: {state?, contextId?}; -1 after answering. */
+static int list_filter(const struct req *q, json_t *f, int *state)
+{
+	json_t *st = f ? get2(f, "state", "status") : NULL;
+	json_t *ctx = f ? get2(f, "contextId", "context_id") : NULL;
+	enum task_state s;
+
+	*state = -1;
+	if (!f || json_is_null(f))
+		return 0;
+	if (!json_is_object(f) || json_object_size(f) > (size_t)(!!st + !!ctx) ||
+	    (st && (!json_is_string(st) || task_state_parse(json_string_value(st), &s) < 0)) ||
+	    (ctx && !json_is_string(ctx))) {
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+			    "payload.filter may hold state (TASK_STATE_*) and contextId only");
+		return -1;
+	}
+	if (ctx && strcmp(json_string_value(ctx), q->r->session_id) != 0) {
+		reply_error(q, PTG__ERROR_CODE__PERMISSION_DENIED,
+			    "filter.contextId names another session");
+		return -1;
+	}
+	if (st)
+		*state = (int)s;
+	return 0;
+}
+
+/* Newest first; page_token is the id of the last task of the page before. */
+static void op_list(const struct req *q)
+{
+	static const char *const names[] = { "page_size", "pageSize", "page_token", "pageToken",
+		"filter", "history_length", "historyLength", "include_artifacts",
+		"includeArtifacts", NULL };
+	json_t *p = parse_params(q, names), *tok, *page, *t_json;
+	long size, hl;
+	size_t i, budget = 0;
+	int state, arts;
+
+	if (!p)
+		return;
+	size = opt_count(p, "page_size", "pageSize", 1000000);
+	hl = opt_count(p, "history_length", "historyLength", 1000000);
+	tok = get2(p, "page_token", "pageToken");
+	arts = !json_is_false(get2(p, "include_artifacts", "includeArtifacts"));
+	if (size == -2 || hl == -2 || (tok && !json_is_string(tok) && !json_is_null(tok))) {
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, "payload.page_size and "
+			    "history_length must be integers >= 0, page_token a string");
+		json_decref(p);
+		return;
+	}
+	if (list_filter(q, json_object_get(p, "filter"), &state) < 0) {
+		json_decref(p);
+		return;
+	}
+	if (size <= 0 || size > (long)q->ts->cfg->task_page_max)
+		size = q->ts->cfg->task_page_max; /* clamped, as A2A lets a server do */
+	i = q->ts->n;
+	if (json_string_length(tok)) {
+		for (i = 0; i < q->ts->n && strcmp(q->ts->v[i]->id, json_string_value(tok)); i++)
+			;
+		if (i == q->ts->n) {
+			reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+				    "payload.page_token is unknown or has expired");
+			json_decref(p);
+			return;
+		}
+	}
+	page = json_array();
+	const char *last = NULL, *next = "";
+	while (i-- > 0) {
+		struct task *t = q->ts->v[i];
+		if (strcmp(t->session_id, q->r->session_id) != 0 ||
+		    (state >= 0 && (int)t->state != state))
+			continue;
+		if (json_array_size(page) == (size_t)size ||
+		    (arts && budget + 6 * (t->out[0].len + t->out[1].len) > LIST_BUDGET &&
+		     json_array_size(page))) {
+			next = last;
+			break;
+		}
+		t_json = task_json(t, hl);
+		if (!arts)
+			json_object_set_new(t_json, "artifacts", json_array());
+		else
+			budget += 6 * (t->out[0].len + t->out[1].len);
+		budget += 4096 + strlen(t->command);
+		json_array_append_new(page, t_json);
+		last = t->id;
+	}
+	reply_json(q, json_pack("{s:o, s:s, s:I}", "tasks", page, "next_page_token", next,
+				"page_size", (json_int_t)size));
+	json_decref(p);
+}
+
+void tasks_request(struct tasks *ts, struct linkconn *lc, const Ptg__TaskRequest *r,
+		   struct session *s)
+{
+	struct req q = { ts, lc, r, s };
+
+	switch (r->op) {
+	case PTG__TASK_OP__TASK_OP_SEND:
+	case PTG__TASK_OP__TASK_OP_SEND_STREAMING:
+		op_send(&q);
+		break;
+	case PTG__TASK_OP__TASK_OP_GET:
+		op_get(&q);
+		break;
+	case PTG__TASK_OP__TASK_OP_LIST:
+		op_list(&q);
+		break;
+	case PTG__TASK_OP__TASK_OP_CANCEL:
+		op_cancel(&q);
+		break;
+	case PTG__TASK_OP__TASK_OP_SUBSCRIBE:
+		op_subscribe(&q);
+		break;
+	case PTG__TASK_OP__TASK_OP_UNSUBSCRIBE:
+		op_unsubscribe(&q);
+		break;
+	default:
+		reply_error(&q, PTG__ERROR_CODE__UNSUPPORTED, "unknown task operation");
+	}
+}
+
+void tasks_drop_link(struct tasks *ts, struct linkconn *lc)
+{
+	for (size_t i = 0; i < ts->n; i++)
+		unsubscribe(ts->v[i], lc, 0);
+}
+
+struct tasks *tasks_new(const struct sidecar_config *cfg, struct ev_loop *loop)
+{
+	struct tasks *ts = xcalloc(1, sizeof(*ts));
+
+	ts->cfg = cfg;
+	ts->loop = loop;
+	if (load(ts) < 0) {
+		for (size_t i = 0; i < ts->n; i++)
+			task_free(ts->v[i]);
+		free(ts->v);
+		free(ts);
+		return NULL;
+	}
+	ts->flush = ev_timer_new(loop, 0, 0, on_flush, ts);
+	return ts;
+}
+
+void tasks_free(struct tasks *ts)
+{
+	if (!ts)
+		return;
+	for (size_t i = 0; i < ts->n; i++) {
+		struct task *t = ts->v[i];
+		struct run *r = t->run;
+		if (r) {
+			if (r->pid)
+				kill(-r->pid, SIGKILL);
+			close_pipe(r, 0);
+			close_pipe(r, 1);
+			free(r->subs);
+			free(r);
+		}
+		task_free(t);
+	}
+	free(ts->v);
+	ev_timer_free(ts->flush);
+	free(ts);
+}

@@ -1,0 +1,58 @@
+/* unit: gateway */
+/* cli/run.c: the command text `ptygate run` sends: one word is shell
+   text, several are quoted so /bin/sh -c runs them as given. The CLI is
+   not a library, so its sources are compiled into this test. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "../../cli/cli.c"
+#include "../../cli/run.c"
+#include "../../cli/wsclient.c"
+
+static void check(char *const *words, int n, const char *want)
+{
+	struct buf b = BUF_INIT;
+
+	run_command_text(words, n, &b);
+	buf_append(&b, "", 1);
+	assert_string_equal((const char *)buf_head(&b), want);
+	buf_free(&b);
+}
+
+static void test_command_text(void **state)
+{
+	char *one[] = { "echo a; echo b" };
+	char *plain[] = { "ls", "-l", "/tmp" };
+	char *quoted[] = { "sh", "-c", "echo it's $HOME", "" };
+
+	check(one, 1, "echo a; echo b");
+	check(plain, 3, "ls -l /tmp");
+	check(quoted, 4, "sh -c 'echo it'\\''s $HOME' ''");
+}
+
+static void test_exit_codes(void **state)
+{
+	json_t *t = json_pack("{s:{s:i}}", "metadata", "exit_code", 7);
+
+	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 7);
+	assert_int_equal(run__exit_code(t, "TASK_STATE_CANCELED"), 130);
+	json_decref(t);
+	t = json_pack("{s:{s:i}}", "metadata", "signal_number", 9);
+	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 137);
+	json_decref(t);
+	t = json_pack("{s:{}}", "metadata");
+	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 1);
+	assert_int_equal(run__exit_code(t, "TASK_STATE_COMPLETED"), 0);
+	json_decref(t);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_command_text),
+		cmocka_unit_test(test_exit_codes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
