@@ -22,6 +22,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
 
 #include <microhttpd.h>
 
@@ -40,6 +43,7 @@
 #define HTTP__TIMEOUT_S	     30		 /* an idle HTTP connection */
 #define HTTP__EXTRA_CONNS    64		 /* HTTP requests beyond the WebSocket limit */
 #define HTTP__PER_IP_RESERVE 16		 /* slots one address can never take */
+#define HTTP__BACKLOG	     511	 /* the listen queue, as nginx's default */
 
 struct http {
 	struct gateway *gw;
@@ -381,22 +385,60 @@ static int http__resolve(const char *host, uint16_t port, struct sockaddr_storag
 	return 0;
 }
 
-static struct MHD_Daemon *http__start(struct http *h, const struct sockaddr_storage *ss)
+/* The listening socket is ours, not MHD's: SO_REUSEADDR only (a restart
+   binds at once over TIME_WAIT), never SO_REUSEPORT, so a second gateway
+   on a busy port fails its start instead of silently sharing the port
+   with the first (the kernel would split connections between them). */
+static int http__listen_socket(const struct sockaddr_storage *ss, char *err,
+			       size_t errlen)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	int fd, one = 1, e;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ss->ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (const struct sockaddr *)ss, len) < 0 ||
+	    listen(fd, HTTP__BACKLOG) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s%s", strerror(e),
+			 e == EADDRINUSE ? " (is another gateway running?)" : "");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint16_t http__bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static struct MHD_Daemon *http__start(struct http *h, int lfd)
 {
 	const struct gw_config *cfg = h->gw->cfg;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
 	unsigned limit = cfg->max_conns + HTTP__EXTRA_CONNS;
 
-	if (ss->ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
 	/* A reverse proxy brings many clients from one address, so the
 	   per-IP cap only keeps one address from taking the last slots;
 	   the per-principal limit is the real per-client bound. */
 	return MHD_start_daemon(
 	    flags, 0, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
-	    http__mhd_log, h, MHD_OPTION_SOCK_ADDR, ss,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_CONNECTION_LIMIT,
+	    http__mhd_log, h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_CONNECTION_LIMIT,
 	    limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit - HTTP__PER_IP_RESERVE,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP__TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP__MEMORY_LIMIT,
@@ -410,19 +452,22 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 	struct http *h = xcalloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
+	int lfd;
 
 	h->gw = gw;
 	h->role = role;
 	if (http__resolve(host, port, &ss, err, errlen) < 0)
 		goto out_free;
-	h->d = http__start(h, &ss);
+	lfd = http__listen_socket(&ss, err, errlen);
+	if (lfd < 0)
+		goto out_free;
+	h->port = http__bound_port(lfd);
+	h->d = http__start(h, lfd);
 	if (!h->d) {
-		snprintf(err, errlen, "cannot listen on %s port %u: %s", host, port,
-			 strerror(errno ? errno : EADDRINUSE));
+		close(lfd);
+		snprintf(err, errlen, "libmicrohttpd did not start (see the log)");
 		goto out_free;
 	}
-	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info ? info->port : port;
 	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
 	h->io = info ? ev_io_new(gw->loop, info->epoll_fd, EV_READ, http__io, h) : NULL;
 	if (!h->io) {
