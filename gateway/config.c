@@ -78,6 +78,17 @@ static const char config__usage[] =
     "  --violation-limit N           protocol violations before close 4400,\n"
     "                                1-100000 (10)\n"
     "\n"
+    "HTTP clients:\n"
+    "  --max-conns-per-ip N          connections one client address may hold,\n"
+    "                                WebSockets included, 1-1000000 (32)\n"
+    "  --trusted-proxy CIDR          a reverse proxy (ADDR or ADDR/BITS): its\n"
+    "                                connections are not capped, its requests\n"
+    "                                count for the client in X-Forwarded-For\n"
+    "                                (last untrusted hop); repeatable, up to 64\n"
+    "  --request-head-timeout S      a request's head and body must arrive within\n"
+    "                                S seconds, however slowly it trickles,\n"
+    "                                1-3600 (10)\n"
+    "\n"
     "Process:\n"
     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
     "                                without the dashes, '#' comments); flags on\n"
@@ -112,6 +123,9 @@ enum {
 	OPT_FRAME,
 	OPT_REQ_TIMEOUT,
 	OPT_VIOLATIONS,
+	OPT_PER_IP,
+	OPT_TRUSTED_PROXY,
+	OPT_HEAD_TIMEOUT,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -140,6 +154,9 @@ static const struct option config__options[] = {
     {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
     {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
     {"violation-limit", required_argument, NULL, OPT_VIOLATIONS},
+    {"max-conns-per-ip", required_argument, NULL, OPT_PER_IP},
+    {"trusted-proxy", required_argument, NULL, OPT_TRUSTED_PROXY},
+    {"request-head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -170,6 +187,8 @@ static const struct config__num config__nums[] = {
     CONFIG__NUM(OPT_FRAME, 1024, 16u << 20, max_frame_bytes),
     CONFIG__NUM(OPT_REQ_TIMEOUT, 100, 600000, request_timeout_ms),
     CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
+    CONFIG__NUM(OPT_PER_IP, 1, 1000000, max_conns_per_ip),
+    CONFIG__NUM(OPT_HEAD_TIMEOUT, 1, 3600, request_head_timeout_s),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -211,6 +230,8 @@ void gw_config_defaults(struct gw_config *c)
 	c->max_frame_bytes = 1u << 20;
 	c->request_timeout_ms = 10000;
 	c->violation_limit = 10;
+	c->max_conns_per_ip = 32;
+	c->request_head_timeout_s = 10;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])
@@ -434,6 +455,23 @@ static int config__listen(const struct config__src *src, int opt, const char *s,
 	return 0;
 }
 
+/* http: one --trusted-proxy entry. */
+static int config__trusted_proxy(struct gw_config *c, const struct config__src *src,
+				 const char *s)
+{
+	if (c->n_trusted_proxies >= PEERS_MAX_TRUSTED) {
+		config__err(src, "trusted-proxy", "more than %d entries", PEERS_MAX_TRUSTED);
+		return -EINVAL;
+	}
+	if (peer_cidr_parse(s, &c->trusted_proxies[c->n_trusted_proxies]) < 0) {
+		config__err(src, "trusted-proxy",
+			    "expected an IP address or ADDR/BITS, got '%s'", s);
+		return -EINVAL;
+	}
+	c->n_trusted_proxies++;
+	return 0;
+}
+
 static int config__log_level(struct gw_config *c, const struct config__src *src,
 			     const char *s)
 {
@@ -479,6 +517,8 @@ static int config__apply(struct gw_config *c, struct config__src *src, int opt,
 		return config__str(src, opt, arg, c->audience, sizeof(c->audience));
 	case OPT_ISSUER:
 		return config__str(src, opt, arg, c->issuer, sizeof(c->issuer));
+	case OPT_TRUSTED_PROXY:
+		return config__trusted_proxy(c, src, arg);
 	case OPT_LOG:
 		return config__log_level(c, src, arg);
 	case OPT_PID:

@@ -32,6 +32,7 @@
 #include "ev.h"
 #include "gateway.h"
 #include "log.h"
+#include "peers.h"
 #include "routes.h"
 #include "timeutil.h"
 #include "wshandshake.h"
@@ -42,7 +43,6 @@
 #define HTTP__MEMORY_LIMIT   (64 * 1024) /* MHD's per-connection pool: headers */
 #define HTTP__TIMEOUT_S	     30		 /* an idle HTTP connection */
 #define HTTP__EXTRA_CONNS    64		 /* HTTP requests beyond the WebSocket limit */
-#define HTTP__PER_IP_RESERVE 16		 /* slots one address can never take */
 #define HTTP__BACKLOG	     511	 /* the listen queue, as nginx's default */
 
 struct http {
@@ -54,6 +54,25 @@ struct http {
 	uint16_t port;
 	int kick;	   /* a request was resumed: run MHD before the next poll */
 	int64_t deadline;  /* of the armed timer (monotonic ms), 0: none */
+	struct peer_table *peers; /* connections per untrusted peer, requests
+				     per client behind a trusted proxy */
+	struct http_sock *heads, *heads_tail; /* waiting for a request, by deadline */
+	struct ev_timer *head_timer;
+	int64_t head_timer_at; /* deadline the head timer is armed for, 0: none */
+	int64_t refused_logged_ms; /* last per-address refusal logged */
+	int upgraded;		   /* a socket went to conn.c in this MHD run */
+};
+
+/* One accepted TCP connection, from MHD's start notice to its close
+   notice (an upgraded one until conn.c closes it). */
+struct http_sock {
+	struct http *h;
+	int fd;
+	struct peer_addr peer;
+	int counted;	  /* holds one count of peer in h->peers */
+	int trusted;	  /* the peer is a --trusted-proxy */
+	int64_t deadline; /* the request must be whole by then (monotonic ms); 0: not waiting */
+	struct http_sock *prev, *next; /* in h->heads while deadline != 0 */
 };
 
 struct http_req {
@@ -63,7 +82,9 @@ struct http_req {
 	struct buf body;
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
-	int started, handled, suspended, too_large;
+	int started, handled, suspended, too_large, upgraded;
+	int client_counted;	  /* holds one count of client in h->peers */
+	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
 	struct route_req rq;
 };
 
@@ -76,6 +97,7 @@ static void http__run(struct http *h)
 	int64_t deadline;
 
 	h->kick = 0;
+	h->upgraded = 0;
 	MHD_run(h->d);
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
 		return;
@@ -108,14 +130,181 @@ static void http__timer(struct ev_timer *t, void *user)
    has written and freed connections. */
 void http_run_pending(struct http *h)
 {
-	if (h && h->kick)
-		http__run(h);
+	if (!h || !h->kick)
+		return;
+	http__run(h);
+	/* A resumed attach upgraded in this run: its binding_hello was
+	   queued after the hook's flush, and would wait for unrelated
+	   traffic (up to the 1 s tick) without this one. */
+	if (h->upgraded) {
+		h->upgraded = 0;
+		conn_flush_all(h->gw);
+	}
 }
 
 void http_wake(struct http *h)
 {
 	if (h)
 		h->kick = 1;
+}
+
+/* ---- the request deadline ----
+   MHD's timeout counts only inactivity, so a client sending one byte a
+   second would hold its connection forever. Every connection waiting
+   for a request is on h->heads with a deadline; all deadlines are now
+   plus the same timeout, so appending keeps the list sorted and one
+   timer for its front suffices. */
+
+static void http__head_timer_update(struct http *h)
+{
+	int64_t now;
+
+	if (!h->heads || (h->head_timer_at && h->head_timer_at <= h->heads->deadline))
+		return;
+	now = time_mono_ms();
+	h->head_timer_at = h->heads->deadline;
+	ev_timer_arm(h->head_timer, h->heads->deadline > now ? h->heads->deadline - now : 1,
+		     0);
+}
+
+static void http__head_disarm(struct http_sock *s)
+{
+	struct http *h = s->h;
+
+	if (!s->deadline)
+		return;
+	*(s->prev ? &s->prev->next : &h->heads) = s->next;
+	*(s->next ? &s->next->prev : &h->heads_tail) = s->prev;
+	s->prev = s->next = NULL;
+	s->deadline = 0;
+}
+
+static void http__head_arm(struct http_sock *s)
+{
+	struct http *h = s->h;
+
+	http__head_disarm(s);
+	s->deadline = time_mono_ms() + (int64_t)h->gw->cfg->request_head_timeout_s * 1000;
+	s->prev = h->heads_tail;
+	*(h->heads_tail ? &h->heads_tail->next : &h->heads) = s;
+	h->heads_tail = s;
+	http__head_timer_update(h);
+}
+
+/* Cuts every connection past its deadline: a shutdown makes MHD read
+   end-of-file and close it on its next run (MHD has no call to close a
+   connection it holds). */
+static void http__head_expired(struct ev_timer *t, void *user)
+{
+	struct http *h = user;
+	int64_t now = time_mono_ms();
+
+	h->head_timer_at = 0;
+	while (h->heads && h->heads->deadline <= now) {
+		struct http_sock *s = h->heads;
+		char a[64];
+
+		peer_addr_str(&s->peer, a, sizeof(a));
+		log_debug("http", "%s: no whole request in %u s, closing", a,
+			  h->gw->cfg->request_head_timeout_s);
+		shutdown(s->fd, SHUT_RDWR);
+		http__head_disarm(s);
+		h->kick = 1;
+	}
+	http__head_timer_update(h);
+}
+
+/* ---- per-address caps ---- */
+
+static void http__log_refusal(struct http *h, const struct peer_addr *a, const char *what)
+{
+	int64_t now = time_mono_ms();
+	char text[64];
+
+	if (now - h->refused_logged_ms < 1000)
+		return; /* one line a second at most under a flood */
+	h->refused_logged_ms = now;
+	peer_addr_str(a, text, sizeof(text));
+	log_warn("http", "%s: %s (--max-conns-per-ip %u)", text, what,
+		 h->gw->cfg->max_conns_per_ip);
+}
+
+/* MHD's accept policy: an untrusted peer at its cap is refused before
+   MHD allocates anything for it. A trusted proxy brings many clients:
+   they are counted per request, by X-Forwarded-For. */
+static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct http *h = cls;
+	const struct gw_config *cfg = h->gw->cfg;
+	struct peer_addr a;
+
+	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
+	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
+	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
+		return MHD_YES;
+	http__log_refusal(h, &a, "connection refused, address at its cap");
+	return MHD_NO;
+}
+
+static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
+{
+	const struct gw_config *cfg = h->gw->cfg;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct peer_addr peer;
+	struct http_sock *s;
+
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd || !addr || peer_addr_from_sockaddr(addr->client_addr, &peer) < 0)
+		return;
+	s = xcalloc(1, sizeof(*s));
+	s->h = h;
+	s->fd = fd->connect_fd;
+	s->peer = peer;
+	s->trusted = peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer);
+	/* Unlimited here: the accept policy checked the cap just before. */
+	s->counted = !s->trusted && peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
+	http__head_arm(s);
+	*ctx = s;
+}
+
+static void http__sock_closed(struct http_sock *s)
+{
+	if (s->counted)
+		peer_table_give(s->h->peers, &s->peer);
+	http__head_disarm(s);
+	free(s);
+}
+
+static void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
+			      enum MHD_ConnectionNotificationCode code)
+{
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		http__sock_start(cls, c, ctx);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+		http__sock_closed(*ctx);
+		*ctx = NULL;
+	}
+}
+
+/* Behind a trusted proxy: the client from X-Forwarded-For takes one
+   count for the life of the request (a WebSocket's whole life). Returns
+   0, or -EBUSY when that client is at its cap. */
+static int http__count_client(struct http_req *r, struct http_sock *s)
+{
+	const struct gw_config *cfg = r->h->gw->cfg;
+	const char *xff;
+
+	if (!s || !s->trusted)
+		return 0;
+	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
+	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff, &r->client);
+	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
+		http__log_refusal(r->h, &r->client, "request refused, client at its cap");
+		return -EBUSY;
+	}
+	r->client_counted = 1;
+	return 0;
 }
 
 static void http__mhd_log(void *cls, const char *fmt, va_list ap)
@@ -159,13 +348,28 @@ static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	return http__req_new(cls, c, uri);
 }
 
+static struct http_sock *http__sock(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A keep-alive connection waits for its next request under the same
+   deadline as its first one; an upgraded socket is conn.c's, never cut. */
 static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			    enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *r = *req_cls;
+	struct http_sock *s = http__sock(c);
 
 	if (!r)
 		return;
+	if (r->client_counted)
+		peer_table_give(r->h->peers, &r->client);
+	if (s && !r->upgraded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		http__head_arm(s);
 	http__req_free(r);
 	*req_cls = NULL;
 }
@@ -178,6 +382,8 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	struct http_req *r = cls;
 
 	r->rq.slot_held = 0;
+	r->upgraded = 1;
+	r->h->upgraded = 1;
 	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq.attach);
 }
 
@@ -298,6 +504,22 @@ static void http__handle(struct http_req *r, const char *method)
 	}
 }
 
+/* The request is whole: its deadline is met, and behind a trusted proxy
+   its client is counted. Returns 0, or -EBUSY with a 429 to answer. */
+static int http__whole(struct http_req *r)
+{
+	struct http_sock *s = http__sock(r->c);
+
+	if (s)
+		http__head_disarm(s);
+	if (http__count_client(r, s) == 0)
+		return 0;
+	r->handled = 1;
+	routes_refuse(&r->rq, 429, "RATE_LIMITED",
+		      "too many connections from this client address");
+	return -EBUSY;
+}
+
 /* The routes' late answer: MHD calls the access handler again. */
 static void http__done(struct route_req *rq)
 {
@@ -352,6 +574,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *c, const c
 		return http__upload(r, upload_data, upload_data_size);
 	if (r->too_large)
 		return http__too_large(r);
+	if (!r->handled && http__whole(r) < 0)
+		return http__answer(r);
 	if (!r->handled)
 		http__handle(r, method);
 	if (r->suspended)
@@ -433,13 +657,12 @@ static struct MHD_Daemon *http__start(struct http *h, int lfd)
 			 MHD_USE_ERROR_LOG;
 	unsigned limit = cfg->max_conns + HTTP__EXTRA_CONNS;
 
-	/* A reverse proxy brings many clients from one address, so the
-	   per-IP cap only keeps one address from taking the last slots;
-	   the per-principal limit is the real per-client bound. */
+	/* MHD's own per-IP limit cannot spare a trusted proxy: http__accept
+	   and http__notify_conn count addresses instead. */
 	return MHD_start_daemon(
-	    flags, 0, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
+	    flags, 0, http__accept, h, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
 	    http__mhd_log, h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_CONNECTION_LIMIT,
-	    limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit - HTTP__PER_IP_RESERVE,
+	    limit, MHD_OPTION_NOTIFY_CONNECTION, http__notify_conn, h,
 	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP__TIMEOUT_S,
 	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP__MEMORY_LIMIT,
 	    MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, h, MHD_OPTION_NOTIFY_COMPLETED,
@@ -456,6 +679,13 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 
 	h->gw = gw;
 	h->role = role;
+	h->peers = peer_table_new();
+	h->head_timer = ev_timer_new(gw->loop, -1, 0, http__head_expired, h);
+	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
+	if (!h->head_timer || !h->timer) {
+		snprintf(err, errlen, "cannot create a timer: %s", strerror(errno));
+		goto out_free;
+	}
 	if (http__resolve(host, port, &ss, err, errlen) < 0)
 		goto out_free;
 	lfd = http__listen_socket(&ss, err, errlen);
@@ -474,7 +704,6 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 		snprintf(err, errlen, "cannot watch libmicrohttpd's epoll fd");
 		goto out_free;
 	}
-	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
 	h->kick = 1;
 	return h;
 out_free:
@@ -489,7 +718,9 @@ void http_free(struct http *h)
 	ev_timer_free(h->timer);
 	ev_io_free(h->io);
 	if (h->d)
-		MHD_stop_daemon(h->d);
+		MHD_stop_daemon(h->d); /* its close notices use what follows */
+	ev_timer_free(h->head_timer);
+	peer_table_free(h->peers);
 	free(h);
 }
 

@@ -785,6 +785,12 @@ static int routes__error(struct route_req *rq, unsigned status, const char *code
 	return 0;
 }
 
+void routes_refuse(struct route_req *rq, unsigned status, const char *code,
+		   const char *message)
+{
+	routes__error(rq, status, code, message);
+}
+
 static int routes__link_error(struct route_req *rq, const Ptg__Reply *r)
 {
 	const char *name;

@@ -98,6 +98,10 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 			  const char *ws_base, const Ptg__Limits *lim);
 /* Appends {"code": code, "message": message} to out. */
 void routes_error_body(const char *code, const char *message, struct buf *out);
+/* Answers status with the JSON error body (Retry-After: 1 on a 429). */
+struct route_req;
+void routes_refuse(struct route_req *rq, unsigned status, const char *code,
+		   const char *message);
 /* The HTTP status and error code for a sidecar Reply code. */
 unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name);
 
