@@ -88,6 +88,13 @@ static const char config__usage[] =
     "  --request-head-timeout S      a request's head and body must arrive within\n"
     "                                S seconds, however slowly it trickles,\n"
     "                                1-3600 (10)\n"
+    "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
+    "                                PEM certificate chain (leaf first); re-read\n"
+    "                                on SIGHUP (default: plain HTTP)\n"
+    "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
+    "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
+    "                                --listen (behind a TLS-terminating proxy);\n"
+    "                                in a config file: allow-plaintext = true\n"
     "\n"
     "Process:\n"
     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
@@ -126,6 +133,9 @@ enum {
 	OPT_PER_IP,
 	OPT_TRUSTED_PROXY,
 	OPT_HEAD_TIMEOUT,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_ALLOW_PLAINTEXT,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -157,6 +167,9 @@ static const struct option config__options[] = {
     {"max-conns-per-ip", required_argument, NULL, OPT_PER_IP},
     {"trusted-proxy", required_argument, NULL, OPT_TRUSTED_PROXY},
     {"request-head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -455,6 +468,23 @@ static int config__listen(const struct config__src *src, int opt, const char *s,
 	return 0;
 }
 
+/* A flag without a value: on the command line arg is NULL; in a config
+   file the value must be "true" or "false". */
+static int config__switch(const struct config__src *src, int opt, const char *arg,
+			  int *out)
+{
+	if (!arg || !strcmp(arg, "true")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcmp(arg, "false")) {
+		*out = 0;
+		return 0;
+	}
+	config__err(src, config__name(opt), "expected true or false, got '%s'", arg);
+	return -EINVAL;
+}
+
 /* http: one --trusted-proxy entry. */
 static int config__trusted_proxy(struct gw_config *c, const struct config__src *src,
 				 const char *s)
@@ -519,6 +549,12 @@ static int config__apply(struct gw_config *c, struct config__src *src, int opt,
 		return config__str(src, opt, arg, c->issuer, sizeof(c->issuer));
 	case OPT_TRUSTED_PROXY:
 		return config__trusted_proxy(c, src, arg);
+	case OPT_TLS_CERT:
+		return config__str(src, opt, arg, c->tls_cert, sizeof(c->tls_cert));
+	case OPT_TLS_KEY:
+		return config__str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
+	case OPT_ALLOW_PLAINTEXT:
+		return config__switch(src, opt, arg, &c->allow_plaintext);
 	case OPT_LOG:
 		return config__log_level(c, src, arg);
 	case OPT_PID:
@@ -568,7 +604,7 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 	for (const struct option *o = config__options; o->name; o++) {
 		if (strcmp(o->name, key) != 0)
 			continue;
-		if (o->val == OPT_CONFIG || o->has_arg != required_argument)
+		if (o->val == OPT_CONFIG || o->val == OPT_HELP || o->val == OPT_VERSION)
 			break;
 		return config__apply(c, src, o->val, val);
 	}
@@ -717,6 +753,10 @@ static int config__check(struct gw_config *c)
 	if (!c->n_instances) {
 		fprintf(stderr, CONFIG__PROG ": no instance: give --instance ID=ADDR or "
 					     "--instances-file FILE\n");
+		return -EINVAL;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		fprintf(stderr, CONFIG__PROG ": --tls-cert and --tls-key go together\n");
 		return -EINVAL;
 	}
 	if (c->admin_host[0] && c->admin_port && c->admin_port == c->listen_port &&

@@ -54,6 +54,9 @@ struct gw_config {
 	uint32_t request_head_timeout_s; /* 10 */
 	struct peer_cidr trusted_proxies[PEERS_MAX_TRUSTED];
 	size_t n_trusted_proxies;
+	char tls_cert[4096];	     /* PEM chain; "" : plain HTTP */
+	char tls_key[4096];
+	int allow_plaintext;	     /* plain HTTP off loopback (behind a TLS proxy) */
 
 	char static_dir[4096];       /* web page files; "" : none */
 	int log_level;

@@ -35,6 +35,7 @@
 #include "peers.h"
 #include "routes.h"
 #include "timeutil.h"
+#include "tls.h"
 #include "wshandshake.h"
 #include "xalloc.h"
 
@@ -61,6 +62,8 @@ struct http {
 	int64_t head_timer_at; /* deadline the head timer is armed for, 0: none */
 	int64_t refused_logged_ms; /* last per-address refusal logged */
 	int upgraded;		   /* a socket went to conn.c in this MHD run */
+	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
+	int has_tls;
 };
 
 /* One accepted TCP connection, from MHD's start notice to its close
@@ -72,6 +75,7 @@ struct http_sock {
 	int counted;	  /* holds one count of peer in h->peers */
 	int trusted;	  /* the peer is a --trusted-proxy */
 	int64_t deadline; /* the request must be whole by then (monotonic ms); 0: not waiting */
+	struct tls_cred *cred; /* what this connection's TLS session uses */
 	struct http_sock *prev, *next; /* in h->heads while deadline != 0 */
 };
 
@@ -246,6 +250,21 @@ static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, sockle
 	return MHD_NO;
 }
 
+/* Before its handshake, a new TLS connection gets the credentials
+   loaded last (SIGHUP), and holds them until it closes (tls.h). Should
+   that fail it keeps MHD's, those loaded at start, which never go away. */
+static void http__tls_cred(struct http_sock *s, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *tls =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	struct tls_cred *cur = s->h->tls.current;
+
+	if (!tls || !tls->tls_session || !cur ||
+	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) < 0)
+		return;
+	s->cred = tls_cred_ref(cur);
+}
+
 static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 {
 	const struct gw_config *cfg = h->gw->cfg;
@@ -264,12 +283,15 @@ static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ct
 	s->trusted = peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer);
 	/* Unlimited here: the accept policy checked the cap just before. */
 	s->counted = !s->trusted && peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
+	if (h->has_tls)
+		http__tls_cred(s, c);
 	http__head_arm(s);
 	*ctx = s;
 }
 
 static void http__sock_closed(struct http_sock *s)
 {
+	tls_cred_unref(s->cred);
 	if (s->counted)
 		peer_table_give(s->h->peers, &s->peer);
 	http__head_disarm(s);
@@ -656,17 +678,69 @@ static struct MHD_Daemon *http__start(struct http *h, int lfd)
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
 	unsigned limit = cfg->max_conns + HTTP__EXTRA_CONNS;
+	struct MHD_OptionItem o[16];
+	size_t n = 0;
 
+#define HTTP__OPT(opt, v, p) (o[n++] = (struct MHD_OptionItem){(opt), (intptr_t)(v), (p)})
+	HTTP__OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http__mhd_log, h);
+	HTTP__OPT(MHD_OPTION_LISTEN_SOCKET, lfd, NULL);
+	HTTP__OPT(MHD_OPTION_CONNECTION_LIMIT, limit, NULL);
 	/* MHD's own per-IP limit cannot spare a trusted proxy: http__accept
 	   and http__notify_conn count addresses instead. */
-	return MHD_start_daemon(
-	    flags, 0, http__accept, h, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
-	    http__mhd_log, h, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_CONNECTION_LIMIT,
-	    limit, MHD_OPTION_NOTIFY_CONNECTION, http__notify_conn, h,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP__TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP__MEMORY_LIMIT,
-	    MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, h, MHD_OPTION_NOTIFY_COMPLETED,
-	    http__completed, h, MHD_OPTION_END);
+	HTTP__OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http__notify_conn, h);
+	HTTP__OPT(MHD_OPTION_CONNECTION_TIMEOUT, HTTP__TIMEOUT_S, NULL);
+	HTTP__OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP__MEMORY_LIMIT, NULL);
+	HTTP__OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http__uri_log, h);
+	HTTP__OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http__completed, h);
+	if (h->has_tls) {
+		flags |= MHD_USE_TLS;
+		HTTP__OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert_pem);
+		HTTP__OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key_pem);
+	}
+	HTTP__OPT(MHD_OPTION_END, 0, NULL);
+#undef HTTP__OPT
+	return MHD_start_daemon(flags, 0, http__accept, h, http__access, h,
+				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+}
+
+/* Plain HTTP carries bearer tokens in the clear: only on loopback,
+   unless the operator says a TLS-terminating proxy is in front. */
+static int http__loopback(const struct sockaddr_storage *ss)
+{
+	struct peer_addr a;
+	struct peer_cidr lo4, lo6;
+
+	if (peer_addr_from_sockaddr((const struct sockaddr *)ss, &a) < 0)
+		return 0;
+	peer_cidr_parse("127.0.0.0/8", &lo4);
+	peer_cidr_parse("::1/128", &lo6);
+	return peer_cidr_contains(&lo4, &a) || peer_cidr_contains(&lo6, &a);
+}
+
+static int http__tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
+			   size_t errlen)
+{
+	const struct gw_config *cfg = h->gw->cfg;
+
+	if (h->role != HTTP_PUBLIC)
+		return 0;
+	if (!cfg->tls_cert[0]) {
+		if (cfg->allow_plaintext || http__loopback(ss))
+			return 0;
+		snprintf(err, errlen,
+			 "plain HTTP and ws:// off loopback would carry tokens in the "
+			 "clear: give --tls-cert and --tls-key, or --allow-plaintext "
+			 "behind a TLS-terminating proxy");
+		return -EINVAL;
+	}
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, errlen, "this libmicrohttpd is built without TLS");
+		return -ENOTSUP;
+	}
+	if (tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, err, errlen) < 0)
+		return -EINVAL;
+	h->has_tls = 1;
+	return 0;
 }
 
 struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
@@ -687,6 +761,8 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 		goto out_free;
 	}
 	if (http__resolve(host, port, &ss, err, errlen) < 0)
+		goto out_free;
+	if (http__tls_setup(h, &ss, err, errlen) < 0)
 		goto out_free;
 	lfd = http__listen_socket(&ss, err, errlen);
 	if (lfd < 0)
@@ -721,7 +797,22 @@ void http_free(struct http *h)
 		MHD_stop_daemon(h->d); /* its close notices use what follows */
 	ev_timer_free(h->head_timer);
 	peer_table_free(h->peers);
+	if (h->has_tls)
+		tls_store_clear(&h->tls);
 	free(h);
+}
+
+void http_reload(struct http *h)
+{
+	char err[512];
+
+	if (!h || !h->has_tls)
+		return;
+	if (tls_store_reload(&h->tls, err, sizeof(err)) < 0)
+		log_error("http", "SIGHUP: keeping the current certificate: %s", err);
+	else
+		log_info("http", "SIGHUP: certificate and key re-read from %s and %s",
+			 h->tls.cert_file, h->tls.key_file);
 }
 
 uint16_t http_port(const struct http *h)

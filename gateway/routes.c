@@ -942,9 +942,18 @@ static void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base,
 			     size_t cap)
 {
 	uint16_t port = gw->http ? http_port(gw->http) : gw->cfg->listen_port;
+	const char *host = gw->cfg->listen_host;
+	char tls_url[sizeof(gw->cfg->public_url) + 16];
 
-	routes_bases(gw->cfg->public_url, gw->cfg->listen_host, port, http_base, ws_base,
-		     cap);
+	if (!gw->cfg->public_url[0] && gw->cfg->tls_cert[0]) {
+		/* Under TLS the derived URLs are https:// and wss://. */
+		snprintf(tls_url, sizeof(tls_url), "https://%s%s%s:%u",
+			 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+			 port);
+		routes_bases(tls_url, host, port, http_base, ws_base, cap);
+		return;
+	}
+	routes_bases(gw->cfg->public_url, host, port, http_base, ws_base, cap);
 }
 
 static int routes__healthz(struct route_req *rq)
