@@ -95,6 +95,11 @@ static const char config__usage[] =
     "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
     "                                --listen (behind a TLS-terminating proxy);\n"
     "                                in a config file: allow-plaintext = true\n"
+    "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
+    "                                may attach; repeatable, up to 64 (default:\n"
+    "                                a request with an Origin header must be same-\n"
+    "                                origin: its host and port those of Host or\n"
+    "                                --public-url; refused with 403)\n"
     "\n"
     "Process:\n"
     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
@@ -136,6 +141,7 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_ALLOW_PLAINTEXT,
+	OPT_ALLOWED_ORIGIN,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -170,6 +176,7 @@ static const struct option config__options[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
+    {"allowed-origin", required_argument, NULL, OPT_ALLOWED_ORIGIN},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -485,6 +492,23 @@ static int config__switch(const struct config__src *src, int opt, const char *ar
 	return -EINVAL;
 }
 
+/* http: one --allowed-origin, kept canonical for comparison. */
+static int config__allowed_origin(struct gw_config *c, const struct config__src *src,
+				  const char *s)
+{
+	if (c->n_allowed_origins >= GW_MAX_ORIGINS) {
+		config__err(src, "allowed-origin", "more than %d origins", GW_MAX_ORIGINS);
+		return -EINVAL;
+	}
+	if (wshs_origin_canon(s, strlen(s), c->allowed_origins[c->n_allowed_origins]) < 0) {
+		config__err(src, "allowed-origin",
+			    "expected http(s)://HOST[:PORT] without a path, got '%s'", s);
+		return -EINVAL;
+	}
+	c->n_allowed_origins++;
+	return 0;
+}
+
 /* http: one --trusted-proxy entry. */
 static int config__trusted_proxy(struct gw_config *c, const struct config__src *src,
 				 const char *s)
@@ -555,6 +579,8 @@ static int config__apply(struct gw_config *c, struct config__src *src, int opt,
 		return config__str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
 	case OPT_ALLOW_PLAINTEXT:
 		return config__switch(src, opt, arg, &c->allow_plaintext);
+	case OPT_ALLOWED_ORIGIN:
+		return config__allowed_origin(c, src, arg);
 	case OPT_LOG:
 		return config__log_level(c, src, arg);
 	case OPT_PID:

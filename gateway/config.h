@@ -9,9 +9,11 @@
 
 #include "addr.h"
 #include "peers.h"
+#include "wshandshake.h"
 
 #define GW_MAX_INSTANCES 1024
 #define GW_MAX_KEYS 64
+#define GW_MAX_ORIGINS 64
 
 struct gw_instance_cfg {
 	char id[129];
@@ -57,6 +59,8 @@ struct gw_config {
 	char tls_cert[4096];	     /* PEM chain; "" : plain HTTP */
 	char tls_key[4096];
 	int allow_plaintext;	     /* plain HTTP off loopback (behind a TLS proxy) */
+	char allowed_origins[GW_MAX_ORIGINS][WSHS_ORIGIN_MAX + 1]; /* canonical */
+	size_t n_allowed_origins;    /* 0: same origin only, when Origin is sent */
 
 	char static_dir[4096];       /* web page files; "" : none */
 	int log_level;

@@ -514,6 +514,8 @@ static void http__handle(struct http_req *r, const char *method)
 	rq->connection = http__header(r, MHD_HTTP_HEADER_CONNECTION);
 	rq->ws_version = http__header(r, "Sec-WebSocket-Version");
 	rq->ws_key = http__header(r, "Sec-WebSocket-Key");
+	rq->origin = http__header(r, "Origin");
+	rq->host = http__header(r, MHD_HTTP_HEADER_HOST);
 	rq->ws_protocol =
 	    buf_size(&r->protocols) > 1 ? (const char *)buf_head(&r->protocols) : NULL;
 	rq->body = (const char *)buf_head(&r->body);

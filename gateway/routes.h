@@ -116,6 +116,7 @@ struct route_req {
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
 	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
 	void (*done)(struct route_req *rq); /* an answer that waited is ready */
