@@ -41,7 +41,14 @@
 
 #define HTTP__DISCARD_MAX (1u << 20) /* body bytes read past the cap before hanging up   \
 				      */
-#define HTTP__MEMORY_LIMIT   (64 * 1024) /* MHD's per-connection pool: headers */
+/* MHD's per-connection pool. It holds the request head, and MHD keeps
+   it (mostly touched) for the whole life of an upgraded WebSocket, so it
+   is most of what an idle attached client costs: 64 KiB here made about
+   50 KiB a connection. 16 KiB admits a head of about 12 KiB, the largest
+   legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
+   subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
+   Bigger heads get 431. */
+#define HTTP__MEMORY_LIMIT (16 * 1024)
 #define HTTP__TIMEOUT_S	     30		 /* an idle HTTP connection */
 #define HTTP__EXTRA_CONNS    64		 /* HTTP requests beyond the WebSocket limit */
 #define HTTP__BACKLOG	     511	 /* the listen queue, as nginx's default */
@@ -89,7 +96,7 @@ struct http_req {
 	int started, handled, suspended, too_large, upgraded;
 	int client_counted;	  /* holds one count of client in h->peers */
 	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
-	struct route_req rq;
+	struct route_req *rq;	  /* NULL once upgraded: conn.c has what it needs */
 };
 
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
@@ -351,16 +358,32 @@ static struct http_req *http__req_new(struct http *h, struct MHD_Connection *c,
 	r->target = xstrdup(target ? target : "/");
 	buf_init(&r->body);
 	buf_init(&r->protocols);
-	routes_req_init(&r->rq);
+	r->rq = xmalloc(sizeof(*r->rq));
+	routes_req_init(r->rq);
 	return r;
+}
+
+/* What a request holds beyond itself: on an upgrade this goes at once,
+   since MHD keeps the request until the WebSocket closes. The protocol
+   line may hold a bearer token: wiped. */
+static void http__req_release(struct http_req *r)
+{
+	if (r->rq) {
+		routes_req_clear(r->rq);
+		free(r->rq);
+		r->rq = NULL;
+	}
+	if (buf_size(&r->protocols))
+		explicit_bzero(buf_head(&r->protocols), buf_size(&r->protocols));
+	buf_free(&r->body);
+	buf_free(&r->protocols);
+	free(r->target);
+	r->target = NULL;
 }
 
 static void http__req_free(struct http_req *r)
 {
-	routes_req_clear(&r->rq);
-	buf_free(&r->body);
-	buf_free(&r->protocols);
-	free(r->target);
+	http__req_release(r);
 	free(r);
 }
 
@@ -403,10 +426,11 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 
-	r->rq.slot_held = 0;
+	r->rq->slot_held = 0;
 	r->upgraded = 1;
 	r->h->upgraded = 1;
-	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq.attach);
+	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq->attach);
+	http__req_release(r);
 }
 
 static enum MHD_Result http__queue_upgrade(struct http_req *r)
@@ -418,7 +442,7 @@ static enum MHD_Result http__queue_upgrade(struct http_req *r)
 		return MHD_NO;
 	/* MHD itself adds "Connection: Upgrade" to an upgrade response. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
-	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->rq.ws_accept);
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->rq->ws_accept);
 	MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WSHS_PROTOCOL);
 	ok = MHD_queue_response(r->c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 	MHD_destroy_response(resp);
@@ -442,7 +466,7 @@ static struct MHD_Response *http__body(struct route_req *rq)
 /* Sends what the routes answered. */
 static enum MHD_Result http__answer(struct http_req *r)
 {
-	struct route_req *rq = &r->rq;
+	struct route_req *rq = r->rq;
 	struct MHD_Response *resp;
 	enum MHD_Result ok;
 	char n[16];
@@ -472,9 +496,9 @@ static enum MHD_Result http__too_large(struct http_req *r)
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "the request body exceeds %d bytes", ROUTES_BODY_MAX);
-	buf_reset(&r->rq.out);
-	routes_error_body("INVALID_REQUEST", msg, &r->rq.out);
-	r->rq.status = 413;
+	buf_reset(&r->rq->out);
+	routes_error_body("INVALID_REQUEST", msg, &r->rq->out);
+	r->rq->status = 413;
 	return http__answer(r);
 }
 
@@ -500,7 +524,7 @@ static const char *http__header(struct http_req *r, const char *name)
 /* The request is whole: fill the route request and ask the routes. */
 static void http__handle(struct http_req *r, const char *method)
 {
-	struct route_req *rq = &r->rq;
+	struct route_req *rq = r->rq;
 
 	MHD_get_connection_values(r->c, MHD_HEADER_KIND, http__protocol_line,
 				  &r->protocols);
@@ -539,7 +563,7 @@ static int http__whole(struct http_req *r)
 	if (http__count_client(r, s) == 0)
 		return 0;
 	r->handled = 1;
-	routes_refuse(&r->rq, 429, "RATE_LIMITED",
+	routes_refuse(r->rq, 429, "RATE_LIMITED",
 		      "too many connections from this client address");
 	return -EBUSY;
 }
@@ -562,7 +586,7 @@ static enum MHD_Result http__first(struct http_req *r)
 	const char *cl = http__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 	r->started = 1;
-	r->rq.done = http__done;
+	r->rq->done = http__done;
 	r->h->gw->metrics.http_requests++;
 	if (cl && strtoull(cl, NULL, 10) > ROUTES_BODY_MAX)
 		return http__too_large(r);
