@@ -105,7 +105,7 @@ class Tls(unittest.TestCase):
                             token=self.stack.token(sub="e2e-admin", scope="sessions"))
         self.assertEqual(r.status, 200)
         self.assertIn(sid, r.body.decode())
-        r = self.stack.http("POST", "/agents/%s/sessions" % self.stack.instance, {},
+        r = self.stack.http("POST", "/agents/%s/sessions" % self.stack.instance, {"command": ["/bin/sh"]},
                             token=self.stack.token(sub="e2e-admin", scope="sessions"))
         self.assertTrue(r.json()["attach_url"].startswith("wss://127.0.0.1:%d/" % self.stack.port), r.json())
 
