@@ -20,6 +20,9 @@ import harness
 from harness import Client, FrameValidator, Stack
 
 
+HEAD_TIMEOUT_S = 3
+
+
 def make_cert(directory, name, cn):
     cert, key = os.path.join(directory, name + ".pem"), os.path.join(directory, name + ".key")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
@@ -32,7 +35,8 @@ def make_cert(directory, name, cn):
 
 class TlsStack(Stack):
     def __init__(self):
-        super().__init__(gateway_args=["--tls-cert", "{dir}/live.pem", "--tls-key", "{dir}/live.key"])
+        super().__init__(gateway_args=["--tls-cert", "{dir}/live.pem", "--tls-key", "{dir}/live.key",
+                                       "--request-head-timeout", HEAD_TIMEOUT_S])
         self.cert_a = make_cert(self.dir, "a", "ptygate-test-a")
         self.cert_b = make_cert(self.dir, "b", "ptygate-test-b")
         self.use_cert(self.cert_a)
@@ -119,6 +123,19 @@ class Tls(unittest.TestCase):
         finally:
             conn.close()
         self.assertNotEqual(status, 200)
+
+    def test_a_stalled_handshake_is_cut_at_the_head_deadline(self):
+        with socket.create_connection(("127.0.0.1", self.stack.port), 5) as s:
+            s.sendall(b"\x16\x03\x01")  # the start of a ClientHello, never finished
+            s.settimeout(HEAD_TIMEOUT_S + (10 if self.stack.sanitized else 5))
+            start = time.monotonic()
+            try:
+                data = s.recv(4096)
+            except ConnectionResetError:
+                data = b""
+            waited = time.monotonic() - start
+        self.assertEqual(data, b"")
+        self.assertGreaterEqual(waited, HEAD_TIMEOUT_S - 0.5)
 
     def test_wss_attach_and_echo(self):
         async def run():
