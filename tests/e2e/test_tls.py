@@ -76,11 +76,16 @@ class TlsStack(Stack):
             der = ssl.PEM_cert_to_DER_cert(f.read())
         return hashlib.sha256(der).hexdigest()
 
-    async def wss_client(self, sid, sub="alice"):
+    async def wss_client(self, sid, sub="alice", token=None, auth="header"):
         uri = "wss://127.0.0.1:%d%s" % (self.port, self.attach_path(sid))
+        token = token or self.token(sub=sub, session_id=sid)
+        protos, headers = [harness.SUBPROTOCOL], {}
+        if auth == "header":
+            headers["Authorization"] = "Bearer " + token
+        else:
+            protos.append("bearer." + harness.b64url(token.encode()))
         ws = await websockets.connect(
-            uri, ssl=self.context(), subprotocols=[harness.SUBPROTOCOL],
-            extra_headers={"Authorization": "Bearer " + self.token(sub=sub, session_id=sid)},
+            uri, ssl=self.context(), subprotocols=protos, extra_headers=headers,
             compression=None, ping_interval=None, max_size=16 << 20, open_timeout=5, close_timeout=2)
         c = Client(ws, sub)
         await c.expect_hello(sid)
@@ -123,6 +128,28 @@ class Tls(unittest.TestCase):
         finally:
             conn.close()
         self.assertNotEqual(status, 200)
+
+    def test_the_largest_token_passes_both_ways(self):
+        """The request head of an 8 KiB token (JWT_MAX_TOKEN), 10.9 KiB as
+        the bearer subprotocol, fits libmicrohttpd's per-connection memory,
+        and the TLS relay of the upgraded socket still has room."""
+        async def run():
+            sid = self.stack.create_session()
+            pad = 5000
+            while True:
+                token = self.stack.token(sub="big", session_id=sid, extra={"pad": "x" * pad})
+                if len(token) > 8192:
+                    pad -= 1
+                elif len(token) < 8150:
+                    pad += 20
+                else:
+                    break
+            for auth in ("header", "subprotocol"):
+                c = await self.stack.wss_client(sid, "big", token=token, auth=auth)
+                await c.join_fresh()
+                await c.run("echo big-$((40+2))", "big-42")
+                await c.close()
+        asyncio.run(asyncio.wait_for(run(), 60))
 
     def test_a_stalled_handshake_is_cut_at_the_head_deadline(self):
         with socket.create_connection(("127.0.0.1", self.stack.port), 5) as s:
