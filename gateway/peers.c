@@ -199,12 +199,26 @@ void peer_table_free(struct peer_table *t)
 	free(t);
 }
 
-/* FNV-1a over the seed and the address: enough with a secret seed and
+/* What is counted: an IPv4 address, or an IPv6 /64. One IPv6 host
+   usually holds a whole /64 and can pick a new address per connection,
+   so counting single IPv6 addresses would cap nothing. */
+static struct peer_addr peers__key(const struct peer_addr *a)
+{
+	struct peer_addr k = *a;
+
+	if (!peers__is_v4(a))
+		memset(k.b + 8, 0, 8);
+	return k;
+}
+
+/* FNV-1a over the seed and the key: enough with a secret seed and
    chains bounded by the connection limit. */
 static struct peers__entry **peers__slot(const struct peer_table *t,
-					 const struct peer_addr *a)
+					 const struct peer_addr *addr)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
+	struct peer_addr key = peers__key(addr);
+	const struct peer_addr *a = &key;
 	struct peers__entry *const *p;
 
 	for (size_t i = 0; i < 16; i++)
@@ -233,7 +247,7 @@ int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned li
 		if (!limit)
 			return -EBUSY;
 		*p = xcalloc(1, sizeof(**p));
-		(*p)->a = *a;
+		(*p)->a = peers__key(a);
 		t->size++;
 	}
 	(*p)->count++;

@@ -42,7 +42,8 @@ int peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr 
 void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_addr *peer,
 		 const char *xff, struct peer_addr *out);
 
-/* Connections per address. */
+/* Connections per address: an IPv4 address, or an IPv6 /64 (one host
+   usually holds a whole /64). */
 struct peer_table;
 struct peer_table *peer_table_new(void);
 void peer_table_free(struct peer_table *t);

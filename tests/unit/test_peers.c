@@ -125,6 +125,21 @@ static void test_count_table(void **state)
 	peer_table_give(t, &a); /* one too many: ignored */
 	peer_table_give(t, &b);
 	assert_int_equal(peer_table_size(t), 0);
+	/* An IPv6 /64 counts as one client: its host picks addresses freely. */
+	b = addr("2001:db8:0:1::1");
+	assert_int_equal(peer_table_take(t, &b, 2), 0);
+	b = addr("2001:db8:0:1:ffff:1:2:3");
+	assert_int_equal(peer_table_take(t, &b, 2), 0);
+	assert_int_equal(peer_table_take(t, &b, 2), -16);
+	b = addr("2001:db8:0:2::1");
+	assert_int_equal(peer_table_take(t, &b, 2), 0);
+	assert_int_equal(peer_table_size(t), 2);
+	b = addr("2001:db8:0:1::1");
+	peer_table_give(t, &b);
+	peer_table_give(t, &b);
+	b = addr("2001:db8:0:2::1");
+	peer_table_give(t, &b);
+	assert_int_equal(peer_table_size(t), 0);
 	assert_int_equal(peer_table_count(t, &a), 0);
 	peer_table_free(t);
 }
