@@ -98,6 +98,10 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 			  const char *ws_base, const Ptg__Limits *lim);
 /* Appends {"code": code, "message": message} to out. */
 void routes_error_body(const char *code, const char *message, struct buf *out);
+/* Answers status with the JSON error body (Retry-After: 1 on a 429). */
+struct route_req;
+void routes_refuse(struct route_req *rq, unsigned status, const char *code,
+		   const char *message);
 /* The HTTP status and error code for a sidecar Reply code. */
 unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name);
 
@@ -112,6 +116,7 @@ struct route_req {
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
 	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
 	void (*done)(struct route_req *rq); /* an answer that waited is ready */
