@@ -163,6 +163,32 @@ class AttachReconnect(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("--token is visible to other users", r.stderr)
 
+    def test_sessions_output_json_and_text(self):
+        import json
+        import subprocess
+        sid = self.stack.create_session()
+        base = [harness.cli_binary(), "sessions", "list", "--gateway",
+                "http://127.0.0.1:%d" % self.stack.port, "--instance", self.stack.instance]
+        env = dict(os.environ, PTYGATE_TOKEN=self.stack.token(sub="a", scope="sessions"))
+        js = subprocess.run(base + ["--output", "json"], capture_output=True, text=True,
+                            timeout=10, env=env)
+        self.assertEqual(js.returncode, 0, js.stderr)
+        self.assertIn(sid, [s["session_id"] for s in json.loads(js.stdout)["sessions"]])
+        text = subprocess.run(base, capture_output=True, text=True, timeout=10, env=env)
+        self.assertEqual(text.returncode, 0, text.stderr)
+        head, *rows = text.stdout.splitlines()
+        self.assertTrue(head.startswith("SESSION"), head)
+        row = [r for r in rows if r.startswith(sid)]
+        self.assertEqual(len(row), 1, text.stdout)
+        self.assertRegex(row[0], r"running\s+120x30\s+0\s+0\s+-")
+        bad = subprocess.run(base + ["-o", "yaml"], capture_output=True, text=True, timeout=10,
+                             env=env)
+        self.assertEqual(bad.returncode, 2)
+        get = subprocess.run(base[:2] + ["get"] + base[3:] + [sid], capture_output=True,
+                             text=True, timeout=10, env=env)
+        self.assertIn("session_id: %s" % sid, get.stdout)
+        self.assertIn("state: running", get.stdout)
+
 
 if __name__ == "__main__":
     harness.main()
