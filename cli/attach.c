@@ -23,6 +23,7 @@
 #include "ptyc.h"
 #include "rawtty.h"
 #include "timeutil.h"
+#include "tlsio.h"
 #include "wsclient.h"
 
 #define ATTACH_CONNECT_MS   10000
@@ -41,7 +42,7 @@
 
 static const char attach_usage[] =
     "Usage: ptygate attach --session ID [options]\n"
-    "       ptygate attach --url ws://HOST:PORT/agents/I/sessions/S/attach [options]\n"
+    "       ptygate attach --url ws[s]://HOST:PORT/agents/I/sessions/S/attach [options]\n"
     "\n"
     "Attach this terminal to a session over the gateway's WebSocket. Ctrl-]\n"
     "detaches: the session keeps running (unless its policy ends it with its\n"
@@ -52,9 +53,9 @@ static const char attach_usage[] =
     "sent until end of file, then the client leaves once the screen has been\n"
     "quiet for half a second (5 s at most); the screen still goes to stdout.\n"
     "\n"
-    "  --url URL            the attach URL, ws://HOST:PORT/agents/I/sessions/S/attach\n"
+    "  --url URL            the attach URL, ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
     "                       (in place of --gateway, --instance and --session)\n"
-    "  --gateway URL        gateway base URL, http:// or ws:// (env\n"
+    "  --gateway URL        gateway base URL, http(s):// or ws(s):// (env\n"
     "                       PTYGATE_GATEWAY, default " CLI_DEFAULT_GATEWAY ")\n"
     "  --instance ID        instance id (env PTYGATE_INSTANCE)\n"
     "  --session ID         the session to attach to (required)\n"
@@ -66,6 +67,8 @@ static const char attach_usage[] =
     "  --replay-from N      replay the frames after sequence N before going live\n"
     "  --label LABEL        how other clients see this one (default: $USER@host)\n"
     "  --cols N, --rows N   the size to ask for (default: this terminal's, or 80x24)\n"
+    "  --ca-file FILE       wss://: trust the CAs in FILE (PEM), not the system's\n"
+    "  --insecure           wss://: do not check the certificate (tests only)\n"
     "  -h, --help           show this help\n"
     "\n"
     "Exit status: the program's exit code when the session ends while\n"
@@ -78,6 +81,7 @@ struct attach {
 	struct ptyc_join join;
 	char label[PTYC_LABEL_MAX + 1];
 	bool fixed_size; /* --cols/--rows given: do not follow the terminal */
+	struct tlsio_opts tls;  /* --ca-file, --insecure */
 	char url_gateway[1024]; /* --url split: its base, instance and session */
 	char url_instance[ATTACH_ID_MAX + 1];
 	char url_session[ATTACH_ID_MAX + 1];
@@ -342,6 +346,8 @@ enum {
 	ATTACH_OPT_COLS,
 	ATTACH_OPT_ROWS,
 	ATTACH_OPT_URL,
+	ATTACH_OPT_CA_FILE,
+	ATTACH_OPT_INSECURE,
 };
 
 static const struct option attach_opts[] = {
@@ -353,6 +359,8 @@ static const struct option attach_opts[] = {
     {"cols", required_argument, NULL, ATTACH_OPT_COLS},
     {"rows", required_argument, NULL, ATTACH_OPT_ROWS},
     {"url", required_argument, NULL, ATTACH_OPT_URL},
+    {"ca-file", required_argument, NULL, ATTACH_OPT_CA_FILE},
+    {"insecure", no_argument, NULL, ATTACH_OPT_INSECURE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -416,6 +424,12 @@ static int attach__option(struct attach *a, int c, const char *arg)
 	switch (c) {
 	case ATTACH_OPT_URL:
 		return attach__url(a, arg);
+	case ATTACH_OPT_CA_FILE:
+		a->tls.ca_file = arg;
+		break;
+	case ATTACH_OPT_INSECURE:
+		a->tls.insecure = true;
+		break;
 	case ATTACH_OPT_SESSION:
 		a->session = arg;
 		break;
@@ -593,8 +607,11 @@ static int attach__open(struct attach *a)
 	char err[512], *path = attach__path(a);
 
 	a->pc = ptyc_new(&pcb, a);
-	a->ws = wsclient_connect(a->target.gateway, path, a->target.token,
-				 ATTACH_CONNECT_MS, &wcb, a, err, sizeof(err));
+	if (a->tls.insecure)
+		attach__notice("warning: --insecure: the gateway's certificate is not "
+			       "checked; anyone on the path can read the session", a);
+	a->ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
+				     ATTACH_CONNECT_MS, &a->tls, &wcb, a, err, sizeof(err));
 	free(path);
 	if (!a->ws) {
 		cli_error("%s", err);
@@ -691,8 +708,9 @@ static int attach__reconnect(struct attach *a)
 		attach__wait_away(a, time_mono_ms() + wait);
 		if (a->detached)
 			break;
-		ws = wsclient_connect(a->target.gateway, path, a->target.token,
-				      ATTACH_RECONNECT_CONNECT_MS, &wcb, a, err, sizeof(err));
+		ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
+					  ATTACH_RECONNECT_CONNECT_MS, &a->tls, &wcb, a, err,
+					  sizeof(err));
 		if (!ws && attach__refusal_final(err)) {
 			cli_error("%s", err);
 			free(path);
