@@ -35,6 +35,7 @@
 #define ATTACH_DETACH_KEY   0x1d	  /* Ctrl-] */
 #define ATTACH_DEFAULT_COLS 80
 #define ATTACH_DEFAULT_ROWS 24
+#define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
 #define ATTACH_ID_MAX	    128 /* instance and session ids (SPEC 9 paths) */
 #define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
 #define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
@@ -104,6 +105,7 @@ struct attach {
 	int64_t eof_ms;	  /* piped input ended (0: not yet) */
 	int64_t output_ms; /* the last screen output arrived */
 	unsigned sent_cols, sent_rows;
+	int64_t resize_ms; /* a SIGWINCH is waiting to be sent then (0: none) */
 };
 
 static void attach__notice(const char *line, void *user)
@@ -201,7 +203,8 @@ static void attach__signal(struct attach *a)
 
 	while (read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGWINCH) {
-			attach__resize(a);
+			if (!a->resize_ms)
+				a->resize_ms = time_mono_ms() + ATTACH_RESIZE_MS;
 		} else if (a->detached) {
 			a->quit = true; /* a second signal: stop waiting */
 		} else {
@@ -293,10 +296,23 @@ static void attach__timeout(struct attach *a)
 	a->deadline = time_mono_ms() + ATTACH_CLOSE_MS;
 }
 
+/* A debounced SIGWINCH whose time has come. */
+static void attach__resize_due(struct attach *a)
+{
+	if (a->resize_ms && time_mono_ms() >= a->resize_ms) {
+		a->resize_ms = 0;
+		attach__resize(a);
+	}
+}
+
 static int attach__poll_timeout(const struct attach *a)
 {
 	int64_t left;
 
+	if (a->resize_ms) {
+		left = a->resize_ms - time_mono_ms();
+		return left < 0 ? 0 : (int)left;
+	}
 	if (a->eof_ms && !a->leaving)
 		return 100; /* settling: look again soon */
 	if (!a->leaving)
@@ -333,6 +349,7 @@ static void attach__loop(struct attach *a)
 			attach__signal(a);
 		if (n > 0 && p[2].fd >= 0 && p[2].revents)
 			attach__stdin(a);
+		attach__resize_due(a);
 		attach__settle(a);
 		attach__timeout(a);
 	}
@@ -723,6 +740,10 @@ static int attach__reconnect(struct attach *a)
 		a->ws = ws;
 		a->pc = ptyc_new(&pcb, a);
 		a->join.observer = observer;
+		if (a->tty && !a->fixed_size) /* the window may have changed meanwhile */
+			attach__winsize(STDIN_FILENO, &a->join.cols, &a->join.rows);
+		a->sent_cols = a->join.cols;
+		a->sent_rows = a->join.rows;
 		a->join.replay = last > 0;
 		a->join.replay_from = last;
 		a->leaving = a->close_sent = false;

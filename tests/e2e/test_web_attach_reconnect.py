@@ -144,6 +144,28 @@ class AttachReconnect(unittest.TestCase):
         self.assertIn(b"detached; the session keeps running", term.out)
         self.assertEqual(self.stack.get_session(sid)["state"], "running")
 
+    def test_window_resizes_reach_the_session(self):
+        import fcntl
+        import struct
+        import termios
+        sid = self.stack.create_session()
+        env = dict(os.environ, TERM="xterm-256color",
+                   PTYGATE_TOKEN=self.stack.token(sub="alice", session_id=sid, scope="pty:control"))
+        url = "ws://127.0.0.1:%d/agents/%s/sessions/%s/attach" % (
+            self.stack.port, self.stack.instance, sid)
+        term = AttachedTerminal([harness.cli_binary(), "attach", "--url", url], env)
+        self.addCleanup(term.close)
+        term.wait_for(r"\$ ")
+        # A window dragged through sizes: the kernel sends SIGWINCH each time.
+        for rows, cols in ((30, 90), (35, 95), (41, 101)):
+            fcntl.ioctl(term.fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+            time.sleep(0.02)
+        time.sleep(0.5)
+        mark = len(term.out)
+        term.type("stty size\r")
+        term.wait_for(r"41 101\r\n", mark)
+        self.assertEqual(self.stack.get_session(sid)["cols"], 101)
+
     def test_url_and_token_option_warnings(self):
         import subprocess
         cli = harness.cli_binary()
