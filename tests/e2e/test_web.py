@@ -17,14 +17,19 @@ DIST = os.environ.get("PTG_WEB_DIR") or os.path.join(WEB, "dist")
 DRIVER_TIMEOUT = 240
 
 
+_built = []
+
+
 def build_web():
-    """web/dist and web/node_modules, built by the same script as the run
-    command's (npm ci from the committed lockfile)."""
-    if os.path.exists(os.path.join(DIST, "index.html")) and \
-            os.path.isdir(os.path.join(WEB, "node_modules", "playwright-core")):
+    """web/dist from the current sources and web/node_modules, by the same
+    script as the test and run commands (npm ci from the committed
+    lockfile, skipped when node_modules matches it). PTG_WEB_DIR names a
+    directory built already."""
+    if _built or os.environ.get("PTG_WEB_DIR"):
         return
     subprocess.run([os.path.join(harness.REPO, "scripts", "build-web.sh")], check=True,
-                   timeout=600)
+                   timeout=600, stdout=subprocess.DEVNULL)
+    _built.append(True)
 
 
 class WebFiles(unittest.TestCase):
