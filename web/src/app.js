@@ -190,6 +190,7 @@ class Attachment {
     clearInterval(this.countdown);
     this.joined = false;
     this.helloSeq = 0;
+    this.gotHello = false;
     this.connects++;
     setStatus(this.attempt ? 'reconnecting...' : 'connecting...', this.attempt ? 'warn' : '');
     const ws = new WebSocket(this.url(), [SUBPROTOCOL, bearerProtocol(this.token)]);
@@ -215,6 +216,7 @@ class Attachment {
   }
 
   onHello(f) {
+    this.gotHello = true;
     this.helloSeq = f.payload.session.current_sequence;
     const dims = this.fit.proposeDimensions() || { cols: this.term.cols, rows: this.term.rows };
     this.needKeyframe = true;
@@ -233,7 +235,25 @@ class Attachment {
       if (FINAL_CLOSE[ev.code]) setStatus(`disconnected: ${FINAL_CLOSE[ev.code]} (${ev.code})`, 'bad');
       return;
     }
-    this.scheduleReconnect();
+    if (this.gotHello) this.scheduleReconnect();
+    else this.diagnose();
+  }
+
+  // A browser is not shown why an upgrade was refused: the same request
+  // as REST says whether trying again can help (401, 403, 404 cannot).
+  async diagnose() {
+    let status = 0;
+    try {
+      const r = await fetch(`/agents/${encodeURIComponent(this.instance)}/sessions/` +
+        encodeURIComponent(this.session), { headers: { Authorization: 'Bearer ' + this.token }, cache: 'no-store' });
+      status = r.status;
+    } catch { /* the gateway is away: retry */ }
+    const why = { 401: 'the token is invalid or expired', 403: 'the token does not allow this session',
+      404: 'no such session' }[status];
+    if (!why) { this.scheduleReconnect(); return; }
+    this.ended = true;
+    if (status === 401) sessionStorage.removeItem(TOKEN_KEY);
+    setStatus(`cannot attach: ${why} (HTTP ${status})${status === 401 ? '; reload to enter a new token' : ''}`, 'bad');
   }
 
   scheduleReconnect() {

@@ -93,9 +93,11 @@ async function openPage(ctx, url, label) {
   // sessionStorage, as two browser tabs do.
   const page = await ctx.newPage();
   const problems = [];
-  // Chromium logs every refused WebSocket while the gateway is down.
+  // Chromium logs every refused connection while the gateway is down (the
+  // WebSocket, and the REST call that asks why it was refused).
+  const expected = /^WebSocket connection to .* failed|^Failed to load resource: net::ERR_CONNECTION_REFUSED$/;
   page.on('console', (m) => {
-    if (m.type() === 'error' && !/^WebSocket connection to .* failed/.test(m.text())) problems.push(m.text());
+    if (m.type() === 'error' && !expected.test(m.text())) problems.push(m.text());
   });
   page.on('pageerror', (e) => problems.push(String(e)));
   const resp = await page.goto(url);
@@ -123,9 +125,20 @@ async function main() {
   }
 }
 
-async function run(browser) {
+async function run(ctx) {
   const shots = env('PTG_WEB_SHOTS');
-  const a = await openPage(browser, `${PAGE}#token=${env('PTG_WEB_TOKEN')}&label=alice-web`, 'controller');
+  // A refused upgrade is not retried forever: the page finds out why.
+  const bad = await ctx.newPage();
+  await bad.goto(`${PAGE}#token=not.a.jwt`);
+  await until(bad, 'the refusal', async () =>
+    /cannot attach: the token is invalid or expired \(HTTP 401\)/.test(
+      await bad.locator('#status').textContent()));
+  check(true, 'a bad token is reported: ' + await bad.locator('#status').textContent());
+  check(await bad.evaluate(() => sessionStorage.getItem('ptygate.token')) === null,
+    'the bad token is forgotten');
+  await bad.close();
+
+  const a = await openPage(ctx, `${PAGE}#token=${env('PTG_WEB_TOKEN')}&label=alice-web`, 'controller');
   const ctl = a.page;
   check(!ctl.url().includes('#') && !ctl.url().includes('token'), 'the token left the address bar');
   check(await ctl.evaluate(() => sessionStorage.getItem('ptygate.token')) === env('PTG_WEB_TOKEN'),
@@ -145,8 +158,8 @@ async function run(browser) {
   check(after.light > before.light + 20,
     `the screenshot shows the new text (${before.light} -> ${after.light} light pixels)`);
 
-  // An observer in its own browser context (its own sessionStorage).
-  const o = await openPage(browser, `${PAGE}?role=observer#token=${env('PTG_WEB_OBSERVER_TOKEN')}&label=bob-web`,
+  // An observer in its own page (its own sessionStorage).
+  const o = await openPage(ctx, `${PAGE}?role=observer#token=${env('PTG_WEB_OBSERVER_TOKEN')}&label=bob-web`,
     'observer');
   const obs = o.page;
   check((await state(obs)).role === 'observer', 'the observer joined as observer');
