@@ -220,6 +220,31 @@ async function run(ctx) {
   await shows(ctl, /^LIVE-2$/);
   await until(ctl, 'the answer to a live query', async () => (await screen(ctl)).some((l) => l === '^[[?1;2c'));
 
+  // Bracketed paste passes through: the program turned the mode on, so
+  // the paste arrives wrapped in its markers (cat -v shows them).
+  await ctl.keyboard.press('Control+C');
+  await shows(ctl, /^\$ ?$/);
+  await ctl.keyboard.type("printf '\\033[?2004h'; cat -v\n");
+  await ctl.waitForTimeout(500);
+  await ctl.evaluate(() => {
+    const dt = new DataTransfer();
+    dt.setData('text/plain', 'PASTED');
+    const ta = document.querySelector('#terminal textarea');
+    ta.dispatchEvent(new ClipboardEvent('paste', { clipboardData: dt, bubbles: true, cancelable: true }));
+  });
+  await ctl.keyboard.press('Enter');
+  await shows(ctl, /^\^\[\[200~PASTED\^\[\[201~$/);
+
+  // Release control, and ask for it back, with the page's buttons.
+  await ctl.locator('#release-control').click();
+  await until(ctl, 'the release', async () => (await state(ctl)).role === 'observer');
+  check(await ctl.locator('#request-control').isVisible(), 'an observer is offered "Request control"');
+  await ctl.keyboard.type('ignored-as-observer');
+  await ctl.locator('#request-control').click();
+  await until(ctl, 'control again', async () => (await state(ctl)).role === 'controller');
+  check(!(await screen(ctl)).some((l) => l.includes('ignored-as-observer')), 'an observer\'s keys are not sent');
+  await term.click();
+
   // The end of the session reaches the status line with its exit code.
   await ctl.keyboard.press('Control+C');
   await shows(ctl, /^\$ ?$/);
