@@ -365,6 +365,12 @@ class Attachment {
     if (p.code === 'PTY_OUTPUT_LAGGED') {
       this.needKeyframe = 'lagged';
       setStatus('lagged behind the session; resyncing...', 'warn');
+    } else if (p.code === 'KEYFRAME_UNAVAILABLE' && this.needKeyframe) {
+      // The screen is too large for a snapshot: carry on live without one
+      // (what is already on the page stays; new output follows).
+      this.needKeyframe = false;
+      if (!this.joined) this.onLive();
+      this.note('no snapshot of this screen is available; showing new output only');
     } else {
       setStatus(`session error: ${p.code}: ${p.message}`, 'warn');
     }
