@@ -10,6 +10,8 @@ import {
 const TOKEN_KEY = 'ptygate.token';
 const RESIZE_DEBOUNCE_MS = 200;
 const RESYNCED_NOTE_MS = 5000;
+const EMPTY = new Uint8Array(0);
+const RIS = '\x1bc';
 // Close codes after which trying again cannot help (SPEC 7).
 const FINAL_CLOSE = { 4401: 'token expired', 4403: 'access revoked', 4404: 'session gone' };
 
@@ -140,6 +142,7 @@ class Attachment {
     this.joined = false;
     this.ended = false;       // no reconnect after this
     this.attempt = 0;
+    this.recent = [];
     this.connects = 0;        // connections opened, for the status and tests
     this.suppress = 0;        // writes in flight whose answers are dropped
     this.ws = null;
@@ -293,12 +296,15 @@ class Attachment {
   onFrame(f) {
     const p = f.payload || {};
     const how = classify(this, f);
+    // The last frames seen, for whoever debugs the page (and its tests).
+    this.recent.push(`${f.sequence}:${p.kind}:${how}`);
+    if (this.recent.length > 64) this.recent.shift();
     if (how === 'drop') return;
-    if (how !== 'private') this.lastSeq = f.sequence;
+    if (how !== 'private' && typeof f.sequence === 'number') this.lastSeq = f.sequence;
     switch (p.kind) {
       case 'Output': this.write(base64ToBytes(p.data), how === 'replay'); break;
       case 'Keyframe': if (how !== 'skip') this.applyKeyframe(p); break;
-      case 'Resize': this.term.write(new Uint8Array(0), () => this.followResize(p.cols, p.rows)); break;
+      case 'Resize': this.term.write(EMPTY, () => this.followResize(p.cols, p.rows)); break;
       case 'RoleAssigned': this.onRole(p); break;
       case 'MembershipChanged': this.members = p; this.renderMembers(); break;
       case 'Closed': this.onClosed(p); break;
@@ -317,16 +323,16 @@ class Attachment {
     this.term.write(bytes, () => { this.suppress--; });
   }
 
-  // Reset, size and snapshot go through xterm.js's write queue, behind the
-  // replayed Output still being parsed, so they apply in sequence order.
+  // Size, reset and snapshot are queued at once, in this order, behind the
+  // Output xterm.js may still be parsing and ahead of any that follows:
+  // the resize runs in the callback of an empty write (callbacks run as
+  // their chunk is parsed), the reset is RIS in the stream. (A write made
+  // from inside a callback would join the end of the queue instead.)
   applyKeyframe(p) {
-    const snapshot = base64ToBytes(p.snapshot);
     this.suppress++;
-    this.term.write(new Uint8Array(0), () => {
-      this.term.reset();
-      this.followResize(p.snapshot_cols, p.snapshot_rows);
-      this.term.write(snapshot, () => { this.suppress--; });
-    });
+    this.term.write(EMPTY, () => this.followResize(p.snapshot_cols, p.snapshot_rows));
+    this.term.write(RIS);
+    this.term.write(base64ToBytes(p.snapshot), () => { this.suppress--; });
     const wasLagged = this.needKeyframe === 'lagged';
     this.needKeyframe = false;
     if (wasLagged) this.note('lagged and resynced');

@@ -107,6 +107,8 @@ export function backoffMs(attempt, random = Math.random) {
 //   'live'     apply normally
 // Keyframes that are applied are always 'replay': a snapshot re-runs
 // history, and must never make the terminal answer into the session.
+//   'live' also for a frame without a sequence (it neither drops nor
+//              moves lastSeq)
 //   'private' RoleAssigned: addressed to this connection alone, numbered
 //              when the join is handled, so on a reconnect it arrives
 //              before the replayed frames it outnumbers. It neither drops
@@ -115,6 +117,8 @@ export function classify(state, frame) {
   const seq = frame.sequence;
   const kind = frame.payload && frame.payload.kind;
   if (kind === 'RoleAssigned') return 'private';
+  // PTY_OUTPUT_LAGGED is the gateway's own and has no sequence.
+  if (typeof seq !== 'number') return 'live';
   if (state.lastSeq !== null && seq <= state.lastSeq) return 'drop';
   if (kind === 'Keyframe')
     return state.needKeyframe && seq > state.helloSeq ? 'replay' : 'skip';

@@ -57,6 +57,12 @@ const state = (page) => page.evaluate(() => {
   return { joined: p.joined, role: p.role, lastSeq: p.lastSeq, connects: p.connects,
     status: document.getElementById('status').textContent };
 });
+const debugState = (page) => page.evaluate(() => {
+  const p = window.ptygate;
+  return { helloSeq: p.helloSeq, needKeyframe: p.needKeyframe, suppress: p.suppress,
+    size: `${p.term.cols}x${p.term.rows}`, bufferLines: p.term.buffer.active.length,
+    viewportY: p.term.buffer.active.viewportY, recent: p.recent.join(' ') };
+});
 
 async function until(page, what, fn, ms = STEP_MS) {
   const end = Date.now() + ms;
@@ -67,7 +73,8 @@ async function until(page, what, fn, ms = STEP_MS) {
     await page.waitForTimeout(100);
   }
   throw new Error(`timed out waiting for ${what}; screen:\n${(await screen(page).catch(() => [])).join('\n')}`
-    + `\nstate: ${JSON.stringify(await state(page).catch(() => null))}`);
+    + `\nstate: ${JSON.stringify(await state(page).catch(() => null))}`
+    + `\ndebug: ${JSON.stringify(await debugState(page).catch(() => null))}`);
 }
 const joined = (page) => until(page, 'the join', async () => {
   const s = await page.evaluate(() => !!(window.ptygate && window.ptygate.joined));
@@ -254,6 +261,24 @@ async function run(ctx) {
   check(true, 'status: ' + (await state(ctl)).status);
   await until(obs, 'the observer to see the end', async () =>
     /session ended with exit code 3/.test((await state(obs)).status));
+
+  // The order of a Keyframe against the frames around it, whatever
+  // xterm.js still has to parse: frames handed to the (now idle) observer
+  // page in one go, as a burst from the socket would be.
+  await obs.evaluate(() => {
+    const p = window.ptygate, s = p.lastSeq, b64 = (t) => btoa(t);
+    const frame = (sequence, payload) => p.onFrame({ op: 'pty.session_frame', sequence, payload });
+    frame(s + 1, { kind: 'Output', stream: 'stdout', data: b64('BEFORE-KEYFRAME\r\n'.repeat(500)) });
+    frame(undefined, { kind: 'Error', code: 'PTY_OUTPUT_LAGGED', message: 'lagged' });
+    frame(s + 2, { kind: 'Keyframe', snapshot: b64('\x1b[?1049l\x1bcKEYFRAME-SCREEN'),
+      snapshot_format: 'vt100-screen-state-v1', snapshot_cols: p.term.cols,
+      snapshot_rows: p.term.rows, anchor_sequence: s + 2 });
+    frame(s + 3, { kind: 'Output', stream: 'stdout', data: b64('\r\nAFTER-KEYFRAME') });
+  });
+  await shows(obs, /^AFTER-KEYFRAME$/);
+  const kf = await screen(obs);
+  check(kf[0] === 'KEYFRAME-SCREEN' && kf[1] === 'AFTER-KEYFRAME' && !kf.some((l) => l.includes('BEFORE')),
+    'a Keyframe applies after what came before it and before what follows');
 
   for (const [name, p] of [['controller', a.problems], ['observer', o.problems]])
     check(p.length === 0, `no console errors on the ${name} page ${p.length ? JSON.stringify(p) : ''}`);

@@ -71,3 +71,8 @@ test('keyframes: a replayed one and periodic ones while in sync are skipped', ()
   assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, frame(31, 'Output')), 'live');
   assert.equal(classify({ lastSeq: null, helloSeq: 0, needKeyframe: true }, frame(1, 'Keyframe')), 'replay');
 });
+
+test('a frame without a sequence (PTY_OUTPUT_LAGGED) is applied and orders nothing', () => {
+  const lag = { op: 'pty.session_frame', payload: { kind: 'Error', code: 'PTY_OUTPUT_LAGGED' } };
+  assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, lag), 'live');
+});
