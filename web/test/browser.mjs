@@ -100,9 +100,11 @@ async function openPage(ctx, url, label) {
   // sessionStorage, as two browser tabs do.
   const page = await ctx.newPage();
   const problems = [];
-  // Chromium logs every refused connection while the gateway is down (the
-  // WebSocket, and the REST call that asks why it was refused).
-  const expected = /^WebSocket connection to .* failed|^Failed to load resource: net::ERR_CONNECTION_REFUSED$/;
+  // Chromium logs every refused connection while the gateway is down or
+  // coming back (its link to the sidecar not yet up: 503): the WebSocket,
+  // and the REST call that asks why it was refused.
+  const expected = new RegExp('^WebSocket connection to .* failed|^Failed to load resource: '
+    + '(net::ERR_CONNECTION_REFUSED|the server responded with a status of 503 )');
   page.on('console', (m) => {
     if (m.type() === 'error' && !expected.test(m.text())) problems.push(m.text());
   });
