@@ -36,6 +36,7 @@
 #include "routes.h"
 #include "timeutil.h"
 #include "tls.h"
+#include "webfiles.h"
 #include "wshandshake.h"
 #include "xalloc.h"
 
@@ -477,7 +478,10 @@ static enum MHD_Result http__answer(struct http_req *r)
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq->content_type);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (rq->static_file)
+		webfiles_headers(resp, rq->static_file);
+	else
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (rq->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
 	if (rq->www_authenticate)

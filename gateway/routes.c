@@ -205,8 +205,18 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 			m->id = ops[i].id;
 			return 0;
 		}
-	if (!strcmp(segs[0], "agents"))
-		return routes__match_agents(segs, n, m, why);
+	if (!strcmp(segs[0], "agents")) {
+		int rc = routes__match_agents(segs, n, m, why);
+
+		/* /agents/{i}/sessions/{s}/ is the web page of one session. */
+		if (rc == -ENOENT && with_static && n == 5 && !segs[4][0] &&
+		    !strcmp(segs[2], "sessions")) {
+			m->id = ROUTE_STATIC;
+			snprintf(m->file, sizeof(m->file), "index.html");
+			return 0;
+		}
+		return rc;
+	}
 	if (with_static)
 		return routes__match_static(segs, n, m);
 	return -ENOENT;
@@ -1319,6 +1329,7 @@ static int routes__static(struct route_req *rq)
 	rq->file_size = (uint64_t)st.st_size;
 	rq->status = 200;
 	rq->content_type = routes__mime(rq->m.file);
+	rq->static_file = rq->m.file;
 	return 0;
 }
 

@@ -131,6 +131,7 @@ struct route_req {
 	int retry_after;	  /* Retry-After seconds, 0: none */
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
+	const char *static_file;  /* ROUTE_STATIC served: its path, for webfiles_headers */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */
