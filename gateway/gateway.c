@@ -33,58 +33,68 @@ struct conn_slots {
 
 #define SHUTDOWN_GRACE_MS 2000
 
-/* ---- connection slots ---- */
+/* ---- connection slots ----
+   The counts live in a growable array, so nothing here hands out a
+   pointer into it: every helper finds its entry by key, uses it, and is
+   done before anything can append (and realloc) again. */
 
-static struct slot *slot_find(struct conn_slots *cs, const char *key, int create)
+static long slot_index(const struct conn_slots *cs, const char *key)
 {
 	for (size_t i = 0; i < cs->n; i++)
 		if (strcmp(cs->v[i].key, key) == 0)
-			return &cs->v[i];
-	if (!create)
-		return NULL;
-	if (cs->n == cs->cap) {
-		cs->cap = cs->cap ? cs->cap * 2 : 32;
-		cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+			return (long)i;
+	return -1;
+}
+
+static unsigned slot_count(const struct conn_slots *cs, const char *key)
+{
+	long i = slot_index(cs, key);
+
+	return i < 0 ? 0 : cs->v[i].n;
+}
+
+static void slot_add(struct conn_slots *cs, const char *key)
+{
+	long i = slot_index(cs, key);
+
+	if (i < 0) {
+		if (cs->n == cs->cap) {
+			cs->cap = cs->cap ? cs->cap * 2 : 32;
+			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+		}
+		i = (long)cs->n++;
+		snprintf(cs->v[i].key, sizeof(cs->v[i].key), "%s", key);
+		cs->v[i].n = 0;
 	}
-	snprintf(cs->v[cs->n].key, sizeof(cs->v[cs->n].key), "%s", key);
-	cs->v[cs->n].n = 0;
-	return &cs->v[cs->n++];
+	cs->v[i].n++;
 }
 
 static void slot_drop(struct conn_slots *cs, const char *key)
 {
-	struct slot *s = slot_find(cs, key, 0);
+	long i = slot_index(cs, key);
 
-	if (s && --s->n == 0)
-		*s = cs->v[--cs->n];
+	if (i >= 0 && --cs->v[i].n == 0)
+		cs->v[i] = cs->v[--cs->n];
 }
 
 int gateway_slot_acquire(struct gateway *gw, const char *principal,
 			 const char *instance, const char **what)
 {
 	char pkey[300], ikey[300];
-	struct slot *p, *i;
 
 	snprintf(pkey, sizeof(pkey), "p\n%s", principal);
 	snprintf(ikey, sizeof(ikey), "i\n%s", instance);
-	p = slot_find(gw->slots, pkey, 1);
-	i = slot_find(gw->slots, ikey, 1);
 	*what = NULL;
 	if (gw->slots->total >= gw->cfg->max_conns)
 		*what = "connections to this gateway";
-	else if (p->n >= gw->cfg->max_conns_per_principal)
+	else if (slot_count(gw->slots, pkey) >= gw->cfg->max_conns_per_principal)
 		*what = "connections per principal";
-	else if (i->n >= gw->cfg->max_conns_per_instance)
+	else if (slot_count(gw->slots, ikey) >= gw->cfg->max_conns_per_instance)
 		*what = "connections per instance";
-	if (*what) {
-		if (!p->n)
-			slot_drop(gw->slots, pkey);
-		if (!i->n)
-			slot_drop(gw->slots, ikey);
+	if (*what)
 		return -EBUSY;
-	}
-	p->n++;
-	slot_find(gw->slots, ikey, 0)->n++;
+	slot_add(gw->slots, pkey);
+	slot_add(gw->slots, ikey);
 	gw->slots->total++;
 	return 0;
 }
