@@ -666,6 +666,7 @@ static int config__merge_instances_file(struct gw_config *c)
 
 static int config__check(struct gw_config *c)
 {
+	c->n_flag_instances = c->n_instances;
 	if (c->instances_file[0] && config__merge_instances_file(c) < 0)
 		return -EINVAL;
 	if (!c->n_keys) {

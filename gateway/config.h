@@ -32,6 +32,7 @@ struct gw_config {
 
 	struct gw_instance_cfg instances[GW_MAX_INSTANCES];
 	size_t n_instances;          /* from --instance and the instances file */
+	size_t n_flag_instances;     /* the first ones, from --instance: a reload keeps them */
 	char instances_file[4096];   /* reloaded on SIGHUP */
 
 	struct gw_key_spec keys[GW_MAX_KEYS];

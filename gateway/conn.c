@@ -33,8 +33,8 @@ void conn_mark_dirty(struct conn *c)
 	if (c->dirty || c->dead)
 		return;
 	c->dirty = 1;
-	c->dirty_next = c->gw->dirty;
-	c->gw->dirty = c;
+	c->dirty_next = c->gw->conns.dirty;
+	c->gw->conns.dirty = c;
 }
 
 static void on_ws_write(const uint8_t *p, size_t n, void *user)
@@ -231,9 +231,10 @@ static void conn_kill(struct conn *c, const char *why)
 	ev_timer_disarm(c->heartbeat);
 	ev_timer_disarm(c->expiry);
 	ev_timer_disarm(c->linger);
-	ev_io_set(c->io, 0);
-	c->dead_next = c->gw->dead;
-	c->gw->dead = c;
+	if (c->io)
+		ev_io_set(c->io, 0);
+	c->dead_next = c->gw->conns.dead;
+	c->gw->conns.dead = c;
 }
 
 /* ---- heartbeat and token expiry ---- */
@@ -329,35 +330,85 @@ static void send_hello(struct conn *c)
 	buf_free(&out);
 }
 
-void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
-		struct MHD_UpgradeResponseHandle *urh, const struct attach_ctx *ctx)
+/* Frees what conn_new made. */
+static void conn_destroy(struct conn *c)
+{
+	ev_io_free(c->io);
+	ev_timer_free(c->heartbeat);
+	ev_timer_free(c->expiry);
+	ev_timer_free(c->linger);
+	ws_free(c->ws);
+	outq_clear(&c->q);
+	json_decref(c->service_params);
+	free(c);
+}
+
+struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 {
 	static unsigned serial;
 	struct conn *c = xcalloc(1, sizeof(*c));
 
 	c->gw = gw;
-	c->fd = fd;
-	c->urh = urh;
+	c->fd = -1;
 	c->ctx = *ctx;
 	c->serial = ++serial;
 	c->state = CONN_OPEN;
-	c->last_rx_ms = time_mono_ms();
 	outq_init(&c->q);
+	conn_update_log_ctx(c);
 	c->ws = ws_new(&ws_cbs, c);
-	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
-	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
-	c->heartbeat = ev_timer_new(gw->loop, (int64_t)gw->cfg->ping_interval_s * 1000, 0,
-				    on_heartbeat, c);
+	c->heartbeat = ev_timer_new(gw->loop, -1, 0, on_heartbeat, c);
 	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
 	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
-	c->next = gw->conns;
-	if (gw->conns)
-		gw->conns->prev = c;
-	gw->conns = c;
+	if (!c->ws || !c->heartbeat || !c->expiry || !c->linger) {
+		log_warn(c->log_ctx, "refusing the upgrade: cannot set up a connection: %s",
+			 strerror(errno ? errno : ENOMEM));
+		gw->metrics.conns_setup_failed++;
+		conn_destroy(c);
+		return NULL;
+	}
+	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
+	return c;
+}
+
+void conn_discard(struct conn *c)
+{
+	if (c)
+		conn_destroy(c);
+}
+
+void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
+		struct MHD_UpgradeResponseHandle *urh)
+{
+	struct gateway *gw = c->gw;
+	struct conn_set *s = &gw->conns;
+
+	c->fd = fd;
+	c->urh = urh;
+	c->started = 1;
+	c->last_rx_ms = time_mono_ms();
+	c->next = s->all;
+	if (s->all)
+		s->all->prev = c;
+	s->all = c;
 	gw->metrics.conns_pending++;
-	conn_update_log_ctx(c);
+	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
+	if (!c->io) {
+		/* Past the 101 nothing can be refused any more: hang up. */
+		log_warn(c->log_ctx, "cannot watch the upgraded socket: %s", strerror(errno));
+		gw->metrics.conns_setup_failed++;
+		conn_kill(c, "cannot watch the socket");
+		return;
+	}
 	log_info(c->log_ctx, "upgraded");
+	/* Looked up now, not before the 101: a reload in between may have
+	   removed the instance. */
+	c->up = gateway_upstream(gw, c->ctx.instance_id);
 	send_hello(c);
+	if (!c->up) {
+		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		return;
+	}
+	ev_timer_arm(c->heartbeat, (int64_t)gw->cfg->ping_interval_s * 1000, 0);
 	arm_expiry(c);
 	if (extra_len && ws_feed(c->ws, (const uint8_t *)extra, extra_len) < 0)
 		c->state = CONN_CLOSING;
@@ -366,57 +417,79 @@ void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
 static void conn_free(struct conn *c)
 {
 	struct gateway *gw = c->gw;
+	struct conn_set *s = &gw->conns;
 
 	conn_detach_quietly(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		gw->conns = c->next;
+		s->all = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	conn_count_role(c, 0);
 	gw->metrics.conns_pending--;
 	gateway_slot_release(gw, c->ctx.claims.sub, c->ctx.instance_id);
-	ev_io_free(c->io);
-	ev_timer_free(c->heartbeat);
-	ev_timer_free(c->expiry);
-	ev_timer_free(c->linger);
-	ws_free(c->ws);
-	outq_clear(&c->q);
-	json_decref(c->service_params);
 	/* MHD owns the socket: it closes it on its next run. */
 	MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
 	http_wake(gw->http);
-	free(c);
+	conn_destroy(c);
 }
 
-void conn_flush_all(struct gateway *gw)
+void conn_set_flush(struct conn_set *s)
 {
 	struct conn *c;
 
-	while ((c = gw->dirty)) {
-		gw->dirty = c->dirty_next;
+	while ((c = s->dirty)) {
+		s->dirty = c->dirty_next;
 		c->dirty = 0;
 		if (!c->dead)
 			flush(c);
 	}
-	while ((c = gw->dead)) {
-		gw->dead = c->dead_next;
+	while ((c = s->dead)) {
+		s->dead = c->dead_next;
 		conn_free(c);
 	}
 }
 
-void conn_free_all(struct gateway *gw)
+void conn_set_free(struct conn_set *s)
 {
-	gw->dirty = NULL;
-	gw->dead = NULL;
-	while (gw->conns)
-		conn_free(gw->conns);
+	s->dirty = NULL;
+	s->dead = NULL;
+	while (s->all)
+		conn_free(s->all);
 }
 
-void conn_shutdown(struct conn *c)
+void conn_set_shutdown(struct conn_set *s)
 {
-	conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+	for (struct conn *c = s->all; c; c = c->next)
+		conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+}
+
+void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
+{
+	for (struct conn *c = s->all; c; c = c->next) {
+		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
+			continue;
+		log_info(c->log_ctx, "the instance was removed from this gateway");
+		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		conn_detach_quietly(c); /* when already closing, goodbye did nothing */
+		c->up = NULL;
+	}
+}
+
+int conn_set_empty(const struct conn_set *s)
+{
+	return s->all == NULL;
+}
+
+void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max)
+{
+	*total = *max = 0;
+	for (const struct conn *c = s->all; c; c = c->next) {
+		size_t b = outq_bytes(&c->q);
+		*total += b;
+		*max = b > *max ? b : *max;
+	}
 }
 
 void conn_link_lost(struct conn *c)

@@ -12,7 +12,6 @@
 #include <unistd.h>
 
 #include "conn.h"
-#include "conn_int.h"
 #include "http.h"
 #include "log.h"
 #include "timeutil.h"
@@ -133,6 +132,18 @@ static void add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 	gw->ups[gw->n_ups++] = upstream_new(gw, ic->id, &ic->addr);
 }
 
+/* The instance leaves: its connections say goodbye and let go of its
+   link first, then the link is freed. */
+static void remove_instance(struct gateway *gw, size_t i)
+{
+	const char *id = upstream_instance(gw->ups[i]);
+
+	log_info(NULL, "SIGHUP: instance %s removed", id);
+	conn_set_drop_instance(&gw->conns, id);
+	upstream_free(gw->ups[i]);
+	gw->ups[i] = gw->ups[--gw->n_ups];
+}
+
 /* SIGHUP: the instances file is read again; instances it no longer names
    (and that no --instance flag names) are dropped with their clients. */
 static void reload_instances(struct gateway *gw)
@@ -159,15 +170,12 @@ static void reload_instances(struct gateway *gw)
 		keep = 0;
 		for (size_t k = 0; k < n && !keep; k++)
 			keep = strcmp(list[k].id, id) == 0;
-		for (size_t k = 0; k < gw->cfg->n_instances && !keep; k++)
+		for (size_t k = 0; k < gw->cfg->n_flag_instances && !keep; k++)
 			keep = strcmp(gw->cfg->instances[k].id, id) == 0;
-		if (keep) {
+		if (keep)
 			i++;
-			continue;
-		}
-		log_info(NULL, "SIGHUP: instance %s removed", id);
-		upstream_free(gw->ups[i]);
-		gw->ups[i] = gw->ups[--gw->n_ups];
+		else
+			remove_instance(gw, i);
 	}
 	log_info(NULL, "SIGHUP: %zu instances", gw->n_ups);
 	free(list);
@@ -181,7 +189,7 @@ static void before_poll(void *user)
 {
 	struct gateway *gw = user;
 
-	conn_flush_all(gw);
+	conn_set_flush(&gw->conns);
 	http_run_pending(gw->http);
 	http_run_pending(gw->admin);
 }
@@ -190,15 +198,9 @@ static void before_poll(void *user)
 static void on_tick(struct ev_timer *t, void *user)
 {
 	struct gateway *gw = user;
-	uint64_t total = 0, max = 0;
 
-	for (struct conn *c = gw->conns; c; c = c->next) {
-		size_t b = outq_bytes(&c->q);
-		total += b;
-		max = b > max ? b : max;
-	}
-	gw->metrics.queue_bytes = total;
-	gw->metrics.queue_bytes_max = max;
+	conn_set_queue_stats(&gw->conns, &gw->metrics.queue_bytes,
+			     &gw->metrics.queue_bytes_max);
 }
 
 static void on_hup(int signo, void *user)
@@ -220,11 +222,10 @@ static void on_stop(int signo, void *user)
 		return;
 	}
 	log_info(NULL, "%s: saying goodbye to %s clients", strsignal(signo),
-		 gw->conns ? "all" : "no");
+		 conn_set_empty(&gw->conns) ? "no" : "all");
 	gw->stopping = 1;
-	for (struct conn *c = gw->conns; c; c = c->next)
-		conn_shutdown(c);
-	if (!gw->conns) {
+	conn_set_shutdown(&gw->conns);
+	if (conn_set_empty(&gw->conns)) {
 		ev_loop_stop(gw->loop);
 		return;
 	}
@@ -236,7 +237,7 @@ static void stop_when_empty(void *user)
 {
 	struct gateway *gw = user;
 
-	if (gw->stopping && !gw->conns)
+	if (gw->stopping && conn_set_empty(&gw->conns))
 		ev_loop_stop(gw->loop);
 }
 
@@ -352,7 +353,7 @@ int gateway_run(struct gateway *gw)
 	int rc = ev_loop_run(gw->loop);
 
 	/* Write out the goodbyes that are still queued. */
-	conn_flush_all(gw);
+	conn_set_flush(&gw->conns);
 	return rc;
 }
 
@@ -360,7 +361,7 @@ void gateway_free(struct gateway *gw)
 {
 	if (!gw)
 		return;
-	conn_free_all(gw);
+	conn_set_free(&gw->conns);
 	for (size_t i = 0; i < gw->n_ups; i++)
 		upstream_free(gw->ups[i]);
 	free(gw->ups);

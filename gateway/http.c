@@ -61,6 +61,7 @@ struct http_req {
 	size_t discarded;
 	int started, handled, suspended, too_large;
 	struct route_req rq;
+	struct conn *conn; /* made before the 101, started after it */
 };
 
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
@@ -142,6 +143,7 @@ static struct http_req *http__req_new(struct http *h, struct MHD_Connection *c,
 
 static void http__req_free(struct http_req *r)
 {
+	conn_discard(r->conn);
 	routes_req_clear(&r->rq);
 	buf_free(&r->body);
 	buf_free(&r->protocols);
@@ -173,15 +175,33 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 
+	struct conn *conn = r->conn;
+
 	r->rq.slot_held = 0;
-	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq.attach);
+	r->conn = NULL;
+	conn_start(conn, sock, extra, extra_len, urh);
 }
+
+static enum MHD_Result http__answer(struct http_req *r);
 
 static enum MHD_Result http__queue_upgrade(struct http_req *r)
 {
-	struct MHD_Response *resp = MHD_create_response_for_upgrade(http__upgraded, r);
+	struct MHD_Response *resp;
 	enum MHD_Result ok;
 
+	/* The connection is set up before the 101, so a gateway out of
+	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
+	r->conn = conn_new(r->h->gw, &r->rq.attach);
+	if (!r->conn) {
+		r->h->gw->metrics.upgrades_refused++;
+		buf_reset(&r->rq.out);
+		routes_error_body("UNAVAILABLE", "the gateway cannot take another connection now",
+				  &r->rq.out);
+		r->rq.status = 503;
+		r->rq.content_type = "application/json";
+		return http__answer(r);
+	}
+	resp = MHD_create_response_for_upgrade(http__upgraded, r);
 	if (!resp)
 		return MHD_NO;
 	/* MHD itself adds "Connection: Upgrade" to an upgrade response. */

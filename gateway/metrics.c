@@ -45,6 +45,9 @@ static const struct metrics__family metrics__families[] = {
 	       "Connections closed for a missing Pong.", heartbeat_timeouts),
     METRICS__F("ptygate_http_requests_total", "counter", "HTTP requests received.",
 	       http_requests),
+    METRICS__F("ptygate_conn_setup_failures_total", "counter",
+	       "Upgrades refused (503) or dropped because a connection could not be set up.",
+	       conns_setup_failed),
 };
 
 static void metrics__head(struct buf *out, const char *name, const char *type,

@@ -27,6 +27,7 @@ struct metrics {
 	uint64_t link_reconnects;    /* sidecar links re-established */
 	uint64_t heartbeat_timeouts; /* connections closed 1011 for no pong */
 	uint64_t http_requests;
+	uint64_t conns_setup_failed; /* upgrades refused (503) or dropped: no resources */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

@@ -1202,7 +1202,6 @@ static int routes__attach_admit(struct route_req *rq, struct upstream *up)
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",
 		 rq->m.session);
-	rq->attach.up = up;
 	if (gateway_slot_acquire(rq->gw, c->sub, rq->m.instance, &what) < 0) {
 		snprintf(msg, sizeof(msg), "connection limit reached (%s)",
 			 what ? what : "limit");

@@ -10,7 +10,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "frames.h"
 #include "gateway.h"
 #include "linkconn.h"
@@ -33,7 +32,8 @@ struct pending {
 struct binding {
 	uint64_t attach_id;
 	char session_id[129];
-	struct conn *conn;
+	const struct upstream_sink *sink;
+	void *user;
 };
 
 struct upstream {
@@ -115,7 +115,7 @@ static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
 }
 
 void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
-		   struct conn *c)
+		   const struct upstream_sink *sink, void *user)
 {
 	struct binding *b;
 
@@ -126,7 +126,8 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 	b = &u->binds[u->n_binds++];
 	b->attach_id = attach_id;
 	snprintf(b->session_id, sizeof(b->session_id), "%s", session_id);
-	b->conn = c;
+	b->sink = sink;
+	b->user = user;
 }
 
 void upstream_unbind(struct upstream *u, uint64_t attach_id)
@@ -153,19 +154,22 @@ static void route_frame(struct upstream *u, const Ptg__Frame *f)
 	if (f->target_attach_id) {
 		b = find_binding(u, f->target_attach_id);
 		if (b)
-			conn_deliver(b->conn, f, wf);
+			b->sink->frame(f, wf, b->user);
 	} else {
-		/* Delivery may unbind (a Closed ends connections): walk a
-		   snapshot of who was attached when the frame arrived. */
-		struct conn *few[32], **to = few;
+		/* Delivery may unbind (a Closed ends connections): walk a copy
+		   of who was attached when the frame arrived, and look each one
+		   up again before delivering, since an earlier delivery may have
+		   unbound a later one. */
+		uint64_t few[32], *to = few;
 		size_t n = u->n_binds, k = 0;
 		if (n > 32)
 			to = xcalloc(n, sizeof(*to));
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(u->binds[i].session_id, f->session_id) == 0)
-				to[k++] = u->binds[i].conn;
+				to[k++] = u->binds[i].attach_id;
 		for (size_t i = 0; i < k; i++)
-			conn_deliver(to[i], f, wf);
+			if ((b = find_binding(u, to[i])))
+				b->sink->frame(f, wf, b->user);
 		if (to != few)
 			free(to);
 	}
@@ -184,7 +188,7 @@ static void route_reply(struct upstream *u, const Ptg__Reply *r)
 	}
 	b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
 	if (b)
-		conn_on_reply(b->conn, r);
+		b->sink->reply(r, b->user);
 }
 
 static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
@@ -233,9 +237,8 @@ static void schedule_dial(struct upstream *u)
 static void drop_bindings(struct upstream *u)
 {
 	while (u->n_binds) {
-		struct conn *c = u->binds[u->n_binds - 1].conn;
-		u->n_binds--;
-		conn_link_lost(c);
+		struct binding b = u->binds[--u->n_binds];
+		b.sink->link_lost(b.user);
 	}
 }
 
