@@ -4,8 +4,10 @@
    SIGTERM that says goodbye to every client before exiting. */
 #include "gateway.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,14 @@ struct conn_slots {
 };
 
 #define SHUTDOWN_GRACE_MS 2000
+
+/* File descriptors the connection budget leaves for everything else: a
+   link socket per instance (two while one re-dials), the listeners and
+   their epoll fds, key and static files, logs. */
+#define FD_SPARE 32
+/* Plain HTTP requests each listener takes beyond the WebSocket limit
+   (http.c's HTTP__EXTRA_CONNS). */
+#define FD_HTTP_EXTRA 64
 
 /* ---- connection slots ----
    The counts live in a growable array, so nothing here hands out a
@@ -120,16 +130,24 @@ struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id)
 	return NULL;
 }
 
-static void add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
+/* Returns 0, or -1 (logged) when the instance's link cannot be made. */
+static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 {
 	struct upstream *u = gateway_upstream(gw, ic->id);
 
 	if (u) {
 		upstream_set_addr(u, &ic->addr);
-		return;
+		return 0;
+	}
+	u = upstream_new(gw, ic->id, &ic->addr);
+	if (!u) {
+		log_error(NULL, "instance %s: cannot set up its link: %s", ic->id,
+			  strerror(errno ? errno : ENOMEM));
+		return -1;
 	}
 	gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
-	gw->ups[gw->n_ups++] = upstream_new(gw, ic->id, &ic->addr);
+	gw->ups[gw->n_ups++] = u;
+	return 0;
 }
 
 /* The instance leaves: its connections say goodbye and let go of its
@@ -164,7 +182,7 @@ static void reload_instances(struct gateway *gw)
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		add_instance(gw, &list[i]);
+		(void)add_instance(gw, &list[i]); /* logged; the next SIGHUP retries */
 	for (size_t i = 0; i < gw->n_ups;) {
 		const char *id = upstream_instance(gw->ups[i]);
 		keep = 0;
@@ -230,6 +248,8 @@ static void on_stop(int signo, void *user)
 		return;
 	}
 	gw->grace = ev_timer_new(gw->loop, SHUTDOWN_GRACE_MS, 0, on_grace_over, gw);
+	if (!gw->grace) /* no timer to bound the goodbye: write what is queued, go */
+		ev_loop_stop(gw->loop);
 }
 
 /* During shutdown the loop ends as soon as every client is gone. */
@@ -248,6 +268,10 @@ static int load_keys(struct gateway *gw)
 	char err[512];
 
 	gw->keys = keyset_new();
+	if (!gw->keys) {
+		fprintf(stderr, "ptygate-gateway: cannot initialise libsodium\n");
+		return -1;
+	}
 	for (size_t i = 0; i < gw->cfg->n_keys; i++) {
 		const struct gw_key_spec *k = &gw->cfg->keys[i];
 		int rc = k->ed25519 ? keyset_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
@@ -264,26 +288,79 @@ static int load_keys(struct gateway *gw)
 	return 0;
 }
 
+/* The config holds the --instance flags and the instances file as read
+   at start (config.c merged them; n_flag_instances tells them apart). */
 static int load_instances(struct gateway *gw)
 {
-	struct gw_instance_cfg *list;
-	char err[512];
-	size_t n = 0;
-
 	for (size_t i = 0; i < gw->cfg->n_instances; i++)
-		add_instance(gw, &gw->cfg->instances[i]);
-	if (!gw->cfg->instances_file[0])
-		return 0;
-	list = xcalloc(GW_MAX_INSTANCES, sizeof(*list));
-	if (gw_config_read_instances(gw->cfg->instances_file, list, GW_MAX_INSTANCES, &n,
-				     err, sizeof(err)) < 0) {
-		fprintf(stderr, "ptygate-gateway: --instances-file: %s\n", err);
-		free(list);
+		if (add_instance(gw, &gw->cfg->instances[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
 		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own fd */
+}
+
+/* File descriptors one timer costs in this build of the event loop. */
+static int fds_per_timer(struct ev_loop *loop)
+{
+	int before = count_open_fds();
+	struct ev_timer *t = ev_timer_new(loop, -1, 0, NULL, NULL);
+	int cost = count_open_fds() - before;
+
+	ev_timer_free(t);
+	return before < 0 || cost < 0 ? 1 : cost;
+}
+
+/* Raises the soft RLIMIT_NOFILE to the hard one, then lowers --max-conns
+   to what fits: a connection costs its socket and its three timers, each
+   listener may hold FD_HTTP_EXTRA plain requests (the admin listener as
+   many sockets as the public one), and FD_SPARE stay free. Running out
+   of descriptors then means refusals, never a failed timer. */
+static int fit_fd_limit(struct gateway *gw)
+{
+	struct gw_config *c = gw->cfg;
+	struct rlimit rl;
+	int64_t budget, per_conn, fit, open_now = count_open_fds();
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn(NULL, "cannot raise the open-file limit: %s", strerror(errno));
+		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	for (size_t i = 0; i < n; i++)
-		add_instance(gw, &list[i]);
-	free(list);
+	per_conn = 1 + 3 * fds_per_timer(gw->loop) + (c->admin_host[0] ? 1 : 0);
+	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ? INT32_MAX
+									   : (int64_t)rl.rlim_cur) -
+		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
+		 FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
+	fit = budget / per_conn;
+	if (fit < 1)
+		fit = 1;
+	if ((uint64_t)fit < c->max_conns) {
+		log_warn(NULL,
+			 "open-file limit %llu: --max-conns lowered from %u to %lld "
+			 "(%lld descriptors per connection)",
+			 (unsigned long long)rl.rlim_cur, c->max_conns, (long long)fit,
+			 (long long)per_conn);
+		c->max_conns = (uint32_t)fit;
+	} else {
+		log_info(NULL, "open-file limit %llu: room for --max-conns %u",
+			 (unsigned long long)rl.rlim_cur, c->max_conns);
+	}
 	return 0;
 }
 
@@ -326,6 +403,28 @@ static void write_pid_file(const struct gw_config *c)
 	fclose(f);
 }
 
+/* Signals, hooks and the tick. Returns 0 or -1 after printing why. */
+static int start_loop(struct gateway *gw)
+{
+	static const int stop_signals[] = {SIGTERM, SIGINT};
+
+	for (size_t i = 0; i < 2; i++)
+		if (ev_signal_add(gw->loop, stop_signals[i], on_stop, gw) < 0)
+			goto fail;
+	if (ev_signal_add(gw->loop, SIGHUP, on_hup, gw) < 0 ||
+	    ev_signal_add(gw->loop, SIGPIPE, NULL, NULL) < 0)
+		goto fail;
+	ev_hook_add(gw->loop, before_poll, gw);
+	ev_hook_add(gw->loop, stop_when_empty, gw);
+	gw->tick = ev_timer_new(gw->loop, 1000, 1000, on_tick, gw);
+	if (gw->tick)
+		return 0;
+fail:
+	fprintf(stderr, "ptygate-gateway: cannot set up the event loop: %s\n",
+		strerror(errno));
+	return -1;
+}
+
 struct gateway *gateway_new(struct gw_config *cfg)
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
@@ -333,17 +432,18 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	gw->cfg = cfg;
 	gw->loop = ev_loop_new();
 	gw->slots = xcalloc(1, sizeof(*gw->slots));
-	if (load_keys(gw) < 0 || load_instances(gw) < 0 || start_http(gw) < 0) {
+	if (!gw->loop) {
+		fprintf(stderr, "ptygate-gateway: cannot create the event loop: %s\n",
+			strerror(errno));
+		free(gw->slots);
+		free(gw);
+		return NULL;
+	}
+	if (load_keys(gw) < 0 || load_instances(gw) < 0 || fit_fd_limit(gw) < 0 ||
+	    start_http(gw) < 0 || start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
-	ev_signal_add(gw->loop, SIGTERM, on_stop, gw);
-	ev_signal_add(gw->loop, SIGINT, on_stop, gw);
-	ev_signal_add(gw->loop, SIGHUP, on_hup, gw);
-	ev_signal_add(gw->loop, SIGPIPE, NULL, NULL);
-	ev_hook_add(gw->loop, before_poll, gw);
-	ev_hook_add(gw->loop, stop_when_empty, gw);
-	gw->tick = ev_timer_new(gw->loop, 1000, 1000, on_tick, gw);
 	write_pid_file(cfg);
 	return gw;
 }

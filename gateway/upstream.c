@@ -304,8 +304,14 @@ static void dial(struct upstream *u)
 		schedule_dial(u);
 		return;
 	}
-	u->connect_fd = fd;
 	u->connect_io = ev_io_new(u->gw->loop, fd, EV_WRITE, on_connected, u);
+	if (!u->connect_io) {
+		log_warn(u->name, "connect: cannot watch the socket: %s", strerror(errno));
+		close(fd);
+		schedule_dial(u);
+		return;
+	}
+	u->connect_fd = fd;
 }
 
 static void on_retry(struct ev_timer *t, void *user)
@@ -329,6 +335,12 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 	buf_init(&u->json);
 	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
 	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
+	if (!u->retry || !u->sweep) {
+		int err = errno;
+		upstream_free(u);
+		errno = err;
+		return NULL;
+	}
 	dial(u);
 	return u;
 }
