@@ -250,9 +250,11 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
 		c->gw->metrics.heartbeat_timeouts++;
 		log_info(c->log_ctx, "no pong in %us: reaping", cfg->pong_timeout_s);
+		/* The close frame is written now, while the socket takes it; a
+		   half-open peer that never answers it is ended by the linger
+		   timer (LINGER_MS), so it holds nothing for longer. */
 		conn_close(c, WS_CLOSE_SERVER_ERROR, "heartbeat timeout");
-		/* A half-open peer will never answer the close either. */
-		conn_kill(c, "heartbeat timeout");
+		flush(c);
 		return;
 	}
 	if (c->ping_sent_ms && c->last_rx_ms > c->ping_sent_ms)
