@@ -77,6 +77,12 @@ static const char config__usage[] =
     "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
     "  --violation-limit N           protocol violations before close 4400,\n"
     "                                1-100000 (10)\n"
+    "  --queue-stall-timeout S       close 4429 a client whose queue stays over\n"
+    "                                --max-queue-bytes for S s, 1-3600 (10)\n"
+    "  --max-ops-per-sec N           client ops per second (bursts of 2 s),\n"
+    "                                1-100000 (200)\n"
+    "  --link-queue-bytes B          bytes queued toward one sidecar before the\n"
+    "                                link is dropped, 65536-1073741824 (16777216)\n"
     "\n"
     "Process:\n"
     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
@@ -112,6 +118,9 @@ enum {
 	OPT_FRAME,
 	OPT_REQ_TIMEOUT,
 	OPT_VIOLATIONS,
+	OPT_STALL,
+	OPT_OPS_RATE,
+	OPT_LINK_QUEUE,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -140,6 +149,9 @@ static const struct option config__options[] = {
     {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
     {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
     {"violation-limit", required_argument, NULL, OPT_VIOLATIONS},
+    {"queue-stall-timeout", required_argument, NULL, OPT_STALL},
+    {"max-ops-per-sec", required_argument, NULL, OPT_OPS_RATE},
+    {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -170,6 +182,9 @@ static const struct config__num config__nums[] = {
     CONFIG__NUM(OPT_FRAME, 1024, 16u << 20, max_frame_bytes),
     CONFIG__NUM(OPT_REQ_TIMEOUT, 100, 600000, request_timeout_ms),
     CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
+    CONFIG__NUM(OPT_STALL, 1, 3600, queue_stall_s),
+    CONFIG__NUM(OPT_OPS_RATE, 1, 100000, max_ops_per_sec),
+    CONFIG__NUM(OPT_LINK_QUEUE, 65536, 1ull << 30, link_queue_bytes),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -211,6 +226,9 @@ void gw_config_defaults(struct gw_config *c)
 	c->max_frame_bytes = 1u << 20;
 	c->request_timeout_ms = 10000;
 	c->violation_limit = 10;
+	c->queue_stall_s = 10;
+	c->max_ops_per_sec = 200;
+	c->link_queue_bytes = 16ull << 20;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])

@@ -49,6 +49,9 @@ struct gw_config {
 	uint32_t max_frame_bytes;    /* incoming WebSocket message: 1 MiB */
 	uint32_t request_timeout_ms; /* a sidecar request: 10000 */
 	uint32_t violation_limit;    /* protocol violations before 4400: 10 */
+	uint32_t queue_stall_s;      /* over the queue cap this long: close 4429 (10) */
+	uint32_t max_ops_per_sec;    /* client ops per second, bursts of 2 s (200) */
+	uint64_t link_queue_bytes;   /* toward one sidecar before a re-dial: 16 MiB */
 	char static_dir[4096];       /* web page files; "" : none */
 	int log_level;
 	char pid_file[4096];

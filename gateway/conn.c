@@ -21,8 +21,14 @@
 #include "uuid.h"
 #include "xalloc.h"
 
+/* What one connection may read per loop turn: a client sending as fast
+   as it can (WebSocket Pings, ops) costs every other connection at most
+   this much parsing per turn. */
 #define READ_CHUNK (64 * 1024)
 #define LINGER_MS 2000 /* how long we wait for the peer's close frame */
+/* Reading resumes once a paused connection's queue is down to half the
+   cap, so a client at the edge does not flip the epoll mask per frame. */
+#define RESUME_DIVISOR 2
 
 static void conn_kill(struct conn *c, const char *why);
 
@@ -45,6 +51,9 @@ static void on_ws_write(const uint8_t *p, size_t n, void *user)
 	conn_mark_dirty(c);
 }
 
+/* The connection's own frames (replies, errors, hello, goodbye) are
+   private bytes of its queue: they count against its cap like any byte,
+   and PTY_OUTPUT_LAGGED never drops them (only shared session data). */
 void conn_send_json(struct conn *c, const struct buf *json)
 {
 	struct wsframe *wf;
@@ -52,10 +61,38 @@ void conn_send_json(struct conn *c, const struct buf *json)
 	if (c->dead || ws_close_sent(c->ws))
 		return;
 	wf = wsframe_text((const char *)buf_head(json), buf_size(json));
-	outq_push_frame(&c->q, wf);
+	outq_push_bytes(&c->q, wf->data, wf->len);
 	wsframe_unref(wf);
 	c->gw->metrics.frames_out++;
 	conn_mark_dirty(c);
+}
+
+/* Backpressure: a connection whose queue is over the cap is not read
+   (everything it makes the gateway hold comes from what it sends) until
+   the queue is down to half; over the cap for --queue-stall-timeout, the
+   heartbeat closes it. */
+static void update_pressure(struct conn *c)
+{
+	const struct gw_config *cfg = c->gw->cfg;
+	size_t queued = outq_bytes(&c->q);
+
+	if (!c->paused && queued > cfg->max_queue_bytes) {
+		c->paused = 1;
+		c->over_since_ms = time_mono_ms();
+		c->gw->metrics.backpressure_events++;
+		log_info(c->log_ctx, "queue %zu bytes over the cap: not reading the client",
+			 queued);
+		if (!c->dead && c->state != CONN_CLOSING)
+			ev_timer_arm(c->heartbeat, (int64_t)cfg->queue_stall_s * 1000, 0);
+	} else if (c->paused && queued <= cfg->max_queue_bytes / RESUME_DIVISOR) {
+		c->paused = 0;
+		/* Nothing could be read meanwhile: liveness starts over. */
+		c->last_rx_ms = time_mono_ms();
+		c->ping_sent_ms = 0;
+		if (!c->dead && c->state != CONN_CLOSING)
+			ev_timer_arm(c->heartbeat, (int64_t)cfg->ping_interval_s * 1000, 0);
+	}
+	ev_io_set(c->io, (c->paused ? 0 : EV_READ) | (queued ? EV_WRITE : 0));
 }
 
 /* Writes what the socket takes. Returns 0, or -1 when the socket failed. */
@@ -77,7 +114,7 @@ static int write_out(struct conn *c)
 		c->gw->metrics.bytes_out += (uint64_t)n;
 		outq_consume(&c->q, (size_t)n);
 	}
-	ev_io_set(c->io, EV_READ | (outq_bytes(&c->q) ? EV_WRITE : 0));
+	update_pressure(c);
 	return 0;
 }
 
@@ -107,6 +144,7 @@ static void on_ws_text(const char *p, size_t n, void *user)
 	struct conn *c = user;
 
 	c->gw->metrics.frames_in++;
+	c->last_rx_ms = time_mono_ms();
 	if (c->state == CONN_CLOSING)
 		return;
 	conn_handle_text(c, p, n);
@@ -116,6 +154,7 @@ static void on_ws_binary(size_t n, void *user)
 {
 	struct conn *c = user;
 
+	c->last_rx_ms = time_mono_ms();
 	if (c->state != CONN_CLOSING)
 		conn_send_error(c, FRAMES_INVALID_REQUEST, NULL,
 				"binary frames are not accepted: send JSON text frames");
@@ -130,9 +169,14 @@ static void on_ws_close(uint16_t code, const char *reason, size_t n, void *user)
 	c->state = CONN_CLOSING;
 }
 
+/* Liveness is a pong or a whole frame read, never bytes alone: a peer
+   trickling one byte at a time does not stay alive by it. */
 static void on_ws_pong(const uint8_t *p, size_t n, void *user)
 {
-	((struct conn *)user)->ping_sent_ms = 0;
+	struct conn *c = user;
+
+	c->last_rx_ms = time_mono_ms();
+	c->ping_sent_ms = 0;
 }
 
 static const struct ws_callbacks ws_cbs = {
@@ -148,25 +192,21 @@ static void read_in(struct conn *c)
 	uint8_t chunk[READ_CHUNK];
 	ssize_t n;
 
-	for (int i = 0; i < 16 && !c->dead; i++) {
+	/* One chunk per turn; epoll reports the rest on the next one. */
+	do
 		n = read(c->fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			conn_detach_quietly(c);
-			conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
-			return;
-		}
-		c->last_rx_ms = time_mono_ms();
-		if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
-			/* A protocol error: wslay queued the close with its code. */
-			conn_detach_quietly(c);
-			c->state = CONN_CLOSING;
-		}
-		if ((size_t)n < sizeof(chunk))
-			return;
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		conn_detach_quietly(c);
+		conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
+		return;
+	}
+	if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
+		/* A protocol error: wslay queued the close with its code. */
+		conn_detach_quietly(c);
+		c->state = CONN_CLOSING;
 	}
 }
 
@@ -246,6 +286,18 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 	int64_t now = time_mono_ms(), idle = now - c->last_rx_ms;
 	int64_t interval = (int64_t)cfg->ping_interval_s * 1000;
 
+	if (c->paused) {
+		/* Not reading: no pong can be seen; the stall bound applies. */
+		int64_t left = c->over_since_ms + (int64_t)cfg->queue_stall_s * 1000 - now;
+		if (left > 0) {
+			ev_timer_arm(t, left, 0);
+			return;
+		}
+		c->gw->metrics.queue_stall_closes++;
+		log_info(c->log_ctx, "queue over the cap for %us: closing", cfg->queue_stall_s);
+		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, CONN_CLOSE_QUEUE_STALLED);
+		return;
+	}
 	if (c->ping_sent_ms && c->last_rx_ms <= c->ping_sent_ms &&
 	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
 		c->gw->metrics.heartbeat_timeouts++;

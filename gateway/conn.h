@@ -30,6 +30,10 @@ struct conn;
    (SPEC 7's "session gone": through this gateway it is, and a new attach
    gets 404). */
 #define CONN_CLOSE_INSTANCE_REMOVED 4404
+/* The close code for a client that kept its queue over --max-queue-bytes
+   for --queue-stall-timeout (it sends but does not read): SPEC 7's "rate
+   limited", after binding_goodbye {reason: rate_limited}. */
+#define CONN_CLOSE_QUEUE_STALLED 4429
 
 /* The connection set: the one owner of every upgraded connection of the
    gateway. A connection is never freed inside its own callbacks: it is

@@ -57,7 +57,12 @@ struct conn {
 	int lagged;                    /* dropped output, awaiting the Keyframe */
 	unsigned violations;
 
-	int64_t last_rx_ms;
+	int paused;                    /* queue over the cap: not reading */
+	int64_t over_since_ms;         /* when it went over */
+	int64_t op_tokens;             /* the op rate bucket, in 1/1000 ops */
+	int64_t op_tokens_ms;          /* when it was last refilled */
+
+	int64_t last_rx_ms;            /* the last whole frame or pong read */
 	int64_t ping_sent_ms;
 	struct ev_timer *heartbeat;
 	struct ev_timer *expiry;

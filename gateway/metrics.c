@@ -48,6 +48,13 @@ static const struct metrics__family metrics__families[] = {
     METRICS__F("ptygate_conn_setup_failures_total", "counter",
 	       "Upgrades refused (503) or dropped because a connection could not be set up.",
 	       conns_setup_failed),
+    METRICS__F("ptygate_backpressure_events_total", "counter",
+	       "Times a client's queue went over --max-queue-bytes and it was not read.",
+	       backpressure_events),
+    METRICS__F("ptygate_queue_stall_closes_total", "counter",
+	       "Clients closed 4429 for staying over the queue cap.", queue_stall_closes),
+    METRICS__F("ptygate_ops_rate_limited_total", "counter",
+	       "Client ops refused over --max-ops-per-sec.", ops_rate_limited),
 };
 
 static void metrics__head(struct buf *out, const char *name, const char *type,

@@ -28,6 +28,9 @@ struct metrics {
 	uint64_t heartbeat_timeouts; /* connections closed 1011 for no pong */
 	uint64_t http_requests;
 	uint64_t conns_setup_failed; /* upgrades refused (503) or dropped: no resources */
+	uint64_t backpressure_events; /* a client's queue went over the cap: not read */
+	uint64_t queue_stall_closes; /* closed 4429 after staying over the cap */
+	uint64_t ops_rate_limited;   /* client ops refused over --max-ops-per-sec */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

@@ -1,0 +1,214 @@
+"""One client cannot grow the gateway or stall the others (issue 6, item 4).
+
+- An observer that sends ping ops and never reads: every reply counts
+  against its queue cap; over it the gateway stops reading it, and after
+  --queue-stall-timeout closes it 4429. Gateway RSS stays bounded, and the
+  ping ops it read are all answered: no reply is dropped (they used to be
+  dropped with session data when the observer lagged).
+- A client flooding WebSocket Pings does not slow another client's echo.
+- Ops over --max-ops-per-sec get RATE_LIMITED, counted as violations.
+"""
+import json
+import os
+import socket
+import struct
+import threading
+import time
+
+import harness
+from harness import Closed, E2ETestCase, RawWs
+
+os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
+                              + ":quarantine_size_mb=16")
+
+
+def masked(opcode, payload):
+    mask = os.urandom(4)
+    body = bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+    n = len(payload)
+    head = bytes([0x80 | opcode])
+    head += bytes([0x80 | n]) if n < 126 else bytes([0x80 | 126]) + struct.pack(">H", n)
+    return head + mask + body
+
+
+def ping_op(raw, i):
+    frame = raw.envelope("ping", {"client_ts": harness.now_ts()}, id="00000000-0000-7000-8000-%012d" % i)
+    return masked(0x1, json.dumps(frame).encode())
+
+
+def rss_sampler(daemon, stop, out):
+    while not stop.is_set():
+        try:
+            out.append(daemon.rss_kib())
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
+class NeverReadingObserver(E2ETestCase):
+    GATEWAY_ARGS = ("--max-queue-bytes", 1 << 20, "--queue-stall-timeout", 2,
+                    "--max-ops-per-sec", 100000)
+
+    async def test_rss_bounded_replies_kept_then_4429(self):
+        st = self.stack
+        sid, alice = await self.session_with("controller", sub="alice")
+        ghost = self.raw(sid, sub="ghost", scope="pty:observe", rcvbuf=4096)
+        await ghost.expect_hello(sid)
+        await ghost.join("observer")
+        await ghost.wait_for("pty.session_frame", "Keyframe")
+        base = st.gateway.rss_kib()
+
+        # Session output the ghost does not read, so it lags too.
+        await alice.type("head -c 3000000 /dev/zero | tr '\\0' x; echo flood-$((4+4))\n")
+        stop, samples = threading.Event(), []
+        sampler = threading.Thread(target=rss_sampler, args=(st.gateway, stop, samples))
+        sampler.start()
+        sent, done = [], threading.Event()
+
+        def send_pings():
+            ghost.sock.settimeout(0.3)
+            i = 0
+            try:
+                while i < 400000 and not done.is_set():
+                    batch = b"".join(ping_op(ghost, i + k) for k in range(200))
+                    ghost.sock.sendall(batch)
+                    sent.extend(range(i, i + 200))
+                    i += 200
+            except (socket.timeout, OSError):
+                pass  # blocked: the gateway stopped reading
+
+        sender = threading.Thread(target=send_pings)
+        t0 = time.monotonic()
+        sender.start()
+        # Wait for the stall close, then read at once (the close's linger is 2 s).
+        while st.metrics().get("ptygate_queue_stall_closes_total", 0) < 1:
+            self.assertLess(time.monotonic() - t0, 60, "no stall close")
+            time.sleep(0.05)
+        done.set()
+        sender.join()
+        harness.note("ghost sent %d ping ops; stall close after %.1f s"
+                     % (len(sent), time.monotonic() - t0))
+        raw = bytearray(ghost.buf)
+        ghost.sock.settimeout(1)
+        while True:
+            try:
+                chunk = ghost.sock.recv(1 << 20)
+            except OSError:
+                break
+            if not chunk:
+                break
+            raw += chunk
+        ghost.buf = bytes(raw)
+        # Then parse it: replies in order with no hole, then 4429.
+        answered, code = [], None
+        while True:
+            try:
+                f = await ghost.recv(1)
+            except Closed as e:
+                code = e.code
+                break
+            if f["op"] == "pong" or f["op"] == "Error" and f["id"] in ghost.sent_ids:
+                answered.append(int(f["id"].rsplit("-", 1)[1]))
+        harness.note("%d ping ops answered, then close %s" % (len(answered), code))
+        self.assertEqual(answered, list(range(len(answered))), "a reply is missing")
+        self.assertGreater(len(answered), 0)
+        self.assertEqual(code, 4429)
+        await alice.wait_output("flood-8", timeout=30)
+        stop.set()
+        sampler.join()
+        grown = (max(samples) - base) / 1024
+        harness.note("gateway RSS %.1f MiB at the start, grew by at most %.1f MiB"
+                     % (base / 1024, grown))
+        self.assertLess(grown, 96 if st.sanitized else 48)
+
+        await alice.run("echo still-$((5+5))", "still-10")
+
+
+class WebSocketPingFlood(E2ETestCase):
+
+    async def test_echo_of_another_client_stays_fast(self):
+        st = self.stack
+        sid, alice = await self.session_with("controller", sub="alice")
+        await alice.run("stty -icanon -echo; cat", "", prompt=None)
+        sid2 = st.create_session()
+        flooder = self.raw(sid2, sub="flooder", scope="pty:observe")
+        await flooder.expect_hello(sid2)
+        stop = threading.Event()
+        pings = b"".join(masked(0x9, b"p") for _ in range(4000))
+
+        def flood():
+            flooder.sock.settimeout(0.5)
+            while not stop.is_set():
+                try:
+                    flooder.sock.sendall(pings)
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+
+        def drain():
+            flooder.sock.settimeout(0.5)
+            while not stop.is_set():
+                try:
+                    if not flooder.sock.recv(1 << 20):
+                        return
+                except socket.timeout:
+                    continue
+                except OSError:
+                    return
+
+        threads = [threading.Thread(target=flood), threading.Thread(target=drain)]
+        for t in threads:
+            t.start()
+        try:
+            await harness.asyncio.sleep(0.5)
+            lat = []
+            for i in range(20):
+                mark = len(alice.output)
+                t0 = time.monotonic()
+                await alice.type("k%d;" % i)
+                await alice.wait_output("k%d;" % i, since=mark, timeout=10)
+                lat.append((time.monotonic() - t0) * 1000)
+        finally:
+            stop.set()
+            for t in threads:
+                t.join()
+        lat.sort()
+        harness.note("echo under a WebSocket Ping flood: median %.1f ms, max %.1f ms"
+                     % (lat[len(lat) // 2], lat[-1]))
+        self.assertLess(lat[len(lat) // 2], 300 if st.sanitized else 100)
+        self.assertTrue(st.gateway.alive())
+
+
+class OpRateLimit(E2ETestCase):
+    GATEWAY_ARGS = ("--max-ops-per-sec", 50)
+
+    async def test_ops_over_the_rate_are_refused_then_closed(self):
+        sid = self.stack.create_session()
+        c = self.raw(sid, sub="fast", scope="pty:observe")
+        await c.expect_hello(sid)
+        c.sock.sendall(b"".join(ping_op(c, i) for i in range(500)))
+        pongs, limited, code = [], [], None
+        while True:
+            try:
+                f = await c.recv(5)
+            except Closed as e:
+                code = e.code
+                break
+            n = int(f["id"].rsplit("-", 1)[1])
+            if f["op"] == "pong":
+                pongs.append(n)
+            elif f["op"] == "Error":
+                self.assertEqual(f["payload"]["code"], "RATE_LIMITED", f)
+                limited.append(n)
+        harness.note("%d answered, %d RATE_LIMITED, close %s" % (len(pongs), len(limited), code))
+        # Two seconds' worth pass; every op read is answered in order.
+        self.assertGreaterEqual(len(pongs), 100)
+        self.assertLess(len(pongs), 200)
+        self.assertEqual(sorted(pongs + limited), list(range(len(pongs) + len(limited))))
+        self.assertEqual(len(limited), 10)  # --violation-limit
+        self.assertEqual(code, 4400)
+
+
+if __name__ == "__main__":
+    harness.main()
