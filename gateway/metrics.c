@@ -55,6 +55,14 @@ static const struct metrics__family metrics__families[] = {
 	       "Clients closed 4429 for staying over the queue cap.", queue_stall_closes),
     METRICS__F("ptygate_ops_rate_limited_total", "counter",
 	       "Client ops refused over --max-ops-per-sec.", ops_rate_limited),
+    METRICS__F("ptygate_link_instance_mismatches_total", "counter",
+	       "Sidecar links refused: the sidecar reported another instance id.",
+	       link_instance_mismatches),
+    METRICS__F("ptygate_link_violations_total", "counter",
+	       "Sidecar links dropped for a message over its caps.", link_violations),
+    METRICS__F("ptygate_link_queue_overflows_total", "counter",
+	       "Sidecar links dropped: over --link-queue-bytes queued toward the sidecar.",
+	       link_queue_overflows),
 };
 
 static void metrics__head(struct buf *out, const char *name, const char *type,

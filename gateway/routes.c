@@ -956,7 +956,7 @@ static int routes__readyz(struct route_req *rq)
 
 		any |= up;
 		json_object_set_new(inst, upstream_instance(rq->gw->ups[i]),
-				    json_string(up ? "up" : "down"));
+				    json_string(upstream_state(rq->gw->ups[i])));
 	}
 	return routes__json(rq, any ? 200 : 503, json_pack("{s:o}", "instances", inst));
 }

@@ -20,6 +20,11 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* The largest Output a sidecar may send in one frame (its PTY reads are
+   64 KiB): more is a hostile or broken peer, and the link is dropped. */
+#define LINK_MAX_OUTPUT_BYTES (1u << 20)
+/* Members of a MembershipChanged when the hello gave no limits. */
+#define LINK_MAX_MEMBERS_DEFAULT 1024
 
 struct pending {
 	uint64_t id;
@@ -57,6 +62,7 @@ struct upstream {
 	struct buf json;
 	Ptg__Limits limits;
 	int has_limits;
+	char refused[200];          /* why the last hello was refused, or "" */
 };
 
 static void dial(struct upstream *u);
@@ -140,40 +146,46 @@ void upstream_unbind(struct upstream *u, uint64_t attach_id)
 
 /* ---- frames from the sidecar ---- */
 
-static void route_frame(struct upstream *u, const Ptg__Frame *f)
+/* Encodes f once as the JSON text frame every recipient shares. */
+static struct wsframe *encode_frame(struct upstream *u, const Ptg__Frame *f)
 {
-	struct wsframe *wf;
-	struct binding *b;
-
 	buf_reset(&u->json);
 	if (frames_session_frame(f, NULL, time_now_ms(), &u->json) < 0) {
 		log_warn(u->name, "dropping a frame the binding cannot express");
-		return;
+		return NULL;
 	}
-	wf = wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
+	return wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
+}
+
+/* Recipients are found before anything is encoded: a session nobody
+   watches costs no JSON. Delivery may unbind (a Closed ends
+   connections): the recipients are a copy of the attach ids, each looked
+   up again before its delivery. */
+static void route_frame(struct upstream *u, const Ptg__Frame *f)
+{
+	uint64_t few[32], *to = few;
+	size_t n = u->n_binds, k = 0;
+	struct wsframe *wf = NULL;
+	struct binding *b;
+
 	if (f->target_attach_id) {
-		b = find_binding(u, f->target_attach_id);
-		if (b)
-			b->sink->frame(f, wf, b->user);
+		if (find_binding(u, f->target_attach_id))
+			few[k++] = f->target_attach_id;
 	} else {
-		/* Delivery may unbind (a Closed ends connections): walk a copy
-		   of who was attached when the frame arrived, and look each one
-		   up again before delivering, since an earlier delivery may have
-		   unbound a later one. */
-		uint64_t few[32], *to = few;
-		size_t n = u->n_binds, k = 0;
 		if (n > 32)
 			to = xcalloc(n, sizeof(*to));
 		for (size_t i = 0; i < n; i++)
 			if (strcmp(u->binds[i].session_id, f->session_id) == 0)
 				to[k++] = u->binds[i].attach_id;
-		for (size_t i = 0; i < k; i++)
-			if ((b = find_binding(u, to[i])))
-				b->sink->frame(f, wf, b->user);
-		if (to != few)
-			free(to);
 	}
+	if (k)
+		wf = encode_frame(u, f);
+	for (size_t i = 0; wf && i < k; i++)
+		if ((b = find_binding(u, to[i])))
+			b->sink->frame(f, wf, b->user);
 	wsframe_unref(wf);
+	if (to != few)
+		free(to);
 }
 
 static void route_reply(struct upstream *u, const Ptg__Reply *r)
@@ -191,8 +203,28 @@ static void route_reply(struct upstream *u, const Ptg__Reply *r)
 		b->sink->reply(r, b->user);
 }
 
+/* The sidecar must be the instance this address was configured for: a
+   reused vsock CID or socket path would otherwise hand one tenant's
+   sessions (and tokens) to another. A mismatch refuses the link. */
+static int check_instance(struct upstream *u, const Ptg__HelloAck *a)
+{
+	if (strcmp(a->instance_id, u->id) == 0) {
+		u->refused[0] = '\0';
+		return 0;
+	}
+	snprintf(u->refused, sizeof(u->refused),
+		 "refused: the sidecar reports instance '%.64s'", a->instance_id);
+	log_error(u->name, "link refused: the sidecar reports instance '%.128s', not '%s'",
+		  a->instance_id, u->id);
+	u->gw->metrics.link_instance_mismatches++;
+	linkconn_close(u->lc, "instance id mismatch");
+	return -1;
+}
+
 static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 {
+	if (check_instance(u, a) < 0)
+		return;
 	u->up = 1;
 	u->backoff_ms = BACKOFF_MIN_MS;
 	if (u->ever_up)
@@ -205,10 +237,43 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
 }
 
+/* Caps per message type on what the sidecar sends: a compromised sandbox
+   is an untrusted peer. Returns why the frame is refused, or NULL. */
+static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f)
+{
+	size_t max_c = LINK_MAX_MEMBERS_DEFAULT, max_o = LINK_MAX_MEMBERS_DEFAULT;
+
+	if (u->has_limits && u->limits.max_controllers)
+		max_c = u->limits.max_controllers;
+	if (u->has_limits && u->limits.max_observers)
+		max_o = u->limits.max_observers;
+	switch (f->kind_case) {
+	case PTG__FRAME__KIND_OUTPUT:
+		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output" : NULL;
+	case PTG__FRAME__KIND_MEMBERSHIP:
+		return f->membership->n_controllers > max_c ||
+			       f->membership->n_observers > max_o
+			   ? "more members than its hello's limits allow"
+			   : NULL;
+	default:
+		return NULL;
+	}
+}
+
 static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
 {
 	struct upstream *u = user;
+	const char *why;
 
+	if (!u->up && m->msg_case != PTG__LINK_MESSAGE__MSG_HELLO_ACK)
+		return; /* nothing counts before the hello is answered and checked */
+	if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
+	    (why = frame_over_caps(u, m->frame))) {
+		log_error(u->name, "dropping the link: the sidecar sent %s", why);
+		u->gw->metrics.link_violations++;
+		linkconn_close(lc, why);
+		return;
+	}
 	switch (m->msg_case) {
 	case PTG__LINK_MESSAGE__MSG_HELLO_ACK:
 		on_hello_ack(u, m->hello_ack);
@@ -388,6 +453,10 @@ void upstream_set_addr(struct upstream *u, const struct addr *a)
 const char *upstream_instance(const struct upstream *u) { return u->id; }
 const struct addr *upstream_addr(const struct upstream *u) { return &u->addr; }
 int upstream_up(const struct upstream *u) { return u->up; }
+const char *upstream_state(const struct upstream *u)
+{
+	return u->up ? "up" : u->refused[0] ? u->refused : "down";
+}
 const Ptg__Limits *upstream_limits(const struct upstream *u)
 {
 	return u->has_limits ? &u->limits : NULL;
@@ -395,11 +464,25 @@ const Ptg__Limits *upstream_limits(const struct upstream *u)
 uint64_t upstream_next_id(struct upstream *u) { return u->next_request++; }
 uint64_t upstream_attach_id(struct upstream *u) { return u->next_attach++; }
 
+/* Queues m toward the sidecar. A sidecar that does not read is not
+   given more than --link-queue-bytes: the link is dropped (its clients
+   are told, as for any lost link) and dialled again. */
+static void send_capped(struct upstream *u, const Ptg__LinkMessage *m)
+{
+	linkconn_send(u->lc, m);
+	if (linkconn_pending(u->lc) <= u->gw->cfg->link_queue_bytes)
+		return;
+	log_error(u->name, "dropping the link: %zu bytes queued, the sidecar is not reading",
+		  linkconn_pending(u->lc));
+	u->gw->metrics.link_queue_overflows++;
+	linkconn_close(u->lc, "the sidecar is not reading");
+}
+
 int upstream_send(struct upstream *u, const Ptg__LinkMessage *m)
 {
 	if (!u->up)
 		return -ENOTCONN;
-	linkconn_send(u->lc, m);
+	send_capped(u, m);
 	return 0;
 }
 
@@ -417,7 +500,7 @@ int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
 	p->deadline = time_mono_ms() + u->gw->cfg->request_timeout_ms;
 	p->next = u->pending;
 	u->pending = p;
-	linkconn_send(u->lc, m);
+	send_capped(u, m);
 	return 0;
 }
 

@@ -31,6 +31,9 @@ void upstream_set_addr(struct upstream *u, const struct addr *a);
 const Ptg__Limits *upstream_limits(const struct upstream *u);
 /* 1 when the link is connected and the hello is answered. */
 int upstream_up(const struct upstream *u);
+/* "up", "down", or "refused: WHY" when the sidecar's hello was refused
+   (it reported another instance id), for /readyz. */
+const char *upstream_state(const struct upstream *u);
 
 /* A fresh request id for a message the caller is about to send. */
 uint64_t upstream_next_id(struct upstream *u);
