@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -453,6 +456,9 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 		conn_kill(c, "cannot watch the socket");
 		return;
 	}
+	/* Frames are whole writes already: Nagle would only hold a lone
+	   keystroke's echo back until the peer's delayed ACK (~40 ms). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	log_info(c->log_ctx, "upgraded");
 	/* Looked up now, not before the 101: a reload in between may have
 	   removed the instance. */

@@ -202,7 +202,8 @@ static void reload_instances(struct gateway *gw)
 /* ---- loop hooks and signals ---- */
 
 /* Write what connections queued and free the ended ones, then let MHD
-   see what that changed (resumed requests, released sockets). */
+   see what that changed (resumed requests, released sockets), then write
+   what MHD's run queued. */
 static void before_poll(void *user)
 {
 	struct gateway *gw = user;
@@ -210,6 +211,9 @@ static void before_poll(void *user)
 	conn_set_flush(&gw->conns);
 	http_run_pending(gw->http);
 	http_run_pending(gw->admin);
+	/* An upgrade completed inside that MHD run queued its binding_hello
+	   after the flush above: write it now, not after the next wake-up. */
+	conn_set_flush(&gw->conns);
 }
 
 /* The fan-out queue gauges, refreshed once a second for /metrics. */
