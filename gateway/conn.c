@@ -70,6 +70,46 @@ void conn_send_json(struct conn *c, const struct buf *json)
 	conn_mark_dirty(c);
 }
 
+/* ---- the op rate: a token bucket of --max-ops-per-sec holding two
+   seconds' worth, so a paste or a pipelined join passes at once ---- */
+
+static void refill_ops(struct conn *c)
+{
+	int64_t rate = c->gw->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
+	int64_t now = time_mono_ms();
+
+	c->op_tokens = c->op_tokens_ms ? c->op_tokens + (now - c->op_tokens_ms) * rate : cap;
+	c->op_tokens_ms = now;
+	if (c->op_tokens > cap)
+		c->op_tokens = cap;
+}
+
+/* Milliseconds until the bucket holds an op again (0: it does). */
+static int64_t throttle_left_ms(struct conn *c)
+{
+	int64_t rate = c->gw->cfg->max_ops_per_sec;
+
+	refill_ops(c);
+	return c->op_tokens >= 0 ? 0 : (-c->op_tokens + rate - 1) / rate;
+}
+
+void conn_take_op(struct conn *c)
+{
+	int64_t cap = 2 * (int64_t)c->gw->cfg->max_ops_per_sec * 1000;
+
+	refill_ops(c);
+	c->op_tokens -= 1000;
+	if (c->op_tokens < -cap) /* one read's worth past the rate at most */
+		c->op_tokens = -cap;
+	if (c->op_tokens >= 0 || c->throttled)
+		return;
+	c->throttled = 1;
+	c->gw->metrics.ops_throttled++;
+	if (!c->dead && c->state != CONN_CLOSING)
+		ev_timer_arm(c->heartbeat, throttle_left_ms(c), 0);
+	conn_mark_dirty(c); /* the flush drops EV_READ */
+}
+
 /* Backpressure: a connection whose queue is over the cap is not read
    (everything it makes the gateway hold comes from what it sends) until
    the queue is down to half; over the cap for --queue-stall-timeout, the
@@ -93,9 +133,13 @@ static void update_pressure(struct conn *c)
 		c->last_rx_ms = time_mono_ms();
 		c->ping_sent_ms = 0;
 		if (!c->dead && c->state != CONN_CLOSING)
-			ev_timer_arm(c->heartbeat, (int64_t)cfg->ping_interval_s * 1000, 0);
+			ev_timer_arm(c->heartbeat,
+				     c->throttled ? throttle_left_ms(c)
+						  : (int64_t)cfg->ping_interval_s * 1000,
+				     0);
 	}
-	ev_io_set(c->io, (c->paused ? 0 : EV_READ) | (queued ? EV_WRITE : 0));
+	ev_io_set(c->io,
+		  (c->paused || c->throttled ? 0 : EV_READ) | (queued ? EV_WRITE : 0));
 }
 
 /* Writes what the socket takes. Returns 0, or -1 when the socket failed. */
@@ -299,6 +343,20 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 		c->gw->metrics.queue_stall_closes++;
 		log_info(c->log_ctx, "queue over the cap for %us: closing", cfg->queue_stall_s);
 		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, CONN_CLOSE_QUEUE_STALLED);
+		return;
+	}
+	if (c->throttled) {
+		int64_t left = throttle_left_ms(c);
+		if (left > 0) {
+			ev_timer_arm(t, left, 0);
+			return;
+		}
+		/* Read again; nothing could be read meanwhile. */
+		c->throttled = 0;
+		c->last_rx_ms = now;
+		c->ping_sent_ms = 0;
+		update_pressure(c);
+		ev_timer_arm(t, interval, 0);
 		return;
 	}
 	if (c->ping_sent_ms && c->last_rx_ms <= c->ping_sent_ms &&

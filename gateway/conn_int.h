@@ -59,6 +59,7 @@ struct conn {
 
 	int paused;                    /* queue over the cap: not reading */
 	int64_t over_since_ms;         /* when it went over */
+	int throttled;                 /* over the op rate: not reading */
 	int64_t op_tokens;             /* the op rate bucket, in 1/1000 ops */
 	int64_t op_tokens_ms;          /* when it was last refilled */
 
@@ -76,6 +77,11 @@ extern const struct upstream_sink conn_sink;
 void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf);
 /* The link to the sidecar dropped: the attachment is gone. */
 void conn_link_lost(struct conn *c);
+
+/* Spends one op of the connection's rate (--max-ops-per-sec). Ops are
+   never refused: over the rate, the connection is not read until its
+   bucket refills (the ops already read are still handled). */
+void conn_take_op(struct conn *c);
 
 /* Has the before-poll hook write this connection's queue. */
 void conn_mark_dirty(struct conn *c);

@@ -25,8 +25,10 @@ void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 	frames_error(code, id, message, time_now_ms(), &out);
 	conn_send_json(c, &out);
 	buf_free(&out);
+	/* Every error the client's own ops cause is a violation (a failure
+	   of the gateway or the sandbox is not). */
 	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION &&
-	    code != FRAMES_RATE_LIMITED)
+	    code != FRAMES_PERMISSION_DENIED)
 		return;
 	if (++c->violations >= c->gw->cfg->violation_limit)
 		conn_close(c, 4400, "too many protocol violations");
@@ -512,26 +514,6 @@ static void first_frame(struct conn *c, const struct envelope *env)
 		take_service_params(c, env->service_parameters);
 }
 
-/* The op rate limit: a token bucket of --max-ops-per-sec, holding two
-   seconds' worth, so a burst (a paste, a pipelined join) passes. */
-static int take_op_token(struct conn *c)
-{
-	int64_t rate = c->gw->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
-	int64_t now = time_mono_ms();
-
-	if (!c->op_tokens_ms)
-		c->op_tokens = cap;
-	else
-		c->op_tokens += (now - c->op_tokens_ms) * rate;
-	c->op_tokens_ms = now;
-	if (c->op_tokens > cap)
-		c->op_tokens = cap;
-	if (c->op_tokens < 1000)
-		return 0;
-	c->op_tokens -= 1000;
-	return 1;
-}
-
 void conn_handle_text(struct conn *c, const char *p, size_t n)
 {
 	struct envelope_error err;
@@ -543,15 +525,7 @@ void conn_handle_text(struct conn *c, const char *p, size_t n)
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
 		return;
 	}
-	if (!take_op_token(c)) {
-		char msg[96];
-		c->gw->metrics.ops_rate_limited++;
-		snprintf(msg, sizeof(msg), "more than %u ops per second",
-			 c->gw->cfg->max_ops_per_sec);
-		conn_send_error(c, FRAMES_RATE_LIMITED, env->id, msg);
-		envelope_free(env);
-		return;
-	}
+	conn_take_op(c);
 	if (!c->spoke)
 		first_frame(c, env);
 	if (envelope_op_is_pty(env->op_kind) && !c->pty_extension)

@@ -30,7 +30,7 @@ struct metrics {
 	uint64_t conns_setup_failed; /* upgrades refused (503) or dropped: no resources */
 	uint64_t backpressure_events; /* a client's queue went over the cap: not read */
 	uint64_t queue_stall_closes; /* closed 4429 after staying over the cap */
-	uint64_t ops_rate_limited;   /* client ops refused over --max-ops-per-sec */
+	uint64_t ops_throttled;   /* times a client went over --max-ops-per-sec: not read */
 	uint64_t link_instance_mismatches; /* hellos refused: another instance id */
 	uint64_t link_violations;    /* links dropped for a message over its caps */
 	uint64_t link_queue_overflows; /* links dropped: the sidecar was not reading */

@@ -6,7 +6,8 @@
   ping ops it read are all answered: no reply is dropped (they used to be
   dropped with session data when the observer lagged).
 - A client flooding WebSocket Pings does not slow another client's echo.
-- Ops over --max-ops-per-sec get RATE_LIMITED, counted as violations.
+- Ops over --max-ops-per-sec are not refused: the client is not read until
+  its bucket refills, and every op is answered.
 """
 import json
 import os
@@ -181,33 +182,32 @@ class WebSocketPingFlood(E2ETestCase):
 
 
 class OpRateLimit(E2ETestCase):
-    GATEWAY_ARGS = ("--max-ops-per-sec", 50)
+    GATEWAY_ARGS = ("--max-ops-per-sec", 200)
+    N = 1000
 
-    async def test_ops_over_the_rate_are_refused_then_closed(self):
+    async def test_ops_over_the_rate_wait_and_are_all_answered(self):
         sid = self.stack.create_session()
         c = self.raw(sid, sub="fast", scope="pty:observe")
         await c.expect_hello(sid)
-        c.sock.sendall(b"".join(ping_op(c, i) for i in range(500)))
-        pongs, limited, code = [], [], None
-        while True:
-            try:
-                f = await c.recv(5)
-            except Closed as e:
-                code = e.code
-                break
-            n = int(f["id"].rsplit("-", 1)[1])
-            if f["op"] == "pong":
-                pongs.append(n)
-            elif f["op"] == "Error":
-                self.assertEqual(f["payload"]["code"], "RATE_LIMITED", f)
-                limited.append(n)
-        harness.note("%d answered, %d RATE_LIMITED, close %s" % (len(pongs), len(limited), code))
-        # Two seconds' worth pass; every op read is answered in order.
-        self.assertGreaterEqual(len(pongs), 100)
-        self.assertLess(len(pongs), 200)
-        self.assertEqual(sorted(pongs + limited), list(range(len(pongs) + len(limited))))
-        self.assertEqual(len(limited), 10)  # --violation-limit
-        self.assertEqual(code, 4400)
+        t0 = time.monotonic()
+        c.sock.sendall(b"".join(ping_op(c, i) for i in range(self.N)))
+        pongs = []
+        while len(pongs) < self.N:
+            f = await c.recv(10)
+            self.assertEqual(f["op"], "pong", f)
+            pongs.append(int(f["id"].rsplit("-", 1)[1]))
+        took = time.monotonic() - t0
+        m = self.stack.metrics()
+        harness.note("%d ping ops at --max-ops-per-sec 200: all answered in %.2f s, "
+                     "throttled %d times" % (self.N, took, m["ptygate_ops_throttled_total"]))
+        # Two seconds' worth (400) pass at once; the rest wait for the rate
+        # (a read's worth of ops is handled whole, so roughly, not exactly).
+        self.assertEqual(pongs, list(range(self.N)))
+        self.assertGreater(took, 1.5)
+        self.assertGreaterEqual(m["ptygate_ops_throttled_total"], 1)
+        # The connection is fine afterwards.
+        await c.send("ping", {"client_ts": harness.now_ts()})
+        self.assertEqual((await c.recv(5))["op"], "pong")
 
 
 if __name__ == "__main__":

@@ -60,7 +60,7 @@ static void test_values(void **state)
 	m.conns_setup_failed = 22;
 	m.backpressure_events = 23;
 	m.queue_stall_closes = 24;
-	m.ops_rate_limited = 25;
+	m.ops_throttled = 25;
 	m.link_instance_mismatches = 26;
 	m.link_violations = 27;
 	m.link_queue_overflows = 28;
@@ -85,7 +85,7 @@ static void test_values(void **state)
 	    "ptygate_conn_setup_failures_total 22",
 	    "ptygate_backpressure_events_total 23",
 	    "ptygate_queue_stall_closes_total 24",
-	    "ptygate_ops_rate_limited_total 25",
+	    "ptygate_ops_throttled_total 25",
 	    "ptygate_link_instance_mismatches_total 26",
 	    "ptygate_link_violations_total 27",
 	    "ptygate_link_queue_overflows_total 28",
