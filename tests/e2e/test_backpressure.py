@@ -209,6 +209,16 @@ class OpRateLimit(E2ETestCase):
         await c.send("ping", {"client_ts": harness.now_ts()})
         self.assertEqual((await c.recv(5))["op"], "pong")
 
+    async def test_refused_input_counts_as_violations(self):
+        sid, alice = await self.session_with("controller", sub="alice")
+        obs = await self.connect(sid, sub="obs", scope="pty:observe")
+        await obs.join_fresh("observer")
+        for _ in range(10):  # --violation-limit
+            await obs.type("x")
+        for _ in range(10):
+            await obs.expect_error("PERMISSION_DENIED", skip_output=True)
+        await obs.expect_close(4400, allow=("Output", "MembershipChanged", "Keyframe"))
+
 
 if __name__ == "__main__":
     harness.main()
