@@ -193,7 +193,8 @@ class WebSocketPingFlood(E2ETestCase):
         lat.sort()
         harness.note("echo under a WebSocket Ping flood: median %.1f ms, max %.1f ms"
                      % (lat[len(lat) // 2], lat[-1]))
-        self.assertLess(lat[len(lat) // 2], 300 if st.sanitized else 100)
+        # ASan on a loaded 2-core machine is slow; main took seconds there.
+        self.assertLess(lat[len(lat) // 2], 500 if st.sanitized else 100)
         self.assertTrue(st.gateway.alive())
 
 
