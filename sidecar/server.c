@@ -410,10 +410,16 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		snprintf(name, sizeof(name), "link-%u", ++srv->link_seq);
 		l = xcalloc(1, sizeof(*l));
 		l->srv = srv;
+		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
+		if (!l->lc) {
+			/* linkconn_new closed cfd; the gateway re-dials. */
+			log_warn(name, "refusing a link: cannot watch it: %s", strerror(errno));
+			free(l);
+			continue;
+		}
 		l->next = srv->links;
 		srv->links = l;
 		srv->n_links++;
-		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
 		log_info(name, "accepted");
 	}
 	if (errno != EAGAIN && errno != EINTR)
@@ -515,10 +521,20 @@ struct server *server_new(const struct sidecar_config *cfg)
 	}
 	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
-	ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv);
-	ev_signal_add(srv->loop, SIGTERM, on_stop, srv);
-	ev_signal_add(srv->loop, SIGINT, on_stop, srv);
-	ev_signal_add(srv->loop, SIGPIPE, NULL, NULL);
+	if (!srv->listen_io || !srv->tick) {
+		log_error(NULL, "cannot watch the listener or start the tick: %s",
+			  strerror(errno));
+		server_free(srv);
+		return NULL;
+	}
+	if (ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGTERM, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGINT, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGPIPE, NULL, NULL) < 0) {
+		log_error(NULL, "cannot take the signals: %s", strerror(errno));
+		server_free(srv);
+		return NULL;
+	}
 	ev_hook_add(srv->loop, check_link_backlog, srv);
 	log_info(NULL, "listening on %s (instance %s)", where, cfg->instance_id);
 	return srv;

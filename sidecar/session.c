@@ -92,6 +92,12 @@ static int start_process(struct session *s, const struct session_params *p,
 	if (rc < 0)
 		return rc;
 	s->io = ev_io_new(s->loop, s->master, EV_READ, on_pty, s);
+	if (!s->io) {
+		/* Out of file descriptors (or epoll's limit): a session whose
+		   PTY is never read would hang its program, so refuse it. */
+		snprintf(err, errlen, "cannot watch the terminal: %s", strerror(errno));
+		return -EMFILE;
+	}
 	return 0;
 }
 
@@ -220,7 +226,10 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 		/* Cadence restarts here, made or not: a failed one is not retried
 		   on every output frame. */
 		s->frames_since_keyframe = 0;
-		ev_timer_disarm(s->keyframe_timer);
+		/* No timer yet when the frame count comes due first (for
+		   instance --keyframe-frames 1). */
+		if (s->keyframe_timer)
+			ev_timer_disarm(s->keyframe_timer);
 	}
 	session_screen_sync(s);
 	screen_snapshot(s->screen, &snap);
@@ -312,6 +321,12 @@ static void keyframe_cadence(struct session *s)
 	}
 	if (!s->keyframe_timer)
 		s->keyframe_timer = ev_timer_new(s->loop, -1, 0, on_keyframe_due, s);
+	if (!s->keyframe_timer) {
+		/* Out of descriptors: the frame count still brings Keyframes;
+		   the timer is tried again on the next output. */
+		log_warn(s->id, "no keyframe timer: %s", strerror(errno));
+		return;
+	}
 	if (!ev_timer_armed(s->keyframe_timer))
 		ev_timer_arm(s->keyframe_timer, due, 0);
 }
@@ -603,6 +618,12 @@ void session_kill(struct session *s, const char *detail)
 	kill(s->pid, SIGHUP);
 	kill(-s->pid, SIGCONT);
 	s->kill_timer = ev_timer_new(s->loop, s->cfg->kill_grace_ms, 0, on_kill_grace, s);
+	if (!s->kill_timer) {
+		/* Without a timer there is no grace period: a program that
+		   ignores the hang-up must not outlive the kill. */
+		log_warn(s->id, "no grace timer (%s): SIGKILL now", strerror(errno));
+		on_kill_grace(NULL, s);
+	}
 }
 
 void session_tick(struct session *s, int64_t now_ms)

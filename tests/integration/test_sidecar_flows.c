@@ -1822,6 +1822,122 @@ static void test_keyframe_unavailable(void **state)
 	assert_true(snapshot_shows(f->keyframe, "small-2"));
 }
 
+
+/* ---- 15. every numeric flag at its bounds ---- */
+
+struct flag_bounds {
+	const char *flag;
+	const char *lo, *hi;         /* accepted */
+	const char *below, *above;   /* refused (NULL: nothing below) */
+};
+
+static const struct flag_bounds FLAG_BOUNDS[] = {
+	{ "--replay-frames", "0", "10000000", NULL, "10000001" },
+	{ "--replay-seconds", "0", "2592000", NULL, "2592001" },
+	{ "--replay-bytes", "1024", "68719476736", "1023", "68719476737" },
+	{ "--max-controllers", "0", "1024", NULL, "1025" },
+	{ "--max-observers", "0", "4096", NULL, "4097" },
+	{ "--keyframe-seconds", "1", "86400", "0", "86401" },
+	{ "--keyframe-frames", "1", "1000000", "0", "1000001" },
+	{ "--keyframe-max-bytes", "1024", "12582912", "1023", "12582913" },
+	{ "--max-sessions", "1", "100000", "0", "100001" },
+	{ "--kill-grace-ms", "0", "600000", NULL, "600001" },
+	{ "--exited-keep-seconds", "0", "2592000", NULL, "2592001" },
+	{ "--default-size", "1x1", "1024x1024", "0x1", "1025x1" },
+};
+
+/* The sidecar refuses flag=value at start: exit status 2, and stderr
+   names the flag. */
+static void expect_refused(const char *flag, const char *value)
+{
+	const char *argv[] = { sidecar_bin, "--listen", "unix:/tmp/ptg-it-never.sock",
+			       flag, value, NULL };
+	char err[1024];
+	int fds[2], status;
+	ssize_t n, got = 0;
+	pid_t pid;
+
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(fds[1], 2);
+		execv(sidecar_bin, (char **)argv);
+		_exit(127);
+	}
+	close(fds[1]);
+	while (got < (ssize_t)sizeof(err) - 1 &&
+	       (n = read(fds[0], err + got, sizeof(err) - 1 - (size_t)got)) > 0)
+		got += n;
+	err[got] = '\0';
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 2)
+		fail_msg("%s %s: status 0x%x, expected exit 2", flag, value, status);
+	if (!strstr(err, flag))
+		fail_msg("%s %s: the error does not name the flag: '%s'", flag, value, err);
+}
+
+/* Starts the sidecar with flag=value, joins a session whose program keeps
+   printing, and sees output arrive after the join (--keyframe-frames 1
+   once crashed on the first one), then stops it cleanly. */
+static void run_at_bound(struct fixture *fx, const char *flag, const char *value)
+{
+	static const char *const ticker[] = {
+		"/bin/sh", "-c", "while :; do echo tick-$((40+2)); sleep 0.05; done", NULL
+	};
+	const char *extra[] = { flag, value, NULL };
+	struct create_req cr = { ticker, NULL, 0, 0, PTG__POLICY__POLICY_KEEP_RUNNING };
+	int observer = strcmp(flag, "--max-controllers") == 0 && strcmp(value, "0") == 0;
+	struct attach_req a = {
+		.attach_id = 1, .label = "bound", .scopes = SC_OBSERVE | SC_CONTROL,
+		.role = observer ? PTG__ROLE__ROLE_OBSERVER : PTG__ROLE__ROLE_CONTROLLER,
+	};
+	struct peer *p;
+	char sid[64];
+	int status;
+
+	print_message("%s %s\n", flag, value);
+	test_deadline = time_mono_ms() + TEST_BUDGET_MS;
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	create_session(p, &cr, sid);
+	a.session = sid;
+	attach_ok(p, &a);
+	p->text_mark = p->text.len; /* output after the join only */
+	wait_output(p, "tick-42", STEP_MS);
+	wait_output(p, "tick-42", STEP_MS);
+	if (waitpid(fx->pid, &status, WNOHANG) == fx->pid) {
+		fx->pid = 0;
+		fail_msg("%s %s: the sidecar died (status 0x%x)", flag, value, status);
+	}
+	status = sidecar_stop(fx);
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		fail_msg("%s %s: the sidecar did not stop cleanly (status 0x%x)", flag,
+			 value, status);
+	for (int i = 0; i < fx->n_peers; i++)
+		peer_free(&fx->peers[i]);
+	fx->n_peers = 0;
+	unlink(fx->sock);
+	rmdir(fx->dir);
+}
+
+static void test_flag_bounds(void **state)
+{
+	struct fixture *fx = *state;
+
+	for (size_t i = 0; i < sizeof(FLAG_BOUNDS) / sizeof(FLAG_BOUNDS[0]); i++) {
+		const struct flag_bounds *b = &FLAG_BOUNDS[i];
+
+		if (b->below)
+			expect_refused(b->flag, b->below);
+		expect_refused(b->flag, b->above);
+		run_at_bound(fx, b->flag, b->lo);
+		run_at_bound(fx, b->flag, b->hi);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1845,6 +1961,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
 	};
 
 	if (argc < 2) {
