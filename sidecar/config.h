@@ -27,6 +27,7 @@ struct sidecar_config {
 	uint64_t input_buffer_bytes;  /* pending PTY input per session */
 	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
 	int log_level;
+	char session_user[64];     /* "" : programs run as the sidecar's user */
 };
 
 /* Fills the defaults of SPEC 3 and 5. */

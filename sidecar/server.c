@@ -4,11 +4,13 @@
 #include "server.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/vm_sockets.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,7 @@ struct server {
 	int listen_fd;
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
+	uid_t session_uid;           /* --session-user's uid */
 	struct session **sessions;
 	size_t n_sessions;
 	struct link *links;
@@ -394,6 +397,31 @@ static const struct linkconn_ops link_ops = {
 	.on_close = on_link_close,
 };
 
+/* With --session-user, session code must not reach the link. The unix
+   socket is 0600 and owned by us, so this is a second wall: a peer
+   running as the session user is refused, and on vsock only the host
+   (where the gateway runs) may dial in, not this VM itself. */
+static int peer_allowed(const struct server *srv, int cfd)
+{
+	struct sockaddr_vm vm;
+	socklen_t len;
+	struct ucred cred;
+
+	if (!srv->cfg->session_user[0])
+		return 1;
+	if (srv->cfg->listen.kind == ADDR_UNIX) {
+		len = sizeof(cred);
+		return getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+		       cred.uid != srv->session_uid;
+	}
+	if (srv->cfg->listen.kind == ADDR_VSOCK) {
+		len = sizeof(vm);
+		return getpeername(cfd, (struct sockaddr *)&vm, &len) == 0 &&
+		       vm.svm_cid == VMADDR_CID_HOST;
+	}
+	return 0;
+}
+
 static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct server *srv = user;
@@ -402,6 +430,11 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 	int cfd;
 
 	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (!peer_allowed(srv, cfd)) {
+			log_warn(NULL, "refusing a link from the session user or this VM");
+			close(cfd);
+			continue;
+		}
 		if (srv->n_links >= MAX_LINKS) {
 			log_warn(NULL, "refusing a link: %d links already", MAX_LINKS);
 			close(cfd);
@@ -504,6 +537,12 @@ struct server *server_new(const struct sidecar_config *cfg)
 
 	srv->cfg = cfg;
 	srv->loop = ev_loop_new();
+	if (cfg->session_user[0]) {
+		const struct passwd *pw = getpwnam(cfg->session_user);
+
+		/* config_parse checked it exists; uid 0 is never a session user. */
+		srv->session_uid = pw ? pw->pw_uid : 0;
+	}
 	addr_format(&cfg->listen, where, sizeof(where));
 	srv->listen_fd = addr_listen(&cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0,
 				     err, sizeof(err));

@@ -53,14 +53,17 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* The login shell of the sidecar's user, for a create without a command. */
-static char **default_argv(void)
+/* The login shell of the session's user, for a create without a command. */
+static char **default_argv(const struct sidecar_config *cfg)
 {
-	const char *sh = getenv("SHELL");
+	const char *sh = cfg->session_user[0] ? NULL : getenv("SHELL");
 	struct passwd *pw;
 	char *argv[2] = { NULL, NULL };
 
-	if (!sh || !sh[0]) {
+	if (cfg->session_user[0]) {
+		pw = getpwnam(cfg->session_user);
+		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
+	} else if (!sh || !sh[0]) {
 		pw = getpwuid(getuid());
 		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
 	}
@@ -86,6 +89,7 @@ static int start_process(struct session *s, const struct session_params *p,
 	struct tty_spec spec = {
 		.argv = s->argv, .cwd = p->cwd, .env_extra = p->env_extra,
 		.cols = s->cols, .rows = s->rows,
+		.user = s->cfg->session_user[0] ? s->cfg->session_user : NULL,
 	};
 	int rc = tty_spawn(&spec, &s->master, &s->pid, err, errlen);
 
@@ -114,7 +118,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->rows = p->rows ? p->rows : cfg->default_rows;
 	s->policy = p->policy;
 	s->label = xstrdup(p->label ? p->label : "");
-	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv();
+	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv(cfg);
 	s->created_ms = time_now_ms();
 	buf_init(&s->input);
 	buf_init(&s->pack);

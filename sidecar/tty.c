@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdio.h>
@@ -28,7 +30,63 @@ static void child_fail(int fd, const char *what)
 	_exit(127);
 }
 
-static void child_exec(const struct tty_spec *spec, int errfd)
+/* The account a session's program runs as, looked up in the parent (no
+   NSS lookups between fork and exec). */
+struct run_as {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[256];
+	int n_groups;
+	char home[1024], shell[256], name[64];
+};
+
+static int lookup_user(const char *name, struct run_as *ra, char *err, size_t errlen)
+{
+	const struct passwd *pw = getpwnam(name);
+
+	if (!pw) {
+		snprintf(err, errlen, "session user %s: no such user", name);
+		return -ENOENT;
+	}
+	ra->uid = pw->pw_uid;
+	ra->gid = pw->pw_gid;
+	snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
+	snprintf(ra->home, sizeof(ra->home), "%s", pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
+	snprintf(ra->shell, sizeof(ra->shell), "%s",
+		 pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh");
+	ra->n_groups = (int)(sizeof(ra->groups) / sizeof(ra->groups[0]));
+	if (getgrouplist(ra->name, ra->gid, ra->groups, &ra->n_groups) < 0) {
+		snprintf(err, errlen, "session user %s: more than %zu groups", name,
+			 sizeof(ra->groups) / sizeof(ra->groups[0]));
+		return -E2BIG;
+	}
+	return 0;
+}
+
+/* Gives the terminal to the user, then drops every privilege for good:
+   groups first (they need root), the uid last, and a check that root
+   cannot be regained. */
+static void child_become(const struct run_as *ra, int errfd)
+{
+	if (fchown(STDIN_FILENO, ra->uid, (gid_t)-1) < 0)
+		child_fail(errfd, "chown tty");
+	if (setgroups((size_t)ra->n_groups, ra->groups) < 0)
+		child_fail(errfd, "setgroups");
+	if (setgid(ra->gid) < 0)
+		child_fail(errfd, "setgid");
+	if (setuid(ra->uid) < 0)
+		child_fail(errfd, "setuid");
+	if (setuid(0) == 0 || geteuid() != ra->uid) {
+		errno = EPERM;
+		child_fail(errfd, "setuid");
+	}
+	setenv("HOME", ra->home, 1);
+	setenv("USER", ra->name, 1);
+	setenv("LOGNAME", ra->name, 1);
+	setenv("SHELL", ra->shell, 1);
+}
+
+static void child_exec(const struct tty_spec *spec, const struct run_as *ra, int errfd)
 {
 	sigset_t all;
 
@@ -39,7 +97,17 @@ static void child_exec(const struct tty_spec *spec, int errfd)
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
+	/* Whatever the sidecar inherited from its own launcher stays with it:
+	   a program gets its terminal and nothing else (the error pipe is
+	   close-on-exec). */
+	if (errfd > 3)
+		close_range(3, (unsigned)errfd - 1, 0);
+	close_range((unsigned)errfd + 1, ~0u, 0);
+	if (ra)
+		child_become(ra, errfd);
 	if (spec->cwd && spec->cwd[0] && chdir(spec->cwd) < 0)
+		child_fail(errfd, "chdir");
+	if (ra && !(spec->cwd && spec->cwd[0]) && chdir(ra->home) < 0 && chdir("/") < 0)
 		child_fail(errfd, "chdir");
 	for (char *const *e = spec->env_extra; e && *e; e++)
 		putenv(*e);
@@ -63,7 +131,8 @@ static int read_child_verdict(int fd, const struct tty_spec *spec,
 	if (n != (ssize_t)sizeof(ce))
 		return 0;
 	snprintf(err, errlen, "%s %s: %s", ce.what,
-		 strcmp(ce.what, "chdir") == 0 ? spec->cwd : spec->argv[0],
+		 strcmp(ce.what, "exec") != 0 ? (spec->cwd && strcmp(ce.what, "chdir") == 0
+						  ? spec->cwd : "") : spec->argv[0],
 		 strerror(ce.err));
 	return -(ce.err ? ce.err : EIO);
 }
@@ -72,6 +141,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen)
 {
 	struct winsize ws = { .ws_row = spec->rows, .ws_col = spec->cols };
+	struct run_as ra;
 	int pipefd[2], fd, rc;
 	pid_t p;
 
@@ -79,6 +149,8 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 		snprintf(err, errlen, "empty command");
 		return -EINVAL;
 	}
+	if (spec->user && (rc = lookup_user(spec->user, &ra, err, errlen)) < 0)
+		return rc;
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
@@ -93,7 +165,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	}
 	if (p == 0) {
 		close(pipefd[0]);
-		child_exec(spec, pipefd[1]);
+		child_exec(spec, spec->user ? &ra : NULL, pipefd[1]);
 	}
 	close(pipefd[1]);
 	rc = read_child_verdict(pipefd[0], spec, err, errlen);

@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1938,6 +1939,78 @@ static void test_flag_bounds(void **state)
 	}
 }
 
+
+/* ---- 16. --session-user: programs cannot reach the link or the state ---- */
+
+/* Run as the session user, it reports who it is and what it can reach. */
+static const char PROBE_PY[] =
+	"import errno, os, socket, sys\n"
+	"sys.stdin.readline()\n"
+	"def probe(f):\n"
+	"    try:\n"
+	"        f()\n"
+	"        return 'ok'\n"
+	"    except OSError as e:\n"
+	"        return errno.errorcode.get(e.errno, str(e.errno))\n"
+	"sock, state = sys.argv[1], sys.argv[2]\n"
+	"print('uid=%d gid=%d home=%s user=%s' % (os.getuid(), os.getgid(),\n"
+	"      os.environ.get('HOME'), os.environ.get('USER')))\n"
+	"print('connect=' + probe(lambda: socket.socket(socket.AF_UNIX).connect(sock)))\n"
+	"print('state=' + probe(lambda: os.listdir(state)))\n"
+	"print('setuid=' + probe(lambda: os.setuid(0)))\n"
+	"print('fds=' + ','.join(sorted(os.listdir('/proc/self/fd'))))\n"
+	"print('probe-done')\n";
+
+static void test_session_user(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = { "--session-user", "nobody", "--state-dir", statedir, NULL };
+	const char *argv[] = { "python3", "-c", PROBE_PY, fx->sock, statedir, NULL };
+	struct create_req cr = { argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	const struct passwd *pw = getpwnam("nobody");
+	char want[64], sid[64];
+	struct stat st;
+	struct peer *p;
+	struct joined j;
+
+	if (geteuid() != 0 || !pw) {
+		print_message("skipped: needs root and the user nobody\n");
+		skip();
+	}
+	expect_refused("--session-user", "no-such-user-ptg");
+	assert_non_null(mkdtemp(statedir));
+	assert_int_equal(chmod(statedir, 0755), 0); /* the sidecar must tighten it */
+	sidecar_start(fx, extra);
+	/* Only the socket's own mode keeps the session user out. */
+	assert_int_equal(chmod(fx->dir, 0755), 0);
+	assert_int_equal(stat(statedir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(stat(fx->sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_uid, 0);
+
+	p = peer_open(fx);
+	create_session(p, &cr, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	send_input(p, sid, 1, "go\n", NULL);
+	wait_output(p, "probe-done", STEP_MS);
+	print_message("%.*s", (int)p->text.len, (const char *)p->text.data);
+	snprintf(want, sizeof(want), "uid=%u gid=%u", (unsigned)pw->pw_uid,
+		 (unsigned)pw->pw_gid);
+	assert_non_null(text_find(p, 0, want));
+	snprintf(want, sizeof(want), "user=%s", pw->pw_name);
+	assert_non_null(text_find(p, 0, want));
+	assert_non_null(text_find(p, 0, "connect=EACCES"));
+	assert_non_null(text_find(p, 0, "state=EACCES"));
+	assert_non_null(text_find(p, 0, "setuid=EPERM"));
+	/* Nothing of the sidecar's leaks in, not even what its own launcher
+	   left open: the terminal, and the probe's own listing. */
+	assert_non_null(text_find(p, 0, "fds=0,1,2,3\r\n"));
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -1962,6 +2035,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
 	};
 
 	if (argc < 2) {
