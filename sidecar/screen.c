@@ -46,6 +46,10 @@ struct screen {
 	VTermRect glyph;
 	struct saved_screen normal; /* cells == NULL when not on the alt screen */
 	struct buf *probe;	    /* where screen_probe collects answers */
+	uint64_t vterm_bytes;	    /* fed to libvterm, for screen_vterm_bytes */
+	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
+	unsigned u8_len, u8_need;
+	uint32_t u8_cp;
 };
 
 /* libvterm callbacks */
@@ -225,10 +229,92 @@ static void end_run(struct screen *s)
 			   s->glyph.start_row == c.row && s->glyph.start_col == c.col;
 }
 
-static void write_vt(struct screen *s, const uint8_t *p, size_t n)
+/* libvterm 0.1.4 decodes a write's text into a stack array of 4 bytes per
+   byte: a megabyte of text would take 4 MiB of stack. Writes are cut
+   after an ASCII byte, where no UTF-8 character is split (libvterm judges
+   a broken one by where writes end). */
+#define VT_WRITE_MAX (64 * 1024)
+
+static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
+	s->vterm_bytes += n;
+	while (n > VT_WRITE_MAX) {
+		size_t k = VT_WRITE_MAX;
+
+		while (k > VT_WRITE_MAX - 16 && p[k - 1] >= 0x80)
+			k--;
+		vterm_input_write(s->vt, (const char *)p, k);
+		p += k;
+		n -= k;
+	}
 	if (n)
 		vterm_input_write(s->vt, (const char *)p, n);
+}
+
+/* The UTF-8 character held back in s->u8 is complete: on a one-column
+   screen, U+1100 and above (a superset of what libvterm 0.1.4 draws two
+   columns wide) becomes U+FFFD, as libvterm crashes placing a wide
+   character where none fits. */
+static void narrow_emit(struct screen *s, struct buf *out)
+{
+	if (s->u8_cp >= 0x1100)
+		buf_append(out, "\xef\xbf\xbd", 3);
+	else
+		buf_append(out, s->u8, s->u8_len);
+	s->u8_len = 0;
+	s->u8_need = 0;
+}
+
+static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf out = BUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = p[i];
+
+		if (s->u8_need && (b & 0xc0) == 0x80) {
+			s->u8[s->u8_len++] = b;
+			s->u8_cp = (s->u8_cp << 6) | (b & 0x3f);
+			if (--s->u8_need == 0)
+				narrow_emit(s, &out);
+			continue;
+		}
+		if (s->u8_need) {
+			/* Broken sequence: libvterm judges it, as it would. */
+			buf_append(&out, s->u8, s->u8_len);
+			s->u8_len = 0;
+			s->u8_need = 0;
+		}
+		if ((b & 0xc0) == 0x80) {
+			/* A stray continuation byte could complete a character
+			   libvterm holds from before a resize to one column. */
+			buf_append(&out, "\xef\xbf\xbd", 3);
+			continue;
+		}
+		if (b >= 0xc0 && b < 0xf8) {
+			s->u8_need = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+			s->u8_cp = b & (0x3f >> s->u8_need);
+			s->u8[0] = b;
+			s->u8_len = 1;
+			continue;
+		}
+		buf_append(&out, &b, 1);
+	}
+	vt_put(s, buf_head(&out), buf_size(&out));
+	buf_free(&out);
+}
+
+static void write_vt(struct screen *s, const uint8_t *p, size_t n)
+{
+	if (s->cols == 1)
+		write_vt_narrow(s, p, n);
+	else
+		vt_put(s, p, n);
+}
+
+uint64_t screen_vterm_bytes(const struct screen *s)
+{
+	return s->vterm_bytes;
 }
 
 void screen_feed(struct screen *s, const uint8_t *p, size_t n)
@@ -301,6 +387,11 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
 		return;
+	if (s->u8_len) {
+		/* A character held back on one column goes on as it came. */
+		vt_put(s, s->u8, s->u8_len);
+		s->u8_len = s->u8_need = 0;
+	}
 	s->cols = cols;
 	s->rows = rows;
 	/* The cursor motion a resize makes cancels a pending wrap, even in
@@ -740,10 +831,147 @@ static bool plain_at(const uint8_t *p, size_t i)
 	return k == BYTE_PLAIN || (k == BYTE_MAYBE_C1 && !(i > 0 && p[i - 1] == 0xc2));
 }
 
+/* ---- plain runs: bytes 0x20..0x7E, CR and LF ----
+
+   Inside such a run the terminal only prints one-column glyphs, returns
+   and feeds lines, so the cursor can be followed here exactly, without
+   libvterm, from a state read off libvterm at the run's start. */
+
+static bool simple_byte(uint8_t b)
+{
+	return (b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n';
+}
+
+/* The cursor inside a plain run, as libvterm moves it. `known` is false
+   after a line feed met a pending wrap (whether LF cancels it is left
+   open): until the next CR no wrap is counted, so advances stay a lower
+   bound and no skip point is taken. */
+struct run_cursor {
+	unsigned col;
+	bool pending, known;
+	uint64_t advances; /* line feeds and wraps: each moves down or scrolls */
+};
+
+struct run_rules {
+	unsigned cols;
+	bool autowrap, newline;
+};
+
+static void run_step(struct run_cursor *c, const struct run_rules *r, uint8_t b)
+{
+	if (b == '\r') {
+		c->col = 0;
+		c->pending = false;
+		c->known = true;
+	} else if (b == '\n') {
+		c->advances++;
+		if (r->newline) {
+			c->col = 0;
+			c->pending = false;
+			c->known = true;
+		} else if (c->pending) {
+			c->known = false;
+		}
+	} else if (c->known) {
+		if (c->pending) {
+			c->advances++;
+			c->col = 0;
+			c->pending = false;
+		}
+		if (c->col + 1 < r->cols)
+			c->col++;
+		else
+			c->pending = r->autowrap;
+	}
+}
+
+/* Within the run p[0..n) entered with cursor c0, the latest offset X
+   after which at least `need` line advances follow, with the cursor's
+   column known and no wrap pending at X; 0 when there is none. */
+static size_t run_skip_point(const uint8_t *p, size_t n, const struct run_cursor *c0,
+			     const struct run_rules *r, unsigned need, struct run_cursor *at)
+{
+	struct run_cursor c = *c0;
+	uint64_t total;
+	size_t x = 0;
+
+	for (size_t i = 0; i < n; i++)
+		run_step(&c, r, p[i]);
+	total = c.advances;
+	if (total < need)
+		return 0;
+	c = *c0;
+	for (size_t i = 0; i < n && total - c.advances >= need; i++) {
+		run_step(&c, r, p[i]);
+		if (total - c.advances >= need && c.known && !c.pending) {
+			x = i + 1;
+			*at = c;
+		}
+	}
+	return x;
+}
+
+static bool scroll_region_is_screen(const struct screen *s)
+{
+	const struct modes_state *st = modes_state(s->modes);
+
+	return st->top == 0 && (st->bottom == -1 || st->bottom == (int)s->rows) &&
+	       !st->lr_margins;
+}
+
+/* Feeds the run p[0..n) (simple bytes only), leaving out what provably
+   scrolls off. */
+static void feed_run(struct screen *s, const uint8_t *p, size_t n)
+{
+	const struct modes_state *ms = modes_state(s->modes);
+	unsigned need = 2 * s->rows + 1;
+	struct run_cursor c0 = { .known = true }, at;
+	struct run_rules r;
+	char move[32];
+	VTermPos pos;
+	size_t i = 0, x;
+
+	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"), and
+	   feed one byte more: printed ASCII also ends a split UTF-8
+	   character, so libvterm's decoder is clean. */
+	while (i < n && i < 256 && !modes_idle(s->modes))
+		screen_feed(s, p + i++, 1);
+	if (i < n)
+		screen_feed(s, p + i++, 1);
+	if (!modes_idle(s->modes) || !scroll_region_is_screen(s) || ms->insert ||
+	    n - i < (size_t)need) {
+		screen_feed(s, p + i, n - i);
+		return;
+	}
+	vterm_state_get_cursorpos(s->state, &pos);
+	c0.col = (unsigned)pos.col;
+	c0.pending = ms->pending_wrap;
+	r = (struct run_rules){ .cols = s->cols, .autowrap = ms->autowrap,
+				.newline = ms->newline };
+	x = run_skip_point(p + i, n - i, &c0, &r, need, &at);
+	if (!x) {
+		screen_feed(s, p + i, n - i);
+		return;
+	}
+	/* p[i, i+x) is left out. After it, `need` advances bring both cursors
+	   to the bottom row (rows - 1 at most) and then scroll every row
+	   either could have written off the screen; what is fed instead puts
+	   the cursor on the same column with no wrap pending, which is all
+	   the rest of the run depends on. Blank lines scroll in with the
+	   pen's background, which plain text does not change. */
+	if (at.col)
+		snprintf(move, sizeof(move), "\r\033[%uC", at.col);
+	else
+		snprintf(move, sizeof(move), "\r");
+	screen_feed(s, (const uint8_t *)move, strlen(move));
+	screen_feed(s, p + i + x, n - i - x);
+}
+
 /* The latest point X such that p[X-2..X) is CR LF and the plain text
    from X on holds at least `need` line feeds before anything else (a
    sequence after them may change the scroll region or the screen, and
-   must find both models alike); 0 when there is none. */
+   must find both models alike); 0 when there is none. Unlike a simple
+   run this may hold UTF-8 text. */
 static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 {
 	unsigned lfs = 0;
@@ -762,22 +990,15 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	return 0;
 }
 
-static bool scroll_region_is_screen(const struct screen *s)
-{
-	const struct modes_state *st = modes_state(s->modes);
-
-	return st->top == 0 && (st->bottom == -1 || st->bottom == (int)s->rows) &&
-	       !st->lr_margins;
-}
-
-void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+/* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
+   scroll every row away, and a CR for what lies before it. Returns X, or 0
+   when nothing was fed. */
+static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i;
 
-	if (!x) {
-		screen_feed(s, p, n);
-		return;
-	}
+	if (!x)
+		return 0;
 	for (start = x; start > 0 && plain_at(p, start - 1); start--)
 		;
 	screen_feed(s, p, start);
@@ -785,13 +1006,42 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
 		screen_feed(s, p + i, 1);
 	if (!modes_idle(s->modes) || !scroll_region_is_screen(s)) {
-		screen_feed(s, p + i, n - i);
-		return;
+		screen_feed(s, p + i, x - i);
+		return x;
 	}
 	/* Every row p[i..x) could have written scrolls off in the plain text
 	   after x: it starts at column 0 after CR LF and holds 2*rows+1 line
 	   feeds before any sequence can change the scroll region. */
 	if (x > i)
 		screen_feed(s, (const uint8_t *)"\r", 1);
-	screen_feed(s, p + x, n - x);
+	return x;
+}
+
+void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+{
+	unsigned need = 2 * s->rows + 1;
+	size_t start, a, e;
+
+	/* Whole lines, UTF-8 included, that scroll off first; then long
+	   ASCII runs, wrapped or not, within what is left. */
+	start = feed_to_line_skip(s, p, n);
+
+	/* Long plain runs go through feed_run; everything else, as is. A run
+	   shorter than `need` columns' worth could not scroll the screen. */
+	for (a = start; a < n; a = e) {
+		while (a < n && !simple_byte(p[a]))
+			a++;
+		for (e = a; e < n && simple_byte(p[e]); e++)
+			;
+		if (e - a < (size_t)need * 2 || e - a < 4096)
+			continue;
+		/* libvterm judges a broken UTF-8 character differently when its
+		   lead byte ends one write: the first ASCII byte stays with it. */
+		if (a > 0 && p[a - 1] >= 0x80)
+			a++;
+		screen_feed(s, p + start, a - start);
+		feed_run(s, p + a, e - a);
+		start = e;
+	}
+	screen_feed(s, p + start, n - start);
 }
