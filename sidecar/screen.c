@@ -885,23 +885,95 @@ static void run_step(struct run_cursor *c, const struct run_rules *r, uint8_t b)
 	}
 }
 
+/* run_step over m printable bytes at once (no CR or LF among them). */
+static void run_print(struct run_cursor *c, const struct run_rules *r, size_t m)
+{
+	uint64_t t, w;
+
+	if (!m || !c->known)
+		return;
+	if (c->pending && r->autowrap) {
+		c->advances++;
+		c->col = 0;
+		c->pending = false;
+	}
+	if (!r->autowrap) {
+		c->col = c->col + m < r->cols ? c->col + (unsigned)m : r->cols - 1;
+		c->pending = false;
+		return;
+	}
+	/* From column col, the k-th glyph lands at col + k - 1 counted on an
+	   endless line; each full width before the last glyph is a wrap. */
+	t = c->col + m;
+	w = (t - 1) / r->cols;
+	c->advances += w;
+	t -= w * r->cols;
+	c->pending = t == r->cols;
+	c->col = c->pending ? r->cols - 1 : (unsigned)t;
+}
+
+/* Printable bytes from p on, up to n. */
+static size_t printable_len(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && p[k] != '\r' && p[k] != '\n')
+		k++;
+	return k;
+}
+
 /* Within the run p[0..n) entered with cursor c0, the latest offset X
    after which at least `need` line advances follow, with the cursor's
    column known and no wrap pending at X; 0 when there is none. */
 static size_t run_skip_point(const uint8_t *p, size_t n, const struct run_cursor *c0,
 			     const struct run_rules *r, unsigned need, struct run_cursor *at)
 {
-	struct run_cursor c = *c0;
+	struct run_cursor c = *c0, next;
 	uint64_t total;
-	size_t x = 0;
+	size_t x = 0, i, k;
 
-	for (size_t i = 0; i < n; i++)
-		run_step(&c, r, p[i]);
+	for (i = 0; i < n; i += k) {
+		k = printable_len(p + i, n - i);
+		run_print(&c, r, k);
+		if (!k)
+			run_step(&c, r, p[i]), k = 1;
+	}
 	total = c.advances;
 	if (total < need)
 		return 0;
+	/* Whole stretches while the rest still holds `need` advances, then
+	   byte by byte through the stretch where it stops doing so. */
 	c = *c0;
-	for (size_t i = 0; i < n && total - c.advances >= need; i++) {
+	for (i = 0; i < n; i += k) {
+		k = printable_len(p + i, n - i);
+		next = c;
+		if (k)
+			run_print(&next, r, k);
+		else
+			run_step(&next, r, p[i]), k = 1;
+		if (total - next.advances < need)
+			break;
+		c = next;
+		if (c.known && !c.pending) {
+			x = i + k;
+			*at = c;
+		}
+	}
+	if (i < n && k > 1 && c.known && r->autowrap && r->cols > 1 &&
+	    total - need > c.advances) {
+		/* A stretch of glyphs: its wraps fall every `cols` glyphs from
+		   the first; X is just after the last one the budget allows
+		   (the glyph lands on column 0, the cursor on column 1). */
+		uint64_t budget = total - need - c.advances;
+		uint64_t first = c.pending ? 0 : r->cols - c.col;
+
+		at->col = 1;
+		at->pending = false;
+		at->known = true;
+		at->advances = c.advances + budget;
+		return i + first + (budget - 1) * r->cols + 1;
+	}
+	for (; i < n && total - c.advances >= need; i++) {
 		run_step(&c, r, p[i]);
 		if (total - c.advances >= need && c.known && !c.pending) {
 			x = i + 1;
