@@ -1047,6 +1047,15 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 {
 	unsigned lfs = 0;
+	const uint8_t *q = p, *end = p + n;
+
+	/* A long line holds no line feed: memchr says so faster than the
+	   byte-by-byte walk below. */
+	while (lfs < need && (q = memchr(q, '\n', (size_t)(end - q))))
+		q++, lfs++;
+	if (lfs < need)
+		return 0;
+	lfs = 0;
 
 	for (size_t i = n; i-- > 1;) {
 		if (!plain_at(p, i)) {
