@@ -498,8 +498,23 @@ static bool attrs_default(const VTermScreenCell *c)
 	       VTERM_COLOR_IS_DEFAULT_BG(&c->bg);
 }
 
+/* SGR parameters being put together, each with a leading ';'. The longest
+   (every attribute, two RGB colours) is about 60 bytes. */
+struct sgr {
+	char b[128];
+	size_t n;
+};
+
+static void sgr_str(struct sgr *g, const char *s)
+{
+	size_t k = strlen(s);
+
+	memcpy(g->b + g->n, s, k);
+	g->n += k;
+}
+
 /* ";n", without printf: the pen changes on every few cells. */
-static void put_param(struct buf *out, unsigned n)
+static void sgr_num(struct sgr *g, unsigned n)
 {
 	char tmp[12];
 	int i = sizeof(tmp);
@@ -509,57 +524,105 @@ static void put_param(struct buf *out, unsigned n)
 		n /= 10;
 	} while (n);
 	tmp[--i] = ';';
-	buf_append(out, tmp + i, sizeof(tmp) - (size_t)i);
+	memcpy(g->b + g->n, tmp + i, sizeof(tmp) - (size_t)i);
+	g->n += sizeof(tmp) - (size_t)i;
 }
 
 /* base is 30 for foreground, 40 for background. */
-static void sgr_color(struct buf *out, const VTermColor *c, unsigned base)
+static void sgr_color(struct sgr *g, const VTermColor *c, unsigned base)
 {
+	if (VTERM_COLOR_IS_DEFAULT_FG(c) || VTERM_COLOR_IS_DEFAULT_BG(c)) {
+		sgr_num(g, base + 9);
+		return;
+	}
 	if (VTERM_COLOR_IS_INDEXED(c)) {
 		unsigned i = c->indexed.idx;
 
 		if (i < 16) {
-			put_param(out, i < 8 ? base + i : base + 60 + i - 8);
+			sgr_num(g, i < 8 ? base + i : base + 60 + i - 8);
 			return;
 		}
-		put_param(out, base + 8);
-		put_param(out, 5);
-		put_param(out, i);
+		sgr_num(g, base + 8);
+		sgr_num(g, 5);
+		sgr_num(g, i);
 		return;
 	}
-	put_param(out, base + 8);
-	put_param(out, 2);
-	put_param(out, c->rgb.red);
-	put_param(out, c->rgb.green);
-	put_param(out, c->rgb.blue);
+	sgr_num(g, base + 8);
+	sgr_num(g, 2);
+	sgr_num(g, c->rgb.red);
+	sgr_num(g, c->rgb.green);
+	sgr_num(g, c->rgb.blue);
 }
 
-/* Sets B's pen to p's attributes and colours, from a clean slate. */
+static const char *const UNDERLINE_ON[] = {"", ";4", ";21", ";4:3"};
+
+/* p's pen from a clean slate: "0" and what p has on. */
+static void sgr_full(struct sgr *g, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs;
+
+	sgr_str(g, ";0");
+	if (a->bold)
+		sgr_str(g, ";1");
+	if (a->italic)
+		sgr_str(g, ";3");
+	sgr_str(g, UNDERLINE_ON[a->underline & 3]);
+	if (a->blink)
+		sgr_str(g, ";5");
+	if (a->reverse)
+		sgr_str(g, ";7");
+	if (a->strike)
+		sgr_str(g, ";9");
+	if (a->font)
+		sgr_num(g, 10 + (unsigned)a->font);
+	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
+		sgr_color(g, &p->fg, 30);
+	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
+		sgr_color(g, &p->bg, 40);
+}
+
+/* p's pen from the pen `from`: only what differs, each attribute turned
+   off by its own code (22 bold, 23 italic, 24 underline, 25 blink, 27
+   reverse, 29 strike, 10 font, 39/49 default colours). */
+static void sgr_delta(struct sgr *g, const VTermScreenCell *from, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
+
+	if (a->bold != f->bold)
+		sgr_str(g, a->bold ? ";1" : ";22");
+	if (a->italic != f->italic)
+		sgr_str(g, a->italic ? ";3" : ";23");
+	if (a->underline != f->underline)
+		sgr_str(g, a->underline ? UNDERLINE_ON[a->underline & 3] : ";24");
+	if (a->blink != f->blink)
+		sgr_str(g, a->blink ? ";5" : ";25");
+	if (a->reverse != f->reverse)
+		sgr_str(g, a->reverse ? ";7" : ";27");
+	if (a->strike != f->strike)
+		sgr_str(g, a->strike ? ";9" : ";29");
+	if (a->font != f->font)
+		sgr_num(g, 10 + (unsigned)a->font);
+	if (!color_eq(&from->fg, &p->fg))
+		sgr_color(g, &p->fg, 30);
+	if (!color_eq(&from->bg, &p->bg))
+		sgr_color(g, &p->bg, 40);
+}
+
+/* Sets B's pen to p's attributes and colours: the shorter of the change
+   from B's current pen and a reset with p's pen, so a screen with a new
+   colour in every cell costs one colour per cell. */
 static void set_pen(struct enc *e, const VTermScreenCell *p)
 {
-	static const char *const ul[] = {"", ";4", ";21", ";4:3"};
-	const VTermScreenCellAttrs *a = &p->attrs;
+	struct sgr full = { .n = 0 }, delta = { .n = 0 };
+	const struct sgr *g;
 
 	if (attrs_eq(&e->pen, p))
 		return;
-	buf_append_str(e->out, "\033[0");
-	if (a->bold)
-		buf_append_str(e->out, ";1");
-	if (a->italic)
-		buf_append_str(e->out, ";3");
-	buf_append_str(e->out, ul[a->underline & 3]);
-	if (a->blink)
-		buf_append_str(e->out, ";5");
-	if (a->reverse)
-		buf_append_str(e->out, ";7");
-	if (a->strike)
-		buf_append_str(e->out, ";9");
-	if (a->font)
-		put_param(e->out, 10 + (unsigned)a->font);
-	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
-		sgr_color(e->out, &p->fg, 30);
-	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
-		sgr_color(e->out, &p->bg, 40);
+	sgr_full(&full, p);
+	sgr_delta(&delta, &e->pen, p);
+	g = delta.n <= full.n ? &delta : &full;
+	buf_append_str(e->out, "\033[");
+	buf_append(e->out, g->b + 1, g->n - 1);
 	buf_append_str(e->out, "m");
 	e->pen = *p;
 }
