@@ -154,6 +154,7 @@ void session_free(struct session *s)
 	close_pty(s);
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
+	ev_timer_free(s->membership_timer);
 	screen_free(s->screen);
 	ring_free(s->ring);
 	members_free(s->members);

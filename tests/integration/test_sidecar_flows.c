@@ -389,6 +389,23 @@ static Ptg__Frame *next_frame(struct peer *p, Ptg__Frame__KindCase kind, uint64_
 	return m->frame;
 }
 
+/* The MembershipChanged step of a join flow: a broadcast, or, when joins
+   come closer together than the sidecar's coalescing interval, the same
+   whole list addressed to the joiner (the broadcast follows later). */
+static Ptg__Frame *next_membership(struct peer *p, uint64_t joiner)
+{
+	Ptg__LinkMessage *m = peer_must_recv(p, STEP_MS, "the join's MembershipChanged");
+
+	if (m->msg_case != PTG__LINK_MESSAGE__MSG_FRAME ||
+	    m->frame->kind_case != PTG__FRAME__KIND_MEMBERSHIP ||
+	    (m->frame->target_attach_id && m->frame->target_attach_id != joiner)) {
+		describe("unexpected", m);
+		fail_msg("expected the MembershipChanged of joiner %llu next",
+			 (unsigned long long)joiner);
+	}
+	return m->frame;
+}
+
 /* The Reply to request_id (0 for attach-scoped errors), skipping noise. */
 static Ptg__Reply *expect_reply(struct peer *p, uint64_t request_id, int timeout_ms)
 {
@@ -605,7 +622,7 @@ static void join(struct peer *p, const struct attach_req *a, struct joined *j)
 	j->ra = f->role_assigned;
 	assert_string_equal(j->ra->client_id, j->client_id);
 	assert_int_equal(j->ra->role, ar->role);
-	f = next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	f = next_membership(p, a->attach_id);
 	assert_int_equal(f->sequence, j->role_seq + 1);
 	j->mc = f->membership;
 	f = next_frame(p, PTG__FRAME__KIND_KEYFRAME, a->attach_id);
@@ -912,7 +929,7 @@ static void rejoin(struct peer *p, const struct attach_req *a, struct replay *rp
 	rp->kf_seq = f->sequence;
 	assert_int_equal(rp->kf_seq, rp->role_seq + 1);
 	assert_int_equal(f->keyframe->anchor_sequence, rp->kf_seq);
-	f = next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	f = next_membership(p, a->attach_id);
 	rp->mc_seq = f->sequence;
 	rp->mc = f->membership;
 	assert_int_equal(rp->mc_seq, rp->kf_seq + 1);
@@ -1057,7 +1074,7 @@ static const char *join_out_of_range(struct peer *p, const struct attach_req *a)
 	ra = next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, a->attach_id);
 	assert_int_equal(ra->sequence, kf->sequence + 1);
 	assert_string_equal(ra->role_assigned->client_id, ar->client_id);
-	mc = next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	mc = next_membership(p, a->attach_id);
 	assert_int_equal(mc->sequence, ra->sequence + 1);
 	return ar->replay_error;
 }
@@ -1679,7 +1696,7 @@ static void test_resize_bounds(void **state)
 	ar = attach_ok(p, &sized);
 	assert_int_equal(ar->role, PTG__ROLE__ROLE_CONTROLLER);
 	next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, 1);
-	next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	next_membership(p, 1);
 	f = next_frame(p, PTG__FRAME__KIND_RESIZE, 0);
 	assert_int_equal(f->resize->cols, 100);
 	assert_int_equal(f->resize->rows, 40);
@@ -1741,7 +1758,8 @@ static void test_restart_boundary(void **state)
 	create_sh(p, 80, 24, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
 	send_input(p, sid, 1, "echo before-$((6*7))\n", NULL);
-	wait_output(p, "before-42", STEP_MS);
+	/* The prompt too: output after `before` would be counted in it. */
+	wait_output(p, "before-42\r\n$ ", STEP_MS);
 	before = get_session(p, sid)->current_sequence;
 	sleep_ms(1200); /* the record is rewritten on the next second's tick */
 	assert_int_equal(sidecar_stop(fx), 0);
@@ -1770,7 +1788,7 @@ static void test_restart_boundary(void **state)
 	f = next_frame(p, PTG__FRAME__KIND_KEYFRAME, 5);
 	assert_true(snapshot_shows(f->keyframe, "before-42"));
 	assert_true(snapshot_shows(f->keyframe, "sidecar restarted"));
-	next_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	next_membership(p, 5);
 	next_frame(p, PTG__FRAME__KIND_CLOSED, 5);
 
 	/* What came before the restart is gone, and says so. */
@@ -1812,7 +1830,7 @@ static void test_keyframe_unavailable(void **state)
 	a.session = sid;
 	attach_ok(q, &a);
 	next_frame(q, PTG__FRAME__KIND_ROLE_ASSIGNED, 2);
-	next_frame(q, PTG__FRAME__KIND_MEMBERSHIP, 0);
+	next_membership(q, 2);
 	f = next_frame(q, PTG__FRAME__KIND_ERROR, 2);
 	assert_int_equal(f->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE);
 	assert_non_null(strstr(f->error->message, "more than 1024"));
@@ -2011,6 +2029,86 @@ static void test_session_user(void **state)
 	remove_tree(statedir);
 }
 
+
+/* ---- 17. a burst of joins: membership cost bounded ---- */
+
+/* N observers join one session at once over one link. Every join flow
+   stays exact (RoleAssigned, then the whole membership, to all or to the
+   joiner, then its Keyframe), and the broadcasts are coalesced: today's
+   one broadcast per join made N joins cost O(N^2) entries on the link
+   and O(N^3) at the clients. PTG_IT_JOINS sets N (300) to measure. */
+static void test_join_burst(void **state)
+{
+	static const char *const args[] = { "--max-observers", "4096", NULL };
+	static const char *const idle[] = { "/bin/sleep", "600", NULL };
+	struct fixture *fx = *state;
+	struct create_req cr = { idle, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	unsigned n = getenv("PTG_IT_JOINS") ? (unsigned)atoi(getenv("PTG_IT_JOINS")) : 300;
+	uint64_t bytes = 0, entries = 0, fanout = 0, broadcasts = 0, members = 0;
+	unsigned keyframes = 0, last_role = 0, stage = 0, n_obs = 0;
+	struct attach_req a = { .role = PTG__ROLE__ROLE_OBSERVER, .label = "burst",
+				.scopes = SC_OBSERVE };
+	Ptg__LinkMessage *m;
+	int64_t t0, elapsed;
+	struct peer *p;
+	char sid[64];
+
+	sidecar_start(fx, args);
+	p = peer_open(fx);
+	create_session(p, &cr, sid);
+	a.session = sid;
+	t0 = time_mono_ms();
+	for (unsigned i = 1; i <= n; i++) {
+		a.attach_id = i;
+		send_attach(p, &a);
+	}
+	/* Until every joiner has its Keyframe and a broadcast shows all n. */
+	while (keyframes < n || n_obs < n) {
+		m = peer_must_recv(p, STEP_MS, "the burst's frames");
+		bytes += ptg__link_message__get_packed_size(m) + 4;
+		if (m->msg_case != PTG__LINK_MESSAGE__MSG_FRAME)
+			continue;
+		Ptg__Frame *f = m->frame;
+
+		if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
+			assert_int_equal(stage, 0);
+			last_role = (unsigned)f->target_attach_id;
+			members++;
+			stage = 1;
+		} else if (f->kind_case == PTG__FRAME__KIND_MEMBERSHIP) {
+			size_t k = f->membership->n_controllers + f->membership->n_observers;
+
+			entries += k;
+			if (!f->target_attach_id) {
+				broadcasts++;
+				fanout += k * members;
+				n_obs = (unsigned)f->membership->n_observers;
+			} else {
+				assert_int_equal(f->target_attach_id, last_role);
+			}
+			if (stage == 1) {
+				/* The joiner's step: the list includes it. */
+				assert_int_equal(k, members);
+				stage = 2;
+			}
+		} else if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->target_attach_id) {
+			assert_int_equal(stage, 2);
+			assert_int_equal(f->target_attach_id, last_role);
+			keyframes++;
+			stage = 0;
+		}
+	}
+	elapsed = time_mono_ms() - t0;
+	print_message("%u joins: %lld ms, %llu bytes, %llu MembershipChanged broadcasts, "
+		      "%llu member entries on the link, %llu delivered to members\n", n,
+		      (long long)elapsed, (unsigned long long)bytes,
+		      (unsigned long long)broadcasts, (unsigned long long)entries,
+		      (unsigned long long)fanout);
+	/* One broadcast per join before; now a few per 50 ms window. */
+	if (broadcasts > n / 2)
+		fail_msg("%llu broadcasts for %u joins", (unsigned long long)broadcasts, n);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -2036,6 +2134,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
 	};
 
 	if (argc < 2) {
