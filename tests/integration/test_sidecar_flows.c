@@ -2109,6 +2109,70 @@ static void test_join_burst(void **state)
 		fail_msg("%llu broadcasts for %u joins", (unsigned long long)broadcasts, n);
 }
 
+
+/* ---- 18. replay of 1,000 frames ---- */
+
+/* A client back after 1,000 frames gets them and its Keyframe quickly
+   (target: under 50 ms in a release build; the bound here is loose for
+   sanitizers and a loaded machine, the time is printed). */
+static void test_replay_thousand(void **state)
+{
+	static const char *const py[] = {
+		"python3", "-u", "-c",
+		"import sys, time\n"
+		"sys.stdin.readline()\n"
+		"for i in range(1400):\n"
+		"    print('line %d of the replay test, padded to look like real output' % i)\n"
+		"    time.sleep(0.0004)\n"
+		"print('replay-' + 'done')\n"
+		"time.sleep(600)\n", NULL };
+	struct fixture *fx = *state;
+	struct create_req cr = { py, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	struct attach_req a = { .attach_id = 7, .role = PTG__ROLE__ROLE_OBSERVER,
+				.label = "back", .scopes = SC_OBSERVE, .has_replay = 1 };
+	Ptg__SessionInfo *info;
+	unsigned replayed = 0;
+	Ptg__LinkMessage *m;
+	struct peer *p, *q;
+	struct joined j;
+	int64_t t0, took;
+	char sid[64];
+
+	sidecar_start(fx, NULL);
+	p = peer_open(fx);
+	create_session(p, &cr, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	send_input(p, sid, 1, "go\n", NULL);
+	wait_output(p, "replay-done", 15000);
+	info = get_session(p, sid);
+	if (info->current_sequence < 1010)
+		skip(); /* the output came in too few frames to measure */
+	q = peer_open(fx);
+	a.session = sid;
+	a.replay_from = info->current_sequence - 1000;
+	t0 = time_mono_ms();
+	send_attach(q, &a);
+	for (;;) {
+		m = peer_must_recv(q, STEP_MS, "the replay");
+		/* The fresh Keyframe; replayed cadence ones are older. */
+		if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
+		    m->frame->kind_case == PTG__FRAME__KIND_KEYFRAME &&
+		    m->frame->sequence > info->current_sequence)
+			break;
+		/* q's link carries only this attachment: every frame between
+		   its RoleAssigned and its Keyframe is replay. */
+		if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
+		    m->frame->kind_case != PTG__FRAME__KIND_ROLE_ASSIGNED) {
+			replayed++;
+		}
+	}
+	took = time_mono_ms() - t0;
+	print_message("replay of %u frames and the Keyframe: %lld ms\n", replayed,
+		      (long long)took);
+	assert_int_equal(replayed, 1000);
+	assert_true(took < 1000);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -2135,6 +2199,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
 	};
 
 	if (argc < 2) {
