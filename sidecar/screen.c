@@ -505,27 +505,33 @@ struct sgr {
 	size_t n;
 };
 
-static void sgr_str(struct sgr *g, const char *s)
+static void sgr_put(struct sgr *g, const char *s, size_t k)
 {
-	size_t k = strlen(s);
-
 	memcpy(g->b + g->n, s, k);
 	g->n += k;
 }
 
-/* ";n", without printf: the pen changes on every few cells. */
+/* A literal's length is known at compile time. */
+#define sgr_str(g, lit) sgr_put((g), (lit), sizeof(lit) - 1)
+
+/* ";n", by hand: this runs for every pen change of a snapshot, and
+   parameters are below 1000 (colours up to 255, codes up to 107). */
 static void sgr_num(struct sgr *g, unsigned n)
 {
-	char tmp[12];
-	int i = sizeof(tmp);
+	char *p = g->b + g->n;
 
-	do {
-		tmp[--i] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n);
-	tmp[--i] = ';';
-	memcpy(g->b + g->n, tmp + i, sizeof(tmp) - (size_t)i);
-	g->n += sizeof(tmp) - (size_t)i;
+	*p++ = ';';
+	if (n >= 1000)
+		n = 999; /* not reached: no SGR parameter is this large */
+	if (n >= 100) {
+		*p++ = (char)('0' + n / 100);
+		n %= 100;
+		*p++ = (char)('0' + n / 10);
+	} else if (n >= 10) {
+		*p++ = (char)('0' + n / 10);
+	}
+	*p++ = (char)('0' + n % 10);
+	g->n = (size_t)(p - g->b);
 }
 
 /* base is 30 for foreground, 40 for background. */
@@ -566,7 +572,7 @@ static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 		sgr_str(g, ";1");
 	if (a->italic)
 		sgr_str(g, ";3");
-	sgr_str(g, UNDERLINE_ON[a->underline & 3]);
+	sgr_put(g, UNDERLINE_ON[a->underline & 3], strlen(UNDERLINE_ON[a->underline & 3]));
 	if (a->blink)
 		sgr_str(g, ";5");
 	if (a->reverse)
@@ -589,17 +595,20 @@ static void sgr_delta(struct sgr *g, const VTermScreenCell *from, const VTermScr
 	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
 
 	if (a->bold != f->bold)
-		sgr_str(g, a->bold ? ";1" : ";22");
+		sgr_num(g, a->bold ? 1 : 22);
 	if (a->italic != f->italic)
-		sgr_str(g, a->italic ? ";3" : ";23");
-	if (a->underline != f->underline)
-		sgr_str(g, a->underline ? UNDERLINE_ON[a->underline & 3] : ";24");
+		sgr_num(g, a->italic ? 3 : 23);
+	if (a->underline != f->underline) {
+		const char *u = a->underline ? UNDERLINE_ON[a->underline & 3] : ";24";
+
+		sgr_put(g, u, strlen(u));
+	}
 	if (a->blink != f->blink)
-		sgr_str(g, a->blink ? ";5" : ";25");
+		sgr_num(g, a->blink ? 5 : 25);
 	if (a->reverse != f->reverse)
-		sgr_str(g, a->reverse ? ";7" : ";27");
+		sgr_num(g, a->reverse ? 7 : 27);
 	if (a->strike != f->strike)
-		sgr_str(g, a->strike ? ";9" : ";29");
+		sgr_num(g, a->strike ? 9 : 29);
 	if (a->font != f->font)
 		sgr_num(g, 10 + (unsigned)a->font);
 	if (!color_eq(&from->fg, &p->fg))
@@ -608,19 +617,38 @@ static void sgr_delta(struct sgr *g, const VTermScreenCell *from, const VTermScr
 		sgr_color(g, &p->bg, 40);
 }
 
+static bool switches_off(const VTermScreenCell *from, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
+
+	return (f->bold && !a->bold) || (f->italic && !a->italic) ||
+	       (f->underline && !a->underline) || (f->blink && !a->blink) ||
+	       (f->reverse && !a->reverse) || (f->strike && !a->strike) ||
+	       (f->font && !a->font) ||
+	       (!VTERM_COLOR_IS_DEFAULT_FG(&from->fg) && VTERM_COLOR_IS_DEFAULT_FG(&p->fg)) ||
+	       (!VTERM_COLOR_IS_DEFAULT_BG(&from->bg) && VTERM_COLOR_IS_DEFAULT_BG(&p->bg));
+}
+
 /* Sets B's pen to p's attributes and colours: the shorter of the change
    from B's current pen and a reset with p's pen, so a screen with a new
    colour in every cell costs one colour per cell. */
 static void set_pen(struct enc *e, const VTermScreenCell *p)
 {
-	struct sgr full = { .n = 0 }, delta = { .n = 0 };
+	struct sgr full, delta; /* not zeroed: this runs for every cell */
 	const struct sgr *g;
 
 	if (attrs_eq(&e->pen, p))
 		return;
-	sgr_full(&full, p);
+	full.n = delta.n = 0;
 	sgr_delta(&delta, &e->pen, p);
-	g = delta.n <= full.n ? &delta : &full;
+	g = &delta;
+	/* With nothing switched off, the delta is a part of the reset's
+	   parameters and never longer. */
+	if (switches_off(&e->pen, p)) {
+		sgr_full(&full, p);
+		if (full.n < delta.n)
+			g = &full;
+	}
 	buf_append_str(e->out, "\033[");
 	buf_append(e->out, g->b + 1, g->n - 1);
 	buf_append_str(e->out, "m");
