@@ -537,6 +537,11 @@ struct server *server_new(const struct sidecar_config *cfg)
 
 	srv->cfg = cfg;
 	srv->loop = ev_loop_new();
+	if (!srv->loop) {
+		log_error(NULL, "cannot create the event loop: %s", strerror(errno));
+		free(srv);
+		return NULL;
+	}
 	if (cfg->session_user[0]) {
 		const struct passwd *pw = getpwnam(cfg->session_user);
 
