@@ -45,6 +45,7 @@ struct server {
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
 	uid_t session_uid;           /* --session-user's uid */
+	int accept_paused;           /* out of descriptors: listener off until the tick */
 	struct session **sessions;
 	size_t n_sessions;
 	struct link *links;
@@ -455,8 +456,16 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		srv->n_links++;
 		log_info(name, "accepted");
 	}
-	if (errno != EAGAIN && errno != EINTR)
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		/* Out of descriptors: the pending connection stays queued and
+		   the listener would wake the loop at once, forever. Stop
+		   watching it until the next tick. */
+		log_warn(NULL, "accept: %s; not accepting links for a second", strerror(errno));
+		ev_io_set(srv->listen_io, 0);
+		srv->accept_paused = 1;
+	} else if (errno != EAGAIN && errno != EINTR) {
 		log_warn(NULL, "accept: %s", strerror(errno));
+	}
 }
 
 /* A gateway that stops reading would make the sidecar buffer without
@@ -505,6 +514,10 @@ static void on_tick(struct ev_timer *t, void *user)
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_tick(srv->sessions[i], now);
 	reap_sessions(srv, now);
+	if (srv->accept_paused) {
+		srv->accept_paused = 0;
+		ev_io_set(srv->listen_io, EV_READ);
+	}
 }
 
 static int restore_sessions(struct server *srv)

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +39,7 @@
 
 static const char *sidecar_bin;
 static int64_t test_deadline;
+static rlim_t child_nofile; /* the next sidecar's RLIMIT_NOFILE (0: inherit) */
 
 /* ---- peers: one link each, with a log of every message received ---- */
 
@@ -267,6 +269,11 @@ static void sidecar_start(struct fixture *fx, const char *const *extra)
 	if (fx->pid == 0) {
 		/* Never outlive the test, even when a timeout kills it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (child_nofile) {
+			struct rlimit rl = { child_nofile, child_nofile };
+
+			setrlimit(RLIMIT_NOFILE, &rl);
+		}
 		execv(sidecar_bin, (char **)argv);
 		_exit(127);
 	}
@@ -2173,6 +2180,92 @@ static void test_replay_thousand(void **state)
 	assert_true(took < 1000);
 }
 
+
+/* ---- 19. out of file descriptors ---- */
+
+/* CPU seconds (user + system) the process has used, from /proc. */
+static double cpu_seconds(pid_t pid)
+{
+	char path[64];
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%*d (%*[^)]) %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+		   &ut, &st) != 2)
+		ut = st = 0;
+	fclose(f);
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* A sidecar with few descriptors: creates beyond them fail with a reason,
+   the sidecar stays up and responsive, a link it cannot accept yet does
+   not make it spin (it once woke on the listener forever), and once a
+   descriptor is free the waiting gateway is accepted. */
+static void test_fd_exhaustion(void **state)
+{
+	static const char *const idle[] = { "/bin/sleep", "600", NULL };
+	struct fixture *fx = *state;
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT, *r;
+	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
+	char first[64] = "";
+	int created = 0, refused = 0;
+	double cpu0, cpu1;
+	struct peer *p, *q;
+
+	child_nofile = 20;
+	sidecar_start(fx, NULL);
+	child_nofile = 0;
+	p = peer_open(fx);
+	for (int i = 0; i < 40 && !refused; i++) {
+		c.request_id = ++p->next_rid;
+		c.argv = (char **)idle;
+		c.n_argv = 2;
+		m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
+		m.create_session = &c;
+		peer_send(p, &m);
+		Ptg__Reply *rep = expect_reply(p, c.request_id, STEP_MS);
+
+		if (rep->code == PTG__ERROR_CODE__OK) {
+			if (!created++)
+				snprintf(first, sizeof(first), "%s", rep->session->session_id);
+			continue;
+		}
+		print_message("create %d refused: %s\n", i + 1, rep->message);
+		assert_true(rep->message[0] != '\0');
+		refused = 1;
+	}
+	assert_true(created >= 2);
+	assert_true(refused);
+
+	/* More gateways dial in until one cannot be accepted: the sidecar
+	   must not spin on it, and the first link still gets answers. */
+	for (q = NULL; !q;) {
+		if (fx->n_peers >= MAX_PEERS)
+			fail_msg("every link was accepted");
+		q = peer_connect(fx);
+		send_hello(q, PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1);
+		if (peer_recv(q, 1000))
+			q = NULL;
+	}
+	cpu0 = cpu_seconds(fx->pid);
+	sleep_ms(1500);
+	cpu1 = cpu_seconds(fx->pid);
+	print_message("sidecar CPU over 1.5 s with a link it cannot accept: %.2f s\n",
+		      cpu1 - cpu0);
+	assert_true(cpu1 - cpu0 < 0.15); /* it spun at 0.45 s before */
+	assert_int_equal(get_session(p, first)->state, PTG__SESSION_STATE__SESSION_RUNNING);
+
+	/* A session ends, its PTY closes: the waiting link gets its hello. */
+	kill_session(p, first);
+	r = peer_must_recv(q, STEP_MS, "HelloAck once a descriptor is free");
+	assert_int_equal(r->msg_case, PTG__LINK_MESSAGE__MSG_HELLO_ACK);
+	assert_int_equal(get_session(q, first)->state, PTG__SESSION_STATE__SESSION_EXITED);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -2200,6 +2293,7 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fd_exhaustion, setup, teardown),
 	};
 
 	if (argc < 2) {
