@@ -36,6 +36,7 @@ struct sidecar_config {
 	uint32_t task_page_max;       /* ListTasks page size cap */
 	uint32_t task_keep;           /* finished tasks kept (oldest dropped) */
 	uint32_t task_max_subscribers; /* per task */
+	char session_user[64];     /* "" : programs run as the sidecar's user */
 };
 
 /* Fills the defaults of SPEC 3 and 5. */

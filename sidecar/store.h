@@ -28,7 +28,8 @@ struct store_record {
 	size_t screen_len;
 };
 
-/* Creates dir (and its parents) if needed. Returns 0 or a negative errno. */
+/* Creates dir (and its parents) if needed and makes it 0700; a dir owned
+   by another user is refused (-EPERM). Returns 0 or a negative errno. */
 int store_open(const char *dir);
 /* Writes r's record (not its screen) atomically. 0 or a negative errno. */
 int store_write(const char *dir, const struct store_record *r);
