@@ -618,6 +618,18 @@ static int config__instances_entry(char *line, struct gw_instance_cfg *out, size
 	return rc;
 }
 
+/* Whether line[0, n) holds a control byte other than a tab (a final CR
+   of a CRLF ending aside): one inside a token would stay in it. */
+static int config__has_control(const char *line, size_t n)
+{
+	if (n && line[n - 1] == '\r')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
 int gw_config_parse_instances(const char *text, size_t len, const char *name,
 			      struct gw_instance_cfg *out, size_t max, size_t *n,
 			      char *err, size_t errlen)
@@ -636,8 +648,8 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 		if (end - off >= sizeof(line) - 1) {
 			snprintf(why, sizeof(why), "line too long");
 			rc = -EINVAL;
-		} else if (memchr(text + off, '\0', end - off)) {
-			snprintf(why, sizeof(why), "NUL byte in line");
+		} else if (config__has_control(text + off, end - off)) {
+			snprintf(why, sizeof(why), "control character in line");
 			rc = -EINVAL;
 		} else {
 			memcpy(line, text + off, end - off);
