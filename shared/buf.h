@@ -19,11 +19,10 @@ struct buf {
 /* Number of unread bytes and a pointer to the first. A buf that never
    held storage gives a valid empty span, not NULL + 0 (undefined). */
 static inline size_t buf_size(const struct buf *b) { return b->len - b->off; }
+extern uint8_t buf__empty[]; /* the span of a buf without storage */
 static inline uint8_t *buf_head(const struct buf *b)
 {
-	static uint8_t empty[1];
-
-	return b->data ? b->data + b->off : empty;
+	return b->data ? b->data + b->off : buf__empty;
 }
 
 void buf_init(struct buf *b);
