@@ -152,19 +152,18 @@ static bool all_keyframe(void *arg)
 	struct group *g = arg;
 
 	for (size_t i = 0; i < g->n; i++)
-		if (!g->c[i].got_keyframe && g->c[i].st != BWS_DEAD)
+		if (!g->c[i].got_keyframe && !g->c[i].join_failed && g->c[i].st != BWS_DEAD)
 			return false;
 	return true;
 }
 
-static bool all_closed(void *arg)
+static size_t joined(const struct group *g)
 {
-	struct group *g = arg;
+	size_t k = 0;
 
 	for (size_t i = 0; i < g->n; i++)
-		if (!g->c[i].got_closed && g->c[i].st != BWS_DEAD)
-			return false;
-	return true;
+		k += g->c[i].got_keyframe;
+	return k;
 }
 
 static size_t count_dead(const struct group *g)
@@ -378,70 +377,98 @@ static int mode_throughput(const char *sid)
 
 /* ---- (d) fan-out ---- */
 
-struct fanout {
-	struct group obs;
-	struct bws *ctl;
-};
+/* The end of a fan-out run is the sequence of the Output frame that
+   carried the marker, as the controller saw it: every observer is done
+   once its frames reach that sequence (not at the session's end: the
+   gateway gives a closing connection 2 s to drain, which a thousand
+   observers behind on output do not get). */
+static uint64_t fanout_mark_seq;
+static struct group *fanout_obs;
+
+static void fanout_obs_frame(struct bws *c, const struct bws_frame *f)
+{
+	if (fanout_mark_seq && !c->t_mark && c->last_seq >= fanout_mark_seq)
+		c->t_mark = bws_now();
+}
+
+static void fanout_ctl_frame(struct bws *c, const struct bws_frame *f)
+{
+	echo_frame(c, f);
+	if (!fanout_mark_seq && !strcmp(f->kind, "Output") &&
+	    bws_scan_marker(c, f->data, f->data_len, MARKER)) {
+		fanout_mark_seq = f->seq;
+		for (size_t i = 0; i < fanout_obs->n; i++)
+			fanout_obs_frame(&fanout_obs->c[i], f);
+	}
+}
 
 static bool fanout_done(void *arg)
 {
-	struct fanout *fo = arg;
+	struct group *g = arg;
 
-	return all_closed(&fo->obs) && (fo->ctl->got_closed || fo->ctl->st == BWS_DEAD);
+	if (!fanout_mark_seq)
+		return false;
+	for (size_t i = 0; i < g->n; i++)
+		if (!g->c[i].t_mark && g->c[i].got_keyframe && g->c[i].st != BWS_DEAD)
+			return false;
+	return true;
 }
 
-/* The session runs `stty -echo -icanon min 1; dd bs=1 count=1; exec 3<&0;
-   cat <&3 & GENERATOR; printf MARKER; kill $!`: N observers stream the
-   generator while the controller's keystrokes are echoed by cat. The run
-   ends with the session's Closed frame. */
+/* The session runs `stty -echo -icanon min 1; dd bs=1 count=1; (cat FILE;
+   printf MARKER) & exec cat`: N observers stream the file while the
+   controller's keystrokes are echoed by cat. */
 static int mode_fanout(const char *sid, size_t n)
 {
-	struct fanout fo = { .obs = { calloc(n, sizeof(struct bws)), n } };
+	struct group obs = { calloc(n, sizeof(struct bws)), n };
 	struct echo e = { .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true };
 	struct bws ctl = { .decode = true, .user = &e, .idx = -1 };
 	char *sids[] = { (char *)sid };
-	uint64_t wire = 0, out = 0, seq_errors = 0, lagged = 0, session_out;
+	uint64_t wire = 0, seq_errors = 0, lagged = 0, session_out;
 	double t0, gw0, t_end = 0, dt;
+	bool finished;
 
-	fo.ctl = &ctl;
+	fanout_obs = &obs;
 	attach_one(&ctl, sid, "controller", -1);
-	open_all(&fo.obs, sids, n, true, 0);
+	open_all(&obs, sids, n, true, 0);
+	for (size_t i = 0; i < n; i++) {
+		obs.c[i].on_frame = fanout_obs_frame;
+		bws_join(&obs.c[i], "observer", -1);
+	}
+	if (!bws_run(all_keyframe, &obs, 300))
+		fprintf(stderr, "bench_client: observers did not all get their Keyframe in 300 s\n");
 	for (size_t i = 0; i < n; i++)
-		bws_join(&fo.obs.c[i], "observer", -1);
-	if (!bws_run(all_keyframe, &fo.obs, 300))
-		die("observers did not all get their Keyframe in 300 s");
-	for (size_t i = 0; i < n; i++)
-		fo.obs.c[i].wire_bytes = 0;
-	ctl.on_frame = echo_frame;
+		obs.c[i].wire_bytes = 0;
+	ctl.on_frame = fanout_ctl_frame;
 	session_out = ctl.out_bytes;
 	gw0 = cpu_seconds(gateway_pid);
 	t0 = bws_now();
 	bws_input(&ctl, "s", 1);
 	echo_send(&ctl, &e);
-	if (!bws_run(fanout_done, &fo, 900))
+	finished = bws_run(fanout_done, &obs, 900);
+	if (!finished)
 		fprintf(stderr, "bench_client: fan-out did not finish in 900 s\n");
 	for (size_t i = 0; i < n; i++) {
-		struct bws *c = &fo.obs.c[i];
+		struct bws *c = &obs.c[i];
 
 		wire += c->wire_bytes;
 		seq_errors += c->seq_errors;
 		lagged += c->lagged;
-		if (c->t_closed > t_end)
-			t_end = c->t_closed;
+		if (c->t_mark > t_end)
+			t_end = c->t_mark;
 	}
-	out = ctl.out_bytes - session_out;
-	dt = (t_end > t0 ? t_end : bws_now()) - t0;
+	dt = (finished ? t_end : bws_now()) - t0;
 	result("fanout.observers", (double)n);
-	result("fanout.dead", (double)count_dead(&fo.obs));
+	result("fanout.joined", (double)joined(&obs));
+	result("fanout.dead", (double)count_dead(&obs));
 	result("fanout.aggregate_mb_s", (double)wire / dt / 1e6);
-	result("fanout.session_mb_s", (double)out / dt / 1e6);
+	result("fanout.session_mb_s", (double)(ctl.out_bytes - session_out) / dt / 1e6);
 	result("fanout.gateway_cpu_ms_per_mib",
 	       1e3 * (cpu_seconds(gateway_pid) - gw0) / ((double)wire / (1 << 20)));
 	result("fanout.seq_errors", (double)(seq_errors + ctl.seq_errors));
 	result("fanout.lagged", (double)lagged);
 	result("fanout.echo_samples", (double)e.n);
 	percentiles("fanout.echo_us", e.lat, e.n, 1e6, 0.010);
-	close_all(&fo.obs);
+	close_all(&obs);
 	bws_close(&ctl);
 	return 0;
 }
@@ -497,6 +524,7 @@ static int mode_memory(size_t n, size_t per, char **sids, size_t nsids)
 	sleep(1);
 	after = rss_kib(gateway_pid);
 	result("memory.connections", (double)n);
+	result("memory.joined", (double)joined(&g));
 	result("memory.dead", (double)count_dead(&g));
 	result("memory.gateway_rss_kib", (double)after);
 	result("memory.kib_per_conn", (double)(after - before) / (double)n);
