@@ -18,6 +18,7 @@ Environment: PTG_SIDECAR, PTG_GATEWAY (default: build-release), PTG_BENCH_BIN
 """
 import argparse
 import os
+import re
 import resource
 import signal
 import statistics
@@ -308,7 +309,8 @@ class Suite:
             p = "fanout%d.fanout." % n
             row("fan-out %d observers, %d s window: aggregate delivered (MB/s)" % (n, self.args.fanout_seconds), p + "aggregate_mb_s", digits=0)
             row("  observers whose join was answered (of %d)" % n, p + "joined", digits=0)
-            row("  session output rate (MB/s)", p + "session_mb_s")
+            row("  observers closed by the gateway before the end", p + "dead", digits=0)
+            row("  session output rate, as the controller received it (MB/s)", p + "session_mb_s")
             row("  gateway CPU per delivered MiB (ms)", p + "gateway_cpu_ms_per_mib", digits=2)
             row("  controller echo samples while streaming", p + "echo_samples", digits=0)
             row("  controller echo p50 while streaming (us)", p + "echo_us.p50", digits=0)
@@ -324,6 +326,8 @@ class Suite:
                 rows.append("| gateway with %d attached connections | **crashed (SIGSEGV) in %d of %d runs** | - | - |"
                             % (n, sum(c), len(c)))
         row("%d joins at once, to the last Keyframe (ms)" % self.args.joins, "joins.joins.all_ms", digits=0)
+        row("  joins answered with a Keyframe (of %d; the rest: INTERNAL, the link request timed out)"
+            % self.args.joins, "joins.joins.completed", digits=0)
         row("  bytes sent to the joiners (MiB)", "joins.joins.wire_mib")
         for p in ("p50", "p99"):
             row("replay_from 1,000 frames back -> Keyframe, %s (ms)" % p,
@@ -339,6 +343,45 @@ class Suite:
         return "\n".join(head + rows)
 
 
+def replay_log(suite, path):
+    """Rebuilds the samples from a --verbose log (its order gives each
+    result its workload), so a table can be printed for an invocation that
+    was interrupted or to re-render one."""
+    tp_names = ["longline", "hexdump", "tui", "random"]
+    kf_names = ["colour", "hexdump", "tui"]
+    tp = kf = 0
+    pat = re.compile(r"^\[bench [0-9:]+\] ([a-z-]+): (.*)$")
+    for line in open(path, encoding="utf-8", errors="replace"):
+        died = re.search(r"the gateway died with (\d+) connections", line)
+        if died:
+            suite.record("memory%s.crashed" % died.group(1), 1)
+            continue
+        m = pat.match(line.strip())
+        if not m or "=" not in m.group(2):
+            continue
+        mode = m.group(1)
+        res = {k: float(v) for k, v in (kv.split("=", 1) for kv in m.group(2).split())}
+        if mode == "plain-throughput":
+            suite.keep("tp.%s.plain." % tp_names[tp % 4], res, list(res))
+        elif mode == "throughput":
+            suite.keep("tp.%s." % tp_names[tp % 4], res, list(res))
+            tp += 1
+        elif mode == "fanout":
+            suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
+        elif mode == "memory":
+            n = int(res["memory.connections"])
+            if res.get("memory.gateway_rss_kib", 0) > 0:
+                suite.keep("memory%d." % n, res, list(res))
+                suite.record("memory%d.crashed" % n, 0)
+        elif mode == "keyframe":
+            suite.keep("kf.%s." % kf_names[kf % 3], res, list(res))
+            kf += 1
+        elif mode in ("attach", "joins"):
+            suite.keep(mode + ".", res, list(res))
+        else:
+            suite.keep("", res, list(res))
+
+
 def main():
     # SIGTERM ends the suite like Ctrl-C: the daemons are stopped.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -349,6 +392,7 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="every run's raw results on stderr")
     ap.add_argument("--observers", default=None, help="fan-out sizes, e.g. 100,1000")
     ap.add_argument("--conns", default=None, help="connection counts, e.g. 1000,10000")
+    ap.add_argument("--from-log", help="print the table of a --verbose log instead of running")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the suite runs")
     args = ap.parse_args()
     args.attach_samples, args.echo_samples, args.replay_samples = 20, 10000, 20
@@ -364,6 +408,11 @@ def main():
         args.memory = [int(x) for x in args.conns.split(",")]
     only = [b for b in args.only.split(",") if b]
     suite = Suite(args)
+    if args.from_log:
+        args.runs = 0
+        replay_log(suite, args.from_log)
+        print(suite.table())
+        return 0
     suite.start()
     t0 = time.monotonic()
     try:
