@@ -178,13 +178,21 @@ static ssize_t bws__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
 	struct bws *c = user;
 	ssize_t n = 0;
 
+	if (!buf_size(&c->in) && !c->budget) {
+		/* Fairness: wslay reads until the socket is empty, which a busy
+		   stream never is; the other connections get their turn first. */
+		wslay_event_set_error(ctx, WSLAY_ERR_WOULDBLOCK);
+		return -1;
+	}
 	if (!buf_size(&c->in)) {
 		/* wslay asks for 4 KiB at a time: read big chunks so the client's
 		   syscalls do not take the CPU the daemons need. */
 		buf_reset(&c->in);
 		n = recv(c->fd, buf_reserve(&c->in, 64 * 1024), 64 * 1024, 0);
-		if (n > 0)
+		if (n > 0) {
 			buf_commit(&c->in, (size_t)n);
+			c->budget = (size_t)n < c->budget ? c->budget - (size_t)n : 0;
+		}
 	}
 	if (buf_size(&c->in)) {
 		n = (ssize_t)(len < buf_size(&c->in) ? len : buf_size(&c->in));
@@ -431,6 +439,7 @@ static void bws__event(struct bws *c, uint32_t events)
 		bws__read_handshake(c);
 	else if (c->st == BWS_OPEN) {
 		errno = 0;
+		c->budget = 256 * 1024;
 		if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && wslay_event_recv(c->ctx) != 0) {
 			bws__fail(c, errno ? strerror(errno) : "closed");
 			return;

@@ -45,6 +45,7 @@ struct bws {
 	bool fast;   /* scan, do not parse (no data decoded) */
 	bool decode; /* decode Output data and Keyframe snapshots */
 	struct buf in; /* the handshake answer, then bytes not yet given to wslay */
+	size_t budget; /* bytes this connection may still read in this loop round */
 	char accept[32];
 	char path[256];
 	wslay_event_context_ptr ctx;
