@@ -367,10 +367,10 @@ def replay_log(suite, path):
             continue
         mode = m.group(1)
         res = {k: float(v) for k, v in (kv.split("=", 1) for kv in m.group(2).split())}
-        if mode == "plain-throughput":
-            suite.keep("tp.%s.plain." % tp_names[tp % 4], res, list(res))
-        elif mode == "throughput":
-            suite.keep("tp.%s." % tp_names[tp % 4], res, list(res))
+        if mode in ("plain-throughput", "throughput"):
+            # Each workload gives one line of each kind, in either order.
+            name = tp_names[(tp // 2) % 4]
+            suite.keep("tp.%s.%s" % (name, "plain." if mode[0] == "p" else ""), res, list(res))
             tp += 1
         elif mode == "fanout":
             suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
