@@ -71,7 +71,11 @@ class Suite:
             sidecar_args=["--max-observers", "1100", "--max-sessions", "2000",
                           "--log-level", "warn"],
             gateway_args=["--max-conns", "20000", "--max-conns-per-instance", "20000",
-                          "--max-conns-per-principal", "20000", "--log-level", "warn"],
+                          "--max-conns-per-principal", "20000",
+                          # every load connection comes from loopback, and
+                          # the echo benchmark types faster than a person
+                          "--max-conns-per-ip", "100000", "--max-ops-per-sec", "100000",
+                          "--log-level", "warn"],
             instance="bench").start()
         self.token = self.stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
 
