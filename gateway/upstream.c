@@ -489,7 +489,6 @@ void upstream_set_addr(struct upstream *u, const struct addr *a)
 }
 
 const char *upstream_instance(const struct upstream *u) { return u->id; }
-const struct addr *upstream_addr(const struct upstream *u) { return &u->addr; }
 int upstream_up(const struct upstream *u) { return u->up; }
 const char *upstream_state(const struct upstream *u)
 {

@@ -24,7 +24,6 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 /* Fails pending requests (callbacks with NULL) and drops the link. */
 void upstream_free(struct upstream *u);
 const char *upstream_instance(const struct upstream *u);
-const struct addr *upstream_addr(const struct upstream *u);
 /* Points the link at another address (instances file reload). */
 void upstream_set_addr(struct upstream *u, const struct addr *a);
 /* The sidecar's limits from its HelloAck; NULL before the first one. */
