@@ -468,6 +468,7 @@ static void on_tick(struct ev_timer *t, void *user)
 
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_tick(srv->sessions[i], now);
+	session_state_budget(srv->sessions, srv->n_sessions, srv->cfg->state_max_bytes);
 	reap_sessions(srv, now);
 }
 

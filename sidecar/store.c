@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "log.h"
+#include "recstore.h"
 #include "xalloc.h"
 
 #define STORE_MAGIC "ptygate-session 1"
@@ -81,15 +82,16 @@ int store_write(const char *dir, const struct store_record *r)
 	int rc;
 
 	buf_appendf(&b, STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
-		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n",
+		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n"
+		    "reserved %" PRIu64 "\n",
 		    r->sequence, r->running, r->has_exit_code, r->exit_code, r->close_reason,
-		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms);
+		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms, r->reserved);
 	put_str(&b, "label", r->label);
 	put_str(&b, "detail", r->detail);
 	for (char **a = r->argv; a && *a; a++)
 		put_str(&b, "arg", *a);
 	snprintf(name, sizeof(name), "%s.session", r->id);
-	rc = write_atomic(dir, name, buf_head(&b), buf_size(&b));
+	rc = recstore_write(dir, name, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 	return rc;
 }
@@ -137,6 +139,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	v++;
 	if (!strcmp(key, "sequence"))
 		return sscanf(v, "%" SCNu64, &r->sequence) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "reserved"))
+		return sscanf(v, "%" SCNu64, &r->reserved) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "running"))
 		return sscanf(v, "%d", &r->running) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "exit"))

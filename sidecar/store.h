@@ -15,6 +15,10 @@
 struct store_record {
 	char id[UUID_STRLEN + 1];
 	uint64_t sequence;
+	/* Sequence numbers up to here may have been issued: written before
+	   any number in the block goes out, so a restart continues above it
+	   even after a SIGKILL (SPEC 3: never reused). 0 in old records. */
+	uint64_t reserved;
 	int running;              /* the program was alive when last written */
 	int has_exit_code, exit_code;
 	int close_reason;         /* Ptg__CloseReason */
@@ -30,7 +34,9 @@ struct store_record {
 
 /* Creates dir (and its parents) if needed. Returns 0 or a negative errno. */
 int store_open(const char *dir);
-/* Writes r's record (not its screen) atomically. 0 or a negative errno. */
+/* Writes r's record (not its screen) atomically and durably (fsync of
+   the file and the directory: a sequence reservation must survive a power
+   loss). 0 or a negative errno. */
 int store_write(const char *dir, const struct store_record *r);
 /* Writes a session's last snapshot atomically. 0 or a negative errno. */
 int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n);
