@@ -252,6 +252,7 @@ static void load_segments(struct framelog *l)
 {
 	size_t n;
 	uint64_t *firsts = list_segments(l->dir, &n);
+	uint64_t through;
 	struct seg s;
 
 	for (size_t i = 0; i < n; i++) {
@@ -292,8 +293,12 @@ static void load_segments(struct framelog *l)
 			seg_path(path, sizeof(path), l->dir, firsts[i]);
 			unlink(path);
 		}
-		if (s.last_seq > l->forgotten_through)
-			l->forgotten_through = s.last_seq;
+		/* Without its key the segment's range is unknown; the next
+		   segment's start bounds it. (Sequence reuse is prevented by
+		   the session record's reservation, not by the log.) */
+		through = i + 1 < n ? firsts[i + 1] - 1 : s.last_seq;
+		if (through > l->forgotten_through)
+			l->forgotten_through = through;
 	}
 	free(firsts);
 	if (l->nsegs)
