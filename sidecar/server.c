@@ -16,6 +16,7 @@
 #include "link.h"
 #include "linkconn.h"
 #include "log.h"
+#include "recstore.h"
 #include "session.h"
 #include "store.h"
 #include "tasks.h"
@@ -481,6 +482,7 @@ static int restore_sessions(struct server *srv)
 
 	if (!dir[0])
 		return 0;
+	recstore_seal_with(&srv->cfg->state_keys); /* records, screens, tasks */
 	rc = store_open(dir);
 	if (rc == 0)
 		rc = store_read_all(dir, &recs, &n);

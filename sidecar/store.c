@@ -42,9 +42,13 @@ int store_open(const char *dir)
 	return access(path, W_OK) < 0 ? -errno : 0;
 }
 
-static int write_atomic(const char *dir, const char *name, const void *p, size_t n)
+/* Replaces dir/name with p sealed, without fsync: a screen is a view,
+   rewritten every second it changes. */
+static int write_atomic(const char *dir, const char *name, const void *plain, size_t plen)
 {
 	char tmp[4200], final[4200];
+	uint8_t *p;
+	size_t n;
 	int fd, rc;
 
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
@@ -52,7 +56,9 @@ static int write_atomic(const char *dir, const char *name, const void *p, size_t
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	recstore_seal(plain, plen, &p, &n);
 	rc = fd_write_all(fd, p, n);
+	free(p);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, final) < 0)
@@ -171,22 +177,34 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	return 0; /* a later version's key: ignored */
 }
 
+/* Reads and unseals a whole file into out. */
 static int read_file(const char *path, struct buf *out)
 {
+	struct buf raw = BUF_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *plain;
+	size_t plen;
 	ssize_t n;
+	int rc;
 
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf_reserve(out, 65536), 65536)) > 0) {
-		buf_commit(out, (size_t)n);
-		if (buf_size(out) > STORE_MAX_FILE) {
+	while ((n = read(fd, buf_reserve(&raw, 65536), 65536)) > 0) {
+		buf_commit(&raw, (size_t)n);
+		if (buf_size(&raw) > STORE_MAX_FILE) {
 			close(fd);
+			buf_free(&raw);
 			return -EFBIG;
 		}
 	}
 	close(fd);
-	return n < 0 ? -errno : 0;
+	rc = n < 0 ? -errno : recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
+	buf_free(&raw);
+	if (rc < 0)
+		return rc;
+	buf_append(out, plain, plen);
+	free(plain);
+	return 0;
 }
 
 static void free_record(struct store_record *r)

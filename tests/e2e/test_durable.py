@@ -249,12 +249,17 @@ class KeyRotation(DurableCase):
         self.assertEqual(err["payload"]["code"], "REPLAY_OUT_OF_RANGE")
         with open(self.stack.sidecar.log_path, errors="replace") as f:
             self.assertIn("sealed with a key not given", f.read())
-        # The state on disk is sealed: no output text in clear.
+        # The state on disk is sealed: frames, screens and records alike
+        # hold no output text, command line or label in clear.
+        checked = set()
         for root, _, files in os.walk(self.state_dir()):
             for n in files:
-                if n.endswith(".seg"):
-                    with open(os.path.join(root, n), "rb") as f:
-                        self.assertNotIn(b"tick-", f.read())
+                with open(os.path.join(root, n), "rb") as f:
+                    data = f.read()
+                for clear in (b"tick-", b"/bin/sh", b"ptygate-session"):
+                    self.assertNotIn(clear, data, n)
+                checked.add(n.rsplit(".", 1)[-1])
+        self.assertTrue({"seg", "session", "screen"} <= checked, checked)
 
 
 class DiskBudget(DurableCase):
