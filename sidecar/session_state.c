@@ -68,7 +68,8 @@ void session_state_save_screen(struct session *s, const struct buf *snap)
 {
 	if (!has_state(s))
 		return;
-	if (store_write_screen(s->cfg->state_dir, s->id, buf_head(snap), buf_size(snap)) < 0)
+	if (store_write_screen(s->cfg->state_dir, s->id, s->seq, s->cols, s->rows,
+			       buf_head(snap), buf_size(snap)) < 0)
 		log_warn(s->id, "cannot write the screen in %s", s->cfg->state_dir);
 	s->screen_saved_seq = s->seq;
 	s->screen_saved_ms = time_mono_ms();
@@ -252,6 +253,38 @@ static void emit_log_line(struct session *s, const char *text)
 	session_emit(s, &f, NULL);
 }
 
+/* Brings the saved screen up to the last frame on disk: the Output and
+   Resize frames logged after it was saved (at most a second of them). */
+static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
+{
+	struct framelog_reader *rd;
+	struct framelog_rec rec;
+	Ptg__Frame *f;
+
+	if (!s->log || !screen_seq || screen_seq >= framelog_last_seq(s->log))
+		return;
+	rd = framelog_reader_new(s->log, screen_seq);
+	while (framelog_reader_next(rd, &rec) == 1) {
+		if (rec.kind != PTG__FRAME__KIND_OUTPUT && rec.kind != PTG__FRAME__KIND_RESIZE)
+			continue;
+		f = ptg__frame__unpack(NULL, rec.len, rec.frame);
+		if (!f)
+			continue;
+		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
+			buf_append(&s->screen_backlog, f->output->data.data, f->output->data.len);
+		if (f->kind_case == PTG__FRAME__KIND_RESIZE && f->resize->cols >= 1 &&
+		    f->resize->cols <= 1024 && f->resize->rows >= 1 && f->resize->rows <= 1024) {
+			session_screen_sync(s);
+			s->cols = f->resize->cols;
+			s->rows = f->resize->rows;
+			screen_resize(s->screen, s->cols, s->rows);
+		}
+		ptg__frame__free_unpacked(f, NULL);
+	}
+	framelog_reader_free(rd);
+	session_screen_sync(s);
+}
+
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 {
 	uint64_t m = a > b ? a : b;
@@ -291,8 +324,9 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->loop = loop;
 	s->master = -1;
 	s->reaped = s->exited = s->numbered = 1;
-	s->cols = r->cols;
-	s->rows = r->rows;
+	/* The screen file is newer than the record when it has a size. */
+	s->cols = r->screen_cols ? r->screen_cols : r->cols;
+	s->rows = r->screen_rows ? r->screen_rows : r->rows;
 	s->policy = r->policy;
 	s->label = xstrdup(r->label);
 	s->argv = strv_dup(r->argv);
@@ -308,6 +342,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	open_log(s);
+	replay_screen_from_log(s, r->screen_seq);
 	saved = s->log ? framelog_last_seq(s->log) : 0;
 	/* Above every number that may have been issued, even ones whose
 	   frames were lost with the process. */

@@ -102,12 +102,45 @@ int store_write(const char *dir, const struct store_record *r)
 	return rc;
 }
 
-int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n)
+/* A screen file: this line, then the snapshot. An earlier version wrote
+   the snapshot alone. */
+#define SCREEN_MAGIC "ptygate-screen 1 "
+
+int store_write_screen(const char *dir, const char *id, uint64_t seq,
+		       unsigned cols, unsigned rows, const uint8_t *p, size_t n)
 {
+	struct buf b = BUF_INIT;
 	char name[64];
+	int rc;
 
 	snprintf(name, sizeof(name), "%s.screen", id);
-	return write_atomic(dir, name, p, n);
+	buf_appendf(&b, SCREEN_MAGIC "%" PRIu64 " %u %u\n", seq, cols, rows);
+	buf_append(&b, p, n);
+	rc = write_atomic(dir, name, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	return rc;
+}
+
+/* Splits a screen file into its sequence and snapshot. */
+static void parse_screen(struct store_record *r)
+{
+	size_t m = strlen(SCREEN_MAGIC);
+	uint8_t *nl;
+	size_t skip;
+
+	if (r->screen_len < m || memcmp(r->screen, SCREEN_MAGIC, m))
+		return;
+	nl = memchr(r->screen + m, '\n', r->screen_len - m);
+	if (!nl || sscanf((char *)r->screen + m, "%" SCNu64 " %u %u", &r->screen_seq,
+			  &r->screen_cols, &r->screen_rows) != 3 ||
+	    r->screen_cols < 1 || r->screen_cols > 1024 || r->screen_rows < 1 ||
+	    r->screen_rows > 1024) {
+		r->screen_seq = r->screen_cols = r->screen_rows = 0;
+		return;
+	}
+	skip = (size_t)(nl + 1 - r->screen);
+	memmove(r->screen, nl + 1, r->screen_len - skip);
+	r->screen_len -= skip;
 }
 
 /* Decodes a percent-encoded value into dst (cap bytes with NUL).
@@ -243,6 +276,8 @@ static int parse_record(const char *dir, const char *id, struct store_record *r)
 	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
 	if (!rc && read_file(path, &scr) == 0 && buf_size(&scr))
 		r->screen = buf_steal(&scr, &r->screen_len);
+	if (r->screen)
+		parse_screen(r);
 	buf_free(&scr);
 	if (rc)
 		free_record(r);

@@ -30,6 +30,8 @@ struct store_record {
 	char **argv;              /* NULL-terminated; owned */
 	uint8_t *screen;          /* the last snapshot; owned, NULL if none */
 	size_t screen_len;
+	uint64_t screen_seq;      /* the sequence it was saved at (0: unknown) */
+	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };
 
 /* Creates dir (and its parents) if needed. Returns 0 or a negative errno. */
@@ -38,8 +40,10 @@ int store_open(const char *dir);
    the file and the directory: a sequence reservation must survive a power
    loss). 0 or a negative errno. */
 int store_write(const char *dir, const struct store_record *r);
-/* Writes a session's last snapshot atomically. 0 or a negative errno. */
-int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n);
+/* Writes a session's last snapshot, taken at sequence seq, atomically.
+   0 or a negative errno. */
+int store_write_screen(const char *dir, const char *id, uint64_t seq,
+		       unsigned cols, unsigned rows, const uint8_t *p, size_t n);
 /* Reads every record in dir with its screen; a file that does not parse
    is logged and skipped. Returns 0 and a malloc'd array, or a negative
    errno when dir cannot be read. */

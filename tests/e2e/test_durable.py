@@ -155,12 +155,19 @@ class SequenceAfterKill(DurableCase):
         sid, live = await self.session_with("controller", sub="alice")
         await live.run("echo recent-screen-$((6*7))", "recent-screen-42")
         await asyncio.sleep(2.5)  # no Keyframe is due: the session is idle
+        # Output after the last screen save, in the frame log only (the
+        # log is written every 100 ms, the screen once a second): the
+        # restored screen is rebuilt up to the last persisted frame.
+        await live.run("echo late-line-$((3*3))", "late-line-9")
+        await asyncio.sleep(0.4)
         self.restart_sidecar(signal.SIGKILL)
         await self.drain_until_closed(live)
         c = await self.reconnect(sid)
         _, _, kf = await c.join_fresh("observer")
-        snap = base64.b64decode(kf["payload"]["snapshot"])
-        self.assertIn("recent-screen-42", screen_text(snap), "the saved screen is stale")
+        text = screen_text(base64.b64decode(kf["payload"]["snapshot"]))
+        self.assertIn("recent-screen-42", text, "the saved screen is stale")
+        self.assertIn("late-line-9", text, "the screen is rebuilt from the frame log")
+        self.assertIn("lost in the restart", text, "the boundary line is on the screen")
 
 
 class CleanStop(DurableCase):
