@@ -9,7 +9,9 @@ import base64
 import os
 import re
 import shutil
+import json
 import signal
+import subprocess
 import time
 
 import harness
@@ -189,6 +191,39 @@ class CleanStop(DurableCase):
         await c.join("observer", replay_from=current + 100000)
         err = await c.expect_frame("Error")
         self.assertEqual(err["payload"]["code"], "REPLAY_OUT_OF_RANGE")
+
+
+class Export(DurableCase):
+
+    def export(self, sid):
+        return subprocess.run(
+            [self.stack.sidecar_bin, "--export-asciicast", sid, "--state-dir", self.state_dir(),
+             "--state-key-file", os.path.join(self.stack.dir, "state.key")],
+            capture_output=True, timeout=30)
+
+    async def test_export_asciicast_v2(self):
+        sid, live = await self.session_with("controller", sub="alice", cols=100, rows=20)
+        await live.run("printf 'export-%s\\n' caf$(printf '\\303\\251')", "export-caf")
+        await live.send("pty.session_resize", {"cols": 90, "rows": 25})
+        await live.wait_for("pty.session_frame", "Resize")
+        await live.run("echo after-resize-$((5*5))", "after-resize-25")
+        await asyncio.sleep(0.3)  # the log is written every 100 ms
+        p = await self.in_thread(self.export, sid)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        lines = p.stdout.decode("utf-8").splitlines()
+        header = json.loads(lines[0])
+        self.assertEqual(header["version"], 2)
+        self.assertEqual((header["width"], header["height"]), (100, 20))
+        events = [json.loads(l) for l in lines[1:]]
+        times = [e[0] for e in events]
+        self.assertEqual(times, sorted(times))
+        text = "".join(e[2] for e in events if e[1] == "o")
+        self.assertIn("export-caf\u00e9", text)
+        self.assertIn("after-resize-25", text)
+        self.assertIn([ "r", "90x25"], [e[1:] for e in events])
+        bad = await self.in_thread(self.export, "not-a-session")
+        self.assertNotEqual(bad.returncode, 0)
+        self.assertIn(b"not a session id", bad.stderr)
 
 
 class Damage(DurableCase):
