@@ -8,11 +8,11 @@ import asyncio
 import base64
 import os
 import re
-import shutil
 import json
 import signal
 import subprocess
 import time
+import unittest
 
 import harness
 from harness import E2ETestCase, matches, screen_text
@@ -340,3 +340,44 @@ class DiskBudget(DurableCase):
 
 if __name__ == "__main__":
     harness.main()
+
+
+@unittest.skipUnless(os.environ.get("PTG_MEASURE"), "measurements: set PTG_MEASURE=1")
+class Measure(DurableCase):
+    """Replay speed from disk and restart time, noted in the test log."""
+    SIDECAR_ARGS = DurableCase.SIDECAR_ARGS + ("--replay-memory-bytes", "65536",
+                                               "--replay-bytes", "1073741824")
+
+    def disk_replay_line(self, sid):
+        with open(self.stack.sidecar.log_path, errors="replace") as f:
+            lines = [l for l in f if sid in l and "from disk in" in l]
+        return lines[-1].strip() if lines else None
+
+    async def replay_all(self, sid, after):
+        c = await self.reconnect(sid)
+        await c.join("observer", replay_from=after)
+        await c.wait_for("pty.session_frame", "MembershipChanged", timeout=600)
+        await c.close()
+
+    async def test_replay_speed_from_disk(self):
+        for label, cmd, marker in (
+                ("1000 frames", "i=0; while [ $i -lt 1000 ]; do echo line-$i; i=$((i+1)); sleep 0.002; done; echo done-$((1+1))", "done-2"),
+                ("100 MiB", "yes 0123456789abcdef0123456789abcdef | head -c 104857600; echo done-$((2+2))", "done-4")):
+            sid, live = await self.session_with("controller", sub="alice")
+            first = live.last_sequence()
+            await live.type(cmd + "\n")
+            await live.wait_output(marker, timeout=600)
+            await live.close()
+            await self.replay_all(sid, first)
+            harness.note("replay from disk, %s: %s" % (label, self.disk_replay_line(sid)))
+
+    async def test_restart_time_with_100_sessions(self):
+        sids = [self.stack.create_session() for _ in range(100)]
+        await asyncio.sleep(1.5)  # each screen saved once
+        self.assertIsNone(self.stack.sidecar.stop())
+        t0 = time.monotonic()
+        self.restart_sidecar(None)
+        took = time.monotonic() - t0
+        info = self.stack.get_session(sids[-1])
+        self.assertEqual(info["session_id"], sids[-1])
+        harness.note("restart with %d sessions on disk: socket up in %.0f ms" % (len(sids), took * 1000))
