@@ -15,6 +15,7 @@
 
 #include "fdio.h"
 #include "log.h"
+#include "syncer.h"
 #include "xalloc.h"
 
 #define PATH_CAP 4400
@@ -422,6 +423,17 @@ int framelog_flush(struct framelog *l, int sync)
 	}
 	if (sync && l->o.fsync != FSYNC_NEVER && fdatasync(l->fd) < 0)
 		rc = -errno;
+	return rc;
+}
+
+int framelog_flush_async(struct framelog *l)
+{
+	int rc = framelog_flush(l, 0);
+
+	/* The interval policy syncs off the loop: a sync of the whole file
+	   covers every write before it. */
+	if (!rc && l->fd >= 0 && l->o.fsync == FSYNC_INTERVAL)
+		rc = syncer_request(l->fd);
 	return rc;
 }
 

@@ -55,6 +55,9 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 /* Writes what is queued; syncs too when sync is set (and the policy is
    not never). Returns 0 or a negative errno. */
 int framelog_flush(struct framelog *l, int sync);
+/* Writes what is queued and, with FSYNC_INTERVAL, has it synced by the
+   syncer thread (syncer.h) without blocking. Returns 0 or a negative errno. */
+int framelog_flush_async(struct framelog *l);
 /* Applies retention at now_ms; returns bytes deleted. */
 uint64_t framelog_expire(struct framelog *l, int64_t now_ms);
 /* Deletes the oldest closed segment (the sidecar's disk budget). Returns

@@ -127,7 +127,7 @@ static void on_flush_due(struct ev_timer *t, void *user)
 	struct session *s = user;
 
 	if (s->log)
-		framelog_flush(s->log, s->cfg->fsync == FSYNC_INTERVAL);
+		framelog_flush_async(s->log);
 }
 
 static void open_log(struct session *s)

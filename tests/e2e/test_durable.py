@@ -226,6 +226,44 @@ class Export(DurableCase):
         self.assertIn(b"not a session id", bad.stderr)
 
 
+class Flags(DurableCase):
+
+    def run_sidecar(self, *args):
+        sock = os.path.join(self.stack.dir, "flags.sock")
+        return subprocess.run([self.stack.sidecar_bin, "--listen", "unix:" + sock, *args],
+                              capture_output=True, timeout=20)
+
+    def test_state_is_refused_in_clear_without_a_key(self):
+        d = os.path.join(self.stack.dir, "flags-state")
+        p = self.run_sidecar("--state-dir", d)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--state-key-file", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "tasks")), "nothing written")
+
+    def test_bad_flags_are_refused_with_a_reason(self):
+        d = os.path.join(self.stack.dir, "flags-state")
+        key = os.path.join(self.stack.dir, "loose.key")
+        with open(key, "w") as f:
+            f.write("00" * 32 + "\n")
+        os.chmod(key, 0o644)
+        for args, why in (
+                (("--state-dir", d, "--state-key-file", key), b"readable by others"),
+                (("--state-dir", d, "--state-plaintext", "--fsync", "sometimes"), b"--fsync"),
+                (("--state-dir", d, "--state-plaintext", "--fsync", "interval:0ms"), b"--fsync"),
+                (("--state-dir", d, "--state-plaintext", "--state-segment-bytes", "10"), b"65536"),
+                (("--state-dir", d, "--state-key-file", key + ".new", "--state-plaintext"), b"exclude"),
+                (("--export-asciicast", "x"), b"needs --state-dir")):
+            p = self.run_sidecar(*args)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertIn(why, p.stderr, args)
+        os.chmod(key, 0o600)
+        with open(key, "w") as f:
+            f.write("not hex\n")
+        p = self.run_sidecar("--state-dir", d, "--state-key-file", key)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"hex digits", p.stderr)
+
+
 class Damage(DurableCase):
 
     def segments(self, sid):
