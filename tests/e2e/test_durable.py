@@ -416,6 +416,6 @@ class Measure(DurableCase):
         t0 = time.monotonic()
         self.restart_sidecar(None)
         took = time.monotonic() - t0
-        info = self.stack.get_session(sids[-1])
-        self.assertEqual(info["session_id"], sids[-1])
+        c = await self.reconnect(sids[-1])  # the gateway's link is back
+        self.assertEqual(c.hello["payload"]["session"]["session_id"], sids[-1])
         harness.note("restart with %d sessions on disk: socket up in %.0f ms" % (len(sids), took * 1000))
