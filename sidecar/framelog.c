@@ -101,7 +101,8 @@ static uint64_t *list_segments(const char *dir, size_t *n)
 		v[(*n)++] = first;
 	}
 	closedir(d);
-	qsort(v, *n, sizeof(*v), cmp_u64);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
 }
 
@@ -557,6 +558,11 @@ int64_t framelog_oldest_ts(const struct framelog *l)
 uint64_t framelog_first_seq(const struct framelog *l)
 {
 	return l->nsegs ? l->segs[0].first_seq : 0;
+}
+
+uint64_t framelog_oldest_retained(const struct framelog *l)
+{
+	return l->nsegs ? l->forgotten_through + 1 : 0;
 }
 
 uint64_t framelog_last_seq(const struct framelog *l) { return l->last_seq; }

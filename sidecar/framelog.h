@@ -71,6 +71,10 @@ int64_t framelog_oldest_ts(const struct framelog *l);
 uint64_t framelog_first_seq(const struct framelog *l);
 uint64_t framelog_last_seq(const struct framelog *l);
 uint64_t framelog_disk_bytes(const struct framelog *l);
+/* The oldest sequence a replay may start at: everything from here on
+   that was logged is on disk (frames never logged, like targeted ones,
+   are not history). 0 when the log holds nothing. */
+uint64_t framelog_oldest_retained(const struct framelog *l);
 /* Everything at or below seq is gone: retention deleted it. */
 uint64_t framelog_forgotten_through(const struct framelog *l);
 

@@ -178,7 +178,7 @@ void session_state_free(struct session *s)
 uint64_t session_state_oldest(const struct session *s)
 {
 	uint64_t mem = ring_oldest_retained(s->ring);
-	uint64_t disk = s->log ? framelog_first_seq(s->log) : 0;
+	uint64_t disk = s->log ? framelog_oldest_retained(s->log) : 0;
 
 	return disk && disk < mem ? disk : mem;
 }
