@@ -192,7 +192,8 @@ static void drop_front(struct framelog *l, size_t count)
 		if (l->segs[i].last_seq > l->forgotten_through)
 			l->forgotten_through = l->segs[i].last_seq;
 	}
-	memmove(l->segs, l->segs + count, (l->nsegs - count) * sizeof(*l->segs));
+	if (count && count < l->nsegs)
+		memmove(l->segs, l->segs + count, (l->nsegs - count) * sizeof(*l->segs));
 	l->nsegs -= count;
 }
 

@@ -28,7 +28,8 @@ void recstore_seal(const void *p, size_t n, uint8_t **out, size_t *outlen)
 {
 	if (!seal_keys) {
 		*out = xmalloc(n + 1);
-		memcpy(*out, p, n);
+		if (n)
+			memcpy(*out, p, n);
 		*outlen = n;
 		return;
 	}
@@ -39,7 +40,8 @@ int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen)
 {
 	if (!seal_keys || (!seal_keys->n && (!n || (p[0] != 'P' && p[0] != 'S')))) {
 		*out = xmalloc(n + 1);
-		memcpy(*out, p, n);
+		if (n)
+			memcpy(*out, p, n);
 		(*out)[n] = 0;
 		*outlen = n;
 		return 0;
