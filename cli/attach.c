@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #include <jansson.h>
+#include <sodium.h>
 
 #include "attach.h"
 #include "cli.h"
 #include "ptyc.h"
 #include "rawtty.h"
 #include "timeutil.h"
+#include "tlsio.h"
 #include "wsclient.h"
 
 #define ATTACH_CONNECT_MS   10000
@@ -33,31 +35,46 @@
 #define ATTACH_DETACH_KEY   0x1d	  /* Ctrl-] */
 #define ATTACH_DEFAULT_COLS 80
 #define ATTACH_DEFAULT_ROWS 24
+#define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
+#define ATTACH_ID_MAX	    128 /* instance and session ids (SPEC 9 paths) */
+#define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
+#define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
+#define ATTACH_RECONNECT_CONNECT_MS 5000 /* one reconnect attempt's handshake */
 
 static const char attach_usage[] =
     "Usage: ptygate attach --session ID [options]\n"
+    "       ptygate attach --url ws[s]://HOST:PORT/agents/I/sessions/S/attach [options]\n"
     "\n"
     "Attach this terminal to a session over the gateway's WebSocket. Ctrl-]\n"
-    "detaches (the session keeps running unless its policy says otherwise).\n"
-    "When stdin is not a terminal, its bytes are sent until end of file, then\n"
-    "the client leaves once the screen has been quiet for half a second (5 s at\n"
-    "most); the screen still goes to stdout.\n"
+    "detaches: the session keeps running (unless its policy ends it with its\n"
+    "last controller). When the connection drops, the client reconnects by\n"
+    "itself with backoff (0.5 s doubling to 30 s) and replays what it missed\n"
+    "(replay_from = the last sequence shown); keys typed while away are\n"
+    "dropped, never sent late. When stdin is not a terminal, its bytes are\n"
+    "sent until end of file, then the client leaves once the screen has been\n"
+    "quiet for half a second (5 s at most); the screen still goes to stdout.\n"
     "\n"
-    "  --gateway URL        gateway base URL, http:// or ws:// (env\n"
+    "  --url URL            the attach URL, ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
+    "                       (in place of --gateway, --instance and --session)\n"
+    "  --gateway URL        gateway base URL, http(s):// or ws(s):// (env\n"
     "                       PTYGATE_GATEWAY, default " CLI_DEFAULT_GATEWAY ")\n"
     "  --instance ID        instance id (env PTYGATE_INSTANCE)\n"
     "  --session ID         the session to attach to (required)\n"
-    "  --token TOKEN        bearer token with pty:observe or pty:control (env\n"
-    "                       PTYGATE_TOKEN)\n"
-    "  --token-file FILE    read the token from FILE\n"
+    "  --token-file FILE    read the bearer token (pty:observe or pty:control)\n"
+    "                       from FILE; else the env PTYGATE_TOKEN\n"
+    "  --token TOKEN        the token itself: visible to every user in ps, so\n"
+    "                       prefer the two above\n"
     "  --observer           join as an observer (default: controller)\n"
     "  --replay-from N      replay the frames after sequence N before going live\n"
     "  --label LABEL        how other clients see this one (default: $USER@host)\n"
     "  --cols N, --rows N   the size to ask for (default: this terminal's, or 80x24)\n"
+    "  --ca-file FILE       wss://: trust the CAs in FILE (PEM), not the system's\n"
+    "  --insecure           wss://: do not check the certificate (tests only)\n"
     "  -h, --help           show this help\n"
     "\n"
-    "Exit status: 0 when the gateway closed the connection normally (1000),\n"
-    "1 on any other end, 2 for a usage error.\n";
+    "Exit status: the program's exit code when the session ends while\n"
+    "attached; 0 after a detach or a normal close (1000); 1 on any other end\n"
+    "(refused, token expired, reconnect given up); 2 for a usage error.\n";
 
 struct attach {
 	struct cli_target target;
@@ -65,6 +82,10 @@ struct attach {
 	struct ptyc_join join;
 	char label[PTYC_LABEL_MAX + 1];
 	bool fixed_size; /* --cols/--rows given: do not follow the terminal */
+	struct tlsio_opts tls;  /* --ca-file, --insecure */
+	char url_gateway[1024]; /* --url split: its base, instance and session */
+	char url_instance[ATTACH_ID_MAX + 1];
+	char url_session[ATTACH_ID_MAX + 1];
 	bool tty;	 /* stdin is a terminal: raw mode, resizes, detach key */
 	bool raw;	 /* raw mode is on: notices end in "\r\n" */
 	struct wsclient *ws;
@@ -76,11 +97,15 @@ struct attach {
 	bool close_sent; /* the leave timed out and we closed ourselves */
 	bool quit;	 /* stop now */
 	bool told_observer;
+	bool left;	 /* this client sent pty.leave_session */
+	bool rejoined;	 /* a reconnect: input waits for nothing, it is dropped */
+	unsigned attempt; /* reconnect attempts since the last join */
 	struct buf early; /* keys typed before RoleAssigned, sent after it */
 	int64_t deadline; /* while leaving: the next step is due at */
 	int64_t eof_ms;	  /* piped input ended (0: not yet) */
 	int64_t output_ms; /* the last screen output arrived */
 	unsigned sent_cols, sent_rows;
+	int64_t resize_ms; /* a SIGWINCH is waiting to be sent then (0: none) */
 };
 
 static void attach__notice(const char *line, void *user)
@@ -134,6 +159,7 @@ static void attach__leave(struct attach *a)
 	if (a->leaving)
 		return;
 	attach__send(a, ptyc_msg_leave());
+	a->left = true;
 	a->leaving = true;
 	a->deadline = time_mono_ms() + ATTACH_LEAVE_MS;
 }
@@ -177,7 +203,8 @@ static void attach__signal(struct attach *a)
 
 	while (read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
 		if (si.ssi_signo == SIGWINCH) {
-			attach__resize(a);
+			if (!a->resize_ms)
+				a->resize_ms = time_mono_ms() + ATTACH_RESIZE_MS;
 		} else if (a->detached) {
 			a->quit = true; /* a second signal: stop waiting */
 		} else {
@@ -194,6 +221,8 @@ static void attach__input(struct attach *a, const uint8_t *p, size_t n)
 
 	if (n == 0)
 		return;
+	if (!*ptyc_role(a->pc) && a->rejoined)
+		return; /* typed while away: never sent late */
 	if (!*ptyc_role(a->pc)) {
 		/* Typed ahead of the join's answer: held, within a bound. */
 		if (buf_size(&a->early) + n > PTYC_INPUT_CHUNK)
@@ -267,10 +296,23 @@ static void attach__timeout(struct attach *a)
 	a->deadline = time_mono_ms() + ATTACH_CLOSE_MS;
 }
 
+/* A debounced SIGWINCH whose time has come. */
+static void attach__resize_due(struct attach *a)
+{
+	if (a->resize_ms && time_mono_ms() >= a->resize_ms) {
+		a->resize_ms = 0;
+		attach__resize(a);
+	}
+}
+
 static int attach__poll_timeout(const struct attach *a)
 {
 	int64_t left;
 
+	if (a->resize_ms) {
+		left = a->resize_ms - time_mono_ms();
+		return left < 0 ? 0 : (int)left;
+	}
 	if (a->eof_ms && !a->leaving)
 		return 100; /* settling: look again soon */
 	if (!a->leaving)
@@ -307,6 +349,7 @@ static void attach__loop(struct attach *a)
 			attach__signal(a);
 		if (n > 0 && p[2].fd >= 0 && p[2].revents)
 			attach__stdin(a);
+		attach__resize_due(a);
 		attach__settle(a);
 		attach__timeout(a);
 	}
@@ -319,6 +362,9 @@ enum {
 	ATTACH_OPT_LABEL,
 	ATTACH_OPT_COLS,
 	ATTACH_OPT_ROWS,
+	ATTACH_OPT_URL,
+	ATTACH_OPT_CA_FILE,
+	ATTACH_OPT_INSECURE,
 };
 
 static const struct option attach_opts[] = {
@@ -329,6 +375,9 @@ static const struct option attach_opts[] = {
     {"label", required_argument, NULL, ATTACH_OPT_LABEL},
     {"cols", required_argument, NULL, ATTACH_OPT_COLS},
     {"rows", required_argument, NULL, ATTACH_OPT_ROWS},
+    {"url", required_argument, NULL, ATTACH_OPT_URL},
+    {"ca-file", required_argument, NULL, ATTACH_OPT_CA_FILE},
+    {"insecure", no_argument, NULL, ATTACH_OPT_INSECURE},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -341,11 +390,63 @@ static bool attach__utf8_ok(const char *s)
 	return j != NULL;
 }
 
+/* Copies the path segment at *p (up to '/' or the end) into out: an id
+   of 1..ATTACH_ID_MAX characters of [A-Za-z0-9._~:@-], which need no
+   percent-decoding. */
+static int attach__url_id(const char **p, char *out)
+{
+	size_t n = strcspn(*p, "/");
+
+	if (n == 0 || n > ATTACH_ID_MAX || strspn(*p, "abcdefghijklmnopqrstuvwxyz"
+						  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+						  "0123456789._~:@-") < n)
+		return -1;
+	memcpy(out, *p, n);
+	out[n] = '\0';
+	*p += n;
+	return 0;
+}
+
+/* --url ws://HOST:PORT[/prefix]/agents/I/sessions/S[/attach] */
+static int attach__url(struct attach *a, const char *url)
+{
+	const char *ag = strstr(url, "/agents/"), *p;
+	size_t base;
+
+	if (!ag || (base = (size_t)(ag - url)) >= sizeof(a->url_gateway))
+		goto bad;
+	p = ag + strlen("/agents/");
+	if (attach__url_id(&p, a->url_instance) < 0 || strncmp(p, "/sessions/", 10) != 0)
+		goto bad;
+	p += 10;
+	if (attach__url_id(&p, a->url_session) < 0)
+		goto bad;
+	if (*p && strcmp(p, "/attach") != 0 && strcmp(p, "/attach/") != 0 && strcmp(p, "/"))
+		goto bad;
+	memcpy(a->url_gateway, url, base);
+	a->url_gateway[base] = '\0';
+	a->target.gateway_arg = a->url_gateway;
+	a->target.instance = a->url_instance;
+	a->session = a->url_session;
+	return CLI_OK;
+bad:
+	return cli_usage_error("attach", "bad --url '%s': expected "
+			       "ws://HOST:PORT/agents/INSTANCE/sessions/SESSION/attach", url);
+}
+
 static int attach__option(struct attach *a, int c, const char *arg)
 {
 	long long v;
 
 	switch (c) {
+	case ATTACH_OPT_URL:
+		return attach__url(a, arg);
+	case ATTACH_OPT_CA_FILE:
+		a->tls.ca_file = arg;
+		break;
+	case ATTACH_OPT_INSECURE:
+		a->tls.insecure = true;
+		break;
 	case ATTACH_OPT_SESSION:
 		a->session = arg;
 		break;
@@ -427,6 +528,11 @@ static int attach__parse(struct attach *a, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("attach", "unexpected argument '%s'",
 				       argv[optind]);
+	if (a->url_session[0] && (a->session != a->url_session ||
+				  a->target.instance != a->url_instance ||
+				  a->target.gateway_arg != a->url_gateway))
+		return cli_usage_error("attach", "--url names the gateway, instance and "
+				       "session: give no --gateway, --instance or --session");
 	if (!a->session || !*a->session)
 		return cli_usage_error("attach", "--session is required");
 	rc = cli_target_finish(&a->target, "attach");
@@ -477,11 +583,17 @@ static int attach__farewell(struct attach *a)
 	const char *reason = "";
 	char line[160];
 
+	int exit_code;
+
 	ptyc_goodbye(a->pc, &reason);
+	if (ptyc_closed(a->pc, &exit_code)) /* ptyc said "session ended: exit code N" */
+		return exit_code < 0 ? CLI_FAIL : exit_code & 0xff; /* ours, as with ssh */
+	if (a->detached) {
+		attach__notice("detached; the session keeps running", a);
+		return CLI_OK;
+	}
 	if (code == WSCLIENT_CLOSE_LOST)
 		snprintf(line, sizeof(line), "connection lost (close %u)", code);
-	else if (a->detached)
-		snprintf(line, sizeof(line), "detached (close %u)", code);
 	else if (*reason)
 		snprintf(line, sizeof(line), "disconnected: %s (close %u)", reason, code);
 	else
@@ -512,8 +624,11 @@ static int attach__open(struct attach *a)
 	char err[512], *path = attach__path(a);
 
 	a->pc = ptyc_new(&pcb, a);
-	a->ws = wsclient_connect(a->target.gateway, path, a->target.token,
-				 ATTACH_CONNECT_MS, &wcb, a, err, sizeof(err));
+	if (a->tls.insecure)
+		attach__notice("warning: --insecure: the gateway's certificate is not "
+			       "checked; anyone on the path can read the session", a);
+	a->ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
+				     ATTACH_CONNECT_MS, &a->tls, &wcb, a, err, sizeof(err));
 	free(path);
 	if (!a->ws) {
 		cli_error("%s", err);
@@ -521,6 +636,128 @@ static int attach__open(struct attach *a)
 	}
 	attach__send(a, ptyc_msg_join(&a->join));
 	return CLI_OK;
+}
+
+/* Whether the connection's end was a drop that a reconnect repairs: not
+   a leave of ours, not the session's end, not a refusal to come back
+   (expired or revoked token, session gone, protocol violations). */
+static bool attach__should_reconnect(struct attach *a)
+{
+	uint16_t code = wsclient_close_code(a->ws);
+	const char *reason = "";
+
+	if (a->quit || a->detached || a->left || ptyc_closed(a->pc, NULL))
+		return false;
+	if (ptyc_goodbye(a->pc, &reason) && (!strcmp(reason, "session_closed") ||
+					      !strcmp(reason, "principal_revoked")))
+		return false;
+	return code != 4400 && code != 4401 && code != 4403 && code != 4404;
+}
+
+/* Exponential, +-20% jitter so that clients of a restarted gateway do not
+   all come back at the same instant. */
+static int64_t attach__backoff_ms(unsigned attempt)
+{
+	int64_t ms = ATTACH_BACKOFF_FIRST_MS << (attempt < 8 ? attempt : 8);
+	uint32_t r;
+
+	if (ms > ATTACH_BACKOFF_MAX_MS)
+		ms = ATTACH_BACKOFF_MAX_MS;
+	randombytes_buf(&r, sizeof(r));
+	return ms * 8 / 10 + (int64_t)(r % (uint32_t)(ms * 4 / 10 + 1));
+}
+
+/* Waits until due while watching the signals and the keyboard: Ctrl-] or
+   a signal gives up (detached). Keys typed meanwhile are read and
+   dropped: input belongs to the connection it was typed on. */
+static void attach__wait_away(struct attach *a, int64_t due)
+{
+	static uint8_t in[4096];
+	struct pollfd p[2];
+	struct signalfd_siginfo si;
+	int64_t left;
+	ssize_t n;
+
+	while (!a->detached && (left = due - time_mono_ms()) > 0) {
+		p[0] = (struct pollfd){a->sigfd, POLLIN, 0};
+		p[1] = (struct pollfd){a->stdin_open && a->tty ? STDIN_FILENO : -1, POLLIN, 0};
+		if (poll(p, 2, (int)left) <= 0)
+			continue;
+		while (p[0].revents && read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+			if (si.ssi_signo != SIGWINCH)
+				a->detached = true;
+		if (p[1].revents) {
+			n = read(STDIN_FILENO, in, sizeof(in));
+			if (n <= 0)
+				a->stdin_open = false;
+			else if (memchr(in, ATTACH_DETACH_KEY, (size_t)n))
+				a->detached = true;
+		}
+	}
+}
+
+/* A refusal that will not change by trying again. */
+static bool attach__refusal_final(const char *err)
+{
+	return strstr(err, "HTTP 400") || strstr(err, "HTTP 401") ||
+	       strstr(err, "HTTP 403") || strstr(err, "HTTP 404");
+}
+
+/* Reconnects after a drop, with backoff, until joined again (CLI_OK) or
+   given up (detached, or refused for good: CLI_FAIL, reason printed). The
+   join replays from the last sequence applied, with the role held. */
+static int attach__reconnect(struct attach *a)
+{
+	static const struct wsclient_callbacks wcb = {.on_text = attach__text};
+	static const struct ptyc_callbacks pcb = {attach__screen, attach__notice};
+	uint64_t last = ptyc_last_sequence(a->pc);
+	bool observer = !attach__controls(a);
+	char err[512], line[640], *path = attach__path(a);
+	struct wsclient *ws;
+	int64_t wait;
+
+	buf_free(&a->early); /* typed before the drop: never sent */
+	for (err[0] = '\0'; !a->detached; a->attempt++) {
+		wait = attach__backoff_ms(a->attempt);
+		snprintf(line, sizeof(line), "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
+			 err[0] ? ": " : "", err, (double)wait / 1000);
+		attach__notice(line, a);
+		attach__wait_away(a, time_mono_ms() + wait);
+		if (a->detached)
+			break;
+		ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
+					  ATTACH_RECONNECT_CONNECT_MS, &a->tls, &wcb, a, err,
+					  sizeof(err));
+		if (!ws && attach__refusal_final(err)) {
+			cli_error("%s", err);
+			free(path);
+			return CLI_FAIL;
+		}
+		if (!ws)
+			continue;
+		wsclient_free(a->ws);
+		ptyc_free(a->pc);
+		a->ws = ws;
+		a->pc = ptyc_new(&pcb, a);
+		a->join.observer = observer;
+		if (a->tty && !a->fixed_size) /* the window may have changed meanwhile */
+			attach__winsize(STDIN_FILENO, &a->join.cols, &a->join.rows);
+		a->sent_cols = a->join.cols;
+		a->sent_rows = a->join.rows;
+		a->join.replay = last > 0;
+		a->join.replay_from = last;
+		a->leaving = a->close_sent = false;
+		a->rejoined = true;
+		a->attempt = 0;
+		attach__send(a, ptyc_msg_join(&a->join));
+		snprintf(line, sizeof(line), "reconnected; replaying after sequence %llu",
+			 (unsigned long long)last);
+		attach__notice(line, a);
+		free(path);
+		return CLI_OK;
+	}
+	free(path);
+	return CLI_FAIL;
 }
 
 static int attach__run(struct attach *a)
@@ -544,6 +781,8 @@ static int attach__run(struct attach *a)
 	if (a->tty && rawtty_enter(STDIN_FILENO) == 0)
 		a->raw = true;
 	attach__loop(a);
+	while (attach__should_reconnect(a) && attach__reconnect(a) == CLI_OK)
+		attach__loop(a);
 	if (a->raw && isatty(STDOUT_FILENO)) {
 		rawtty_reset_modes(STDOUT_FILENO);
 		attach__screen((const uint8_t *)"\r\n", 2,

@@ -196,9 +196,13 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 
 	if (t->token_arg && t->token_file)
 		return cli_usage_error(cmd, "give --token or --token-file, not both");
-	if (t->token_arg)
+	if (t->token_arg) {
+		/* Kept for scripts, but a command line is public (ps, /proc). */
+		fprintf(stderr, "ptygate %s: warning: --token is visible to other users "
+				"(ps); prefer --token-file or PTYGATE_TOKEN\n", cmd);
 		return cli__take_token(t, t->token_arg, strlen(t->token_arg), cmd,
 				       "--token");
+	}
 	if (!t->token_file) {
 		if (!env || !*env)
 			return cli_usage_error(cmd,

@@ -18,12 +18,23 @@
 #include "xalloc.h"
 
 #define PTYC_SNAPSHOT_FORMAT "vt100-screen-state-v1"
+#define PTYC_RIS	     "\033c"
+/* In place of the snapshot's full reset (RIS), which would also wipe the
+   user's scrollback and terminal settings: a soft reset (DECSTR: pen,
+   margins, origin, cursor keys, charsets), the modes a snapshot turns on
+   but never off (keypad, mouse reporting, focus events, bracketed paste,
+   auto-wrap, cursor visible), and a clear of the visible screen. */
+#define PTYC_SOFT_RESET                                                                  \
+	"\033[!p\033>\033[?1l\033[?1000l\033[?1002l\033[?1003l\033[?1005l\033[?1006l"        \
+	"\033[?1015l\033[?1004l\033[?2004l\033[?7h\033[?25h\033[r\033[0m\033[H\033[2J"
+#define PTYC_RIS_WINDOW 32 /* how far into a snapshot its reset is looked for */
 
 struct ptyc {
 	struct ptyc_callbacks cb;
 	void *user;
 	char role[16];
 	bool have_seq; /* a screen frame has been applied */
+	bool synced;   /* a Keyframe applied on this connection, no lag since */
 	uint64_t last_seq;
 	bool goodbye;
 	char goodbye_reason[64];
@@ -74,11 +85,30 @@ static bool ptyc__sequence(const json_t *env, uint64_t *seq)
 	return true;
 }
 
+/* Writes a snapshot with its leading RIS replaced by PTYC_SOFT_RESET. */
+static void ptyc__screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
+{
+	size_t win = n < PTYC_RIS_WINDOW ? n : PTYC_RIS_WINDOW;
+	const uint8_t *ris = memmem(s, win, PTYC_RIS, 2);
+
+	if (!ris) {
+		p->cb.on_screen(s, n, p->user);
+		return;
+	}
+	p->cb.on_screen(s, (size_t)(ris - s), p->user);
+	p->cb.on_screen((const uint8_t *)PTYC_SOFT_RESET, strlen(PTYC_SOFT_RESET), p->user);
+	p->cb.on_screen(ris + 2, n - (size_t)(ris + 2 - s), p->user);
+}
+
 /* Decodes payload[key] and writes it to the screen when seq is newer
-   than what the screen holds; seq becomes the screen's. */
+   than what the screen holds; seq becomes the screen's. A snapshot is
+   written only when the screen needs one: a connection that applied its
+   join's Keyframe receives every frame after it (or PTY_OUTPUT_LAGGED),
+   so a periodic Keyframe would only repaint the same screen. */
 static int ptyc__apply(struct ptyc *p, const json_t *payload, const char *key,
 		       bool has_seq, uint64_t seq)
 {
+	bool snapshot = !strcmp(key, "snapshot");
 	const char *s = json_string_value(json_object_get(payload, key));
 	struct buf b = BUF_INIT;
 
@@ -92,7 +122,15 @@ static int ptyc__apply(struct ptyc *p, const json_t *payload, const char *key,
 		p->have_seq = true;
 		p->last_seq = seq;
 	}
-	if (buf_size(&b) && p->cb.on_screen)
+	if (snapshot && p->synced) {
+		buf_free(&b);
+		return 0;
+	}
+	if (snapshot)
+		p->synced = true;
+	if (buf_size(&b) && p->cb.on_screen && snapshot)
+		ptyc__screen_snapshot(p, buf_head(&b), buf_size(&b));
+	else if (buf_size(&b) && p->cb.on_screen)
 		p->cb.on_screen(buf_head(&b), buf_size(&b), p->user);
 	buf_free(&b);
 	return 0;
@@ -158,6 +196,8 @@ static int ptyc__closed(struct ptyc *p, const json_t *env, const json_t *payload
 
 static int ptyc__frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
+	if (!strcmp(ptyc__str(payload, "code"), "PTY_OUTPUT_LAGGED"))
+		p->synced = false; /* frames were dropped: the next Keyframe repairs */
 	ptyc__notice(p, "session error %s: %s", ptyc__str(payload, "code"),
 		     ptyc__str(payload, "message"));
 	return 0;

@@ -1,6 +1,7 @@
 /* sessions: the REST commands of SPEC 9. Each verb builds one request
    (POST/GET /agents/{instance}/sessions, GET/DELETE .../sessions/{id}),
-   prints the JSON answer pretty, and turns a non-2xx answer's
+   prints the answer for people (a table, or "key: value" lines) or, with
+   --output json, as the gateway's JSON, and turns a non-2xx answer's
    {code, message} into one line on stderr and exit code 1. */
 #include <errno.h>
 #include <stdio.h>
@@ -21,7 +22,9 @@ static const char sessions_usage[] =
     "       ptygate sessions kill [options] SESSION_ID\n"
     "\n"
     "Create, list, show and end the PTY sessions of an instance through the\n"
-    "gateway's REST API. The answer is printed as JSON.\n"
+    "gateway's REST API. The answer is printed for people: a table for list,\n"
+    "\"key: value\" lines for create and get; --output json prints the gateway's\n"
+    "JSON document as it is, for scripts.\n"
     "\n"
     "Common options:\n"
     "  --gateway URL       gateway base URL (env PTYGATE_GATEWAY,\n"
@@ -30,6 +33,7 @@ static const char sessions_usage[] =
     "  --token TOKEN       bearer token with the 'sessions' scope (env PTYGATE_TOKEN)\n"
     "  --token-file FILE   read the token from FILE\n"
     "  --session ID        the session, for get and kill (or as the argument)\n"
+    "  -o, --output FORMAT text (default) or json\n"
     "  -q, --quiet         create: print only the session id; kill: print nothing\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -50,6 +54,7 @@ struct sessions_args {
 	const char *session;
 	json_t *body; /* create's request body; the other verbs leave it empty */
 	int quiet;
+	int json; /* --output json */
 };
 
 enum {
@@ -60,6 +65,7 @@ enum {
 	SESS_OPT_ENV,
 	SESS_OPT_POLICY,
 	SESS_OPT_LABEL,
+	SESS_OPT_OUTPUT,
 };
 
 static const struct option sessions_opts[] = {
@@ -72,6 +78,7 @@ static const struct option sessions_opts[] = {
     {"policy", required_argument, NULL, SESS_OPT_POLICY},
     {"label", required_argument, NULL, SESS_OPT_LABEL},
     {"quiet", no_argument, NULL, 'q'},
+    {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -165,7 +172,7 @@ static int sessions__parse(struct sessions_args *a, int argc, char **argv,
 	int c, rc;
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:hq", sessions_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:hqo:", sessions_opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(sessions_usage, stdout);
 			return -1;
@@ -174,6 +181,10 @@ static int sessions__parse(struct sessions_args *a, int argc, char **argv,
 			return cli_getopt_error(cmd, argv, c);
 		if (c == 'q')
 			a->quiet = 1;
+		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
+			a->json = !strcmp(optarg, "json");
+		else if (c == 'o')
+			return cli_usage_error(cmd, "bad --output '%s' (text or json)", optarg);
 		else if (c == SESS_OPT_SESSION)
 			a->session = optarg;
 		else if (!cli_target_option(&a->target, c, optarg)) {
@@ -208,8 +219,61 @@ static void sessions__report(const struct httpc_response *r)
 	json_decref(o);
 }
 
-/* Prints a 2xx answer: pretty JSON, or the session id alone for
-   `create --quiet`. Returns the exit code. */
+/* A JSON value as short text: strings bare, arrays as their length. */
+static void sessions__value(const json_t *v, char *out, size_t n)
+{
+	char *d;
+
+	if (json_is_string(v))
+		snprintf(out, n, "%s", json_string_value(v));
+	else if (json_is_array(v))
+		snprintf(out, n, "%zu", json_array_size(v));
+	else if (!v || json_is_null(v))
+		snprintf(out, n, "-");
+	else {
+		d = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+		snprintf(out, n, "%s", d ? d : "?");
+		free(d);
+	}
+}
+
+/* list: one row per session. */
+static void sessions__table(const json_t *o)
+{
+	static const char *const cols[] = {"session_id", "state",     "controllers",
+					   "observers",  "exit_code", "created_at"};
+	const json_t *s;
+	char v[6][160], size[32];
+	size_t i, k;
+
+	printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", "SESSION", "STATE", "SIZE", "CTL",
+	       "OBS", "EXIT", "CREATED");
+	json_array_foreach(json_object_get(o, "sessions"), i, s) {
+		for (k = 0; k < 6; k++)
+			sessions__value(json_object_get(s, cols[k]), v[k], sizeof(v[k]));
+		snprintf(size, sizeof(size), "%lldx%lld",
+			 (long long)json_integer_value(json_object_get(s, "cols")),
+			 (long long)json_integer_value(json_object_get(s, "rows")));
+		printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", v[0], v[1], size, v[2], v[3],
+		       v[4], v[5]);
+	}
+}
+
+/* create, get: "key: value" lines in the document's order. */
+static void sessions__fields(const json_t *o)
+{
+	const char *key;
+	const json_t *v;
+	char text[1024];
+
+	json_object_foreach((json_t *)o, key, v) {
+		sessions__value(v, text, sizeof(text));
+		printf("%s: %s\n", key, text);
+	}
+}
+
+/* Prints a 2xx answer: for people, as JSON (--output json), or the
+   session id alone for `create --quiet`. Returns the exit code. */
 static int sessions__print(const struct sessions_args *a, const struct httpc_response *r)
 {
 	json_t *o;
@@ -227,9 +291,13 @@ static int sessions__print(const struct sessions_args *a, const struct httpc_res
 			cli_error("the gateway's answer has no session_id");
 			rc = CLI_FAIL;
 		}
-	} else if (o) {
-		json_dumpf(o, stdout, JSON_INDENT(2));
+	} else if (o && a->json) {
+		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
+	} else if (o && a->verb == SESS_LIST) {
+		sessions__table(o);
+	} else if (o) {
+		sessions__fields(o);
 	} else {
 		fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout);
 	}

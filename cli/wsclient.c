@@ -21,12 +21,14 @@
 
 #include "b64.h"
 #include "timeutil.h"
+#include "tlsio.h"
 #include "wshandshake.h"
 #include "wsclient.h"
 #include "xalloc.h"
 
 struct wsclient {
 	int fd;
+	struct tlsio *tls; /* wss://, or NULL */
 	wslay_event_context_ptr ctx;
 	struct wsclient_callbacks cb;
 	void *user;
@@ -72,7 +74,7 @@ static int wsclient__split_authority(const char *auth, size_t n, struct wsclient
 		memcpy(a->port, port, plen);
 		a->port[plen] = '\0';
 	} else {
-		strcpy(a->port, "80");
+		strcpy(a->port, a->tls ? "443" : "80");
 	}
 	memcpy(a->authority, auth, n);
 	a->authority[n] = '\0';
@@ -88,19 +90,16 @@ int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size
 	size_t n;
 
 	memset(a, 0, sizeof(*a));
-	if (!strncasecmp(url, "https://", 8) || !strncasecmp(url, "wss://", 6)) {
-		snprintf(err, errlen,
-			 "TLS (https://, wss://) is not supported by ptygate "
-			 "attach; use a TLS-terminating proxy and give its "
-			 "ws:// address");
-		return -EPROTONOSUPPORT;
-	}
-	if (!strncasecmp(url, "http://", 7))
+	if (!strncasecmp(url, "https://", 8))
+		rest = url + 8, a->tls = true;
+	else if (!strncasecmp(url, "wss://", 6))
+		rest = url + 6, a->tls = true;
+	else if (!strncasecmp(url, "http://", 7))
 		rest = url + 7;
 	else if (!strncasecmp(url, "ws://", 5))
 		rest = url + 5;
 	else {
-		snprintf(err, errlen, "gateway URL '%s' is not http:// or ws://", url);
+		snprintf(err, errlen, "gateway URL '%s' is not http(s):// or ws(s)://", url);
 		return -EINVAL;
 	}
 	if (strpbrk(rest, "?# \t\r\n")) {
@@ -368,22 +367,50 @@ static int wsclient__dial(const struct wsclient_addr *a, int64_t deadline, char 
 	return fd;
 }
 
+/* recv and send on the socket, or through its TLS session. */
+static ssize_t wsclient__recv(int fd, struct tlsio *t, void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = t ? tlsio_recv(t, p, n) : recv(fd, p, n, 0);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+static ssize_t wsclient__send(int fd, struct tlsio *t, const void *p, size_t n)
+{
+	ssize_t r;
+
+	do
+		r = t ? tlsio_send(t, p, n) : send(fd, p, n, MSG_NOSIGNAL);
+	while (r < 0 && errno == EINTR);
+	return r;
+}
+
+/* What a call that would block waits for: TLS may need the other way. */
+static short wsclient__want(const struct tlsio *t, short plain)
+{
+	return t ? tlsio_events(t) : plain;
+}
+
 /* Writes all of b to the non-blocking fd within the deadline. */
-static int wsclient__send_all(int fd, const struct buf *b, int64_t deadline)
+static int wsclient__send_all(int fd, struct tlsio *t, const struct buf *b,
+			      int64_t deadline)
 {
 	size_t off = 0;
 	ssize_t n;
 	int rc;
 
 	while (off < buf_size(b)) {
-		n = send(fd, buf_head(b) + off, buf_size(b) - off, MSG_NOSIGNAL);
+		n = wsclient__send(fd, t, buf_head(b) + off, buf_size(b) - off);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
 		}
-		if (n < 0 && errno != EAGAIN && errno != EINTR)
+		if (n < 0 && errno != EAGAIN)
 			return -errno;
-		rc = wsclient__wait(fd, POLLOUT, deadline);
+		rc = wsclient__wait(fd, wsclient__want(t, POLLOUT), deadline);
 		if (rc < 0)
 			return rc;
 	}
@@ -391,7 +418,7 @@ static int wsclient__send_all(int fd, const struct buf *b, int64_t deadline)
 }
 
 /* Reads the answer into in until wsclient_check_response decides. */
-static int wsclient__read_answer(int fd, const char *accept, struct buf *in,
+static int wsclient__read_answer(int fd, struct tlsio *t, const char *accept, struct buf *in,
 				 size_t *head_len, int64_t deadline, char *err,
 				 size_t errlen)
 {
@@ -404,18 +431,18 @@ static int wsclient__read_answer(int fd, const char *accept, struct buf *in,
 					     eof, accept, head_len, err, errlen);
 		if (rc != 0)
 			return rc;
-		n = recv(fd, buf_reserve(in, 4096), 4096, 0);
+		n = wsclient__recv(fd, t, buf_reserve(in, 4096), 4096);
 		if (n > 0) {
 			buf_commit(in, (size_t)n);
 		} else if (n == 0) {
 			eof = true;
 		} else if (errno == EAGAIN) {
-			if (wsclient__wait(fd, POLLIN, deadline) < 0) {
+			if (wsclient__wait(fd, wsclient__want(t, POLLIN), deadline) < 0) {
 				snprintf(err, errlen,
 					 "no answer from the gateway in time");
 				return -ETIMEDOUT;
 			}
-		} else if (errno != EINTR) {
+		} else {
 			snprintf(err, errlen, "reading the gateway's answer: %s",
 				 strerror(errno));
 			return -EIO;
@@ -425,7 +452,8 @@ static int wsclient__read_answer(int fd, const char *accept, struct buf *in,
 
 /* The handshake on a connected fd; leaves the data after the answer's
    header in *rest. */
-static int wsclient__handshake(int fd, const struct wsclient_addr *a, const char *path,
+static int wsclient__handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
+			       const char *path,
 			       const char *token, int64_t deadline, struct buf *rest,
 			       char *err, size_t errlen)
 {
@@ -440,11 +468,11 @@ static int wsclient__handshake(int fd, const struct wsclient_addr *a, const char
 	*buf_reserve(&key, 1) = '\0';
 	wshs_accept_key((const char *)key.data, accept);
 	wsclient_request(a, path, (const char *)key.data, token, &req);
-	rc = wsclient__send_all(fd, &req, deadline);
+	rc = wsclient__send_all(fd, t, &req, deadline);
 	if (rc < 0)
 		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));
 	else
-		rc = wsclient__read_answer(fd, accept, rest, &head_len, deadline, err,
+		rc = wsclient__read_answer(fd, t, accept, rest, &head_len, deadline, err,
 					   errlen);
 	if (rc == 1) {
 		buf_consume(rest, head_len);
@@ -468,9 +496,7 @@ static ssize_t wsclient__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t
 		buf_consume(&c->pending, (size_t)n);
 		return n;
 	}
-	do
-		n = recv(c->fd, p, len, 0);
-	while (n < 0 && errno == EINTR);
+	n = wsclient__recv(c->fd, c->tls, p, len);
 	if (n > 0)
 		return n;
 	if (n < 0 && errno == EAGAIN) {
@@ -491,9 +517,7 @@ static ssize_t wsclient__send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
 	struct wsclient *c = user;
 	ssize_t n;
 
-	do
-		n = send(c->fd, p, len, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
+	n = wsclient__send(c->fd, c->tls, p, len);
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN) {
@@ -546,8 +570,9 @@ static int wsclient__flush(struct wsclient *c)
 	return 0;
 }
 
-static struct wsclient *wsclient__new(int fd, const struct wsclient_callbacks *cb,
-				      void *user, struct buf *rest)
+static struct wsclient *wsclient__new(int fd, struct tlsio *t,
+				      const struct wsclient_callbacks *cb, void *user,
+				      struct buf *rest)
 {
 	static const struct wslay_event_callbacks wcb = {
 	    .recv_callback = wsclient__recv_cb,
@@ -558,6 +583,7 @@ static struct wsclient *wsclient__new(int fd, const struct wsclient_callbacks *c
 	struct wsclient *c = xcalloc(1, sizeof(*c));
 
 	c->fd = fd;
+	c->tls = t;
 	c->cb = *cb;
 	c->user = user;
 	c->pending = *rest;
@@ -572,10 +598,20 @@ struct wsclient *wsclient_connect(const char *url, const char *path, const char 
 				  int timeout_ms, const struct wsclient_callbacks *cb,
 				  void *user, char *err, size_t errlen)
 {
+	return wsclient_connect_tls(url, path, token, timeout_ms, NULL, cb, user, err,
+				    errlen);
+}
+
+struct wsclient *wsclient_connect_tls(const char *url, const char *path, const char *token,
+				      int timeout_ms, const struct tlsio_opts *tls,
+				      const struct wsclient_callbacks *cb, void *user,
+				      char *err, size_t errlen)
+{
 	int64_t deadline = time_mono_ms() + timeout_ms;
 	struct wsclient_addr a;
 	struct buf rest = BUF_INIT;
 	struct wsclient *c;
+	struct tlsio *t = NULL;
 	int fd;
 
 	if (wsclient_split_url(url, &a, err, errlen) < 0 || sodium_init() < 0)
@@ -583,12 +619,14 @@ struct wsclient *wsclient_connect(const char *url, const char *path, const char 
 	fd = wsclient__dial(&a, deadline, err, errlen);
 	if (fd < 0)
 		return NULL;
-	if (wsclient__handshake(fd, &a, path, token, deadline, &rest, err, errlen) < 0) {
+	if ((a.tls && !(t = tlsio_connect(fd, a.host, tls, deadline, err, errlen))) ||
+	    wsclient__handshake(fd, t, &a, path, token, deadline, &rest, err, errlen) < 0) {
 		buf_free(&rest);
+		tlsio_free(t);
 		close(fd);
 		return NULL;
 	}
-	c = wsclient__new(fd, cb, user, &rest);
+	c = wsclient__new(fd, t, cb, user, &rest);
 	if (buf_size(&c->pending))
 		wsclient_handle(c, POLLIN);
 	return c;
@@ -599,6 +637,7 @@ void wsclient_free(struct wsclient *c)
 	if (!c)
 		return;
 	wslay_event_context_free(c->ctx);
+	tlsio_free(c->tls);
 	close(c->fd);
 	buf_free(&c->pending);
 	free(c);

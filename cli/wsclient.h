@@ -3,7 +3,8 @@
    socket (SPEC 1: offer "pty-ws.v1", bearer token in Authorization,
    check Sec-WebSocket-Accept and the echoed subprotocol); framing is
    wslay's client context, which masks every frame with a key from
-   libsodium's randombytes_buf. ws:// only: TLS is for a proxy.
+   libsodium's randombytes_buf. wss:// (and https://) go through TLS
+   (tlsio.h, GnuTLS) with the server's certificate verified.
 
    The pure parts (URL split, request text, response check) are public
    too, so they are tested without a socket. */
@@ -21,18 +22,20 @@
 #define WSCLIENT_MESSAGE_MAX (64 * 1024 * 1024) /* a server message (Keyframes) */
 #define WSCLIENT_CLOSE_LOST  1006		/* no close frame: connection lost */
 
-/* Where a gateway URL points: scheme http:// or ws://, host, port, and a
-   path prefix (no trailing '/') the attach path is appended to. */
+/* Where a gateway URL points: scheme http:// or ws:// (https:// or wss://:
+   tls), host, port, and a path prefix (no trailing '/') the attach path is
+   appended to. */
 struct wsclient_addr {
+	bool tls;
 	char host[256]; /* IPv6 literals without their brackets */
 	char port[8];
 	char authority[272]; /* the Host header value, as written in the URL */
 	char prefix[1024];
 };
 
-/* Splits url ("http://" or "ws://" host[:port][/prefix]). Returns 0, or
-   -EPROTONOSUPPORT for https:// and wss:// or -EINVAL, with a one-line
-   reason in err. */
+/* Splits url ("http://", "ws://", "https://" or "wss://"
+   host[:port][/prefix]; the port defaults to 80, or 443 with TLS).
+   Returns 0, or -EINVAL with a one-line reason in err. */
 int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err,
 		       size_t errlen);
 
@@ -71,6 +74,13 @@ struct wsclient_callbacks {
 struct wsclient *wsclient_connect(const char *url, const char *path, const char *token,
 				  int timeout_ms, const struct wsclient_callbacks *cb,
 				  void *user, char *err, size_t errlen);
+/* The same, with TLS options for a wss:// url (NULL: verify against the
+   system's trust store). */
+struct tlsio_opts;
+struct wsclient *wsclient_connect_tls(const char *url, const char *path, const char *token,
+				      int timeout_ms, const struct tlsio_opts *tls,
+				      const struct wsclient_callbacks *cb, void *user,
+				      char *err, size_t errlen);
 /* Closes the socket and frees. NULL is a no-op. */
 void wsclient_free(struct wsclient *c);
 

@@ -78,6 +78,30 @@ static const char config__usage[] =
     "  --violation-limit N           protocol violations before close 4400,\n"
     "                                1-100000 (10)\n"
     "\n"
+    "HTTP clients:\n"
+    "  --max-conns-per-ip N          connections one client address (IPv6: its\n"
+    "                                /64) may hold, WebSockets included,\n"
+    "                                1-1000000 (32)\n"
+    "  --trusted-proxy CIDR          a reverse proxy (ADDR or ADDR/BITS): its\n"
+    "                                connections are not capped, its requests\n"
+    "                                count for the client in X-Forwarded-For\n"
+    "                                (last untrusted hop); repeatable, up to 64\n"
+    "  --request-head-timeout S      a request's head and body must arrive within\n"
+    "                                S seconds, however slowly it trickles,\n"
+    "                                1-3600 (10)\n"
+    "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
+    "                                PEM certificate chain (leaf first); re-read\n"
+    "                                on SIGHUP (default: plain HTTP)\n"
+    "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
+    "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
+    "                                --listen (behind a TLS-terminating proxy);\n"
+    "                                in a config file: allow-plaintext = true\n"
+    "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
+    "                                may attach; repeatable, up to 64 (default:\n"
+    "                                a request with an Origin header must be same-\n"
+    "                                origin: its host and port those of Host or\n"
+    "                                --public-url; refused with 403)\n"
+    "\n"
     "Process:\n"
     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
     "                                without the dashes, '#' comments); flags on\n"
@@ -112,6 +136,13 @@ enum {
 	OPT_FRAME,
 	OPT_REQ_TIMEOUT,
 	OPT_VIOLATIONS,
+	OPT_PER_IP,
+	OPT_TRUSTED_PROXY,
+	OPT_HEAD_TIMEOUT,
+	OPT_TLS_CERT,
+	OPT_TLS_KEY,
+	OPT_ALLOW_PLAINTEXT,
+	OPT_ALLOWED_ORIGIN,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -140,6 +171,13 @@ static const struct option config__options[] = {
     {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
     {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
     {"violation-limit", required_argument, NULL, OPT_VIOLATIONS},
+    {"max-conns-per-ip", required_argument, NULL, OPT_PER_IP},
+    {"trusted-proxy", required_argument, NULL, OPT_TRUSTED_PROXY},
+    {"request-head-timeout", required_argument, NULL, OPT_HEAD_TIMEOUT},
+    {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
+    {"tls-key", required_argument, NULL, OPT_TLS_KEY},
+    {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
+    {"allowed-origin", required_argument, NULL, OPT_ALLOWED_ORIGIN},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -170,6 +208,8 @@ static const struct config__num config__nums[] = {
     CONFIG__NUM(OPT_FRAME, 1024, 16u << 20, max_frame_bytes),
     CONFIG__NUM(OPT_REQ_TIMEOUT, 100, 600000, request_timeout_ms),
     CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
+    CONFIG__NUM(OPT_PER_IP, 1, 1000000, max_conns_per_ip),
+    CONFIG__NUM(OPT_HEAD_TIMEOUT, 1, 3600, request_head_timeout_s),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -211,6 +251,8 @@ void gw_config_defaults(struct gw_config *c)
 	c->max_frame_bytes = 1u << 20;
 	c->request_timeout_ms = 10000;
 	c->violation_limit = 10;
+	c->max_conns_per_ip = 32;
+	c->request_head_timeout_s = 10;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])
@@ -434,6 +476,57 @@ static int config__listen(const struct config__src *src, int opt, const char *s,
 	return 0;
 }
 
+/* A flag without a value: on the command line arg is NULL; in a config
+   file the value must be "true" or "false". */
+static int config__switch(const struct config__src *src, int opt, const char *arg,
+			  int *out)
+{
+	if (!arg || !strcmp(arg, "true")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcmp(arg, "false")) {
+		*out = 0;
+		return 0;
+	}
+	config__err(src, config__name(opt), "expected true or false, got '%s'", arg);
+	return -EINVAL;
+}
+
+/* http: one --allowed-origin, kept canonical for comparison. */
+static int config__allowed_origin(struct gw_config *c, const struct config__src *src,
+				  const char *s)
+{
+	if (c->n_allowed_origins >= GW_MAX_ORIGINS) {
+		config__err(src, "allowed-origin", "more than %d origins", GW_MAX_ORIGINS);
+		return -EINVAL;
+	}
+	if (wshs_origin_canon(s, strlen(s), c->allowed_origins[c->n_allowed_origins]) < 0) {
+		config__err(src, "allowed-origin",
+			    "expected http(s)://HOST[:PORT] without a path, got '%s'", s);
+		return -EINVAL;
+	}
+	c->n_allowed_origins++;
+	return 0;
+}
+
+/* http: one --trusted-proxy entry. */
+static int config__trusted_proxy(struct gw_config *c, const struct config__src *src,
+				 const char *s)
+{
+	if (c->n_trusted_proxies >= PEERS_MAX_TRUSTED) {
+		config__err(src, "trusted-proxy", "more than %d entries", PEERS_MAX_TRUSTED);
+		return -EINVAL;
+	}
+	if (peer_cidr_parse(s, &c->trusted_proxies[c->n_trusted_proxies]) < 0) {
+		config__err(src, "trusted-proxy",
+			    "expected an IP address or ADDR/BITS, got '%s'", s);
+		return -EINVAL;
+	}
+	c->n_trusted_proxies++;
+	return 0;
+}
+
 static int config__log_level(struct gw_config *c, const struct config__src *src,
 			     const char *s)
 {
@@ -479,6 +572,16 @@ static int config__apply(struct gw_config *c, struct config__src *src, int opt,
 		return config__str(src, opt, arg, c->audience, sizeof(c->audience));
 	case OPT_ISSUER:
 		return config__str(src, opt, arg, c->issuer, sizeof(c->issuer));
+	case OPT_TRUSTED_PROXY:
+		return config__trusted_proxy(c, src, arg);
+	case OPT_TLS_CERT:
+		return config__str(src, opt, arg, c->tls_cert, sizeof(c->tls_cert));
+	case OPT_TLS_KEY:
+		return config__str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
+	case OPT_ALLOW_PLAINTEXT:
+		return config__switch(src, opt, arg, &c->allow_plaintext);
+	case OPT_ALLOWED_ORIGIN:
+		return config__allowed_origin(c, src, arg);
 	case OPT_LOG:
 		return config__log_level(c, src, arg);
 	case OPT_PID:
@@ -528,7 +631,7 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 	for (const struct option *o = config__options; o->name; o++) {
 		if (strcmp(o->name, key) != 0)
 			continue;
-		if (o->val == OPT_CONFIG || o->has_arg != required_argument)
+		if (o->val == OPT_CONFIG || o->val == OPT_HELP || o->val == OPT_VERSION)
 			break;
 		return config__apply(c, src, o->val, val);
 	}
@@ -677,6 +780,10 @@ static int config__check(struct gw_config *c)
 	if (!c->n_instances) {
 		fprintf(stderr, CONFIG__PROG ": no instance: give --instance ID=ADDR or "
 					     "--instances-file FILE\n");
+		return -EINVAL;
+	}
+	if (!c->tls_cert[0] != !c->tls_key[0]) {
+		fprintf(stderr, CONFIG__PROG ": --tls-cert and --tls-key go together\n");
 		return -EINVAL;
 	}
 	if (c->admin_host[0] && c->admin_port && c->admin_port == c->listen_port &&

@@ -8,9 +8,12 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "peers.h"
+#include "wshandshake.h"
 
 #define GW_MAX_INSTANCES 1024
 #define GW_MAX_KEYS 64
+#define GW_MAX_ORIGINS 64
 
 struct gw_instance_cfg {
 	char id[129];
@@ -48,6 +51,17 @@ struct gw_config {
 	uint32_t max_frame_bytes;    /* incoming WebSocket message: 1 MiB */
 	uint32_t request_timeout_ms; /* a sidecar request: 10000 */
 	uint32_t violation_limit;    /* protocol violations before 4400: 10 */
+	/* http: what one client address may hold, and for how long */
+	uint32_t max_conns_per_ip;       /* 32 */
+	uint32_t request_head_timeout_s; /* 10 */
+	struct peer_cidr trusted_proxies[PEERS_MAX_TRUSTED];
+	size_t n_trusted_proxies;
+	char tls_cert[4096];	     /* PEM chain; "" : plain HTTP */
+	char tls_key[4096];
+	int allow_plaintext;	     /* plain HTTP off loopback (behind a TLS proxy) */
+	char allowed_origins[GW_MAX_ORIGINS][WSHS_ORIGIN_MAX + 1]; /* canonical */
+	size_t n_allowed_origins;    /* 0: same origin only, when Origin is sent */
+
 	char static_dir[4096];       /* web page files; "" : none */
 	int log_level;
 	char pid_file[4096];

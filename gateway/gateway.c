@@ -194,6 +194,7 @@ static void on_tick(struct ev_timer *t, void *user)
 static void on_hup(int signo, void *user)
 {
 	reload_instances(user);
+	http_reload(((struct gateway *)user)->http);
 }
 
 static void on_grace_over(struct ev_timer *t, void *user)

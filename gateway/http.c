@@ -22,6 +22,9 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <unistd.h>
+
+#include <netinet/in.h>
 
 #include <microhttpd.h>
 
@@ -29,17 +32,27 @@
 #include "ev.h"
 #include "gateway.h"
 #include "log.h"
+#include "peers.h"
 #include "routes.h"
 #include "timeutil.h"
+#include "tls.h"
+#include "webfiles.h"
 #include "wshandshake.h"
 #include "xalloc.h"
 
 #define HTTP__DISCARD_MAX (1u << 20) /* body bytes read past the cap before hanging up   \
 				      */
-#define HTTP__MEMORY_LIMIT   (64 * 1024) /* MHD's per-connection pool: headers */
+/* MHD's per-connection pool. It holds the request head, and MHD keeps
+   it (mostly touched) for the whole life of an upgraded WebSocket, so it
+   is most of what an idle attached client costs: 64 KiB here made about
+   50 KiB a connection. 16 KiB admits a head of about 12 KiB, the largest
+   legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
+   subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
+   Bigger heads get 431. */
+#define HTTP__MEMORY_LIMIT (16 * 1024)
 #define HTTP__TIMEOUT_S	     30		 /* an idle HTTP connection */
 #define HTTP__EXTRA_CONNS    64		 /* HTTP requests beyond the WebSocket limit */
-#define HTTP__PER_IP_RESERVE 16		 /* slots one address can never take */
+#define HTTP__BACKLOG	     511	 /* the listen queue, as nginx's default */
 
 struct http {
 	struct gateway *gw;
@@ -50,6 +63,28 @@ struct http {
 	uint16_t port;
 	int kick;	   /* a request was resumed: run MHD before the next poll */
 	int64_t deadline;  /* of the armed timer (monotonic ms), 0: none */
+	struct peer_table *peers; /* connections per untrusted peer, requests
+				     per client behind a trusted proxy */
+	struct http_sock *heads, *heads_tail; /* waiting for a request, by deadline */
+	struct ev_timer *head_timer;
+	int64_t head_timer_at; /* deadline the head timer is armed for, 0: none */
+	int64_t refused_logged_ms; /* last per-address refusal logged */
+	int upgraded;		   /* a socket went to conn.c in this MHD run */
+	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
+	int has_tls;
+};
+
+/* One accepted TCP connection, from MHD's start notice to its close
+   notice (an upgraded one until conn.c closes it). */
+struct http_sock {
+	struct http *h;
+	int fd;
+	struct peer_addr peer;
+	int counted;	  /* holds one count of peer in h->peers */
+	int trusted;	  /* the peer is a --trusted-proxy */
+	int64_t deadline; /* the request must be whole by then (monotonic ms); 0: not waiting */
+	struct tls_cred *cred; /* what this connection's TLS session uses */
+	struct http_sock *prev, *next; /* in h->heads while deadline != 0 */
 };
 
 struct http_req {
@@ -59,8 +94,10 @@ struct http_req {
 	struct buf body;
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
-	int started, handled, suspended, too_large;
-	struct route_req rq;
+	int started, handled, suspended, too_large, upgraded;
+	int client_counted;	  /* holds one count of client in h->peers */
+	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
+	struct route_req *rq;	  /* NULL once upgraded: conn.c has what it needs */
 };
 
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
@@ -72,6 +109,7 @@ static void http__run(struct http *h)
 	int64_t deadline;
 
 	h->kick = 0;
+	h->upgraded = 0;
 	MHD_run(h->d);
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
 		return;
@@ -104,14 +142,199 @@ static void http__timer(struct ev_timer *t, void *user)
    has written and freed connections. */
 void http_run_pending(struct http *h)
 {
-	if (h && h->kick)
-		http__run(h);
+	if (!h || !h->kick)
+		return;
+	http__run(h);
+	/* A resumed attach upgraded in this run: its binding_hello was
+	   queued after the hook's flush, and would wait for unrelated
+	   traffic (up to the 1 s tick) without this one. */
+	if (h->upgraded) {
+		h->upgraded = 0;
+		conn_flush_all(h->gw);
+	}
 }
 
 void http_wake(struct http *h)
 {
 	if (h)
 		h->kick = 1;
+}
+
+/* ---- the request deadline ----
+   MHD's timeout counts only inactivity, so a client sending one byte a
+   second would hold its connection forever. Every connection waiting
+   for a request is on h->heads with a deadline; all deadlines are now
+   plus the same timeout, so appending keeps the list sorted and one
+   timer for its front suffices. */
+
+static void http__head_timer_update(struct http *h)
+{
+	int64_t now;
+
+	if (!h->heads || (h->head_timer_at && h->head_timer_at <= h->heads->deadline))
+		return;
+	now = time_mono_ms();
+	h->head_timer_at = h->heads->deadline;
+	ev_timer_arm(h->head_timer, h->heads->deadline > now ? h->heads->deadline - now : 1,
+		     0);
+}
+
+static void http__head_disarm(struct http_sock *s)
+{
+	struct http *h = s->h;
+
+	if (!s->deadline)
+		return;
+	*(s->prev ? &s->prev->next : &h->heads) = s->next;
+	*(s->next ? &s->next->prev : &h->heads_tail) = s->prev;
+	s->prev = s->next = NULL;
+	s->deadline = 0;
+}
+
+static void http__head_arm(struct http_sock *s)
+{
+	struct http *h = s->h;
+
+	http__head_disarm(s);
+	s->deadline = time_mono_ms() + (int64_t)h->gw->cfg->request_head_timeout_s * 1000;
+	s->prev = h->heads_tail;
+	*(h->heads_tail ? &h->heads_tail->next : &h->heads) = s;
+	h->heads_tail = s;
+	http__head_timer_update(h);
+}
+
+/* Cuts every connection past its deadline: a shutdown makes MHD read
+   end-of-file and close it on its next run (MHD has no call to close a
+   connection it holds). */
+static void http__head_expired(struct ev_timer *t, void *user)
+{
+	struct http *h = user;
+	int64_t now = time_mono_ms();
+
+	h->head_timer_at = 0;
+	while (h->heads && h->heads->deadline <= now) {
+		struct http_sock *s = h->heads;
+		char a[64];
+
+		peer_addr_str(&s->peer, a, sizeof(a));
+		log_debug("http", "%s: no whole request in %u s, closing", a,
+			  h->gw->cfg->request_head_timeout_s);
+		shutdown(s->fd, SHUT_RDWR);
+		http__head_disarm(s);
+		h->kick = 1;
+	}
+	http__head_timer_update(h);
+}
+
+/* ---- per-address caps ---- */
+
+static void http__log_refusal(struct http *h, const struct peer_addr *a, const char *what)
+{
+	int64_t now = time_mono_ms();
+	char text[64];
+
+	if (now - h->refused_logged_ms < 1000)
+		return; /* one line a second at most under a flood */
+	h->refused_logged_ms = now;
+	peer_addr_str(a, text, sizeof(text));
+	log_warn("http", "%s: %s (--max-conns-per-ip %u)", text, what,
+		 h->gw->cfg->max_conns_per_ip);
+}
+
+/* MHD's accept policy: an untrusted peer at its cap is refused before
+   MHD allocates anything for it. A trusted proxy brings many clients:
+   they are counted per request, by X-Forwarded-For. */
+static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, socklen_t len)
+{
+	struct http *h = cls;
+	const struct gw_config *cfg = h->gw->cfg;
+	struct peer_addr a;
+
+	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
+	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
+	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
+		return MHD_YES;
+	http__log_refusal(h, &a, "connection refused, address at its cap");
+	return MHD_NO;
+}
+
+/* Before its handshake, a new TLS connection gets the credentials
+   loaded last (SIGHUP), and holds them until it closes (tls.h). Should
+   that fail it keeps MHD's, those loaded at start, which never go away. */
+static void http__tls_cred(struct http_sock *s, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *tls =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	struct tls_cred *cur = s->h->tls.current;
+
+	if (!tls || !tls->tls_session || !cur ||
+	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) < 0)
+		return;
+	s->cred = tls_cred_ref(cur);
+}
+
+static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
+{
+	const struct gw_config *cfg = h->gw->cfg;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct peer_addr peer;
+	struct http_sock *s;
+
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd || !addr || peer_addr_from_sockaddr(addr->client_addr, &peer) < 0)
+		return;
+	s = xcalloc(1, sizeof(*s));
+	s->h = h;
+	s->fd = fd->connect_fd;
+	s->peer = peer;
+	s->trusted = peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer);
+	/* Unlimited here: the accept policy checked the cap just before. */
+	s->counted = !s->trusted && peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
+	if (h->has_tls)
+		http__tls_cred(s, c);
+	http__head_arm(s);
+	*ctx = s;
+}
+
+static void http__sock_closed(struct http_sock *s)
+{
+	tls_cred_unref(s->cred);
+	if (s->counted)
+		peer_table_give(s->h->peers, &s->peer);
+	http__head_disarm(s);
+	free(s);
+}
+
+static void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
+			      enum MHD_ConnectionNotificationCode code)
+{
+	if (code == MHD_CONNECTION_NOTIFY_STARTED)
+		http__sock_start(cls, c, ctx);
+	else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
+		http__sock_closed(*ctx);
+		*ctx = NULL;
+	}
+}
+
+/* Behind a trusted proxy: the client from X-Forwarded-For takes one
+   count for the life of the request (a WebSocket's whole life). Returns
+   0, or -EBUSY when that client is at its cap. */
+static int http__count_client(struct http_req *r, struct http_sock *s)
+{
+	const struct gw_config *cfg = r->h->gw->cfg;
+	const char *xff;
+
+	if (!s || !s->trusted)
+		return 0;
+	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
+	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff, &r->client);
+	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
+		http__log_refusal(r->h, &r->client, "request refused, client at its cap");
+		return -EBUSY;
+	}
+	r->client_counted = 1;
+	return 0;
 }
 
 static void http__mhd_log(void *cls, const char *fmt, va_list ap)
@@ -136,16 +359,32 @@ static struct http_req *http__req_new(struct http *h, struct MHD_Connection *c,
 	r->target = xstrdup(target ? target : "/");
 	buf_init(&r->body);
 	buf_init(&r->protocols);
-	routes_req_init(&r->rq);
+	r->rq = xmalloc(sizeof(*r->rq));
+	routes_req_init(r->rq);
 	return r;
+}
+
+/* What a request holds beyond itself: on an upgrade this goes at once,
+   since MHD keeps the request until the WebSocket closes. The protocol
+   line may hold a bearer token: wiped. */
+static void http__req_release(struct http_req *r)
+{
+	if (r->rq) {
+		routes_req_clear(r->rq);
+		free(r->rq);
+		r->rq = NULL;
+	}
+	if (buf_size(&r->protocols))
+		explicit_bzero(buf_head(&r->protocols), buf_size(&r->protocols));
+	buf_free(&r->body);
+	buf_free(&r->protocols);
+	free(r->target);
+	r->target = NULL;
 }
 
 static void http__req_free(struct http_req *r)
 {
-	routes_req_clear(&r->rq);
-	buf_free(&r->body);
-	buf_free(&r->protocols);
-	free(r->target);
+	http__req_release(r);
 	free(r);
 }
 
@@ -155,13 +394,28 @@ static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 	return http__req_new(cls, c, uri);
 }
 
+static struct http_sock *http__sock(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
+/* A keep-alive connection waits for its next request under the same
+   deadline as its first one; an upgraded socket is conn.c's, never cut. */
 static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			    enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *r = *req_cls;
+	struct http_sock *s = http__sock(c);
 
 	if (!r)
 		return;
+	if (r->client_counted)
+		peer_table_give(r->h->peers, &r->client);
+	if (s && !r->upgraded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		http__head_arm(s);
 	http__req_free(r);
 	*req_cls = NULL;
 }
@@ -173,8 +427,11 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 
-	r->rq.slot_held = 0;
-	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq.attach);
+	r->rq->slot_held = 0;
+	r->upgraded = 1;
+	r->h->upgraded = 1;
+	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq->attach);
+	http__req_release(r);
 }
 
 static enum MHD_Result http__queue_upgrade(struct http_req *r)
@@ -186,7 +443,7 @@ static enum MHD_Result http__queue_upgrade(struct http_req *r)
 		return MHD_NO;
 	/* MHD itself adds "Connection: Upgrade" to an upgrade response. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
-	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->rq.ws_accept);
+	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->rq->ws_accept);
 	MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WSHS_PROTOCOL);
 	ok = MHD_queue_response(r->c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 	MHD_destroy_response(resp);
@@ -210,7 +467,7 @@ static struct MHD_Response *http__body(struct route_req *rq)
 /* Sends what the routes answered. */
 static enum MHD_Result http__answer(struct http_req *r)
 {
-	struct route_req *rq = &r->rq;
+	struct route_req *rq = r->rq;
 	struct MHD_Response *resp;
 	enum MHD_Result ok;
 	char n[16];
@@ -221,7 +478,10 @@ static enum MHD_Result http__answer(struct http_req *r)
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq->content_type);
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	if (rq->static_file)
+		webfiles_headers(resp, rq->static_file);
+	else
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (rq->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
 	if (rq->www_authenticate)
@@ -240,9 +500,9 @@ static enum MHD_Result http__too_large(struct http_req *r)
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "the request body exceeds %d bytes", ROUTES_BODY_MAX);
-	buf_reset(&r->rq.out);
-	routes_error_body("INVALID_REQUEST", msg, &r->rq.out);
-	r->rq.status = 413;
+	buf_reset(&r->rq->out);
+	routes_error_body("INVALID_REQUEST", msg, &r->rq->out);
+	r->rq->status = 413;
 	return http__answer(r);
 }
 
@@ -268,7 +528,7 @@ static const char *http__header(struct http_req *r, const char *name)
 /* The request is whole: fill the route request and ask the routes. */
 static void http__handle(struct http_req *r, const char *method)
 {
-	struct route_req *rq = &r->rq;
+	struct route_req *rq = r->rq;
 
 	MHD_get_connection_values(r->c, MHD_HEADER_KIND, http__protocol_line,
 				  &r->protocols);
@@ -282,6 +542,8 @@ static void http__handle(struct http_req *r, const char *method)
 	rq->connection = http__header(r, MHD_HTTP_HEADER_CONNECTION);
 	rq->ws_version = http__header(r, "Sec-WebSocket-Version");
 	rq->ws_key = http__header(r, "Sec-WebSocket-Key");
+	rq->origin = http__header(r, "Origin");
+	rq->host = http__header(r, MHD_HTTP_HEADER_HOST);
 	rq->ws_protocol =
 	    buf_size(&r->protocols) > 1 ? (const char *)buf_head(&r->protocols) : NULL;
 	rq->body = (const char *)buf_head(&r->body);
@@ -292,6 +554,22 @@ static void http__handle(struct http_req *r, const char *method)
 		r->suspended = 1;
 		MHD_suspend_connection(r->c);
 	}
+}
+
+/* The request is whole: its deadline is met, and behind a trusted proxy
+   its client is counted. Returns 0, or -EBUSY with a 429 to answer. */
+static int http__whole(struct http_req *r)
+{
+	struct http_sock *s = http__sock(r->c);
+
+	if (s)
+		http__head_disarm(s);
+	if (http__count_client(r, s) == 0)
+		return 0;
+	r->handled = 1;
+	routes_refuse(r->rq, 429, "RATE_LIMITED",
+		      "too many connections from this client address");
+	return -EBUSY;
 }
 
 /* The routes' late answer: MHD calls the access handler again. */
@@ -312,7 +590,7 @@ static enum MHD_Result http__first(struct http_req *r)
 	const char *cl = http__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 	r->started = 1;
-	r->rq.done = http__done;
+	r->rq->done = http__done;
 	r->h->gw->metrics.http_requests++;
 	if (cl && strtoull(cl, NULL, 10) > ROUTES_BODY_MAX)
 		return http__too_large(r);
@@ -348,6 +626,8 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *c, const c
 		return http__upload(r, upload_data, upload_data_size);
 	if (r->too_large)
 		return http__too_large(r);
+	if (!r->handled && http__whole(r) < 0)
+		return http__answer(r);
 	if (!r->handled)
 		http__handle(r, method);
 	if (r->suspended)
@@ -381,27 +661,116 @@ static int http__resolve(const char *host, uint16_t port, struct sockaddr_storag
 	return 0;
 }
 
-static struct MHD_Daemon *http__start(struct http *h, const struct sockaddr_storage *ss)
+/* The listening socket is ours, not MHD's: SO_REUSEADDR only (a restart
+   binds at once over TIME_WAIT), never SO_REUSEPORT, so a second gateway
+   on a busy port fails its start instead of silently sharing the port
+   with the first (the kernel would split connections between them). */
+static int http__listen_socket(const struct sockaddr_storage *ss, char *err,
+			       size_t errlen)
+{
+	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+						  : sizeof(struct sockaddr_in);
+	int fd, one = 1, e;
+
+	fd = socket(ss->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "socket: %s", strerror(errno));
+		return -1;
+	}
+	if (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
+	    (ss->ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)) < 0) ||
+	    bind(fd, (const struct sockaddr *)ss, len) < 0 ||
+	    listen(fd, HTTP__BACKLOG) < 0) {
+		e = errno;
+		snprintf(err, errlen, "%s%s", strerror(e),
+			 e == EADDRINUSE ? " (is another gateway running?)" : "");
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static uint16_t http__bound_port(int fd)
+{
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+
+	if (getsockname(fd, (struct sockaddr *)&ss, &len) < 0)
+		return 0;
+	return ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+					      : ((struct sockaddr_in *)&ss)->sin_port);
+}
+
+static struct MHD_Daemon *http__start(struct http *h, int lfd)
 {
 	const struct gw_config *cfg = h->gw->cfg;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
 	unsigned limit = cfg->max_conns + HTTP__EXTRA_CONNS;
+	struct MHD_OptionItem o[16];
+	size_t n = 0;
 
-	if (ss->ss_family == AF_INET6)
-		flags |= MHD_USE_IPv6;
-	/* A reverse proxy brings many clients from one address, so the
-	   per-IP cap only keeps one address from taking the last slots;
-	   the per-principal limit is the real per-client bound. */
-	return MHD_start_daemon(
-	    flags, 0, NULL, NULL, http__access, h, MHD_OPTION_EXTERNAL_LOGGER,
-	    http__mhd_log, h, MHD_OPTION_SOCK_ADDR, ss,
-	    MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_CONNECTION_LIMIT,
-	    limit, MHD_OPTION_PER_IP_CONNECTION_LIMIT, limit - HTTP__PER_IP_RESERVE,
-	    MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HTTP__TIMEOUT_S,
-	    MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)HTTP__MEMORY_LIMIT,
-	    MHD_OPTION_URI_LOG_CALLBACK, http__uri_log, h, MHD_OPTION_NOTIFY_COMPLETED,
-	    http__completed, h, MHD_OPTION_END);
+#define HTTP__OPT(opt, v, p) (o[n++] = (struct MHD_OptionItem){(opt), (intptr_t)(v), (p)})
+	HTTP__OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http__mhd_log, h);
+	HTTP__OPT(MHD_OPTION_LISTEN_SOCKET, lfd, NULL);
+	HTTP__OPT(MHD_OPTION_CONNECTION_LIMIT, limit, NULL);
+	/* MHD's own per-IP limit cannot spare a trusted proxy: http__accept
+	   and http__notify_conn count addresses instead. */
+	HTTP__OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http__notify_conn, h);
+	HTTP__OPT(MHD_OPTION_CONNECTION_TIMEOUT, HTTP__TIMEOUT_S, NULL);
+	HTTP__OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP__MEMORY_LIMIT, NULL);
+	HTTP__OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http__uri_log, h);
+	HTTP__OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http__completed, h);
+	if (h->has_tls) {
+		flags |= MHD_USE_TLS;
+		HTTP__OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert_pem);
+		HTTP__OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key_pem);
+	}
+	HTTP__OPT(MHD_OPTION_END, 0, NULL);
+#undef HTTP__OPT
+	return MHD_start_daemon(flags, 0, http__accept, h, http__access, h,
+				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+}
+
+/* Plain HTTP carries bearer tokens in the clear: only on loopback,
+   unless the operator says a TLS-terminating proxy is in front. */
+static int http__loopback(const struct sockaddr_storage *ss)
+{
+	struct peer_addr a;
+	struct peer_cidr lo4, lo6;
+
+	if (peer_addr_from_sockaddr((const struct sockaddr *)ss, &a) < 0)
+		return 0;
+	peer_cidr_parse("127.0.0.0/8", &lo4);
+	peer_cidr_parse("::1/128", &lo6);
+	return peer_cidr_contains(&lo4, &a) || peer_cidr_contains(&lo6, &a);
+}
+
+static int http__tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
+			   size_t errlen)
+{
+	const struct gw_config *cfg = h->gw->cfg;
+
+	if (h->role != HTTP_PUBLIC)
+		return 0;
+	if (!cfg->tls_cert[0]) {
+		if (cfg->allow_plaintext || http__loopback(ss))
+			return 0;
+		snprintf(err, errlen,
+			 "plain HTTP and ws:// off loopback would carry tokens in the "
+			 "clear: give --tls-cert and --tls-key, or --allow-plaintext "
+			 "behind a TLS-terminating proxy");
+		return -EINVAL;
+	}
+	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		snprintf(err, errlen, "this libmicrohttpd is built without TLS");
+		return -ENOTSUP;
+	}
+	if (tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, err, errlen) < 0)
+		return -EINVAL;
+	h->has_tls = 1;
+	return 0;
 }
 
 struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
@@ -410,26 +779,37 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 	struct http *h = xcalloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
+	int lfd;
 
 	h->gw = gw;
 	h->role = role;
-	if (http__resolve(host, port, &ss, err, errlen) < 0)
-		goto out_free;
-	h->d = http__start(h, &ss);
-	if (!h->d) {
-		snprintf(err, errlen, "cannot listen on %s port %u: %s", host, port,
-			 strerror(errno ? errno : EADDRINUSE));
+	h->peers = peer_table_new();
+	h->head_timer = ev_timer_new(gw->loop, -1, 0, http__head_expired, h);
+	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
+	if (!h->head_timer || !h->timer) {
+		snprintf(err, errlen, "cannot create a timer: %s", strerror(errno));
 		goto out_free;
 	}
-	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_BIND_PORT);
-	h->port = info ? info->port : port;
+	if (http__resolve(host, port, &ss, err, errlen) < 0)
+		goto out_free;
+	if (http__tls_setup(h, &ss, err, errlen) < 0)
+		goto out_free;
+	lfd = http__listen_socket(&ss, err, errlen);
+	if (lfd < 0)
+		goto out_free;
+	h->port = http__bound_port(lfd);
+	h->d = http__start(h, lfd);
+	if (!h->d) {
+		close(lfd);
+		snprintf(err, errlen, "libmicrohttpd did not start (see the log)");
+		goto out_free;
+	}
 	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
 	h->io = info ? ev_io_new(gw->loop, info->epoll_fd, EV_READ, http__io, h) : NULL;
 	if (!h->io) {
 		snprintf(err, errlen, "cannot watch libmicrohttpd's epoll fd");
 		goto out_free;
 	}
-	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
 	h->kick = 1;
 	return h;
 out_free:
@@ -444,8 +824,25 @@ void http_free(struct http *h)
 	ev_timer_free(h->timer);
 	ev_io_free(h->io);
 	if (h->d)
-		MHD_stop_daemon(h->d);
+		MHD_stop_daemon(h->d); /* its close notices use what follows */
+	ev_timer_free(h->head_timer);
+	peer_table_free(h->peers);
+	if (h->has_tls)
+		tls_store_clear(&h->tls);
 	free(h);
+}
+
+void http_reload(struct http *h)
+{
+	char err[512];
+
+	if (!h || !h->has_tls)
+		return;
+	if (tls_store_reload(&h->tls, err, sizeof(err)) < 0)
+		log_error("http", "SIGHUP: keeping the current certificate: %s", err);
+	else
+		log_info("http", "SIGHUP: certificate and key re-read from %s and %s",
+			 h->tls.cert_file, h->tls.key_file);
 }
 
 uint16_t http_port(const struct http *h)

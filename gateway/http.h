@@ -27,6 +27,10 @@ void http_free(struct http *h);
 void http_run_pending(struct http *h);
 /* Something outside MHD changed a connection it holds: run it soon. */
 void http_wake(struct http *h);
+/* SIGHUP: re-reads --tls-cert and --tls-key (keeping the current ones
+   on error); new handshakes use them, open connections keep theirs.
+   NULL or a plain listener: a no-op. */
+void http_reload(struct http *h);
 /* The port actually bound. */
 uint16_t http_port(const struct http *h);
 

@@ -205,8 +205,18 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 			m->id = ops[i].id;
 			return 0;
 		}
-	if (!strcmp(segs[0], "agents"))
-		return routes__match_agents(segs, n, m, why);
+	if (!strcmp(segs[0], "agents")) {
+		int rc = routes__match_agents(segs, n, m, why);
+
+		/* /agents/{i}/sessions/{s}/ is the web page of one session. */
+		if (rc == -ENOENT && with_static && n == 5 && !segs[4][0] &&
+		    !strcmp(segs[2], "sessions")) {
+			m->id = ROUTE_STATIC;
+			snprintf(m->file, sizeof(m->file), "index.html");
+			return 0;
+		}
+		return rc;
+	}
 	if (with_static)
 		return routes__match_static(segs, n, m);
 	return -ENOENT;
@@ -785,6 +795,12 @@ static int routes__error(struct route_req *rq, unsigned status, const char *code
 	return 0;
 }
 
+void routes_refuse(struct route_req *rq, unsigned status, const char *code,
+		   const char *message)
+{
+	routes__error(rq, status, code, message);
+}
+
 static int routes__link_error(struct route_req *rq, const Ptg__Reply *r)
 {
 	const char *name;
@@ -936,9 +952,18 @@ static void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base,
 			     size_t cap)
 {
 	uint16_t port = gw->http ? http_port(gw->http) : gw->cfg->listen_port;
+	const char *host = gw->cfg->listen_host;
+	char tls_url[sizeof(gw->cfg->public_url) + 16];
 
-	routes_bases(gw->cfg->public_url, gw->cfg->listen_host, port, http_base, ws_base,
-		     cap);
+	if (!gw->cfg->public_url[0] && gw->cfg->tls_cert[0]) {
+		/* Under TLS the derived URLs are https:// and wss://. */
+		snprintf(tls_url, sizeof(tls_url), "https://%s%s%s:%u",
+			 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+			 port);
+		routes_bases(tls_url, host, port, http_base, ws_base, cap);
+		return;
+	}
+	routes_bases(gw->cfg->public_url, host, port, http_base, ws_base, cap);
 }
 
 static int routes__healthz(struct route_req *rq)
@@ -1147,6 +1172,24 @@ static void routes__on_attach(struct route_req *rq, const Ptg__Reply *r)
 
 /* The 400s, in order: a token in the query, a malformed upgrade, no
    pty-ws.v1 offered. */
+/* A browser page may open a terminal only from an allowed origin: the
+   same one by default, so a page elsewhere holding a token cannot (and
+   a future cookie-based login would not be CSRF-able). */
+static int routes__attach_origin(struct route_req *rq)
+{
+	const struct gw_config *cfg = rq->gw->cfg;
+
+	if (wshs_origin_allowed(rq->origin, rq->host, cfg->public_url, cfg->allowed_origins,
+				cfg->n_allowed_origins))
+		return 0;
+	routes__error(rq, 403, "PERMISSION_DENIED",
+		      cfg->n_allowed_origins
+			  ? "this Origin is not in the gateway's --allowed-origin list"
+			  : "a cross-origin page may not attach (same origin only; see "
+			    "--allowed-origin)");
+	return -EPERM;
+}
+
 static int routes__attach_request(struct route_req *rq, struct wshs_offer *o)
 {
 	const char *why;
@@ -1164,7 +1207,7 @@ static int routes__attach_request(struct route_req *rq, struct wshs_offer *o)
 	else if (!o->v1)
 		why = "the subprotocol " WSHS_PROTOCOL " was not offered";
 	else
-		return 0;
+		return routes__attach_origin(rq);
 	routes__error(rq, 400, "INVALID_REQUEST", why);
 	return -EINVAL;
 }
@@ -1286,6 +1329,7 @@ static int routes__static(struct route_req *rq)
 	rq->file_size = (uint64_t)st.st_size;
 	rq->status = 200;
 	rq->content_type = routes__mime(rq->m.file);
+	rq->static_file = rq->m.file;
 	return 0;
 }
 

@@ -98,6 +98,10 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 			  const char *ws_base, const Ptg__Limits *lim);
 /* Appends {"code": code, "message": message} to out. */
 void routes_error_body(const char *code, const char *message, struct buf *out);
+/* Answers status with the JSON error body (Retry-After: 1 on a 429). */
+struct route_req;
+void routes_refuse(struct route_req *rq, unsigned status, const char *code,
+		   const char *message);
 /* The HTTP status and error code for a sidecar Reply code. */
 unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name);
 
@@ -112,6 +116,7 @@ struct route_req {
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
 	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
 	void (*done)(struct route_req *rq); /* an answer that waited is ready */
@@ -126,6 +131,7 @@ struct route_req {
 	int retry_after;	  /* Retry-After seconds, 0: none */
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
+	const char *static_file;  /* ROUTE_STATIC served: its path, for webfiles_headers */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */

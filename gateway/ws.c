@@ -27,6 +27,7 @@ struct ws__scan {
 	unsigned have;	 /* header bytes of the current frame seen */
 	uint64_t skip;	 /* payload bytes of the current frame still to pass */
 	bool hold;	 /* the current frame is a close frame */
+	bool in_msg;	 /* a fragmented message is incomplete (no FIN yet) */
 };
 
 /* How ws__scan classes the next run of bytes. */
@@ -37,8 +38,15 @@ enum ws__seg {
 	WS__BAD,       /* the next byte completes a bad header */
 };
 
+/* wslay's contexts cost about 8.5 KiB per connection (a 4 KiB frame
+   input buffer among them), and an idle terminal connection needs none
+   of it: ctx exists only from the first byte of input or a control frame
+   to send until the connection is at rest again (ws__rest). Every
+   received frame is a malloc and free more, negligible next to the
+   frame's own work. */
 struct ws {
-	wslay_event_context_ptr ctx;
+	wslay_event_context_ptr ctx; /* NULL at rest */
+	size_t max_message;
 	struct ws_callbacks cb;
 	void *user;
 	const uint8_t *in; /* the unread part of the bytes being fed */
@@ -111,6 +119,8 @@ static bool ws__scan_header(struct ws__scan *s, uint8_t c)
 	    s->have == 2 + ws__ext_len(s->hdr) + ((s->hdr[1] & 0x80) ? 4 : 0)) {
 		s->skip = ws__payload_len(s->hdr);
 		s->have = 0;
+		if (!(s->hdr[0] & 0x08)) /* a data frame: text, binary, continuation */
+			s->in_msg = !(s->hdr[0] & 0x80);
 	}
 	return true;
 }
@@ -219,36 +229,69 @@ static void ws__msg_cb(wslay_event_context_ptr ctx,
 	}
 }
 
-struct ws *ws_new(const struct ws_callbacks *cb, void *user)
+static wslay_event_context_ptr ws__ctx(struct ws *ws)
 {
-	struct wslay_event_callbacks wcb = {
+	static const struct wslay_event_callbacks wcb = {
 	    .recv_callback = ws__recv_cb,
 	    .send_callback = ws__send_cb,
 	    .on_msg_recv_callback = ws__msg_cb,
 	};
+
+	if (ws->ctx)
+		return ws->ctx;
+	if (wslay_event_context_server_init(&ws->ctx, &wcb, ws) != 0) {
+		/* wslay fails only when malloc does: the same policy as xmalloc. */
+		abort();
+	}
+	wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_message);
+	return ws->ctx;
+}
+
+/* Frees wslay's state when nothing in it matters any more: between
+   frames, outside a fragmented message, nothing queued, no close sent
+   or received (the closing handshake keeps it to the end). */
+static void ws__rest(struct ws *ws)
+{
+	wslay_event_context_ptr ctx = ws->ctx;
+
+	if (!ctx || ws->in_feed || ws->scan.have || ws->scan.skip || ws->scan.in_msg ||
+	    ws->hold_len || ws->close_queued || wslay_event_get_queued_msg_count(ctx) ||
+	    !wslay_event_get_read_enabled(ctx) || !wslay_event_get_write_enabled(ctx) ||
+	    wslay_event_get_close_sent(ctx) || wslay_event_get_close_received(ctx))
+		return;
+	wslay_event_context_free(ctx);
+	ws->ctx = NULL;
+}
+
+struct ws *ws_new(const struct ws_callbacks *cb, void *user)
+{
 	struct ws *ws = xcalloc(1, sizeof(*ws));
 
 	assert(cb->on_write != NULL);
 	ws->cb = *cb;
 	ws->user = user;
-	if (wslay_event_context_server_init(&ws->ctx, &wcb, ws) != 0) {
-		/* wslay fails only when malloc does: the same policy as xmalloc. */
-		abort();
-	}
-	wslay_event_config_set_max_recv_msg_length(ws->ctx, WS_MAX_MESSAGE);
+	ws->max_message = WS_MAX_MESSAGE;
 	return ws;
 }
 
 void ws_set_max_message(struct ws *ws, size_t n)
 {
-	wslay_event_config_set_max_recv_msg_length(ws->ctx, n);
+	ws->max_message = n;
+	if (ws->ctx)
+		wslay_event_config_set_max_recv_msg_length(ws->ctx, n);
+}
+
+bool ws_at_rest(const struct ws *ws)
+{
+	return ws->ctx == NULL;
 }
 
 void ws_free(struct ws *ws)
 {
 	if (ws == NULL)
 		return;
-	wslay_event_context_free(ws->ctx);
+	if (ws->ctx)
+		wslay_event_context_free(ws->ctx);
 	free(ws);
 }
 
@@ -259,7 +302,7 @@ static void ws__recv(struct ws *ws, const uint8_t *p, size_t n)
 	ws->in_len = n;
 	ws->in_feed = true;
 	/* Its errors all end reading, which ws_feed reports. */
-	(void)wslay_event_recv(ws->ctx);
+	(void)wslay_event_recv(ws__ctx(ws));
 	ws->in_feed = false;
 	ws->in = NULL;
 	ws->in_len = 0;
@@ -270,7 +313,7 @@ static void ws__recv(struct ws *ws, const uint8_t *p, size_t n)
 static void ws__fail(struct ws *ws)
 {
 	ws_flush(ws);
-	wslay_event_shutdown_read(ws->ctx);
+	wslay_event_shutdown_read(ws__ctx(ws));
 	if (wslay_event_queue_close(ws->ctx, WS_CLOSE_PROTOCOL, NULL, 0) == 0)
 		ws->close_queued = true;
 }
@@ -293,7 +336,9 @@ int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
 	enum ws__seg seg;
 	size_t k;
 
-	while (n > 0 && wslay_event_get_read_enabled(ws->ctx)) {
+	if (n == 0)
+		return ws->ctx && !wslay_event_get_read_enabled(ws->ctx) ? -ESHUTDOWN : 0;
+	while (n > 0 && wslay_event_get_read_enabled(ws__ctx(ws))) {
 		seg = ws__scan(&ws->scan, p, n, &k);
 		switch (seg) {
 		case WS__PASS:
@@ -312,12 +357,15 @@ int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
 		n -= k;
 	}
 	ws_flush(ws);
-	return wslay_event_get_read_enabled(ws->ctx) ? 0 : -ESHUTDOWN;
+	if (!wslay_event_get_read_enabled(ws->ctx))
+		return -ESHUTDOWN;
+	ws__rest(ws);
+	return 0;
 }
 
 int ws_flush(struct ws *ws)
 {
-	if (ws->in_feed)
+	if (ws->in_feed || !ws->ctx)
 		return 0;
 	/* on_write takes everything, so wslay cannot stop short or fail. */
 	(void)wslay_event_send(ws->ctx);
@@ -327,13 +375,15 @@ int ws_flush(struct ws *ws)
 static int ws__queue(struct ws *ws, uint8_t opcode, const void *p, size_t n)
 {
 	struct wslay_event_msg msg = {opcode, p ? p : "", n};
-	int r = wslay_event_queue_msg(ws->ctx, &msg);
+	int r = wslay_event_queue_msg(ws__ctx(ws), &msg);
 
 	if (r == WSLAY_ERR_NO_MORE_MSG)
 		return -ESHUTDOWN;
 	if (r != 0)
 		return -EINVAL;
-	return ws_flush(ws);
+	ws_flush(ws);
+	ws__rest(ws);
+	return 0;
 }
 
 int ws_send_ping(struct ws *ws, const void *p, size_t n)
@@ -360,7 +410,7 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
 	if (n > WS__REASON_MAX || (code == 0 && n > 0) ||
 	    (code && !ws__code_sendable(code)))
 		return -EINVAL;
-	r = wslay_event_queue_close(ws->ctx, code,
+	r = wslay_event_queue_close(ws__ctx(ws), code,
 				    (const uint8_t *)(reason ? reason : ""), n);
 	if (r == WSLAY_ERR_NO_MORE_MSG)
 		return -ESHUTDOWN;
@@ -373,18 +423,20 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
 bool ws_close_sent(const struct ws *ws)
 {
 	/* wslay stops reading exactly when it queues a close on its own. */
+	if (!ws->ctx)
+		return ws->close_queued; /* at rest: no close either way */
 	return ws->close_queued || wslay_event_get_close_sent(ws->ctx) ||
 	       !wslay_event_get_read_enabled(ws->ctx);
 }
 
 bool ws_close_received(const struct ws *ws)
 {
-	return wslay_event_get_close_received(ws->ctx);
+	return ws->ctx && wslay_event_get_close_received(ws->ctx);
 }
 
 uint16_t ws_close_code_sent(const struct ws *ws)
 {
-	return wslay_event_get_status_code_sent(ws->ctx);
+	return ws->ctx ? wslay_event_get_status_code_sent(ws->ctx) : 0;
 }
 
 struct wsframe *wsframe_text(const char *payload, size_t len)

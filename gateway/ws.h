@@ -71,6 +71,9 @@ void ws_free(struct ws *ws);
 /* Sets the largest message accepted (default WS_MAX_MESSAGE); a larger
    one ends the connection with 1009. */
 void ws_set_max_message(struct ws *ws, size_t n);
+/* True when wslay's state is released (between frames, nothing queued,
+   not closing): what an idle connection costs is then struct ws only. */
+bool ws_at_rest(const struct ws *ws);
 
 /* Feeds n received bytes: callbacks fire for what completes, then any
    frames wslay queued (pong, close echo, protocol-error close) are written

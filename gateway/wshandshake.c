@@ -3,7 +3,9 @@
    its parser is strict: every element must be an HTTP token (RFC 9110
    5.6.2), the bearer entry strict unpadded base64url, lengths bounded
    before anything is allocated, and the decoded token wiped on release. */
+#include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -226,4 +228,143 @@ const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 	    !wshs__span_eq(wshs__trim(version, strnlen(version, 16)), "13"))
 		return "Sec-WebSocket-Version must be 13";
 	return NULL;
+}
+
+/* ---- Origin ---- */
+
+static const char *wshs__origin_scheme(const char *s, size_t n, size_t *skip,
+				       const char **default_port)
+{
+	static const struct {
+		const char *prefix, *scheme, *port;
+	} schemes[] = {
+	    {"https://", "https", "443"},
+	    {"http://", "http", "80"},
+	    {"wss://", "https", "443"},
+	    {"ws://", "http", "80"},
+	};
+
+	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
+		size_t len = strlen(schemes[i].prefix);
+		if (n > len && !strncasecmp(s, schemes[i].prefix, len)) {
+			*skip = len;
+			*default_port = schemes[i].port;
+			return schemes[i].scheme;
+		}
+	}
+	return NULL;
+}
+
+/* Splits an authority into host and port; checks both. */
+static int wshs__authority(const char *a, size_t n, size_t *host_len, const char **port,
+			   size_t *port_len)
+{
+	const char *colon = NULL;
+
+	if (n && a[0] == '[') {
+		const char *close = memchr(a, ']', n);
+		if (!close)
+			return -EINVAL;
+		for (const char *p = a + 1; p < close; p++)
+			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
+				return -EINVAL;
+		if ((size_t)(close + 1 - a) < n)
+			colon = close + 1;
+		if (colon && *colon != ':')
+			return -EINVAL;
+	} else {
+		for (size_t i = 0; i < n; i++) {
+			if (a[i] == ':') {
+				if (colon)
+					return -EINVAL;
+				colon = a + i;
+			} else if (!isalnum((unsigned char)a[i]) && !strchr("-._~", a[i])) {
+				return -EINVAL; /* no '/', '@', '?', '#', spaces */
+			}
+		}
+	}
+	*host_len = colon ? (size_t)(colon - a) : n;
+	*port = colon ? colon + 1 : NULL;
+	*port_len = colon ? n - *host_len - 1 : 0;
+	if (!*host_len || (colon && (*port_len < 1 || *port_len > 5)))
+		return -EINVAL;
+	for (size_t i = 0; i < *port_len; i++)
+		if (!isdigit((unsigned char)(*port)[i]))
+			return -EINVAL;
+	if (colon && strtoul(*port, NULL, 10) > 65535)
+		return -EINVAL;
+	return 0;
+}
+
+int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
+{
+	const char *scheme, *def, *port;
+	size_t skip, host_len, port_len, len;
+	char *p;
+
+	out[0] = '\0';
+	scheme = wshs__origin_scheme(s, n, &skip, &def);
+	if (!scheme || wshs__authority(s + skip, n - skip, &host_len, &port, &port_len) < 0)
+		return -EINVAL;
+	if (port && port_len == strlen(def) && !memcmp(port, def, port_len))
+		port = NULL;
+	len = (size_t)snprintf(out, WSHS_ORIGIN_MAX + 1, "%s://%.*s%s%.*s", scheme,
+			       (int)host_len, s + skip, port ? ":" : "",
+			       port ? (int)port_len : 0, port ? port : "");
+	if (len > WSHS_ORIGIN_MAX) {
+		out[0] = '\0';
+		return -EINVAL;
+	}
+	for (p = out; *p; p++)
+		*p = (char)tolower((unsigned char)*p);
+	return 0;
+}
+
+/* The canonical origin a request's Host header names, under scheme. */
+static int wshs__host_origin(const char *canon_origin, const char *host,
+			     char out[WSHS_ORIGIN_MAX + 1])
+{
+	char tmp[WSHS_ORIGIN_MAX + 16];
+	const char *sep = strstr(canon_origin, "://");
+	int n;
+
+	if (!host || !sep)
+		return -EINVAL;
+	n = snprintf(tmp, sizeof(tmp), "%.*s%s", (int)(sep + 3 - canon_origin), canon_origin,
+		     host);
+	if (n < 0 || (size_t)n >= sizeof(tmp))
+		return -EINVAL;
+	return wshs_origin_canon(tmp, (size_t)n, out);
+}
+
+/* The origin of a public URL: its scheme and authority, path dropped. */
+static int wshs__url_origin(const char *url, char out[WSHS_ORIGIN_MAX + 1])
+{
+	const char *sep = strstr(url, "://"), *path;
+
+	if (!sep)
+		return -EINVAL;
+	path = strchr(sep + 3, '/');
+	return wshs_origin_canon(url, path ? (size_t)(path - url) : strlen(url), out);
+}
+
+bool wshs_origin_allowed(const char *origin, const char *host, const char *public_url,
+			 const char (*allowed)[WSHS_ORIGIN_MAX + 1], size_t n_allowed)
+{
+	char o[WSHS_ORIGIN_MAX + 1], same[WSHS_ORIGIN_MAX + 1];
+
+	if (!origin)
+		return true;
+	if (wshs_origin_canon(origin, strlen(origin), o) < 0)
+		return false; /* "null" (a sandboxed page, a file) or garbage */
+	if (n_allowed) {
+		for (size_t i = 0; i < n_allowed; i++)
+			if (!strcmp(o, allowed[i]))
+				return true;
+		return false;
+	}
+	if (wshs__host_origin(o, host, same) == 0 && !strcmp(o, same))
+		return true;
+	return public_url && public_url[0] && wshs__url_origin(public_url, same) == 0 &&
+	       !strcmp(o, same);
 }

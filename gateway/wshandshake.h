@@ -51,4 +51,23 @@ void wshs_offer_clear(struct wshs_offer *o);
 const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 			       const char *version);
 
+/* Origins (RFC 6454) as the gateway compares them: "scheme://host[:port]"
+   with scheme http or https (ws and wss count as http and https, so a
+   ws(s):// public URL compares with a page's Origin), lower case, the
+   scheme's default port dropped. */
+#define WSHS_ORIGIN_MAX 255
+
+/* Canonicalises s[0..n) into out. Returns 0, or -EINVAL for anything
+   else (a path, userinfo, query, "null", another scheme, a bad port). */
+int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1]);
+
+/* May a browser page from origin (the Origin header, NULL when absent)
+   open a WebSocket here? No Origin: yes (not a browser, or a browser
+   that does not send it, and tokens are never cookies). With an
+   allow-list (canonical entries): only its members. Without one: only
+   the same origin, i.e. the Origin's host and port equal the Host header
+   (host, NULL when absent) or those of public_url ("" when not set). */
+bool wshs_origin_allowed(const char *origin, const char *host, const char *public_url,
+			 const char (*allowed)[WSHS_ORIGIN_MAX + 1], size_t n_allowed);
+
 #endif

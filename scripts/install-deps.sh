@@ -7,10 +7,14 @@ PACKAGES="
   build-essential cmake pkg-config clang libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
   libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
-  libwslay-dev nettle-dev
+  libwslay-dev nettle-dev libgnutls28-dev openssl
   python3 python3-websockets python3-jsonschema
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
+  libgnutls28-dev nodejs chromium
 "
+# The web page's build (scripts/build-web.sh) runs npm; Debian ships it
+# apart from nodejs, while other nodejs builds bundle it.
+command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
 
 missing=""
 for p in $PACKAGES; do

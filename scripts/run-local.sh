@@ -19,6 +19,8 @@ cmake -S . -B build-release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build-release -j "$(nproc 2>/dev/null || echo 2)" \
 	--target ptygate-sidecar ptygate-gateway ptygate >/dev/null
 bin=$PWD/build-release
+./scripts/build-web.sh >/dev/null
+web=$PWD/web/dist
 
 sidecar_pid=""
 gateway_pid=""
@@ -44,7 +46,7 @@ rm -f "$state/signing.pem" "$state/verify.pem"
 sidecar_pid=$!
 "$bin/ptygate-gateway" --listen "127.0.0.1:$port" \
 	--instance "$instance=unix:$state/sidecar.sock" \
-	--ed25519-public-key "$state/verify.pem" >"$state/gateway.log" 2>&1 &
+	--ed25519-public-key "$state/verify.pem" --static-dir "$web" >"$state/gateway.log" 2>&1 &
 gateway_pid=$!
 
 # Ready when the gateway answers /readyz (its link to the sidecar is up).
@@ -73,6 +75,9 @@ ptygate is running (state in $state).
 
 REST:
   curl -H "Authorization: Bearer \$PTYGATE_TOKEN" http://127.0.0.1:$port/agents/$instance/sessions/$session
+
+Open in a browser (the token rides in the fragment, which is never sent to a server):
+  http://127.0.0.1:$port/agents/$instance/sessions/$session/#token=$token
 
 Attach from a terminal (Ctrl-] detaches):
   PTYGATE_TOKEN=$token $bin/ptygate attach --gateway http://127.0.0.1:$port --instance $instance --session $session

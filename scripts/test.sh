@@ -7,6 +7,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
+# The browser terminal's files (npm ci from web/package-lock.json), served
+# by the gateway in e2e.web and driven there in headless chromium.
+./scripts/build-web.sh
 
 jobs=$(nproc 2>/dev/null || echo 2)
 for cfg in release asan; do

@@ -130,7 +130,8 @@ def main():
     mib = int(sys.argv[1]) if len(sys.argv) > 1 else 32
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
     ns = [int(x) for x in (sys.argv[3] if len(sys.argv) > 3 else "1,8,32").split(",")]
-    stack = Stack(gateway_args=["--max-queue-bytes", str(256 << 20)]).start()
+    stack = Stack(gateway_args=["--max-queue-bytes", str(256 << 20),
+                                "--max-conns-per-ip", "100000"]).start()
     try:
         data = os.path.join(stack.dir, "out.txt")
         make_data(data, mib)

@@ -1,6 +1,7 @@
 """A fleet behind real nginx: two hosts, each a gateway with its own sidecar
 and instance, and nginx in front running deploy/nginx/ptygate-fleet.conf
-(with this test's addresses). Requests and WebSocket upgrades for
+(with this test's addresses and a self-signed certificate: nginx
+terminates TLS, clients use https:// and wss://). Requests and WebSocket upgrades for
 /agents/{instance}/... must reach the host that runs that instance, with
 the token, the subprotocol and the frames passing through untouched."""
 import http.client
@@ -9,6 +10,7 @@ import os
 import re
 import shutil
 import signal
+import ssl
 import subprocess
 import time
 import unittest
@@ -29,11 +31,20 @@ def nginx_binary():
     return path
 
 
-def fleet_config(port, gateways):
-    """The deployed server config with this test's listen port and hosts."""
+def fleet_config(port, gateways, cert, key):
+    """The deployed server config with this test's listen port, hosts and
+    certificate; the port-80 redirect server is left out (no root)."""
     with open(FLEET_CONF, encoding="utf-8") as f:
         conf = f.read()
-    conf = re.sub(r"listen 8080;", "listen 127.0.0.1:%d;" % port, conf)
+    conf, n = re.subn(r"server \{\n    listen 80;.*?\n\}\n", "", conf, flags=re.S)
+    if n != 1:
+        raise AssertionError("no port-80 redirect server in " + FLEET_CONF)
+    conf = re.sub(r"listen 443 ssl;", "listen 127.0.0.1:%d ssl;" % port, conf)
+    conf = re.sub(r"ssl_certificate +\S+;", "ssl_certificate %s;" % cert, conf)
+    conf = re.sub(r"ssl_certificate_key +\S+;", "ssl_certificate_key %s;" % key, conf)
+    conf = re.sub(r"ssl_session_cache .*;", "", conf)
+    if cert not in conf or key not in conf:
+        raise AssertionError("could not place the test's certificate in " + FLEET_CONF)
     entries = "".join("    %s  127.0.0.1:%d;\n" % (inst, p) for inst, p in gateways)
     conf = re.sub(r"(map \$ptygate_instance \$ptygate_gateway \{\n    default \"\";\n)"
                   r"(?:    inst-[ab].*\n)+", lambda m: m.group(1) + entries, conf)
@@ -47,6 +58,13 @@ class Proxy:
         self.dir = os.path.join(workdir, "nginx")
         os.makedirs(os.path.join(self.dir, "logs"), exist_ok=True)
         self.port = harness.free_port()
+        self.cert, self.key = os.path.join(self.dir, "cert.pem"), os.path.join(self.dir, "key.pem")
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.key,
+                        "-out", self.cert, "-days", "2", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                       check=True, capture_output=True, timeout=30)
+        self.ssl = ssl.create_default_context(cafile=self.cert)
         main = ["%s" % ("user root;" if os.geteuid() == 0 else ""),
                 "worker_processes 1;", "pid %s/nginx.pid;" % self.dir,
                 "error_log %s/logs/error.log warn;" % self.dir,
@@ -56,7 +74,7 @@ class Proxy:
                 "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (self.dir, self.dir),
                 "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
                 % (self.dir, self.dir, self.dir),
-                fleet_config(self.port, gateways), "}"]
+                fleet_config(self.port, gateways, self.cert, self.key), "}"]
         self.conf = os.path.join(self.dir, "nginx.conf")
         with open(self.conf, "w", encoding="utf-8") as f:
             f.write("\n".join(main))
@@ -72,7 +90,8 @@ class Proxy:
             if self.proc.poll() is not None:
                 raise AssertionError("nginx exited: " + self.log())
             try:
-                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=1)
+                conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=1,
+                                                   context=self.ssl)
                 conn.request("GET", "/")
                 conn.getresponse().read()
                 return
@@ -99,7 +118,7 @@ class Proxy:
         return text or "(no log)"
 
     def http(self, method, path, token=None, body=None):
-        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10, context=self.ssl)
         headers = {"Content-Type": "application/json"}
         if token:
             headers["Authorization"] = "Bearer " + token
@@ -113,8 +132,10 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls):
         FrameValidator.get()
-        cls.a = Stack(instance="inst-a").start()
-        cls.b = Stack(instance="inst-b")
+        # Behind the proxy each client counts by X-Forwarded-For.
+        proxied = ["--trusted-proxy", "127.0.0.1"]
+        cls.a = Stack(instance="inst-a", gateway_args=proxied).start()
+        cls.b = Stack(instance="inst-b", gateway_args=proxied)
         try:
             cls.b.start()
             cls.proxy = Proxy(cls.a.dir, [("inst-a", cls.a.port), ("inst-b", cls.b.port)])
@@ -140,8 +161,8 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
             headers["Authorization"] = "Bearer " + token
         else:
             protos.append("bearer." + b64url(token.encode()))
-        uri = "ws://127.0.0.1:%d%s" % (self.proxy.port, stack.attach_path(sid))
-        ws = await websockets.connect(uri, subprotocols=protos, extra_headers=headers,
+        uri = "wss://127.0.0.1:%d%s" % (self.proxy.port, stack.attach_path(sid))
+        ws = await websockets.connect(uri, ssl=self.proxy.ssl, subprotocols=protos, extra_headers=headers,
                                       ping_interval=None, open_timeout=5, close_timeout=2)
         self.addAsyncCleanup(ws.close)
         self.assertEqual(ws.subprotocol, SUBPROTOCOL)

@@ -107,12 +107,14 @@ static void test_fresh_join_order_and_filter(void **state)
 	assert_int_equal(OUTPUT(5, B_D), 0); /* late: dropped */
 	assert_string_equal(screen(&r), "KF1BC");
 	assert_int_equal(ptyc_last_sequence(p), 6);
-	/* A stale Keyframe changes nothing; a newer one is written and anchors. */
+	/* A stale Keyframe changes nothing; a newer periodic one is not
+	   written (the screen is in sync: it would only repaint it) but
+	   anchors. */
 	assert_int_equal(KEYFRAME(6, 6, B_KF2), 0);
 	assert_int_equal(KEYFRAME(9, 9, B_KF2), 0);
 	assert_int_equal(OUTPUT(8, B_A), 0);
 	assert_int_equal(OUTPUT(10, B_D), 0);
-	assert_string_equal(screen(&r), "KF1BCKF2D");
+	assert_string_equal(screen(&r), "KF1BCD");
 	assert_int_equal(r.n_notices, 0);
 	ptyc_free(p);
 	buf_free(&r.screen);
@@ -134,6 +136,38 @@ static void test_replay_flow_role_has_higher_sequence(void **state)
 	OUTPUT(103, B_C);
 	assert_string_equal(screen(&r), "ABKF1C");
 	assert_string_equal(ptyc_role(p), "observer");
+	ptyc_free(p);
+	buf_free(&r.screen);
+}
+
+static void test_lag_makes_the_next_keyframe_written(void **state)
+{
+	struct rec r;
+	struct ptyc *p = new_client(&r);
+
+	KEYFRAME(3, 3, B_KF1);
+	OUTPUT(4, B_A);
+	feed(p, FRAME "{\"kind\":\"Error\",\"code\":\"PTY_OUTPUT_LAGGED\",\"message\":\"m\"}}", 9);
+	KEYFRAME(10, 10, B_KF2);
+	KEYFRAME(11, 11, B_KF1); /* in sync again: not written */
+	OUTPUT(12, B_B);
+	assert_string_equal(screen(&r), "KF1AKF2B");
+	ptyc_free(p);
+	buf_free(&r.screen);
+}
+
+/* The snapshot's RIS would wipe the user's scrollback and settings: it is
+   replaced by a soft reset and a clear of the visible screen. */
+static void test_keyframe_without_full_reset(void **state)
+{
+	struct rec r;
+	struct ptyc *p = new_client(&r);
+
+	/* base64 of "\033[?1049l\033cHI" */
+	KEYFRAME(5, 5, "G1s/MTA0OWwbY0hJ");
+	assert_null(strstr(screen(&r), "\033c"));
+	assert_non_null(strstr(screen(&r), "\033[?1049l\033[!p"));
+	assert_non_null(strstr(screen(&r), "\033[H\033[2JHI"));
 	ptyc_free(p);
 	buf_free(&r.screen);
 }
@@ -316,6 +350,8 @@ int main(void)
 	    cmocka_unit_test(test_fresh_join_order_and_filter),
 	    cmocka_unit_test(test_replay_flow_role_has_higher_sequence),
 	    cmocka_unit_test(test_keyframe_anchor_field_wins),
+	    cmocka_unit_test(test_lag_makes_the_next_keyframe_written),
+	    cmocka_unit_test(test_keyframe_without_full_reset),
 	    cmocka_unit_test(test_notices),
 	    cmocka_unit_test(test_malformed_and_unknown),
 	    cmocka_unit_test(test_builders),

@@ -10,6 +10,7 @@
 #include "../../cli/cli.c"
 #include "../../cli/run.c"
 #include "../../cli/wsclient.c"
+#include "../../cli/tlsio.c"
 
 static void check(char *const *words, int n, const char *want)
 {

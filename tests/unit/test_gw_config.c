@@ -323,6 +323,60 @@ static void test_instances_file_merge(void **state)
 	free(c);
 }
 
+/* The http block: client limits, TLS, plaintext, origins; defaults,
+   bounds, and allow-plaintext from a config file. */
+static void test_http_flags(void **state)
+{
+	struct gw_config *c = cfg_new();
+	const char *file;
+
+	assert_int_equal(parse(c, BASE, NULL), 0);
+	assert_int_equal(c->max_conns_per_ip, 32);
+	assert_int_equal(c->request_head_timeout_s, 10);
+	assert_int_equal(c->n_trusted_proxies, 0);
+	assert_string_equal(c->tls_cert, "");
+	assert_int_equal(c->allow_plaintext, 0);
+	assert_int_equal(c->n_allowed_origins, 0);
+
+	assert_int_equal(parse(c, BASE, "--max-conns-per-ip", "1", "--request-head-timeout",
+			       "3600", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy",
+			       "::1", "--tls-cert", "/c.pem", "--tls-key", "/k.pem",
+			       "--allow-plaintext", "--allowed-origin", "HTTPS://App.Example:443",
+			       NULL),
+			 0);
+	assert_int_equal(c->max_conns_per_ip, 1);
+	assert_int_equal(c->request_head_timeout_s, 3600);
+	assert_int_equal(c->n_trusted_proxies, 2);
+	assert_int_equal(c->trusted_proxies[0].bits, 96 + 8);
+	assert_int_equal(c->trusted_proxies[1].bits, 128);
+	assert_string_equal(c->tls_cert, "/c.pem");
+	assert_string_equal(c->tls_key, "/k.pem");
+	assert_int_equal(c->allow_plaintext, 1);
+	assert_int_equal(c->n_allowed_origins, 1);
+	assert_string_equal(c->allowed_origins[0], "https://app.example");
+
+	assert_int_equal(parse(c, BASE, "--max-conns-per-ip", "0", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--request-head-timeout", "3601", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--trusted-proxy", "10.0.0.0/33", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--trusted-proxy", "proxy.example", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--tls-cert", "/c.pem", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--tls-key", "/k.pem", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--allowed-origin", "https://a.example/x", NULL),
+			 -EINVAL);
+	assert_int_equal(parse(c, BASE, "--allowed-origin", "null", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--allow-plaintext=yes", NULL), -EINVAL);
+
+	file = tmpfile_with(0, "http.conf", "allow-plaintext = true\ntrusted-proxy = 127.0.0.1\n");
+	assert_int_equal(parse(c, BASE, "--config", file, NULL), 0);
+	assert_int_equal(c->allow_plaintext, 1);
+	assert_int_equal(c->n_trusted_proxies, 1);
+	file = tmpfile_with(0, "http.conf", "allow-plaintext = yes\n");
+	assert_int_equal(parse(c, BASE, "--config", file, NULL), -EINVAL);
+	file = tmpfile_with(0, "http.conf", "help = true\n");
+	assert_int_equal(parse(c, BASE, "--config", file, NULL), -EINVAL);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -333,6 +387,7 @@ int main(void)
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_instances_file),
 	    cmocka_unit_test(test_instances_file_merge),
+	    cmocka_unit_test(test_http_flags),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -598,6 +598,59 @@ static void check_header(size_t len, size_t hl, const uint8_t *want)
 	free(payload);
 }
 
+/* wslay's state exists only while needed: an idle connection holds none
+   (issue 7: memory per idle connection), and what spans frames (a
+   fragmented message, the message size limit) survives its release. */
+static void test_rest_between_frames(void **state)
+{
+	struct buf in = BUF_INIT;
+	const uint8_t *pl;
+	size_t off = 0, n;
+	char big[101];
+	struct rec r;
+
+	rec_init(&r);
+	assert_true(ws_at_rest(r.ws));
+	cframe(&in, 1, OP_TEXT, "hello", 5);
+	assert_int_equal(ws_feed(r.ws, buf_head(&in), 3), 0);
+	assert_false(ws_at_rest(r.ws)); /* inside a frame */
+	assert_int_equal(ws_feed(r.ws, buf_head(&in) + 3, buf_size(&in) - 3), 0);
+	assert_true(ws_at_rest(r.ws));
+	assert_int_equal(r.ntext, 1);
+
+	buf_reset(&in);
+	cframe(&in, 0, OP_TEXT, "frag", 4);
+	assert_int_equal(feed(&r, &in, false), 0);
+	assert_false(ws_at_rest(r.ws)); /* inside a fragmented message */
+	buf_reset(&in);
+	cframe(&in, 1, OP_PING, "p", 1);
+	assert_int_equal(feed(&r, &in, false), 0);
+	assert_false(ws_at_rest(r.ws));
+	buf_reset(&in);
+	cframe(&in, 1, OP_CONT, "ment", 4);
+	assert_int_equal(feed(&r, &in, false), 0);
+	assert_true(ws_at_rest(r.ws));
+	assert_int_equal(r.ntext, 2);
+	assert_memory_equal(buf_head(&r.text), "fragment", 8);
+	assert_int_equal(sframe(&r, &off, &pl, &n), OP_PONG);
+
+	assert_int_equal(ws_send_ping(r.ws, "x", 1), 0);
+	assert_true(ws_at_rest(r.ws)); /* written out at once */
+	assert_int_equal(sframe(&r, &off, &pl, &n), OP_PING);
+
+	ws_set_max_message(r.ws, 100);
+	memset(big, 'a', sizeof(big));
+	buf_reset(&in);
+	cframe(&in, 1, OP_TEXT, big, sizeof(big));
+	assert_int_equal(feed(&r, &in, false), -ESHUTDOWN);
+	assert_int_equal(sframe(&r, &off, &pl, &n), OP_CLOSE);
+	assert_int_equal(pl[0] << 8 | pl[1], WS_CLOSE_TOO_BIG);
+	assert_false(ws_at_rest(r.ws)); /* closing: kept to the end */
+	assert_true(ws_close_sent(r.ws));
+	buf_free(&in);
+	rec_free(&r);
+}
+
 static void test_wsframe(void **state)
 {
 	static const uint8_t h125[] = {0x81, 125};
@@ -638,6 +691,7 @@ int main(void)
 	    cmocka_unit_test(test_error_after_good),
 	    cmocka_unit_test(test_server_close_then_peer),
 	    cmocka_unit_test(test_close_in_callback),
+	    cmocka_unit_test(test_rest_between_frames),
 	    cmocka_unit_test(test_wsframe),
 	};
 

@@ -204,6 +204,62 @@ static void test_upgrade(void **state)
 			    "Sec-WebSocket-Version must be 13");
 }
 
+static void assert_canon(const char *in, const char *want)
+{
+	char out[WSHS_ORIGIN_MAX + 1];
+
+	assert_int_equal(wshs_origin_canon(in, strlen(in), out), 0);
+	assert_string_equal(out, want);
+}
+
+static void test_origin_canon(void **state)
+{
+	static const char *const bad[] = {
+	    "null", "", "http://", "ftp://a.example", "http://a.example/", "http://a.example/x",
+	    "http://u@a.example", "http://a.example:", "http://a.example:65536",
+	    "http://a.example:8x", "http://a.example?q", "http://a b", "http://[::1",
+	    "http://[::1]x", "http://a:1:2",
+	};
+	char out[WSHS_ORIGIN_MAX + 1];
+
+	assert_canon("https://Term.Example.COM", "https://term.example.com");
+	assert_canon("https://a.example:443", "https://a.example");
+	assert_canon("http://a.example:80", "http://a.example");
+	assert_canon("http://a.example:8080", "http://a.example:8080");
+	assert_canon("wss://a.example:443", "https://a.example");
+	assert_canon("ws://127.0.0.1:8080", "http://127.0.0.1:8080");
+	assert_canon("http://[::1]:8080", "http://[::1]:8080");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(wshs_origin_canon(bad[i], strlen(bad[i]), out), -EINVAL);
+}
+
+static void test_origin_allowed(void **state)
+{
+	static const char list[2][WSHS_ORIGIN_MAX + 1] = {"https://app.example",
+							  "http://localhost:3000"};
+
+	/* No Origin: not a browser page; tokens are never cookies. */
+	assert_true(wshs_origin_allowed(NULL, "gw.example", "", NULL, 0));
+	/* Same origin by Host, default ports equal to none. */
+	assert_true(wshs_origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", "", NULL, 0));
+	assert_true(wshs_origin_allowed("https://gw.example", "gw.example:443", "", NULL, 0));
+	assert_true(wshs_origin_allowed("https://GW.example", "gw.EXAMPLE", "", NULL, 0));
+	assert_false(wshs_origin_allowed("http://127.0.0.1:8081", "127.0.0.1:8080", "", NULL, 0));
+	assert_false(wshs_origin_allowed("https://evil.example", "gw.example", "", NULL, 0));
+	assert_false(wshs_origin_allowed("https://evil.example", NULL, "", NULL, 0));
+	assert_false(wshs_origin_allowed("null", "gw.example", "", NULL, 0));
+	/* Same origin by --public-url (a proxy rewrote Host). */
+	assert_true(wshs_origin_allowed("https://term.example", "10.0.0.5:8080",
+					"wss://term.example/base", NULL, 0));
+	assert_false(wshs_origin_allowed("https://term.example:8443", "10.0.0.5:8080",
+					 "wss://term.example/base", NULL, 0));
+	/* An allow-list replaces same-origin. */
+	assert_true(wshs_origin_allowed("https://app.example:443", "gw.example", "", list, 2));
+	assert_true(wshs_origin_allowed("http://localhost:3000", "gw.example", "", list, 2));
+	assert_false(wshs_origin_allowed("https://gw.example", "gw.example", "", list, 2));
+	assert_false(wshs_origin_allowed("https://app.example.evil", "gw.example", "", list, 2));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +269,8 @@ int main(void)
 	    cmocka_unit_test(test_protocols_refused),
 	    cmocka_unit_test(test_token_bounds),
 	    cmocka_unit_test(test_upgrade),
+	    cmocka_unit_test(test_origin_canon),
+	    cmocka_unit_test(test_origin_allowed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

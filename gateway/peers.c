@@ -1,0 +1,273 @@
+/* peers: see peers.h. The table is a chained hash keyed by the 16-byte
+   address with a per-process random seed, so nobody can choose
+   addresses that all land in one chain; an entry lives while its count
+   is above zero. */
+#include "peers.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "xalloc.h"
+
+#define PEERS__BUCKETS 4096 /* power of two; chains stay short at --max-conns */
+
+static const uint8_t peers__v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+
+static void peers__v4(const void *in4, struct peer_addr *out)
+{
+	memcpy(out->b, peers__v4_prefix, 12);
+	memcpy(out->b + 12, in4, 4);
+}
+
+static int peers__is_v4(const struct peer_addr *a)
+{
+	return !memcmp(a->b, peers__v4_prefix, 12);
+}
+
+int peer_addr_from_sockaddr(const struct sockaddr *sa, struct peer_addr *out)
+{
+	if (sa->sa_family == AF_INET) {
+		peers__v4(&((const struct sockaddr_in *)sa)->sin_addr, out);
+		return 0;
+	}
+	if (sa->sa_family == AF_INET6) {
+		memcpy(out->b, &((const struct sockaddr_in6 *)sa)->sin6_addr, 16);
+		return 0;
+	}
+	return -EAFNOSUPPORT;
+}
+
+int peer_addr_parse(const char *s, size_t n, struct peer_addr *out)
+{
+	char tmp[INET6_ADDRSTRLEN + 2];
+	uint8_t v4[4];
+
+	if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+		s++;
+		n -= 2;
+	}
+	if (!n || n >= sizeof(tmp))
+		return -EINVAL;
+	memcpy(tmp, s, n);
+	tmp[n] = '\0';
+	if (inet_pton(AF_INET, tmp, v4) == 1) {
+		peers__v4(v4, out);
+		return 0;
+	}
+	return inet_pton(AF_INET6, tmp, out->b) == 1 ? 0 : -EINVAL;
+}
+
+void peer_addr_str(const struct peer_addr *a, char *out, size_t cap)
+{
+	char tmp[INET6_ADDRSTRLEN];
+
+	if (peers__is_v4(a))
+		inet_ntop(AF_INET, a->b + 12, tmp, sizeof(tmp));
+	else
+		inet_ntop(AF_INET6, a->b, tmp, sizeof(tmp));
+	snprintf(out, cap, "%s", tmp);
+}
+
+static void peers__mask(struct peer_addr *a, unsigned bits)
+{
+	for (unsigned i = 0; i < 16; i++) {
+		unsigned keep = bits > i * 8 ? bits - i * 8 : 0;
+		if (keep < 8)
+			a->b[i] &= (uint8_t)(0xff00u >> keep);
+	}
+}
+
+int peer_cidr_parse(const char *s, struct peer_cidr *out)
+{
+	const char *slash = strchr(s, '/');
+	size_t n = slash ? (size_t)(slash - s) : strlen(s);
+	unsigned long bits;
+	char *end;
+	unsigned max;
+
+	if (peer_addr_parse(s, n, &out->net) < 0 || (n && s[0] == '['))
+		return -EINVAL;
+	max = peers__is_v4(&out->net) && !strchr(s, ':') ? 32 : 128;
+	bits = max;
+	if (slash) {
+		if (slash[1] < '0' || slash[1] > '9')
+			return -EINVAL;
+		errno = 0;
+		bits = strtoul(slash + 1, &end, 10);
+		if (errno || *end || bits > max || end - (slash + 1) > 3)
+			return -EINVAL;
+	}
+	out->bits = (unsigned)bits + (max == 32 ? 96 : 0);
+	peers__mask(&out->net, out->bits);
+	return 0;
+}
+
+int peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a)
+{
+	struct peer_addr m = *a;
+
+	peers__mask(&m, c->bits);
+	return !memcmp(m.b, c->net.b, 16);
+}
+
+int peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr *a)
+{
+	for (size_t i = 0; i < n; i++)
+		if (peer_cidr_contains(&list[i], a))
+			return 1;
+	return 0;
+}
+
+/* The hop ending at end (exclusive) in xff: its start and trimmed span. */
+static const char *peers__hop(const char *xff, const char *end, const char **s, size_t *n)
+{
+	const char *start = end, *b, *e;
+
+	while (start > xff && start[-1] != ',')
+		start--;
+	b = start;
+	e = end;
+	while (b < e && (*b == ' ' || *b == '\t'))
+		b++;
+	while (e > b && (e[-1] == ' ' || e[-1] == '\t'))
+		e--;
+	*s = b;
+	*n = (size_t)(e - b);
+	return start;
+}
+
+void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_addr *peer,
+		 const char *xff, struct peer_addr *out)
+{
+	const char *end, *s;
+	size_t len;
+	struct peer_addr hop;
+
+	*out = *peer;
+	if (!xff || !peer_trusted(trusted, n, peer))
+		return;
+	end = xff + strlen(xff);
+	for (;;) {
+		const char *start = peers__hop(xff, end, &s, &len);
+		if (peer_addr_parse(s, len, &hop) < 0)
+			return; /* not an address: keep what we have */
+		*out = hop;
+		if (!peer_trusted(trusted, n, &hop) || start == xff)
+			return; /* the client, or every hop trusted: the leftmost */
+		end = start - 1;
+	}
+}
+
+/* ---- the count table ---- */
+
+struct peers__entry {
+	struct peer_addr a;
+	unsigned count;
+	struct peers__entry *next;
+};
+
+struct peer_table {
+	struct peers__entry *bucket[PEERS__BUCKETS];
+	uint64_t seed;
+	size_t size;
+};
+
+struct peer_table *peer_table_new(void)
+{
+	struct peer_table *t = xcalloc(1, sizeof(*t));
+
+	if (getrandom(&t->seed, sizeof(t->seed), 0) != sizeof(t->seed))
+		t->seed = (uint64_t)(uintptr_t)t ^ 0x9e3779b97f4a7c15ull;
+	return t;
+}
+
+void peer_table_free(struct peer_table *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < PEERS__BUCKETS; i++)
+		while (t->bucket[i]) {
+			struct peers__entry *e = t->bucket[i];
+			t->bucket[i] = e->next;
+			free(e);
+		}
+	free(t);
+}
+
+/* What is counted: an IPv4 address, or an IPv6 /64. One IPv6 host
+   usually holds a whole /64 and can pick a new address per connection,
+   so counting single IPv6 addresses would cap nothing. */
+static struct peer_addr peers__key(const struct peer_addr *a)
+{
+	struct peer_addr k = *a;
+
+	if (!peers__is_v4(a))
+		memset(k.b + 8, 0, 8);
+	return k;
+}
+
+/* FNV-1a over the seed and the key: enough with a secret seed and
+   chains bounded by the connection limit. */
+static struct peers__entry **peers__slot(const struct peer_table *t,
+					 const struct peer_addr *addr)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
+	struct peer_addr key = peers__key(addr);
+	const struct peer_addr *a = &key;
+	struct peers__entry *const *p;
+
+	for (size_t i = 0; i < 16; i++)
+		h = (h ^ a->b[i]) * 0x100000001b3ull;
+	h ^= h >> 29;
+	p = &t->bucket[h & (PEERS__BUCKETS - 1)];
+	while (*p && memcmp((*p)->a.b, a->b, 16))
+		p = &(*p)->next;
+	return (struct peers__entry **)p;
+}
+
+unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a)
+{
+	struct peers__entry *e = *peers__slot(t, a);
+
+	return e ? e->count : 0;
+}
+
+int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit)
+{
+	struct peers__entry **p = peers__slot(t, a);
+
+	if (*p && (*p)->count >= limit)
+		return -EBUSY;
+	if (!*p) {
+		if (!limit)
+			return -EBUSY;
+		*p = xcalloc(1, sizeof(**p));
+		(*p)->a = peers__key(a);
+		t->size++;
+	}
+	(*p)->count++;
+	return 0;
+}
+
+void peer_table_give(struct peer_table *t, const struct peer_addr *a)
+{
+	struct peers__entry **p = peers__slot(t, a), *e = *p;
+
+	if (!e)
+		return;
+	if (--e->count == 0) {
+		*p = e->next;
+		free(e);
+		t->size--;
+	}
+}
+
+size_t peer_table_size(const struct peer_table *t)
+{
+	return t->size;
+}

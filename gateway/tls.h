@@ -1,0 +1,43 @@
+/* tls: the gateway's certificate and key for libmicrohttpd's GnuTLS
+   listener, reloadable on SIGHUP.
+
+   MHD cannot swap credentials in place, restarting the listener would
+   strand the TLS WebSockets it relays, and Debian's MHD 0.9.75 refuses
+   to start with only MHD_OPTION_HTTPS_CERT_CALLBACK. So MHD starts with
+   the files' contents (MHD_OPTION_HTTPS_MEM_CERT/KEY), and http.c gives
+   every new connection's GnuTLS session the current credentials before
+   its handshake (gnutls_credentials_set on the connection-start notice).
+   A session points at its credentials until it ends, so a generation is
+   reference-counted by the connections that use it and freed when it is
+   no longer current and the last of them has closed. */
+#ifndef PTG_TLS_H
+#define PTG_TLS_H
+
+#include <stddef.h>
+
+#include <gnutls/gnutls.h>
+
+struct tls_cred {
+	gnutls_certificate_credentials_t x509;
+	unsigned refs; /* the store's (while current) and each connection's */
+};
+
+struct tls_store {
+	char cert_file[4096], key_file[4096];
+	struct tls_cred *current;
+	char *cert_pem, *key_pem; /* the files as loaded at start, for MHD */
+};
+
+/* Loads cert_file (PEM chain, leaf first) and key_file (PEM). Returns 0,
+   or -EINVAL with the file and GnuTLS's reason in err. */
+int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_file,
+		   char *err, size_t errlen);
+/* Reads both files again; on any error the current credentials stay. */
+int tls_store_reload(struct tls_store *t, char *err, size_t errlen);
+void tls_store_clear(struct tls_store *t);
+
+struct tls_cred *tls_cred_ref(struct tls_cred *c);
+/* NULL is a no-op. */
+void tls_cred_unref(struct tls_cred *c);
+
+#endif

@@ -1,0 +1,30 @@
+/* webfiles: the HTTP headers of the browser terminal's files (served
+   from --static-dir by routes.c): how long a browser may cache each, and
+   the Content-Security-Policy and other security headers of the page. */
+#ifndef PTG_WEBFILES_H
+#define PTG_WEBFILES_H
+
+#include <microhttpd.h>
+
+/* 1 when file's name carries a content hash, "name-<12 hex>.ext", as
+   scripts/build-web.sh names everything but index.html: such a file never
+   changes, so it may be cached for a year. */
+int webfiles_is_hashed(const char *file);
+/* The Cache-Control value for file: immutable when hashed, else
+   "no-cache" (revalidate each time: index.html names the current hashed
+   files, so a new build shows at the next load). */
+const char *webfiles_cache_control(const char *file);
+/* Adds Cache-Control and the security headers for file to resp. */
+void webfiles_headers(struct MHD_Response *resp, const char *file);
+
+/* The page runs only its own scripts (no inline script, no eval) and
+   talks only to its own origin (the REST API and the attach WebSocket:
+   'self' covers ws: and wss: to the same host). Styles allow
+   'unsafe-inline' because xterm.js's DOM renderer writes its theme and
+   cell styles into <style> elements it creates at run time. */
+#define WEBFILES_CSP                                                                     \
+	"default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "      \
+	"img-src 'self' data:; font-src 'self'; connect-src 'self'; "                    \
+	"base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+
+#endif

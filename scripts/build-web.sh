@@ -1,0 +1,45 @@
+#!/bin/sh
+# Builds the browser terminal into web/dist (or the directory given):
+# installs the pinned npm packages from web/package-lock.json (npm ci),
+# then copies the page, its script and style, and xterm.js's files, each
+# file but index.html renamed with a hash of its content so the gateway
+# can mark it immutable (a new build is a new name; index.html is
+# no-cache and names the current ones). Nothing is fetched at run time.
+set -eu
+cd "$(dirname "$0")/../web"
+out=${1:-dist}
+
+# npm ci is skipped when node_modules already matches the lockfile.
+if [ ! -f node_modules/.package-lock.json ] ||
+	! cmp -s package-lock.json .lock-installed 2>/dev/null; then
+	npm ci --no-audit --no-fund --loglevel=error
+	cp package-lock.json .lock-installed
+fi
+
+rm -rf "$out.tmp"
+mkdir -p "$out.tmp"
+
+# hashed NAME SRC: copies SRC as NAME-<12 hex>.EXT, prints the new name.
+hashed() {
+	h=$(sha256sum "$2" | cut -c1-12)
+	f="${1%.*}-$h.${1##*.}"
+	cp "$2" "$out.tmp/$f"
+	echo "$f"
+}
+xterm_js=$(hashed xterm.js node_modules/@xterm/xterm/lib/xterm.js)
+xterm_css=$(hashed xterm.css node_modules/@xterm/xterm/css/xterm.css)
+fit_js=$(hashed addon-fit.js node_modules/@xterm/addon-fit/lib/addon-fit.js)
+proto_js=$(hashed protocol.js src/protocol.js)
+# app.js imports protocol.js by name: rewrite the import, then hash.
+sed "s|\\./protocol\\.js|./$proto_js|" src/app.js >"$out.tmp/app.js.in"
+app_js=$(hashed app.js "$out.tmp/app.js.in")
+rm "$out.tmp/app.js.in"
+style_css=$(hashed style.css src/style.css)
+sed -e "s|@XTERM_JS@|$xterm_js|" -e "s|@XTERM_CSS@|$xterm_css|" \
+	-e "s|@FIT_JS@|$fit_js|" -e "s|@APP_JS@|$app_js|" \
+	-e "s|@STYLE_CSS@|$style_css|" -e "s|@PROTO_JS@|$proto_js|" src/index.html >"$out.tmp/index.html"
+cp node_modules/@xterm/xterm/LICENSE "$out.tmp/xterm-LICENSE.txt"
+
+rm -rf "$out"
+mv "$out.tmp" "$out"
+echo "build-web: $(pwd)/$out"

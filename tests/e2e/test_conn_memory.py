@@ -1,0 +1,97 @@
+"""Gateway memory per idle attached connection (issue 7: about 50 KiB on
+main, target 16 KiB). 400 observers attach and join, then sit idle; the
+gateway's RSS growth per connection is measured after a warm-up of 20.
+What it was: libmicrohttpd's 64 KiB per-connection pool, kept (and mostly
+touched) for the life of every upgraded socket, and wslay's two contexts
+(8.5 KiB) held by idle connections. Under ASan the allocator's redzones
+and quarantine make RSS meaningless: the number is only noted there."""
+import asyncio
+import base64
+import json
+import os
+import unittest
+
+import harness
+from harness import FrameValidator, Stack
+
+N = 400
+WARM = 20
+PER_SESSION = 25  # well under the sidecar's observers per session
+BOUND_KIB = 20.0  # measured 16.9 at 1,000 connections; main: 50
+
+
+class ConnMemory(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        FrameValidator.get()
+        cls.stack = Stack(gateway_args=["--max-conns-per-instance", 10000,
+                                        "--max-conns-per-ip", 10000,
+                                        "--ping-interval", 3600]).start()
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = cls.stack.stop()
+        cls.stack.cleanup(keep=bool(problems))
+        if problems:
+            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
+    async def attach(self, sid, i, held):
+        r, w = await asyncio.open_connection("127.0.0.1", self.stack.port)
+        tok = self.stack.token(sub="m%d" % i, session_id=sid, scope="pty:observe")
+        w.write(("GET %s HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                 "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n"
+                 "Sec-WebSocket-Protocol: pty-ws.v1\r\nAuthorization: Bearer %s\r\n\r\n"
+                 % (self.stack.attach_path(sid), base64.b64encode(os.urandom(16)).decode(), tok)).encode())
+        head = await asyncio.wait_for(r.readuntil(b"\r\n\r\n"), 10)
+        self.assertIn(b" 101 ", head)
+        frame = json.dumps({"op": "pty.join_session", "id": harness.uuid7(), "ts": harness.now_ts(),
+                            "payload": {"role": "observer", "client_label": "m"},
+                            "extensions": [harness.EXTENSION_URI]}).encode()
+        mask = os.urandom(4)
+        hdr = bytes([0x81, 0x80 | 126]) + len(frame).to_bytes(2, "big") if len(frame) >= 126 \
+            else bytes([0x81, 0x80 | len(frame)])
+        w.write(hdr + mask + bytes(b ^ mask[k % 4] for k, b in enumerate(frame)))
+        held.append((r, w))
+
+    async def settle(self, held, seconds):
+        """Reads what the gateway sent (hello, join frames) so nothing waits."""
+        loop = asyncio.get_running_loop()
+        end = loop.time() + seconds
+        while loop.time() < end:
+            for r, _ in held:
+                try:
+                    await asyncio.wait_for(r.read(65536), 0.001)
+                except asyncio.TimeoutError:
+                    pass
+            await asyncio.sleep(0.2)
+
+    def test_idle_attached_connection_memory(self):
+        async def run():
+            sids = [self.stack.create_session(command=["/bin/sleep", "600"])
+                    for _ in range((N + WARM) // PER_SESSION + 1)]
+            held = []
+            try:
+                for i in range(WARM):
+                    await self.attach(sids[i % len(sids)], 10000 + i, held)
+                await self.settle(held, 1)
+                base = self.stack.gateway.rss_kib()
+                for i in range(N):
+                    await self.attach(sids[(WARM + i) // PER_SESSION], i, held)
+                await self.settle(held, 2)
+                after = self.stack.gateway.rss_kib()
+                m = self.stack.metrics()
+                self.assertEqual(m.get('ptygate_connections{role="observer"}'), N + WARM)
+                return (after - base) / N
+            finally:
+                for _, w in held:
+                    w.close()
+        per = asyncio.run(asyncio.wait_for(run(), 240))
+        harness.note("gateway RSS per idle attached connection: %.1f KiB (%d connections)" % (per, N))
+        if self.stack.sanitized:
+            self.skipTest("RSS under ASan is not the release number (%.1f KiB noted)" % per)
+        self.assertLess(per, BOUND_KIB)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

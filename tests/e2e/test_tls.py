@@ -1,0 +1,244 @@
+"""TLS in the gateway (issue 6): --tls-cert and --tls-key serve https://
+and wss:// (the WebSocket upgrade relayed by libmicrohttpd over TLS), the
+certificate is re-read on SIGHUP while open connections carry on, and a
+non-loopback --listen without TLS fails the start unless --allow-plaintext.
+The certificate is self-signed, made here with openssl."""
+import asyncio
+import hashlib
+import http.client
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import unittest
+
+import websockets
+
+import harness
+from harness import Client, FrameValidator, Stack
+
+
+HEAD_TIMEOUT_S = 3
+
+
+def make_cert(directory, name, cn):
+    cert, key = os.path.join(directory, name + ".pem"), os.path.join(directory, name + ".key")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                    "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", cert,
+                    "-days", "2", "-subj", "/CN=" + cn,
+                    "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
+                   check=True, capture_output=True, timeout=30)
+    return cert, key
+
+
+class TlsStack(Stack):
+    def __init__(self):
+        super().__init__(gateway_args=["--tls-cert", "{dir}/live.pem", "--tls-key", "{dir}/live.key",
+                                       "--request-head-timeout", HEAD_TIMEOUT_S])
+        self.cert_a = make_cert(self.dir, "a", "ptygate-test-a")
+        self.cert_b = make_cert(self.dir, "b", "ptygate-test-b")
+        self.use_cert(self.cert_a)
+
+    def use_cert(self, pair):
+        for src, dst in zip(pair, ("live.pem", "live.key")):
+            with open(src, "rb") as f, open(os.path.join(self.dir, dst + ".tmp"), "wb") as g:
+                g.write(f.read())
+            os.replace(os.path.join(self.dir, dst + ".tmp"), os.path.join(self.dir, dst))
+
+    def context(self):
+        """Trusts both test certificates."""
+        ctx = ssl.create_default_context()
+        for cert, _ in (self.cert_a, self.cert_b):
+            ctx.load_verify_locations(cert)
+        return ctx
+
+    def http(self, method, path, body=None, token=None, headers=None, timeout=10):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=timeout,
+                                           context=self.context())
+        real = http.client.HTTPConnection
+        try:
+            http.client.HTTPConnection = lambda *a, **k: conn  # reuse Stack.http's body
+            return super().http(method, path, body, token, headers, timeout)
+        finally:
+            http.client.HTTPConnection = real
+
+    def served_cert(self):
+        """The SHA-256 of the certificate a new handshake gets."""
+        with socket.create_connection(("127.0.0.1", self.port), 5) as raw:
+            with self.context().wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                return hashlib.sha256(s.getpeercert(binary_form=True)).hexdigest()
+
+    @staticmethod
+    def fingerprint(pair):
+        with open(pair[0]) as f:
+            der = ssl.PEM_cert_to_DER_cert(f.read())
+        return hashlib.sha256(der).hexdigest()
+
+    async def wss_client(self, sid, sub="alice", token=None, auth="header"):
+        uri = "wss://127.0.0.1:%d%s" % (self.port, self.attach_path(sid))
+        token = token or self.token(sub=sub, session_id=sid)
+        protos, headers = [harness.SUBPROTOCOL], {}
+        if auth == "header":
+            headers["Authorization"] = "Bearer " + token
+        else:
+            protos.append("bearer." + harness.b64url(token.encode()))
+        ws = await websockets.connect(
+            uri, ssl=self.context(), subprotocols=protos, extra_headers=headers,
+            compression=None, ping_interval=None, max_size=16 << 20, open_timeout=5, close_timeout=2)
+        c = Client(ws, sub)
+        await c.expect_hello(sid)
+        return c
+
+
+class Tls(unittest.TestCase):
+
+    @classmethod
+    def setUpClass(cls):
+        FrameValidator.get()
+        cls.stack = TlsStack().start()
+
+    @classmethod
+    def tearDownClass(cls):
+        problems = cls.stack.stop()
+        cls.stack.cleanup(keep=bool(problems))
+        if problems:
+            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
+    def test_rest_over_https_and_wss_urls(self):
+        r = self.stack.http("GET", "/healthz")
+        self.assertEqual(r.status, 200, r)
+        sid = self.stack.create_session()
+        r = self.stack.http("GET", "/agents/%s/sessions" % self.stack.instance,
+                            token=self.stack.token(sub="e2e-admin", scope="sessions"))
+        self.assertEqual(r.status, 200)
+        self.assertIn(sid, r.body.decode())
+        r = self.stack.http("POST", "/agents/%s/sessions" % self.stack.instance, {"command": ["/bin/sh"]},
+                            token=self.stack.token(sub="e2e-admin", scope="sessions"))
+        self.assertTrue(r.json()["attach_url"].startswith("wss://127.0.0.1:%d/" % self.stack.port), r.json())
+
+    def test_plain_http_gets_no_answer_on_the_tls_port(self):
+        conn = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=5)
+        try:
+            conn.request("GET", "/healthz")
+            status = conn.getresponse().status
+        except (OSError, http.client.HTTPException):
+            status = None
+        finally:
+            conn.close()
+        self.assertNotEqual(status, 200)
+
+    def test_the_largest_token_passes_both_ways(self):
+        """The request head of an 8 KiB token (JWT_MAX_TOKEN), 10.9 KiB as
+        the bearer subprotocol, fits libmicrohttpd's per-connection memory,
+        and the TLS relay of the upgraded socket still has room."""
+        async def run():
+            sid = self.stack.create_session()
+            pad = 5000
+            while True:
+                token = self.stack.token(sub="big", session_id=sid, extra={"pad": "x" * pad})
+                if len(token) > 8192:
+                    pad -= 1
+                elif len(token) < 8150:
+                    pad += 20
+                else:
+                    break
+            for auth in ("header", "subprotocol"):
+                c = await self.stack.wss_client(sid, "big", token=token, auth=auth)
+                await c.join_fresh()
+                await c.run("echo big-$((40+2))", "big-42")
+                await c.close()
+        asyncio.run(asyncio.wait_for(run(), 60))
+
+    def test_a_stalled_handshake_is_cut_at_the_head_deadline(self):
+        with socket.create_connection(("127.0.0.1", self.stack.port), 5) as s:
+            s.sendall(b"\x16\x03\x01")  # the start of a ClientHello, never finished
+            s.settimeout(HEAD_TIMEOUT_S + (10 if self.stack.sanitized else 5))
+            start = time.monotonic()
+            try:
+                data = s.recv(4096)
+            except ConnectionResetError:
+                data = b""
+            waited = time.monotonic() - start
+        self.assertEqual(data, b"")
+        self.assertGreaterEqual(waited, HEAD_TIMEOUT_S - 0.5)
+
+    def test_wss_attach_and_echo(self):
+        async def run():
+            sid = self.stack.create_session()
+            c = await self.stack.wss_client(sid)
+            await c.join_fresh()
+            await c.run("echo tls-$((6*7))", "tls-42")
+            await c.close()
+        asyncio.run(asyncio.wait_for(run(), 60))
+
+    def test_sighup_reloads_the_certificate_and_open_connections_carry_on(self):
+        async def run():
+            sid = self.stack.create_session()
+            before = await asyncio.to_thread(self.stack.served_cert)
+            c = await self.stack.wss_client(sid, sub="before-reload")
+            await c.join_fresh()
+            current, other = ((self.stack.cert_a, self.stack.cert_b)
+                              if before == TlsStack.fingerprint(self.stack.cert_a)
+                              else (self.stack.cert_b, self.stack.cert_a))
+            self.assertEqual(before, TlsStack.fingerprint(current))
+            self.stack.use_cert(other)
+            os.kill(self.stack.gateway.pid, signal.SIGHUP)
+            deadline = time.monotonic() + 10
+            after = before
+            while after == before and time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                after = await asyncio.to_thread(self.stack.served_cert)
+            self.assertEqual(after, TlsStack.fingerprint(other), "SIGHUP did not load the new certificate")
+            # The connection made under the old certificate still works.
+            await c.run("echo still-$((40+2))", "still-42")
+            d = await self.stack.wss_client(sid, sub="after-reload")
+            await d.join(role="observer")
+            await d.wait_for("pty.session_frame", "Keyframe")
+            await c.close()
+            await d.close()
+            # A broken pair on SIGHUP keeps what is loaded.
+            with open(os.path.join(self.stack.dir, "live.key"), "w") as f:
+                f.write("not a key\n")
+            os.kill(self.stack.gateway.pid, signal.SIGHUP)
+            await asyncio.sleep(0.5)
+            self.assertEqual(await asyncio.to_thread(self.stack.served_cert), after)
+            self.stack.use_cert(other)
+        asyncio.run(asyncio.wait_for(run(), 60))
+
+
+class Plaintext(unittest.TestCase):
+
+    def gateway(self, *args):
+        s = Stack()
+        try:
+            p = subprocess.run([s.gateway_bin, "--instance", "i=unix:" + s.socket_path,
+                                "--hs256-secret-file", s.secret_file, *args],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=8)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("the gateway started with %r" % (args,))
+        finally:
+            s.cleanup()
+        return p.returncode, p.stderr.decode()
+
+    def test_plain_listen_off_loopback_fails_the_start(self):
+        status, err = self.gateway("--listen", "0.0.0.0:%d" % harness.free_port())
+        self.assertEqual(status, 1, err)
+        self.assertIn("--listen 0.0.0.0", err)
+        self.assertIn("--allow-plaintext", err)
+
+    def test_tls_cert_without_key_is_a_usage_error(self):
+        status, err = self.gateway("--tls-cert", "/nonexistent.pem")
+        self.assertEqual(status, 2, err)
+        self.assertIn("--tls-cert and --tls-key", err)
+
+    def test_unreadable_cert_fails_the_start(self):
+        status, err = self.gateway("--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent.pem",
+                                   "--tls-key", "/nonexistent.key")
+        self.assertEqual(status, 1, err)
+        self.assertIn("/nonexistent.pem", err)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

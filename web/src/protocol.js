@@ -1,0 +1,127 @@
+// protocol: the pure parts of the page's pty-ws/v1 client (no DOM, no
+// socket), so node can test them: encodings, envelopes, where a page is,
+// the reconnect backoff and which frames to apply.
+
+export const SUBPROTOCOL = 'pty-ws.v1';
+export const EXTENSION_URI =
+  'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
+export const BACKOFF_FIRST_MS = 500;
+export const BACKOFF_MAX_MS = 30000;
+
+const utf8 = new TextEncoder();
+
+export function bytesToBase64(bytes) {
+  let s = '';
+  for (let i = 0; i < bytes.length; i += 0x8000)
+    s += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(s);
+}
+
+export function base64ToBytes(b64) {
+  const s = atob(b64);
+  const out = new Uint8Array(s.length);
+  for (let i = 0; i < s.length; i++) out[i] = s.charCodeAt(i);
+  return out;
+}
+
+// SPEC 1: the token rides in the subprotocol offer as base64url without
+// padding ('=' is not allowed in a header token).
+export function bearerProtocol(token) {
+  return 'bearer.' + bytesToBase64(utf8.encode(token))
+    .replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+}
+
+// xterm.js gives typed text as a string, and binary mouse reports as a
+// string of byte values: both become the bytes to send.
+export function inputBytes(data, binary) {
+  if (!binary) return utf8.encode(data);
+  const out = new Uint8Array(data.length);
+  for (let i = 0; i < data.length; i++) out[i] = data.charCodeAt(i) & 0xff;
+  return out;
+}
+
+// A request id (SPEC 2: any 1..128 chars). crypto.randomUUID needs a
+// secure context, which a plain-http gateway on a LAN is not.
+export function newId() {
+  const b = crypto.getRandomValues(new Uint8Array(16));
+  return 'web-' + Array.from(b, (x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+export function envelope(op, payload, fields = {}) {
+  return { op, id: newId(), ts: new Date().toISOString(), ...fields, payload };
+}
+
+// The join of SPEC 5.1; replay_from only on a reconnect.
+export function joinFrame({ role, cols, rows, label, replayFrom }) {
+  const fields = { extensions: [EXTENSION_URI] };
+  if (replayFrom !== null && replayFrom !== undefined) fields.replay_from = replayFrom;
+  const payload = { role, cols, rows };
+  if (label) payload.client_label = label.slice(0, 128);
+  return envelope('pty.join_session', payload, fields);
+}
+
+// Where the page is: "/" is the picker, "/agents/I/sessions/S/" one
+// session. The token comes only from the fragment (never the query: the
+// gateway refuses tokens there and URLs get logged); role and label may
+// come from either.
+export function parseLocation(pathname, search, hash) {
+  const m = /^\/agents\/([^/]+)\/sessions\/([^/]+)\/?$/.exec(pathname);
+  const frag = new URLSearchParams(hash.replace(/^#/, ''));
+  const query = new URLSearchParams(search);
+  const pick = (k) => frag.get(k) ?? query.get(k);
+  const role = pick('role');
+  return {
+    instance: m ? decodeURIComponent(m[1]) : null,
+    session: m ? decodeURIComponent(m[2]) : null,
+    token: frag.get('token'),
+    role: role === 'observer' || role === 'controller' ? role : null,
+    label: pick('label'),
+  };
+}
+
+// The claims of a JWT, unverified: only to prefill the picker.
+export function tokenClaims(token) {
+  try {
+    const part = token.split('.')[1].replace(/-/g, '+').replace(/_/g, '/');
+    return JSON.parse(new TextDecoder().decode(base64ToBytes(part.padEnd(part.length + (4 - part.length % 4) % 4, '='))));
+  } catch {
+    return {};
+  }
+}
+
+// Exponential backoff with +-20% jitter, so a restarted gateway is not
+// hit by every page at the same instant.
+export function backoffMs(attempt, random = Math.random) {
+  const base = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** Math.min(attempt, 16));
+  return Math.round(base * (0.8 + 0.4 * random()));
+}
+
+// What the page does with one sequenced pty.session_frame, given its
+// state: { lastSeq (null before any), helloSeq (current_sequence of this
+// connection's hello), needKeyframe (join or lag not yet repaired) }.
+//   'drop'     already applied (sequence <= lastSeq; SPEC 3)
+//   'skip'     a Keyframe the page does not need: it already has every
+//              frame before it (a periodic broadcast while in sync, or one
+//              replayed before the joiner's own)
+//   'replay'   apply with the terminal's answers to queries suppressed
+//   'live'     apply normally
+// Keyframes that are applied are always 'replay': a snapshot re-runs
+// history, and must never make the terminal answer into the session.
+//   'live' also for a frame without a sequence (it neither drops nor
+//              moves lastSeq)
+//   'private' RoleAssigned: addressed to this connection alone, numbered
+//              when the join is handled, so on a reconnect it arrives
+//              before the replayed frames it outnumbers. It neither drops
+//              nor moves lastSeq, or the replay behind it would be lost.
+export function classify(state, frame) {
+  const seq = frame.sequence;
+  const kind = frame.payload && frame.payload.kind;
+  if (kind === 'RoleAssigned') return 'private';
+  // PTY_OUTPUT_LAGGED is the gateway's own and has no sequence.
+  if (typeof seq !== 'number') return 'live';
+  if (state.lastSeq !== null && seq <= state.lastSeq) return 'drop';
+  if (kind === 'Keyframe')
+    return state.needKeyframe && seq > state.helloSeq ? 'replay' : 'skip';
+  // Until the join's Keyframe, everything is history being replayed.
+  return state.needKeyframe || seq <= state.helloSeq ? 'replay' : 'live';
+}

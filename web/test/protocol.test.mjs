@@ -1,0 +1,78 @@
+// protocol.test: node's test runner on web/src/protocol.js (run by
+// tests/e2e/test_web.py, so CTest runs it).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  bearerProtocol, bytesToBase64, base64ToBytes, inputBytes, joinFrame, parseLocation,
+  backoffMs, classify, tokenClaims, EXTENSION_URI, BACKOFF_MAX_MS,
+} from '../src/protocol.js';
+
+const frame = (sequence, kind) => ({ op: 'pty.session_frame', sequence, payload: { kind } });
+
+test('bearer subprotocol is base64url without padding', () => {
+  assert.equal(bearerProtocol('a.b?>'), 'bearer.' + Buffer.from('a.b?>').toString('base64url'));
+  assert.doesNotMatch(bearerProtocol('xx'), /[=+/]/);
+});
+
+test('base64 round trip of every byte', () => {
+  const all = Uint8Array.from({ length: 256 }, (_, i) => i);
+  assert.deepEqual(base64ToBytes(bytesToBase64(all)), all);
+});
+
+test('input bytes: text as UTF-8, binary as byte values', () => {
+  assert.deepEqual(inputBytes('é', false), Uint8Array.of(0xc3, 0xa9));
+  assert.deepEqual(inputBytes('\x1b\xff', true), Uint8Array.of(0x1b, 0xff));
+});
+
+test('join: extension activated, replay_from only on a reconnect', () => {
+  const fresh = joinFrame({ role: 'observer', cols: 80, rows: 24, label: 'x', replayFrom: null });
+  assert.deepEqual(fresh.extensions, [EXTENSION_URI]);
+  assert.equal('replay_from' in fresh, false);
+  assert.deepEqual(fresh.payload, { role: 'observer', cols: 80, rows: 24, client_label: 'x' });
+  assert.equal(joinFrame({ role: 'controller', cols: 1, rows: 1, replayFrom: 0 }).replay_from, 0);
+});
+
+test('location: token only from the fragment', () => {
+  const l = parseLocation('/agents/i-1/sessions/s%3A2/', '?token=q&role=observer', '#token=t&label=me');
+  assert.deepEqual(l, { instance: 'i-1', session: 's:2', token: 't', role: 'observer', label: 'me' });
+  assert.equal(parseLocation('/', '?token=q', '').token, null);
+  assert.equal(parseLocation('/', '', '').session, null);
+  assert.equal(parseLocation('/', '?role=admin', '').role, null);
+});
+
+test('token claims are read for prefilling, garbage gives {}', () => {
+  const body = Buffer.from(JSON.stringify({ instance_id: 'i' })).toString('base64url');
+  assert.equal(tokenClaims(`h.${body}.s`).instance_id, 'i');
+  assert.deepEqual(tokenClaims('nonsense'), {});
+});
+
+test('backoff doubles with jitter up to the cap', () => {
+  assert.equal(backoffMs(0, () => 0.5), 500);
+  assert.equal(backoffMs(3, () => 0.5), 4000);
+  assert.equal(backoffMs(40, () => 0.5), BACKOFF_MAX_MS);
+  assert.equal(backoffMs(0, () => 0), 400);
+  assert.equal(backoffMs(0, () => 1), 600);
+});
+
+test('reconnect flow: RoleAssigned outnumbers the replay behind it and drops nothing', () => {
+  // SPEC 5.2: RoleAssigned (numbered at the join) -> replayed 133, 134 -> Keyframe 136.
+  const s = { lastSeq: 132, helloSeq: 134, needKeyframe: true };
+  assert.equal(classify(s, frame(135, 'RoleAssigned')), 'private');
+  assert.equal(classify(s, frame(133, 'MembershipChanged')), 'replay');
+  assert.equal(classify(s, frame(134, 'Output')), 'replay');
+  assert.equal(classify(s, frame(132, 'Output')), 'drop');
+  assert.equal(classify(s, frame(136, 'Keyframe')), 'replay');
+});
+
+test('keyframes: a replayed one and periodic ones while in sync are skipped', () => {
+  assert.equal(classify({ lastSeq: 10, helloSeq: 20, needKeyframe: true }, frame(15, 'Keyframe')), 'skip');
+  assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, frame(31, 'Keyframe')), 'skip');
+  assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: 'lagged' }, frame(31, 'Keyframe')), 'replay');
+  assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, frame(31, 'Output')), 'live');
+  assert.equal(classify({ lastSeq: null, helloSeq: 0, needKeyframe: true }, frame(1, 'Keyframe')), 'replay');
+});
+
+test('a frame without a sequence (PTY_OUTPUT_LAGGED) is applied and orders nothing', () => {
+  const lag = { op: 'pty.session_frame', payload: { kind: 'Error', code: 'PTY_OUTPUT_LAGGED' } };
+  assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, lag), 'live');
+});
