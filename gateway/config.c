@@ -77,6 +77,12 @@ static const char config__usage[] =
     "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
     "  --violation-limit N           protocol violations before close 4400,\n"
     "                                1-100000 (10)\n"
+    "  --queue-stall-timeout S       close 4429 a client whose queue stays over\n"
+    "                                --max-queue-bytes for S s, 1-3600 (10)\n"
+    "  --max-ops-per-sec N           client ops per second (bursts of 2 s), then\n"
+    "                                the client is not read, 1-100000 (200)\n"
+    "  --link-queue-bytes B          bytes queued toward one sidecar before the\n"
+    "                                link is dropped, 65536-1073741824 (16777216)\n"
     "\n"
     "HTTP clients:\n"
     "  --max-conns-per-ip N          connections one client address (IPv6: its\n"
@@ -143,6 +149,9 @@ enum {
 	OPT_TLS_KEY,
 	OPT_ALLOW_PLAINTEXT,
 	OPT_ALLOWED_ORIGIN,
+	OPT_STALL,
+	OPT_OPS_RATE,
+	OPT_LINK_QUEUE,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -178,6 +187,9 @@ static const struct option config__options[] = {
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
     {"allowed-origin", required_argument, NULL, OPT_ALLOWED_ORIGIN},
+    {"queue-stall-timeout", required_argument, NULL, OPT_STALL},
+    {"max-ops-per-sec", required_argument, NULL, OPT_OPS_RATE},
+    {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -210,6 +222,9 @@ static const struct config__num config__nums[] = {
     CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
     CONFIG__NUM(OPT_PER_IP, 1, 1000000, max_conns_per_ip),
     CONFIG__NUM(OPT_HEAD_TIMEOUT, 1, 3600, request_head_timeout_s),
+    CONFIG__NUM(OPT_STALL, 1, 3600, queue_stall_s),
+    CONFIG__NUM(OPT_OPS_RATE, 1, 100000, max_ops_per_sec),
+    CONFIG__NUM(OPT_LINK_QUEUE, 65536, 1ull << 30, link_queue_bytes),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -253,6 +268,9 @@ void gw_config_defaults(struct gw_config *c)
 	c->violation_limit = 10;
 	c->max_conns_per_ip = 32;
 	c->request_head_timeout_s = 10;
+	c->queue_stall_s = 10;
+	c->max_ops_per_sec = 200;
+	c->link_queue_bytes = 16ull << 20;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])
@@ -769,6 +787,7 @@ static int config__merge_instances_file(struct gw_config *c)
 
 static int config__check(struct gw_config *c)
 {
+	c->n_flag_instances = c->n_instances;
 	if (c->instances_file[0] && config__merge_instances_file(c) < 0)
 		return -EINVAL;
 	if (!c->n_keys) {

@@ -35,6 +35,7 @@ struct gw_config {
 
 	struct gw_instance_cfg instances[GW_MAX_INSTANCES];
 	size_t n_instances;          /* from --instance and the instances file */
+	size_t n_flag_instances;     /* the first ones, from --instance: a reload keeps them */
 	char instances_file[4096];   /* reloaded on SIGHUP */
 
 	struct gw_key_spec keys[GW_MAX_KEYS];
@@ -62,6 +63,9 @@ struct gw_config {
 	char allowed_origins[GW_MAX_ORIGINS][WSHS_ORIGIN_MAX + 1]; /* canonical */
 	size_t n_allowed_origins;    /* 0: same origin only, when Origin is sent */
 
+	uint32_t queue_stall_s;      /* over the queue cap this long: close 4429 (10) */
+	uint32_t max_ops_per_sec;    /* client ops per second, bursts of 2 s (200) */
+	uint64_t link_queue_bytes;   /* toward one sidecar before a re-dial: 16 MiB */
 	char static_dir[4096];       /* web page files; "" : none */
 	int log_level;
 	char pid_file[4096];

@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -22,8 +25,14 @@
 #include "uuid.h"
 #include "xalloc.h"
 
-#define READ_CHUNK (64 * 1024)
+/* What one connection may read per loop turn: a client sending as fast
+   as it can (WebSocket Pings, ops) costs every other connection at most
+   this much parsing per turn (16 KiB: about 2,300 minimal Pings). */
+#define READ_CHUNK (16 * 1024)
 #define LINGER_MS 2000 /* how long we wait for the peer's close frame */
+/* Reading resumes once a paused connection's queue is down to half the
+   cap, so a client at the edge does not flip the epoll mask per frame. */
+#define RESUME_DIVISOR 2
 
 static void conn_kill(struct conn *c, const char *why);
 
@@ -34,8 +43,8 @@ void conn_mark_dirty(struct conn *c)
 	if (c->dirty || c->dead)
 		return;
 	c->dirty = 1;
-	c->dirty_next = c->gw->dirty;
-	c->gw->dirty = c;
+	c->dirty_next = c->gw->conns.dirty;
+	c->gw->conns.dirty = c;
 }
 
 static void on_ws_write(const uint8_t *p, size_t n, void *user)
@@ -46,6 +55,9 @@ static void on_ws_write(const uint8_t *p, size_t n, void *user)
 	conn_mark_dirty(c);
 }
 
+/* The connection's own frames (replies, errors, hello, goodbye) are
+   private bytes of its queue: they count against its cap like any byte,
+   and PTY_OUTPUT_LAGGED never drops them (only shared session data). */
 void conn_send_json(struct conn *c, const struct buf *json)
 {
 	struct wsframe *wf;
@@ -53,10 +65,82 @@ void conn_send_json(struct conn *c, const struct buf *json)
 	if (c->dead || ws_close_sent(c->ws))
 		return;
 	wf = wsframe_text((const char *)buf_head(json), buf_size(json));
-	outq_push_frame(&c->q, wf);
+	outq_push_bytes(&c->q, wf->data, wf->len);
 	wsframe_unref(wf);
 	c->gw->metrics.frames_out++;
 	conn_mark_dirty(c);
+}
+
+/* ---- the op rate: a token bucket of --max-ops-per-sec holding two
+   seconds' worth, so a paste or a pipelined join passes at once ---- */
+
+static void refill_ops(struct conn *c)
+{
+	int64_t rate = c->gw->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
+	int64_t now = time_mono_ms();
+
+	c->op_tokens = c->op_tokens_ms ? c->op_tokens + (now - c->op_tokens_ms) * rate : cap;
+	c->op_tokens_ms = now;
+	if (c->op_tokens > cap)
+		c->op_tokens = cap;
+}
+
+/* Milliseconds until the bucket holds an op again (0: it does). */
+static int64_t throttle_left_ms(struct conn *c)
+{
+	int64_t rate = c->gw->cfg->max_ops_per_sec;
+
+	refill_ops(c);
+	return c->op_tokens >= 0 ? 0 : (-c->op_tokens + rate - 1) / rate;
+}
+
+void conn_take_op(struct conn *c)
+{
+	int64_t cap = 2 * (int64_t)c->gw->cfg->max_ops_per_sec * 1000;
+
+	refill_ops(c);
+	c->op_tokens -= 1000;
+	if (c->op_tokens < -cap) /* one read's worth past the rate at most */
+		c->op_tokens = -cap;
+	if (c->op_tokens >= 0 || c->throttled)
+		return;
+	c->throttled = 1;
+	c->gw->metrics.ops_throttled++;
+	if (!c->dead && c->state != CONN_CLOSING)
+		ev_timer_arm(c->heartbeat, throttle_left_ms(c), 0);
+	conn_mark_dirty(c); /* the flush drops EV_READ */
+}
+
+/* Backpressure: a connection whose queue is over the cap is not read
+   (everything it makes the gateway hold comes from what it sends) until
+   the queue is down to half; over the cap for --queue-stall-timeout, the
+   heartbeat closes it. */
+static void update_pressure(struct conn *c)
+{
+	const struct gw_config *cfg = c->gw->cfg;
+	size_t queued = outq_bytes(&c->q);
+
+	if (!c->paused && queued > cfg->max_queue_bytes) {
+		c->paused = 1;
+		c->over_since_ms = time_mono_ms();
+		c->gw->metrics.backpressure_events++;
+		log_info(c->log_ctx, "queue %zu bytes over the cap: not reading the client",
+			 queued);
+		if (!c->dead && c->state != CONN_CLOSING)
+			ev_timer_arm(c->heartbeat, (int64_t)cfg->queue_stall_s * 1000, 0);
+	} else if (c->paused && queued <= cfg->max_queue_bytes / RESUME_DIVISOR) {
+		c->paused = 0;
+		/* Nothing could be read meanwhile: liveness starts over. */
+		c->last_rx_ms = time_mono_ms();
+		c->ping_sent_ms = 0;
+		if (!c->dead && c->state != CONN_CLOSING)
+			ev_timer_arm(c->heartbeat,
+				     c->throttled ? throttle_left_ms(c)
+						  : (int64_t)cfg->ping_interval_s * 1000,
+				     0);
+	}
+	ev_io_set(c->io,
+		  (c->paused || c->throttled ? 0 : EV_READ) | (queued ? EV_WRITE : 0));
 }
 
 /* Writes what the socket takes. Returns 0, or -1 when the socket failed. */
@@ -78,7 +162,7 @@ static int write_out(struct conn *c)
 		c->gw->metrics.bytes_out += (uint64_t)n;
 		outq_consume(&c->q, (size_t)n);
 	}
-	ev_io_set(c->io, EV_READ | (outq_bytes(&c->q) ? EV_WRITE : 0));
+	update_pressure(c);
 	return 0;
 }
 
@@ -108,6 +192,7 @@ static void on_ws_text(const char *p, size_t n, void *user)
 	struct conn *c = user;
 
 	c->gw->metrics.frames_in++;
+	c->last_rx_ms = time_mono_ms();
 	if (c->state == CONN_CLOSING)
 		return;
 	conn_handle_text(c, p, n);
@@ -117,6 +202,7 @@ static void on_ws_binary(size_t n, void *user)
 {
 	struct conn *c = user;
 
+	c->last_rx_ms = time_mono_ms();
 	if (c->state != CONN_CLOSING)
 		conn_send_error(c, FRAMES_INVALID_REQUEST, NULL,
 				"binary frames are not accepted: send JSON text frames");
@@ -131,9 +217,14 @@ static void on_ws_close(uint16_t code, const char *reason, size_t n, void *user)
 	c->state = CONN_CLOSING;
 }
 
+/* Liveness is a pong or a whole frame read, never bytes alone: a peer
+   trickling one byte at a time does not stay alive by it. */
 static void on_ws_pong(const uint8_t *p, size_t n, void *user)
 {
-	((struct conn *)user)->ping_sent_ms = 0;
+	struct conn *c = user;
+
+	c->last_rx_ms = time_mono_ms();
+	c->ping_sent_ms = 0;
 }
 
 static const struct ws_callbacks ws_cbs = {
@@ -149,25 +240,21 @@ static void read_in(struct conn *c)
 	uint8_t chunk[READ_CHUNK];
 	ssize_t n;
 
-	for (int i = 0; i < 16 && !c->dead; i++) {
+	/* One chunk per turn; epoll reports the rest on the next one. */
+	do
 		n = read(c->fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		if (n <= 0) {
-			conn_detach_quietly(c);
-			conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
-			return;
-		}
-		c->last_rx_ms = time_mono_ms();
-		if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
-			/* A protocol error: wslay queued the close with its code. */
-			conn_detach_quietly(c);
-			c->state = CONN_CLOSING;
-		}
-		if ((size_t)n < sizeof(chunk))
-			return;
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno == EAGAIN)
+		return;
+	if (n <= 0) {
+		conn_detach_quietly(c);
+		conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
+		return;
+	}
+	if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
+		/* A protocol error: wslay queued the close with its code. */
+		conn_detach_quietly(c);
+		c->state = CONN_CLOSING;
 	}
 }
 
@@ -232,9 +319,10 @@ static void conn_kill(struct conn *c, const char *why)
 	ev_timer_disarm(c->heartbeat);
 	ev_timer_disarm(c->expiry);
 	ev_timer_disarm(c->linger);
-	ev_io_set(c->io, 0);
-	c->dead_next = c->gw->dead;
-	c->gw->dead = c;
+	if (c->io)
+		ev_io_set(c->io, 0);
+	c->dead_next = c->gw->conns.dead;
+	c->gw->conns.dead = c;
 }
 
 /* ---- heartbeat and token expiry ---- */
@@ -246,13 +334,41 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 	int64_t now = time_mono_ms(), idle = now - c->last_rx_ms;
 	int64_t interval = (int64_t)cfg->ping_interval_s * 1000;
 
+	if (c->paused) {
+		/* Not reading: no pong can be seen; the stall bound applies. */
+		int64_t left = c->over_since_ms + (int64_t)cfg->queue_stall_s * 1000 - now;
+		if (left > 0) {
+			ev_timer_arm(t, left, 0);
+			return;
+		}
+		c->gw->metrics.queue_stall_closes++;
+		log_info(c->log_ctx, "queue over the cap for %us: closing", cfg->queue_stall_s);
+		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, CONN_CLOSE_QUEUE_STALLED);
+		return;
+	}
+	if (c->throttled) {
+		int64_t left = throttle_left_ms(c);
+		if (left > 0) {
+			ev_timer_arm(t, left, 0);
+			return;
+		}
+		/* Read again; nothing could be read meanwhile. */
+		c->throttled = 0;
+		c->last_rx_ms = now;
+		c->ping_sent_ms = 0;
+		update_pressure(c);
+		ev_timer_arm(t, interval, 0);
+		return;
+	}
 	if (c->ping_sent_ms && c->last_rx_ms <= c->ping_sent_ms &&
 	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
 		c->gw->metrics.heartbeat_timeouts++;
 		log_info(c->log_ctx, "no pong in %us: reaping", cfg->pong_timeout_s);
+		/* The close frame is written now, while the socket takes it; a
+		   half-open peer that never answers it is ended by the linger
+		   timer (LINGER_MS), so it holds nothing for longer. */
 		conn_close(c, WS_CLOSE_SERVER_ERROR, "heartbeat timeout");
-		/* A half-open peer will never answer the close either. */
-		conn_kill(c, "heartbeat timeout");
+		flush(c);
 		return;
 	}
 	if (c->ping_sent_ms && c->last_rx_ms > c->ping_sent_ms)
@@ -330,35 +446,88 @@ static void send_hello(struct conn *c)
 	buf_free(&out);
 }
 
-void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
-		struct MHD_UpgradeResponseHandle *urh, const struct attach_ctx *ctx)
+/* Frees what conn_new made. */
+static void conn_destroy(struct conn *c)
+{
+	ev_io_free(c->io);
+	ev_timer_free(c->heartbeat);
+	ev_timer_free(c->expiry);
+	ev_timer_free(c->linger);
+	ws_free(c->ws);
+	outq_clear(&c->q);
+	json_decref(c->service_params);
+	free(c);
+}
+
+struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 {
 	static unsigned serial;
 	struct conn *c = xcalloc(1, sizeof(*c));
 
 	c->gw = gw;
-	c->fd = fd;
-	c->urh = urh;
+	c->fd = -1;
 	c->ctx = *ctx;
 	c->serial = ++serial;
 	c->state = CONN_OPEN;
-	c->last_rx_ms = time_mono_ms();
 	outq_init(&c->q);
+	conn_update_log_ctx(c);
 	c->ws = ws_new(&ws_cbs, c);
-	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
-	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
-	c->heartbeat = ev_timer_new(gw->loop, (int64_t)gw->cfg->ping_interval_s * 1000, 0,
-				    on_heartbeat, c);
+	c->heartbeat = ev_timer_new(gw->loop, -1, 0, on_heartbeat, c);
 	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
 	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
-	c->next = gw->conns;
-	if (gw->conns)
-		gw->conns->prev = c;
-	gw->conns = c;
+	if (!c->ws || !c->heartbeat || !c->expiry || !c->linger) {
+		log_warn(c->log_ctx, "refusing the upgrade: cannot set up a connection: %s",
+			 strerror(errno ? errno : ENOMEM));
+		gw->metrics.conns_setup_failed++;
+		conn_destroy(c);
+		return NULL;
+	}
+	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
+	return c;
+}
+
+void conn_discard(struct conn *c)
+{
+	if (c)
+		conn_destroy(c);
+}
+
+void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
+		struct MHD_UpgradeResponseHandle *urh)
+{
+	struct gateway *gw = c->gw;
+	struct conn_set *s = &gw->conns;
+
+	c->fd = fd;
+	c->urh = urh;
+	c->started = 1;
+	c->last_rx_ms = time_mono_ms();
+	c->next = s->all;
+	if (s->all)
+		s->all->prev = c;
+	s->all = c;
 	gw->metrics.conns_pending++;
-	conn_update_log_ctx(c);
+	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
+	if (!c->io) {
+		/* Past the 101 nothing can be refused any more: hang up. */
+		log_warn(c->log_ctx, "cannot watch the upgraded socket: %s", strerror(errno));
+		gw->metrics.conns_setup_failed++;
+		conn_kill(c, "cannot watch the socket");
+		return;
+	}
+	/* Frames are whole writes already: Nagle would only hold a lone
+	   keystroke's echo back until the peer's delayed ACK (~40 ms). */
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	log_info(c->log_ctx, "upgraded");
+	/* Looked up now, not before the 101: a reload in between may have
+	   removed the instance. */
+	c->up = gateway_upstream(gw, c->ctx.instance_id);
 	send_hello(c);
+	if (!c->up) {
+		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		return;
+	}
+	ev_timer_arm(c->heartbeat, (int64_t)gw->cfg->ping_interval_s * 1000, 0);
 	arm_expiry(c);
 	if (extra_len && ws_feed(c->ws, (const uint8_t *)extra, extra_len) < 0)
 		c->state = CONN_CLOSING;
@@ -367,58 +536,81 @@ void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
 static void conn_free(struct conn *c)
 {
 	struct gateway *gw = c->gw;
+	struct conn_set *s = &gw->conns;
 
 	conn_detach_quietly(c);
 	task_ops_conn_gone(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
-		gw->conns = c->next;
+		s->all = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
 	conn_count_role(c, 0);
 	gw->metrics.conns_pending--;
 	gateway_slot_release(gw, c->ctx.claims.sub, c->ctx.instance_id);
-	ev_io_free(c->io);
-	ev_timer_free(c->heartbeat);
-	ev_timer_free(c->expiry);
-	ev_timer_free(c->linger);
-	ws_free(c->ws);
-	outq_clear(&c->q);
-	json_decref(c->service_params);
 	/* MHD owns the socket: it closes it on its next run. */
 	MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
 	http_wake(gw->http);
-	free(c);
+	conn_destroy(c);
 }
 
-void conn_flush_all(struct gateway *gw)
+void conn_set_flush(struct conn_set *s)
 {
 	struct conn *c;
 
-	while ((c = gw->dirty)) {
-		gw->dirty = c->dirty_next;
+	while ((c = s->dirty)) {
+		s->dirty = c->dirty_next;
 		c->dirty = 0;
 		if (!c->dead)
 			flush(c);
 	}
-	while ((c = gw->dead)) {
-		gw->dead = c->dead_next;
+	while ((c = s->dead)) {
+		s->dead = c->dead_next;
 		conn_free(c);
 	}
 }
 
-void conn_free_all(struct gateway *gw)
+void conn_set_free(struct conn_set *s)
 {
-	gw->dirty = NULL;
-	gw->dead = NULL;
-	while (gw->conns)
-		conn_free(gw->conns);
+	s->dirty = NULL;
+	s->dead = NULL;
+	while (s->all)
+		conn_free(s->all);
 }
 
-void conn_shutdown(struct conn *c)
+void conn_set_shutdown(struct conn_set *s)
 {
-	conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+	for (struct conn *c = s->all; c; c = c->next)
+		conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+}
+
+void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
+{
+	for (struct conn *c = s->all; c; c = c->next) {
+		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
+			continue;
+		log_info(c->log_ctx, "the instance was removed from this gateway");
+		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		conn_detach_quietly(c); /* when already closing, goodbye did nothing */
+		task_ops_conn_gone(c);
+		c->up = NULL;
+	}
+}
+
+int conn_set_empty(const struct conn_set *s)
+{
+	return s->all == NULL;
+}
+
+void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max)
+{
+	*total = *max = 0;
+	for (const struct conn *c = s->all; c; c = c->next) {
+		size_t b = outq_bytes(&c->q);
+		*total += b;
+		*max = b > *max ? b : *max;
+	}
 }
 
 void conn_link_lost(struct conn *c)

@@ -11,41 +11,67 @@
 #include "link.pb-c.h"
 
 struct gateway;
-struct upstream;
-struct wsframe;
 struct MHD_UpgradeResponseHandle;
 
-/* What the upgrade established (http.c fills it before the 101). */
+/* What the upgrade established (http.c fills it before the 101). No
+   link pointer: the connection looks its instance's link up by id when
+   it starts, and the connection set takes it away from the connection
+   before an instance's link is freed. */
 struct attach_ctx {
 	char instance_id[129];
 	char session_id[129];
 	struct jwt_claims claims;   /* the verified token */
 	uint64_t current_sequence;  /* for binding_hello */
-	struct upstream *up;
 };
 
 struct conn;
 
-/* Takes over an upgraded socket: fd, the bytes MHD read past the
-   handshake, and the handle to close through MHD when done. Sends
-   binding_hello. The connection slot (gateway_slot_acquire) passes to
-   the conn, which releases it when it ends. */
-void conn_start(struct gateway *gw, int fd, const char *extra, size_t extra_len,
-		struct MHD_UpgradeResponseHandle *urh, const struct attach_ctx *ctx);
+/* The close code for the connections of an instance removed by a reload
+   (SPEC 7's "session gone": through this gateway it is, and a new attach
+   gets 404). */
+#define CONN_CLOSE_INSTANCE_REMOVED 4404
+/* The close code for a client that kept its queue over --max-queue-bytes
+   for --queue-stall-timeout (it sends but does not read): SPEC 7's "rate
+   limited", after binding_goodbye {reason: rate_limited}. */
+#define CONN_CLOSE_QUEUE_STALLED 4429
 
-/* A frame from the sidecar for this connection; wf is the encoded
-   WebSocket frame shared by every recipient (the conn takes a ref). */
-void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf);
-/* A reply to one of this connection's attach-scoped requests. */
-void conn_on_reply(struct conn *c, const Ptg__Reply *r);
-/* The link to the sidecar dropped: the attachment is gone. */
-void conn_link_lost(struct conn *c);
-/* Server shutdown: goodbye server_shutdown, close 1000. */
-void conn_shutdown(struct conn *c);
+/* The connection set: the one owner of every upgraded connection of the
+   gateway. A connection is never freed inside its own callbacks: it is
+   moved to `dead` and freed by conn_set_flush before the next poll. */
+struct conn_set {
+	struct conn *all;   /* every started connection */
+	struct conn *dirty; /* connections with output to write */
+	struct conn *dead;  /* connections to free before the next poll */
+};
+
+/* Before the 101: a connection for ctx with everything it needs but its
+   socket. NULL (logged, counted in /metrics) when the gateway cannot set
+   one up now: the caller refuses the upgrade with 503. */
+struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx);
+/* The upgrade did not happen after all: frees c (the connection slot was
+   never passed to it). */
+void conn_discard(struct conn *c);
+/* After the 101: c takes over the upgraded socket fd, the bytes MHD read
+   past the handshake, and the handle to close it through MHD when done;
+   joins the gateway's connection set and sends binding_hello. The
+   connection slot (gateway_slot_acquire) passes to c, which releases it
+   when it ends. */
+void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
+		struct MHD_UpgradeResponseHandle *urh);
+
 /* The gateway's before-poll hook: writes what connections queued and
    frees the ones that ended. */
-void conn_flush_all(struct gateway *gw);
+void conn_set_flush(struct conn_set *s);
 /* Frees every connection at once (the loop is over). */
-void conn_free_all(struct gateway *gw);
+void conn_set_free(struct conn_set *s);
+/* Server shutdown: goodbye server_shutdown, close 1000, to every one. */
+void conn_set_shutdown(struct conn_set *s);
+/* The instance is about to be removed (SIGHUP): each of its connections
+   is detached, told binding_goodbye {reason: other} and closed with 4404,
+   and lets go of the instance's link, which may then be freed. */
+void conn_set_drop_instance(struct conn_set *s, const char *instance_id);
+int conn_set_empty(const struct conn_set *s);
+/* Bytes queued toward clients: in all, and in the deepest queue. */
+void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max);
 
 #endif

@@ -12,6 +12,7 @@
 #include "ev.h"
 #include "frames.h"
 #include "outq.h"
+#include "upstream.h"
 #include "ws.h"
 
 enum conn_state {
@@ -24,7 +25,9 @@ enum conn_state {
 
 struct conn {
 	struct gateway *gw;
-	struct conn *prev, *next;      /* gw->conns */
+	struct upstream *up;           /* the instance's link; NULL once it is gone */
+	int started;                   /* in the set, holding the connection slot */
+	struct conn *prev, *next;      /* gw->conns.all */
 	struct conn *dirty_next;       /* queued output to write */
 	int dirty;
 	struct conn *dead_next;
@@ -55,12 +58,31 @@ struct conn {
 	unsigned violations;
 	struct task_conn *tasks;       /* task_ops.c; NULL until a task op */
 
-	int64_t last_rx_ms;
+	int paused;                    /* queue over the cap: not reading */
+	int64_t over_since_ms;         /* when it went over */
+	int throttled;                 /* over the op rate: not reading */
+	int64_t op_tokens;             /* the op rate bucket, in 1/1000 ops */
+	int64_t op_tokens_ms;          /* when it was last refilled */
+
+	int64_t last_rx_ms;            /* the last whole frame or pong read */
 	int64_t ping_sent_ms;
 	struct ev_timer *heartbeat;
 	struct ev_timer *expiry;
 	struct ev_timer *linger;       /* bounds the close handshake */
 };
+
+/* How the instance's link reaches a joined connection (conn_ops.c). */
+extern const struct upstream_sink conn_sink;
+/* A frame from the sidecar for this connection; wf is the encoded
+   WebSocket frame shared by every recipient (the conn takes a ref). */
+void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf);
+/* The link to the sidecar dropped: the attachment is gone. */
+void conn_link_lost(struct conn *c);
+
+/* Spends one op of the connection's rate (--max-ops-per-sec). Ops are
+   never refused: over the rate, the connection is not read until its
+   bucket refills (the ops already read are still handled). */
+void conn_take_op(struct conn *c);
 
 /* Has the before-poll hook write this connection's queue. */
 void conn_mark_dirty(struct conn *c);

@@ -26,7 +26,10 @@ void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 	frames_error(code, id, message, time_now_ms(), &out);
 	conn_send_json(c, &out);
 	buf_free(&out);
-	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION)
+	/* Every error the client's own ops cause is a violation (a failure
+	   of the gateway or the sandbox is not). */
+	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION &&
+	    code != FRAMES_PERMISSION_DENIED)
 		return;
 	if (++c->violations >= c->gw->cfg->violation_limit)
 		conn_close(c, 4400, "too many protocol violations");
@@ -45,17 +48,19 @@ void conn_detach_quietly(struct conn *c)
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Detach d = PTG__DETACH__INIT;
 
-	if (c->pending_request && c->ctx.up)
-		upstream_cancel(c->ctx.up, c->pending_request);
+	if (c->pending_request && c->up)
+		upstream_cancel(c->up, c->pending_request);
 	c->pending_request = 0;
-	if (!c->attach_id)
+	if (!c->attach_id || !c->up) {
+		c->attach_id = 0;
 		return;
+	}
 	d.attach_id = c->attach_id;
 	d.session_id = c->ctx.session_id;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_DETACH;
 	m.detach = &d;
-	upstream_unbind(c->ctx.up, c->attach_id);
-	upstream_send(c->ctx.up, &m);
+	upstream_unbind(c->up, c->attach_id);
+	upstream_send(c->up, &m);
 	log_info(c->log_ctx, "audit: detached");
 	c->attach_id = 0;
 }
@@ -83,7 +88,7 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		return;
 	}
 	c->state = CONN_JOINED;
-	upstream_bind(c->ctx.up, c->attach_id, c->ctx.session_id, c);
+	upstream_bind(c->up, c->attach_id, c->ctx.session_id, &conn_sink, c);
 	if (r->result_case == PTG__REPLY__RESULT_ATTACH) {
 		snprintf(c->client_id, sizeof(c->client_id), "%s", r->attach->client_id);
 		c->role = r->attach->role;
@@ -104,15 +109,17 @@ static void on_leave_reply(const Ptg__Reply *r, void *user)
 	struct conn *c = user;
 
 	c->pending_request = 0;
-	if (c->attach_id && c->ctx.up)
-		upstream_unbind(c->ctx.up, c->attach_id);
+	if (c->attach_id && c->up)
+		upstream_unbind(c->up, c->attach_id);
 	c->attach_id = 0;
 	log_info(c->log_ctx, "audit: left");
 	conn_goodbye(c, FRAMES_BYE_SESSION_CLOSED, WS_CLOSE_NORMAL);
 }
 
-void conn_on_reply(struct conn *c, const Ptg__Reply *r)
+static void sink_reply(const Ptg__Reply *r, void *user)
 {
+	struct conn *c = user;
+
 	if (r->code != PTG__ERROR_CODE__OK)
 		send_reply_error(c, r);
 }
@@ -131,7 +138,7 @@ static void request_keyframe(struct conn *c, const char *op_id, size_t lag_dropp
 	rk.lag_dropped_bytes = lag_dropped;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
 	m.request_keyframe = &rk;
-	upstream_send(c->ctx.up, &m);
+	upstream_send(c->up, &m);
 }
 
 /* SPEC 5.3: a connection that cannot keep up loses what it has not yet
@@ -190,6 +197,22 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 		conn_goodbye(c, FRAMES_BYE_SESSION_CLOSED, WS_CLOSE_NORMAL);
 }
 
+static void sink_frame(const Ptg__Frame *f, struct wsframe *wf, void *user)
+{
+	conn_deliver(user, f, wf);
+}
+
+static void sink_link_lost(void *user)
+{
+	conn_link_lost(user);
+}
+
+const struct upstream_sink conn_sink = {
+	.frame = sink_frame,
+	.reply = sink_reply,
+	.link_lost = sink_link_lost,
+};
+
 /* ---- client ops ---- */
 
 static int has_scope(const struct conn *c, unsigned bit)
@@ -230,7 +253,7 @@ static void op_join(struct conn *c, const struct envelope *env)
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
 		return;
 	}
-	a.attach_id = upstream_attach_id(c->ctx.up);
+	a.attach_id = upstream_attach_id(c->up);
 	a.session_id = c->ctx.session_id;
 	a.role = j.role;
 	a.cols = j.cols;
@@ -242,10 +265,10 @@ static void op_join(struct conn *c, const struct envelope *env)
 	a.replay_from = env->replay_from;
 	a.client_op_id = (char *)env->id;
 	a.trace_id = c->trace_id;
-	a.request_id = id = upstream_next_id(c->ctx.up);
+	a.request_id = id = upstream_next_id(c->up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_ATTACH;
 	m.attach = &a;
-	if (upstream_request(c->ctx.up, &m, id, on_attach_reply, c) < 0) {
+	if (upstream_request(c->up, &m, id, on_attach_reply, c) < 0) {
 		conn_send_error(c, FRAMES_INTERNAL,
 				env->id, "the sandbox is unreachable");
 		conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
@@ -307,7 +330,7 @@ static void op_input(struct conn *c, const struct envelope *env)
 	in.data.len = buf_size(&data);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_INPUT;
 	m.input = &in;
-	upstream_send(c->ctx.up, &m);
+	upstream_send(c->up, &m);
 	buf_free(&data);
 }
 
@@ -331,7 +354,7 @@ static void op_resize(struct conn *c, const struct envelope *env)
 	rz.rows = r.rows;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_RESIZE;
 	m.resize = &rz;
-	upstream_send(c->ctx.up, &m);
+	upstream_send(c->up, &m);
 }
 
 static void op_request_role(struct conn *c, const struct envelope *env)
@@ -353,7 +376,7 @@ static void op_request_role(struct conn *c, const struct envelope *env)
 	rr.role = role;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_ROLE;
 	m.request_role = &rr;
-	upstream_send(c->ctx.up, &m);
+	upstream_send(c->up, &m);
 }
 
 static void op_request_keyframe(struct conn *c, const struct envelope *env)
@@ -385,10 +408,10 @@ static void op_leave(struct conn *c, const struct envelope *env)
 	d.attach_id = c->attach_id;
 	d.session_id = c->ctx.session_id;
 	d.client_op_id = (char *)env->id;
-	d.request_id = id = upstream_next_id(c->ctx.up);
+	d.request_id = id = upstream_next_id(c->up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_DETACH;
 	m.detach = &d;
-	if (upstream_request(c->ctx.up, &m, id, on_leave_reply, c) < 0) {
+	if (upstream_request(c->up, &m, id, on_leave_reply, c) < 0) {
 		on_leave_reply(NULL, c);
 		return;
 	}
@@ -491,10 +514,13 @@ void conn_handle_text(struct conn *c, const char *p, size_t n)
 	struct envelope_error err;
 	struct envelope *env;
 
+	if (!c->up)
+		return; /* the instance is gone: the connection is closing */
 	if (envelope_parse(p, n, &env, &err) < 0) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
 		return;
 	}
+	conn_take_op(c);
 	if (!c->spoke)
 		first_frame(c, env);
 	if (envelope_op_is_pty(env->op_kind) && !c->pty_extension)

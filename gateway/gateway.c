@@ -4,15 +4,16 @@
    SIGTERM that says goodbye to every client before exiting. */
 #include "gateway.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "conn.h"
-#include "conn_int.h"
 #include "http.h"
 #include "log.h"
 #include "timeutil.h"
@@ -33,58 +34,76 @@ struct conn_slots {
 
 #define SHUTDOWN_GRACE_MS 2000
 
-/* ---- connection slots ---- */
+/* File descriptors the connection budget leaves for everything else: a
+   link socket per instance (two while one re-dials), the listeners and
+   their epoll fds, key and static files, logs. */
+#define FD_SPARE 32
+/* Plain HTTP requests each listener takes beyond the WebSocket limit
+   (http.c's HTTP__EXTRA_CONNS). */
+#define FD_HTTP_EXTRA 64
 
-static struct slot *slot_find(struct conn_slots *cs, const char *key, int create)
+/* ---- connection slots ----
+   The counts live in a growable array, so nothing here hands out a
+   pointer into it: every helper finds its entry by key, uses it, and is
+   done before anything can append (and realloc) again. */
+
+static long slot_index(const struct conn_slots *cs, const char *key)
 {
 	for (size_t i = 0; i < cs->n; i++)
 		if (strcmp(cs->v[i].key, key) == 0)
-			return &cs->v[i];
-	if (!create)
-		return NULL;
-	if (cs->n == cs->cap) {
-		cs->cap = cs->cap ? cs->cap * 2 : 32;
-		cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+			return (long)i;
+	return -1;
+}
+
+static unsigned slot_count(const struct conn_slots *cs, const char *key)
+{
+	long i = slot_index(cs, key);
+
+	return i < 0 ? 0 : cs->v[i].n;
+}
+
+static void slot_add(struct conn_slots *cs, const char *key)
+{
+	long i = slot_index(cs, key);
+
+	if (i < 0) {
+		if (cs->n == cs->cap) {
+			cs->cap = cs->cap ? cs->cap * 2 : 32;
+			cs->v = xrealloc(cs->v, cs->cap * sizeof(*cs->v));
+		}
+		i = (long)cs->n++;
+		snprintf(cs->v[i].key, sizeof(cs->v[i].key), "%s", key);
+		cs->v[i].n = 0;
 	}
-	snprintf(cs->v[cs->n].key, sizeof(cs->v[cs->n].key), "%s", key);
-	cs->v[cs->n].n = 0;
-	return &cs->v[cs->n++];
+	cs->v[i].n++;
 }
 
 static void slot_drop(struct conn_slots *cs, const char *key)
 {
-	struct slot *s = slot_find(cs, key, 0);
+	long i = slot_index(cs, key);
 
-	if (s && --s->n == 0)
-		*s = cs->v[--cs->n];
+	if (i >= 0 && --cs->v[i].n == 0)
+		cs->v[i] = cs->v[--cs->n];
 }
 
 int gateway_slot_acquire(struct gateway *gw, const char *principal,
 			 const char *instance, const char **what)
 {
 	char pkey[300], ikey[300];
-	struct slot *p, *i;
 
 	snprintf(pkey, sizeof(pkey), "p\n%s", principal);
 	snprintf(ikey, sizeof(ikey), "i\n%s", instance);
-	p = slot_find(gw->slots, pkey, 1);
-	i = slot_find(gw->slots, ikey, 1);
 	*what = NULL;
 	if (gw->slots->total >= gw->cfg->max_conns)
 		*what = "connections to this gateway";
-	else if (p->n >= gw->cfg->max_conns_per_principal)
+	else if (slot_count(gw->slots, pkey) >= gw->cfg->max_conns_per_principal)
 		*what = "connections per principal";
-	else if (i->n >= gw->cfg->max_conns_per_instance)
+	else if (slot_count(gw->slots, ikey) >= gw->cfg->max_conns_per_instance)
 		*what = "connections per instance";
-	if (*what) {
-		if (!p->n)
-			slot_drop(gw->slots, pkey);
-		if (!i->n)
-			slot_drop(gw->slots, ikey);
+	if (*what)
 		return -EBUSY;
-	}
-	p->n++;
-	slot_find(gw->slots, ikey, 0)->n++;
+	slot_add(gw->slots, pkey);
+	slot_add(gw->slots, ikey);
 	gw->slots->total++;
 	return 0;
 }
@@ -111,16 +130,36 @@ struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id)
 	return NULL;
 }
 
-static void add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
+/* Returns 0, or -1 (logged) when the instance's link cannot be made. */
+static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 {
 	struct upstream *u = gateway_upstream(gw, ic->id);
 
 	if (u) {
 		upstream_set_addr(u, &ic->addr);
-		return;
+		return 0;
+	}
+	u = upstream_new(gw, ic->id, &ic->addr);
+	if (!u) {
+		log_error(NULL, "instance %s: cannot set up its link: %s", ic->id,
+			  strerror(errno ? errno : ENOMEM));
+		return -1;
 	}
 	gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
-	gw->ups[gw->n_ups++] = upstream_new(gw, ic->id, &ic->addr);
+	gw->ups[gw->n_ups++] = u;
+	return 0;
+}
+
+/* The instance leaves: its connections say goodbye and let go of its
+   link first, then the link is freed. */
+static void remove_instance(struct gateway *gw, size_t i)
+{
+	const char *id = upstream_instance(gw->ups[i]);
+
+	log_info(NULL, "SIGHUP: instance %s removed", id);
+	conn_set_drop_instance(&gw->conns, id);
+	upstream_free(gw->ups[i]);
+	gw->ups[i] = gw->ups[--gw->n_ups];
 }
 
 /* SIGHUP: the instances file is read again; instances it no longer names
@@ -143,21 +182,18 @@ static void reload_instances(struct gateway *gw)
 		return;
 	}
 	for (size_t i = 0; i < n; i++)
-		add_instance(gw, &list[i]);
+		(void)add_instance(gw, &list[i]); /* logged; the next SIGHUP retries */
 	for (size_t i = 0; i < gw->n_ups;) {
 		const char *id = upstream_instance(gw->ups[i]);
 		keep = 0;
 		for (size_t k = 0; k < n && !keep; k++)
 			keep = strcmp(list[k].id, id) == 0;
-		for (size_t k = 0; k < gw->cfg->n_instances && !keep; k++)
+		for (size_t k = 0; k < gw->cfg->n_flag_instances && !keep; k++)
 			keep = strcmp(gw->cfg->instances[k].id, id) == 0;
-		if (keep) {
+		if (keep)
 			i++;
-			continue;
-		}
-		log_info(NULL, "SIGHUP: instance %s removed", id);
-		upstream_free(gw->ups[i]);
-		gw->ups[i] = gw->ups[--gw->n_ups];
+		else
+			remove_instance(gw, i);
 	}
 	log_info(NULL, "SIGHUP: %zu instances", gw->n_ups);
 	free(list);
@@ -166,29 +202,27 @@ static void reload_instances(struct gateway *gw)
 /* ---- loop hooks and signals ---- */
 
 /* Write what connections queued and free the ended ones, then let MHD
-   see what that changed (resumed requests, released sockets). */
+   see what that changed (resumed requests, released sockets), then write
+   what MHD's run queued. */
 static void before_poll(void *user)
 {
 	struct gateway *gw = user;
 
-	conn_flush_all(gw);
+	conn_set_flush(&gw->conns);
 	http_run_pending(gw->http);
 	http_run_pending(gw->admin);
+	/* An upgrade completed inside that MHD run queued its binding_hello
+	   after the flush above: write it now, not after the next wake-up. */
+	conn_set_flush(&gw->conns);
 }
 
 /* The fan-out queue gauges, refreshed once a second for /metrics. */
 static void on_tick(struct ev_timer *t, void *user)
 {
 	struct gateway *gw = user;
-	uint64_t total = 0, max = 0;
 
-	for (struct conn *c = gw->conns; c; c = c->next) {
-		size_t b = outq_bytes(&c->q);
-		total += b;
-		max = b > max ? b : max;
-	}
-	gw->metrics.queue_bytes = total;
-	gw->metrics.queue_bytes_max = max;
+	conn_set_queue_stats(&gw->conns, &gw->metrics.queue_bytes,
+			     &gw->metrics.queue_bytes_max);
 }
 
 static void on_hup(int signo, void *user)
@@ -211,15 +245,16 @@ static void on_stop(int signo, void *user)
 		return;
 	}
 	log_info(NULL, "%s: saying goodbye to %s clients", strsignal(signo),
-		 gw->conns ? "all" : "no");
+		 conn_set_empty(&gw->conns) ? "no" : "all");
 	gw->stopping = 1;
-	for (struct conn *c = gw->conns; c; c = c->next)
-		conn_shutdown(c);
-	if (!gw->conns) {
+	conn_set_shutdown(&gw->conns);
+	if (conn_set_empty(&gw->conns)) {
 		ev_loop_stop(gw->loop);
 		return;
 	}
 	gw->grace = ev_timer_new(gw->loop, SHUTDOWN_GRACE_MS, 0, on_grace_over, gw);
+	if (!gw->grace) /* no timer to bound the goodbye: write what is queued, go */
+		ev_loop_stop(gw->loop);
 }
 
 /* During shutdown the loop ends as soon as every client is gone. */
@@ -227,7 +262,7 @@ static void stop_when_empty(void *user)
 {
 	struct gateway *gw = user;
 
-	if (gw->stopping && !gw->conns)
+	if (gw->stopping && conn_set_empty(&gw->conns))
 		ev_loop_stop(gw->loop);
 }
 
@@ -238,6 +273,10 @@ static int load_keys(struct gateway *gw)
 	char err[512];
 
 	gw->keys = keyset_new();
+	if (!gw->keys) {
+		fprintf(stderr, "ptygate-gateway: cannot initialise libsodium\n");
+		return -1;
+	}
 	for (size_t i = 0; i < gw->cfg->n_keys; i++) {
 		const struct gw_key_spec *k = &gw->cfg->keys[i];
 		int rc = k->ed25519 ? keyset_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
@@ -254,26 +293,79 @@ static int load_keys(struct gateway *gw)
 	return 0;
 }
 
+/* The config holds the --instance flags and the instances file as read
+   at start (config.c merged them; n_flag_instances tells them apart). */
 static int load_instances(struct gateway *gw)
 {
-	struct gw_instance_cfg *list;
-	char err[512];
-	size_t n = 0;
-
 	for (size_t i = 0; i < gw->cfg->n_instances; i++)
-		add_instance(gw, &gw->cfg->instances[i]);
-	if (!gw->cfg->instances_file[0])
-		return 0;
-	list = xcalloc(GW_MAX_INSTANCES, sizeof(*list));
-	if (gw_config_read_instances(gw->cfg->instances_file, list, GW_MAX_INSTANCES, &n,
-				     err, sizeof(err)) < 0) {
-		fprintf(stderr, "ptygate-gateway: --instances-file: %s\n", err);
-		free(list);
+		if (add_instance(gw, &gw->cfg->instances[i]) < 0)
+			return -1;
+	return 0;
+}
+
+static int count_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	if (!d)
 		return -1;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", ".." and the directory's own fd */
+}
+
+/* File descriptors one timer costs in this build of the event loop. */
+static int fds_per_timer(struct ev_loop *loop)
+{
+	int before = count_open_fds();
+	struct ev_timer *t = ev_timer_new(loop, -1, 0, NULL, NULL);
+	int cost = count_open_fds() - before;
+
+	ev_timer_free(t);
+	return before < 0 || cost < 0 ? 1 : cost;
+}
+
+/* Raises the soft RLIMIT_NOFILE to the hard one, then lowers --max-conns
+   to what fits: a connection costs its socket and its three timers, each
+   listener may hold FD_HTTP_EXTRA plain requests (the admin listener as
+   many sockets as the public one), and FD_SPARE stay free. Running out
+   of descriptors then means refusals, never a failed timer. */
+static int fit_fd_limit(struct gateway *gw)
+{
+	struct gw_config *c = gw->cfg;
+	struct rlimit rl;
+	int64_t budget, per_conn, fit, open_now = count_open_fds();
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return 0;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rlim_t want = rl.rlim_max;
+		rl.rlim_cur = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			log_warn(NULL, "cannot raise the open-file limit: %s", strerror(errno));
+		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	for (size_t i = 0; i < n; i++)
-		add_instance(gw, &list[i]);
-	free(list);
+	per_conn = 1 + 3 * fds_per_timer(gw->loop) + (c->admin_host[0] ? 1 : 0);
+	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ? INT32_MAX
+									   : (int64_t)rl.rlim_cur) -
+		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
+		 FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
+	fit = budget / per_conn;
+	if (fit < 1)
+		fit = 1;
+	if ((uint64_t)fit < c->max_conns) {
+		log_warn(NULL,
+			 "open-file limit %llu: --max-conns lowered from %u to %lld "
+			 "(%lld descriptors per connection)",
+			 (unsigned long long)rl.rlim_cur, c->max_conns, (long long)fit,
+			 (long long)per_conn);
+		c->max_conns = (uint32_t)fit;
+	} else {
+		log_info(NULL, "open-file limit %llu: room for --max-conns %u",
+			 (unsigned long long)rl.rlim_cur, c->max_conns);
+	}
 	return 0;
 }
 
@@ -316,6 +408,28 @@ static void write_pid_file(const struct gw_config *c)
 	fclose(f);
 }
 
+/* Signals, hooks and the tick. Returns 0 or -1 after printing why. */
+static int start_loop(struct gateway *gw)
+{
+	static const int stop_signals[] = {SIGTERM, SIGINT};
+
+	for (size_t i = 0; i < 2; i++)
+		if (ev_signal_add(gw->loop, stop_signals[i], on_stop, gw) < 0)
+			goto fail;
+	if (ev_signal_add(gw->loop, SIGHUP, on_hup, gw) < 0 ||
+	    ev_signal_add(gw->loop, SIGPIPE, NULL, NULL) < 0)
+		goto fail;
+	ev_hook_add(gw->loop, before_poll, gw);
+	ev_hook_add(gw->loop, stop_when_empty, gw);
+	gw->tick = ev_timer_new(gw->loop, 1000, 1000, on_tick, gw);
+	if (gw->tick)
+		return 0;
+fail:
+	fprintf(stderr, "ptygate-gateway: cannot set up the event loop: %s\n",
+		strerror(errno));
+	return -1;
+}
+
 struct gateway *gateway_new(struct gw_config *cfg)
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
@@ -323,17 +437,18 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	gw->cfg = cfg;
 	gw->loop = ev_loop_new();
 	gw->slots = xcalloc(1, sizeof(*gw->slots));
-	if (load_keys(gw) < 0 || load_instances(gw) < 0 || start_http(gw) < 0) {
+	if (!gw->loop) {
+		fprintf(stderr, "ptygate-gateway: cannot create the event loop: %s\n",
+			strerror(errno));
+		free(gw->slots);
+		free(gw);
+		return NULL;
+	}
+	if (load_keys(gw) < 0 || load_instances(gw) < 0 || fit_fd_limit(gw) < 0 ||
+	    start_http(gw) < 0 || start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
-	ev_signal_add(gw->loop, SIGTERM, on_stop, gw);
-	ev_signal_add(gw->loop, SIGINT, on_stop, gw);
-	ev_signal_add(gw->loop, SIGHUP, on_hup, gw);
-	ev_signal_add(gw->loop, SIGPIPE, NULL, NULL);
-	ev_hook_add(gw->loop, before_poll, gw);
-	ev_hook_add(gw->loop, stop_when_empty, gw);
-	gw->tick = ev_timer_new(gw->loop, 1000, 1000, on_tick, gw);
 	write_pid_file(cfg);
 	return gw;
 }
@@ -343,7 +458,7 @@ int gateway_run(struct gateway *gw)
 	int rc = ev_loop_run(gw->loop);
 
 	/* Write out the goodbyes that are still queued. */
-	conn_flush_all(gw);
+	conn_set_flush(&gw->conns);
 	return rc;
 }
 
@@ -351,7 +466,7 @@ void gateway_free(struct gateway *gw)
 {
 	if (!gw)
 		return;
-	conn_free_all(gw);
+	conn_set_free(&gw->conns);
 	for (size_t i = 0; i < gw->n_ups; i++)
 		upstream_free(gw->ups[i]);
 	free(gw->ups);

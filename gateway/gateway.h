@@ -8,12 +8,12 @@
 
 #include "auth_jwt.h"
 #include "config.h"
+#include "conn.h"
 #include "ev.h"
 #include "metrics.h"
 
 struct upstream;
 struct http;
-struct conn;
 
 struct gateway {
 	struct gw_config *cfg;
@@ -24,9 +24,7 @@ struct gateway {
 	size_t n_ups;
 	struct http *http;        /* the public listener */
 	struct http *admin;       /* --admin-listen, or NULL */
-	struct conn *conns;       /* every upgraded connection */
-	struct conn *dirty;       /* connections with output to write */
-	struct conn *dead;        /* connections to free before the next poll */
+	struct conn_set conns;    /* every upgraded connection */
 	struct metrics metrics;
 	struct conn_slots *slots; /* connection counts per principal/instance */
 	int stopping;

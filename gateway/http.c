@@ -69,7 +69,6 @@ struct http {
 	struct ev_timer *head_timer;
 	int64_t head_timer_at; /* deadline the head timer is armed for, 0: none */
 	int64_t refused_logged_ms; /* last per-address refusal logged */
-	int upgraded;		   /* a socket went to conn.c in this MHD run */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
 };
@@ -98,18 +97,18 @@ struct http_req {
 	int client_counted;	  /* holds one count of client in h->peers */
 	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
 	struct route_req *rq;	  /* NULL once upgraded: conn.c has what it needs */
+	struct conn *conn;	  /* made before the 101, started after it */
 };
 
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
    only re-armed when the deadline moves earlier, since a timer firing
-   early costs one idle MHD_run and re-arming costs a syscall per run. */
+   early costs one idle MHD_run. */
 static void http__run(struct http *h)
 {
 	MHD_UNSIGNED_LONG_LONG t;
 	int64_t deadline;
 
 	h->kick = 0;
-	h->upgraded = 0;
 	MHD_run(h->d);
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
 		return;
@@ -145,13 +144,6 @@ void http_run_pending(struct http *h)
 	if (!h || !h->kick)
 		return;
 	http__run(h);
-	/* A resumed attach upgraded in this run: its binding_hello was
-	   queued after the hook's flush, and would wait for unrelated
-	   traffic (up to the 1 s tick) without this one. */
-	if (h->upgraded) {
-		h->upgraded = 0;
-		conn_flush_all(h->gw);
-	}
 }
 
 void http_wake(struct http *h)
@@ -384,6 +376,7 @@ static void http__req_release(struct http_req *r)
 
 static void http__req_free(struct http_req *r)
 {
+	conn_discard(r->conn);
 	http__req_release(r);
 	free(r);
 }
@@ -427,18 +420,35 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 
+	struct conn *conn = r->conn;
+
 	r->rq->slot_held = 0;
 	r->upgraded = 1;
-	r->h->upgraded = 1;
-	conn_start(r->h->gw, sock, extra, extra_len, urh, &r->rq->attach);
+	r->conn = NULL;
+	conn_start(conn, sock, extra, extra_len, urh);
 	http__req_release(r);
 }
 
+static enum MHD_Result http__answer(struct http_req *r);
+
 static enum MHD_Result http__queue_upgrade(struct http_req *r)
 {
-	struct MHD_Response *resp = MHD_create_response_for_upgrade(http__upgraded, r);
+	struct MHD_Response *resp;
 	enum MHD_Result ok;
 
+	/* The connection is set up before the 101, so a gateway out of
+	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
+	r->conn = conn_new(r->h->gw, &r->rq->attach);
+	if (!r->conn) {
+		r->h->gw->metrics.upgrades_refused++;
+		buf_reset(&r->rq->out);
+		routes_error_body("UNAVAILABLE", "the gateway cannot take another connection now",
+				  &r->rq->out);
+		r->rq->status = 503;
+		r->rq->content_type = "application/json";
+		return http__answer(r);
+	}
+	resp = MHD_create_response_for_upgrade(http__upgraded, r);
 	if (!resp)
 		return MHD_NO;
 	/* MHD itself adds "Connection: Upgrade" to an upgrade response. */

@@ -27,6 +27,13 @@ struct metrics {
 	uint64_t link_reconnects;    /* sidecar links re-established */
 	uint64_t heartbeat_timeouts; /* connections closed 1011 for no pong */
 	uint64_t http_requests;
+	uint64_t conns_setup_failed; /* upgrades refused (503) or dropped: no resources */
+	uint64_t backpressure_events; /* a client's queue went over the cap: not read */
+	uint64_t queue_stall_closes; /* closed 4429 after staying over the cap */
+	uint64_t ops_throttled;   /* times a client went over --max-ops-per-sec: not read */
+	uint64_t link_instance_mismatches; /* hellos refused: another instance id */
+	uint64_t link_violations;    /* links dropped for a message over its caps */
+	uint64_t link_queue_overflows; /* links dropped: the sidecar was not reading */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

@@ -981,7 +981,7 @@ static int routes__readyz(struct route_req *rq)
 
 		any |= up;
 		json_object_set_new(inst, upstream_instance(rq->gw->ups[i]),
-				    json_string(up ? "up" : "down"));
+				    json_string(upstream_state(rq->gw->ups[i])));
 	}
 	return routes__json(rq, any ? 200 : 503, json_pack("{s:o}", "instances", inst));
 }
@@ -1247,7 +1247,6 @@ static int routes__attach_admit(struct route_req *rq, struct upstream *up)
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",
 		 rq->m.session);
-	rq->attach.up = up;
 	if (gateway_slot_acquire(rq->gw, c->sub, rq->m.instance, &what) < 0) {
 		snprintf(msg, sizeof(msg), "connection limit reached (%s)",
 			 what ? what : "limit");

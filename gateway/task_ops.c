@@ -1,6 +1,7 @@
 /* task_ops: see task_ops.h. Each connection that uses tasks gets a
    subscriber id on its instance's link (from the attach id counter, so it
-   never collides with an attachment) and a list of its requests in
+   never collides with an attachment), bound there with a sink of its own
+   so the link hands it its TaskUpdates, and a list of its requests in
    flight, both in struct task_conn. */
 #include "task_ops.h"
 
@@ -63,11 +64,39 @@ static const struct op_row *op_row(enum envelope_op op)
 	}
 }
 
+static void deliver(struct conn *c, const Ptg__TaskUpdate *tu);
+
+static void sink_task_update(const Ptg__TaskUpdate *tu, void *user)
+{
+	struct conn *c = user;
+
+	if (!c->dead)
+		deliver(c, tu);
+}
+
+/* The link dropped (the binding is gone with it; the link fails the
+   pending requests itself). A connection that only used tasks is told
+   and closed as a joined one is, so its client reconnects. */
+static void sink_link_lost(void *user)
+{
+	struct conn *c = user;
+
+	c->tasks->link_gone = 1;
+	if (c->state == CONN_OPEN)
+		conn_link_lost(c);
+}
+
+static const struct upstream_sink task_sink = {
+	.link_lost = sink_link_lost,
+	.task_update = sink_task_update,
+};
+
 static struct task_conn *task_conn_of(struct conn *c)
 {
 	if (!c->tasks) {
 		c->tasks = xcalloc(1, sizeof(*c->tasks));
-		c->tasks->sub_id = upstream_attach_id(c->ctx.up);
+		c->tasks->sub_id = upstream_attach_id(c->up);
+		upstream_bind(c->up, c->tasks->sub_id, c->ctx.session_id, &task_sink, c);
 	}
 	return c->tasks;
 }
@@ -165,13 +194,13 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 
 	if (!row || check_request(c, env, &idem) < 0)
 		return;
-	if (c->tasks && c->tasks->link_gone) {
+	if (!c->up || (c->tasks && c->tasks->link_gone)) {
 		conn_send_error(c, FRAMES_INTERNAL, env->id, "the link to the sandbox was lost");
 		return;
 	}
 	tc = task_conn_of(c);
 	params = env->payload ? json_dumps(env->payload, JSON_COMPACT) : NULL;
-	tr.request_id = upstream_next_id(c->ctx.up);
+	tr.request_id = upstream_next_id(c->up);
 	tr.attach_id = tc->sub_id;
 	tr.session_id = c->ctx.session_id;
 	tr.op = row->link_op;
@@ -186,7 +215,7 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	p->op = env->op_kind;
 	p->request_id = tr.request_id;
 	snprintf(p->client_id, sizeof(p->client_id), "%s", env->id);
-	if (upstream_request(c->ctx.up, &m, tr.request_id, on_reply, p) < 0) {
+	if (upstream_request(c->up, &m, tr.request_id, on_reply, p) < 0) {
 		conn_send_error(c, FRAMES_INTERNAL, env->id, "the sandbox is unreachable");
 		free(p);
 	} else {
@@ -234,30 +263,6 @@ static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 	buf_free(&out);
 }
 
-void task_ops_on_update(struct gateway *gw, struct upstream *u, const Ptg__TaskUpdate *tu)
-{
-	for (struct conn *c = gw->conns; c; c = c->next) {
-		if (c->tasks && c->tasks->sub_id == tu->attach_id && c->ctx.up == u &&
-		    strcmp(c->ctx.session_id, tu->session_id) == 0) {
-			if (!c->dead)
-				deliver(c, tu);
-			return;
-		}
-	}
-}
-
-void task_ops_link_lost(struct gateway *gw, struct upstream *u)
-{
-	for (struct conn *c = gw->conns; c; c = c->next) {
-		if (!c->tasks || c->ctx.up != u || c->tasks->link_gone)
-			continue;
-		c->tasks->link_gone = 1;
-		/* Joined (or joining) connections are ended by the upstream. */
-		if (c->state == CONN_OPEN)
-			conn_link_lost(c);
-	}
-}
-
 void task_ops_conn_gone(struct conn *c)
 {
 	struct task_conn *tc = c->tasks;
@@ -266,16 +271,17 @@ void task_ops_conn_gone(struct conn *c)
 
 	if (!tc)
 		return;
-	if (tc->link_gone) {
-		/* u failed every pending request already (fail_all_pending). */
+	if (tc->link_gone || !c->up) {
+		/* The link failed every pending request already. */
 		free(tc);
 		c->tasks = NULL;
 		return;
 	}
+	upstream_unbind(c->up, tc->sub_id);
 	while (tc->pending) {
 		struct pending_op *p = tc->pending;
 		tc->pending = p->next;
-		upstream_cancel(c->ctx.up, p->request_id);
+		upstream_cancel(c->up, p->request_id);
 		free(p);
 	}
 	/* No reply wanted: params "" ends every subscription of sub_id. */
@@ -284,7 +290,7 @@ void task_ops_conn_gone(struct conn *c)
 	tr.op = PTG__TASK_OP__TASK_OP_UNSUBSCRIBE;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
 	m.task_request = &tr;
-	upstream_send(c->ctx.up, &m);
+	upstream_send(c->up, &m);
 	free(tc);
 	c->tasks = NULL;
 }

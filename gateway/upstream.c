@@ -10,18 +10,21 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "conn.h"
 #include "frames.h"
 #include "gateway.h"
 #include "linkconn.h"
 #include "log.h"
-#include "task_ops.h"
 #include "timeutil.h"
 #include "ws.h"
 #include "xalloc.h"
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
+/* The largest Output a sidecar may send in one frame (its PTY reads are
+   64 KiB): more is a hostile or broken peer, and the link is dropped. */
+#define LINK_MAX_OUTPUT_BYTES (1u << 20)
+/* Members of a MembershipChanged when the hello gave no limits. */
+#define LINK_MAX_MEMBERS_DEFAULT 1024
 
 struct pending {
 	uint64_t id;
@@ -34,7 +37,8 @@ struct pending {
 struct binding {
 	uint64_t attach_id;
 	char session_id[129];
-	struct conn *conn;
+	const struct upstream_sink *sink;
+	void *user;
 };
 
 struct upstream {
@@ -58,6 +62,7 @@ struct upstream {
 	struct buf json;
 	Ptg__Limits limits;
 	int has_limits;
+	char refused[200];          /* why the last hello was refused, or "" */
 };
 
 static void dial(struct upstream *u);
@@ -116,7 +121,7 @@ static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
 }
 
 void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
-		   struct conn *c)
+		   const struct upstream_sink *sink, void *user)
 {
 	struct binding *b;
 
@@ -127,7 +132,8 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 	b = &u->binds[u->n_binds++];
 	b->attach_id = attach_id;
 	snprintf(b->session_id, sizeof(b->session_id), "%s", session_id);
-	b->conn = c;
+	b->sink = sink;
+	b->user = user;
 }
 
 void upstream_unbind(struct upstream *u, uint64_t attach_id)
@@ -140,37 +146,55 @@ void upstream_unbind(struct upstream *u, uint64_t attach_id)
 
 /* ---- frames from the sidecar ---- */
 
-static void route_frame(struct upstream *u, const Ptg__Frame *f)
+/* Encodes f once as the JSON text frame every recipient shares. */
+static struct wsframe *encode_frame(struct upstream *u, const Ptg__Frame *f)
 {
-	struct wsframe *wf;
-	struct binding *b;
-
 	buf_reset(&u->json);
 	if (frames_session_frame(f, NULL, time_now_ms(), &u->json) < 0) {
 		log_warn(u->name, "dropping a frame the binding cannot express");
-		return;
+		return NULL;
 	}
-	wf = wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
+	return wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
+}
+
+/* Recipients are found before anything is encoded: a session nobody
+   watches costs no JSON. Delivery may unbind (a Closed ends
+   connections): the recipients are a copy of the attach ids, each looked
+   up again before its delivery. */
+static void route_frame(struct upstream *u, const Ptg__Frame *f)
+{
+	uint64_t few[32], *to = few;
+	size_t n = u->n_binds, k = 0;
+	struct wsframe *wf = NULL;
+	struct binding *b;
+
 	if (f->target_attach_id) {
-		b = find_binding(u, f->target_attach_id);
-		if (b)
-			conn_deliver(b->conn, f, wf);
+		if ((b = find_binding(u, f->target_attach_id)) && b->sink->frame)
+			few[k++] = f->target_attach_id;
 	} else {
-		/* Delivery may unbind (a Closed ends connections): walk a
-		   snapshot of who was attached when the frame arrived. */
-		struct conn *few[32], **to = few;
-		size_t n = u->n_binds, k = 0;
 		if (n > 32)
 			to = xcalloc(n, sizeof(*to));
 		for (size_t i = 0; i < n; i++)
-			if (strcmp(u->binds[i].session_id, f->session_id) == 0)
-				to[k++] = u->binds[i].conn;
-		for (size_t i = 0; i < k; i++)
-			conn_deliver(to[i], f, wf);
-		if (to != few)
-			free(to);
+			if (u->binds[i].sink->frame &&
+			    strcmp(u->binds[i].session_id, f->session_id) == 0)
+				to[k++] = u->binds[i].attach_id;
 	}
+	if (k)
+		wf = encode_frame(u, f);
+	for (size_t i = 0; wf && i < k; i++)
+		if ((b = find_binding(u, to[i])))
+			b->sink->frame(f, wf, b->user);
 	wsframe_unref(wf);
+	if (to != few)
+		free(to);
+}
+
+static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
+{
+	struct binding *b = find_binding(u, tu->attach_id);
+
+	if (b && b->sink->task_update && strcmp(b->session_id, tu->session_id) == 0)
+		b->sink->task_update(tu, b->user);
 }
 
 static void route_reply(struct upstream *u, const Ptg__Reply *r)
@@ -184,12 +208,32 @@ static void route_reply(struct upstream *u, const Ptg__Reply *r)
 		return;
 	}
 	b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
-	if (b)
-		conn_on_reply(b->conn, r);
+	if (b && b->sink->reply)
+		b->sink->reply(r, b->user);
+}
+
+/* The sidecar must be the instance this address was configured for: a
+   reused vsock CID or socket path would otherwise hand one tenant's
+   sessions (and tokens) to another. A mismatch refuses the link. */
+static int check_instance(struct upstream *u, const Ptg__HelloAck *a)
+{
+	if (strcmp(a->instance_id, u->id) == 0) {
+		u->refused[0] = '\0';
+		return 0;
+	}
+	snprintf(u->refused, sizeof(u->refused),
+		 "refused: the sidecar reports instance '%.64s'", a->instance_id);
+	log_error(u->name, "link refused: the sidecar reports instance '%.128s', not '%s'",
+		  a->instance_id, u->id);
+	u->gw->metrics.link_instance_mismatches++;
+	linkconn_close(u->lc, "instance id mismatch");
+	return -1;
 }
 
 static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 {
+	if (check_instance(u, a) < 0)
+		return;
 	u->up = 1;
 	u->backoff_ms = BACKOFF_MIN_MS;
 	if (u->ever_up)
@@ -202,10 +246,43 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
 }
 
+/* Caps per message type on what the sidecar sends: a compromised sandbox
+   is an untrusted peer. Returns why the frame is refused, or NULL. */
+static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f)
+{
+	size_t max_c = LINK_MAX_MEMBERS_DEFAULT, max_o = LINK_MAX_MEMBERS_DEFAULT;
+
+	if (u->has_limits && u->limits.max_controllers)
+		max_c = u->limits.max_controllers;
+	if (u->has_limits && u->limits.max_observers)
+		max_o = u->limits.max_observers;
+	switch (f->kind_case) {
+	case PTG__FRAME__KIND_OUTPUT:
+		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output" : NULL;
+	case PTG__FRAME__KIND_MEMBERSHIP:
+		return f->membership->n_controllers > max_c ||
+			       f->membership->n_observers > max_o
+			   ? "more members than its hello's limits allow"
+			   : NULL;
+	default:
+		return NULL;
+	}
+}
+
 static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
 {
 	struct upstream *u = user;
+	const char *why;
 
+	if (!u->up && m->msg_case != PTG__LINK_MESSAGE__MSG_HELLO_ACK)
+		return; /* nothing counts before the hello is answered and checked */
+	if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
+	    (why = frame_over_caps(u, m->frame))) {
+		log_error(u->name, "dropping the link: the sidecar sent %s", why);
+		u->gw->metrics.link_violations++;
+		linkconn_close(lc, why);
+		return;
+	}
 	switch (m->msg_case) {
 	case PTG__LINK_MESSAGE__MSG_HELLO_ACK:
 		on_hello_ack(u, m->hello_ack);
@@ -217,7 +294,7 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 		route_frame(u, m->frame);
 		break;
 	case PTG__LINK_MESSAGE__MSG_TASK_UPDATE:
-		task_ops_on_update(u->gw, u, m->task_update);
+		route_task_update(u, m->task_update);
 		break;
 	default:
 		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
@@ -236,11 +313,9 @@ static void schedule_dial(struct upstream *u)
    with replay_from once the link is back. */
 static void drop_bindings(struct upstream *u)
 {
-	task_ops_link_lost(u->gw, u);
 	while (u->n_binds) {
-		struct conn *c = u->binds[u->n_binds - 1].conn;
-		u->n_binds--;
-		conn_link_lost(c);
+		struct binding b = u->binds[--u->n_binds];
+		b.sink->link_lost(b.user);
 	}
 }
 
@@ -306,8 +381,14 @@ static void dial(struct upstream *u)
 		schedule_dial(u);
 		return;
 	}
-	u->connect_fd = fd;
 	u->connect_io = ev_io_new(u->gw->loop, fd, EV_WRITE, on_connected, u);
+	if (!u->connect_io) {
+		log_warn(u->name, "connect: cannot watch the socket: %s", strerror(errno));
+		close(fd);
+		schedule_dial(u);
+		return;
+	}
+	u->connect_fd = fd;
 }
 
 static void on_retry(struct ev_timer *t, void *user)
@@ -331,6 +412,12 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 	buf_init(&u->json);
 	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
 	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
+	if (!u->retry || !u->sweep) {
+		int err = errno;
+		upstream_free(u);
+		errno = err;
+		return NULL;
+	}
 	dial(u);
 	return u;
 }
@@ -378,6 +465,10 @@ void upstream_set_addr(struct upstream *u, const struct addr *a)
 const char *upstream_instance(const struct upstream *u) { return u->id; }
 const struct addr *upstream_addr(const struct upstream *u) { return &u->addr; }
 int upstream_up(const struct upstream *u) { return u->up; }
+const char *upstream_state(const struct upstream *u)
+{
+	return u->up ? "up" : u->refused[0] ? u->refused : "down";
+}
 const Ptg__Limits *upstream_limits(const struct upstream *u)
 {
 	return u->has_limits ? &u->limits : NULL;
@@ -385,11 +476,25 @@ const Ptg__Limits *upstream_limits(const struct upstream *u)
 uint64_t upstream_next_id(struct upstream *u) { return u->next_request++; }
 uint64_t upstream_attach_id(struct upstream *u) { return u->next_attach++; }
 
+/* Queues m toward the sidecar. A sidecar that does not read is not
+   given more than --link-queue-bytes: the link is dropped (its clients
+   are told, as for any lost link) and dialled again. */
+static void send_capped(struct upstream *u, const Ptg__LinkMessage *m)
+{
+	linkconn_send(u->lc, m);
+	if (linkconn_pending(u->lc) <= u->gw->cfg->link_queue_bytes)
+		return;
+	log_error(u->name, "dropping the link: %zu bytes queued, the sidecar is not reading",
+		  linkconn_pending(u->lc));
+	u->gw->metrics.link_queue_overflows++;
+	linkconn_close(u->lc, "the sidecar is not reading");
+}
+
 int upstream_send(struct upstream *u, const Ptg__LinkMessage *m)
 {
 	if (!u->up)
 		return -ENOTCONN;
-	linkconn_send(u->lc, m);
+	send_capped(u, m);
 	return 0;
 }
 
@@ -407,7 +512,7 @@ int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
 	p->deadline = time_mono_ms() + u->gw->cfg->request_timeout_ms;
 	p->next = u->pending;
 	u->pending = p;
-	linkconn_send(u->lc, m);
+	send_capped(u, m);
 	return 0;
 }
 

@@ -1,6 +1,8 @@
 /* upstream: the gateway's link to one instance's sidecar. Dials with
    backoff, says hello, matches replies to requests, and hands frames to
-   the attachments of each session (fan-out lives in conn.c). */
+   the attachments of each session. An upstream does not know what an
+   attachment is: it delivers to the sink it was given with the binding
+   (a table of callbacks and a user pointer, as libvterm does it). */
 #ifndef PTG_UPSTREAM_H
 #define PTG_UPSTREAM_H
 
@@ -11,7 +13,7 @@
 
 struct gateway;
 struct upstream;
-struct conn;
+struct wsframe;
 
 /* r is NULL when the link dropped or the request timed out. The reply
    and everything in it are valid only during the call. */
@@ -29,6 +31,9 @@ void upstream_set_addr(struct upstream *u, const struct addr *a);
 const Ptg__Limits *upstream_limits(const struct upstream *u);
 /* 1 when the link is connected and the hello is answered. */
 int upstream_up(const struct upstream *u);
+/* "up", "down", or "refused: WHY" when the sidecar's hello was refused
+   (it reported another instance id), for /readyz. */
+const char *upstream_state(const struct upstream *u);
 
 /* A fresh request id for a message the caller is about to send. */
 uint64_t upstream_next_id(struct upstream *u);
@@ -41,10 +46,25 @@ void upstream_cancel(struct upstream *u, uint64_t id);
 /* Sends m without expecting a reply. Returns 0 or -ENOTCONN. */
 int upstream_send(struct upstream *u, const Ptg__LinkMessage *m);
 
-/* Attachments: frames for (session, attach id) go to c. */
+/* Where the frames and replies of one attachment go. Every callback may
+   unbind any attachment, its own included. */
+struct upstream_sink {
+	/* A frame for the attachment; wf is its encoded WebSocket frame,
+	   shared by every recipient (take a reference to keep it). */
+	void (*frame)(const Ptg__Frame *f, struct wsframe *wf, void *user);
+	/* A reply with the attachment's id that no request was waiting for. */
+	void (*reply)(const Ptg__Reply *r, void *user);
+	/* The link dropped: the binding is already gone. */
+	void (*link_lost)(void *user);
+	/* A task update for the subscriber with the binding's id (SPEC 6).
+	   A sink that sets this and no frame callback receives no frames. */
+	void (*task_update)(const Ptg__TaskUpdate *tu, void *user);
+};
+
+/* Attachments: frames for (session, attach id) go to sink with user. */
 uint64_t upstream_attach_id(struct upstream *u);
 void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
-		   struct conn *c);
+		   const struct upstream_sink *sink, void *user);
 void upstream_unbind(struct upstream *u, uint64_t attach_id);
 
 #endif

@@ -1,7 +1,10 @@
 /* link: the framing of the link protocol, a pure codec. A frame is a
    4-byte big-endian body length and one packed Ptg__LinkMessage. The
    length is checked against LINK_MAX_MESSAGE before anything is
-   allocated, so a peer cannot make us reserve more than the cap. */
+   allocated, so a peer cannot make us reserve more than the cap, and
+   unpacking runs on a budget (LINK_DECODE_MAX_ALLOCS allocations, bytes
+   at most twice the message plus 1 MiB), so a message of millions of
+   empty repeated entries fails early instead of costing a gigabyte. */
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -26,8 +29,30 @@ void link_encode(const Ptg__LinkMessage *m, struct buf *out)
 	buf_commit(out, 4 + n);
 }
 
+struct link__budget {
+	size_t allocs, bytes, max_bytes;
+};
+
+static void *link__alloc(void *data, size_t size)
+{
+	struct link__budget *b = data;
+
+	if (b->allocs >= LINK_DECODE_MAX_ALLOCS || size > b->max_bytes - b->bytes)
+		return NULL;
+	b->allocs++;
+	b->bytes += size;
+	return malloc(size);
+}
+
+static void link__free(void *data, void *p)
+{
+	free(p);
+}
+
 int link_decode(struct buf *in, Ptg__LinkMessage **out)
 {
+	struct link__budget budget = {0, 0, 0};
+	ProtobufCAllocator alloc = {link__alloc, link__free, &budget};
 	const uint8_t *p = buf_head(in);
 	Ptg__LinkMessage *m;
 	uint32_t n;
@@ -40,7 +65,8 @@ int link_decode(struct buf *in, Ptg__LinkMessage **out)
 		return -EMSGSIZE;
 	if (buf_size(in) - 4 < n)
 		return 0;
-	m = ptg__link_message__unpack(NULL, n, p + 4);
+	budget.max_bytes = 2 * (size_t)n + (1u << 20);
+	m = ptg__link_message__unpack(&alloc, n, p + 4);
 	if (!m)
 		return -EBADMSG;
 	if (m->msg_case == PTG__LINK_MESSAGE__MSG__NOT_SET) {

@@ -10,6 +10,9 @@
 #include "link.pb-c.h"
 
 #define LINK_MAX_MESSAGE (16u * 1024 * 1024)
+/* Allocations one decoded message may make (repeated entries, strings):
+   far above any honest message, far below a bomb's millions. */
+#define LINK_DECODE_MAX_ALLOCS (1u << 18)
 
 /* Appends the framed encoding of m to out. */
 void link_encode(const Ptg__LinkMessage *m, struct buf *out);

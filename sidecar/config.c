@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +61,8 @@ static const char usage[] =
 	"                           disk (8388608)\n"
 	"  --export-asciicast ID    write session ID's history from --state-dir as\n"
 	"                           asciicast v2 to stdout, then exit\n"
+	"  --session-user USER      run every session's program as USER (the\n"
+	"                           sidecar must be root; default: its own user)\n"
 	"  --log-level LEVEL        debug, info, warn or error (info)\n"
 	"  --help                   this text\n"
 	"  --version                the version\n";
@@ -151,7 +154,8 @@ static int copy_str(const char *opt, const char *s, char *dst, size_t cap)
 enum {
 	OPT_LISTEN = 256, OPT_PUBLIC, OPT_INSTANCE, OPT_STATE, OPT_RFRAMES,
 	OPT_RSECONDS, OPT_RBYTES, OPT_MAXC, OPT_MAXO, OPT_KFS, OPT_KFF,
-	OPT_KFMAX, OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_HELP, OPT_VERSION,
+	OPT_KFMAX, OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_USER, OPT_HELP,
+	OPT_VERSION,
 	OPT_TASK_HANDLER, OPT_TASK_OUT, OPT_TASK_RUN, OPT_TASK_RUN_SESSION, OPT_TASK_MSG,
 	OPT_TASK_PAGE, OPT_TASK_KEEP,
 	OPT_STATE_KEY, OPT_STATE_OLD_KEY, OPT_STATE_PLAIN, OPT_FSYNC, OPT_STATE_MAX,
@@ -191,6 +195,7 @@ static const struct option options[] = {
 	{ "state-segment-bytes", required_argument, NULL, OPT_STATE_SEG },
 	{ "replay-memory-bytes", required_argument, NULL, OPT_REPLAY_MEM },
 	{ "export-asciicast", required_argument, NULL, OPT_EXPORT },
+	{ "session-user", required_argument, NULL, OPT_USER },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
@@ -325,6 +330,7 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 	case OPT_STATE_KEY: case OPT_STATE_OLD_KEY: case OPT_STATE_PLAIN: case OPT_FSYNC:
 	case OPT_STATE_MAX: case OPT_STATE_SEG: case OPT_REPLAY_MEM: case OPT_EXPORT:
 		return apply_state_option(c, opt, arg);
+	case OPT_USER: return copy_str("--session-user", arg, c->session_user, sizeof(c->session_user));
 	case OPT_LOG:
 		if (log_level_parse(arg, &lvl) < 0) {
 			fprintf(stderr, "ptygate-sidecar: --log-level: expected debug, "
@@ -335,6 +341,41 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* --session-user keeps session code away from the link: the user must
+   exist and differ from the sidecar's, the sidecar must be able to switch
+   to it, and the link must be one that user cannot dial (a tcp port on
+   loopback is open to every local user). */
+static int check_session_user(const struct sidecar_config *c)
+{
+	const struct passwd *pw;
+
+	if (!c->session_user[0])
+		return 0;
+	pw = getpwnam(c->session_user);
+	if (!pw) {
+		fprintf(stderr, "ptygate-sidecar: --session-user: no user '%s'\n",
+			c->session_user);
+		return -EINVAL;
+	}
+	if (geteuid() != 0) {
+		fprintf(stderr, "ptygate-sidecar: --session-user: the sidecar must run as "
+				"root to switch to '%s'\n", c->session_user);
+		return -EINVAL;
+	}
+	if (pw->pw_uid == 0 || pw->pw_uid == geteuid()) {
+		fprintf(stderr, "ptygate-sidecar: --session-user: '%s' is the sidecar's own "
+				"user (uid %u); choose an unprivileged one\n", c->session_user,
+			(unsigned)pw->pw_uid);
+		return -EINVAL;
+	}
+	if (c->listen.kind == ADDR_TCP) {
+		fprintf(stderr, "ptygate-sidecar: --session-user: a tcp link can be dialled "
+				"by any local user; use unix: or vsock:\n");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int config_parse(struct sidecar_config *c, int argc, char **argv)
@@ -375,7 +416,7 @@ int config_parse(struct sidecar_config *c, int argc, char **argv)
 		fprintf(stderr, "ptygate-sidecar: --listen ADDR is required\n");
 		goto bad;
 	}
-	return 0;
+	return check_session_user(c) < 0 ? -EINVAL : 0;
 bad:
 	fputs("Try 'ptygate-sidecar --help'.\n", stderr);
 	return -EINVAL;

@@ -47,6 +47,7 @@ struct sidecar_config {
 	uint64_t state_segment_bytes;
 	uint64_t replay_memory_bytes; /* the ring (a cache) with --state-dir */
 	const char *export_session;   /* --export-asciicast ID (argv) */
+	char session_user[64];     /* "" : programs run as the sidecar's user */
 };
 
 /* Fills the defaults of SPEC 3 and 5. */

@@ -40,7 +40,7 @@ static void emit_role(struct session *s, const struct member *m, int downgraded,
 	session_emit(s, &f, m);
 }
 
-void session_emit_membership(struct session *s)
+static void emit_membership_to(struct session *s, const struct member *target)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__MembershipChangedFrame mc = PTG__MEMBERSHIP_CHANGED_FRAME__INIT;
@@ -49,9 +49,52 @@ void session_emit_membership(struct session *s)
 	mc.observers = session_member_list(s, MEMBER_OBSERVER, &mc.n_observers);
 	f.kind_case = PTG__FRAME__KIND_MEMBERSHIP;
 	f.membership = &mc;
-	session_emit(s, &f, NULL);
+	session_emit(s, &f, target);
 	session_member_list_free(mc.controllers, mc.n_controllers);
 	session_member_list_free(mc.observers, mc.n_observers);
+}
+
+void session_emit_membership(struct session *s)
+{
+	emit_membership_to(s, NULL);
+	s->membership_dirty = 0;
+	if (s->membership_timer)
+		ev_timer_disarm(s->membership_timer);
+}
+
+static void on_membership_due(struct ev_timer *t, void *user)
+{
+	struct session *s = user;
+
+	if (s->membership_dirty)
+		session_emit_membership(s);
+}
+
+void session_emit_membership_joined(struct session *s, const struct member *joiner)
+{
+	int64_t now = time_mono_ms(), since = now - s->membership_window_ms;
+
+	if (!s->membership_window_ms || since >= MEMBERSHIP_COALESCE_MS) {
+		s->membership_window_ms = now;
+		s->membership_in_window = 0;
+		since = 0;
+	}
+	if (s->membership_in_window < MEMBERSHIP_BURST && !s->membership_dirty) {
+		s->membership_in_window++;
+		session_emit_membership(s);
+		return;
+	}
+	if (!s->membership_timer)
+		s->membership_timer = ev_timer_new(s->loop, -1, 0, on_membership_due, s);
+	if (!s->membership_timer) {
+		/* Out of descriptors: exact, just not coalesced. */
+		session_emit_membership(s);
+		return;
+	}
+	emit_membership_to(s, joiner);
+	s->membership_dirty = 1;
+	if (!ev_timer_armed(s->membership_timer))
+		ev_timer_arm(s->membership_timer, MEMBERSHIP_COALESCE_MS - since, 0);
 }
 
 /* ---- attach ---- */
@@ -175,16 +218,16 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		apply_join_size(s, m, a);
 		session_emit_keyframe(s, m);
 		emit_role(s, m, downgraded, reason);
-		session_emit_membership(s);
+		session_emit_membership_joined(s, m);
 	} else if (replay) {
 		emit_role(s, m, downgraded, reason);
 		session_state_replay(s, lc, a->attach_id, a->replay_from);
 		apply_join_size(s, m, a);
 		session_emit_keyframe(s, m);
-		session_emit_membership(s);
+		session_emit_membership_joined(s, m);
 	} else {
 		emit_role(s, m, downgraded, reason);
-		session_emit_membership(s);
+		session_emit_membership_joined(s, m);
 		apply_join_size(s, m, a);
 		session_emit_keyframe(s, m);
 	}

@@ -46,6 +46,10 @@ struct screen {
 	VTermRect glyph;
 	struct saved_screen normal; /* cells == NULL when not on the alt screen */
 	struct buf *probe;	    /* where screen_probe collects answers */
+	uint64_t vterm_bytes;	    /* fed to libvterm, for screen_vterm_bytes */
+	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
+	unsigned u8_len, u8_need;
+	uint32_t u8_cp;
 };
 
 /* libvterm callbacks */
@@ -225,10 +229,92 @@ static void end_run(struct screen *s)
 			   s->glyph.start_row == c.row && s->glyph.start_col == c.col;
 }
 
-static void write_vt(struct screen *s, const uint8_t *p, size_t n)
+/* libvterm 0.1.4 decodes a write's text into a stack array of 4 bytes per
+   byte: a megabyte of text would take 4 MiB of stack. Writes are cut
+   after an ASCII byte, where no UTF-8 character is split (libvterm judges
+   a broken one by where writes end). */
+#define VT_WRITE_MAX (64 * 1024)
+
+static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
+	s->vterm_bytes += n;
+	while (n > VT_WRITE_MAX) {
+		size_t k = VT_WRITE_MAX;
+
+		while (k > VT_WRITE_MAX - 16 && p[k - 1] >= 0x80)
+			k--;
+		vterm_input_write(s->vt, (const char *)p, k);
+		p += k;
+		n -= k;
+	}
 	if (n)
 		vterm_input_write(s->vt, (const char *)p, n);
+}
+
+/* The UTF-8 character held back in s->u8 is complete: on a one-column
+   screen, U+1100 and above (a superset of what libvterm 0.1.4 draws two
+   columns wide) becomes U+FFFD, as libvterm crashes placing a wide
+   character where none fits. */
+static void narrow_emit(struct screen *s, struct buf *out)
+{
+	if (s->u8_cp >= 0x1100)
+		buf_append(out, "\xef\xbf\xbd", 3);
+	else
+		buf_append(out, s->u8, s->u8_len);
+	s->u8_len = 0;
+	s->u8_need = 0;
+}
+
+static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf out = BUF_INIT;
+
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b = p[i];
+
+		if (s->u8_need && (b & 0xc0) == 0x80) {
+			s->u8[s->u8_len++] = b;
+			s->u8_cp = (s->u8_cp << 6) | (b & 0x3f);
+			if (--s->u8_need == 0)
+				narrow_emit(s, &out);
+			continue;
+		}
+		if (s->u8_need) {
+			/* Broken sequence: libvterm judges it, as it would. */
+			buf_append(&out, s->u8, s->u8_len);
+			s->u8_len = 0;
+			s->u8_need = 0;
+		}
+		if ((b & 0xc0) == 0x80) {
+			/* A stray continuation byte could complete a character
+			   libvterm holds from before a resize to one column. */
+			buf_append(&out, "\xef\xbf\xbd", 3);
+			continue;
+		}
+		if (b >= 0xc0 && b < 0xf8) {
+			s->u8_need = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
+			s->u8_cp = b & (0x3f >> s->u8_need);
+			s->u8[0] = b;
+			s->u8_len = 1;
+			continue;
+		}
+		buf_append(&out, &b, 1);
+	}
+	vt_put(s, buf_head(&out), buf_size(&out));
+	buf_free(&out);
+}
+
+static void write_vt(struct screen *s, const uint8_t *p, size_t n)
+{
+	if (s->cols == 1)
+		write_vt_narrow(s, p, n);
+	else
+		vt_put(s, p, n);
+}
+
+uint64_t screen_vterm_bytes(const struct screen *s)
+{
+	return s->vterm_bytes;
 }
 
 void screen_feed(struct screen *s, const uint8_t *p, size_t n)
@@ -301,6 +387,11 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
 		return;
+	if (s->u8_len) {
+		/* A character held back on one column goes on as it came. */
+		vt_put(s, s->u8, s->u8_len);
+		s->u8_len = s->u8_need = 0;
+	}
 	s->cols = cols;
 	s->rows = rows;
 	/* The cursor motion a resize makes cancels a pending wrap, even in
@@ -407,68 +498,159 @@ static bool attrs_default(const VTermScreenCell *c)
 	       VTERM_COLOR_IS_DEFAULT_BG(&c->bg);
 }
 
-/* ";n", without printf: the pen changes on every few cells. */
-static void put_param(struct buf *out, unsigned n)
-{
-	char tmp[12];
-	int i = sizeof(tmp);
+/* SGR parameters being put together, each with a leading ';'. The longest
+   (every attribute, two RGB colours) is about 60 bytes. */
+struct sgr {
+	char b[128];
+	size_t n;
+};
 
-	do {
-		tmp[--i] = (char)('0' + n % 10);
-		n /= 10;
-	} while (n);
-	tmp[--i] = ';';
-	buf_append(out, tmp + i, sizeof(tmp) - (size_t)i);
+static void sgr_put(struct sgr *g, const char *s, size_t k)
+{
+	memcpy(g->b + g->n, s, k);
+	g->n += k;
+}
+
+/* A literal's length is known at compile time. */
+#define sgr_str(g, lit) sgr_put((g), (lit), sizeof(lit) - 1)
+
+/* ";n", by hand: this runs for every pen change of a snapshot, and
+   parameters are below 1000 (colours up to 255, codes up to 107). */
+static void sgr_num(struct sgr *g, unsigned n)
+{
+	char *p = g->b + g->n;
+
+	*p++ = ';';
+	if (n >= 1000)
+		n = 999; /* not reached: no SGR parameter is this large */
+	if (n >= 100) {
+		*p++ = (char)('0' + n / 100);
+		n %= 100;
+		*p++ = (char)('0' + n / 10);
+	} else if (n >= 10) {
+		*p++ = (char)('0' + n / 10);
+	}
+	*p++ = (char)('0' + n % 10);
+	g->n = (size_t)(p - g->b);
 }
 
 /* base is 30 for foreground, 40 for background. */
-static void sgr_color(struct buf *out, const VTermColor *c, unsigned base)
+static void sgr_color(struct sgr *g, const VTermColor *c, unsigned base)
 {
+	if (VTERM_COLOR_IS_DEFAULT_FG(c) || VTERM_COLOR_IS_DEFAULT_BG(c)) {
+		sgr_num(g, base + 9);
+		return;
+	}
 	if (VTERM_COLOR_IS_INDEXED(c)) {
 		unsigned i = c->indexed.idx;
 
 		if (i < 16) {
-			put_param(out, i < 8 ? base + i : base + 60 + i - 8);
+			sgr_num(g, i < 8 ? base + i : base + 60 + i - 8);
 			return;
 		}
-		put_param(out, base + 8);
-		put_param(out, 5);
-		put_param(out, i);
+		sgr_num(g, base + 8);
+		sgr_num(g, 5);
+		sgr_num(g, i);
 		return;
 	}
-	put_param(out, base + 8);
-	put_param(out, 2);
-	put_param(out, c->rgb.red);
-	put_param(out, c->rgb.green);
-	put_param(out, c->rgb.blue);
+	sgr_num(g, base + 8);
+	sgr_num(g, 2);
+	sgr_num(g, c->rgb.red);
+	sgr_num(g, c->rgb.green);
+	sgr_num(g, c->rgb.blue);
 }
 
-/* Sets B's pen to p's attributes and colours, from a clean slate. */
+static const char *const UNDERLINE_ON[] = {"", ";4", ";21", ";4:3"};
+
+/* p's pen from a clean slate: "0" and what p has on. */
+static void sgr_full(struct sgr *g, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs;
+
+	sgr_str(g, ";0");
+	if (a->bold)
+		sgr_str(g, ";1");
+	if (a->italic)
+		sgr_str(g, ";3");
+	sgr_put(g, UNDERLINE_ON[a->underline & 3], strlen(UNDERLINE_ON[a->underline & 3]));
+	if (a->blink)
+		sgr_str(g, ";5");
+	if (a->reverse)
+		sgr_str(g, ";7");
+	if (a->strike)
+		sgr_str(g, ";9");
+	if (a->font)
+		sgr_num(g, 10 + (unsigned)a->font);
+	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
+		sgr_color(g, &p->fg, 30);
+	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
+		sgr_color(g, &p->bg, 40);
+}
+
+/* p's pen from the pen `from`: only what differs, each attribute turned
+   off by its own code (22 bold, 23 italic, 24 underline, 25 blink, 27
+   reverse, 29 strike, 10 font, 39/49 default colours). */
+static void sgr_delta(struct sgr *g, const VTermScreenCell *from, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
+
+	if (a->bold != f->bold)
+		sgr_num(g, a->bold ? 1 : 22);
+	if (a->italic != f->italic)
+		sgr_num(g, a->italic ? 3 : 23);
+	if (a->underline != f->underline) {
+		const char *u = a->underline ? UNDERLINE_ON[a->underline & 3] : ";24";
+
+		sgr_put(g, u, strlen(u));
+	}
+	if (a->blink != f->blink)
+		sgr_num(g, a->blink ? 5 : 25);
+	if (a->reverse != f->reverse)
+		sgr_num(g, a->reverse ? 7 : 27);
+	if (a->strike != f->strike)
+		sgr_num(g, a->strike ? 9 : 29);
+	if (a->font != f->font)
+		sgr_num(g, 10 + (unsigned)a->font);
+	if (!color_eq(&from->fg, &p->fg))
+		sgr_color(g, &p->fg, 30);
+	if (!color_eq(&from->bg, &p->bg))
+		sgr_color(g, &p->bg, 40);
+}
+
+static bool switches_off(const VTermScreenCell *from, const VTermScreenCell *p)
+{
+	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
+
+	return (f->bold && !a->bold) || (f->italic && !a->italic) ||
+	       (f->underline && !a->underline) || (f->blink && !a->blink) ||
+	       (f->reverse && !a->reverse) || (f->strike && !a->strike) ||
+	       (f->font && !a->font) ||
+	       (!VTERM_COLOR_IS_DEFAULT_FG(&from->fg) && VTERM_COLOR_IS_DEFAULT_FG(&p->fg)) ||
+	       (!VTERM_COLOR_IS_DEFAULT_BG(&from->bg) && VTERM_COLOR_IS_DEFAULT_BG(&p->bg));
+}
+
+/* Sets B's pen to p's attributes and colours: the shorter of the change
+   from B's current pen and a reset with p's pen, so a screen with a new
+   colour in every cell costs one colour per cell. */
 static void set_pen(struct enc *e, const VTermScreenCell *p)
 {
-	static const char *const ul[] = {"", ";4", ";21", ";4:3"};
-	const VTermScreenCellAttrs *a = &p->attrs;
+	struct sgr full, delta; /* not zeroed: this runs for every cell */
+	const struct sgr *g;
 
 	if (attrs_eq(&e->pen, p))
 		return;
-	buf_append_str(e->out, "\033[0");
-	if (a->bold)
-		buf_append_str(e->out, ";1");
-	if (a->italic)
-		buf_append_str(e->out, ";3");
-	buf_append_str(e->out, ul[a->underline & 3]);
-	if (a->blink)
-		buf_append_str(e->out, ";5");
-	if (a->reverse)
-		buf_append_str(e->out, ";7");
-	if (a->strike)
-		buf_append_str(e->out, ";9");
-	if (a->font)
-		put_param(e->out, 10 + (unsigned)a->font);
-	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
-		sgr_color(e->out, &p->fg, 30);
-	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
-		sgr_color(e->out, &p->bg, 40);
+	full.n = delta.n = 0;
+	sgr_delta(&delta, &e->pen, p);
+	g = &delta;
+	/* With nothing switched off, the delta is a part of the reset's
+	   parameters and never longer. */
+	if (switches_off(&e->pen, p)) {
+		sgr_full(&full, p);
+		if (full.n < delta.n)
+			g = &full;
+	}
+	buf_append_str(e->out, "\033[");
+	buf_append(e->out, g->b + 1, g->n - 1);
 	buf_append_str(e->out, "m");
 	e->pen = *p;
 }
@@ -740,13 +922,231 @@ static bool plain_at(const uint8_t *p, size_t i)
 	return k == BYTE_PLAIN || (k == BYTE_MAYBE_C1 && !(i > 0 && p[i - 1] == 0xc2));
 }
 
+/* ---- plain runs: bytes 0x20..0x7E, CR and LF ----
+
+   Inside such a run the terminal only prints one-column glyphs, returns
+   and feeds lines, so the cursor can be followed here exactly, without
+   libvterm, from a state read off libvterm at the run's start. */
+
+static bool simple_byte(uint8_t b)
+{
+	return (b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n';
+}
+
+/* The cursor inside a plain run, as libvterm moves it. `known` is false
+   after a line feed met a pending wrap (whether LF cancels it is left
+   open): until the next CR no wrap is counted, so advances stay a lower
+   bound and no skip point is taken. */
+struct run_cursor {
+	unsigned col;
+	bool pending, known;
+	uint64_t advances; /* line feeds and wraps: each moves down or scrolls */
+};
+
+struct run_rules {
+	unsigned cols;
+	bool autowrap, newline;
+};
+
+static void run_step(struct run_cursor *c, const struct run_rules *r, uint8_t b)
+{
+	if (b == '\r') {
+		c->col = 0;
+		c->pending = false;
+		c->known = true;
+	} else if (b == '\n') {
+		c->advances++;
+		if (r->newline) {
+			c->col = 0;
+			c->pending = false;
+			c->known = true;
+		} else if (c->pending) {
+			c->known = false;
+		}
+	} else if (c->known) {
+		if (c->pending) {
+			c->advances++;
+			c->col = 0;
+			c->pending = false;
+		}
+		if (c->col + 1 < r->cols)
+			c->col++;
+		else
+			c->pending = r->autowrap;
+	}
+}
+
+/* run_step over m printable bytes at once (no CR or LF among them). */
+static void run_print(struct run_cursor *c, const struct run_rules *r, size_t m)
+{
+	uint64_t t, w;
+
+	if (!m || !c->known)
+		return;
+	if (c->pending && r->autowrap) {
+		c->advances++;
+		c->col = 0;
+		c->pending = false;
+	}
+	if (!r->autowrap) {
+		c->col = c->col + m < r->cols ? c->col + (unsigned)m : r->cols - 1;
+		c->pending = false;
+		return;
+	}
+	/* From column col, the k-th glyph lands at col + k - 1 counted on an
+	   endless line; each full width before the last glyph is a wrap. */
+	t = c->col + m;
+	w = (t - 1) / r->cols;
+	c->advances += w;
+	t -= w * r->cols;
+	c->pending = t == r->cols;
+	c->col = c->pending ? r->cols - 1 : (unsigned)t;
+}
+
+/* Printable bytes from p on, up to n. */
+static size_t printable_len(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k < n && p[k] != '\r' && p[k] != '\n')
+		k++;
+	return k;
+}
+
+/* Within the run p[0..n) entered with cursor c0, the latest offset X
+   after which at least `need` line advances follow, with the cursor's
+   column known and no wrap pending at X; 0 when there is none. */
+static size_t run_skip_point(const uint8_t *p, size_t n, const struct run_cursor *c0,
+			     const struct run_rules *r, unsigned need, struct run_cursor *at)
+{
+	struct run_cursor c = *c0, next;
+	uint64_t total;
+	size_t x = 0, i, k;
+
+	for (i = 0; i < n; i += k) {
+		k = printable_len(p + i, n - i);
+		run_print(&c, r, k);
+		if (!k)
+			run_step(&c, r, p[i]), k = 1;
+	}
+	total = c.advances;
+	if (total < need)
+		return 0;
+	/* Whole stretches while the rest still holds `need` advances, then
+	   byte by byte through the stretch where it stops doing so. */
+	c = *c0;
+	for (i = 0; i < n; i += k) {
+		k = printable_len(p + i, n - i);
+		next = c;
+		if (k)
+			run_print(&next, r, k);
+		else
+			run_step(&next, r, p[i]), k = 1;
+		if (total - next.advances < need)
+			break;
+		c = next;
+		if (c.known && !c.pending) {
+			x = i + k;
+			*at = c;
+		}
+	}
+	if (i < n && k > 1 && c.known && r->autowrap && r->cols > 1 &&
+	    total - need > c.advances) {
+		/* A stretch of glyphs: its wraps fall every `cols` glyphs from
+		   the first; X is just after the last one the budget allows
+		   (the glyph lands on column 0, the cursor on column 1). */
+		uint64_t budget = total - need - c.advances;
+		uint64_t first = c.pending ? 0 : r->cols - c.col;
+
+		at->col = 1;
+		at->pending = false;
+		at->known = true;
+		at->advances = c.advances + budget;
+		return i + first + (budget - 1) * r->cols + 1;
+	}
+	for (; i < n && total - c.advances >= need; i++) {
+		run_step(&c, r, p[i]);
+		if (total - c.advances >= need && c.known && !c.pending) {
+			x = i + 1;
+			*at = c;
+		}
+	}
+	return x;
+}
+
+static bool scroll_region_is_screen(const struct screen *s)
+{
+	const struct modes_state *st = modes_state(s->modes);
+
+	return st->top == 0 && (st->bottom == -1 || st->bottom == (int)s->rows) &&
+	       !st->lr_margins;
+}
+
+/* Feeds the run p[0..n) (simple bytes only), leaving out what provably
+   scrolls off. */
+static void feed_run(struct screen *s, const uint8_t *p, size_t n)
+{
+	const struct modes_state *ms = modes_state(s->modes);
+	unsigned need = 2 * s->rows + 1;
+	struct run_cursor c0 = { .known = true }, at;
+	struct run_rules r;
+	char move[32];
+	VTermPos pos;
+	size_t i = 0, x;
+
+	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"), and
+	   feed one byte more: printed ASCII also ends a split UTF-8
+	   character, so libvterm's decoder is clean. */
+	while (i < n && i < 256 && !modes_idle(s->modes))
+		screen_feed(s, p + i++, 1);
+	if (i < n)
+		screen_feed(s, p + i++, 1);
+	if (!modes_idle(s->modes) || !scroll_region_is_screen(s) || ms->insert ||
+	    n - i < (size_t)need) {
+		screen_feed(s, p + i, n - i);
+		return;
+	}
+	vterm_state_get_cursorpos(s->state, &pos);
+	c0.col = (unsigned)pos.col;
+	c0.pending = ms->pending_wrap;
+	r = (struct run_rules){ .cols = s->cols, .autowrap = ms->autowrap,
+				.newline = ms->newline };
+	x = run_skip_point(p + i, n - i, &c0, &r, need, &at);
+	if (!x) {
+		screen_feed(s, p + i, n - i);
+		return;
+	}
+	/* p[i, i+x) is left out. After it, `need` advances bring both cursors
+	   to the bottom row (rows - 1 at most) and then scroll every row
+	   either could have written off the screen; what is fed instead puts
+	   the cursor on the same column with no wrap pending, which is all
+	   the rest of the run depends on. Blank lines scroll in with the
+	   pen's background, which plain text does not change. */
+	if (at.col)
+		snprintf(move, sizeof(move), "\r\033[%uC", at.col);
+	else
+		snprintf(move, sizeof(move), "\r");
+	screen_feed(s, (const uint8_t *)move, strlen(move));
+	screen_feed(s, p + i + x, n - i - x);
+}
+
 /* The latest point X such that p[X-2..X) is CR LF and the plain text
    from X on holds at least `need` line feeds before anything else (a
    sequence after them may change the scroll region or the screen, and
-   must find both models alike); 0 when there is none. */
+   must find both models alike); 0 when there is none. Unlike a simple
+   run this may hold UTF-8 text. */
 static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 {
 	unsigned lfs = 0;
+	const uint8_t *q = p, *end = p + n;
+
+	/* A long line holds no line feed: memchr says so faster than the
+	   byte-by-byte walk below. */
+	while (lfs < need && (q = memchr(q, '\n', (size_t)(end - q))))
+		q++, lfs++;
+	if (lfs < need)
+		return 0;
+	lfs = 0;
 
 	for (size_t i = n; i-- > 1;) {
 		if (!plain_at(p, i)) {
@@ -762,22 +1162,15 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	return 0;
 }
 
-static bool scroll_region_is_screen(const struct screen *s)
-{
-	const struct modes_state *st = modes_state(s->modes);
-
-	return st->top == 0 && (st->bottom == -1 || st->bottom == (int)s->rows) &&
-	       !st->lr_margins;
-}
-
-void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+/* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
+   scroll every row away, and a CR for what lies before it. Returns X, or 0
+   when nothing was fed. */
+static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i;
 
-	if (!x) {
-		screen_feed(s, p, n);
-		return;
-	}
+	if (!x)
+		return 0;
 	for (start = x; start > 0 && plain_at(p, start - 1); start--)
 		;
 	screen_feed(s, p, start);
@@ -785,13 +1178,42 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
 		screen_feed(s, p + i, 1);
 	if (!modes_idle(s->modes) || !scroll_region_is_screen(s)) {
-		screen_feed(s, p + i, n - i);
-		return;
+		screen_feed(s, p + i, x - i);
+		return x;
 	}
 	/* Every row p[i..x) could have written scrolls off in the plain text
 	   after x: it starts at column 0 after CR LF and holds 2*rows+1 line
 	   feeds before any sequence can change the scroll region. */
 	if (x > i)
 		screen_feed(s, (const uint8_t *)"\r", 1);
-	screen_feed(s, p + x, n - x);
+	return x;
+}
+
+void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+{
+	unsigned need = 2 * s->rows + 1;
+	size_t start, a, e;
+
+	/* Whole lines, UTF-8 included, that scroll off first; then long
+	   ASCII runs, wrapped or not, within what is left. */
+	start = feed_to_line_skip(s, p, n);
+
+	/* Long plain runs go through feed_run; everything else, as is. A run
+	   shorter than `need` columns' worth could not scroll the screen. */
+	for (a = start; a < n; a = e) {
+		while (a < n && !simple_byte(p[a]))
+			a++;
+		for (e = a; e < n && simple_byte(p[e]); e++)
+			;
+		if (e - a < (size_t)need * 2 || e - a < 4096)
+			continue;
+		/* libvterm judges a broken UTF-8 character differently when its
+		   lead byte ends one write: the first ASCII byte stays with it. */
+		if (a > 0 && p[a - 1] >= 0x80)
+			a++;
+		screen_feed(s, p + start, a - start);
+		feed_run(s, p + a, e - a);
+		start = e;
+	}
+	screen_feed(s, p + start, n - start);
 }

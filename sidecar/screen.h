@@ -23,11 +23,15 @@ void screen_free(struct screen *s);
 /* Feeds output bytes (any split, one byte at a time included). Answers the
    terminal would send to queries are discarded. */
 void screen_feed(struct screen *s, const uint8_t *p, size_t n);
-/* Same result as screen_feed, faster for floods: plain text (printable
-   characters, CR, LF) followed, after a CR LF, by plain text with at
-   least 2*rows+1 line feeds is left out: with the scroll region the
-   whole screen, every row it could touch scrolls off before anything
-   can tell the difference. */
+/* Same result as screen_feed, faster for floods: text that provably
+   scrolls off before anything can tell the difference is left out.
+   That is plain text (printable characters, UTF-8, CR, LF) followed,
+   after a CR LF, by plain lines with at least 2*rows+1 line feeds; and
+   within a run of ASCII, CR and LF, whatever precedes the last 2*rows+1
+   line advances, wraps included (the cursor is followed from libvterm's
+   state at the run's start: column, pending wrap, auto-wrap, newline
+   mode; not in insert mode, and only with the whole screen as the
+   scroll region). */
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
 /* Resizes the model (the PTY is resized by the caller); sizes below 1 are
    raised to 1. */
@@ -39,6 +43,9 @@ void screen_size(const struct screen *s, unsigned *cols, unsigned *rows);
 void screen_snapshot(struct screen *s, struct buf *out);
 
 /* Introspection, for tests and diagnostics. */
+
+/* Bytes handed to libvterm so far (what screen_feed_tail saves shows). */
+uint64_t screen_vterm_bytes(const struct screen *s);
 
 /* The tracked modes (pending_wrap included). */
 const struct modes_state *screen_modes(const struct screen *s);

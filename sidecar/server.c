@@ -4,11 +4,13 @@
 #include "server.h"
 
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/vm_sockets.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -44,6 +46,8 @@ struct server {
 	int listen_fd;
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
+	uid_t session_uid;           /* --session-user's uid */
+	int accept_paused;           /* out of descriptors: listener off until the tick */
 	struct session **sessions;
 	size_t n_sessions;
 	struct link *links;
@@ -396,6 +400,31 @@ static const struct linkconn_ops link_ops = {
 	.on_close = on_link_close,
 };
 
+/* With --session-user, session code must not reach the link. The unix
+   socket is 0600 and owned by us, so this is a second wall: a peer
+   running as the session user is refused, and on vsock only the host
+   (where the gateway runs) may dial in, not this VM itself. */
+static int peer_allowed(const struct server *srv, int cfd)
+{
+	struct sockaddr_vm vm;
+	socklen_t len;
+	struct ucred cred;
+
+	if (!srv->cfg->session_user[0])
+		return 1;
+	if (srv->cfg->listen.kind == ADDR_UNIX) {
+		len = sizeof(cred);
+		return getsockopt(cfd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 &&
+		       cred.uid != srv->session_uid;
+	}
+	if (srv->cfg->listen.kind == ADDR_VSOCK) {
+		len = sizeof(vm);
+		return getpeername(cfd, (struct sockaddr *)&vm, &len) == 0 &&
+		       vm.svm_cid == VMADDR_CID_HOST;
+	}
+	return 0;
+}
+
 static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct server *srv = user;
@@ -404,6 +433,11 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 	int cfd;
 
 	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
+		if (!peer_allowed(srv, cfd)) {
+			log_warn(NULL, "refusing a link from the session user or this VM");
+			close(cfd);
+			continue;
+		}
 		if (srv->n_links >= MAX_LINKS) {
 			log_warn(NULL, "refusing a link: %d links already", MAX_LINKS);
 			close(cfd);
@@ -412,14 +446,28 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		snprintf(name, sizeof(name), "link-%u", ++srv->link_seq);
 		l = xcalloc(1, sizeof(*l));
 		l->srv = srv;
+		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
+		if (!l->lc) {
+			/* linkconn_new closed cfd; the gateway re-dials. */
+			log_warn(name, "refusing a link: cannot watch it: %s", strerror(errno));
+			free(l);
+			continue;
+		}
 		l->next = srv->links;
 		srv->links = l;
 		srv->n_links++;
-		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
 		log_info(name, "accepted");
 	}
-	if (errno != EAGAIN && errno != EINTR)
+	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+		/* Out of descriptors: the pending connection stays queued and
+		   the listener would wake the loop at once, forever. Stop
+		   watching it until the next tick. */
+		log_warn(NULL, "accept: %s; not accepting links for a second", strerror(errno));
+		ev_io_set(srv->listen_io, 0);
+		srv->accept_paused = 1;
+	} else if (errno != EAGAIN && errno != EINTR) {
 		log_warn(NULL, "accept: %s", strerror(errno));
+	}
 }
 
 /* A gateway that stops reading would make the sidecar buffer without
@@ -471,6 +519,10 @@ static void on_tick(struct ev_timer *t, void *user)
 		session_tick(srv->sessions[i], now);
 	session_state_budget(srv->sessions, srv->n_sessions, srv->cfg->state_max_bytes);
 	reap_sessions(srv, now);
+	if (srv->accept_paused) {
+		srv->accept_paused = 0;
+		ev_io_set(srv->listen_io, EV_READ);
+	}
 }
 
 static int restore_sessions(struct server *srv)
@@ -504,6 +556,17 @@ struct server *server_new(const struct sidecar_config *cfg)
 
 	srv->cfg = cfg;
 	srv->loop = ev_loop_new();
+	if (!srv->loop) {
+		log_error(NULL, "cannot create the event loop: %s", strerror(errno));
+		free(srv);
+		return NULL;
+	}
+	if (cfg->session_user[0]) {
+		const struct passwd *pw = getpwnam(cfg->session_user);
+
+		/* config_parse checked it exists; uid 0 is never a session user. */
+		srv->session_uid = pw ? pw->pw_uid : 0;
+	}
 	addr_format(&cfg->listen, where, sizeof(where));
 	srv->listen_fd = addr_listen(&cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0,
 				     err, sizeof(err));
@@ -521,10 +584,20 @@ struct server *server_new(const struct sidecar_config *cfg)
 	}
 	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
-	ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv);
-	ev_signal_add(srv->loop, SIGTERM, on_stop, srv);
-	ev_signal_add(srv->loop, SIGINT, on_stop, srv);
-	ev_signal_add(srv->loop, SIGPIPE, NULL, NULL);
+	if (!srv->listen_io || !srv->tick) {
+		log_error(NULL, "cannot watch the listener or start the tick: %s",
+			  strerror(errno));
+		server_free(srv);
+		return NULL;
+	}
+	if (ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGTERM, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGINT, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGPIPE, NULL, NULL) < 0) {
+		log_error(NULL, "cannot take the signals: %s", strerror(errno));
+		server_free(srv);
+		return NULL;
+	}
 	ev_hook_add(srv->loop, check_link_backlog, srv);
 	log_info(NULL, "listening on %s (instance %s)", where, cfg->instance_id);
 	return srv;

@@ -50,14 +50,17 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* The login shell of the sidecar's user, for a create without a command. */
-static char **default_argv(void)
+/* The login shell of the session's user, for a create without a command. */
+static char **default_argv(const struct sidecar_config *cfg)
 {
-	const char *sh = getenv("SHELL");
+	const char *sh = cfg->session_user[0] ? NULL : getenv("SHELL");
 	struct passwd *pw;
 	char *argv[2] = { NULL, NULL };
 
-	if (!sh || !sh[0]) {
+	if (cfg->session_user[0]) {
+		pw = getpwnam(cfg->session_user);
+		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
+	} else if (!sh || !sh[0]) {
 		pw = getpwuid(getuid());
 		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
 	}
@@ -87,12 +90,19 @@ static int start_process(struct session *s, const struct session_params *p,
 	struct tty_spec spec = {
 		.argv = s->argv, .cwd = p->cwd, .env_extra = p->env_extra,
 		.cols = s->cols, .rows = s->rows,
+		.user = s->cfg->session_user[0] ? s->cfg->session_user : NULL,
 	};
 	int rc = tty_spawn(&spec, &s->master, &s->pid, err, errlen);
 
 	if (rc < 0)
 		return rc;
 	s->io = ev_io_new(s->loop, s->master, EV_READ, on_pty, s);
+	if (!s->io) {
+		/* Out of file descriptors (or epoll's limit): a session whose
+		   PTY is never read would hang its program, so refuse it. */
+		snprintf(err, errlen, "cannot watch the terminal: %s", strerror(errno));
+		return -EMFILE;
+	}
 	return 0;
 }
 
@@ -109,7 +119,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->rows = p->rows ? p->rows : cfg->default_rows;
 	s->policy = p->policy;
 	s->label = xstrdup(p->label ? p->label : "");
-	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv();
+	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv(cfg);
 	s->created_ms = time_now_ms();
 	buf_init(&s->input);
 	buf_init(&s->pack);
@@ -146,6 +156,7 @@ void session_free(struct session *s)
 	session_state_free(s);
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
+	ev_timer_free(s->membership_timer);
 	screen_free(s->screen);
 	ring_free(s->ring);
 	members_free(s->members);
@@ -225,7 +236,10 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 		/* Cadence restarts here, made or not: a failed one is not retried
 		   on every output frame. */
 		s->frames_since_keyframe = 0;
-		ev_timer_disarm(s->keyframe_timer);
+		/* No timer yet when the frame count comes due first (for
+		   instance --keyframe-frames 1). */
+		if (s->keyframe_timer)
+			ev_timer_disarm(s->keyframe_timer);
 	}
 	session_screen_sync(s);
 	screen_snapshot(s->screen, &snap);
@@ -317,6 +331,12 @@ static void keyframe_cadence(struct session *s)
 	}
 	if (!s->keyframe_timer)
 		s->keyframe_timer = ev_timer_new(s->loop, -1, 0, on_keyframe_due, s);
+	if (!s->keyframe_timer) {
+		/* Out of descriptors: the frame count still brings Keyframes;
+		   the timer is tried again on the next output. */
+		log_warn(s->id, "no keyframe timer: %s", strerror(errno));
+		return;
+	}
 	if (!ev_timer_armed(s->keyframe_timer))
 		ev_timer_arm(s->keyframe_timer, due, 0);
 }
@@ -607,6 +627,12 @@ void session_kill(struct session *s, const char *detail)
 	kill(s->pid, SIGHUP);
 	kill(-s->pid, SIGCONT);
 	s->kill_timer = ev_timer_new(s->loop, s->cfg->kill_grace_ms, 0, on_kill_grace, s);
+	if (!s->kill_timer) {
+		/* Without a timer there is no grace period: a program that
+		   ignores the hang-up must not outlive the kill. */
+		log_warn(s->id, "no grace timer (%s): SIGKILL now", strerror(errno));
+		on_kill_grace(NULL, s);
+	}
 }
 
 void session_tick(struct session *s, int64_t now_ms)

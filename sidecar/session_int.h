@@ -12,6 +12,12 @@
 #include "session.h"
 #include "uuid.h"
 
+/* Past MEMBERSHIP_BURST join broadcasts within MEMBERSHIP_COALESCE_MS,
+   further joins share one MembershipChanged broadcast at the window's
+   end. */
+#define MEMBERSHIP_COALESCE_MS 50
+#define MEMBERSHIP_BURST 16
+
 struct session {
 	char id[UUID_STRLEN + 1];
 	const struct sidecar_config *cfg;
@@ -47,6 +53,11 @@ struct session {
 
 	uint32_t frames_since_keyframe;
 	struct ev_timer *keyframe_timer;
+
+	int64_t membership_window_ms; /* start of the coalescing window (mono) */
+	unsigned membership_in_window; /* join broadcasts in it */
+	int membership_dirty;        /* joins since then wait for the timer */
+	struct ev_timer *membership_timer;
 
 	struct buf pack;            /* scratch for packing frames */
 
@@ -103,8 +114,15 @@ void session_emit_error(struct session *s, const struct member *target,
    the members (free with session_member_list_free). */
 Ptg__Member **session_member_list(struct session *s, enum member_role role, size_t *n);
 void session_member_list_free(Ptg__Member **v, size_t n);
-/* Broadcasts the whole membership. */
+/* Broadcasts the whole membership now. */
 void session_emit_membership(struct session *s);
+/* The membership step of a join flow (SPEC 5.2): a broadcast, unless
+   MEMBERSHIP_BURST of them went out in the current window of
+   MEMBERSHIP_COALESCE_MS; then the joiner gets the whole list addressed
+   to it alone, in the same place of its flow, and everyone one broadcast
+   with the final list when the window ends. So a burst of N joins costs
+   at most MEMBERSHIP_BURST + 1 lists to every member per window, not N. */
+void session_emit_membership_joined(struct session *s, const struct member *joiner);
 /* Sends Closed to target (NULL: broadcast). */
 void session_emit_closed(struct session *s, const struct member *target);
 /* Applies a size to the PTY and the screen and broadcasts Resize;

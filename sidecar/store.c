@@ -27,6 +27,7 @@
 int store_open(const char *dir)
 {
 	char path[4096];
+	struct stat st;
 
 	snprintf(path, sizeof(path), "%s", dir);
 	for (char *p = path + 1; *p; p++) {
@@ -38,6 +39,17 @@ int store_open(const char *dir)
 		*p = '/';
 	}
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	/* Records hold screens (whatever a program printed): the directory is
+	   ours alone, even when it existed before with looser modes, and
+	   another user's directory is refused. */
+	if (stat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if (st.st_uid != geteuid())
+		return -EPERM;
+	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) < 0)
 		return -errno;
 	return access(path, W_OK) < 0 ? -errno : 0;
 }

@@ -34,7 +34,8 @@ struct store_record {
 	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };
 
-/* Creates dir (and its parents) if needed. Returns 0 or a negative errno. */
+/* Creates dir (and its parents) if needed and makes it 0700; a dir owned
+   by another user is refused (-EPERM). Returns 0 or a negative errno. */
 int store_open(const char *dir);
 /* Writes r's record (not its screen) atomically and durably (fsync of
    the file and the directory: a sequence reservation must survive a power

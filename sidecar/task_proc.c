@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "runas.h"
 #include "xalloc.h"
 
 #define ENVIRON_MAX (256u * 1024)
@@ -75,8 +76,9 @@ static void child_write(const char *s)
 
 static void __attribute__((noreturn))
 child(const char *cwd, int in, const int out[2], const int errp[2], char *const argv[],
-      char *const envp[])
+      char **envp, const struct run_as *ra)
 {
+	const char *what;
 	sigset_t none;
 
 	/* Its own session, so its own process group and no controlling
@@ -92,11 +94,20 @@ child(const char *cwd, int in, const int out[2], const int errp[2], char *const 
 			signal(s, SIG_DFL);
 	if (dup2(in, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
 		_exit(127);
+	/* A task gets its three streams and nothing else of the sidecar's. */
+	close_range(3, ~0u, 0);
+	/* Never more privilege than the session's own program: the working
+	   directory and environment come from that program, so they are
+	   the user's to choose. */
+	if (ra && runas_become(ra, &what) < 0) {
+		child_write("ptygate: cannot switch to the session's user\n");
+		_exit(127);
+	}
 	if (cwd && chdir(cwd) < 0) {
 		child_write("ptygate: cannot enter the session's working directory\n");
 		_exit(127);
 	}
-	execve(argv[0], argv, envp);
+	execve(argv[0], argv, envp ? envp : environ);
 	child_write("ptygate: cannot execute ");
 	child_write(argv[0]);
 	child_write("\n");
@@ -111,8 +122,15 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 	char cwd_link[64], cwd_buf[4096], *cwd = NULL, *block = NULL;
 	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
 	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in = -1, rc = 0;
+	struct run_as ra;
 	ssize_t k;
 	pid_t pid = -1;
+
+	if (sp->user && (rc = runas_lookup(sp->user, &ra, err, errlen)) < 0) {
+		free(envp);
+		free(block);
+		return rc;
+	}
 
 	if (sp->session_pid > 0) {
 		snprintf(cwd_link, sizeof(cwd_link), "/proc/%d/cwd", (int)sp->session_pid);
@@ -122,6 +140,8 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 			cwd = cwd_buf;
 		}
 	}
+	if (!cwd && sp->user)
+		cwd = ra.home;
 	in = use_handler ? input_fd(sp->input, sp->input_len)
 			 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Only our read ends are non-blocking: the command writes as usual. */
@@ -139,7 +159,7 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 		goto done;
 	}
 	if (pid == 0)
-		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp ? envp : environ);
+		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp, sp->user ? &ra : NULL);
 	setpgid(pid, pid); /* also here: no race with a kill of the group */
 	out[0] = o[0];
 	out[1] = e[0];

@@ -2,7 +2,8 @@
    `/bin/sh -c COMMAND` (or the operator's handler, the message as JSON
    on its stdin), stdin otherwise /dev/null, stdout and stderr on
    non-blocking pipes, in its own process group, in the working directory
-   and environment of the session's program when it is alive. */
+   and environment of the session's program when it is alive, as the
+   session's user. */
 #ifndef PTG_TASK_PROC_H
 #define PTG_TASK_PROC_H
 
@@ -15,6 +16,8 @@ struct task_proc_spec {
 	const char *input;        /* the handler's stdin (JSON) */
 	size_t input_len;
 	pid_t session_pid;        /* 0: the session's program is gone */
+	const char *user;         /* NULL: ours; else run as this user, as
+				     the session's program does */
 };
 
 /* Starts the process. Returns its pid (also its process group) and sets

@@ -427,6 +427,7 @@ static void start(struct tasks *ts, struct task *t, pid_t session_pid)
 	struct task_proc_spec sp = {
 		.command = t->command, .handler = ts->cfg->task_handler,
 		.session_pid = session_pid,
+		.user = ts->cfg->session_user[0] ? ts->cfg->session_user : NULL,
 	};
 	int fds[2];
 	pid_t pid;

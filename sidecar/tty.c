@@ -13,6 +13,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "runas.h"
+
 struct child_error {
 	int err;
 	char what[16];
@@ -28,7 +30,18 @@ static void child_fail(int fd, const char *what)
 	_exit(127);
 }
 
-static void child_exec(const struct tty_spec *spec, int errfd)
+/* Gives the terminal to the user, then drops every privilege for good. */
+static void child_become(const struct run_as *ra, int errfd)
+{
+	const char *what;
+
+	if (fchown(STDIN_FILENO, ra->uid, (gid_t)-1) < 0)
+		child_fail(errfd, "chown tty");
+	if (runas_become(ra, &what) < 0)
+		child_fail(errfd, what);
+}
+
+static void child_exec(const struct tty_spec *spec, const struct run_as *ra, int errfd)
 {
 	sigset_t all;
 
@@ -39,7 +52,17 @@ static void child_exec(const struct tty_spec *spec, int errfd)
 	for (int s = 1; s < NSIG; s++)
 		if (s != SIGKILL && s != SIGSTOP)
 			signal(s, SIG_DFL);
+	/* Whatever the sidecar inherited from its own launcher stays with it:
+	   a program gets its terminal and nothing else (the error pipe is
+	   close-on-exec). */
+	if (errfd > 3)
+		close_range(3, (unsigned)errfd - 1, 0);
+	close_range((unsigned)errfd + 1, ~0u, 0);
+	if (ra)
+		child_become(ra, errfd);
 	if (spec->cwd && spec->cwd[0] && chdir(spec->cwd) < 0)
+		child_fail(errfd, "chdir");
+	if (ra && !(spec->cwd && spec->cwd[0]) && chdir(ra->home) < 0 && chdir("/") < 0)
 		child_fail(errfd, "chdir");
 	for (char *const *e = spec->env_extra; e && *e; e++)
 		putenv(*e);
@@ -63,7 +86,8 @@ static int read_child_verdict(int fd, const struct tty_spec *spec,
 	if (n != (ssize_t)sizeof(ce))
 		return 0;
 	snprintf(err, errlen, "%s %s: %s", ce.what,
-		 strcmp(ce.what, "chdir") == 0 ? spec->cwd : spec->argv[0],
+		 strcmp(ce.what, "exec") != 0 ? (spec->cwd && strcmp(ce.what, "chdir") == 0
+						  ? spec->cwd : "") : spec->argv[0],
 		 strerror(ce.err));
 	return -(ce.err ? ce.err : EIO);
 }
@@ -72,6 +96,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen)
 {
 	struct winsize ws = { .ws_row = spec->rows, .ws_col = spec->cols };
+	struct run_as ra;
 	int pipefd[2], fd, rc;
 	pid_t p;
 
@@ -79,6 +104,8 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 		snprintf(err, errlen, "empty command");
 		return -EINVAL;
 	}
+	if (spec->user && (rc = runas_lookup(spec->user, &ra, err, errlen)) < 0)
+		return rc;
 	if (pipe2(pipefd, O_CLOEXEC) < 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
 		return -errno;
@@ -93,7 +120,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	}
 	if (p == 0) {
 		close(pipefd[0]);
-		child_exec(spec, pipefd[1]);
+		child_exec(spec, spec->user ? &ra : NULL, pipefd[1]);
 	}
 	close(pipefd[1]);
 	rc = read_child_verdict(pipefd[0], spec, err, errlen);

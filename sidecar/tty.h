@@ -10,6 +10,9 @@ struct tty_spec {
 	const char *cwd;        /* NULL or "": inherit */
 	char *const *env_extra; /* NULL-terminated NAME=VALUE, set on top of ours */
 	unsigned cols, rows;
+	const char *user;       /* NULL: ours; else the program runs as this
+				   user (we must be root), with its HOME, USER,
+				   LOGNAME and SHELL, in its HOME unless cwd */
 };
 
 /* Forks a child in its own session with the new PTY as its controlling

@@ -8,12 +8,14 @@
    with CR LF from the PTY). Plain: forkpty, read until EOF. Sidecar: a
    session runs the same cat once an attached controller sends a newline;
    the clock runs from that input to the Closed frame, and every Output
-   byte is counted on the link. Runs alternate; medians are reported. */
+   byte is counted on the link. Runs alternate; medians are reported.
+   PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,14 +45,78 @@ static void die(const char *what)
 	exit(1);
 }
 
+/* PTG_BENCH_WORKLOAD=long: one line of 'a' with no newline (the screen
+   model wraps and scrolls every 120 characters). */
+static void make_long(FILE *f, size_t bytes)
+{
+	static char a[65536];
+
+	memset(a, 'a', sizeof(a));
+	for (size_t done = 0; done < bytes; done += sizeof(a))
+		fwrite(a, 1, bytes - done < sizeof(a) ? bytes - done : sizeof(a), f);
+}
+
+/* PTG_BENCH_WORKLOAD=tui: full-screen 120x30 redraws with cursor
+   addressing and a 256-colour change every 6 cells, as a TUI repaints. */
+static void make_tui(FILE *f, size_t bytes)
+{
+	size_t done = 0;
+	unsigned frame = 0;
+
+	while (done < bytes) {
+		done += (size_t)fprintf(f, "\033[H");
+		for (unsigned r = 1; r <= 30 && done < bytes; r++) {
+			done += (size_t)fprintf(f, "\033[%u;1H", r);
+			for (unsigned c = 0; c < 120; c += 6)
+				done += (size_t)fprintf(f, "\033[38;5;%u;48;5;%um%06u",
+							(frame + r + c) % 256, (frame * 7 + c) % 256,
+							(frame * 1000 + r * 120 + c) % 1000000);
+			done += (size_t)fprintf(f, "\033[0m");
+		}
+		frame++;
+	}
+}
+
+/* PTG_BENCH_WORKLOAD=random: xorshift bytes, the same on every run. */
+static void make_random(FILE *f, size_t bytes)
+{
+	static uint64_t blk[8192];
+	uint64_t x = 88172645463325252ull;
+
+	for (size_t done = 0; done < bytes; done += sizeof(blk)) {
+		for (size_t i = 0; i < 8192; i++) {
+			x ^= x << 13;
+			x ^= x >> 7;
+			x ^= x << 17;
+			blk[i] = x;
+		}
+		fwrite(blk, 1, bytes - done < sizeof(blk) ? bytes - done : sizeof(blk), f);
+	}
+}
+
 static void make_data(size_t bytes)
 {
 	FILE *f = fopen(data_path, "w");
+	const char *w = getenv("PTG_BENCH_WORKLOAD");
 	unsigned long row = 0;
 	size_t done = 0;
 
 	if (!f)
 		die("data file");
+	if (w && strcmp(w, "hex") != 0) {
+		if (strcmp(w, "long") == 0)
+			make_long(f, bytes);
+		else if (strcmp(w, "tui") == 0)
+			make_tui(f, bytes);
+		else if (strcmp(w, "random") == 0)
+			make_random(f, bytes);
+		else {
+			fprintf(stderr, "bench_sidecar: PTG_BENCH_WORKLOAD: hex, long, tui or random\n");
+			exit(2);
+		}
+		fclose(f);
+		return;
+	}
 	while (done < bytes) {
 		int n = fprintf(f, "%08lx  %02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx  "
 				"%02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx\n", row * 16,

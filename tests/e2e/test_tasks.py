@@ -8,7 +8,9 @@ import asyncio
 import os
 import signal
 import subprocess
+import pwd
 import time
+import unittest
 
 import harness
 from harness import E2ETestCase, matches, uuid7
@@ -486,6 +488,31 @@ class TaskSlowReader(TaskCase):
         # The kernel's socket buffers take a few MB; the rest was skipped.
         self.assertLess(len(ups), sent, "intermediate updates were skipped, not queued")
         await self.no_more_updates(slow)
+
+
+@unittest.skipUnless(os.geteuid() == 0 and "nobody" in [p.pw_name for p in pwd.getpwall()],
+                     "needs root and the user nobody")
+class TaskSessionUser(TaskCase):
+    """A task never runs with more privilege than the session's program:
+    with --session-user, tasks too run as that user (they used to run as
+    the sidecar's root, in a directory and environment the user chose)."""
+    SIDECAR_ARGS = ("--session-user", "nobody")
+
+    async def test_a_task_runs_as_the_session_user(self):
+        os.chmod(self.stack.dir, 0o755)  # only the socket's own mode keeps it out
+        sid = self.stack.create_session()
+        c = await self.connect(sid, sub="agent", scope=TASK_SCOPE)
+        probe = ("id -u; python3 -c 'import socket,sys\n"
+                 "try:\n socket.socket(socket.AF_UNIX).connect(sys.argv[1]); print(\"connect=ok\")\n"
+                 "except PermissionError: print(\"connect=EACCES\")' %s; ls /proc/self/fd | sort -n | tr '\\n' ,"
+                 % self.stack.socket_path)
+        task = await self.send_message(c, probe, sid)
+        done = await self.wait_done(c, task["id"], sid)
+        out = artifact_text(done, "stdout").split("\n")
+        self.assertEqual(out[0], str(pwd.getpwnam("nobody").pw_uid), done)
+        self.assertEqual(out[1], "connect=EACCES", done)
+        # stdin, stdout, stderr and ls's own directory fd: nothing inherited.
+        self.assertEqual(out[2], "0,1,2,3,", done)
 
 
 class TaskOutputCap(TaskCase):

@@ -170,6 +170,10 @@ static void test_hs256_key_lengths(void **state)
 	size_t i;
 
 	randombytes_buf(key, sizeof(key));
+	/* HMAC pads a short key with zero bytes, so a key whose last byte is
+	   0 equals the key one byte shorter: keep every tested end nonzero. */
+	for (i = 0; i < sizeof(key); i++)
+		key[i] |= 1;
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
 		struct keyset *ks = keyset_new();
 

@@ -57,6 +57,13 @@ static void test_values(void **state)
 	m.link_reconnects = 19;
 	m.heartbeat_timeouts = 20;
 	m.http_requests = 21;
+	m.conns_setup_failed = 22;
+	m.backpressure_events = 23;
+	m.queue_stall_closes = 24;
+	m.ops_throttled = 25;
+	m.link_instance_mismatches = 26;
+	m.link_violations = 27;
+	m.link_queue_overflows = 28;
 	t = render(&m, links, 2);
 	static const char *const lines[] = {
 	    "ptygate_connections{role=\"controller\"} 2",
@@ -75,6 +82,13 @@ static void test_values(void **state)
 	    "ptygate_link_reconnects_total 19",
 	    "ptygate_heartbeat_timeouts_total 20",
 	    "ptygate_http_requests_total 21",
+	    "ptygate_conn_setup_failures_total 22",
+	    "ptygate_backpressure_events_total 23",
+	    "ptygate_queue_stall_closes_total 24",
+	    "ptygate_ops_throttled_total 25",
+	    "ptygate_link_instance_mismatches_total 26",
+	    "ptygate_link_violations_total 27",
+	    "ptygate_link_queue_overflows_total 28",
 	    "ptygate_link_up{instance=\"inst-1\"} 1",
 	    "ptygate_link_up{instance=\"inst-2\"} 0",
 	    "# TYPE ptygate_connections gauge",
@@ -125,7 +139,7 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	assert_int_equal(samples, 3 + 13 + 1);
+	assert_int_equal(samples, 3 + 20 + 1);
 	free(t);
 }
 

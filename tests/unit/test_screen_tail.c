@@ -109,12 +109,160 @@ static void test_flood_is_fast(void **state)
 	buf_free(&in);
 }
 
+/* Long runs with few or no line feeds, so the skip falls inside wrapped
+   lines, mixed with every mode that changes where text lands: auto-wrap
+   off, insert, newline mode, origin, scroll and side margins, the
+   alternate screen, wide characters, and TUI-style redraws with cursor
+   addressing and colours. */
+static void make_wrapped_stream(struct buf *out, size_t pieces, int spice)
+{
+	static const char *const seq[] = {
+		"\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[20h", "\x1b[20l",
+		"\x1b[?6h", "\x1b[?6l", "\x1b[3;20r", "\x1b[r", "\x1b[2;9r\x1b[?6h",
+		"\x1b[?69h\x1b[5;40s", "\x1b[?69l", "\x1b[5;10H", "\x1b[2J", "\x1b[H\x1b[J",
+		"\x1b[?1049h", "\x1b[?1049l", "\x1b[31;44m", "\x1b[0m", "\x1b[38;5;200m",
+		"\xe4\xb8\xad\xe6\x96\x87", "\xc3\xa9", "\xe4", "\xcc\x81", "e\xcc\x81", "\t", "\x08", "\x1b[K",
+		"\x1b[3C", "\x1b[2A", "\x1b" "7", "\x1b" "8", "\x1b(0lqk\x1b(B", "\x1b[5@",
+		"\x1b[2P", "\x1b[L", "\x1b[M", "\x1bM", "\x1b" "D", "\x1b" "E", "\x1b[1;1H\x1b[?7l",
+	};
+	static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789 .,;:-_=+";
+
+	for (size_t k = 0; k < pieces; k++) {
+		uint32_t r = next_rand();
+
+		if (spice && r % spice == 0) {
+			buf_append_str(out, seq[next_rand() % (sizeof(seq) / sizeof(seq[0]))]);
+			continue;
+		}
+		if (r % 17 == 1) {
+			/* One TUI frame: every row addressed, a colour every 5 cells. */
+			for (unsigned row = 1; row <= 12; row++) {
+				buf_appendf(out, "\x1b[%u;1H", row);
+				for (unsigned c = 0; c < 30; c += 5)
+					buf_appendf(out, "\x1b[3%u;4%um%05u", (row + c) % 8, c % 8,
+						    next_rand() % 100000);
+			}
+			buf_append_str(out, "\x1b[0m");
+			continue;
+		}
+		for (uint32_t n = next_rand() % 3000; n--;)
+			buf_append(out, &letters[next_rand() % (sizeof(letters) - 1)], 1);
+		switch (next_rand() % 6) {
+		case 0: buf_append_str(out, "\r\n"); break;
+		case 1: buf_append_str(out, "\n"); break;
+		case 2: buf_append_str(out, "\r"); break;
+		default: break;
+		}
+	}
+}
+
+static void test_wrapped_streams(void **state)
+{
+	static const size_t chunks[] = { 1, 7, 500, 4096, 65536, 1 << 20 };
+	static const unsigned sizes[][2] = { { 1, 1 }, { 1, 5 }, { 7, 1 }, { 80, 24 },
+					      { 120, 30 }, { 13, 3 } };
+
+	for (int round = 0; round < 40; round++) {
+		struct buf in = BUF_INIT;
+		unsigned cols, rows;
+
+		make_wrapped_stream(&in, 100 + next_rand() % 600, 1 + (int)(next_rand() % 20));
+		if (round < 12) {
+			cols = sizes[round % 6][0];
+			rows = sizes[round % 6][1];
+		} else {
+			cols = 1 + next_rand() % 160;
+			rows = 1 + next_rand() % 50;
+		}
+		compare(cols, rows, &in,
+			chunks[next_rand() % (sizeof(chunks) / sizeof(chunks[0]))]);
+		buf_free(&in);
+	}
+}
+
+/* Where the skip point falls relative to a pending wrap: runs of exact
+   multiples of the width, one less and one more, ending in LF, CR or
+   nothing, before and after LF-only lines. */
+static void test_wrap_edges(void **state)
+{
+	static const char *const ends[] = { "", "\n", "\r", "\r\n", "\n\n", "x\n" };
+
+	for (unsigned cols = 1; cols <= 9; cols += 4)
+		for (int delta = -1; delta <= 1; delta++)
+			for (size_t e = 0; e < sizeof(ends) / sizeof(ends[0]); e++) {
+				struct buf in = BUF_INIT;
+
+				for (int rep = 0; rep < 400; rep++) {
+					for (int i = 0; i < (int)cols * (1 + rep % 3) + delta; i++)
+						buf_append_str(&in, "w");
+					buf_append_str(&in, ends[(e + (size_t)rep) % 6]);
+				}
+				buf_append_str(&in, "\x1b[31mend");
+				compare(cols, 4, &in, 1 << 20);
+				compare(cols, 4, &in, 333);
+				buf_free(&in);
+			}
+}
+
+/* A line with no line feed at all (tr '\0' a < /dev/zero): libvterm gets
+   a few screens' worth per megabyte, not the megabyte. */
+static void test_long_line_is_skipped(void **state)
+{
+	struct screen *s = screen_new(120, 30), *ref = screen_new(120, 30);
+	struct buf in = BUF_INIT, a = BUF_INIT, b = BUF_INIT;
+	uint8_t *p = buf_reserve(&in, 4 << 20);
+
+	memset(p, 'a', 4 << 20);
+	buf_commit(&in, 4 << 20);
+	for (size_t off = 0; off < buf_size(&in); off += 1 << 20)
+		screen_feed_tail(s, buf_head(&in) + off, 1 << 20);
+	if (screen_vterm_bytes(s) > 4 * 64 * 1024)
+		fail_msg("libvterm was fed %llu of %zu bytes",
+			 (unsigned long long)screen_vterm_bytes(s), buf_size(&in));
+	screen_feed(ref, buf_head(&in), buf_size(&in));
+	screen_snapshot(s, &a);
+	screen_snapshot(ref, &b);
+	assert_int_equal(buf_size(&a), buf_size(&b));
+	assert_memory_equal(buf_head(&a), buf_head(&b), buf_size(&a));
+	buf_free(&a);
+	buf_free(&b);
+	buf_free(&in);
+	screen_free(s);
+	screen_free(ref);
+}
+
+/* libvterm 0.1.4 crashed placing a wide character on a one-column
+   screen (a controller may resize to 1 column; any program could then
+   take the sidecar down with one CJK character). */
+static void test_one_column_wide_char(void **state)
+{
+	static const char wide[] = "\xe4\xb8\xad\xf0\x9f\x98\x80x\xe4\xb8";
+	struct screen *s = screen_new(1, 3);
+	struct buf snap = BUF_INIT;
+
+	for (int i = 0; i < 5; i++)
+		screen_feed(s, (const uint8_t *)wide, sizeof(wide) - 1);
+	screen_feed(s, (const uint8_t *)"\xad", 1); /* completes the held-back one */
+	screen_resize(s, 4, 3);
+	screen_feed(s, (const uint8_t *)wide, sizeof(wide) - 1);
+	screen_resize(s, 1, 2);
+	screen_feed(s, (const uint8_t *)"\xad\xe6\x96\x87", 4);
+	screen_snapshot(s, &snap);
+	assert_true(buf_size(&snap) > 0);
+	buf_free(&snap);
+	screen_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain_flood),
 		cmocka_unit_test(test_spiced_streams),
 		cmocka_unit_test(test_flood_is_fast),
+		cmocka_unit_test(test_wrapped_streams),
+		cmocka_unit_test(test_wrap_edges),
+		cmocka_unit_test(test_long_line_is_skipped),
+		cmocka_unit_test(test_one_column_wide_char),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
