@@ -27,6 +27,8 @@
 
 #define CONFIG__PROG	 "ptygate-gateway"
 #define CONFIG__LINE_MAX 8192
+/* An instances file: GW_MAX_INSTANCES lines of up to CONFIG__LINE_MAX bytes. */
+#define CONFIG__INSTANCES_FILE_MAX ((size_t)GW_MAX_INSTANCES * CONFIG__LINE_MAX)
 
 static const char config__usage[] =
     "Usage: " CONFIG__PROG
@@ -713,48 +715,126 @@ static int config__instances_line(char *line, struct gw_instance_cfg *out, char 
 	return 0;
 }
 
-int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
-			     size_t *n, char *err, size_t errlen)
+/* One line of an instances file: blank, a comment, or an entry appended
+   to out[*n) unless its id is already there. */
+static int config__instances_entry(char *line, struct gw_instance_cfg *out, size_t max,
+				   size_t *n, char *why, size_t whylen)
 {
-	char line[CONFIG__LINE_MAX], why[300], *p;
+	char *p = config__trim(line);
+	int rc;
+
+	if (!p[0] || p[0] == '#')
+		return 0;
+	if (*n >= max) {
+		snprintf(why, whylen, "more than %zu instances", max);
+		return -EINVAL;
+	}
+	rc = config__instances_line(p, &out[*n], why, whylen);
+	for (size_t i = 0; i < *n && rc == 0; i++)
+		if (!strcmp(out[i].id, out[*n].id)) {
+			snprintf(why, whylen, "instance '%s' given twice", out[i].id);
+			rc = -EINVAL;
+		}
+	*n += rc == 0;
+	return rc;
+}
+
+/* Whether line[0, n) holds a control byte other than a tab (a final CR
+   of a CRLF ending aside): one inside a token would stay in it. */
+static int config__has_control(const char *line, size_t n)
+{
+	if (n && line[n - 1] == '\r')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+int gw_config_parse_instances(const char *text, size_t len, const char *name,
+			      struct gw_instance_cfg *out, size_t max, size_t *n,
+			      char *err, size_t errlen)
+{
+	char line[CONFIG__LINE_MAX], why[300];
 	unsigned lineno = 0;
-	FILE *f = fopen(path, "re");
+	size_t off = 0;
 	int rc = 0;
 
 	*n = 0;
+	while (rc == 0 && off < len) {
+		const char *nl = memchr(text + off, '\n', len - off);
+		size_t end = nl ? (size_t)(nl - text) : len;
+
+		lineno++;
+		if (end - off >= sizeof(line) - 1) {
+			snprintf(why, sizeof(why), "line too long");
+			rc = -EINVAL;
+		} else if (config__has_control(text + off, end - off)) {
+			snprintf(why, sizeof(why), "control character in line");
+			rc = -EINVAL;
+		} else {
+			memcpy(line, text + off, end - off);
+			line[end - off] = '\0';
+			rc = config__instances_entry(line, out, max, n, why, sizeof(why));
+		}
+		off = end + 1;
+	}
+	if (rc < 0) {
+		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
+		*n = 0;
+	}
+	return rc;
+}
+
+/* The whole file into a heap buffer, refusing one larger than
+   CONFIG__INSTANCES_FILE_MAX bytes. */
+static int config__slurp(const char *path, char **text, size_t *len, char *err,
+			 size_t errlen)
+{
+	const size_t limit = CONFIG__INSTANCES_FILE_MAX;
+	FILE *f = fopen(path, "re");
+	size_t cap = 65536, n = 0;
+	char *buf;
+	int rc = 0;
+
 	if (!f) {
 		snprintf(err, errlen, "%s: %s", path, strerror(errno));
 		return -EINVAL;
 	}
-	while (rc == 0 && fgets(line, sizeof(line), f)) {
-		lineno++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(why, sizeof(why), "line too long");
-			rc = -EINVAL;
-			break;
-		}
-		p = config__trim(line);
-		if (!p[0] || p[0] == '#')
-			continue;
-		if (*n >= max) {
-			snprintf(why, sizeof(why), "more than %zu instances", max);
-			rc = -EINVAL;
-		} else if ((rc = config__instances_line(p, &out[*n], why, sizeof(why))) ==
-			   0) {
-			for (size_t i = 0; i < *n && rc == 0; i++)
-				if (!strcmp(out[i].id, out[*n].id)) {
-					snprintf(why, sizeof(why),
-						 "instance '%s' given twice", out[i].id);
-					rc = -EINVAL;
-				}
-			*n += rc == 0;
-		}
+	buf = xmalloc(cap);
+	while ((n += fread(buf + n, 1, cap - n, f)) == cap && n <= limit) {
+		cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
+		buf = xrealloc(buf, cap);
+	}
+	if (ferror(f)) {
+		snprintf(err, errlen, "%s: read error", path);
+		rc = -EINVAL;
+	} else if (n > limit) {
+		snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
+		rc = -EINVAL;
 	}
 	fclose(f);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s:%u: %s", path, lineno, why);
-		*n = 0;
+		free(buf);
+		return rc;
 	}
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
+			     size_t *n, char *err, size_t errlen)
+{
+	char *text;
+	size_t len;
+	int rc;
+
+	*n = 0;
+	if (config__slurp(path, &text, &len, err, errlen) < 0)
+		return -EINVAL;
+	rc = gw_config_parse_instances(text, len, path, out, max, n, err, errlen);
+	free(text);
 	return rc;
 }
 

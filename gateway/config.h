@@ -79,5 +79,11 @@ int gw_config_parse(struct gw_config *c, int argc, char **argv);
    out[0..*n). Returns 0 or -EINVAL with the file and line in err. */
 int gw_config_read_instances(const char *path, struct gw_instance_cfg *out,
 			     size_t max, size_t *n, char *err, size_t errlen);
+/* The same on the file's text[0, len) (any bytes; control characters
+   other than tabs and a CRLF ending are refused);
+   name stands for the file in err ("NAME:LINE: reason"). */
+int gw_config_parse_instances(const char *text, size_t len, const char *name,
+			      struct gw_instance_cfg *out, size_t max, size_t *n,
+			      char *err, size_t errlen);
 
 #endif

@@ -13,6 +13,7 @@
 #include "frames.h"
 #include "b64.h"
 #include "timeutil.h"
+#include "utf8.h"
 #include "uuid.h"
 
 #define FRAMES__NO_LIMIT   SIZE_MAX
@@ -87,37 +88,6 @@ enum frames_code frames_code_from_link(Ptg__ErrorCode code)
 
 /* ---- JSON text primitives ---- */
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid:
-   overlong forms, surrogates and values past U+10FFFF are invalid. */
-static size_t frames__utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t len, i;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, cp = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || cp > 0x10FFFF || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
-
 /* Appends the JSON escape of '"', '\\' or a control character. */
 static void frames__escape(struct buf *out, unsigned char c)
 {
@@ -141,7 +111,7 @@ static void frames__strn(struct buf *out, const char *s, size_t n, size_t max_ch
 
 	buf_append(out, "\"", 1);
 	for (; i < n && chars < max_chars; chars++) {
-		len = frames__utf8_len(p + i, n - i);
+		len = utf8_seq_len(p + i, n - i);
 		if (len == 1 && !(p[i] < 0x20 || p[i] == '"' || p[i] == '\\')) {
 			i++;
 			continue;

@@ -239,6 +239,8 @@ int routes_method_ok(enum route_id id, const char *method)
 	const char *allow = routes_allow(id);
 	size_t n = strlen(method);
 
+	if (n == 0)
+		return 0; /* strstr would find "" at every offset without moving */
 	for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
 		if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
 			return 1;
@@ -834,8 +836,7 @@ static int routes__verify(struct route_req *rq, const char *tok, size_t len,
 	return 0;
 }
 
-/* "Bearer <token>" (scheme in any case). Returns 0 with the token span. */
-static int routes__bearer(const char *h, const char **tok, size_t *len)
+int routes_bearer(const char *h, const char **tok, size_t *len)
 {
 	size_t n;
 
@@ -857,7 +858,7 @@ static int routes__auth_header(struct route_req *rq, struct jwt_claims *c)
 	const char *tok;
 	size_t len;
 
-	if (routes__bearer(rq->authorization, &tok, &len) < 0)
+	if (routes_bearer(rq->authorization, &tok, &len) < 0)
 		return routes__unauthenticated(
 		    rq, "an Authorization: Bearer token is required");
 	return routes__verify(rq, tok, len, c);
@@ -1170,8 +1171,6 @@ static void routes__on_attach(struct route_req *rq, const Ptg__Reply *r)
 		routes__link_error(rq, r);
 }
 
-/* The 400s, in order: a token in the query, a malformed upgrade, no
-   pty-ws.v1 offered. */
 /* A browser page may open a terminal only from an allowed origin: the
    same one by default, so a page elsewhere holding a token cannot (and
    a future cookie-based login would not be CSRF-able). */
@@ -1190,7 +1189,9 @@ static int routes__attach_origin(struct route_req *rq)
 	return -EPERM;
 }
 
-static int routes__attach_request(struct route_req *rq, struct wshs_offer *o)
+/* The 400s, in order: a token in the query, a malformed upgrade, no
+   pty-ws.v1 offered. */
+int routes_attach_check(struct route_req *rq, struct wshs_offer *o)
 {
 	const char *why;
 
@@ -1219,7 +1220,7 @@ static int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
 	const char *tok;
 	size_t len;
 
-	if (routes__bearer(rq->authorization, &tok, &len) == 0)
+	if (routes_bearer(rq->authorization, &tok, &len) == 0)
 		return routes__verify(rq, tok, len, c);
 	if (o->token)
 		return routes__verify(rq, o->token, o->token_len, c);
@@ -1270,7 +1271,7 @@ static int routes__attach(struct route_req *rq)
 	Ptg__GetSession g = PTG__GET_SESSION__INIT;
 	int rc;
 
-	rc = routes__attach_request(rq, &o);
+	rc = routes_attach_check(rq, &o);
 	if (rc == 0)
 		rc = routes__attach_auth(rq, &o, &rq->attach.claims);
 	wshs_offer_clear(&o);

@@ -62,6 +62,10 @@ int routes_method_ok(enum route_id id, const char *method);
    JWT. SPEC 7: such a request is refused whatever else it holds. */
 int routes_query_has_token(const char *target);
 
+/* "Bearer <token>" (scheme in any case, the token one run of non-blanks).
+   Returns 0 with the token span in h, or -ENOENT. */
+int routes_bearer(const char *h, const char **tok, size_t *len);
+
 /* A POST /sessions body, validated; msg points into the owned storage. */
 struct route_create {
 	json_t *doc;
@@ -146,6 +150,14 @@ struct route_req {
 	int in_handle, answered;
 	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
 };
+
+/* The 400 checks of an attach upgrade on rq's inputs, in order: a token
+   in the query, a malformed upgrade, no pty-ws.v1 offered. *o starts
+   zeroed and is released with wshs_offer_clear either way. Returns 0 with
+   the offer in *o and rq->ws_accept set, or -EINVAL with the 400 answer
+   in rq. Uses nothing but rq, so it
+   is also the attach checks' fuzzing entry point. */
+int routes_attach_check(struct route_req *rq, struct wshs_offer *o);
 
 /* Zeroes rq for a new request (no file, JSON answer). */
 void routes_req_init(struct route_req *rq);

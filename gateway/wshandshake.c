@@ -86,6 +86,21 @@ static int wshs__span_ieq(struct wshs__span s, const char *lit)
 	return s.n == strlen(lit) && strncasecmp(s.p, lit, s.n) == 0;
 }
 
+/* The whole header value s; 0 when absent or longer than any honest
+   value (a prefix must never be judged in place of the value). */
+static int wshs__value(const char *s, struct wshs__span *v)
+{
+	size_t n;
+
+	if (s == NULL)
+		return 0;
+	n = strnlen(s, WSHS_PROTOCOL_HEADER_MAX + 1);
+	if (n > WSHS_PROTOCOL_HEADER_MAX)
+		return 0;
+	*v = (struct wshs__span){s, n};
+	return 1;
+}
+
 int wshs_accept_key(const char *client_key, char out[WSHS_ACCEPT_LEN + 1])
 {
 	uint8_t digest[SHA1_DIGEST_SIZE];
@@ -95,9 +110,9 @@ int wshs_accept_key(const char *client_key, char out[WSHS_ACCEPT_LEN + 1])
 	int ret = -EINVAL;
 
 	out[0] = '\0';
-	if (client_key == NULL)
+	if (!wshs__value(client_key, &key))
 		return -EINVAL;
-	key = wshs__trim(client_key, strnlen(client_key, WSHS__KEY_LEN + 64));
+	key = wshs__trim(key.p, key.n);
 	if (key.n != WSHS__KEY_LEN || b64_decode(key.p, key.n, &raw) < 0 ||
 	    buf_size(&raw) != 16)
 		goto out_free;
@@ -208,9 +223,8 @@ static int wshs__list_has(const char *s, const char *tok)
 {
 	struct wshs__span rest, elem;
 
-	if (s == NULL)
+	if (!wshs__value(s, &rest))
 		return 0;
-	rest = (struct wshs__span){s, strnlen(s, WSHS_PROTOCOL_HEADER_MAX)};
 	while (wshs__next_elem(&rest, &elem))
 		if (wshs__span_ieq(elem, tok))
 			return 1;
@@ -220,12 +234,13 @@ static int wshs__list_has(const char *s, const char *tok)
 const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 			       const char *version)
 {
+	struct wshs__span v;
+
 	if (!wshs__list_has(upgrade, "websocket"))
 		return "Upgrade header must be websocket";
 	if (!wshs__list_has(connection, "upgrade"))
 		return "Connection header must contain upgrade";
-	if (version == NULL ||
-	    !wshs__span_eq(wshs__trim(version, strnlen(version, 16)), "13"))
+	if (!wshs__value(version, &v) || !wshs__span_eq(wshs__trim(v.p, v.n), "13"))
 		return "Sec-WebSocket-Version must be 13";
 	return NULL;
 }

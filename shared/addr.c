@@ -101,6 +101,12 @@ static int addr__parse_tcp(const char *s, struct addr *a, char *err, unsigned er
 		addr__err(err, errlen, "tcp address: bad host length");
 		return -EINVAL;
 	}
+	/* Visible ASCII and no brackets, so addr_format's text parses back. */
+	for (size_t i = 0; i < hlen; i++)
+		if (host[i] <= ' ' || host[i] >= 0x7f || host[i] == '[' || host[i] == ']') {
+			addr__err(err, errlen, "tcp address: bad character in host");
+			return -EINVAL;
+		}
 	if (addr__number(colon + 1, 65535, &port) < 0 || port == 0) {
 		addr__err(err, errlen, "tcp address: port must be 1..65535");
 		return -EINVAL;

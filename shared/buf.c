@@ -8,6 +8,8 @@
 #include "buf.h"
 #include "xalloc.h"
 
+uint8_t buf__empty[1];
+
 void buf_init(struct buf *b)
 {
 	b->data = NULL;

@@ -16,9 +16,14 @@ struct buf {
 
 #define BUF_INIT { NULL, 0, 0, 0 }
 
-/* Number of unread bytes and a pointer to the first. */
+/* Number of unread bytes and a pointer to the first. A buf that never
+   held storage gives a valid empty span, not NULL + 0 (undefined). */
 static inline size_t buf_size(const struct buf *b) { return b->len - b->off; }
-static inline uint8_t *buf_head(const struct buf *b) { return b->data + b->off; }
+extern uint8_t buf__empty[]; /* the span of a buf without storage */
+static inline uint8_t *buf_head(const struct buf *b)
+{
+	return b->data ? b->data + b->off : buf__empty;
+}
 
 void buf_init(struct buf *b);
 /* Frees the storage; the buf is left empty and reusable. NULL is a no-op. */

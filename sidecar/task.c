@@ -12,6 +12,7 @@
 
 #include "buf.h"
 #include "timeutil.h"
+#include "utf8.h"
 #include "xalloc.h"
 
 #define MAX_PARTS 64
@@ -53,36 +54,6 @@ int task_is_terminal(const struct task *t)
 
 /* ---- UTF-8 ---- */
 
-/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
-static size_t utf8_len(const unsigned char *p, size_t n)
-{
-	unsigned char c = p[0];
-	size_t len;
-	uint32_t cp;
-
-	if (c < 0x80)
-		return 1;
-	if (c >= 0xC2 && c <= 0xDF)
-		len = 2, cp = c & 0x1F;
-	else if (c >= 0xE0 && c <= 0xEF)
-		len = 3, cp = c & 0x0F;
-	else if (c >= 0xF0 && c <= 0xF4)
-		len = 4, cp = c & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = cp << 6 | (p[i] & 0x3F);
-	}
-	if ((len == 3 && cp < 0x800) || cp > 0x10FFFF || (len == 4 && cp < 0x10000) ||
-	    (cp >= 0xD800 && cp <= 0xDFFF))
-		return 0;
-	return len;
-}
-
 json_t *task_json_text(const char *p, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)p;
@@ -90,7 +61,7 @@ json_t *task_json_text(const char *p, size_t n)
 	json_t *s;
 
 	for (size_t i = 0; i < n;) {
-		size_t k = utf8_len(u + i, n - i);
+		size_t k = utf8_seq_len(u + i, n - i);
 		if (k) {
 			buf_append(&b, u + i, k);
 			i += k;

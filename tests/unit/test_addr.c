@@ -108,6 +108,15 @@ static void test_parse_rejects(void **state)
 	    "tcp:h:-1",
 	    "tcp:h:+80",
 	    "tcp:h:99999999999",
+	    /* found by fuzz_instances: hosts that addr_format wrote back as
+	       text addr_parse refused ("tcp:[[fe]:1" became "tcp:[fe:1") */
+	    "tcp:[[fe]:1",
+	    "tcp:1]:7000",
+	    "tcp:a[b:1",
+	    "tcp:[a]b]:1",
+	    "tcp:a b:1",
+	    "tcp:a\tb:1",
+	    "tcp:a\x7f:1",
 	    "vsock:3",
 	    "vsock::1",
 	    "vsock:x:1",

@@ -303,6 +303,49 @@ static void test_instances_file(void **state)
 	    -EINVAL);
 }
 
+/* The text parser the file reader and fuzz_instances share. */
+static void test_instances_text(void **state)
+{
+	static const char crlf[] = "one unix:/one.sock\r\ntwo unix:/two.sock\t\r\n";
+	static const char nul[] = "one unix:/one.sock\ntwo unix:/t\0wo.sock\n";
+	/* found by fuzz_instances: the CR stayed in the path ("/b\r"), which
+	   written back read as "/b" */
+	static const char cr_inside[] = "b\tunix:/b\r # note\n";
+	static const char ctl[] = "one unix:/o\x1bne.sock\n";
+	struct gw_instance_cfg out[4];
+	char err[512], *long_line;
+	size_t n = 99;
+
+	assert_int_equal(gw_config_parse_instances(crlf, sizeof(crlf) - 1, "t", out, 4, &n, err,
+						   sizeof(err)),
+			 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(out[1].addr.path, "/two.sock");
+	assert_int_equal(gw_config_parse_instances(nul, sizeof(nul) - 1, "t", out, 4, &n, err,
+						   sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(n, 0);
+	assert_non_null(strstr(err, "t:2:"));
+	assert_int_equal(gw_config_parse_instances(cr_inside, sizeof(cr_inside) - 1, "t", out,
+						   4, &n, err, sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "t:1: control character"));
+	assert_int_equal(gw_config_parse_instances(ctl, sizeof(ctl) - 1, "t", out, 4, &n, err,
+						   sizeof(err)),
+			 -EINVAL);
+	long_line = malloc(9000);
+	assert_non_null(long_line);
+	memset(long_line, 'a', 9000);
+	assert_int_equal(gw_config_parse_instances(long_line, 9000, "t", out, 4, &n, err,
+						   sizeof(err)),
+			 -EINVAL);
+	assert_non_null(strstr(err, "line too long"));
+	free(long_line);
+	assert_int_equal(gw_config_parse_instances("", 0, "t", out, 4, &n, err, sizeof(err)),
+			 0);
+	assert_int_equal(n, 0);
+}
+
 static void test_instances_file_merge(void **state)
 {
 	struct gw_config *c = cfg_new();
@@ -386,6 +429,7 @@ int main(void)
 	    cmocka_unit_test(test_required),
 	    cmocka_unit_test(test_config_file),
 	    cmocka_unit_test(test_instances_file),
+	    cmocka_unit_test(test_instances_text),
 	    cmocka_unit_test(test_instances_file_merge),
 	    cmocka_unit_test(test_http_flags),
 	};

@@ -192,6 +192,15 @@ static void test_pem_rejects(void **state)
 				 -EINVAL);
 	assert_int_equal(keys_parse_private(rfc_pub, strlen(rfc_pub), sk), -EINVAL);
 	assert_int_equal(keys_parse_private("", 0, sk), -EINVAL);
+	/* Found by fuzz_jwt: an empty block left the base64 buffer without
+	   storage, and buf_head(NULL + 0) is undefined (UBSan aborts). */
+	assert_int_equal(keys_parse_private("-----BEGIN PRIVATE KEY-----\n"
+					    "-----END PRIVATE KEY-----\n",
+					    54, sk),
+			 -EINVAL);
+	assert_int_equal(keys_parse_public("-----BEGIN PUBLIC KEY----------END PUBLIC KEY-----",
+					   50, pk),
+			 -EINVAL);
 	/* A public PEM's length is honoured: the END line cut off by n fails. */
 	assert_int_equal(keys_parse_public(rfc_pub, strlen(rfc_pub) - 10, pk), -EINVAL);
 	/* The raw base64 form, with whitespace around it. */

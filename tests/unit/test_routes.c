@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -138,6 +139,18 @@ static void test_methods(void **state)
 	assert_false(routes_method_ok(ROUTE_ATTACH, "POST"));
 	assert_false(routes_method_ok(ROUTE_HEALTHZ, "HEAD"));
 	assert_false(routes_method_ok(ROUTE_HEALTHZ, "get"));
+}
+
+/* Found by fuzz_routes: an empty method made strstr match at every
+   offset without moving, so routes_method_ok never returned. The alarm
+   turns that hang into a failure. */
+static void test_method_empty(void **state)
+{
+	alarm(5);
+	for (int id = ROUTE_HEALTHZ; id <= ROUTE_STATIC; id++)
+		assert_false(routes_method_ok(id, ""));
+	assert_false(routes_method_ok(ROUTE_SESSIONS, ", "));
+	alarm(0);
 }
 
 static void test_query_token(void **state)
@@ -463,6 +476,7 @@ int main(void)
 	    cmocka_unit_test(test_match_refused),
 	    cmocka_unit_test(test_match_static),
 	    cmocka_unit_test(test_methods),
+	    cmocka_unit_test(test_method_empty),
 	    cmocka_unit_test(test_query_token),
 	    cmocka_unit_test(test_create_ok),
 	    cmocka_unit_test(test_create_refused),

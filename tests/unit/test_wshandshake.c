@@ -46,6 +46,10 @@ static void test_accept_bad_keys(void **state)
 	    "dGhlIHNhbXBsZSBub25j",	    /* 15 bytes */
 	    "dGhlIHNhbXBsZSBub25jZQ-_",	    /* base64url alphabet */
 	    "dGhlIHNhbXBsZSBub25jZ!==",
+	    /* found with fuzz_wshandshake: only the first 88 bytes were read,
+	       so a valid key, 64 blanks and anything after it passed */
+	    "dGhlIHNhbXBsZSBub25jZQ==                                "
+	    "                                junk",
 	};
 	char out[WSHS_ACCEPT_LEN + 1];
 	size_t i;
@@ -260,6 +264,39 @@ static void test_origin_allowed(void **state)
 	assert_false(wshs_origin_allowed("https://app.example.evil", "gw.example", "", list, 2));
 }
 
+/* A list of WSHS_PROTOCOL_HEADER_MAX + 1 bytes whose element tok ends
+   right at the bound and goes on with one more letter. */
+static char *list_cut_after(const char *tok)
+{
+	size_t n = strlen(tok);
+	char *s = malloc(WSHS_PROTOCOL_HEADER_MAX + 2);
+
+	assert_non_null(s);
+	memset(s, 'a', WSHS_PROTOCOL_HEADER_MAX);
+	s[WSHS_PROTOCOL_HEADER_MAX - n - 1] = ',';
+	memcpy(s + WSHS_PROTOCOL_HEADER_MAX - n, tok, n);
+	s[WSHS_PROTOCOL_HEADER_MAX] = 's';
+	s[WSHS_PROTOCOL_HEADER_MAX + 1] = '\0';
+	return s;
+}
+
+/* Found by fuzz_wshandshake: the checks read only the first 16 bytes of
+   the version and the first 16 KiB of a list, so what followed was never
+   seen: "13", blanks, then garbage passed, and a list cut right after
+   "websocket" accepted "websockets". The whole value counts. */
+static void test_upgrade_whole_value(void **state)
+{
+	char *up = list_cut_after("websocket"), *conn = list_cut_after("upgrade");
+
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "13\t\t\t\t\t\t\t\t\t\t\t\t\t\t x"));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "13              8"));
+	assert_null(wshs_check_upgrade("websocket", "Upgrade", " 13              "));
+	assert_non_null(wshs_check_upgrade(up, "Upgrade", "13"));
+	assert_non_null(wshs_check_upgrade("websocket", conn, "13"));
+	free(up);
+	free(conn);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -271,6 +308,7 @@ int main(void)
 	    cmocka_unit_test(test_upgrade),
 	    cmocka_unit_test(test_origin_canon),
 	    cmocka_unit_test(test_origin_allowed),
+	    cmocka_unit_test(test_upgrade_whole_value),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,85 @@
+/* bench_gen: terminal output generators for the benchmarks.
+
+     bench_gen tui BYTES COLS ROWS   full-screen redraws until BYTES are out:
+				     every row addressed with CUP, a 256-colour
+				     SGR change every 8 cells, text that moves
+				     each frame (a TUI's redraw loop)
+     bench_gen colour COLS ROWS      paints the screen once with a different
+				     foreground and background on every cell
+     bench_gen lines N DELAY_US      N short lines, DELAY_US apart (one
+				     Output frame each) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static void tui(unsigned long long bytes, unsigned cols, unsigned rows)
+{
+	static char out[1 << 16];
+	unsigned long long done = 0;
+	unsigned frame = 0;
+	size_t n = 0;
+
+	setvbuf(stdout, NULL, _IOFBF, 1 << 16);
+	while (done < bytes) {
+		n = (size_t)snprintf(out, sizeof(out), "\033[H");
+		for (unsigned r = 0; r < rows && n + 64 < sizeof(out); r++) {
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "\033[%u;1H", r + 1);
+			for (unsigned c = 0; c < cols && n + 32 < sizeof(out); c++) {
+				if (c % 8 == 0)
+					n += (size_t)snprintf(out + n, sizeof(out) - n,
+							      "\033[38;5;%u;48;5;%um",
+							      (r + c + frame) % 256,
+							      (r * 3 + frame) % 256);
+				out[n++] = (char)('!' + (r + c + frame) % 94);
+			}
+		}
+		n += (size_t)snprintf(out + n, sizeof(out) - n, "\033[0m");
+		fwrite(out, 1, n, stdout);
+		done += n;
+		frame++;
+	}
+	printf("\033[0m\033[%u;1H", rows);
+	fflush(stdout);
+}
+
+static void colour(unsigned cols, unsigned rows)
+{
+	printf("\033[H\033[2J");
+	for (unsigned r = 0; r < rows; r++) {
+		printf("\033[%u;1H", r + 1);
+		for (unsigned c = 0; c < cols; c++) {
+			unsigned i = r * cols + c;
+
+			printf("\033[38;5;%u;48;5;%um%c", i % 256, (i * 7 + 3) % 256,
+			       'A' + (int)(i % 26));
+		}
+	}
+	printf("\033[0m\033[1;1H");
+	fflush(stdout);
+}
+
+static void lines(unsigned n, unsigned delay_us)
+{
+	for (unsigned i = 0; i < n; i++) {
+		printf("line %u of %u\n", i + 1, n);
+		fflush(stdout);
+		usleep(delay_us);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 5 && !strcmp(argv[1], "tui"))
+		tui(strtoull(argv[2], NULL, 10), (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]));
+	else if (argc == 4 && !strcmp(argv[1], "colour"))
+		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+	else if (argc == 4 && !strcmp(argv[1], "lines"))
+		lines((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+	else {
+		fprintf(stderr, "usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
+				"lines N DELAY_US\n");
+		return 2;
+	}
+	return 0;
+}

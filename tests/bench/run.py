@@ -1,0 +1,447 @@
+#!/usr/bin/python3
+"""run.py: the benchmark suite of issue 7, one invocation, one table.
+
+Starts a real ptygate-sidecar (unix link) and ptygate-gateway (loopback)
+with the e2e harness, runs every benchmark RUNS times with its baseline
+paired in the same run (baseline and ptygate back to back, the order
+alternating), and prints one Markdown table: the median of the runs, the
+min-max range, the baseline's median and the median of the per-run
+ratios. The load client is bench_client (C, epoll, wslay, jansson,
+shared/b64.c); the generators are bench_gen and coreutils.
+
+Benchmarks are measurements, not tests: the exit status is 0 whatever the
+numbers are (non-zero only when the suite itself could not run).
+
+Usage: tests/bench/run.py [--runs N] [--mib M] [--only a,b,...] [--quick]
+Environment: PTG_SIDECAR, PTG_GATEWAY (default: build-release), PTG_BENCH_BIN
+(the directory of bench_client and bench_gen).
+"""
+import argparse
+import os
+import re
+import resource
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
+os.environ.setdefault("PTG_SIDECAR", os.path.join(REPO, "build-release", "ptygate-sidecar"))
+os.environ.setdefault("PTG_GATEWAY", os.path.join(REPO, "build-release", "ptygate-gateway"))
+import harness  # noqa: E402
+
+BIN = os.environ.get("PTG_BENCH_BIN") or os.path.join(REPO, "build-release", "tests", "bench")
+CLIENT = os.path.join(BIN, "bench_client")
+GEN = os.path.join(BIN, "bench_gen")
+MARK = "printf '\\n%s\\n' PTG-BENCH-END"
+# The end marker inside a title sequence: in the output, not on the screen.
+TITLE_MARK = "printf '\\033]2;%s\\007' PTG-BENCH-END"
+ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
+ALL = ["attach", "echo", "throughput", "fanout", "memory", "joins", "replay", "keyframe"]
+
+
+def note(text):
+    sys.stderr.write("[bench %s] %s\n" % (time.strftime("%H:%M:%S"), text))
+    sys.stderr.flush()
+
+
+class Suite:
+    def __init__(self, args):
+        self.args = args
+        self.samples = {}  # name -> [per-run values]
+        self.stack = None
+
+    # -- plumbing
+
+    def record(self, name, value):
+        self.samples.setdefault(name, []).append(value)
+
+    def start(self):
+        # A private parent directory: other test runs on a shared machine
+        # sweep /tmp/ptg-e2e-* and must not take this suite's files.
+        tempfile.tempdir = tempfile.mkdtemp(prefix="ptgbench-")
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by the daemons
+        self.stack = harness.Stack(
+            sidecar_args=["--max-observers", "1100", "--max-sessions", "2000",
+                          "--log-level", "warn"],
+            gateway_args=["--max-conns", "20000", "--max-conns-per-instance", "20000",
+                          "--max-conns-per-principal", "20000",
+                          # every load connection comes from loopback, and
+                          # the echo benchmark types faster than a person
+                          "--max-conns-per-ip", "100000", "--max-ops-per-sec", "100000",
+                          "--log-level", "warn"],
+            instance="bench").start()
+        self.token = self.stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
+
+    def stop(self):
+        if self.stack:
+            problems = self.stack.stop()
+            for p in problems:
+                note("daemon problem: " + p)
+            self.stack.cleanup()
+            shutil.rmtree(tempfile.tempdir, ignore_errors=True)
+
+    def session(self, script, cols=120, rows=30):
+        return self.stack.create_session(command=["/bin/sh", "-c", script], env=ENV,
+                                         cols=cols, rows=rows)
+
+    def drop(self, sid):
+        try:
+            self.stack.delete_session(sid)
+        except OSError:
+            pass
+
+    def settle(self, sid, least, timeout=120):
+        """Waits until the session's sequence is >= least and stops moving."""
+        deadline, last, still = time.monotonic() + timeout, -1, 0
+        while time.monotonic() < deadline:
+            seq = self.stack.get_session(sid)["current_sequence"]
+            still = still + 1 if seq == last else 0
+            if seq >= least and still >= 3:
+                return seq
+            last = seq
+            time.sleep(0.2)
+        raise RuntimeError("session %s did not settle (sequence %s)" % (sid, last))
+
+    def client(self, *argv, timeout=1800):
+        cmd = [CLIENT, "--gateway", "127.0.0.1:%d" % self.stack.port, "--instance", "bench",
+               "--token", self.token, "--gateway-pid", str(self.stack.gateway.pid),
+               "--sidecar-pid", str(self.stack.sidecar.pid)] + [str(a) for a in argv]
+        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
+                           text=True)
+        if r.stderr.strip():
+            note("bench_client %s: %s" % (argv[0], r.stderr.strip()[-600:]))
+        out = {}
+        for line in r.stdout.splitlines():
+            parts = line.split()
+            if len(parts) == 3 and parts[0] == "RESULT":
+                out[parts[1]] = float(parts[2])
+        if r.returncode != 0:
+            note("bench_client %s exited %d" % (argv[0], r.returncode))
+        if self.args.verbose:
+            note("%s: %s" % (argv[0], " ".join("%s=%g" % kv for kv in sorted(out.items()))))
+        return out
+
+    def keep(self, prefix, res, keys):
+        for k in keys:
+            if k in res:
+                self.record(prefix + k, res[k])
+
+    # -- the benchmarks, one run each
+
+    def run_attach(self, i):
+        sid = self.session("exec cat")
+        res = self.client("attach", sid, self.args.attach_samples)
+        self.keep("attach.", res, [k for k in res])
+        self.drop(sid)
+
+    def run_echo(self, i):
+        n = self.args.echo_samples
+        order = [self.echo_gateway, self.echo_baselines]
+        for f in (order if i % 2 == 0 else order[::-1]):
+            f(n)
+
+    def echo_gateway(self, n):
+        sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                           "printf PTG-READY; exec cat")
+        res = self.client("echo", sid, n)
+        self.keep("", res, ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms"])
+        self.drop(sid)
+
+    def echo_baselines(self, n):
+        res = self.client("pty-echo", n)
+        res.update(self.client("tcp-echo", n))
+        self.keep("", res, ["ptyecho.us.p50", "ptyecho.us.p99", "ptyecho.us.over10ms",
+                            "tcpecho.us.p50", "tcpecho.us.p99", "tcpecho.us.over10ms"])
+
+    def generators(self):
+        """The throughput workloads, each written once to a file and sent by
+        `cat`, so neither side measures the speed of od or /dev/urandom."""
+        if not hasattr(self, "_gens"):
+            m, d = self.args.mib, self.stack.dir
+            make = [
+                ("longline", "head -c %dM /dev/zero | tr '\\0' a" % m),
+                ("hexdump", "head -c %d /dev/urandom | od -An -tx1 -v" % ((m << 20) * 16 // 49)),
+                ("tui", "%s tui %d 120 30" % (GEN, m << 20)),
+                ("random", "head -c %dM /dev/urandom" % m),
+            ]
+            self._gens = []
+            for name, cmd in make:
+                path = os.path.join(d, "%s.out" % name)
+                subprocess.run(["/bin/sh", "-c", "%s > %s" % (cmd, path)], check=True)
+                self._gens.append((name, "cat %s" % path))
+        return self._gens
+
+    def run_throughput(self, i):
+        for name, gen in self.generators():
+            steps = [lambda: self.keep("tp.%s.plain." % name,
+                                       self.client("plain-throughput", gen), ["plain.mb_s"]),
+                     lambda: self.tp_gateway(name, gen)]
+            for f in (steps if i % 2 == 0 else steps[::-1]):
+                f()
+
+    def tp_gateway(self, name, gen):
+        sid = self.session("stty -echo; dd bs=1 count=1 >/dev/null 2>&1; %s; %s" % (gen, MARK))
+        res = self.client("throughput", sid)
+        self.keep("tp.%s." % name, res, ["throughput.mb_s", "throughput.sidecar_cpu_pct",
+                                        "throughput.gateway_cpu_pct", "throughput.client_cpu_pct", "throughput.seq_errors",
+                                        "throughput.lagged"])
+        self.drop(sid)
+
+    def run_fanout(self, i):
+        path = os.path.join(self.stack.dir, "fanout.out")
+        if not os.path.exists(path):
+            subprocess.run(["/bin/sh", "-c", "head -c 1000000 /dev/urandom | od -An -tx1 -v > %s"
+                            % path], check=True)
+        for n in self.args.fanout:
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "(while :; do cat %s; done) & exec cat" % path)
+            res = self.client("fanout", sid, n, self.args.fanout_seconds)
+            self.keep("fanout%d." % n, res, [k for k in res])
+            self.drop(sid)
+
+    def run_memory(self, i):
+        per = 32  # the default max_observers: joins stay O(per^2) per session
+        for n in self.args.memory:
+            sids = self.memory_sessions((n + per - 1) // per)
+            # A fresh gateway: memory freed by earlier benchmarks would hide
+            # what the connections cost.
+            self.restart_gateway()
+            res = self.client("memory", n, per, *sids)
+            crashed = not self.stack.gateway.alive()
+            self.record("memory%d.crashed" % n, 1 if crashed else 0)
+            if crashed:
+                note("the gateway died with %d connections (status %s)"
+                     % (n, self.stack.gateway.proc.returncode))
+            else:
+                self.keep("memory%d." % n, res, [k for k in res])
+        self.restart_gateway()
+
+    def restart_gateway(self):
+        self.stack.gateway.expected_exit = True  # a crash is a result here, not a problem
+        self.stack.gateway.stop()
+        self.stack.start_gateway()
+
+    def memory_sessions(self, count):
+        if not hasattr(self, "_idle"):
+            self._idle = []
+        while len(self._idle) < count:
+            self._idle.append(self.session("exec sleep 86400"))
+        return self._idle[:count]
+
+    def run_joins(self, i):
+        sid = self.session("exec cat")
+        res = self.client("joins", sid, self.args.joins)
+        self.keep("joins.", res, [k for k in res])
+        self.drop(sid)
+
+    def run_replay(self, i):
+        sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; %s lines 1200 300; %s; exec cat"
+                           % (GEN, TITLE_MARK))
+        res = self.client("replay", sid, self.args.replay_samples, 1000)
+        self.keep("", res, [k for k in res])
+        self.drop(sid)
+
+    def run_keyframe(self, i):
+        for name, cmd in (("colour", "%s colour 200 60" % GEN),
+                          ("hexdump", "head -c 20000 /dev/urandom | od -An -tx1 -v"),
+                          ("tui", "%s tui 200000 200 60" % GEN)):
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; %s; %s; exec cat"
+                               % (cmd, TITLE_MARK), cols=200, rows=60)
+            res = self.client("keyframe", sid, self.args.keyframe_samples)
+            self.keep("kf.%s." % name, res, [k for k in res])
+            self.drop(sid)
+
+    # -- the table
+
+    def stat(self, name):
+        v = self.samples.get(name)
+        if not v:
+            return None
+        return statistics.median(v), min(v), max(v)
+
+    def ratio(self, num, den):
+        a, b = self.samples.get(num, []), self.samples.get(den, [])
+        r = [x / y for x, y in zip(a, b) if y]
+        return statistics.median(r) if r else None
+
+    @staticmethod
+    def fmt(v, digits):
+        if v is None:
+            return "-"
+        return ("%%.%df" % digits) % v
+
+    def cell(self, name, digits=1):
+        s = self.stat(name)
+        if s is None:
+            return "-"
+        return "%s (%s-%s)" % (self.fmt(s[0], digits), self.fmt(s[1], digits), self.fmt(s[2], digits))
+
+    def table(self):
+        rows = []
+
+        def row(what, name, base=None, digits=1, ratio=None, base_cell=None):
+            if self.stat(name) is None:
+                return
+            r = self.ratio(name, base) if base else None
+            rows.append("| %s | %s | %s | %s |" % (
+                what, self.cell(name, digits),
+                base_cell or (self.cell(base, digits) if base else "-"),
+                ratio or (self.fmt(r, 2) + "x" if r is not None else "-")))
+
+        for k, label in (("upgrade_to_101_ms", "upgrade -> 101"),
+                         ("101_to_hello_ms", "101 -> binding_hello"),
+                         ("join_to_keyframe_ms", "join -> Keyframe")):
+            for p in ("p50", "p99"):
+                row("attach: %s, %s (ms)" % (label, p), "attach.attach.%s.%s" % (k, p), digits=2)
+        for p in ("p50", "p99", "max"):
+            row("echo `cat`, keystroke -> echo, %s (us); baseline plain PTY" % p,
+                "echo.us.%s" % p, "ptyecho.us.%s" % p if p != "max" else None)
+        for p in ("p50", "p99"):
+            row("echo %s vs loopback TCP round trip (us)" % p, "echo.us.%s" % p,
+                "tcpecho.us.%s" % p)
+        row("echo samples over 10 ms (of %d)" % self.args.echo_samples, "echo.us.over10ms",
+            "ptyecho.us.over10ms", digits=0, ratio="-")
+        for name in ("longline", "hexdump", "tui", "random"):
+            row("throughput %s, %d MiB (MB/s); baseline plain forkpty loop" % (name, self.args.mib),
+                "tp.%s.throughput.mb_s" % name, "tp.%s.plain.plain.mb_s" % name)
+            row("  sidecar CPU %% during %s" % name, "tp.%s.throughput.sidecar_cpu_pct" % name, digits=0)
+            row("  gateway CPU %% during %s" % name, "tp.%s.throughput.gateway_cpu_pct" % name, digits=0)
+            row("  load client CPU %% during %s" % name, "tp.%s.throughput.client_cpu_pct" % name, digits=0)
+            row("  PTY_OUTPUT_LAGGED during %s (client too slow)" % name, "tp.%s.throughput.lagged" % name, digits=0)
+        for n in self.args.fanout:
+            p = "fanout%d.fanout." % n
+            row("fan-out %d observers, %d s window: aggregate delivered (MB/s)" % (n, self.args.fanout_seconds), p + "aggregate_mb_s", digits=0)
+            row("  observers whose join was answered (of %d)" % n, p + "joined", digits=0)
+            row("  observers closed by the gateway before the end", p + "dead", digits=0)
+            row("  session output rate, as the controller received it (MB/s)", p + "session_mb_s")
+            row("  gateway CPU per delivered MiB (ms)", p + "gateway_cpu_ms_per_mib", digits=2)
+            row("  controller echo samples while streaming", p + "echo_samples", digits=0)
+            row("  controller echo p50 while streaming (us)", p + "echo_us.p50", digits=0)
+            row("  controller echo p99 while streaming (us)", p + "echo_us.p99", digits=0)
+            row("  frames out of order (all observers)", p + "seq_errors", digits=0)
+            row("  PTY_OUTPUT_LAGGED to observers (sum)", p + "lagged", digits=0)
+            row("  PTY_OUTPUT_LAGGED to the controller (echo samples lost)", p + "controller_lagged", digits=0)
+        for n in self.args.memory:
+            row("gateway RSS per idle attached connection, %d conns (KiB)" % n,
+                "memory%d.memory.kib_per_conn" % n)
+            c = self.samples.get("memory%d.crashed" % n, [])
+            if any(c):
+                rows.append("| gateway with %d attached connections | **crashed (SIGSEGV) in %d of %d runs** | - | - |"
+                            % (n, sum(c), len(c)))
+        row("%d joins at once, to the last Keyframe (ms)" % self.args.joins, "joins.joins.all_ms", digits=0)
+        row("  joins answered with a Keyframe (of %d; the rest: INTERNAL, the link request timed out)"
+            % self.args.joins, "joins.joins.completed", digits=0)
+        row("  bytes sent to the joiners (MiB)", "joins.joins.wire_mib")
+        for p in ("p50", "p99"):
+            row("replay_from 1,000 frames back -> Keyframe, %s (ms)" % p,
+                "replay.join_to_keyframe_ms.%s" % p, digits=2)
+        for name, what in (("colour", "colour per cell"), ("hexdump", "hex dump text"),
+                           ("tui", "TUI redraw")):
+            for p in ("p50", "p99"):
+                row("join -> Keyframe, 200x60, %s, %s (ms)" % (what, p),
+                    "kf.%s.keyframe.join_to_keyframe_ms.%s" % (name, p), digits=2)
+            row("  Keyframe bytes per cell (%s)" % what, "kf.%s.keyframe.bytes_per_cell" % name, digits=2)
+        head = ["| what | ptygate: median (min-max) | baseline: median (min-max) | ratio (median of pairs) |",
+                "|---|---|---|---|"]
+        return "\n".join(head + rows)
+
+
+def replay_log(suite, path):
+    """Rebuilds the samples from a --verbose log (its order gives each
+    result its workload), so a table can be printed for an invocation that
+    was interrupted or to re-render one."""
+    tp_names = ["longline", "hexdump", "tui", "random"]
+    kf_names = ["colour", "hexdump", "tui"]
+    tp = kf = 0
+    pat = re.compile(r"^\[bench [0-9:]+\] ([a-z-]+): (.*)$")
+    for line in open(path, encoding="utf-8", errors="replace"):
+        died = re.search(r"the gateway died with (\d+) connections", line)
+        if died:
+            suite.record("memory%s.crashed" % died.group(1), 1)
+            continue
+        m = pat.match(line.strip())
+        if not m or "=" not in m.group(2):
+            continue
+        mode = m.group(1)
+        res = {k: float(v) for k, v in (kv.split("=", 1) for kv in m.group(2).split())}
+        if mode in ("plain-throughput", "throughput"):
+            # Each workload gives one line of each kind, in either order.
+            name = tp_names[(tp // 2) % 4]
+            suite.keep("tp.%s.%s" % (name, "plain." if mode[0] == "p" else ""), res, list(res))
+            tp += 1
+        elif mode == "fanout":
+            suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
+        elif mode == "memory":
+            n = int(res["memory.connections"])
+            if res.get("memory.gateway_rss_kib", 0) > 0:
+                suite.keep("memory%d." % n, res, list(res))
+                suite.record("memory%d.crashed" % n, 0)
+        elif mode == "keyframe":
+            suite.keep("kf.%s." % kf_names[kf % 3], res, list(res))
+            kf += 1
+        elif mode in ("attach", "joins"):
+            suite.keep(mode + ".", res, list(res))
+        else:
+            suite.keep("", res, list(res))
+
+
+def main():
+    # SIGTERM ends the suite like Ctrl-C: the daemons are stopped.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--mib", type=int, default=64, help="throughput workload size")
+    ap.add_argument("--only", default=",".join(ALL))
+    ap.add_argument("--verbose", action="store_true", help="every run's raw results on stderr")
+    ap.add_argument("--observers", default=None, help="fan-out sizes, e.g. 100,1000")
+    ap.add_argument("--conns", default=None, help="connection counts, e.g. 1000,10000")
+    ap.add_argument("--from-log", help="print the table of a --verbose log instead of running")
+    ap.add_argument("--quick", action="store_true", help="small sizes, to check the suite runs")
+    args = ap.parse_args()
+    args.attach_samples, args.echo_samples, args.replay_samples = 20, 10000, 20
+    args.keyframe_samples, args.joins, args.fanout_seconds = 100, 1000, 10
+    args.fanout, args.memory = [100, 1000], [1000, 4000, 10000]
+    if args.quick:
+        args.runs, args.mib, args.attach_samples, args.echo_samples = 1, 4, 3, 500
+        args.replay_samples, args.keyframe_samples, args.joins = 3, 5, 50
+        args.fanout, args.memory, args.fanout_seconds = [10], [100], 3
+    if args.observers:
+        args.fanout = [int(x) for x in args.observers.split(",")]
+    if args.conns:
+        args.memory = [int(x) for x in args.conns.split(",")]
+    only = [b for b in args.only.split(",") if b]
+    suite = Suite(args)
+    if args.from_log:
+        args.runs = 0
+        replay_log(suite, args.from_log)
+        print(suite.table())
+        return 0
+    suite.start()
+    t0 = time.monotonic()
+    try:
+        for i in range(args.runs):
+            for b in only:
+                note("run %d/%d: %s" % (i + 1, args.runs, b))
+                try:
+                    getattr(suite, "run_" + b)(i)
+                except Exception as e:  # one broken benchmark must not end the suite
+                    note("%s failed in run %d: %s" % (b, i + 1, str(e)[:500]))
+    finally:
+        suite.stop()
+    load = open("/proc/loadavg").read().split()[:3]
+    print("\n%d paired runs, %.0f s, load average %s, %d cores; ttyd (a one-hop C web "
+          "terminal) is not in Debian 12, so that column is absent.\n"
+          % (args.runs, time.monotonic() - t0, " ".join(load), os.cpu_count()))
+    print(suite.table())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

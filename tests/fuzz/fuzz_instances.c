@@ -1,0 +1,104 @@
+/* fuzz_instances: libFuzzer harness for the instances file parser
+   (gw_config_parse_instances, what --instances-file and SIGHUP read). The
+   input is the file's text, any bytes. Oracles beyond the sanitizers:
+   - a refusal names the file and line and leaves no entries;
+   - accepted entries are at most max, their ids valid path ids and
+     distinct, and written back as "ID ADDR" lines (addr_format) they
+     parse to the same entries. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "addr.h"
+#include "buf.h"
+#include "config.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+#define FUZZ__MAX 8 /* small, so the "more than max" path is reached */
+
+#define fuzz__assert(cond)                                                               \
+	do {                                                                             \
+		if (!(cond)) {                                                           \
+			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
+			abort();                                                         \
+		}                                                                        \
+	} while (0)
+
+static int fuzz__valid_id(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n < 1 || n > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
+			return 0;
+	return 1;
+}
+
+static int fuzz__same_addr(const struct addr *a, const struct addr *b)
+{
+	if (a->kind != b->kind)
+		return 0;
+	switch (a->kind) {
+	case ADDR_UNIX:
+		return !strcmp(a->path, b->path);
+	case ADDR_TCP:
+		return !strcmp(a->host, b->host) && a->port == b->port;
+	case ADDR_VSOCK:
+		return a->cid == b->cid && a->vport == b->vport;
+	}
+	return 0;
+}
+
+/* Written back, the entries read the same. */
+static void fuzz__roundtrip(const struct gw_instance_cfg *in, size_t n)
+{
+	struct gw_instance_cfg again[FUZZ__MAX];
+	struct buf text = BUF_INIT;
+	char addr[512], err[512];
+	size_t m;
+
+	for (size_t i = 0; i < n; i++) {
+		addr_format(&in[i].addr, addr, sizeof(addr));
+		buf_append_str(&text, in[i].id);
+		buf_append_str(&text, "\t");
+		buf_append_str(&text, addr);
+		buf_append_str(&text, "\n");
+	}
+	fuzz__assert(gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text),
+					       "again", again, FUZZ__MAX, &m, err,
+					       sizeof(err)) == 0);
+	fuzz__assert(m == n);
+	for (size_t i = 0; i < n; i++)
+		fuzz__assert(!strcmp(again[i].id, in[i].id) &&
+			     fuzz__same_addr(&again[i].addr, &in[i].addr));
+	buf_free(&text);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct gw_instance_cfg out[FUZZ__MAX];
+	char err[512];
+	size_t n = 99;
+
+	if (size > 256 * 1024)
+		return 0;
+	err[0] = '\0';
+	if (gw_config_parse_instances((const char *)data, size, "fuzz", out, FUZZ__MAX, &n,
+				      err, sizeof(err)) < 0) {
+		fuzz__assert(n == 0 && !strncmp(err, "fuzz:", 5));
+		return 0;
+	}
+	fuzz__assert(n <= FUZZ__MAX);
+	for (size_t i = 0; i < n; i++) {
+		fuzz__assert(fuzz__valid_id(out[i].id));
+		for (size_t j = 0; j < i; j++)
+			fuzz__assert(strcmp(out[i].id, out[j].id) != 0);
+	}
+	fuzz__roundtrip(out, n);
+	return 0;
+}
