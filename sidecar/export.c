@@ -14,21 +14,8 @@
 #include "link.pb-c.h"
 #include "recstore.h"
 #include "store.h"
+#include "utf8.h"
 #include "uuid.h"
-
-/* The length of the valid UTF-8 sequence at p (1-4), or 0. */
-static size_t utf8_len(const uint8_t *p, size_t n)
-{
-	size_t len = p[0] < 0x80 ? 1 : (p[0] & 0xe0) == 0xc0 ? 2 :
-		     (p[0] & 0xf0) == 0xe0 ? 3 : (p[0] & 0xf8) == 0xf0 ? 4 : 0;
-
-	if (!len || len > n || (len == 2 && p[0] < 0xc2))
-		return 0;
-	for (size_t i = 1; i < len; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return len;
-}
 
 /* Appends carry + p as valid UTF-8 to out; an incomplete sequence at the
    end waits in carry for the next frame. */
@@ -41,7 +28,7 @@ static void to_utf8(struct buf *carry, const uint8_t *p, size_t n, struct buf *o
 	d = buf_head(carry);
 	n = buf_size(carry);
 	while (i < n) {
-		len = utf8_len(d + i, n - i);
+		len = utf8_seq_len(d + i, n - i);
 		if (len) {
 			buf_append(out, d + i, len);
 			i += len;
@@ -121,6 +108,7 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 	struct buf carry = BUF_INIT, text = BUF_INIT;
 	size_t n = 0;
 	int64_t start = -1;
+	double last_t = 0;
 	int rc;
 
 	if (!uuid_is_valid(id)) {
@@ -138,9 +126,12 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 	while ((rc = framelog_reader_next(rd, &rec)) == 1) {
 		if (start < 0)
 			start = rec.ts_ms;
+		last_t = (double)(rec.ts_ms - start) / 1000.0;
 		put_frame(out, &rec, start, &carry, &text);
 	}
 	framelog_reader_free(rd);
+	if (buf_size(&carry)) /* the history ends inside a character */
+		put_event(out, last_t, "o", "\xef\xbf\xbd", 3);
 	store_records_free(all, n);
 	buf_free(&carry);
 	buf_free(&text);
