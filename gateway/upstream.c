@@ -112,24 +112,48 @@ static void on_sweep(struct ev_timer *t, void *user)
 
 /* ---- bindings ---- */
 
+/* The bindings are kept sorted by attach id, so a frame's delivery to
+   each of n recipients is a binary search, not a scan (n observers on
+   one session cost O(n log n) per frame, not O(n^2)). */
+static size_t binding_pos(const struct upstream *u, uint64_t attach_id)
+{
+	size_t lo = 0, hi = u->n_binds;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (u->binds[mid].attach_id < attach_id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
 {
-	for (size_t i = 0; i < u->n_binds; i++)
-		if (u->binds[i].attach_id == attach_id)
-			return &u->binds[i];
-	return NULL;
+	size_t i = binding_pos(u, attach_id);
+
+	return i < u->n_binds && u->binds[i].attach_id == attach_id ? &u->binds[i] : NULL;
 }
 
 void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
 		   const struct upstream_sink *sink, void *user)
 {
+	size_t i = binding_pos(u, attach_id);
 	struct binding *b;
 
-	if (u->n_binds == u->cap_binds) {
-		u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
-		u->binds = xrealloc(u->binds, u->cap_binds * sizeof(*u->binds));
+	if (i < u->n_binds && u->binds[i].attach_id == attach_id) {
+		b = &u->binds[i]; /* bound again: the newest sink wins */
+	} else {
+		if (u->n_binds == u->cap_binds) {
+			u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
+			u->binds = xrealloc(u->binds, u->cap_binds * sizeof(*u->binds));
+		}
+		memmove(&u->binds[i + 1], &u->binds[i], (u->n_binds - i) * sizeof(*u->binds));
+		u->n_binds++;
+		b = &u->binds[i];
 	}
-	b = &u->binds[u->n_binds++];
 	b->attach_id = attach_id;
 	snprintf(b->session_id, sizeof(b->session_id), "%s", session_id);
 	b->sink = sink;
@@ -138,10 +162,12 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 
 void upstream_unbind(struct upstream *u, uint64_t attach_id)
 {
-	struct binding *b = find_binding(u, attach_id);
+	size_t i = binding_pos(u, attach_id);
 
-	if (b)
-		*b = u->binds[--u->n_binds];
+	if (i == u->n_binds || u->binds[i].attach_id != attach_id)
+		return;
+	memmove(&u->binds[i], &u->binds[i + 1], (u->n_binds - i - 1) * sizeof(*u->binds));
+	u->n_binds--;
 }
 
 /* ---- frames from the sidecar ---- */
