@@ -26,7 +26,8 @@ static const char usage[] =
 	"  --state-dir DIR          keep session records here (default: none)\n"
 	"  --replay-frames N        frames always retained per session (1000)\n"
 	"  --replay-seconds S       seconds of frames retained per session (86400)\n"
-	"  --replay-bytes B         byte budget of a session's ring (67108864)\n"
+	"  --replay-bytes B         byte budget of a session's history: the ring,\n"
+	"                           or the frame log with --state-dir (67108864)\n"
 	"  --max-controllers K      controllers per session (4)\n"
 	"  --max-observers M        observers per session (32)\n"
 	"  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
@@ -45,6 +46,21 @@ static const char usage[] =
 	"  --task-max-message-bytes B    a task's command text, 1-262144 (65536)\n"
 	"  --task-page-max N        ListTasks page size cap, 1-1000 (100)\n"
 	"  --task-keep N            finished tasks kept per sidecar, 1-100000 (200)\n"
+	"  --state-key-file PATH    seals the state dir (libsodium secretstream);\n"
+	"                           created 0600 with a new key when absent\n"
+	"  --state-old-key-file PATH  an earlier key, to read what it sealed\n"
+	"                           (rotation; repeatable, up to 7)\n"
+	"  --state-plaintext        keep state unsealed (checksums only)\n"
+	"  --fsync POLICY           frame log: interval:MS (interval:100ms),\n"
+	"                           every-frame or never\n"
+	"  --state-max-bytes B      frame logs of all sessions together; oldest\n"
+	"                           segments go first (0: no cap) (0)\n"
+	"  --state-segment-bytes B  frame log segment size, 65536-1073741824 (8388608)\n"
+	"  --replay-memory-bytes B  with --state-dir, the in-memory tail of each\n"
+	"                           session's history; older replays read the\n"
+	"                           disk (8388608)\n"
+	"  --export-asciicast ID    write session ID's history from --state-dir as\n"
+	"                           asciicast v2 to stdout, then exit\n"
 	"  --session-user USER      run every session's program as USER (the\n"
 	"                           sidecar must be root; default: its own user)\n"
 	"  --log-level LEVEL        debug, info, warn or error (info)\n"
@@ -77,6 +93,10 @@ void config_defaults(struct sidecar_config *c)
 	c->task_page_max = 100;
 	c->task_keep = 200;
 	c->task_max_subscribers = 64;
+	c->fsync = FSYNC_INTERVAL;
+	c->fsync_interval_ms = 100;
+	c->state_segment_bytes = 8u << 20;
+	c->replay_memory_bytes = 8u << 20;
 	if (gethostname(c->instance_id, sizeof(c->instance_id) - 1) < 0)
 		snprintf(c->instance_id, sizeof(c->instance_id), "local");
 }
@@ -138,6 +158,8 @@ enum {
 	OPT_VERSION,
 	OPT_TASK_HANDLER, OPT_TASK_OUT, OPT_TASK_RUN, OPT_TASK_RUN_SESSION, OPT_TASK_MSG,
 	OPT_TASK_PAGE, OPT_TASK_KEEP,
+	OPT_STATE_KEY, OPT_STATE_OLD_KEY, OPT_STATE_PLAIN, OPT_FSYNC, OPT_STATE_MAX,
+	OPT_STATE_SEG, OPT_REPLAY_MEM, OPT_EXPORT,
 };
 
 static const struct option options[] = {
@@ -165,11 +187,106 @@ static const struct option options[] = {
 	{ "task-max-message-bytes", required_argument, NULL, OPT_TASK_MSG },
 	{ "task-page-max", required_argument, NULL, OPT_TASK_PAGE },
 	{ "task-keep", required_argument, NULL, OPT_TASK_KEEP },
+	{ "state-key-file", required_argument, NULL, OPT_STATE_KEY },
+	{ "state-old-key-file", required_argument, NULL, OPT_STATE_OLD_KEY },
+	{ "state-plaintext", no_argument, NULL, OPT_STATE_PLAIN },
+	{ "fsync", required_argument, NULL, OPT_FSYNC },
+	{ "state-max-bytes", required_argument, NULL, OPT_STATE_MAX },
+	{ "state-segment-bytes", required_argument, NULL, OPT_STATE_SEG },
+	{ "replay-memory-bytes", required_argument, NULL, OPT_REPLAY_MEM },
+	{ "export-asciicast", required_argument, NULL, OPT_EXPORT },
 	{ "session-user", required_argument, NULL, OPT_USER },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ "version", no_argument, NULL, OPT_VERSION },
 	{ NULL, 0, NULL, 0 },
 };
+
+/* ---- durable state flags (issue 9) ---- */
+
+static const char *new_key_file, *old_key_files[SEAL_MAX_KEYS - 1];
+static size_t n_old_key_files;
+
+static int parse_fsync(struct sidecar_config *c, const char *arg)
+{
+	uint64_t ms;
+	char num[32];
+	size_t n;
+
+	if (!strcmp(arg, "every-frame") || !strcmp(arg, "never")) {
+		c->fsync = arg[0] == 'e' ? FSYNC_EVERY_FRAME : FSYNC_NEVER;
+		return 0;
+	}
+	n = strlen(arg);
+	if (!strncmp(arg, "interval:", 9) && n > 11 && n < 9 + sizeof(num) &&
+	    !strcmp(arg + n - 2, "ms")) {
+		memcpy(num, arg + 9, n - 11);
+		num[n - 11] = 0;
+		if (num_parse_u64(num, 1, 60000, &ms) == 0) {
+			c->fsync = FSYNC_INTERVAL;
+			c->fsync_interval_ms = (uint32_t)ms;
+			return 0;
+		}
+	}
+	fprintf(stderr, "ptygate-sidecar: --fsync: expected interval:MSms (1-60000), "
+			"every-frame or never, got '%s'\n", arg);
+	return -EINVAL;
+}
+
+static int apply_state_option(struct sidecar_config *c, int opt, const char *arg)
+{
+	switch (opt) {
+	case OPT_STATE_KEY: new_key_file = arg; return 0;
+	case OPT_STATE_OLD_KEY:
+		if (n_old_key_files >= SEAL_MAX_KEYS - 1) {
+			fprintf(stderr, "ptygate-sidecar: --state-old-key-file: at most %d\n",
+				SEAL_MAX_KEYS - 1);
+			return -EINVAL;
+		}
+		old_key_files[n_old_key_files++] = arg;
+		return 0;
+	case OPT_STATE_PLAIN: c->state_plaintext = 1; return 0;
+	case OPT_FSYNC: return parse_fsync(c, arg);
+	case OPT_STATE_MAX: return parse_u64("--state-max-bytes", arg, 0, 1ull << 50, &c->state_max_bytes);
+	case OPT_STATE_SEG: return parse_u64("--state-segment-bytes", arg, 65536, 1u << 30, &c->state_segment_bytes);
+	case OPT_REPLAY_MEM: return parse_u64("--replay-memory-bytes", arg, 1024, 1ull << 36, &c->replay_memory_bytes);
+	case OPT_EXPORT: c->export_session = arg; return 0;
+	}
+	return -EINVAL;
+}
+
+/* Without a key, state is refused rather than written in clear, unless
+   the operator said --state-plaintext. */
+static int load_state_keys(struct sidecar_config *c)
+{
+	char err[512];
+
+	if (!c->state_dir[0] && !c->export_session)
+		return 0;
+	if (sodium_init() < 0) {
+		fprintf(stderr, "ptygate-sidecar: libsodium failed to start\n");
+		return -EINVAL;
+	}
+	if (!new_key_file && !c->state_plaintext) {
+		fprintf(stderr, "ptygate-sidecar: --state-dir needs --state-key-file "
+				"(state is sealed at rest) or --state-plaintext\n");
+		return -EINVAL;
+	}
+	if (new_key_file && c->state_plaintext) {
+		fprintf(stderr, "ptygate-sidecar: --state-key-file and --state-plaintext "
+				"exclude each other\n");
+		return -EINVAL;
+	}
+	if (new_key_file && seal_load_key(&c->state_keys, new_key_file,
+					  !c->export_session, err, sizeof(err)) < 0)
+		goto bad;
+	for (size_t i = 0; i < n_old_key_files; i++)
+		if (seal_load_key(&c->state_keys, old_key_files[i], 0, err, sizeof(err)) < 0)
+			goto bad;
+	return 0;
+bad:
+	fprintf(stderr, "ptygate-sidecar: state key: %s\n", err);
+	return -EINVAL;
+}
 
 static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 {
@@ -210,6 +327,9 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 	case OPT_TASK_MSG: return parse_u32("--task-max-message-bytes", arg, 1, 256u << 10, &c->task_max_message_bytes);
 	case OPT_TASK_PAGE: return parse_u32("--task-page-max", arg, 1, 1000, &c->task_page_max);
 	case OPT_TASK_KEEP: return parse_u32("--task-keep", arg, 1, 100000, &c->task_keep);
+	case OPT_STATE_KEY: case OPT_STATE_OLD_KEY: case OPT_STATE_PLAIN: case OPT_FSYNC:
+	case OPT_STATE_MAX: case OPT_STATE_SEG: case OPT_REPLAY_MEM: case OPT_EXPORT:
+		return apply_state_option(c, opt, arg);
 	case OPT_USER: return copy_str("--session-user", arg, c->session_user, sizeof(c->session_user));
 	case OPT_LOG:
 		if (log_level_parse(arg, &lvl) < 0) {
@@ -264,6 +384,8 @@ int config_parse(struct sidecar_config *c, int argc, char **argv)
 
 	optind = 1;
 	opterr = 1;
+	new_key_file = NULL;
+	n_old_key_files = 0;
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
@@ -284,7 +406,13 @@ int config_parse(struct sidecar_config *c, int argc, char **argv)
 		fprintf(stderr, "ptygate-sidecar: unexpected argument '%s'\n", argv[optind]);
 		goto bad;
 	}
-	if (!have_listen) {
+	if (c->export_session && !c->state_dir[0]) {
+		fprintf(stderr, "ptygate-sidecar: --export-asciicast needs --state-dir\n");
+		goto bad;
+	}
+	if (load_state_keys(c) < 0)
+		return -EINVAL;
+	if (!have_listen && !c->export_session) {
 		fprintf(stderr, "ptygate-sidecar: --listen ADDR is required\n");
 		goto bad;
 	}

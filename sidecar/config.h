@@ -6,6 +6,8 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "framelog.h"
+#include "seal.h"
 
 struct sidecar_config {
 	struct addr listen;
@@ -36,6 +38,15 @@ struct sidecar_config {
 	uint32_t task_page_max;       /* ListTasks page size cap */
 	uint32_t task_keep;           /* finished tasks kept (oldest dropped) */
 	uint32_t task_max_subscribers; /* per task */
+	/* durable state (issue 9) */
+	struct seal_keys state_keys;  /* n == 0: plaintext (--state-plaintext) */
+	int state_plaintext;
+	enum framelog_fsync fsync;
+	uint32_t fsync_interval_ms;
+	uint64_t state_max_bytes;     /* frame logs of all sessions; 0: no cap */
+	uint64_t state_segment_bytes;
+	uint64_t replay_memory_bytes; /* the ring (a cache) with --state-dir */
+	const char *export_session;   /* --export-asciicast ID (argv) */
 	char session_user[64];     /* "" : programs run as the sidecar's user */
 };
 

@@ -99,19 +99,6 @@ void session_emit_membership_joined(struct session *s, const struct member *join
 
 /* ---- attach ---- */
 
-struct replay_ctx {
-	struct linkconn *lc;
-	uint64_t attach_id;
-};
-
-static int replay_one(const struct ring_entry *e, void *user)
-{
-	struct replay_ctx *rc = user;
-
-	wire_send_frame(rc->lc, e->data, e->len, rc->attach_id);
-	return 0;
-}
-
 /* The first controller's size is applied before its Keyframe (SPEC 5.1). */
 static void apply_join_size(struct session *s, const struct member *m,
 			    const Ptg__Attach *a)
@@ -159,7 +146,7 @@ static void describe_out_of_range(struct session *s, uint64_t n, char *out, size
 	else
 		snprintf(out, len, "replay_from=%llu precedes oldest retained frame "
 			 "(sequence=%llu)", (unsigned long long)n,
-			 (unsigned long long)ring_oldest_retained(s->ring));
+			 (unsigned long long)session_state_oldest(s));
 }
 
 static void send_attach_reply(struct session *s, struct linkconn *lc,
@@ -201,7 +188,6 @@ static struct member *admit(struct session *s, struct linkconn *lc,
 
 void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
 {
-	struct replay_ctx rc = { lc, a->attach_id };
 	char replay_error[160] = "";
 	int downgraded, replay;
 	const char *reason;
@@ -210,7 +196,7 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 	if (check_attach(s, lc, a) < 0)
 		return;
 	replay = a->has_replay_from;
-	if (replay && ring_check_replay(s->ring, a->replay_from, s->seq) < 0) {
+	if (replay && session_state_check_replay(s, a->replay_from) < 0) {
 		describe_out_of_range(s, a->replay_from, replay_error, sizeof(replay_error));
 		replay = 0;
 	}
@@ -235,7 +221,7 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		session_emit_membership_joined(s, m);
 	} else if (replay) {
 		emit_role(s, m, downgraded, reason);
-		ring_foreach_after(s->ring, a->replay_from, replay_one, &rc);
+		session_state_replay(s, lc, a->attach_id, a->replay_from);
 		apply_join_size(s, m, a);
 		session_emit_keyframe(s, m);
 		session_emit_membership_joined(s, m);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "export.h"
 #include "log.h"
 #include "server.h"
 
@@ -19,6 +20,8 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	log_set_ident("ptygate-sidecar");
 	log_set_level(cfg.log_level);
+	if (cfg.export_session)
+		return export_asciicast(&cfg, cfg.export_session, stdout);
 	srv = server_new(&cfg);
 	if (!srv)
 		return 1;

@@ -12,9 +12,42 @@
 
 #include "fdio.h"
 #include "log.h"
+#include "seal.h"
 #include "xalloc.h"
 
 #define PATH_CAP 4400
+
+static const struct seal_keys *seal_keys;
+
+void recstore_seal_with(const struct seal_keys *keys)
+{
+	seal_keys = keys;
+}
+
+void recstore_seal(const void *p, size_t n, uint8_t **out, size_t *outlen)
+{
+	if (!seal_keys) {
+		*out = xmalloc(n + 1);
+		if (n)
+			memcpy(*out, p, n);
+		*outlen = n;
+		return;
+	}
+	seal_file(seal_keys, p, n, out, outlen);
+}
+
+int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen)
+{
+	if (!seal_keys || (!seal_keys->n && (!n || (p[0] != 'P' && p[0] != 'S')))) {
+		*out = xmalloc(n + 1);
+		if (n)
+			memcpy(*out, p, n);
+		(*out)[n] = 0;
+		*outlen = n;
+		return 0;
+	}
+	return unseal_file(seal_keys, p, n, out, outlen);
+}
 
 int recstore_open(const char *dir)
 {
@@ -56,19 +89,25 @@ static int sync_dir(const char *dir)
 	return rc;
 }
 
-int recstore_write(const char *dir, const char *name, const void *p, size_t n)
+int recstore_write(const char *dir, const char *name, const void *plain, size_t plen)
 {
 	char tmp[PATH_CAP], final[PATH_CAP];
+	uint8_t *p;
+	size_t n;
 	int fd, rc;
 
 	if (!valid_name(name))
 		return -EINVAL;
+	recstore_seal(plain, plen, &p, &n);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
 	snprintf(final, sizeof(final), "%s/%s", dir, name);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
+	if (fd < 0) {
+		free(p);
 		return -errno;
+	}
 	rc = fd_write_all(fd, p, n);
+	free(p);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
@@ -172,13 +211,23 @@ int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
 		return -errno;
 	names = list_names(d, suffix, &n);
 	for (size_t i = 0; i < n; i++) {
-		char *data = read_file(dirfd(d), names[i], max_bytes, &len);
-		if (!data) {
-			log_warn(NULL, "%s/%s: skipped: %s", dir, names[i], strerror(errno));
+		/* The seal adds a header and a tag; the limit is on the record. */
+		char *data = read_file(dirfd(d), names[i], max_bytes + (seal_keys ? 64 : 0), &len);
+		uint8_t *plain = NULL;
+		int rc = data ? recstore_unseal((uint8_t *)data, len, &plain, &len) : -errno;
+
+		if (rc == 0 && len > max_bytes)
+			rc = -EFBIG;
+
+		if (rc < 0) {
+			log_warn(NULL, "%s/%s: skipped: %s", dir, names[i],
+				 rc == -ENOKEY ? "sealed with a key not given" :
+				 rc == -EBADMSG ? "damaged (fails its seal)" : strerror(-rc));
 		} else {
-			each(names[i], data, len, user);
+			each(names[i], (const char *)plain, len, user);
 			seen++;
 		}
+		free(plain);
 		free(data);
 		free(names[i]);
 	}

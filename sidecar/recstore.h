@@ -9,6 +9,21 @@
 #define PTG_RECSTORE_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+struct seal_keys;
+
+/* From now on every record is sealed at rest with keys (seal.h; n == 0:
+   plaintext with a checksum). Set once at start; keys must outlive every
+   call. Without it records are written as given (unit tests). */
+void recstore_seal_with(const struct seal_keys *keys);
+/* What recstore_write puts on disk for p (malloc'd). */
+void recstore_seal(const void *p, size_t n, uint8_t **out, size_t *outlen);
+/* Opens what recstore_seal made: 0 and a malloc'd, NUL-terminated copy,
+   or -EBADMSG (damaged) / -ENOKEY (sealed with a key not given). Under
+   --state-plaintext a file of an earlier version (no seal header) is
+   taken as it is. */
+int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen);
 
 /* Creates dir and its parents (0700). Returns 0 or a negative errno. */
 int recstore_open(const char *dir);

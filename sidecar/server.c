@@ -18,6 +18,7 @@
 #include "link.h"
 #include "linkconn.h"
 #include "log.h"
+#include "recstore.h"
 #include "session.h"
 #include "store.h"
 #include "tasks.h"
@@ -516,6 +517,7 @@ static void on_tick(struct ev_timer *t, void *user)
 
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_tick(srv->sessions[i], now);
+	session_state_budget(srv->sessions, srv->n_sessions, srv->cfg->state_max_bytes);
 	reap_sessions(srv, now);
 	if (srv->accept_paused) {
 		srv->accept_paused = 0;
@@ -532,6 +534,7 @@ static int restore_sessions(struct server *srv)
 
 	if (!dir[0])
 		return 0;
+	recstore_seal_with(&srv->cfg->state_keys); /* records, screens, tasks */
 	rc = store_open(dir);
 	if (rc == 0)
 		rc = store_read_all(dir, &recs, &n);

@@ -29,11 +29,8 @@
 #define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
-static void persist(struct session *s);
-static void persist_screen(struct session *s, const struct buf *snap);
-static void save_final_screen(struct session *s);
 
-static char **strv_dup(char *const *v)
+char **strv_dup(char *const *v)
 {
 	size_t n = 0;
 	char **out;
@@ -72,13 +69,17 @@ static char **default_argv(const struct sidecar_config *cfg)
 }
 
 /* The replay ring of SPEC 3, sized by the sidecar's flags. */
-static struct ring *new_ring(const struct sidecar_config *cfg)
+struct ring *new_ring(const struct sidecar_config *cfg)
 {
 	struct ring_limits lim = {
 		.max_frames = cfg->replay_frames,
 		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
 		.max_bytes = cfg->replay_bytes,
 	};
+
+	/* With a frame log the ring is only a cache of the recent tail. */
+	if (cfg->state_dir[0] && cfg->replay_memory_bytes < lim.max_bytes)
+		lim.max_bytes = cfg->replay_memory_bytes;
 
 	return ring_new(&lim);
 }
@@ -132,7 +133,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
 		 s->cols, s->rows);
-	persist(s);
+	session_state_start(s);
 	return s;
 }
 
@@ -152,6 +153,7 @@ void session_free(struct session *s)
 	if (!s->reaped && s->pid > 0)
 		kill(-s->pid, SIGKILL);
 	close_pty(s);
+	session_state_free(s);
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
 	ev_timer_free(s->membership_timer);
@@ -200,6 +202,7 @@ static void broadcast(struct session *s, const uint8_t *p, size_t n)
 uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target)
 {
 	f->session_id = s->id;
+	session_state_reserve(s); /* on disk before the number goes out */
 	f->sequence = ++s->seq;
 	f->ts_ms = time_now_ms();
 	f->target_attach_id = 0;
@@ -212,9 +215,11 @@ uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *tar
 				target->attach_id);
 		return f->sequence;
 	}
-	if (is_retained(f))
+	if (is_retained(f)) {
 		ring_append(s->ring, f->sequence, f->ts_ms, buf_head(&s->pack),
 			    buf_size(&s->pack));
+		session_state_log(s, f, &s->pack);
+	}
 	broadcast(s, buf_head(&s->pack), buf_size(&s->pack));
 	return f->sequence;
 }
@@ -258,7 +263,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	f.kind_case = PTG__FRAME__KIND_KEYFRAME;
 	f.keyframe = &kf;
 	seq = session_emit(s, &f, target);
-	persist_screen(s, &snap);
+	session_state_save_screen(s, &snap);
 	buf_free(&snap);
 	return seq;
 }
@@ -589,8 +594,7 @@ static void finish_if_done(struct session *s)
 	s->exited_ms = time_now_ms();
 	log_info(s->id, "closed: %s", s->detail);
 	session_emit_closed(s, NULL);
-	save_final_screen(s);
-	persist(s);
+	session_checkpoint(s);
 }
 
 void session_child_exited(struct session *s, int status)
@@ -634,8 +638,7 @@ void session_kill(struct session *s, const char *detail)
 void session_tick(struct session *s, int64_t now_ms)
 {
 	ring_expire(s->ring, now_ms);
-	if (s->seq != s->stored_seq)
-		persist(s);
+	session_state_tick(s, now_ms);
 }
 
 /* ---- info ---- */
@@ -677,7 +680,7 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 	o->cols = s->cols;
 	o->rows = s->rows;
 	o->current_sequence = s->seq;
-	o->oldest_retained_sequence = ring_oldest_retained(s->ring);
+	o->oldest_retained_sequence = session_state_oldest(s);
 	o->controllers = session_member_list(s, MEMBER_CONTROLLER, &o->n_controllers);
 	o->observers = session_member_list(s, MEMBER_OBSERVER, &o->n_observers);
 	o->has_exit_code = s->exited && s->has_exit_code;
@@ -699,119 +702,4 @@ void session_info_release(Ptg__SessionInfo *o)
 	session_member_list_free(o->observers, o->n_observers);
 	o->controllers = o->observers = NULL;
 	o->n_controllers = o->n_observers = 0;
-}
-
-/* ---- the state dir (store.h) ---- */
-
-static void persist(struct session *s)
-{
-	struct store_record r;
-
-	if (!s->cfg->state_dir[0])
-		return;
-	memset(&r, 0, sizeof(r));
-	memcpy(r.id, s->id, sizeof(r.id));
-	r.sequence = s->seq;
-	r.running = !s->exited;
-	r.has_exit_code = s->has_exit_code;
-	r.exit_code = s->exit_code;
-	r.close_reason = s->close_reason;
-	r.cols = s->cols;
-	r.rows = s->rows;
-	r.policy = s->policy;
-	r.created_ms = s->created_ms;
-	r.exited_ms = s->exited_ms;
-	snprintf(r.label, sizeof(r.label), "%s", s->label);
-	snprintf(r.detail, sizeof(r.detail), "%s", s->detail);
-	r.argv = s->argv;
-	if (store_write(s->cfg->state_dir, &r) < 0)
-		log_warn(s->id, "cannot write the session record in %s", s->cfg->state_dir);
-	s->stored_seq = s->seq;
-}
-
-static void persist_screen(struct session *s, const struct buf *snap)
-{
-	if (s->cfg->state_dir[0] &&
-	    store_write_screen(s->cfg->state_dir, s->id, buf_head(snap), buf_size(snap)) < 0)
-		log_warn(s->id, "cannot write the screen in %s", s->cfg->state_dir);
-}
-
-static void save_final_screen(struct session *s)
-{
-	struct buf snap = BUF_INIT;
-
-	if (!s->cfg->state_dir[0])
-		return;
-	session_screen_sync(s);
-	screen_snapshot(s->screen, &snap);
-	persist_screen(s, &snap);
-	buf_free(&snap);
-}
-
-void session_checkpoint(struct session *s)
-{
-	save_final_screen(s);
-	persist(s);
-}
-
-void session_forget(struct session *s)
-{
-	if (s->cfg->state_dir[0])
-		store_remove(s->cfg->state_dir, s->id);
-}
-
-static void emit_log_line(struct session *s, const char *text)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
-
-	buf_append_str(&s->screen_backlog, text);
-	o.stream = PTG__STREAM__STREAM_LOG;
-	o.data.data = (uint8_t *)text;
-	o.data.len = strlen(text);
-	f.kind_case = PTG__FRAME__KIND_OUTPUT;
-	f.output = &o;
-	session_emit(s, &f, NULL);
-}
-
-struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop *loop,
-				const struct store_record *r)
-{
-	struct session *s = xcalloc(1, sizeof(*s));
-
-	memcpy(s->id, r->id, sizeof(s->id));
-	s->cfg = cfg;
-	s->loop = loop;
-	s->master = -1;
-	s->reaped = s->exited = s->numbered = 1;
-	s->cols = r->cols;
-	s->rows = r->rows;
-	s->policy = r->policy;
-	s->label = xstrdup(r->label);
-	s->argv = strv_dup(r->argv);
-	s->created_ms = r->created_ms;
-	s->seq = r->sequence;
-	s->has_exit_code = r->has_exit_code;
-	s->exit_code = r->exit_code;
-	s->close_reason = r->close_reason;
-	snprintf(s->detail, sizeof(s->detail), "%s", r->detail);
-	s->exited_ms = r->running ? time_now_ms() : r->exited_ms;
-	s->screen = screen_new(s->cols, s->rows);
-	if (r->screen)
-		screen_feed(s->screen, r->screen, r->screen_len);
-	s->ring = new_ring(cfg);
-	ring_forget_through(s->ring, s->seq);
-	s->members = members_new(cfg->max_controllers, cfg->max_observers);
-	if (r->running) {
-		emit_log_line(s, "\r\n[ptygate] the sidecar restarted: this session's program "
-				 "was lost, and its history before this line is gone.\r\n");
-		s->has_exit_code = 0;
-		s->close_reason = PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED;
-		snprintf(s->detail, sizeof(s->detail), "the sidecar restarted; the program was lost");
-		session_emit_closed(s, NULL);
-	}
-	persist(s);
-	log_info(s->id, "restored from the state dir at sequence %llu%s",
-		 (unsigned long long)s->seq, r->running ? " (its program was lost)" : "");
-	return s;
 }

@@ -78,6 +78,9 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 			      const Ptg__RequestKeyframe *rk);
 /* The link is gone: its attachments leave (one membership broadcast). */
 void session_drop_link(struct session *s, struct linkconn *lc);
+/* The sidecar's --state-max-bytes: deletes the oldest segments of all
+   sessions' frame logs until the total fits (session_state.c). */
+void session_state_budget(struct session **v, size_t n, uint64_t max_bytes);
 /* Periodic upkeep: ring eviction by age. */
 void session_tick(struct session *s, int64_t now_ms);
 

@@ -5,6 +5,7 @@
 #define PTG_SESSION_INT_H
 
 #include "buf.h"
+#include "framelog.h"
 #include "members.h"
 #include "ring.h"
 #include "screen.h"
@@ -59,8 +60,44 @@ struct session {
 	struct ev_timer *membership_timer;
 
 	struct buf pack;            /* scratch for packing frames */
-	uint64_t stored_seq;        /* the sequence in the state dir's record */
+
+	/* durability (session_state.c) */
+	uint64_t seq_reserved;      /* numbers up to here are reserved on disk */
+	uint64_t screen_saved_seq;  /* s->seq when the screen was last saved */
+	int64_t screen_saved_ms;
+	struct framelog *log;       /* NULL without --state-dir */
+	struct ev_timer *flush_timer;
 };
+
+/* session.c helpers shared with session_state.c. */
+char **strv_dup(char *const *v);
+struct ring *new_ring(const struct sidecar_config *cfg);
+
+/* session_state.c: the session's durable state under --state-dir. */
+/* Reserves the next block of sequence numbers on disk when the next
+   number would pass the reserved ceiling. */
+void session_state_reserve(struct session *s);
+/* Writes the session record (no-op without a state dir). */
+void session_state_persist(struct session *s);
+/* Saves snap as the session's last screen. */
+void session_state_save_screen(struct session *s, const struct buf *snap);
+/* Periodic: saves the screen when it changed, applies log retention. */
+void session_state_tick(struct session *s, int64_t now_ms);
+/* A new session: opens its frame log, writes its record. */
+void session_state_start(struct session *s);
+/* Appends a retained broadcast frame (packed) to the frame log. */
+void session_state_log(struct session *s, const Ptg__Frame *f, const struct buf *packed);
+/* Closes the frame log (session_free). */
+void session_state_free(struct session *s);
+/* The oldest sequence a replay can start after (disk or memory). */
+uint64_t session_state_oldest(const struct session *s);
+/* 0 when a replay from (exclusive) replay_from can be served, else -ERANGE. */
+int session_state_check_replay(const struct session *s, uint64_t replay_from);
+/* Sends the frames after `after` to one attachment: from the disk what
+   memory no longer has, then the ring. */
+void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attach_id,
+			  uint64_t after);
+
 
 /* Numbers f, stamps it, packs it once, retains it when it is a retained
    broadcast kind, and sends it to target (NULL: every member's link).

@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "log.h"
+#include "recstore.h"
 #include "xalloc.h"
 
 #define STORE_MAGIC "ptygate-session 1"
@@ -53,9 +54,13 @@ int store_open(const char *dir)
 	return access(path, W_OK) < 0 ? -errno : 0;
 }
 
-static int write_atomic(const char *dir, const char *name, const void *p, size_t n)
+/* Replaces dir/name with p sealed, without fsync: a screen is a view,
+   rewritten every second it changes. */
+static int write_atomic(const char *dir, const char *name, const void *plain, size_t plen)
 {
 	char tmp[4200], final[4200];
+	uint8_t *p;
+	size_t n;
 	int fd, rc;
 
 	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
@@ -63,7 +68,9 @@ static int write_atomic(const char *dir, const char *name, const void *p, size_t
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
+	recstore_seal(plain, plen, &p, &n);
 	rc = fd_write_all(fd, p, n);
+	free(p);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
 	if (!rc && rename(tmp, final) < 0)
@@ -93,25 +100,59 @@ int store_write(const char *dir, const struct store_record *r)
 	int rc;
 
 	buf_appendf(&b, STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
-		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n",
+		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n"
+		    "reserved %" PRIu64 "\n",
 		    r->sequence, r->running, r->has_exit_code, r->exit_code, r->close_reason,
-		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms);
+		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms, r->reserved);
 	put_str(&b, "label", r->label);
 	put_str(&b, "detail", r->detail);
 	for (char **a = r->argv; a && *a; a++)
 		put_str(&b, "arg", *a);
 	snprintf(name, sizeof(name), "%s.session", r->id);
+	rc = recstore_write(dir, name, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	return rc;
+}
+
+/* A screen file: this line, then the snapshot. An earlier version wrote
+   the snapshot alone. */
+#define SCREEN_MAGIC "ptygate-screen 1 "
+
+int store_write_screen(const char *dir, const char *id, uint64_t seq,
+		       unsigned cols, unsigned rows, const uint8_t *p, size_t n)
+{
+	struct buf b = BUF_INIT;
+	char name[64];
+	int rc;
+
+	snprintf(name, sizeof(name), "%s.screen", id);
+	buf_appendf(&b, SCREEN_MAGIC "%" PRIu64 " %u %u\n", seq, cols, rows);
+	buf_append(&b, p, n);
 	rc = write_atomic(dir, name, buf_head(&b), buf_size(&b));
 	buf_free(&b);
 	return rc;
 }
 
-int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n)
+/* Splits a screen file into its sequence and snapshot. */
+static void parse_screen(struct store_record *r)
 {
-	char name[64];
+	size_t m = strlen(SCREEN_MAGIC);
+	uint8_t *nl;
+	size_t skip;
 
-	snprintf(name, sizeof(name), "%s.screen", id);
-	return write_atomic(dir, name, p, n);
+	if (r->screen_len < m || memcmp(r->screen, SCREEN_MAGIC, m))
+		return;
+	nl = memchr(r->screen + m, '\n', r->screen_len - m);
+	if (!nl || sscanf((char *)r->screen + m, "%" SCNu64 " %u %u", &r->screen_seq,
+			  &r->screen_cols, &r->screen_rows) != 3 ||
+	    r->screen_cols < 1 || r->screen_cols > 1024 || r->screen_rows < 1 ||
+	    r->screen_rows > 1024) {
+		r->screen_seq = r->screen_cols = r->screen_rows = 0;
+		return;
+	}
+	skip = (size_t)(nl + 1 - r->screen);
+	memmove(r->screen, nl + 1, r->screen_len - skip);
+	r->screen_len -= skip;
 }
 
 /* Decodes a percent-encoded value into dst (cap bytes with NUL).
@@ -149,6 +190,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	v++;
 	if (!strcmp(key, "sequence"))
 		return sscanf(v, "%" SCNu64, &r->sequence) == 1 ? 0 : -EINVAL;
+	if (!strcmp(key, "reserved"))
+		return sscanf(v, "%" SCNu64, &r->reserved) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "running"))
 		return sscanf(v, "%d", &r->running) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "exit"))
@@ -179,22 +222,34 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	return 0; /* a later version's key: ignored */
 }
 
+/* Reads and unseals a whole file into out. */
 static int read_file(const char *path, struct buf *out)
 {
+	struct buf raw = BUF_INIT;
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	uint8_t *plain;
+	size_t plen;
 	ssize_t n;
+	int rc;
 
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf_reserve(out, 65536), 65536)) > 0) {
-		buf_commit(out, (size_t)n);
-		if (buf_size(out) > STORE_MAX_FILE) {
+	while ((n = read(fd, buf_reserve(&raw, 65536), 65536)) > 0) {
+		buf_commit(&raw, (size_t)n);
+		if (buf_size(&raw) > STORE_MAX_FILE) {
 			close(fd);
+			buf_free(&raw);
 			return -EFBIG;
 		}
 	}
 	close(fd);
-	return n < 0 ? -errno : 0;
+	rc = n < 0 ? -errno : recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
+	buf_free(&raw);
+	if (rc < 0)
+		return rc;
+	buf_append(out, plain, plen);
+	free(plain);
+	return 0;
 }
 
 static void free_record(struct store_record *r)
@@ -233,6 +288,8 @@ static int parse_record(const char *dir, const char *id, struct store_record *r)
 	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
 	if (!rc && read_file(path, &scr) == 0 && buf_size(&scr))
 		r->screen = buf_steal(&scr, &r->screen_len);
+	if (r->screen)
+		parse_screen(r);
 	buf_free(&scr);
 	if (rc)
 		free_record(r);

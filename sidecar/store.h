@@ -15,6 +15,10 @@
 struct store_record {
 	char id[UUID_STRLEN + 1];
 	uint64_t sequence;
+	/* Sequence numbers up to here may have been issued: written before
+	   any number in the block goes out, so a restart continues above it
+	   even after a SIGKILL (SPEC 3: never reused). 0 in old records. */
+	uint64_t reserved;
 	int running;              /* the program was alive when last written */
 	int has_exit_code, exit_code;
 	int close_reason;         /* Ptg__CloseReason */
@@ -26,15 +30,21 @@ struct store_record {
 	char **argv;              /* NULL-terminated; owned */
 	uint8_t *screen;          /* the last snapshot; owned, NULL if none */
 	size_t screen_len;
+	uint64_t screen_seq;      /* the sequence it was saved at (0: unknown) */
+	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };
 
 /* Creates dir (and its parents) if needed and makes it 0700; a dir owned
    by another user is refused (-EPERM). Returns 0 or a negative errno. */
 int store_open(const char *dir);
-/* Writes r's record (not its screen) atomically. 0 or a negative errno. */
+/* Writes r's record (not its screen) atomically and durably (fsync of
+   the file and the directory: a sequence reservation must survive a power
+   loss). 0 or a negative errno. */
 int store_write(const char *dir, const struct store_record *r);
-/* Writes a session's last snapshot atomically. 0 or a negative errno. */
-int store_write_screen(const char *dir, const char *id, const uint8_t *p, size_t n);
+/* Writes a session's last snapshot, taken at sequence seq, atomically.
+   0 or a negative errno. */
+int store_write_screen(const char *dir, const char *id, uint64_t seq,
+		       unsigned cols, unsigned rows, const uint8_t *p, size_t n);
 /* Reads every record in dir with its screen; a file that does not parse
    is logged and skipped. Returns 0 and a malloc'd array, or a negative
    errno when dir cannot be read. */

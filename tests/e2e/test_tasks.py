@@ -558,7 +558,7 @@ class TaskHandler(TaskCase):
 
 
 class TaskRestart(TaskCase):
-    SIDECAR_ARGS = ("--state-dir", "{dir}/state")
+    SIDECAR_ARGS = ("--state-dir", "{dir}/state", "--state-key-file", "{dir}/state.key")
 
     async def reconnect(self, sid):
         deadline = time.monotonic() + 20

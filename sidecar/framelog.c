@@ -1,0 +1,662 @@
+/* framelog: see framelog.h. Single-threaded: the loop appends, flushes
+   on a timer and reads for replays; a segment being written is read up
+   to what was written (whole records only, the writer is this thread). */
+#include "framelog.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fdio.h"
+#include "log.h"
+#include "syncer.h"
+#include "xalloc.h"
+
+#define PATH_CAP 4400
+#define REC_HEAD 17 /* u64 sequence, i64 ts, u8 kind */
+#define READ_BUF (256 * 1024)
+
+struct seg {
+	uint64_t first_seq, last_seq;
+	int64_t first_ts, last_ts;
+	uint64_t bytes;
+	uint32_t frames;
+};
+
+struct framelog {
+	char dir[PATH_CAP];
+	char id[64];
+	struct framelog_opts o;
+	struct seg *segs; /* oldest first */
+	size_t nsegs;
+	int fd;           /* the open (last) segment, -1 when none */
+	struct seal_stream push;
+	struct buf pending; /* sealed records not yet written */
+	struct buf scratch;
+	uint64_t last_seq;
+	uint64_t disk_bytes;
+	uint64_t forgotten_through;
+	int failed;       /* a write failed: warned once */
+};
+
+static void put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%016" PRIx64 ".seg", first);
+	/* dir is at most PATH_CAP - 100 (framelog_open checks it). */
+	snprintf(out, cap, "%.4290s/%s", dir, name);
+}
+
+static void log_dir(char *out, size_t cap, const char *state_dir, const char *id)
+{
+	snprintf(out, cap, "%s/%s.frames", state_dir, id);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first sequences of the segment files in dir, sorted. */
+static uint64_t *list_segments(const char *dir, size_t *n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	uint64_t *v = NULL, first;
+	char tail[8];
+
+	*n = 0;
+	if (!d)
+		return NULL;
+	while ((e = readdir(d))) {
+		if (strlen(e->d_name) != 20 ||
+		    sscanf(e->d_name, "%16" SCNx64 "%4s", &first, tail) != 2 ||
+		    strcmp(tail, ".seg"))
+			continue;
+		v = xrealloc(v, (*n + 1) * sizeof(*v));
+		v[(*n)++] = first;
+	}
+	closedir(d);
+	if (*n)
+		qsort(v, *n, sizeof(*v), cmp_u64);
+	return v;
+}
+
+/* ---- reading one segment ---- */
+
+struct segfile {
+	FILE *f;
+	struct seal_stream st;
+	uint8_t *body, *plain;
+	size_t cap;
+	uint64_t good_off; /* end of the last good record */
+	uint64_t prev_seq;
+};
+
+static int segfile_open(struct segfile *sf, const char *path, const struct seal_keys *keys)
+{
+	uint8_t hdr[SEAL_HEADER_BYTES];
+	int rc;
+
+	memset(sf, 0, sizeof(*sf));
+	sf->f = fopen(path, "rbe");
+	if (!sf->f)
+		return -errno;
+	setvbuf(sf->f, NULL, _IOFBF, READ_BUF);
+	if (fread(hdr, 1, sizeof(hdr), sf->f) != sizeof(hdr))
+		return -EBADMSG;
+	rc = seal_pull_init(&sf->st, keys, hdr);
+	sf->good_off = sizeof(hdr);
+	return rc;
+}
+
+static void segfile_close(struct segfile *sf)
+{
+	if (sf->f)
+		fclose(sf->f);
+	free(sf->body);
+	free(sf->plain);
+	sodium_memzero(&sf->st, sizeof(sf->st));
+	memset(sf, 0, sizeof(*sf));
+}
+
+/* 1 and the record, 0 at a clean end, -EBADMSG for a torn or damaged
+   record (the file's good part ends at good_off). */
+static int segfile_next(struct segfile *sf, struct framelog_rec *out)
+{
+	uint8_t lenb[4];
+	size_t got = fread(lenb, 1, 4, sf->f), n, m;
+
+	if (got == 0 && feof(sf->f))
+		return 0;
+	if (got != 4)
+		return -EBADMSG;
+	n = (size_t)get_le(lenb, 4);
+	if (n < REC_HEAD || n > FRAMELOG_MAX_RECORD + 64)
+		return -EBADMSG;
+	if (n > sf->cap) {
+		sf->body = xrealloc(sf->body, n);
+		sf->plain = xrealloc(sf->plain, n);
+		sf->cap = n;
+	}
+	if (fread(sf->body, 1, n, sf->f) != n)
+		return -EBADMSG;
+	if (seal_pull(&sf->st, sf->body, n, sf->plain, &m) < 0 || m < REC_HEAD)
+		return -EBADMSG;
+	out->seq = get_le(sf->plain, 8);
+	out->ts_ms = (int64_t)get_le(sf->plain + 8, 8);
+	out->kind = sf->plain[16];
+	out->frame = sf->plain + REC_HEAD;
+	out->len = m - REC_HEAD;
+	if (out->seq <= sf->prev_seq)
+		return -EBADMSG;
+	sf->prev_seq = out->seq;
+	sf->good_off += 4 + n;
+	return 1;
+}
+
+/* ---- opening: verify and cut ---- */
+
+static void drop_front(struct framelog *l, size_t count)
+{
+	char path[PATH_CAP];
+
+	for (size_t i = 0; i < count; i++) {
+		seg_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
+		unlink(path);
+		l->disk_bytes -= l->segs[i].bytes;
+		if (l->segs[i].last_seq > l->forgotten_through)
+			l->forgotten_through = l->segs[i].last_seq;
+	}
+	if (count && count < l->nsegs)
+		memmove(l->segs, l->segs + count, (l->nsegs - count) * sizeof(*l->segs));
+	l->nsegs -= count;
+}
+
+/* Reads a segment whole into s. Returns 0 when all of it is good, or
+   -EBADMSG/-ENOKEY with s covering the good prefix (bytes = its end). */
+static int verify_segment(struct framelog *l, uint64_t first, struct seg *s)
+{
+	char path[PATH_CAP];
+	struct segfile sf;
+	struct framelog_rec r;
+	int rc;
+
+	memset(s, 0, sizeof(*s));
+	s->first_seq = first;
+	seg_path(path, sizeof(path), l->dir, first);
+	rc = segfile_open(&sf, path, l->o.keys);
+	while (rc == 0) {
+		rc = segfile_next(&sf, &r);
+		if (rc <= 0)
+			break;
+		if (!s->frames && r.seq != first) {
+			rc = -EBADMSG; /* a file renamed or mixed up */
+			break;
+		}
+		if (!s->frames)
+			s->first_ts = r.ts_ms;
+		s->last_seq = r.seq;
+		s->last_ts = r.ts_ms;
+		s->frames++;
+		rc = 0;
+	}
+	s->bytes = sf.good_off;
+	segfile_close(&sf);
+	return rc;
+}
+
+static void cut_tail(struct framelog *l, struct seg *s, const char *why)
+{
+	char path[PATH_CAP];
+	struct stat st;
+
+	seg_path(path, sizeof(path), l->dir, s->first_seq);
+	if (stat(path, &st) < 0)
+		return;
+	if (!s->frames) {
+		log_warn(l->id, "frame log: segment %016" PRIx64 " has no good record "
+			 "(%s): deleted", s->first_seq, why);
+		unlink(path);
+		return;
+	}
+	log_warn(l->id, "frame log: segment %016" PRIx64 ": %s after sequence %" PRIu64
+		 ": cut %lld damaged bytes, never served", s->first_seq, why, s->last_seq,
+		 (long long)(st.st_size - (off_t)s->bytes));
+	if (truncate(path, (off_t)s->bytes) < 0)
+		log_warn(l->id, "frame log: cannot cut %s: %s", path, strerror(errno));
+}
+
+static void load_segments(struct framelog *l)
+{
+	size_t n;
+	uint64_t *firsts = list_segments(l->dir, &n);
+	uint64_t through;
+	struct seg s;
+
+	for (size_t i = 0; i < n; i++) {
+		int rc = verify_segment(l, firsts[i], &s);
+		const char *why = rc == -ENOKEY ? "sealed with a key not given" :
+				  "a torn or damaged record";
+
+		if (rc == 0 && s.frames && l->nsegs &&
+		    s.first_seq <= l->segs[l->nsegs - 1].last_seq)
+			rc = -EBADMSG;
+		if (rc == 0 && s.frames) {
+			l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
+			l->segs[l->nsegs++] = s;
+			l->disk_bytes += s.bytes;
+			continue;
+		}
+		if (rc == 0) {
+			cut_tail(l, &s, "empty");
+			continue;
+		}
+		if (i + 1 == n && rc != -ENOKEY) {
+			/* The newest segment: a torn tail of a crash. */
+			cut_tail(l, &s, why);
+			if (s.frames) {
+				l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
+				l->segs[l->nsegs++] = s;
+				l->disk_bytes += s.bytes;
+			}
+			continue;
+		}
+		/* Damage inside the history: what precedes it is no longer a
+		   contiguous range, so none of it is claimed. */
+		log_warn(l->id, "frame log: segment %016" PRIx64 ": %s after sequence %"
+			 PRIu64 "; history up to there dropped", firsts[i], why, s.last_seq);
+		drop_front(l, l->nsegs);
+		if (rc != -ENOKEY) {
+			char path[PATH_CAP];
+			seg_path(path, sizeof(path), l->dir, firsts[i]);
+			unlink(path);
+		}
+		/* Without its key the segment's range is unknown; the next
+		   segment's start bounds it. (Sequence reuse is prevented by
+		   the session record's reservation, not by the log.) */
+		through = i + 1 < n ? firsts[i + 1] - 1 : s.last_seq;
+		if (through > l->forgotten_through)
+			l->forgotten_through = through;
+	}
+	free(firsts);
+	if (l->nsegs)
+		l->last_seq = l->segs[l->nsegs - 1].last_seq;
+	if (l->forgotten_through > l->last_seq)
+		l->last_seq = l->forgotten_through;
+}
+
+static int mkdir_p(const char *dir)
+{
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+struct framelog *framelog_open(const char *state_dir, const char *id,
+			       const struct framelog_opts *o)
+{
+	struct framelog *l = xcalloc(1, sizeof(*l));
+
+	log_dir(l->dir, sizeof(l->dir), state_dir, id);
+	snprintf(l->id, sizeof(l->id), "%s", id);
+	l->o = *o;
+	l->fd = -1;
+	buf_init(&l->pending);
+	buf_init(&l->scratch);
+	if (mkdir_p(l->dir) < 0) {
+		log_warn(id, "frame log: cannot create %s: %s", l->dir, strerror(errno));
+		free(l);
+		return NULL;
+	}
+	load_segments(l);
+	return l;
+}
+
+static void sync_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd >= 0) {
+		fsync(fd);
+		close(fd);
+	}
+}
+
+static void close_segment(struct framelog *l)
+{
+	if (l->fd < 0)
+		return;
+	framelog_flush(l, 1);
+	close(l->fd);
+	l->fd = -1;
+	sodium_memzero(&l->push, sizeof(l->push));
+}
+
+void framelog_close(struct framelog *l)
+{
+	if (!l)
+		return;
+	close_segment(l);
+	buf_free(&l->pending);
+	buf_free(&l->scratch);
+	free(l->segs);
+	free(l);
+}
+
+static void rm_rf_log(const char *dir)
+{
+	size_t n;
+	uint64_t *firsts = list_segments(dir, &n);
+	char path[PATH_CAP];
+
+	for (size_t i = 0; i < n; i++) {
+		seg_path(path, sizeof(path), dir, firsts[i]);
+		unlink(path);
+	}
+	free(firsts);
+	rmdir(dir);
+}
+
+void framelog_remove(const char *state_dir, const char *id)
+{
+	char dir[PATH_CAP];
+
+	log_dir(dir, sizeof(dir), state_dir, id);
+	rm_rf_log(dir);
+}
+
+/* ---- writing ---- */
+
+static void write_failed(struct framelog *l, int err)
+{
+	if (!l->failed)
+		log_warn(l->id, "frame log: write failed: %s; history up to sequence %"
+			 PRIu64 " is no longer claimed", strerror(-err), l->last_seq);
+	l->failed = 1;
+	buf_reset(&l->pending);
+	/* The stream lost records: nothing more goes into this segment. */
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	drop_front(l, l->nsegs);
+	l->forgotten_through = l->last_seq;
+}
+
+int framelog_flush(struct framelog *l, int sync)
+{
+	int rc = 0;
+
+	if (l->fd < 0)
+		return 0;
+	if (buf_size(&l->pending)) {
+		rc = fd_write_all(l->fd, buf_head(&l->pending), buf_size(&l->pending));
+		if (rc < 0) {
+			write_failed(l, rc);
+			return rc;
+		}
+		buf_reset(&l->pending);
+		if (l->pending.cap > 4 * l->o.flush_bytes)
+			buf_free(&l->pending);
+	}
+	if (sync && l->o.fsync != FSYNC_NEVER && fdatasync(l->fd) < 0)
+		rc = -errno;
+	return rc;
+}
+
+int framelog_flush_async(struct framelog *l)
+{
+	int rc = framelog_flush(l, 0);
+
+	/* The interval policy syncs off the loop: a sync of the whole file
+	   covers every write before it. */
+	if (!rc && l->fd >= 0 && l->o.fsync == FSYNC_INTERVAL)
+		rc = syncer_request(l->fd);
+	return rc;
+}
+
+static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
+{
+	char path[PATH_CAP];
+	uint8_t hdr[SEAL_HEADER_BYTES];
+	struct seg *s;
+
+	close_segment(l);
+	seg_path(path, sizeof(path), l->dir, seq);
+	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
+	if (l->fd < 0)
+		return -errno;
+	if (l->o.fsync != FSYNC_NEVER)
+		sync_dir(l->dir);
+	seal_push_init(&l->push, l->o.keys, hdr);
+	buf_append(&l->pending, hdr, sizeof(hdr));
+	l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
+	s = &l->segs[l->nsegs++];
+	memset(s, 0, sizeof(*s));
+	s->first_seq = seq;
+	s->first_ts = ts;
+	s->bytes = sizeof(hdr);
+	l->disk_bytes += sizeof(hdr);
+	l->failed = 0;
+	return 0;
+}
+
+int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kind,
+		    const void *frame, size_t len)
+{
+	struct seg *s;
+	uint8_t *p;
+	size_t sealed;
+	int rc;
+
+	if (seq <= l->last_seq || len > FRAMELOG_MAX_RECORD)
+		return -EINVAL;
+	if (l->fd < 0 || l->segs[l->nsegs - 1].bytes >= l->o.segment_bytes) {
+		rc = start_segment(l, seq, ts_ms);
+		if (rc < 0) {
+			write_failed(l, rc);
+			l->last_seq = seq;
+			l->forgotten_through = seq;
+			return rc;
+		}
+	}
+	buf_reset(&l->scratch);
+	p = buf_reserve(&l->scratch, REC_HEAD + len);
+	put_le(p, seq, 8);
+	put_le(p + 8, (uint64_t)ts_ms, 8);
+	p[16] = kind;
+	if (len)
+		memcpy(p + REC_HEAD, frame, len);
+	sealed = seal_sealed_len(&l->push, REC_HEAD + len);
+	p = buf_reserve(&l->pending, 4 + sealed);
+	put_le(p, sealed, 4);
+	seal_push(&l->push, buf_head(&l->scratch), REC_HEAD + len, p + 4);
+	buf_commit(&l->pending, 4 + sealed);
+	s = &l->segs[l->nsegs - 1];
+	s->last_seq = seq;
+	s->last_ts = ts_ms;
+	s->frames++;
+	s->bytes += 4 + sealed;
+	l->disk_bytes += 4 + sealed;
+	l->last_seq = seq;
+	if (l->o.fsync == FSYNC_EVERY_FRAME)
+		return framelog_flush(l, 1);
+	if (buf_size(&l->pending) >= l->o.flush_bytes)
+		return framelog_flush(l, 0);
+	return 0;
+}
+
+/* ---- retention ---- */
+
+static int front_expired(const struct framelog *l, int64_t now_ms)
+{
+	uint64_t after = 0;
+	int64_t age;
+
+	if (l->nsegs < 2)
+		return 0; /* the open segment stays */
+	if (l->disk_bytes > l->o.max_bytes)
+		return 1;
+	for (size_t i = 1; i < l->nsegs; i++)
+		after += l->segs[i].frames;
+	if (after < l->o.max_frames)
+		return 0;
+	if (l->o.max_age_ms <= 0)
+		return 1;
+	if (__builtin_sub_overflow(now_ms, l->segs[0].last_ts, &age))
+		return 0;
+	return age >= l->o.max_age_ms;
+}
+
+uint64_t framelog_expire(struct framelog *l, int64_t now_ms)
+{
+	uint64_t before = l->disk_bytes;
+
+	while (front_expired(l, now_ms))
+		drop_front(l, 1);
+	return before - l->disk_bytes;
+}
+
+uint64_t framelog_drop_oldest(struct framelog *l)
+{
+	uint64_t before = l->disk_bytes;
+
+	if (l->nsegs < 2)
+		return 0;
+	drop_front(l, 1);
+	return before - l->disk_bytes;
+}
+
+int64_t framelog_oldest_ts(const struct framelog *l)
+{
+	return l->nsegs >= 2 ? l->segs[0].first_ts : INT64_MAX;
+}
+
+uint64_t framelog_first_seq(const struct framelog *l)
+{
+	return l->nsegs ? l->segs[0].first_seq : 0;
+}
+
+uint64_t framelog_oldest_retained(const struct framelog *l)
+{
+	return l->nsegs ? l->forgotten_through + 1 : 0;
+}
+
+uint64_t framelog_last_seq(const struct framelog *l) { return l->last_seq; }
+uint64_t framelog_disk_bytes(const struct framelog *l) { return l->disk_bytes; }
+uint64_t framelog_forgotten_through(const struct framelog *l) { return l->forgotten_through; }
+
+/* ---- replay ---- */
+
+struct framelog_reader {
+	char dir[PATH_CAP];
+	const struct seal_keys *keys;
+	uint64_t *firsts;
+	size_t n, next;
+	uint64_t after;
+	struct segfile sf;
+	int open;
+};
+
+static struct framelog_reader *reader_new(const char *dir, const struct seal_keys *keys,
+					  uint64_t *firsts, size_t n, uint64_t after)
+{
+	struct framelog_reader *r = xcalloc(1, sizeof(*r));
+	size_t start = 0;
+
+	snprintf(r->dir, sizeof(r->dir), "%s", dir);
+	r->keys = keys;
+	r->firsts = firsts;
+	r->n = n;
+	r->after = after;
+	/* Skip segments that end at or before after: the next one starts
+	   above it. */
+	while (start + 1 < n && firsts[start + 1] <= after + 1)
+		start++;
+	r->next = start;
+	return r;
+}
+
+struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after)
+{
+	uint64_t *firsts = xcalloc(l->nsegs + 1, sizeof(*firsts));
+
+	framelog_flush(l, 0);
+	for (size_t i = 0; i < l->nsegs; i++)
+		firsts[i] = l->segs[i].first_seq;
+	return reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
+}
+
+struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,
+					     const struct seal_keys *keys, uint64_t after)
+{
+	char dir[PATH_CAP];
+	size_t n;
+	uint64_t *firsts;
+
+	log_dir(dir, sizeof(dir), state_dir, id);
+	firsts = list_segments(dir, &n);
+	return reader_new(dir, keys, firsts, n, after);
+}
+
+int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out)
+{
+	char path[PATH_CAP];
+	int rc;
+
+	for (;;) {
+		if (!r->open) {
+			if (r->next >= r->n)
+				return 0;
+			seg_path(path, sizeof(path), r->dir, r->firsts[r->next++]);
+			rc = segfile_open(&r->sf, path, r->keys);
+			if (rc < 0) {
+				segfile_close(&r->sf);
+				return rc;
+			}
+			r->open = 1;
+		}
+		rc = segfile_next(&r->sf, out);
+		if (rc == 0) {
+			segfile_close(&r->sf);
+			r->open = 0;
+			continue;
+		}
+		if (rc < 0 || out->seq > r->after)
+			return rc;
+	}
+}
+
+void framelog_reader_free(struct framelog_reader *r)
+{
+	if (!r)
+		return;
+	if (r->open)
+		segfile_close(&r->sf);
+	free(r->firsts);
+	free(r);
+}
