@@ -130,7 +130,11 @@ class NeverReadingObserver(E2ETestCase):
         self.assertEqual(answered, list(range(len(answered))), "a reply is missing")
         self.assertGreater(len(answered), 0)
         self.assertEqual(code, 4429)
-        await alice.wait_output("flood-8", timeout=30)
+        # The flood is over once the shell runs the next line. Alice may
+        # have lagged through the flood herself (her queue is 1 MiB too,
+        # and a long line now streams faster than this client reads), so
+        # its own end marker may have come inside a Keyframe, not Output.
+        await alice.run("echo flood-over-$((4+4))", "flood-over-8", timeout=30)
         stop.set()
         sampler.join()
         grown = (max(samples) - base) / 1024
