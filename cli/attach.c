@@ -20,6 +20,7 @@
 
 #include "attach.h"
 #include "cli.h"
+#include "ptg_limits.h"
 #include "ptyc.h"
 #include "rawtty.h"
 #include "timeutil.h"
@@ -179,8 +180,8 @@ static void attach__winsize(int fd, unsigned *cols, unsigned *rows)
 
 	if (ioctl(fd, TIOCGWINSZ, &w) < 0 || w.ws_col == 0 || w.ws_row == 0)
 		return;
-	*cols = w.ws_col > 1024 ? 1024 : w.ws_col;
-	*rows = w.ws_row > 1024 ? 1024 : w.ws_row;
+	*cols = w.ws_col > PTG_DIM_MAX ? PTG_DIM_MAX : w.ws_col;
+	*rows = w.ws_row > PTG_DIM_MAX ? PTG_DIM_MAX : w.ws_row;
 }
 
 static void attach__resize(struct attach *a)
@@ -469,7 +470,7 @@ static int attach__option(struct attach *a, int c, const char *arg)
 		break;
 	case ATTACH_OPT_COLS:
 	case ATTACH_OPT_ROWS:
-		if (cli_parse_int(arg, 1, 1024, &v) < 0)
+		if (cli_parse_int(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
 			return cli_usage_error("attach", "bad --%s '%s' (1..1024)",
 					       c == ATTACH_OPT_COLS ? "cols" : "rows",
 					       arg);
@@ -651,7 +652,8 @@ static bool attach__should_reconnect(struct attach *a)
 	if (ptyc_goodbye(a->pc, &reason) && (!strcmp(reason, "session_closed") ||
 					      !strcmp(reason, "principal_revoked")))
 		return false;
-	return code != 4400 && code != 4401 && code != 4403 && code != 4404;
+	return code != PTG_CLOSE_VIOLATIONS && code != PTG_CLOSE_REVOKED &&
+	       code != PTG_CLOSE_FORBIDDEN && code != PTG_CLOSE_GONE;
 }
 
 /* Exponential, +-20% jitter so that clients of a restarted gateway do not

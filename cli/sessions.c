@@ -13,6 +13,7 @@
 #include "auth_jwt.h"
 #include "cli.h"
 #include "httpc.h"
+#include "ptg_limits.h"
 #include "sessions.h"
 
 static const char sessions_usage[] =
@@ -107,7 +108,7 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 	switch (c) {
 	case SESS_OPT_COLS:
 	case SESS_OPT_ROWS:
-		if (cli_parse_int(arg, 1, 1024, &v) < 0)
+		if (cli_parse_int(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
 			return cli_usage_error(cmd, "bad --%s '%s' (1..1024)",
 					       c == SESS_OPT_COLS ? "cols" : "rows", arg);
 		json_object_set_new(a->body, c == SESS_OPT_COLS ? "cols" : "rows",

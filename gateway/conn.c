@@ -18,6 +18,7 @@
 
 #include "gateway.h"
 #include "http.h"
+#include "ptg_limits.h"
 #include "task_ops.h"
 #include "log.h"
 #include "timeutil.h"
@@ -388,7 +389,7 @@ static void on_expiry(struct ev_timer *t, void *user)
 
 	log_info(c->log_ctx, "token expired during the connection");
 	conn_send_error(c, FRAMES_UNAUTHENTICATED, NULL, "the token has expired");
-	conn_goodbye(c, FRAMES_BYE_PRINCIPAL_REVOKED, 4401);
+	conn_goodbye(c, FRAMES_BYE_PRINCIPAL_REVOKED, PTG_CLOSE_REVOKED);
 }
 
 static void arm_expiry(struct conn *c)

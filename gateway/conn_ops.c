@@ -10,6 +10,7 @@
 
 #include "gateway.h"
 #include "log.h"
+#include "ptg_limits.h"
 #include "task_ops.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -32,7 +33,7 @@ void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 	    code != FRAMES_PERMISSION_DENIED)
 		return;
 	if (++c->violations >= c->gw->cfg->violation_limit)
-		conn_close(c, 4400, "too many protocol violations");
+		conn_close(c, PTG_CLOSE_VIOLATIONS, "too many protocol violations");
 }
 
 static void send_reply_error(struct conn *c, const Ptg__Reply *r)
@@ -80,9 +81,9 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		c->attach_id = 0; /* the sidecar admitted nobody */
 		send_reply_error(c, r);
 		if (r->code == PTG__ERROR_CODE__RATE_LIMITED)
-			conn_close(c, 4429, "session full");
+			conn_close(c, PTG_CLOSE_LIMITED, "session full");
 		else if (r->code == PTG__ERROR_CODE__NOT_FOUND)
-			conn_close(c, 4404, "session gone");
+			conn_close(c, PTG_CLOSE_GONE, "session gone");
 		else
 			c->state = CONN_OPEN;
 		return;

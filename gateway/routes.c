@@ -23,6 +23,7 @@
 #include "gateway.h"
 #include "log.h"
 #include "metrics.h"
+#include "ptg_limits.h"
 #include "timeutil.h"
 #include "upstream.h"
 #include "xalloc.h"
@@ -434,7 +435,7 @@ static int routes__size(json_t *v, const char *name, uint32_t *out, char *err,
 {
 	json_int_t x = json_integer_value(v);
 
-	if (!json_is_integer(v) || x < 1 || x > 1024) {
+	if (!json_is_integer(v) || x < PTG_DIM_MIN || x > PTG_DIM_MAX) {
 		snprintf(err, errlen, "%s: expected an integer from 1 to 1024", name);
 		return -EINVAL;
 	}

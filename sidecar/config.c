@@ -13,6 +13,7 @@
 
 #include "log.h"
 #include "num.h"
+#include "ptg_limits.h"
 
 static const char usage[] =
 	"Usage: ptygate-sidecar --listen ADDR [options]\n"
@@ -129,8 +130,7 @@ static int parse_size(const char *s, struct sidecar_config *c)
 	unsigned cols, rows;
 	char extra;
 
-	if (sscanf(s, "%ux%u%c", &cols, &rows, &extra) != 2 || cols < 1 ||
-	    cols > 1024 || rows < 1 || rows > 1024) {
+	if (sscanf(s, "%ux%u%c", &cols, &rows, &extra) != 2 || !PTG_DIM_OK(cols, rows)) {
 		fprintf(stderr, "ptygate-sidecar: --default-size: expected COLSxROWS "
 				"within 1..1024, got '%s'\n", s);
 		return -EINVAL;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "ptg_limits.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"
@@ -122,7 +123,7 @@ static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attac
 	if (a->role != PTG__ROLE__ROLE_CONTROLLER && a->role != PTG__ROLE__ROLE_OBSERVER)
 		why = "role must be controller or observer";
 	else if ((a->cols || a->rows) &&
-		 (a->cols < 1 || a->cols > 1024 || a->rows < 1 || a->rows > 1024))
+		 !PTG_DIM_OK(a->cols, a->rows))
 		why = "cols and rows must be 1 to 1024";
 	else if (!a->attach_id || members_find(s->members, lc, a->attach_id))
 		why = "attach id missing or already in use";

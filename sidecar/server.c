@@ -18,6 +18,7 @@
 #include "link.h"
 #include "linkconn.h"
 #include "log.h"
+#include "ptg_limits.h"
 #include "recstore.h"
 #include "session.h"
 #include "store.h"
@@ -169,7 +170,7 @@ static const char *check_create(const Ptg__CreateSession *c)
 		if (!n[0] || strchr(n, '=') || strlen(n) + strlen(c->env[i]->value) > MAX_ARG_BYTES)
 			return "bad environment variable (empty name, '=' in name, or too long)";
 	}
-	if ((c->cols || c->rows) && (c->cols < 1 || c->cols > 1024 || c->rows < 1 || c->rows > 1024))
+	if ((c->cols || c->rows) && !PTG_DIM_OK(c->cols, c->rows))
 		return "cols and rows must be 1 to 1024";
 	if (strlen(c->cwd) > 4096 || strlen(c->label) > 128)
 		return "cwd or label too long";

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ptg_limits.h"
 #include "store.h"
 #include "tty.h"
 #include "timeutil.h"
@@ -541,7 +542,7 @@ void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *r
 				"observers cannot resize the terminal");
 		return;
 	}
-	if (rz->cols < 1 || rz->cols > 1024 || rz->rows < 1 || rz->rows > 1024) {
+	if (!PTG_DIM_OK(rz->cols, rz->rows)) {
 		wire_send_error(lc, 0, rz->attach_id, rz->client_op_id,
 				PTG__ERROR_CODE__INVALID_REQUEST,
 				"cols and rows must be 1 to 1024");

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "ptg_limits.h"
 #include "store.h"
 #include "timeutil.h"
 #include "wire.h"
@@ -278,8 +279,8 @@ static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
 			continue;
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
 			buf_append(&s->screen_backlog, f->output->data.data, f->output->data.len);
-		if (f->kind_case == PTG__FRAME__KIND_RESIZE && f->resize->cols >= 1 &&
-		    f->resize->cols <= 1024 && f->resize->rows >= 1 && f->resize->rows <= 1024) {
+		if (f->kind_case == PTG__FRAME__KIND_RESIZE &&
+		    PTG_DIM_OK(f->resize->cols, f->resize->rows)) {
 			session_screen_sync(s);
 			s->cols = f->resize->cols;
 			s->rows = f->resize->rows;

@@ -17,6 +17,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "log.h"
+#include "ptg_limits.h"
 #include "recstore.h"
 #include "xalloc.h"
 
@@ -145,8 +146,7 @@ static void parse_screen(struct store_record *r)
 	nl = memchr(r->screen + m, '\n', r->screen_len - m);
 	if (!nl || sscanf((char *)r->screen + m, "%" SCNu64 " %u %u", &r->screen_seq,
 			  &r->screen_cols, &r->screen_rows) != 3 ||
-	    r->screen_cols < 1 || r->screen_cols > 1024 || r->screen_rows < 1 ||
-	    r->screen_rows > 1024) {
+	    !PTG_DIM_OK(r->screen_cols, r->screen_rows)) {
 		r->screen_seq = r->screen_cols = r->screen_rows = 0;
 		return;
 	}
@@ -199,8 +199,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	if (!strcmp(key, "reason"))
 		return sscanf(v, "%d", &r->close_reason) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "size"))
-		return sscanf(v, "%u %u", &r->cols, &r->rows) == 2 && r->cols >= 1 &&
-			       r->cols <= 1024 && r->rows >= 1 && r->rows <= 1024 ? 0 : -EINVAL;
+		return sscanf(v, "%u %u", &r->cols, &r->rows) == 2 &&
+			       PTG_DIM_OK(r->cols, r->rows) ? 0 : -EINVAL;
 	if (!strcmp(key, "policy"))
 		return sscanf(v, "%d", &r->policy) == 1 ? 0 : -EINVAL;
 	if (!strcmp(key, "created"))
