@@ -22,9 +22,17 @@ install(TARGETS ptygate-gateway ptygate RUNTIME DESTINATION ${CMAKE_INSTALL_BIND
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/web/dist/ DESTINATION ${PTG_WEBDIR}
         COMPONENT gateway OPTIONAL)
 
-install(FILES ${CMAKE_SOURCE_DIR}/deploy/config/gateway.conf
-              ${CMAKE_SOURCE_DIR}/deploy/config/instances
-        DESTINATION /etc/ptygate COMPONENT gateway)
+# The example config, a Debian conffile in the package (packaging/gateway/
+# conffiles). A `cmake --install` over an existing /etc/ptygate keeps the
+# site's edited files rather than overwriting them with the example.
+install(CODE "foreach(f gateway.conf instances)
+    if(EXISTS \"\$ENV{DESTDIR}/etc/ptygate/\${f}\")
+      message(STATUS \"Keeping: \$ENV{DESTDIR}/etc/ptygate/\${f}\")
+    else()
+      file(INSTALL \"${CMAKE_SOURCE_DIR}/deploy/config/\${f}\"
+           DESTINATION /etc/ptygate) # file(INSTALL) adds DESTDIR
+    endif()
+  endforeach()" COMPONENT gateway)
 install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}/var/lib/ptygate\")"
         COMPONENT sidecar)
 
