@@ -11,6 +11,7 @@ PACKAGES="
   python3 python3-websockets python3-jsonschema
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs chromium
+  help2man dpkg-dev
 "
 # The web page's build (scripts/build-web.sh) runs npm; Debian ships it
 # apart from nodejs, while other nodejs builds bundle it.

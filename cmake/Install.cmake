@@ -1,0 +1,118 @@
+# install() rules and the two Debian packages (cpack -G DEB), one CPack
+# component each:
+#   sidecar -> ptygate-sidecar: for sandbox VM images
+#   gateway -> ptygate-gateway: the host's gateway, the ptygate CLI, the
+#              example config and the web page
+# Binaries go under the prefix (cpack: /usr). The config and the state
+# directory are where the units look for them, /etc/ptygate and
+# /var/lib/ptygate, whatever the prefix.
+include(GNUInstallDirs)
+
+set(PTG_WEBDIR ${CMAKE_INSTALL_DATADIR}/ptygate/web)
+
+install(TARGETS ptygate-sidecar RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        COMPONENT sidecar)
+install(TARGETS ptygate-gateway ptygate RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        COMPONENT gateway)
+
+# The web page is built apart (scripts/build-web.sh, needs npm) into
+# web/dist, which a fresh clone lacks: installed only if built, so the
+# build and the packages never need npm. The gateway's unit then serves it
+# (cmake/InstallUnit.cmake adds --static-dir).
+install(DIRECTORY ${CMAKE_SOURCE_DIR}/web/dist/ DESTINATION ${PTG_WEBDIR}
+        COMPONENT gateway OPTIONAL)
+
+# The example config, a Debian conffile in the package (packaging/gateway/
+# conffiles). A `cmake --install` over an existing /etc/ptygate keeps the
+# site's edited files rather than overwriting them with the example.
+install(CODE "foreach(f gateway.conf instances)
+    if(EXISTS \"\$ENV{DESTDIR}/etc/ptygate/\${f}\")
+      message(STATUS \"Keeping: \$ENV{DESTDIR}/etc/ptygate/\${f}\")
+    else()
+      file(INSTALL \"${CMAKE_SOURCE_DIR}/deploy/config/\${f}\"
+           DESTINATION /etc/ptygate) # file(INSTALL) adds DESTDIR
+    endif()
+  endforeach()" COMPONENT gateway)
+install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}/var/lib/ptygate\")"
+        COMPONENT sidecar)
+
+# ptg_install_unit(NAME COMPONENT [WEBDIR]): see cmake/InstallUnit.cmake.
+# After the web page's install() above, so it can see whether there is one.
+function(ptg_install_unit name component webdir)
+  install(CODE "execute_process(COMMAND \"${CMAKE_COMMAND}\"
+      -DUNIT_SRC=${CMAKE_SOURCE_DIR}/deploy/systemd/${name}
+      -DUNIT_NAME=${name} \"-DPREFIX=\${CMAKE_INSTALL_PREFIX}\"
+      -DBINDIR=${CMAKE_INSTALL_BINDIR} -DWEBDIR=${webdir}
+      -P ${CMAKE_SOURCE_DIR}/cmake/InstallUnit.cmake
+      COMMAND_ERROR_IS_FATAL ANY)" COMPONENT ${component})
+endfunction()
+ptg_install_unit(ptygate-sidecar.service sidecar "")
+ptg_install_unit(ptygate-gateway.service gateway ${PTG_WEBDIR})
+
+# Man pages from each binary's --help and --version, at build time, when
+# help2man is there (scripts/install-deps.sh installs it); without it the
+# build and the install go on without man pages.
+find_program(HELP2MAN help2man)
+if(HELP2MAN)
+  set(man_out ${CMAKE_BINARY_DIR}/man)
+  file(MAKE_DIRECTORY ${man_out})
+  set(man_pages)
+  foreach(pair "ptygate-sidecar|sidecar|terminal sessions of one sandbox, served to ptygate-gateway"
+               "ptygate-gateway|gateway|WebSocket access to the terminal sessions of sandboxes"
+               "ptygate|gateway|client for ptygate: tokens, sessions, terminal attach")
+    string(REPLACE "|" ";" pair "${pair}")
+    list(GET pair 0 bin)
+    list(GET pair 1 component)
+    list(GET pair 2 what)
+    add_custom_command(
+      OUTPUT ${man_out}/${bin}.1.gz
+      COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1
+              "--name=${what}" --output=${man_out}/${bin}.1 $<TARGET_FILE:${bin}>
+      COMMAND gzip -9nf ${man_out}/${bin}.1
+      DEPENDS ${bin}
+      COMMENT "help2man ${bin}")
+    list(APPEND man_pages ${man_out}/${bin}.1.gz)
+    install(FILES ${man_out}/${bin}.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+            COMPONENT ${component})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${man_pages})
+else()
+  message(STATUS "help2man not found: no man pages (scripts/install-deps.sh)")
+endif()
+
+# --- cpack -G DEB ---------------------------------------------------------
+set(CPACK_GENERATOR DEB)
+set(CPACK_PACKAGE_NAME ptygate)
+set(CPACK_PACKAGE_VENDOR ptygate)
+set(CPACK_PACKAGE_CONTACT "ptygate maintainers <ptygate@localhost>")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_DEB_COMPONENT_INSTALL ON)
+set(CPACK_COMPONENTS_ALL sidecar gateway)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION net)
+# Library dependencies from the binaries (dpkg-shlibdeps, in dpkg-dev).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# Stripped like Debian's own packages (the build tree keeps the symbols).
+set(CPACK_STRIP_FILES ON)
+
+set(CPACK_DEBIAN_SIDECAR_PACKAGE_NAME ptygate-sidecar)
+set(CPACK_COMPONENT_SIDECAR_DESCRIPTION
+    "ptygate sidecar: the terminal sessions of a sandbox VM\n Owns the terminal sessions of one sandbox VM and serves them to the\n host's ptygate-gateway over vsock. Install it in the VM image; its\n systemd unit is enabled on install.")
+# postinst creates the unit's User= (agent) with adduser if the image lacks it.
+set(CPACK_DEBIAN_SIDECAR_PACKAGE_DEPENDS "adduser")
+set(CPACK_DEBIAN_SIDECAR_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_SOURCE_DIR}/packaging/sidecar/postinst
+    ${CMAKE_SOURCE_DIR}/packaging/sidecar/prerm
+    ${CMAKE_SOURCE_DIR}/packaging/sidecar/postrm)
+
+set(CPACK_DEBIAN_GATEWAY_PACKAGE_NAME ptygate-gateway)
+set(CPACK_COMPONENT_GATEWAY_DESCRIPTION
+    "ptygate gateway and the ptygate CLI\n WebSocket (pty-ws/v1) and REST access to the terminal sessions of\n sandbox VMs, with the ptygate client, an example config in\n /etc/ptygate and the browser terminal page. Edit the config, then\n systemctl enable --now ptygate-gateway.")
+set(CPACK_DEBIAN_GATEWAY_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_SOURCE_DIR}/packaging/gateway/conffiles
+    ${CMAKE_SOURCE_DIR}/packaging/gateway/postinst
+    ${CMAKE_SOURCE_DIR}/packaging/gateway/prerm
+    ${CMAKE_SOURCE_DIR}/packaging/gateway/postrm)
+
+include(CPack)
