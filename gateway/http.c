@@ -419,7 +419,6 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 			   struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_req *r = cls;
-
 	struct conn *conn = r->conn;
 
 	r->rq->slot_held = 0;
