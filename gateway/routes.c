@@ -1209,7 +1209,7 @@ int routes_attach_check(struct route_req *rq, struct wshs_offer *o)
 	else if (!o->v1)
 		why = "the subprotocol " WSHS_PROTOCOL " was not offered";
 	else
-		return routes__attach_origin(rq);
+		return 0;
 	routes__error(rq, 400, "INVALID_REQUEST", why);
 	return -EINVAL;
 }
@@ -1272,7 +1272,10 @@ static int routes__attach(struct route_req *rq)
 	Ptg__GetSession g = PTG__GET_SESSION__INIT;
 	int rc;
 
+	/* The 400s, then the Origin (403), then the token (401/403). */
 	rc = routes_attach_check(rq, &o);
+	if (rc == 0)
+		rc = routes__attach_origin(rq);
 	if (rc == 0)
 		rc = routes__attach_auth(rq, &o, &rq->attach.claims);
 	wshs_offer_clear(&o);
