@@ -839,26 +839,38 @@ class RawWs(FrameStream):
         self.response = None
 
     @staticmethod
-    def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=5):
-        """Sends an upgrade; returns (HttpResult, socket or None, leftover)."""
+    def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=5,
+                  source=None, host=None):
+        """Sends an upgrade (from the loopback address source, with the Host
+        header host when given); returns (HttpResult, socket or None,
+        leftover), or (None, None, b"") when the gateway closed the
+        connection without an answer (refused at accept)."""
         sock = socket.socket()
         if rcvbuf:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         sock.settimeout(timeout)
+        if source:
+            sock.bind((source, 0))
         sock.connect(("127.0.0.1", port))
-        lines = ["GET %s HTTP/1.1" % path, "Host: 127.0.0.1:%d" % port,
+        lines = ["GET %s HTTP/1.1" % path, "Host: " + (host or "127.0.0.1:%d" % port),
                  "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
                  "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode()]
         if protocols:
             lines.append("Sec-WebSocket-Protocol: " + protocols)
         lines += ["%s: %s" % kv for kv in (headers or {}).items()]
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+        try:
+            sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+            while b"\r\n\r\n" not in data:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                data += chunk
+        except (ConnectionResetError, BrokenPipeError):
+            pass
+        if not data:
+            sock.close()
+            return None, None, b""
         head, _, rest = data.partition(b"\r\n\r\n")
         status_line, *header_lines = head.decode("latin-1").split("\r\n")
         status = int(status_line.split()[1])

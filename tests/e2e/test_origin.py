@@ -4,47 +4,23 @@ host and port those of the Host header or --public-url); with a list, only
 its members. Refusals are 403 PERMISSION_DENIED with a JSON body, before
 the token is even looked at. A request with no Origin (the CLI, a server)
 is not affected."""
-import base64
 import json
-import os
-import socket
 import unittest
 
 import harness
-from harness import FrameValidator, Stack
+from harness import FrameValidator, RawWs, Stack
 
 
 def upgrade(stack, sid, origin=None, host=None, token=None):
     """A raw attach upgrade; returns (status, body)."""
-    host = host or "127.0.0.1:%d" % stack.port
     token = token or stack.token(sub="o", session_id=sid, scope="pty:observe")
-    lines = ["GET %s HTTP/1.1" % stack.attach_path(sid), "Host: " + host,
-             "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
-             "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode(),
-             "Sec-WebSocket-Protocol: " + harness.SUBPROTOCOL,
-             "Authorization: Bearer " + token]
+    headers = {"Authorization": "Bearer " + token}
     if origin:
-        lines.append("Origin: " + origin)
-    with socket.create_connection(("127.0.0.1", stack.port), 5) as s:
-        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        head, _, body = data.partition(b"\r\n\r\n")
-        status = int(head.split()[1])
-        if status == 101:
-            return status, b""
-        length = [int(l.split(b":")[1]) for l in head.split(b"\r\n")
-                  if l.lower().startswith(b"content-length:")]
-        while length and len(body) < length[0]:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            body += chunk
-        return status, body
+        headers["Origin"] = origin
+    r, sock, _ = RawWs.handshake(stack.port, stack.attach_path(sid), headers, host=host)
+    if sock:
+        sock.close()
+    return r.status, r.body
 
 
 class OriginCase(unittest.TestCase):

@@ -7,15 +7,12 @@ head has not arrived in time however it trickles, --max-conns-per-ip caps
 what one address holds, and behind a --trusted-proxy the cap applies to the
 client named in X-Forwarded-For (its last untrusted hop)."""
 import asyncio
-import base64
 import json
-import os
-import socket
 import time
 import unittest
 
 import harness
-from harness import Client, FrameValidator, Stack
+from harness import Client, FrameValidator, RawWs, Stack
 
 HEAD_TIMEOUT_S = 3
 TRICKLERS = 200
@@ -23,39 +20,12 @@ SOURCES = ["127.0.0.%d" % i for i in range(2, 12)]  # 20 each: under the default
 
 
 def upgrade(port, path, token, source="127.0.0.1", headers=None, timeout=5):
-    """A raw attach upgrade from source; returns (status, body, socket or None)."""
-    sock = socket.create_connection(("127.0.0.1", port), timeout, (source, 0))
-    lines = ["GET %s HTTP/1.1" % path, "Host: 127.0.0.1:%d" % port, "Upgrade: websocket",
-             "Connection: Upgrade", "Sec-WebSocket-Version: 13",
-             "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode(),
-             "Sec-WebSocket-Protocol: " + harness.SUBPROTOCOL,
-             "Authorization: Bearer " + token]
-    lines += ["%s: %s" % kv for kv in (headers or {}).items()]
-    try:
-        sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        data = b""
-    if not data:
-        sock.close()
-        return None, b"", None  # refused at accept: closed without an answer
-    head, _, body = data.partition(b"\r\n\r\n")
-    status = int(head.split()[1])
-    if status == 101:
-        return status, b"", sock
-    length = [int(l.split(b":")[1]) for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
-    while length and len(body) < length[0]:
-        chunk = sock.recv(65536)
-        if not chunk:
-            break
-        body += chunk
-    sock.close()
-    return status, body, None
+    """A raw attach upgrade from source; returns (status, body, socket or
+    None); status None when the gateway closed it unanswered (refused at
+    accept)."""
+    r, sock, _ = RawWs.handshake(port, path, dict(headers or {}, Authorization="Bearer " + token),
+                                 timeout=timeout, source=source)
+    return (r.status, r.body, sock) if r else (None, b"", None)
 
 
 class Trickle(unittest.TestCase):
