@@ -11,17 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_oracle.h"
 #include "routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define fuzz__assert(cond)                                                               \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
 
 static int fuzz__streq(const char *a, const char *b)
 {

@@ -14,30 +14,11 @@
 #include "addr.h"
 #include "buf.h"
 #include "config.h"
+#include "fuzz_oracle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ__MAX 8 /* small, so the "more than max" path is reached */
-
-#define fuzz__assert(cond)                                                               \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
-
-static int fuzz__valid_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
-			return 0;
-	return 1;
-}
 
 static int fuzz__same_addr(const struct addr *a, const struct addr *b)
 {
@@ -95,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz__assert(n <= FUZZ__MAX);
 	for (size_t i = 0; i < n; i++) {
-		fuzz__assert(fuzz__valid_id(out[i].id));
+		fuzz__assert(fuzz__valid_id(out[i].id, 128));
 		for (size_t j = 0; j < i; j++)
 			fuzz__assert(strcmp(out[i].id, out[j].id) != 0);
 	}

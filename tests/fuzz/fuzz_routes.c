@@ -21,32 +21,13 @@
 #include <strings.h>
 
 #include "fuzz_fields.h"
+#include "fuzz_oracle.h"
 #include "routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 enum { F_TARGET, F_METHOD, F_UPGRADE, F_CONNECTION, F_VERSION, F_KEY, F_PROTOCOL,
        F_AUTH, F_COUNT };
-
-#define fuzz__assert(cond)                                                               \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
-
-static int fuzz__valid_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > ROUTES_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
-			return 0;
-	return 1;
-}
 
 static void fuzz__check_static(const char *file)
 {
@@ -102,9 +83,9 @@ static void fuzz__match(const char *target)
 			     !strcmp(ms.session, m.session));
 	}
 	if (rc == 0 && m.id >= ROUTE_AGENT_CARD && m.id <= ROUTE_ATTACH)
-		fuzz__assert(fuzz__valid_id(m.instance));
+		fuzz__assert(fuzz__valid_id(m.instance, ROUTES_ID_MAX));
 	if (rc == 0 && (m.id == ROUTE_SESSION || m.id == ROUTE_ATTACH))
-		fuzz__assert(fuzz__valid_id(m.session));
+		fuzz__assert(fuzz__valid_id(m.session, ROUTES_ID_MAX));
 	if (rc == 0)
 		fuzz__check_canonical(&m);
 	if (rc_s == 0 && ms.id == ROUTE_STATIC)

@@ -22,17 +22,10 @@
 #include "b64.h"
 #include "buf.h"
 #include "fuzz_fields.h"
+#include "fuzz_oracle.h"
 #include "wshandshake.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define fuzz__assert(cond)                                                               \
-	do {                                                                             \
-		if (!(cond)) {                                                           \
-			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
-			abort();                                                         \
-		}                                                                        \
-	} while (0)
 
 static void fuzz__roundtrip(const struct wshs_offer *o)
 {
