@@ -316,20 +316,9 @@ static int count_open_fds(void)
 	return n - 3; /* ".", ".." and the directory's own fd */
 }
 
-/* File descriptors one timer costs in this build of the event loop. */
-static int fds_per_timer(struct ev_loop *loop)
-{
-	int before = count_open_fds();
-	struct ev_timer *t = ev_timer_new(loop, -1, 0, NULL, NULL);
-	int cost = count_open_fds() - before;
-
-	ev_timer_free(t);
-	return before < 0 || cost < 0 ? 1 : cost;
-}
-
 /* Raises the soft RLIMIT_NOFILE to the hard one, then lowers --max-conns
-   to what fits: a connection costs its socket and its three timers, each
-   listener may hold FD_HTTP_EXTRA plain requests (the admin listener as
+   to what fits: a connection costs its socket (timers cost no descriptor:
+   ev.h), each listener may hold FD_HTTP_EXTRA plain requests (the admin listener as
    many sockets as the public one), and FD_SPARE stay free. Running out
    of descriptors then means refusals, never a failed timer. */
 static int fit_fd_limit(struct gateway *gw)
@@ -347,7 +336,7 @@ static int fit_fd_limit(struct gateway *gw)
 			log_warn(NULL, "cannot raise the open-file limit: %s", strerror(errno));
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	per_conn = 1 + 3 * fds_per_timer(gw->loop) + (c->admin_host[0] ? 1 : 0);
+	per_conn = 1 + (c->admin_host[0] ? 1 : 0);
 	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ? INT32_MAX
 									   : (int64_t)rl.rlim_cur) -
 		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
