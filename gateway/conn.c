@@ -476,7 +476,7 @@ struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 	c->heartbeat = ev_timer_new(gw->loop, -1, 0, on_heartbeat, c);
 	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
 	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
-	if (!c->ws || !c->heartbeat || !c->expiry || !c->linger) {
+	if (!c->ws) {
 		log_warn(c->log_ctx, "refusing the upgrade: cannot set up a connection: %s",
 			 strerror(errno ? errno : ENOMEM));
 		gw->metrics.conns_setup_failed++;

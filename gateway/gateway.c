@@ -140,11 +140,6 @@ static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 		return 0;
 	}
 	u = upstream_new(gw, ic->id, &ic->addr);
-	if (!u) {
-		log_error(NULL, "instance %s: cannot set up its link: %s", ic->id,
-			  strerror(errno ? errno : ENOMEM));
-		return -1;
-	}
 	gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
 	gw->ups[gw->n_ups++] = u;
 	return 0;
@@ -253,8 +248,6 @@ static void on_stop(int signo, void *user)
 		return;
 	}
 	gw->grace = ev_timer_new(gw->loop, SHUTDOWN_GRACE_MS, 0, on_grace_over, gw);
-	if (!gw->grace) /* no timer to bound the goodbye: write what is queued, go */
-		ev_loop_stop(gw->loop);
 }
 
 /* During shutdown the loop ends as soon as every client is gone. */

@@ -795,10 +795,6 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 	h->peers = peer_table_new();
 	h->head_timer = ev_timer_new(gw->loop, -1, 0, http__head_expired, h);
 	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
-	if (!h->head_timer || !h->timer) {
-		snprintf(err, errlen, "cannot create a timer: %s", strerror(errno));
-		goto out_free;
-	}
 	if (http__resolve(host, port, &ss, err, errlen) < 0)
 		goto out_free;
 	if (http__tls_setup(h, &ss, err, errlen) < 0)

@@ -438,12 +438,6 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 	buf_init(&u->json);
 	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
 	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
-	if (!u->retry || !u->sweep) {
-		int err = errno;
-		upstream_free(u);
-		errno = err;
-		return NULL;
-	}
 	dial(u);
 	return u;
 }

@@ -19,6 +19,8 @@ struct wsframe;
    and everything in it are valid only during the call. */
 typedef void (*upstream_reply_fn)(const Ptg__Reply *r, void *user);
 
+/* Never fails (allocation aborts, timers cost no descriptor); the link
+   is dialled at once and again with backoff. */
 struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 			      const struct addr *a);
 /* Fails pending requests (callbacks with NULL) and drops the link. */

@@ -87,11 +87,6 @@ void session_emit_membership_joined(struct session *s, const struct member *join
 	}
 	if (!s->membership_timer)
 		s->membership_timer = ev_timer_new(s->loop, -1, 0, on_membership_due, s);
-	if (!s->membership_timer) {
-		/* Out of descriptors: exact, just not coalesced. */
-		session_emit_membership(s);
-		return;
-	}
 	emit_membership_to(s, joiner);
 	s->membership_dirty = 1;
 	if (!ev_timer_armed(s->membership_timer))

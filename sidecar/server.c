@@ -585,8 +585,8 @@ struct server *server_new(const struct sidecar_config *cfg)
 	}
 	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
-	if (!srv->listen_io || !srv->tick) {
-		log_error(NULL, "cannot watch the listener or start the tick: %s",
+	if (!srv->listen_io) {
+		log_error(NULL, "cannot watch the listener: %s",
 			  strerror(errno));
 		server_free(srv);
 		return NULL;

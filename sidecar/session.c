@@ -332,12 +332,6 @@ static void keyframe_cadence(struct session *s)
 	}
 	if (!s->keyframe_timer)
 		s->keyframe_timer = ev_timer_new(s->loop, -1, 0, on_keyframe_due, s);
-	if (!s->keyframe_timer) {
-		/* Out of descriptors: the frame count still brings Keyframes;
-		   the timer is tried again on the next output. */
-		log_warn(s->id, "no keyframe timer: %s", strerror(errno));
-		return;
-	}
 	if (!ev_timer_armed(s->keyframe_timer))
 		ev_timer_arm(s->keyframe_timer, due, 0);
 }
@@ -628,12 +622,6 @@ void session_kill(struct session *s, const char *detail)
 	kill(s->pid, SIGHUP);
 	kill(-s->pid, SIGCONT);
 	s->kill_timer = ev_timer_new(s->loop, s->cfg->kill_grace_ms, 0, on_kill_grace, s);
-	if (!s->kill_timer) {
-		/* Without a timer there is no grace period: a program that
-		   ignores the hang-up must not outlive the kill. */
-		log_warn(s->id, "no grace timer (%s): SIGKILL now", strerror(errno));
-		on_kill_grace(NULL, s);
-	}
 }
 
 void session_tick(struct session *s, int64_t now_ms)
