@@ -1,4 +1,4 @@
-/* unit: gateway */
+/* unit: auth */
 /* auth_jwt: verification of well-formed, forged, mangled and expired
    tokens, claim rules, scopes, authorization and minting. Keys are
    generated in the test; the clock is the constant NOW. */

@@ -1,4 +1,4 @@
-/* unit: gateway */
+/* unit: auth */
 /* keys: the key set, key files ([KID=]FILE, HS256 secret rules, Ed25519
    PEM and raw base64), PEM round trips, the RFC 8410 example key, and
    interoperability with `openssl pkey` when openssl is installed. */

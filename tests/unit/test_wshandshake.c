@@ -1,4 +1,4 @@
-/* unit: gateway */
+/* unit: wsproto */
 /* wshandshake: the RFC 6455 sample key, malformed keys, the subprotocol
    offer with and without a bearer token (SPEC 1), and the upgrade header
    checks. */
