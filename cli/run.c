@@ -175,8 +175,7 @@ static void run__artifact(struct run *r, json_t *art)
 	}
 }
 
-/* The exit code a finished task stands for. */
-static int run__exit_code(json_t *task, const char *state)
+int run_exit_code(json_t *task, const char *state)
 {
 	json_t *md = json_object_get(task, "metadata");
 	json_t *code = json_object_get(md, "exit_code");
@@ -213,7 +212,7 @@ static void run__update(struct run *r, json_t *payload)
 	}
 	if (strcmp(state, "TASK_STATE_SUBMITTED") && strcmp(state, "TASK_STATE_WORKING")) {
 		r->done = true;
-		r->exit_code = run__exit_code(task, state);
+		r->exit_code = run_exit_code(task, state);
 	}
 }
 

@@ -4,6 +4,8 @@
 #ifndef PTG_CLI_RUN_H
 #define PTG_CLI_RUN_H
 
+#include <jansson.h>
+
 #include "buf.h"
 
 /* Runs `ptygate run ...`; argv[0] is "run". Returns the exit code. */
@@ -12,5 +14,11 @@ int run_main(int argc, char **argv);
 /* The command line for /bin/sh -c from the words after "--": one word is
    taken as shell text; several are each quoted, so they run as given. */
 void run_command_text(char *const *words, int n, struct buf *out);
+
+/* The exit code a finished task (its A2A Task object, in its final state)
+   stands for: the command's own code, 128 + a signal's number, or the
+   CLI's codes for a canceled or failed task. Public for its unit test:
+   scripts depend on this mapping. */
+int run_exit_code(json_t *task, const char *state);
 
 #endif

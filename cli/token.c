@@ -1,7 +1,7 @@
 /* token: the operator's side of SPEC 7. `keygen` writes an Ed25519 pair
    in the PEM forms the gateway loads; `mint` builds the claims (sub,
    instance_id, session_id, scope, iat, exp, nbf, aud, iss) and signs them
-   with the same key code the verifier uses (gateway/keys.h, auth_jwt.h),
+   with the same key code the verifier uses (auth/keys.h, auth/auth_jwt.h),
    so what the CLI mints is what the gateway accepts. */
 #include <errno.h>
 #include <stdbool.h>
@@ -20,7 +20,6 @@
 
 #define TOKEN_DEFAULT_TTL   3600
 #define TOKEN_DEFAULT_SCOPE "pty:observe"
-#define TOKEN_SCOPE_MAX	    128 /* every known scope once, with spaces */
 
 static const char token_keygen_usage[] =
     "Usage: ptygate token keygen --out-private FILE --out-public FILE\n"
@@ -57,23 +56,12 @@ static const char token_usage[] =
     "\n"
     "Run 'ptygate token keygen --help' or 'ptygate token mint --help' for details.\n";
 
-/* What `mint` puts in the token, before the clock is read. */
-struct token_spec {
-	const char *sub, *instance, *session, *audience, *issuer;
-	char scope[TOKEN_SCOPE_MAX];
-	unsigned scope_seen; /* bit i: known scope i is in scope */
-	int64_t ttl;
-	int64_t nbf_in; /* -1: no nbf claim */
-};
-
 /* How `mint` signs. */
 struct token_key {
 	const char *hs256_file, *ed25519_file, *kid;
 };
 
-/* Adds the space-separated scopes of arg to spec->scope, each once, in
-   the order given. Returns 0, or -EINVAL for an unknown scope. */
-static int token__add_scopes(struct token_spec *spec, const char *arg)
+int token_add_scopes(struct token_spec *spec, const char *arg)
 {
 	static const char *const known[] = {"pty:observe", "pty:control", "tasks",
 					    "sessions"};
@@ -103,8 +91,7 @@ static int token__add_scopes(struct token_spec *spec, const char *arg)
 	return 0;
 }
 
-/* The claims of spec at time now, as compact JSON (caller frees). */
-static char *token__claims_json(const struct token_spec *spec, int64_t now)
+char *token_claims_json(const struct token_spec *spec, int64_t now)
 {
 	json_t *o = json_object();
 	char *out;
@@ -255,7 +242,7 @@ static int token__mint_option(int c, const char *arg, struct token_spec *spec,
 		spec->issuer = arg;
 		break;
 	case TOKEN_OPT_SCOPE:
-		if (token__add_scopes(spec, arg) < 0)
+		if (token_add_scopes(spec, arg) < 0)
 			return cli_usage_error(cmd,
 					       "unknown scope in '%s' (known: "
 					       "pty:observe pty:control tasks sessions)",
@@ -298,7 +285,7 @@ static int token__mint_parse(int argc, char **argv, struct token_spec *spec,
 		return cli_usage_error("token mint", "unexpected argument '%s'",
 				       argv[optind]);
 	if (!spec->scope[0])
-		token__add_scopes(spec, TOKEN_DEFAULT_SCOPE);
+		token_add_scopes(spec, TOKEN_DEFAULT_SCOPE);
 	return token__check_spec(spec, k);
 }
 
@@ -313,7 +300,7 @@ static int token__mint(int argc, char **argv)
 	rc = token__mint_parse(argc, argv, &spec, &k);
 	if (rc != CLI_OK)
 		return rc < 0 ? CLI_OK : rc;
-	claims = token__claims_json(&spec, (int64_t)time(NULL));
+	claims = token_claims_json(&spec, (int64_t)time(NULL));
 	rc = token__sign(&k, claims, &out);
 	if (rc == CLI_OK && printf("%s\n", (const char *)buf_head(&out)) < 0)
 		rc = CLI_FAIL;

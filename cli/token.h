@@ -3,7 +3,29 @@
 #ifndef PTG_CLI_TOKEN_H
 #define PTG_CLI_TOKEN_H
 
+#include <stdint.h>
+
 /* Runs `ptygate token ...`; argv[0] is "token". Returns the exit code. */
 int token_main(int argc, char **argv);
+
+/* The claims `mint` builds, apart from the command line and the clock so
+   a test can check the claim set the gateway verifies (SPEC 7). */
+#define TOKEN_SCOPE_MAX 128 /* every known scope once, with spaces */
+
+/* What `mint` puts in the token, before the clock is read. */
+struct token_spec {
+	const char *sub, *instance, *session, *audience, *issuer;
+	char scope[TOKEN_SCOPE_MAX];
+	unsigned scope_seen; /* bit i: known scope i is in scope */
+	int64_t ttl;
+	int64_t nbf_in; /* -1: no nbf claim */
+};
+
+/* Adds the space-separated scopes of arg to spec->scope, each once, in
+   the order given. Returns 0, or -EINVAL for an unknown scope. */
+int token_add_scopes(struct token_spec *spec, const char *arg);
+
+/* The claims of spec at time now, as compact JSON (caller frees). */
+char *token_claims_json(const struct token_spec *spec, int64_t now);
 
 #endif

@@ -1,13 +1,19 @@
-/* unit: gateway */
+/* unit: cli */
 /* cli/cli.c: value parsers, path escaping, and the target options with
-   their environment fallbacks. The CLI is not a library, so its source
-   is compiled into this test. */
+   their environment fallbacks. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../cli/cli.c"
+#include <errno.h>
+#include <fcntl.h>
+#include <sodium.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
 
 static void test_parse_duration(void **state)
 {

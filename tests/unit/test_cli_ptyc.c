@@ -1,14 +1,21 @@
-/* unit: gateway */
+/* unit: cli */
 /* cli/ptyc.c: what reaches the screen and in which order (SPEC 3: the
    sequence filter and Keyframe anchors, SPEC 5.2 join flows), notices,
-   and the client frames it builds. The CLI is not a library, so its
-   source is compiled into this test. */
+   and the client frames it builds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../cli/ptyc.c"
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "b64.h"
+#include "ptyc.h"
+#include "timeutil.h"
+#include "uuid.h"
 
 struct rec {
 	struct buf screen;

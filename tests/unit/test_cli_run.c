@@ -1,16 +1,14 @@
-/* unit: gateway */
+/* unit: cli */
 /* cli/run.c: the command text `ptygate run` sends: one word is shell
-   text, several are quoted so /bin/sh -c runs them as given. The CLI is
-   not a library, so its sources are compiled into this test. */
+   text, several are quoted so /bin/sh -c runs them as given; and the
+   exit code a finished task stands for. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../cli/cli.c"
-#include "../../cli/run.c"
-#include "../../cli/wsclient.c"
-#include "../../cli/tlsio.c"
+
+#include "run.h"
 
 static void check(char *const *words, int n, const char *want)
 {
@@ -37,15 +35,15 @@ static void test_exit_codes(void **state)
 {
 	json_t *t = json_pack("{s:{s:i}}", "metadata", "exit_code", 7);
 
-	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 7);
-	assert_int_equal(run__exit_code(t, "TASK_STATE_CANCELED"), 130);
+	assert_int_equal(run_exit_code(t, "TASK_STATE_FAILED"), 7);
+	assert_int_equal(run_exit_code(t, "TASK_STATE_CANCELED"), 130);
 	json_decref(t);
 	t = json_pack("{s:{s:i}}", "metadata", "signal_number", 9);
-	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 137);
+	assert_int_equal(run_exit_code(t, "TASK_STATE_FAILED"), 137);
 	json_decref(t);
 	t = json_pack("{s:{}}", "metadata");
-	assert_int_equal(run__exit_code(t, "TASK_STATE_FAILED"), 1);
-	assert_int_equal(run__exit_code(t, "TASK_STATE_COMPLETED"), 0);
+	assert_int_equal(run_exit_code(t, "TASK_STATE_FAILED"), 1);
+	assert_int_equal(run_exit_code(t, "TASK_STATE_COMPLETED"), 0);
 	json_decref(t);
 }
 

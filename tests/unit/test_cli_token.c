@@ -1,16 +1,22 @@
-/* unit: gateway */
+/* unit: cli */
 /* cli/token.c: scope lists, the claims it builds, and tokens minted by
-   `ptygate token mint` verified by the gateway's own jwt_verify. The CLI
-   is not a library, so its sources are compiled into this test. */
+   `ptygate token mint` verified by the gateway's own jwt_verify. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../cli/cli.c"
-#include "../../cli/token.c"
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
 
-#include <sys/stat.h>
+#include "auth_jwt.h"
+#include "cli.h"
+#include "token.h"
+
 
 static char tmpdir[64];
 
@@ -66,13 +72,13 @@ static void test_scopes_dedupe_and_order(void **state)
 {
 	struct token_spec s = {0};
 
-	assert_int_equal(token__add_scopes(&s, "tasks  pty:control"), 0);
-	assert_int_equal(token__add_scopes(&s, "tasks sessions "), 0);
+	assert_int_equal(token_add_scopes(&s, "tasks  pty:control"), 0);
+	assert_int_equal(token_add_scopes(&s, "tasks sessions "), 0);
 	assert_string_equal(s.scope, "tasks pty:control sessions");
-	assert_int_equal(token__add_scopes(&s, "pty:observe"), 0);
+	assert_int_equal(token_add_scopes(&s, "pty:observe"), 0);
 	assert_string_equal(s.scope, "tasks pty:control sessions pty:observe");
-	assert_int_equal(token__add_scopes(&s, "tasks pty:admin"), -EINVAL);
-	assert_int_equal(token__add_scopes(&s, "pty:contro"), -EINVAL);
+	assert_int_equal(token_add_scopes(&s, "tasks pty:admin"), -EINVAL);
+	assert_int_equal(token_add_scopes(&s, "pty:contro"), -EINVAL);
 }
 
 static void test_claims_json(void **state)
@@ -82,8 +88,8 @@ static void test_claims_json(void **state)
 	json_t *o;
 	char *j;
 
-	token__add_scopes(&s, "pty:control");
-	j = token__claims_json(&s, 1000);
+	token_add_scopes(&s, "pty:control");
+	j = token_claims_json(&s, 1000);
 	o = json_loads(j, 0, NULL);
 	assert_non_null(o);
 	assert_string_equal(json_string_value(json_object_get(o, "sub")), "alice");
@@ -104,7 +110,7 @@ static void test_claims_json(void **state)
 	s.nbf_in = 30;
 	s.audience = "gw";
 	s.issuer = "ops";
-	j = token__claims_json(&s, 1000);
+	j = token_claims_json(&s, 1000);
 	o = json_loads(j, 0, NULL);
 	assert_string_equal(json_string_value(json_object_get(o, "session_id")), "*");
 	assert_int_equal(json_integer_value(json_object_get(o, "nbf")), 1030);

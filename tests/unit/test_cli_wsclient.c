@@ -1,18 +1,24 @@
-/* unit: gateway */
+/* unit: cli */
 /* cli/wsclient.c: gateway URLs, the upgrade request, the check of the
    server's answer (fed whole and one byte at a time), and one real
-   connection to a scripted loopback server in a child process that
-   checks the client's frames are masked. The CLI is not a library, so
-   its source is compiled into this test. */
+   connection to a scripted loopback server in a child process that checks
+   the client's frames are masked. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "../../cli/wsclient.c"
-#include "../../cli/tlsio.c"
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <wslay/wslay.h>
 
-#include <arpa/inet.h>
+#include "wsclient.h"
+#include "wshandshake.h"
+#include "xalloc.h"
+
 #include <netinet/in.h>
 #include <sys/wait.h>
 
