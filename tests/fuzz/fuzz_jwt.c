@@ -5,8 +5,8 @@
    signature-length handling). Also feeds the input to the PEM parsers.
    Build by hand, e.g.:
    clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
-     -Ishared -Igateway tests/fuzz/fuzz_jwt.c gateway/auth_jwt.c \
-     gateway/keys.c shared/b64.c shared/buf.c shared/xalloc.c \
+     -Ishared -Iauth tests/fuzz/fuzz_jwt.c auth/auth_jwt.c \
+     auth/keys.c shared/b64.c shared/buf.c shared/fdio.c shared/xalloc.c \
      -lsodium -ljansson -o fuzz_jwt */
 #include <stddef.h>
 #include <stdint.h>
