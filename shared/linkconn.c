@@ -151,17 +151,6 @@ void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
 		linkconn__flush(lc);
 }
 
-void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n)
-{
-	int idle = buf_size(&lc->out) == 0;
-
-	if (lc->closing || n == 0)
-		return;
-	buf_append(&lc->out, p, n);
-	if (idle)
-		linkconn__flush(lc);
-}
-
 /* Writes what the socket takes of iov[0..cnt) straight from the caller's
    memory, and returns how many bytes went; -1 after closing the link. */
 static ssize_t linkconn__writev_direct(struct linkconn *lc, const struct iovec *iov, int cnt)

@@ -31,11 +31,10 @@ struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 void linkconn_free(struct linkconn *lc);
 /* Queues m; written at once if possible. */
 void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m);
-/* Queues bytes that are already a framed link message (or several), as
-   link_encode or the sidecar's frame cache produce them. */
-void linkconn_send_bytes(struct linkconn *lc, const void *p, size_t n);
-/* The same for bytes in pieces (header, body): written straight from
-   them when nothing is queued, so a large frame is not copied first. */
+/* Sends bytes that are already framed link messages (or pieces of them:
+   header, body), as link_encode or the sidecar's frame cache produce
+   them: written straight from iov when nothing is queued, so a large
+   frame is not copied first; queued in order otherwise. */
 struct iovec;
 void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt);
 /* Bytes queued but not yet written (for back-pressure decisions). */

@@ -262,38 +262,6 @@ static void test_reset_is_read_error(void **state)
 	fixture_done(&f);
 }
 
-static void test_send_bytes(void **state)
-{
-	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
-	Ptg__Hello h = PTG__HELLO__INIT;
-	struct buf pre = BUF_INIT;
-	struct fixture f;
-
-	fixture_init(&f);
-	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
-	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
-	h.gateway_id = "pre";
-	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
-	m.hello = &h;
-	/* Two pre-encoded messages in one call, behind a queued big one. */
-	link_encode(&m, &pre);
-	link_encode(&m, &pre);
-	send_big(f.a.lc);
-	linkconn_send_bytes(f.a.lc, buf_head(&pre), buf_size(&pre));
-	linkconn_send_bytes(f.a.lc, "", 0);
-	f.b.close_after = 3;
-	f.a.stop_at = f.b.stop_at = 2;
-	assert_int_equal(ev_loop_run(f.loop), 0);
-	assert_int_equal(f.b.nmsg, 3);
-	assert_int_equal(f.b.cases[0], PTG__LINK_MESSAGE__MSG_INPUT);
-	assert_true(f.b.big_ok);
-	assert_int_equal(f.b.cases[1], PTG__LINK_MESSAGE__MSG_HELLO);
-	assert_int_equal(f.b.cases[2], PTG__LINK_MESSAGE__MSG_HELLO);
-	assert_string_equal(f.a.reason, "peer closed");
-	buf_free(&pre);
-	fixture_done(&f);
-}
-
 /* Pieces of one message, sent straight on an idle link, then behind a
    queued big message: both arrive whole and in order. */
 static void test_send_iov(void **state)
@@ -358,7 +326,6 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_peer_close_after_data),
 	    cmocka_unit_test(test_reset_is_read_error),
-	    cmocka_unit_test(test_send_bytes),
 	    cmocka_unit_test(test_send_iov),
 	    cmocka_unit_test(test_free_without_on_close),
 	};
