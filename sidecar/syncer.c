@@ -10,10 +10,9 @@
 #define QUEUE_CAP 1024
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER, idle = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static int queue[QUEUE_CAP];
-static unsigned head, count, busy;
-static unsigned long done;
+static unsigned head, count;
 static int started;
 
 static void *run(void *arg)
@@ -28,15 +27,10 @@ static void *run(void *arg)
 		fd = queue[head];
 		head = (head + 1) % QUEUE_CAP;
 		count--;
-		busy = 1;
 		pthread_mutex_unlock(&mu);
 		fdatasync(fd);
 		close(fd);
 		pthread_mutex_lock(&mu);
-		busy = 0;
-		done++;
-		if (!count)
-			pthread_cond_broadcast(&idle);
 	}
 	return NULL;
 }
@@ -76,22 +70,4 @@ int syncer_request(int fd)
 	}
 	pthread_mutex_unlock(&mu);
 	return rc;
-}
-
-void syncer_drain(void)
-{
-	pthread_mutex_lock(&mu);
-	while (count || busy)
-		pthread_cond_wait(&idle, &mu);
-	pthread_mutex_unlock(&mu);
-}
-
-unsigned long syncer_done(void)
-{
-	unsigned long n;
-
-	pthread_mutex_lock(&mu);
-	n = done;
-	pthread_mutex_unlock(&mu);
-	return n;
 }

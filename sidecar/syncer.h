@@ -10,9 +10,5 @@
    cannot be queued (the queue is full: the caller tries again at its
    next interval; a later sync covers every earlier write). */
 int syncer_request(int fd);
-/* Waits for every queued sync (tests, shutdown). */
-void syncer_drain(void);
-/* Syncs done so far. */
-unsigned long syncer_done(void);
 
 #endif
