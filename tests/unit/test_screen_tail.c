@@ -94,7 +94,7 @@ static void test_spiced_streams(void **state)
 
 /* The skip must actually happen: a flood of lines costs libvterm a small
    part of a plain feed (counted in the bytes handed to it). */
-static void test_flood_is_fast(void **state)
+static void test_flood_skips_unseen_lines(void **state)
 {
 	struct buf in = BUF_INIT;
 	struct screen *s = screen_new(120, 30);
@@ -263,7 +263,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_plain_flood),
 		cmocka_unit_test(test_spiced_streams),
-		cmocka_unit_test(test_flood_is_fast),
+		cmocka_unit_test(test_flood_skips_unseen_lines),
 		cmocka_unit_test(test_wrapped_streams),
 		cmocka_unit_test(test_wrap_edges),
 		cmocka_unit_test(test_long_line_is_skipped),
