@@ -3,7 +3,8 @@
    the session REST API of SPEC 9 over the sidecar link, the AgentCard,
    /healthz /readyz /metrics and the static web page. http.c fills a
    struct route_req from the MHD request, calls routes_handle, and sends
-   the answer (or the 101 and the socket handover for an attach). */
+   the answer (or the 101 and the socket handover for an attach). The
+   module's files and what they share are listed in routes_int.h. */
 #ifndef PTG_ROUTES_H
 #define PTG_ROUTES_H
 
@@ -143,7 +144,7 @@ struct route_req {
 	char ws_accept[WSHS_ACCEPT_LEN + 1];
 	int slot_held;
 
-	/* private to routes.c */
+	/* private to the routes module (routes*.c) */
 	struct route_match m;
 	struct upstream *pending_up;
 	uint64_t pending_id;

@@ -78,22 +78,6 @@ int routes_attach_check(struct route_req *rq, struct wshs_offer *o)
 	return -EINVAL;
 }
 
-/* The token from Authorization: Bearer, else from the bearer. offer. */
-static int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
-			       struct jwt_claims *c)
-{
-	const char *tok;
-	size_t len;
-
-	if (routes_bearer(rq->authorization, &tok, &len) == 0)
-		return routes__verify(rq, tok, len, c);
-	if (o->token)
-		return routes__verify(rq, o->token, o->token_len, c);
-	return routes__unauthenticated(rq,
-				       "a bearer token is required (Authorization header "
-				       "or bearer.<token> subprotocol)");
-}
-
 /* 403, then 429, then 503; on success the slot is held. */
 static int routes__attach_admit(struct route_req *rq, struct upstream *up)
 {
@@ -101,14 +85,8 @@ static int routes__attach_admit(struct route_req *rq, struct upstream *up)
 	const char *what = "connections";
 	char msg[160];
 
-	if (jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
-		return routes__forbidden(
-		    rq, "the token is not valid for this instance or session");
-	/* A tasks-only token may connect for the A2A ops (SPEC 6); its join
-	   is refused by the sidecar, which checks the pty scopes. */
-	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))
-		return routes__forbidden(
-		    rq, "the token lacks scope 'pty:observe', 'pty:control' or 'tasks'");
+	if (routes__attach_allowed(rq, c) < 0)
+		return -EACCES;
 	snprintf(rq->attach.instance_id, sizeof(rq->attach.instance_id), "%s",
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",

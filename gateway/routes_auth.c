@@ -1,8 +1,11 @@
 /* routes_auth: who may: the bearer token from the Authorization header,
    its verification (failures counted), and the REST API's checks in the
    order of SPEC 9: 401, then 404 for the instance, then 403 for scopes
-   and the token's instance and session claims. The attach checks, which
-   take the token from the subprotocol too, are in routes_attach.c. */
+   and the token's instance and session claims; and the attach's token
+   (from the header or the bearer subprotocol) and its 403s. Every scope
+   check of the HTTP side is here; the sidecar checks the pty scopes of a
+   join (sidecar/join.c) and the gateway the tasks scope of each A2A op
+   (task_ops.c). */
 #include <errno.h>
 #include <string.h>
 #include <strings.h>
@@ -87,4 +90,35 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 		return NULL;
 	}
 	return up;
+}
+
+/* The token from Authorization: Bearer, else from the bearer. offer. */
+int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
+			       struct jwt_claims *c)
+{
+	const char *tok;
+	size_t len;
+
+	if (routes_bearer(rq->authorization, &tok, &len) == 0)
+		return routes__verify(rq, tok, len, c);
+	if (o->token)
+		return routes__verify(rq, o->token, o->token_len, c);
+	return routes__unauthenticated(rq,
+				       "a bearer token is required (Authorization header "
+				       "or bearer.<token> subprotocol)");
+}
+
+/* The attach's 403s: the token's instance and session claims, then a
+   scope that may connect. A tasks-only token may connect for the A2A ops
+   (SPEC 6); its join is refused by the sidecar, which checks the pty
+   scopes (sidecar/join.c). */
+int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
+{
+	if (jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
+		return routes__forbidden(
+		    rq, "the token is not valid for this instance or session");
+	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))
+		return routes__forbidden(
+		    rq, "the token lacks scope 'pty:observe', 'pty:control' or 'tasks'");
+	return 0;
 }

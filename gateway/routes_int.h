@@ -53,6 +53,13 @@ int routes__verify(struct route_req *rq, const char *tok, size_t len,
    instance's upstream, or NULL with the refusal in rq. */
 struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 				   const char *session, struct jwt_claims *c);
+/* The attach's token into *c: from Authorization: Bearer, else from the
+   bearer.<token> subprotocol of o; 401 when neither verifies. */
+int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
+			struct jwt_claims *c);
+/* The attach's 403s: claims for rq's instance and session, a scope that
+   may connect. Returns 0 or -EACCES with the refusal in rq. */
+int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c);
 
 /* ---- URL bases (routes_json.c) ---- */
 

@@ -63,7 +63,6 @@ struct upstream *routes__instance(struct route_req *rq)
 	return up;
 }
 
-/* Counts an attach answered with anything but 101. */
 void routes__count(struct route_req *rq)
 {
 	if (rq->m.id == ROUTE_ATTACH && rq->status != 101)
@@ -84,8 +83,6 @@ static void routes__reply_cb(const Ptg__Reply *r, void *user)
 	}
 }
 
-/* Sends m (request id id) and waits. Returns 1 (waiting) or 0 when the
-   answer is already in rq (link down, or an immediate reply). */
 int routes__ask(struct route_req *rq, struct upstream *up,
 		       const Ptg__LinkMessage *m, uint64_t id,
 		       void (*on_reply)(struct route_req *, const Ptg__Reply *))
