@@ -7,10 +7,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <errno.h>
-#include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -18,7 +15,6 @@
 
 #include "flows_fixture.h"
 #include "timeutil.h"
-#include "xalloc.h"
 
 /* ---- every numeric flag at its bounds ---- */
 

@@ -8,18 +8,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include "flows_fixture.h"
-#include "timeutil.h"
-#include "xalloc.h"
 
 /* ---- capacity and roles ---- */
 

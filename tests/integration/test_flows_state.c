@@ -10,17 +10,13 @@
 
 #include <errno.h>
 #include <pwd.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flows_fixture.h"
-#include "timeutil.h"
-#include "xalloc.h"
 
 /* ---- sidecar restart with --state-dir: the honest boundary ---- */
 
