@@ -103,6 +103,9 @@ void remove_tree(const char *dir);
 
 /* ---- expectations ---- */
 
+/* 1 for Output and broadcast (cadence) Keyframes: the frames the
+   expectations below skip. */
+int is_noise(const Ptg__Frame *f);
 /* The next frame of kind addressed to target (0: broadcast), skipping
    Output and cadence Keyframes; anything else fails. */
 Ptg__Frame *expect_frame(struct peer *p, Ptg__Frame__KindCase kind, uint64_t target,
