@@ -28,15 +28,16 @@ static const char *sidecar_bin;
 int64_t test_deadline;
 rlim_t child_nofile;
 
-int flows_init(int argc, char **argv)
+int flows_run(const char *name, const struct CMUnitTest *tests, size_t n, int argc,
+	      char **argv)
 {
 	if (argc < 2) {
 		fprintf(stderr, "usage: %s PATH-TO-ptygate-sidecar\n", argv[0]);
-		return -1;
+		return 2;
 	}
 	sidecar_bin = argv[1];
 	signal(SIGPIPE, SIG_IGN);
-	return 0;
+	return _cmocka_run_group_tests(name, tests, n, NULL, NULL);
 }
 
 /* ---- peers: one link each, with a log of every message received ---- */

@@ -10,7 +10,7 @@
    deadline (TEST_BUDGET_MS).
 
    Each test file includes the cmocka headers, then this one, and runs
-   its tests with setup/teardown after flows_init. */
+   its tests with setup and teardown through flows_run. */
 #ifndef PTG_FLOWS_FIXTURE_H
 #define PTG_FLOWS_FIXTURE_H
 
@@ -31,9 +31,12 @@
 extern int64_t test_deadline; /* time_mono_ms() when the test's waits end */
 extern rlim_t child_nofile; /* the next sidecar's RLIMIT_NOFILE (0: inherit) */
 
-/* Takes the sidecar's path from argv[1] and ignores SIGPIPE. Returns 0,
-   or -1 after printing the usage. */
-int flows_init(int argc, char **argv);
+/* A test file's main: takes the sidecar's path from argv[1], ignores
+   SIGPIPE and runs the group of n tests named name (each with setup and
+   teardown). Returns the exit status: cmocka's, or 2 for a usage error. */
+struct CMUnitTest;
+int flows_run(const char *name, const struct CMUnitTest *tests, size_t n, int argc,
+	      char **argv);
 
 /* ---- peers: one link each, with a log of every message received ---- */
 
@@ -180,6 +183,11 @@ Ptg__AttachResult *attach_ok(struct peer *p, const struct attach_req *a);
 /* The fresh-join flow: Reply, then RoleAssigned (joiner), MembershipChanged
    (all) and Keyframe (joiner) back to back. */
 void join(struct peer *p, const struct attach_req *a, struct joined *j);
+/* The usual start: the sidecar with extra (or NULL), one peer, an 80x24
+   /bin/sh session (its id into sid) joined by attach id 1 as controller
+   "ctl" into *j. Returns the peer. */
+struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
+				    char sid[64], struct joined *j);
 /* join with the scopes the role needs. */
 void join_simple(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role,
 		 const char *label, struct joined *j);

@@ -123,6 +123,18 @@ void join(struct peer *p, const struct attach_req *a, struct joined *j)
 	j->kf_seq = f->sequence;
 }
 
+struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
+				    char sid[64], struct joined *j)
+{
+	struct peer *p;
+
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	create_sh(p, 80, 24, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", j);
+	return p;
+}
+
 void join_simple(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role,
 			const char *label, struct joined *j)
 {

@@ -35,10 +35,7 @@ static void test_bad_input(void **state)
 	struct joined j;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	good = peer_open(fx);
-	create_sh(good, 80, 24, sid);
-	join_simple(good, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	good = start_shell_controller(fx, NULL, sid, &j);
 
 	bad = peer_open(fx);
 	assert_int_equal(linkclient_send_raw(&bad->lc, garbage, sizeof(garbage)), 0);
@@ -82,10 +79,7 @@ static void test_not_found_replies(void **state)
 	struct joined j;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, NULL, sid, &j);
 	expect_error(p, send_get(p, "no-such-session"), PTG__ERROR_CODE__NOT_FOUND, 0, NULL);
 	send_input(p, "no-such-session", 1, "x", "op-nosess");
 	expect_error(p, 0, PTG__ERROR_CODE__NOT_FOUND, 1, "op-nosess");
@@ -117,7 +111,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_not_found_replies, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_errors", tests, NULL, NULL);
+	return flows_run("integration.flows_errors", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -26,10 +26,7 @@ static void test_program_exit(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, NULL, sid, &j);
 	send_input(p, sid, 1, "printf 'final-%s\\n' screen; exit 3\n", NULL);
 	f = expect_frame(p, PTG__FRAME__KIND_CLOSED, 0, STEP_MS);
 	assert_true(f->closed->has_exit_code);
@@ -66,10 +63,7 @@ static void test_kill_session(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, args, sid, &j);
 	expect_quiet(p, 200);
 	kill_session(p, sid);
 	f = expect_frame(p, PTG__FRAME__KIND_CLOSED, 0, STEP_MS);
@@ -161,7 +155,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_drained_unattached, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_exit", tests, NULL, NULL);
+	return flows_run("integration.flows_exit", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -276,10 +276,7 @@ static void test_replay_out_of_range(void **state)
 	char sid[64], want[96];
 	const char *err;
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, args, sid, &j);
 	send_input(p, sid, 1,
 		   "for i in 1 2 3 4 5 6 7 8 9 10 11 12; do echo x$i; sleep 0.05; done\n",
 		   NULL);
@@ -333,10 +330,7 @@ static void test_observer_mid_session(void **state)
 	struct joined j;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, NULL, sid, &j);
 	send_input(p, sid, 1, "printf 'hello-%s\\n' screen\n", NULL);
 	wait_output(p, "hello-screen", STEP_MS);
 	expect_quiet(p, 200);
@@ -517,7 +511,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_join", tests, NULL, NULL);
+	return flows_run("integration.flows_join", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

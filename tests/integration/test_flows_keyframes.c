@@ -57,10 +57,7 @@ static void test_keyframe_cadence_frames(void **state)
 	struct joined j;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, args, sid, &j);
 	send_input(p, sid, 1,
 		   "for i in $(seq 1 200); do echo line $i; sleep 0.01; done; "
 		   "echo cadence-$((1+1))done\n", NULL);
@@ -94,10 +91,7 @@ static void test_keyframe_cadence_seconds(void **state)
 	struct joined j;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, args, sid, &j);
 	/* Let the Keyframe covering the first prompt (printed before we
 	   joined) go by, so every uncovered output below is one we saw. */
 	expect_quiet(p, 1300);
@@ -152,10 +146,7 @@ static void test_keyframe_unavailable(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, extra);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, extra, sid, &j);
 	/* 24 rows of colour changes in every cell: far over 1 KiB. */
 	send_input(p, sid, 1, "i=0; while [ $i -lt 24 ]; do printf '\\033[3%dm#\\033[4%dm#' "
 		   "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 "
@@ -189,7 +180,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_keyframes", tests, NULL, NULL);
+	return flows_run("integration.flows_keyframes", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -190,7 +190,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_fd_exhaustion, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_limits", tests, NULL, NULL);
+	return flows_run("integration.flows_limits", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -37,10 +37,7 @@ static void test_restart_boundary(void **state)
 	char sid[64];
 
 	assert_non_null(mkdtemp(statedir));
-	sidecar_start(fx, extra);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
-	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	p = start_shell_controller(fx, extra, sid, &j);
 	send_input(p, sid, 1, "echo before-$((6*7))\n", NULL);
 	/* The prompt too: output after `before` would be counted in it. */
 	wait_output(p, "before-42\r\n$ ", STEP_MS);
@@ -165,7 +162,5 @@ int main(int argc, char **argv)
 		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
 	};
 
-	if (flows_init(argc, argv) < 0)
-		return 2;
-	return cmocka_run_group_tests_name("integration.flows_state", tests, NULL, NULL);
+	return flows_run("integration.flows_state", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
