@@ -172,7 +172,7 @@ static int routes__match_static(char segs[][ROUTES_FILE_MAX + 1], int n,
 int routes_match(const char *target, int with_static, struct route_match *m,
 		 const char **why)
 {
-	char segs[ROUTES__SEGS_MAX][ROUTES_FILE_MAX + 1] = { { 0 } }; /* "/" has no segment */
+	char segs[ROUTES__SEGS_MAX][ROUTES_FILE_MAX + 1] = {{0}}; /* "/" has no segment */
 	static const struct {
 		const char *name;
 		enum route_id id;

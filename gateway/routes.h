@@ -120,7 +120,7 @@ struct route_req {
 	const char *target;	   /* raw request target, query included */
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
-	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *ws_protocol;   /* every Sec-WebSocket-Protocol line, ", "-joined */
 	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
@@ -136,7 +136,7 @@ struct route_req {
 	int retry_after;	  /* Retry-After seconds, 0: none */
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
-	const char *static_file;  /* ROUTE_STATIC served: its path, for webfiles_headers */
+	const char *static_file; /* ROUTE_STATIC served: its path, for webfiles_headers */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */

@@ -43,8 +43,8 @@ static int routes__attach_origin(struct route_req *rq)
 {
 	const struct gw_config *cfg = rq->gw->cfg;
 
-	if (wshs_origin_allowed(rq->origin, rq->host, cfg->public_url, cfg->allowed_origins,
-				cfg->n_allowed_origins))
+	if (wshs_origin_allowed(rq->origin, rq->host, cfg->public_url,
+				cfg->allowed_origins, cfg->n_allowed_origins))
 		return 0;
 	routes__error(rq, 403, "PERMISSION_DENIED",
 		      cfg->n_allowed_origins

@@ -22,7 +22,7 @@ int routes__unauthenticated(struct route_req *rq, const char *message)
 }
 
 int routes__verify(struct route_req *rq, const char *tok, size_t len,
-			  struct jwt_claims *c)
+		   struct jwt_claims *c)
 {
 	struct gateway *gw = rq->gw;
 	int rc = jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
@@ -71,7 +71,7 @@ int routes__forbidden(struct route_req *rq, const char *message)
 /* The REST checks in SPEC order: 401, 404 instance, 403. need_scopes is
    any of the bits; session NULL asks for the whole instance. */
 struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
-					  const char *session, struct jwt_claims *c)
+				   const char *session, struct jwt_claims *c)
 {
 	struct upstream *up;
 
@@ -94,7 +94,7 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 
 /* The token from Authorization: Bearer, else from the bearer. offer. */
 int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
-			       struct jwt_claims *c)
+			struct jwt_claims *c)
 {
 	const char *tok;
 	size_t len;

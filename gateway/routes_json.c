@@ -236,8 +236,7 @@ unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name)
 		return 500;
 	}
 }
-void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base,
-			     size_t cap)
+void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t cap)
 {
 	uint16_t port = gw->http ? http_port(gw->http) : gw->cfg->listen_port;
 	const char *host = gw->cfg->listen_host;

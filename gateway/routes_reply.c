@@ -25,7 +25,7 @@ int routes__json(struct route_req *rq, unsigned status, json_t *v)
 }
 
 int routes__error(struct route_req *rq, unsigned status, const char *code,
-			 const char *message)
+		  const char *message)
 {
 	buf_reset(&rq->out);
 	routes_error_body(code, message, &rq->out);
@@ -83,9 +83,8 @@ static void routes__reply_cb(const Ptg__Reply *r, void *user)
 	}
 }
 
-int routes__ask(struct route_req *rq, struct upstream *up,
-		       const Ptg__LinkMessage *m, uint64_t id,
-		       void (*on_reply)(struct route_req *, const Ptg__Reply *))
+int routes__ask(struct route_req *rq, struct upstream *up, const Ptg__LinkMessage *m,
+		uint64_t id, void (*on_reply)(struct route_req *, const Ptg__Reply *))
 {
 	rq->on_reply = on_reply;
 	rq->answered = 0;

@@ -53,7 +53,7 @@ int remaining_ms(int want)
 
 void sleep_ms(int ms)
 {
-	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000L };
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
 
 	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
@@ -109,7 +109,8 @@ static void check_broadcast_order(struct peer *p, const Ptg__Frame *f)
 	if (f->target_attach_id)
 		return;
 	for (int i = 0; i < MAX_SEQ_KEYS && !k; i++)
-		if (!p->seqs[i].session[0] || strcmp(p->seqs[i].session, f->session_id) == 0)
+		if (!p->seqs[i].session[0] ||
+		    strcmp(p->seqs[i].session, f->session_id) == 0)
 			k = &p->seqs[i];
 	if (!k)
 		fail_msg("more than %d sessions on one link", MAX_SEQ_KEYS);
@@ -245,7 +246,7 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 		/* Never outlive the test, even when a timeout kills it. */
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (child_nofile) {
-			struct rlimit rl = { child_nofile, child_nofile };
+			struct rlimit rl = {child_nofile, child_nofile};
 
 			setrlimit(RLIMIT_NOFILE, &rl);
 		}
@@ -310,8 +311,10 @@ int teardown(void **state)
 	} else if (fx->pid > 0) {
 		status = sidecar_stop(fx);
 		if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-			fprintf(stderr, "sidecar did not exit cleanly after SIGTERM "
-					"(status 0x%x)\n", status);
+			fprintf(stderr,
+				"sidecar did not exit cleanly after SIGTERM "
+				"(status 0x%x)\n",
+				status);
 			ok = 0;
 		}
 	}
@@ -335,8 +338,8 @@ int is_noise(const Ptg__Frame *f)
 
 /* The next frame of kind addressed to target (0: broadcast), skipping
    Output and cadence Keyframes; anything else fails. */
-Ptg__Frame *expect_frame(struct peer *p, Ptg__Frame__KindCase kind,
-				uint64_t target, int timeout_ms)
+Ptg__Frame *expect_frame(struct peer *p, Ptg__Frame__KindCase kind, uint64_t target,
+			 int timeout_ms)
 {
 	int64_t until = time_mono_ms() + timeout_ms;
 	Ptg__LinkMessage *m;
@@ -405,12 +408,13 @@ Ptg__Reply *expect_reply(struct peer *p, uint64_t request_id, int timeout_ms)
 		if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME && is_noise(m->frame))
 			continue;
 		describe("unexpected", m);
-		fail_msg("expected the reply to request %llu", (unsigned long long)request_id);
+		fail_msg("expected the reply to request %llu",
+			 (unsigned long long)request_id);
 	}
 }
 
 void expect_error(struct peer *p, uint64_t request_id, Ptg__ErrorCode code,
-			 uint64_t attach_id, const char *op)
+		  uint64_t attach_id, const char *op)
 {
 	Ptg__Reply *r = expect_reply(p, request_id, STEP_MS);
 
@@ -463,7 +467,8 @@ void wait_output(struct peer *p, const char *needle, int timeout_ms)
 			print_message("output so far: '%.*s'\n",
 				      (int)(p->text.len - p->text_mark),
 				      (const char *)p->text.data + p->text_mark);
-			fail_msg("output '%s' did not appear within %d ms", needle, timeout_ms);
+			fail_msg("output '%s' did not appear within %d ms", needle,
+				 timeout_ms);
 		}
 	}
 }
@@ -481,8 +486,10 @@ int snapshot_shows(const Ptg__KeyframeFrame *kf, const char *needle)
 
 	screen_feed(scr, kf->snapshot.data, kf->snapshot.len);
 	for (unsigned row = 0; row < kf->rows; row++) {
-		VTermRect r = { .start_row = (int)row, .end_row = (int)row + 1,
-				.start_col = 0, .end_col = (int)kf->cols };
+		VTermRect r = {.start_row = (int)row,
+			       .end_row = (int)row + 1,
+			       .start_col = 0,
+			       .end_col = (int)kf->cols};
 
 		len += vterm_screen_get_text(screen_vterm_screen(scr), text + len,
 					     cap - len - 1, r);
@@ -504,7 +511,8 @@ void remove_tree(const char *dir)
 
 	while (d && (e = readdir(d)))
 		if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..")))
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name), unlink(path);
+			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name),
+			    unlink(path);
 	if (d)
 		closedir(d);
 	rmdir(dir);
@@ -514,8 +522,8 @@ void remove_tree(const char *dir)
    names the flag. */
 void expect_refused(const char *flag, const char *value)
 {
-	const char *argv[] = { sidecar_bin, "--listen", "unix:/tmp/ptg-it-never.sock",
-			       flag, value, NULL };
+	const char *argv[] = {sidecar_bin, "--listen", "unix:/tmp/ptg-it-never.sock",
+			      flag,	   value,      NULL};
 	char err[1024];
 	int fds[2], status;
 	ssize_t n, got = 0;
@@ -540,5 +548,6 @@ void expect_refused(const char *flag, const char *value)
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 2)
 		fail_msg("%s %s: status 0x%x, expected exit 2", flag, value, status);
 	if (!strstr(err, flag))
-		fail_msg("%s %s: the error does not name the flag: '%s'", flag, value, err);
+		fail_msg("%s %s: the error does not name the flag: '%s'", flag, value,
+			 err);
 }

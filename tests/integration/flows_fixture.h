@@ -24,12 +24,12 @@
 #include "linkclient.h"
 
 #define TEST_BUDGET_MS 20000 /* every wait of one test, all together */
-#define STEP_MS 5000         /* default bound of one expected message */
-#define MAX_PEERS 10
-#define MAX_SEQ_KEYS 4
+#define STEP_MS	       5000  /* default bound of one expected message */
+#define MAX_PEERS      10
+#define MAX_SEQ_KEYS   4
 
 extern int64_t test_deadline; /* time_mono_ms() when the test's waits end */
-extern rlim_t child_nofile; /* the next sidecar's RLIMIT_NOFILE (0: inherit) */
+extern rlim_t child_nofile;   /* the next sidecar's RLIMIT_NOFILE (0: inherit) */
 
 /* A test file's main: takes the sidecar's path from argv[1], ignores
    SIGPIPE and runs the group of n tests named name (each with setup and
@@ -50,8 +50,8 @@ struct peer {
 	int open;
 	Ptg__LinkMessage **log; /* every message received, owned, freed at teardown */
 	size_t n_log, cap_log;
-	struct buf text;        /* Output bytes received, for wait_output */
-	size_t text_mark;       /* wait_output searches from here */
+	struct buf text;		   /* Output bytes received, for wait_output */
+	size_t text_mark;		   /* wait_output searches from here */
 	struct seq_key seqs[MAX_SEQ_KEYS]; /* last broadcast sequence per session */
 	uint64_t next_rid;
 };
@@ -137,7 +137,7 @@ int snapshot_shows(const Ptg__KeyframeFrame *kf, const char *needle);
 
 /* ---- requests ---- */
 
-extern const char *const SH[];     /* /bin/sh */
+extern const char *const SH[];	   /* /bin/sh */
 extern const char *const SH_ENV[]; /* its prompts "$ " and "> ", no ENV file */
 
 struct create_req {
@@ -160,10 +160,10 @@ struct attach_req {
 	Ptg__Role role;
 	unsigned cols, rows;
 	const char *label;
-	int scopes;          /* SC_OBSERVE | SC_CONTROL */
+	int scopes; /* SC_OBSERVE | SC_CONTROL */
 	int has_replay;
 	uint64_t replay_from;
-	const char *op;      /* client_op_id */
+	const char *op; /* client_op_id */
 };
 
 struct joined {
@@ -200,8 +200,7 @@ void send_input(struct peer *p, const char *sid, uint64_t aid, const char *data,
 void send_resize(struct peer *p, const char *sid, uint64_t aid, unsigned cols,
 		 unsigned rows, const char *op);
 void send_request_role(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role);
-void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid,
-			   const char *op);
+void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid, const char *op);
 /* Sends the Detach; returns its request id. */
 uint64_t send_detach(struct peer *p, const char *sid, uint64_t aid);
 /* Detach: the final MembershipChanged reaches the leaver's link, then

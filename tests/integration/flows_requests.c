@@ -11,8 +11,8 @@
 
 #include "flows_fixture.h"
 
-const char *const SH[] = { "/bin/sh", NULL };
-const char *const SH_ENV[] = { "PS1=$ ", "PS2=> ", "ENV=", NULL };
+const char *const SH[] = {"/bin/sh", NULL};
+const char *const SH_ENV[] = {"PS1=$ ", "PS2=> ", "ENV=", NULL};
 
 void create_session(struct peer *p, const struct create_req *cr, char id[64])
 {
@@ -51,7 +51,7 @@ void create_session(struct peer *p, const struct create_req *cr, char id[64])
 
 void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[64])
 {
-	struct create_req cr = { SH, SH_ENV, cols, rows, PTG__POLICY__POLICY_KEEP_RUNNING };
+	struct create_req cr = {SH, SH_ENV, cols, rows, PTG__POLICY__POLICY_KEEP_RUNNING};
 
 	create_session(p, &cr, id);
 }
@@ -136,18 +136,21 @@ struct peer *start_shell_controller(struct fixture *fx, const char *const *extra
 }
 
 void join_simple(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role,
-			const char *label, struct joined *j)
+		 const char *label, struct joined *j)
 {
 	struct attach_req a = {
-		.session = sid, .attach_id = aid, .role = role, .label = label,
-		.scopes = SC_OBSERVE | (role == PTG__ROLE__ROLE_CONTROLLER ? SC_CONTROL : 0),
+	    .session = sid,
+	    .attach_id = aid,
+	    .role = role,
+	    .label = label,
+	    .scopes = SC_OBSERVE | (role == PTG__ROLE__ROLE_CONTROLLER ? SC_CONTROL : 0),
 	};
 
 	join(p, &a, j);
 }
 
 void send_input(struct peer *p, const char *sid, uint64_t aid, const char *data,
-		       const char *op)
+		const char *op)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Input in = PTG__INPUT__INIT;
@@ -163,7 +166,7 @@ void send_input(struct peer *p, const char *sid, uint64_t aid, const char *data,
 }
 
 void send_resize(struct peer *p, const char *sid, uint64_t aid, unsigned cols,
-			unsigned rows, const char *op)
+		 unsigned rows, const char *op)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Resize rz = PTG__RESIZE__INIT;
@@ -178,8 +181,7 @@ void send_resize(struct peer *p, const char *sid, uint64_t aid, unsigned cols,
 	peer_send(p, &m);
 }
 
-void send_request_role(struct peer *p, const char *sid, uint64_t aid,
-			      Ptg__Role role)
+void send_request_role(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__RequestRole rr = PTG__REQUEST_ROLE__INIT;
@@ -193,8 +195,7 @@ void send_request_role(struct peer *p, const char *sid, uint64_t aid,
 	peer_send(p, &m);
 }
 
-void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid,
-				  const char *op)
+void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid, const char *op)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
@@ -225,8 +226,7 @@ uint64_t send_detach(struct peer *p, const char *sid, uint64_t aid)
 /* Detach: the final MembershipChanged reaches the leaver's link, then
    the Reply. Returns the last membership before the Reply (earlier ones
    may still be queued from other joins). */
-Ptg__MembershipChangedFrame *detach_ok(struct peer *p, const char *sid,
-					      uint64_t aid)
+Ptg__MembershipChangedFrame *detach_ok(struct peer *p, const char *sid, uint64_t aid)
 {
 	uint64_t rid = send_detach(p, sid, aid);
 	Ptg__MembershipChangedFrame *mc = NULL;
@@ -234,14 +234,16 @@ Ptg__MembershipChangedFrame *detach_ok(struct peer *p, const char *sid,
 
 	for (;;) {
 		m = peer_must_recv(p, STEP_MS, "the detach reply");
-		if (m->msg_case == PTG__LINK_MESSAGE__MSG_REPLY && m->reply->request_id == rid)
+		if (m->msg_case == PTG__LINK_MESSAGE__MSG_REPLY &&
+		    m->reply->request_id == rid)
 			break;
 		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
 		if (m->frame->kind_case == PTG__FRAME__KIND_MEMBERSHIP &&
 		    !m->frame->target_attach_id)
 			mc = m->frame->membership;
 		else if (!is_noise(m->frame))
-			fail_msg("unexpected %s before the detach reply", kind_name(m->frame));
+			fail_msg("unexpected %s before the detach reply",
+				 kind_name(m->frame));
 	}
 	if (!mc)
 		fail_msg("the leaver's link got no MembershipChanged before the Reply");

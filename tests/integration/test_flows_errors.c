@@ -24,9 +24,9 @@ static void expect_link_closed(struct peer *p)
 
 static void test_bad_input(void **state)
 {
-	static const uint8_t garbage[] = { 0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff };
-	static const uint8_t huge[] = { 0x01, 0x00, 0x00, 0x01, 'x' };
-	static const uint8_t empty[] = { 0, 0, 0, 0 };
+	static const uint8_t garbage[] = {0, 0, 0, 4, 0xff, 0xff, 0xff, 0xff};
+	static const uint8_t huge[] = {0x01, 0x00, 0x00, 0x01, 'x'};
+	static const uint8_t empty[] = {0, 0, 0, 0};
 	struct fixture *fx = *state;
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__GetSession g = PTG__GET_SESSION__INIT;
@@ -80,7 +80,8 @@ static void test_not_found_replies(void **state)
 	char sid[64];
 
 	p = start_shell_controller(fx, NULL, sid, &j);
-	expect_error(p, send_get(p, "no-such-session"), PTG__ERROR_CODE__NOT_FOUND, 0, NULL);
+	expect_error(p, send_get(p, "no-such-session"), PTG__ERROR_CODE__NOT_FOUND, 0,
+		     NULL);
 	send_input(p, "no-such-session", 1, "x", "op-nosess");
 	expect_error(p, 0, PTG__ERROR_CODE__NOT_FOUND, 1, "op-nosess");
 	send_input(p, sid, 999, "x", "op-noattach");
@@ -91,14 +92,18 @@ static void test_not_found_replies(void **state)
 	expect_error(p, 0, PTG__ERROR_CODE__NOT_FOUND, 999, "op-role");
 	expect_error(p, send_detach(p, sid, 999), PTG__ERROR_CODE__NOT_FOUND, 999,
 		     "op-leave");
-	send_attach(p, &(struct attach_req){ .session = "no-such-session", .attach_id = 5,
-					     .role = PTG__ROLE__ROLE_OBSERVER,
-					     .scopes = SC_OBSERVE, .op = "op-a" });
+	send_attach(p, &(struct attach_req){.session = "no-such-session",
+					    .attach_id = 5,
+					    .role = PTG__ROLE__ROLE_OBSERVER,
+					    .scopes = SC_OBSERVE,
+					    .op = "op-a"});
 	expect_error(p, p->next_rid, PTG__ERROR_CODE__NOT_FOUND, 5, "op-a");
 	/* Reusing a live attach id on the same link is refused. */
-	send_attach(p, &(struct attach_req){ .session = sid, .attach_id = 1,
-					     .role = PTG__ROLE__ROLE_OBSERVER,
-					     .scopes = SC_OBSERVE, .op = "op-dup" });
+	send_attach(p, &(struct attach_req){.session = sid,
+					    .attach_id = 1,
+					    .role = PTG__ROLE__ROLE_OBSERVER,
+					    .scopes = SC_OBSERVE,
+					    .op = "op-dup"});
 	expect_error(p, p->next_rid, PTG__ERROR_CODE__INVALID_REQUEST, 1, "op-dup");
 	send_input(p, sid, 1, "printf 'still-%s\\n' alive\n", NULL);
 	wait_output(p, "still-alive", STEP_MS);
@@ -107,9 +112,10 @@ static void test_not_found_replies(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_not_found_replies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_not_found_replies, setup, teardown),
 	};
 
-	return flows_run("integration.flows_errors", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_errors", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

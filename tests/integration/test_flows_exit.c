@@ -18,8 +18,10 @@
 static void test_program_exit(void **state)
 {
 	struct fixture *fx = *state;
-	struct attach_req late = { .attach_id = 2, .role = PTG__ROLE__ROLE_CONTROLLER,
-				   .label = "late", .scopes = SC_OBSERVE | SC_CONTROL };
+	struct attach_req late = {.attach_id = 2,
+				  .role = PTG__ROLE__ROLE_CONTROLLER,
+				  .label = "late",
+				  .scopes = SC_OBSERVE | SC_CONTROL};
 	Ptg__SessionInfo *info;
 	struct peer *p, *q;
 	struct joined j;
@@ -55,7 +57,7 @@ static void test_program_exit(void **state)
 
 static void test_kill_session(void **state)
 {
-	static const char *const args[] = { "--kill-grace-ms", "500", NULL };
+	static const char *const args[] = {"--kill-grace-ms", "500", NULL};
 	struct fixture *fx = *state;
 	Ptg__SessionInfo *info;
 	struct peer *p;
@@ -74,16 +76,18 @@ static void test_kill_session(void **state)
 	/* A program that ignores the hang-up is killed after the grace. */
 	send_input(p, sid, 1, "x\n", "op-dead");
 	f = expect_frame(p, PTG__FRAME__KIND_ERROR, 1, STEP_MS);
-	assert_int_equal(f->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED);
+	assert_int_equal(f->error->code,
+			 PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED);
 }
 
 static void test_kill_ignores_hangup(void **state)
 {
-	static const char *const args[] = { "--kill-grace-ms", "500", NULL };
-	static const char *const stubborn[] = {
-		"/bin/sh", "-c", "trap '' HUP TERM; echo stubborn-$((1)); "
-				 "while :; do sleep 0.1; done", NULL };
-	struct create_req cr = { stubborn, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	static const char *const args[] = {"--kill-grace-ms", "500", NULL};
+	static const char *const stubborn[] = {"/bin/sh", "-c",
+					       "trap '' HUP TERM; echo stubborn-$((1)); "
+					       "while :; do sleep 0.1; done",
+					       NULL};
+	struct create_req cr = {stubborn, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	struct fixture *fx = *state;
 	struct peer *p;
 	struct joined j;
@@ -116,10 +120,11 @@ static void test_kill_ignores_hangup(void **state)
 static void test_drained_unattached(void **state)
 {
 	static const char *const heavy[] = {
-		"/bin/sh", "-c",
-		"head -c 20000000 /dev/zero | od -v | head -c " HEAVY_BYTES
-		" >/dev/tty; echo finished", NULL };
-	struct create_req cr = { heavy, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	    "/bin/sh", "-c",
+	    "head -c 20000000 /dev/zero | od -v | head -c " HEAVY_BYTES
+	    " >/dev/tty; echo finished",
+	    NULL};
+	struct create_req cr = {heavy, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	struct fixture *fx = *state;
 	Ptg__SessionInfo *info;
 	struct joined j;
@@ -134,7 +139,8 @@ static void test_drained_unattached(void **state)
 	do {
 		sleep_ms(100);
 		info = get_session(p, sid);
-	} while (info->state != PTG__SESSION_STATE__SESSION_EXITED && time_mono_ms() < until);
+	} while (info->state != PTG__SESSION_STATE__SESSION_EXITED &&
+		 time_mono_ms() < until);
 	if (info->state != PTG__SESSION_STATE__SESSION_EXITED)
 		fail_msg("the unattached session stalled (sequence %llu)",
 			 (unsigned long long)info->current_sequence);
@@ -149,11 +155,12 @@ static void test_drained_unattached(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_program_exit, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_kill_session, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_kill_ignores_hangup, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_drained_unattached, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_program_exit, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_kill_session, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_kill_ignores_hangup, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_drained_unattached, setup, teardown),
 	};
 
-	return flows_run("integration.flows_exit", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_exit", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

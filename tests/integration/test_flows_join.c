@@ -19,8 +19,8 @@
 
 static void test_controller_lifecycle(void **state)
 {
-	static const char *const quiet_env[] = { "PS1=", "PS2=", "ENV=", NULL };
-	struct create_req cr = { SH, quiet_env, 120, 30, PTG__POLICY__POLICY_KEEP_RUNNING };
+	static const char *const quiet_env[] = {"PS1=", "PS2=", "ENV=", NULL};
+	struct create_req cr = {SH, quiet_env, 120, 30, PTG__POLICY__POLICY_KEEP_RUNNING};
 	struct fixture *fx = *state;
 	Ptg__MembershipChangedFrame *mc;
 	struct peer *p;
@@ -49,7 +49,8 @@ static void test_controller_lifecycle(void **state)
 	send_input(p, sid, 7, "stty size\n", NULL);
 	wait_output(p, "30 120", STEP_MS);
 	/* The echo shows GOT-W""INCH; only the trap prints GOT-WINCH. */
-	send_input(p, sid, 7, "trap 'echo GOT-W\"\"INCH' WINCH; echo trap-$((1))set\n", NULL);
+	send_input(p, sid, 7, "trap 'echo GOT-W\"\"INCH' WINCH; echo trap-$((1))set\n",
+		   NULL);
 	wait_output(p, "trap-1set", STEP_MS);
 	send_resize(p, sid, 7, 140, 40, "op-rz");
 	f = expect_frame(p, PTG__FRAME__KIND_RESIZE, 0, STEP_MS);
@@ -114,13 +115,15 @@ static void rejoin(struct peer *p, const struct attach_req *a, struct replay *rp
 
 	assert_string_equal(ar->replay_error, "");
 	rp->n = 0;
-	rp->role_seq = next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, a->attach_id)->sequence;
+	rp->role_seq =
+	    next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, a->attach_id)->sequence;
 	for (;;) {
 		m = peer_must_recv(p, STEP_MS, "replay");
 		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
 		f = m->frame;
 		assert_int_equal(f->target_attach_id, a->attach_id);
-		if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->sequence > rp->role_seq)
+		if (f->kind_case == PTG__FRAME__KIND_KEYFRAME &&
+		    f->sequence > rp->role_seq)
 			break;
 		assert_true(f->sequence > a->replay_from && f->sequence < rp->role_seq);
 		assert_true(rp->n == 0 || f->sequence > rp->frames[rp->n - 1]->sequence);
@@ -217,9 +220,11 @@ static void test_reconnect_replay(void **state)
 {
 	struct fixture *fx = *state;
 	struct peer *a, *b, *c, *a2, *d, *e;
-	struct attach_req req = { .attach_id = 11, .role = PTG__ROLE__ROLE_CONTROLLER,
-				  .label = "alice@laptop", .scopes = SC_OBSERVE | SC_CONTROL,
-				  .has_replay = 1 };
+	struct attach_req req = {.attach_id = 11,
+				 .role = PTG__ROLE__ROLE_CONTROLLER,
+				 .label = "alice@laptop",
+				 .scopes = SC_OBSERVE | SC_CONTROL,
+				 .has_replay = 1};
 	static struct replay r1, r2, r3;
 	char sid[64];
 	uint64_t n, cur;
@@ -264,11 +269,14 @@ static void test_reconnect_replay(void **state)
 
 static void test_replay_out_of_range(void **state)
 {
-	static const char *const args[] = { "--replay-frames", "3", "--replay-seconds", "0",
-					    NULL };
+	static const char *const args[] = {"--replay-frames", "3", "--replay-seconds",
+					   "0", NULL};
 	struct fixture *fx = *state;
-	struct attach_req req = { .attach_id = 21, .role = PTG__ROLE__ROLE_OBSERVER,
-				  .scopes = SC_OBSERVE, .has_replay = 1, .replay_from = 1 };
+	struct attach_req req = {.attach_id = 21,
+				 .role = PTG__ROLE__ROLE_OBSERVER,
+				 .scopes = SC_OBSERVE,
+				 .has_replay = 1,
+				 .replay_from = 1};
 	static struct replay rp;
 	Ptg__SessionInfo *info;
 	struct peer *p, *q;
@@ -347,7 +355,8 @@ static void test_observer_mid_session(void **state)
 	assert_true(snapshot_shows(j.kf, "hello-screen"));
 	/* The controller sees the observer arrive. */
 	assert_int_equal(expect_frame(p, PTG__FRAME__KIND_MEMBERSHIP, 0, STEP_MS)
-				 ->membership->n_observers, 1);
+			     ->membership->n_observers,
+			 1);
 
 	send_input(o, sid, 5, "echo nope\n", "op-in-1");
 	expect_error(o, 0, PTG__ERROR_CODE__PERMISSION_DENIED, 5, "op-in-1");
@@ -367,15 +376,16 @@ static void test_observer_mid_session(void **state)
    and O(N^3) at the clients. PTG_IT_JOINS sets N (300) to measure. */
 static void test_join_burst(void **state)
 {
-	static const char *const args[] = { "--max-observers", "4096", NULL };
-	static const char *const idle[] = { "/bin/sleep", "600", NULL };
+	static const char *const args[] = {"--max-observers", "4096", NULL};
+	static const char *const idle[] = {"/bin/sleep", "600", NULL};
 	struct fixture *fx = *state;
-	struct create_req cr = { idle, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
-	unsigned n = getenv("PTG_IT_JOINS") ? (unsigned)atoi(getenv("PTG_IT_JOINS")) : 300;
+	struct create_req cr = {idle, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
+	unsigned n =
+	    getenv("PTG_IT_JOINS") ? (unsigned)atoi(getenv("PTG_IT_JOINS")) : 300;
 	uint64_t bytes = 0, entries = 0, fanout = 0, broadcasts = 0, members = 0;
 	unsigned keyframes = 0, last_role = 0, stage = 0, n_obs = 0;
-	struct attach_req a = { .role = PTG__ROLE__ROLE_OBSERVER, .label = "burst",
-				.scopes = SC_OBSERVE };
+	struct attach_req a = {
+	    .role = PTG__ROLE__ROLE_OBSERVER, .label = "burst", .scopes = SC_OBSERVE};
 	Ptg__LinkMessage *m;
 	int64_t t0, elapsed;
 	struct peer *p;
@@ -404,7 +414,8 @@ static void test_join_burst(void **state)
 			members++;
 			stage = 1;
 		} else if (f->kind_case == PTG__FRAME__KIND_MEMBERSHIP) {
-			size_t k = f->membership->n_controllers + f->membership->n_observers;
+			size_t k =
+			    f->membership->n_controllers + f->membership->n_observers;
 
 			entries += k;
 			if (!f->target_attach_id) {
@@ -419,7 +430,8 @@ static void test_join_burst(void **state)
 				assert_int_equal(k, members);
 				stage = 2;
 			}
-		} else if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->target_attach_id) {
+		} else if (f->kind_case == PTG__FRAME__KIND_KEYFRAME &&
+			   f->target_attach_id) {
 			assert_int_equal(stage, 2);
 			assert_int_equal(f->target_attach_id, last_role);
 			keyframes++;
@@ -428,13 +440,14 @@ static void test_join_burst(void **state)
 	}
 	elapsed = time_mono_ms() - t0;
 	print_message("%u joins: %lld ms, %llu bytes, %llu MembershipChanged broadcasts, "
-		      "%llu member entries on the link, %llu delivered to members\n", n,
-		      (long long)elapsed, (unsigned long long)bytes,
+		      "%llu member entries on the link, %llu delivered to members\n",
+		      n, (long long)elapsed, (unsigned long long)bytes,
 		      (unsigned long long)broadcasts, (unsigned long long)entries,
 		      (unsigned long long)fanout);
 	/* One broadcast per join before; now a few per 50 ms window. */
 	if (broadcasts > n / 2)
-		fail_msg("%llu broadcasts for %u joins", (unsigned long long)broadcasts, n);
+		fail_msg("%llu broadcasts for %u joins", (unsigned long long)broadcasts,
+			 n);
 }
 
 /* ---- replay of 1,000 frames ---- */
@@ -444,19 +457,23 @@ static void test_join_burst(void **state)
    sanitizers and a loaded machine, the time is printed). */
 static void test_replay_thousand(void **state)
 {
-	static const char *const py[] = {
-		"python3", "-u", "-c",
-		"import sys, time\n"
-		"sys.stdin.readline()\n"
-		"for i in range(1400):\n"
-		"    print('line %d of the replay test, padded to look like real output' % i)\n"
-		"    time.sleep(0.0004)\n"
-		"print('replay-' + 'done')\n"
-		"time.sleep(600)\n", NULL };
+	static const char *const py[] = {"python3", "-u", "-c",
+					 "import sys, time\n"
+					 "sys.stdin.readline()\n"
+					 "for i in range(1400):\n"
+					 "    print('line %d of the replay test, padded "
+					 "to look like real output' % i)\n"
+					 "    time.sleep(0.0004)\n"
+					 "print('replay-' + 'done')\n"
+					 "time.sleep(600)\n",
+					 NULL};
 	struct fixture *fx = *state;
-	struct create_req cr = { py, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
-	struct attach_req a = { .attach_id = 7, .role = PTG__ROLE__ROLE_OBSERVER,
-				.label = "back", .scopes = SC_OBSERVE, .has_replay = 1 };
+	struct create_req cr = {py, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
+	struct attach_req a = {.attach_id = 7,
+			       .role = PTG__ROLE__ROLE_OBSERVER,
+			       .label = "back",
+			       .scopes = SC_OBSERVE,
+			       .has_replay = 1};
 	Ptg__SessionInfo *info;
 	unsigned replayed = 0;
 	Ptg__LinkMessage *m;
@@ -503,13 +520,14 @@ static void test_replay_thousand(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_controller_lifecycle, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reconnect_replay, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replay_out_of_range, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_observer_mid_session, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_controller_lifecycle, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reconnect_replay, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replay_out_of_range, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_observer_mid_session, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
 	};
 
-	return flows_run("integration.flows_join", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_join", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

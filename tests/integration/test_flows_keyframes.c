@@ -49,7 +49,7 @@ static void test_request_keyframe(void **state)
 
 static void test_keyframe_cadence_frames(void **state)
 {
-	static const char *const args[] = { "--keyframe-frames", "5", NULL };
+	static const char *const args[] = {"--keyframe-frames", "5", NULL};
 	struct fixture *fx = *state;
 	unsigned outputs = 0, keyframes = 0;
 	Ptg__LinkMessage *m;
@@ -60,7 +60,8 @@ static void test_keyframe_cadence_frames(void **state)
 	p = start_shell_controller(fx, args, sid, &j);
 	send_input(p, sid, 1,
 		   "for i in $(seq 1 200); do echo line $i; sleep 0.01; done; "
-		   "echo cadence-$((1+1))done\n", NULL);
+		   "echo cadence-$((1+1))done\n",
+		   NULL);
 	while (!text_find(p, 0, "cadence-2done")) {
 		m = peer_must_recv(p, STEP_MS, "output of the loop");
 		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
@@ -82,7 +83,7 @@ static void test_keyframe_cadence_frames(void **state)
 
 static void test_keyframe_cadence_seconds(void **state)
 {
-	static const char *const args[] = { "--keyframe-seconds", "1", NULL };
+	static const char *const args[] = {"--keyframe-seconds", "1", NULL};
 	struct fixture *fx = *state;
 	int64_t first_uncovered = 0, now;
 	int done = 0, keyframes = 0, outputs = 0;
@@ -97,7 +98,8 @@ static void test_keyframe_cadence_seconds(void **state)
 	expect_quiet(p, 1300);
 	send_input(p, sid, 1,
 		   "for i in 1 2 3 4 5 6; do echo slow $i; sleep 0.3; done; "
-		   "echo slow-$((0))end\n", NULL);
+		   "echo slow-$((0))end\n",
+		   NULL);
 	/* Each Keyframe comes about a second after the first output it does
 	   not cover; the loop stops after the one covering the end. */
 	while (!(done && !first_uncovered)) {
@@ -138,9 +140,11 @@ static void test_keyframe_cadence_seconds(void **state)
 static void test_keyframe_unavailable(void **state)
 {
 	struct fixture *fx = *state;
-	const char *extra[] = { "--keyframe-max-bytes", "1024", NULL };
-	struct attach_req a = { .attach_id = 2, .role = PTG__ROLE__ROLE_OBSERVER,
-				.label = "late", .scopes = SC_OBSERVE };
+	const char *extra[] = {"--keyframe-max-bytes", "1024", NULL};
+	struct attach_req a = {.attach_id = 2,
+			       .role = PTG__ROLE__ROLE_OBSERVER,
+			       .label = "late",
+			       .scopes = SC_OBSERVE};
 	struct peer *p, *q;
 	struct joined j;
 	Ptg__Frame *f;
@@ -148,10 +152,13 @@ static void test_keyframe_unavailable(void **state)
 
 	p = start_shell_controller(fx, extra, sid, &j);
 	/* 24 rows of colour changes in every cell: far over 1 KiB. */
-	send_input(p, sid, 1, "i=0; while [ $i -lt 24 ]; do printf '\\033[3%dm#\\033[4%dm#' "
-		   "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 "
-		   "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6; i=$((i+1)); done; "
-		   "echo painted-$((1+1))\n", NULL);
+	send_input(
+	    p, sid, 1,
+	    "i=0; while [ $i -lt 24 ]; do printf '\\033[3%dm#\\033[4%dm#' "
+	    "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 "
+	    "1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6 1 2 3 4 5 6; i=$((i+1)); done; "
+	    "echo painted-$((1+1))\n",
+	    NULL);
 	wait_output(p, "painted-2", STEP_MS);
 
 	/* The joiner gets the Error in place of its Keyframe; the link, the
@@ -162,7 +169,8 @@ static void test_keyframe_unavailable(void **state)
 	next_frame(q, PTG__FRAME__KIND_ROLE_ASSIGNED, 2);
 	next_membership(q, 2);
 	f = next_frame(q, PTG__FRAME__KIND_ERROR, 2);
-	assert_int_equal(f->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE);
+	assert_int_equal(f->error->code,
+			 PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE);
 	assert_non_null(strstr(f->error->message, "more than 1024"));
 	send_input(p, sid, 1, "clear; echo small-$((1+1))\n", NULL);
 	wait_output(p, "small-2", STEP_MS);
@@ -174,11 +182,14 @@ static void test_keyframe_unavailable(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_request_keyframe, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keyframe_cadence_frames, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keyframe_cadence_seconds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_request_keyframe, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_keyframe_cadence_frames, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_keyframe_cadence_seconds, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
 	};
 
-	return flows_run("integration.flows_keyframes", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_keyframes", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

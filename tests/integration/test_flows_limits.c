@@ -20,23 +20,23 @@
 
 struct flag_bounds {
 	const char *flag;
-	const char *lo, *hi;         /* accepted */
-	const char *below, *above;   /* refused (NULL: nothing below) */
+	const char *lo, *hi;	   /* accepted */
+	const char *below, *above; /* refused (NULL: nothing below) */
 };
 
 static const struct flag_bounds FLAG_BOUNDS[] = {
-	{ "--replay-frames", "0", "10000000", NULL, "10000001" },
-	{ "--replay-seconds", "0", "2592000", NULL, "2592001" },
-	{ "--replay-bytes", "1024", "68719476736", "1023", "68719476737" },
-	{ "--max-controllers", "0", "1024", NULL, "1025" },
-	{ "--max-observers", "0", "4096", NULL, "4097" },
-	{ "--keyframe-seconds", "1", "86400", "0", "86401" },
-	{ "--keyframe-frames", "1", "1000000", "0", "1000001" },
-	{ "--keyframe-max-bytes", "1024", "12582912", "1023", "12582913" },
-	{ "--max-sessions", "1", "100000", "0", "100001" },
-	{ "--kill-grace-ms", "0", "600000", NULL, "600001" },
-	{ "--exited-keep-seconds", "0", "2592000", NULL, "2592001" },
-	{ "--default-size", "1x1", "1024x1024", "0x1", "1025x1" },
+    {"--replay-frames", "0", "10000000", NULL, "10000001"},
+    {"--replay-seconds", "0", "2592000", NULL, "2592001"},
+    {"--replay-bytes", "1024", "68719476736", "1023", "68719476737"},
+    {"--max-controllers", "0", "1024", NULL, "1025"},
+    {"--max-observers", "0", "4096", NULL, "4097"},
+    {"--keyframe-seconds", "1", "86400", "0", "86401"},
+    {"--keyframe-frames", "1", "1000000", "0", "1000001"},
+    {"--keyframe-max-bytes", "1024", "12582912", "1023", "12582913"},
+    {"--max-sessions", "1", "100000", "0", "100001"},
+    {"--kill-grace-ms", "0", "600000", NULL, "600001"},
+    {"--exited-keep-seconds", "0", "2592000", NULL, "2592001"},
+    {"--default-size", "1x1", "1024x1024", "0x1", "1025x1"},
 };
 
 /* Starts the sidecar with flag=value, joins a session whose program keeps
@@ -45,14 +45,15 @@ static const struct flag_bounds FLAG_BOUNDS[] = {
 static void run_at_bound(struct fixture *fx, const char *flag, const char *value)
 {
 	static const char *const ticker[] = {
-		"/bin/sh", "-c", "while :; do echo tick-$((40+2)); sleep 0.05; done", NULL
-	};
-	const char *extra[] = { flag, value, NULL };
-	struct create_req cr = { ticker, NULL, 0, 0, PTG__POLICY__POLICY_KEEP_RUNNING };
+	    "/bin/sh", "-c", "while :; do echo tick-$((40+2)); sleep 0.05; done", NULL};
+	const char *extra[] = {flag, value, NULL};
+	struct create_req cr = {ticker, NULL, 0, 0, PTG__POLICY__POLICY_KEEP_RUNNING};
 	int observer = strcmp(flag, "--max-controllers") == 0 && strcmp(value, "0") == 0;
 	struct attach_req a = {
-		.attach_id = 1, .label = "bound", .scopes = SC_OBSERVE | SC_CONTROL,
-		.role = observer ? PTG__ROLE__ROLE_OBSERVER : PTG__ROLE__ROLE_CONTROLLER,
+	    .attach_id = 1,
+	    .label = "bound",
+	    .scopes = SC_OBSERVE | SC_CONTROL,
+	    .role = observer ? PTG__ROLE__ROLE_OBSERVER : PTG__ROLE__ROLE_CONTROLLER,
 	};
 	struct peer *p;
 	char sid[64];
@@ -124,7 +125,7 @@ static double cpu_seconds(pid_t pid)
    descriptor is free the waiting gateway is accepted. */
 static void test_fd_exhaustion(void **state)
 {
-	static const char *const idle[] = { "/bin/sleep", "600", NULL };
+	static const char *const idle[] = {"/bin/sleep", "600", NULL};
 	struct fixture *fx = *state;
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT, *r;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
@@ -148,7 +149,8 @@ static void test_fd_exhaustion(void **state)
 
 		if (rep->code == PTG__ERROR_CODE__OK) {
 			if (!created++)
-				snprintf(first, sizeof(first), "%s", rep->session->session_id);
+				snprintf(first, sizeof(first), "%s",
+					 rep->session->session_id);
 			continue;
 		}
 		print_message("create %d refused: %s\n", i + 1, rep->message);
@@ -174,21 +176,24 @@ static void test_fd_exhaustion(void **state)
 	print_message("sidecar CPU over 1.5 s with a link it cannot accept: %.2f s\n",
 		      cpu1 - cpu0);
 	assert_true(cpu1 - cpu0 < 0.15); /* it spun at 0.45 s before */
-	assert_int_equal(get_session(p, first)->state, PTG__SESSION_STATE__SESSION_RUNNING);
+	assert_int_equal(get_session(p, first)->state,
+			 PTG__SESSION_STATE__SESSION_RUNNING);
 
 	/* A session ends, its PTY closes: the waiting link gets its hello. */
 	kill_session(p, first);
 	r = peer_must_recv(q, STEP_MS, "HelloAck once a descriptor is free");
 	assert_int_equal(r->msg_case, PTG__LINK_MESSAGE__MSG_HELLO_ACK);
-	assert_int_equal(get_session(q, first)->state, PTG__SESSION_STATE__SESSION_EXITED);
+	assert_int_equal(get_session(q, first)->state,
+			 PTG__SESSION_STATE__SESSION_EXITED);
 }
 
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_fd_exhaustion, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_fd_exhaustion, setup, teardown),
 	};
 
-	return flows_run("integration.flows_limits", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_limits", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -8,15 +8,14 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-
 #include "flows_fixture.h"
 
 /* ---- capacity and roles ---- */
 
 static void test_capacity_and_roles(void **state)
 {
-	static const char *const args[] = { "--max-controllers", "1", "--max-observers", "1",
-					    NULL };
+	static const char *const args[] = {"--max-controllers", "1", "--max-observers",
+					   "1", NULL};
 	struct fixture *fx = *state;
 	struct attach_req third;
 	struct peer *a, *b, *c;
@@ -39,9 +38,11 @@ static void test_capacity_and_roles(void **state)
 
 	/* Full on both counts: RATE_LIMITED, and nothing else follows. */
 	c = peer_open(fx);
-	third = (struct attach_req){ .session = sid, .attach_id = 3,
-				     .role = PTG__ROLE__ROLE_OBSERVER, .scopes = SC_OBSERVE,
-				     .op = "op-third" };
+	third = (struct attach_req){.session = sid,
+				    .attach_id = 3,
+				    .role = PTG__ROLE__ROLE_OBSERVER,
+				    .scopes = SC_OBSERVE,
+				    .op = "op-third"};
 	send_attach(c, &third);
 	expect_error(c, c->next_rid, PTG__ERROR_CODE__RATE_LIMITED, 3, "op-third");
 	expect_quiet(c, 300);
@@ -71,8 +72,10 @@ static void test_capacity_and_roles(void **state)
 static void test_role_needs_control_scope(void **state)
 {
 	struct fixture *fx = *state;
-	struct attach_req req = { .attach_id = 4, .role = PTG__ROLE__ROLE_CONTROLLER,
-				  .label = "reader", .scopes = SC_OBSERVE };
+	struct attach_req req = {.attach_id = 4,
+				 .role = PTG__ROLE__ROLE_CONTROLLER,
+				 .label = "reader",
+				 .scopes = SC_OBSERVE};
 	struct peer *p;
 	struct joined j;
 	Ptg__Frame *f;
@@ -106,8 +109,8 @@ static void test_role_needs_control_scope(void **state)
 static void test_terminate_on_last_controller(void **state)
 {
 	struct fixture *fx = *state;
-	struct create_req cr = { SH, SH_ENV, 80, 24,
-				 PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER };
+	struct create_req cr = {SH, SH_ENV, 80, 24,
+				PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER};
 	struct peer *c, *o, *c2;
 	struct joined j;
 	Ptg__Frame *f;
@@ -143,12 +146,18 @@ static void test_terminate_on_last_controller(void **state)
 static void test_resize_bounds(void **state)
 {
 	struct fixture *fx = *state;
-	struct attach_req big = { .attach_id = 2, .role = PTG__ROLE__ROLE_CONTROLLER,
-				  .cols = 2000, .rows = 10, .scopes = SC_OBSERVE | SC_CONTROL,
-				  .op = "op-big" };
-	struct attach_req sized = { .attach_id = 1, .role = PTG__ROLE__ROLE_CONTROLLER,
-				    .cols = 100, .rows = 40, .label = "ctl",
-				    .scopes = SC_OBSERVE | SC_CONTROL };
+	struct attach_req big = {.attach_id = 2,
+				 .role = PTG__ROLE__ROLE_CONTROLLER,
+				 .cols = 2000,
+				 .rows = 10,
+				 .scopes = SC_OBSERVE | SC_CONTROL,
+				 .op = "op-big"};
+	struct attach_req sized = {.attach_id = 1,
+				   .role = PTG__ROLE__ROLE_CONTROLLER,
+				   .cols = 100,
+				   .rows = 40,
+				   .label = "ctl",
+				   .scopes = SC_OBSERVE | SC_CONTROL};
 	Ptg__AttachResult *ar;
 	struct peer *p;
 	Ptg__Frame *f;
@@ -189,11 +198,14 @@ static void test_resize_bounds(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_capacity_and_roles, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_role_needs_control_scope, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_terminate_on_last_controller, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_capacity_and_roles, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_role_needs_control_scope, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_terminate_on_last_controller, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
 	};
 
-	return flows_run("integration.flows_roles", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_roles", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -24,10 +24,12 @@ static void test_restart_boundary(void **state)
 {
 	struct fixture *fx = *state;
 	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
-	const char *extra[] = { "--state-dir", statedir, "--state-plaintext", NULL };
-	struct attach_req a = { .attach_id = 5, .role = PTG__ROLE__ROLE_CONTROLLER,
-				.label = "back", .scopes = SC_OBSERVE | SC_CONTROL,
-				.has_replay = 1 };
+	const char *extra[] = {"--state-dir", statedir, "--state-plaintext", NULL};
+	struct attach_req a = {.attach_id = 5,
+			       .role = PTG__ROLE__ROLE_CONTROLLER,
+			       .label = "back",
+			       .scopes = SC_OBSERVE | SC_CONTROL,
+			       .has_replay = 1};
 	Ptg__SessionInfo *info;
 	Ptg__AttachResult *ar;
 	uint64_t before;
@@ -78,7 +80,8 @@ static void test_restart_boundary(void **state)
 	/* Ahead of the counter is still out of range. */
 	a.attach_id = 6;
 	a.replay_from = before + 1000;
-	assert_non_null(strstr(join_out_of_range(p, &a), "ahead of the current sequence"));
+	assert_non_null(
+	    strstr(join_out_of_range(p, &a), "ahead of the current sequence"));
 	assert_int_equal(sidecar_stop(fx), 0);
 	remove_tree(statedir);
 }
@@ -87,31 +90,31 @@ static void test_restart_boundary(void **state)
 
 /* Run as the session user, it reports who it is and what it can reach. */
 static const char PROBE_PY[] =
-	"import errno, os, socket, sys\n"
-	"sys.stdin.readline()\n"
-	"def probe(f):\n"
-	"    try:\n"
-	"        f()\n"
-	"        return 'ok'\n"
-	"    except OSError as e:\n"
-	"        return errno.errorcode.get(e.errno, str(e.errno))\n"
-	"sock, state = sys.argv[1], sys.argv[2]\n"
-	"print('uid=%d gid=%d home=%s user=%s' % (os.getuid(), os.getgid(),\n"
-	"      os.environ.get('HOME'), os.environ.get('USER')))\n"
-	"print('connect=' + probe(lambda: socket.socket(socket.AF_UNIX).connect(sock)))\n"
-	"print('state=' + probe(lambda: os.listdir(state)))\n"
-	"print('setuid=' + probe(lambda: os.setuid(0)))\n"
-	"print('fds=' + ','.join(sorted(os.listdir('/proc/self/fd'))))\n"
-	"print('probe-done')\n";
+    "import errno, os, socket, sys\n"
+    "sys.stdin.readline()\n"
+    "def probe(f):\n"
+    "    try:\n"
+    "        f()\n"
+    "        return 'ok'\n"
+    "    except OSError as e:\n"
+    "        return errno.errorcode.get(e.errno, str(e.errno))\n"
+    "sock, state = sys.argv[1], sys.argv[2]\n"
+    "print('uid=%d gid=%d home=%s user=%s' % (os.getuid(), os.getgid(),\n"
+    "      os.environ.get('HOME'), os.environ.get('USER')))\n"
+    "print('connect=' + probe(lambda: socket.socket(socket.AF_UNIX).connect(sock)))\n"
+    "print('state=' + probe(lambda: os.listdir(state)))\n"
+    "print('setuid=' + probe(lambda: os.setuid(0)))\n"
+    "print('fds=' + ','.join(sorted(os.listdir('/proc/self/fd'))))\n"
+    "print('probe-done')\n";
 
 static void test_session_user(void **state)
 {
 	struct fixture *fx = *state;
 	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
-	const char *extra[] = { "--session-user", "nobody", "--state-dir", statedir,
-				"--state-plaintext", NULL };
-	const char *argv[] = { "python3", "-c", PROBE_PY, fx->sock, statedir, NULL };
-	struct create_req cr = { argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING };
+	const char *extra[] = {"--session-user",    "nobody", "--state-dir", statedir,
+			       "--state-plaintext", NULL};
+	const char *argv[] = {"python3", "-c", PROBE_PY, fx->sock, statedir, NULL};
+	struct create_req cr = {argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	const struct passwd *pw = getpwnam("nobody");
 	char want[64], sid[64];
 	struct stat st;
@@ -158,9 +161,10 @@ static void test_session_user(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
 	};
 
-	return flows_run("integration.flows_state", tests, sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return flows_run("integration.flows_state", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }
