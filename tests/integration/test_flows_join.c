@@ -374,6 +374,56 @@ static void test_observer_mid_session(void **state)
    joiner, then its Keyframe), and the broadcasts are coalesced: today's
    one broadcast per join made N joins cost O(N^2) entries on the link
    and O(N^3) at the clients. PTG_IT_JOINS sets N (300) to measure. */
+/* What the burst's frames cost and whether each join flow kept its order
+   (stage: 0 before a RoleAssigned, 1 before the joiner's membership, 2
+   before its Keyframe). */
+struct burst_tally {
+	uint64_t bytes, entries, fanout, broadcasts, members;
+	unsigned keyframes, last_role, stage, n_obs;
+};
+
+static void burst_membership(struct burst_tally *b, const Ptg__Frame *f)
+{
+	size_t k = f->membership->n_controllers + f->membership->n_observers;
+
+	b->entries += k;
+	if (!f->target_attach_id) {
+		b->broadcasts++;
+		b->fanout += k * b->members;
+		b->n_obs = (unsigned)f->membership->n_observers;
+	} else {
+		assert_int_equal(f->target_attach_id, b->last_role);
+	}
+	if (b->stage == 1) {
+		/* The joiner's step: the list includes it. */
+		assert_int_equal(k, b->members);
+		b->stage = 2;
+	}
+}
+
+static void burst_count(struct burst_tally *b, const Ptg__LinkMessage *m)
+{
+	const Ptg__Frame *f;
+
+	b->bytes += ptg__link_message__get_packed_size(m) + 4;
+	if (m->msg_case != PTG__LINK_MESSAGE__MSG_FRAME)
+		return;
+	f = m->frame;
+	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
+		assert_int_equal(b->stage, 0);
+		b->last_role = (unsigned)f->target_attach_id;
+		b->members++;
+		b->stage = 1;
+	} else if (f->kind_case == PTG__FRAME__KIND_MEMBERSHIP) {
+		burst_membership(b, f);
+	} else if (f->kind_case == PTG__FRAME__KIND_KEYFRAME && f->target_attach_id) {
+		assert_int_equal(b->stage, 2);
+		assert_int_equal(f->target_attach_id, b->last_role);
+		b->keyframes++;
+		b->stage = 0;
+	}
+}
+
 static void test_join_burst(void **state)
 {
 	static const char *const args[] = {"--max-observers", "4096", NULL};
@@ -382,11 +432,9 @@ static void test_join_burst(void **state)
 	struct create_req cr = {idle, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	unsigned n =
 	    getenv("PTG_IT_JOINS") ? (unsigned)atoi(getenv("PTG_IT_JOINS")) : 300;
-	uint64_t bytes = 0, entries = 0, fanout = 0, broadcasts = 0, members = 0;
-	unsigned keyframes = 0, last_role = 0, stage = 0, n_obs = 0;
+	struct burst_tally b = {0};
 	struct attach_req a = {
 	    .role = PTG__ROLE__ROLE_OBSERVER, .label = "burst", .scopes = SC_OBSERVE};
-	Ptg__LinkMessage *m;
 	int64_t t0, elapsed;
 	struct peer *p;
 	char sid[64];
@@ -401,52 +449,17 @@ static void test_join_burst(void **state)
 		send_attach(p, &a);
 	}
 	/* Until every joiner has its Keyframe and a broadcast shows all n. */
-	while (keyframes < n || n_obs < n) {
-		m = peer_must_recv(p, STEP_MS, "the burst's frames");
-		bytes += ptg__link_message__get_packed_size(m) + 4;
-		if (m->msg_case != PTG__LINK_MESSAGE__MSG_FRAME)
-			continue;
-		Ptg__Frame *f = m->frame;
-
-		if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
-			assert_int_equal(stage, 0);
-			last_role = (unsigned)f->target_attach_id;
-			members++;
-			stage = 1;
-		} else if (f->kind_case == PTG__FRAME__KIND_MEMBERSHIP) {
-			size_t k =
-			    f->membership->n_controllers + f->membership->n_observers;
-
-			entries += k;
-			if (!f->target_attach_id) {
-				broadcasts++;
-				fanout += k * members;
-				n_obs = (unsigned)f->membership->n_observers;
-			} else {
-				assert_int_equal(f->target_attach_id, last_role);
-			}
-			if (stage == 1) {
-				/* The joiner's step: the list includes it. */
-				assert_int_equal(k, members);
-				stage = 2;
-			}
-		} else if (f->kind_case == PTG__FRAME__KIND_KEYFRAME &&
-			   f->target_attach_id) {
-			assert_int_equal(stage, 2);
-			assert_int_equal(f->target_attach_id, last_role);
-			keyframes++;
-			stage = 0;
-		}
-	}
+	while (b.keyframes < n || b.n_obs < n)
+		burst_count(&b, peer_must_recv(p, STEP_MS, "the burst's frames"));
 	elapsed = time_mono_ms() - t0;
 	print_message("%u joins: %lld ms, %llu bytes, %llu MembershipChanged broadcasts, "
 		      "%llu member entries on the link, %llu delivered to members\n",
-		      n, (long long)elapsed, (unsigned long long)bytes,
-		      (unsigned long long)broadcasts, (unsigned long long)entries,
-		      (unsigned long long)fanout);
+		      n, (long long)elapsed, (unsigned long long)b.bytes,
+		      (unsigned long long)b.broadcasts, (unsigned long long)b.entries,
+		      (unsigned long long)b.fanout);
 	/* One broadcast per join before; now a few per 50 ms window. */
-	if (broadcasts > n / 2)
-		fail_msg("%llu broadcasts for %u joins", (unsigned long long)broadcasts,
+	if (b.broadcasts > n / 2)
+		fail_msg("%llu broadcasts for %u joins", (unsigned long long)b.broadcasts,
 			 n);
 }
 
