@@ -3,7 +3,8 @@
    the session REST API of SPEC 9 over the sidecar link, the AgentCard,
    /healthz /readyz /metrics and the static web page. http.c fills a
    struct route_req from the MHD request, calls routes_handle, and sends
-   the answer (or the 101 and the socket handover for an attach). */
+   the answer (or the 101 and the socket handover for an attach). The
+   module's files and what they share are listed in routes_int.h. */
 #ifndef PTG_ROUTES_H
 #define PTG_ROUTES_H
 
@@ -119,7 +120,7 @@ struct route_req {
 	const char *target;	   /* raw request target, query included */
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
-	const char *ws_protocol; /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *ws_protocol;   /* every Sec-WebSocket-Protocol line, ", "-joined */
 	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
@@ -135,7 +136,7 @@ struct route_req {
 	int retry_after;	  /* Retry-After seconds, 0: none */
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
-	const char *static_file;  /* ROUTE_STATIC served: its path, for webfiles_headers */
+	const char *static_file; /* ROUTE_STATIC served: its path, for webfiles_headers */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */
@@ -143,7 +144,7 @@ struct route_req {
 	char ws_accept[WSHS_ACCEPT_LEN + 1];
 	int slot_held;
 
-	/* private to routes.c */
+	/* private to the routes module (routes*.c) */
 	struct route_match m;
 	struct upstream *pending_up;
 	uint64_t pending_id;

@@ -1,0 +1,63 @@
+/* routes_admin: the operator routes, /healthz /readyz /metrics, and the
+   AgentCard of an instance; with --admin-listen they are served on the
+   admin listener only (routes.c decides). */
+#include <stdlib.h>
+
+#include "gateway.h"
+#include "metrics.h"
+#include "routes_int.h"
+#include "upstream.h"
+#include "xalloc.h"
+
+#define ROUTES__PROMETHEUS "text/plain; version=0.0.4; charset=utf-8"
+
+int routes__healthz(struct route_req *rq)
+{
+	return routes__json(rq, 200, json_pack("{s:s}", "status", "ok"));
+}
+
+int routes__readyz(struct route_req *rq)
+{
+	json_t *inst = json_object();
+	int any = 0;
+
+	for (size_t i = 0; i < rq->gw->n_ups; i++) {
+		int up = upstream_up(rq->gw->ups[i]);
+
+		any |= up;
+		json_object_set_new(inst, upstream_instance(rq->gw->ups[i]),
+				    json_string(upstream_state(rq->gw->ups[i])));
+	}
+	return routes__json(rq, any ? 200 : 503, json_pack("{s:o}", "instances", inst));
+}
+
+int routes__metrics(struct route_req *rq)
+{
+	struct gateway *gw = rq->gw;
+	struct metrics_link *links = xcalloc(gw->n_ups ? gw->n_ups : 1, sizeof(*links));
+
+	for (size_t i = 0; i < gw->n_ups; i++) {
+		links[i].instance = upstream_instance(gw->ups[i]);
+		links[i].up = upstream_up(gw->ups[i]);
+	}
+	buf_reset(&rq->out);
+	metrics_render(&gw->metrics, links, (unsigned)gw->n_ups, &rq->out);
+	free(links);
+	rq->status = 200;
+	rq->content_type = ROUTES__PROMETHEUS;
+	return 0;
+}
+
+int routes__agent_card(struct route_req *rq)
+{
+	char http_base[600], ws_base[600];
+	struct upstream *up = routes__instance(rq);
+	const Ptg__Limits *lim = NULL;
+
+	if (!up)
+		return 0;
+	lim = upstream_limits(up);
+	routes__gw_bases(rq->gw, http_base, ws_base, sizeof(http_base));
+	return routes__json(rq, 200,
+			    routes_agent_card(rq->m.instance, http_base, ws_base, lim));
+}

@@ -1,0 +1,124 @@
+/* routes_auth: who may: the bearer token from the Authorization header,
+   its verification (failures counted), and the REST API's checks in the
+   order of SPEC 9: 401, then 404 for the instance, then 403 for scopes
+   and the token's instance and session claims; and the attach's token
+   (from the header or the bearer subprotocol) and its 403s. Every scope
+   check of the HTTP side is here; the sidecar checks the pty scopes of a
+   join (sidecar/join.c) and the gateway the tasks scope of each A2A op
+   (task_ops.c). */
+#include <errno.h>
+#include <string.h>
+#include <strings.h>
+
+#include "gateway.h"
+#include "routes_int.h"
+#include "timeutil.h"
+
+int routes__unauthenticated(struct route_req *rq, const char *message)
+{
+	routes__error(rq, 401, "UNAUTHENTICATED", message);
+	rq->www_authenticate = 1;
+	return -EACCES;
+}
+
+int routes__verify(struct route_req *rq, const char *tok, size_t len,
+		   struct jwt_claims *c)
+{
+	struct gateway *gw = rq->gw;
+	int rc = jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
+
+	if (rc != JWT_OK) {
+		gw->metrics.auth_failures++;
+		return routes__unauthenticated(rq, jwt_strerror(rc));
+	}
+	return 0;
+}
+
+int routes_bearer(const char *h, const char **tok, size_t *len)
+{
+	size_t n;
+
+	if (!h || strncasecmp(h, "Bearer ", 7) != 0)
+		return -ENOENT;
+	h += 7;
+	while (*h == ' ' || *h == '\t')
+		h++;
+	n = strcspn(h, " \t");
+	if (!n || h[n + strspn(h + n, " \t")] != '\0')
+		return -ENOENT;
+	*tok = h;
+	*len = n;
+	return 0;
+}
+
+static int routes__auth_header(struct route_req *rq, struct jwt_claims *c)
+{
+	const char *tok;
+	size_t len;
+
+	if (routes_bearer(rq->authorization, &tok, &len) < 0)
+		return routes__unauthenticated(
+		    rq, "an Authorization: Bearer token is required");
+	return routes__verify(rq, tok, len, c);
+}
+
+int routes__forbidden(struct route_req *rq, const char *message)
+{
+	routes__error(rq, 403, "PERMISSION_DENIED", message);
+	return -EACCES;
+}
+
+/* The REST checks in SPEC order: 401, 404 instance, 403. need_scopes is
+   any of the bits; session NULL asks for the whole instance. */
+struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
+				   const char *session, struct jwt_claims *c)
+{
+	struct upstream *up;
+
+	if (routes__auth_header(rq, c) < 0 || !(up = routes__instance(rq)))
+		return NULL;
+	if (!(c->scopes & need_scopes)) {
+		routes__forbidden(
+		    rq, need_scopes & SCOPE_OBSERVE
+			    ? "the token lacks scope 'sessions' or 'pty:observe'"
+			    : "the token lacks scope 'sessions'");
+		return NULL;
+	}
+	if (jwt_claims_allow(c, rq->m.instance, session) < 0) {
+		routes__forbidden(rq,
+				  "the token is not valid for this instance or session");
+		return NULL;
+	}
+	return up;
+}
+
+/* The token from Authorization: Bearer, else from the bearer. offer. */
+int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
+			struct jwt_claims *c)
+{
+	const char *tok;
+	size_t len;
+
+	if (routes_bearer(rq->authorization, &tok, &len) == 0)
+		return routes__verify(rq, tok, len, c);
+	if (o->token)
+		return routes__verify(rq, o->token, o->token_len, c);
+	return routes__unauthenticated(rq,
+				       "a bearer token is required (Authorization header "
+				       "or bearer.<token> subprotocol)");
+}
+
+/* The attach's 403s: the token's instance and session claims, then a
+   scope that may connect. A tasks-only token may connect for the A2A ops
+   (SPEC 6); its join is refused by the sidecar, which checks the pty
+   scopes (sidecar/join.c). */
+int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
+{
+	if (jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
+		return routes__forbidden(
+		    rq, "the token is not valid for this instance or session");
+	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))
+		return routes__forbidden(
+		    rq, "the token lacks scope 'pty:observe', 'pty:control' or 'tasks'");
+	return 0;
+}

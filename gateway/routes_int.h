@@ -1,0 +1,85 @@
+/* routes_int: what the files of the routes module share and nothing
+   outside it uses: the answer helpers (routes_reply.c), the token and
+   scope checks (routes_auth.c), the URL bases (routes_json.c) and one
+   handler per route id (routes_admin.c, routes_sessions.c,
+   routes_attach.c, routes_static.c) for the dispatch table in routes.c.
+   The double underscore marks them private to the module. */
+#ifndef PTG_ROUTES_INT_H
+#define PTG_ROUTES_INT_H
+
+#include <stddef.h>
+
+#include <jansson.h>
+
+#include "auth_jwt.h"
+#include "routes.h"
+
+#define ROUTES__JSON "application/json"
+
+struct gateway;
+struct upstream;
+
+/* ---- answers (routes_reply.c) ---- */
+
+/* Takes v; the answer is status with v's compact text. Returns 0. */
+int routes__json(struct route_req *rq, unsigned status, json_t *v);
+/* The JSON error answer {"code", "message"} (Retry-After: 1 on a 429).
+   Returns 0. */
+int routes__error(struct route_req *rq, unsigned status, const char *code,
+		  const char *message);
+/* The answer for a failed sidecar reply; r NULL: the link is down (503). */
+int routes__link_error(struct route_req *rq, const Ptg__Reply *r);
+/* 503: the instance's sidecar is unreachable. Returns 0. */
+int routes__unavailable(struct route_req *rq);
+/* The upstream of rq's instance, or NULL with the 404 answer set. */
+struct upstream *routes__instance(struct route_req *rq);
+/* Counts an attach answered with anything but 101. */
+void routes__count(struct route_req *rq);
+/* Sends m (request id id) and waits. Returns 1 (waiting) or 0 when the
+   answer is already in rq (link down, or an immediate reply). */
+int routes__ask(struct route_req *rq, struct upstream *up, const Ptg__LinkMessage *m,
+		uint64_t id, void (*on_reply)(struct route_req *, const Ptg__Reply *));
+
+/* ---- who may (routes_auth.c) ---- */
+
+/* 401 with WWW-Authenticate. Returns -EACCES. */
+int routes__unauthenticated(struct route_req *rq, const char *message);
+/* 403. Returns -EACCES. */
+int routes__forbidden(struct route_req *rq, const char *message);
+/* Verifies a bearer token into *c; 401 (counted) when it fails. */
+int routes__verify(struct route_req *rq, const char *tok, size_t len,
+		   struct jwt_claims *c);
+/* The REST checks in SPEC order: 401, 404 instance, 403. Returns the
+   instance's upstream, or NULL with the refusal in rq. */
+struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
+				   const char *session, struct jwt_claims *c);
+/* The attach's token into *c: from Authorization: Bearer, else from the
+   bearer.<token> subprotocol of o; 401 when neither verifies. */
+int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
+			struct jwt_claims *c);
+/* The attach's 403s: claims for rq's instance and session, a scope that
+   may connect. Returns 0 or -EACCES with the refusal in rq. */
+int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c);
+
+/* ---- URL bases (routes_json.c) ---- */
+
+/* routes_bases for this gateway's listener (https/wss under TLS). */
+void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t cap);
+
+/* ---- attach (routes_attach.c) ---- */
+
+/* Gives back the connection slot an attach holds, if any. */
+void routes__release_slot(struct route_req *rq);
+
+/* ---- handlers, one per route id ---- */
+
+int routes__healthz(struct route_req *rq);    /* routes_admin.c */
+int routes__readyz(struct route_req *rq);     /* routes_admin.c */
+int routes__metrics(struct route_req *rq);    /* routes_admin.c */
+int routes__agent_card(struct route_req *rq); /* routes_admin.c */
+int routes__sessions(struct route_req *rq);   /* routes_sessions.c */
+int routes__session(struct route_req *rq);    /* routes_sessions.c */
+int routes__attach(struct route_req *rq);     /* routes_attach.c */
+int routes__static(struct route_req *rq);     /* routes_static.c */
+
+#endif

@@ -1,0 +1,170 @@
+/* test_flows_state: what the sidecar keeps and guards: a restart with
+   --state-dir (the honest boundary), and --session-user programs that
+   cannot reach the link or the state. A real ptygate-sidecar driven over
+   its link (flows_fixture.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "flows_fixture.h"
+
+/* ---- sidecar restart with --state-dir: the honest boundary ---- */
+
+static void test_restart_boundary(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = {"--state-dir", statedir, "--state-plaintext", NULL};
+	struct attach_req a = {.attach_id = 5,
+			       .role = PTG__ROLE__ROLE_CONTROLLER,
+			       .label = "back",
+			       .scopes = SC_OBSERVE | SC_CONTROL,
+			       .has_replay = 1};
+	Ptg__SessionInfo *info;
+	Ptg__AttachResult *ar;
+	uint64_t before;
+	struct peer *p;
+	struct joined j;
+	Ptg__Frame *f;
+	char sid[64];
+
+	assert_non_null(mkdtemp(statedir));
+	p = start_shell_controller(fx, extra, sid, &j);
+	send_input(p, sid, 1, "echo before-$((6*7))\n", NULL);
+	/* The prompt too: output after `before` would be counted in it. */
+	wait_output(p, "before-42\r\n$ ", STEP_MS);
+	before = get_session(p, sid)->current_sequence;
+	sleep_ms(1200); /* the record is rewritten on the next second's tick */
+	assert_int_equal(sidecar_stop(fx), 0);
+
+	/* A new sidecar on the same state dir: the session is listed, exited,
+	   its sequence goes on above every number that may have been issued
+	   (reserved on disk in blocks), its history is still there (the
+	   frame log), and its lost program is said to be lost. */
+	sidecar_start(fx, extra);
+	p = peer_open(fx);
+	info = get_session(p, sid);
+	assert_int_equal(info->state, PTG__SESSION_STATE__SESSION_EXITED);
+	assert_false(info->has_exit_code);
+	assert_true(info->current_sequence >= before + 2);
+	assert_int_equal(info->oldest_retained_sequence, 1);
+	before = info->current_sequence - 2; /* the boundary: log line, Closed */
+
+	a.session = sid;
+	a.replay_from = before;
+	ar = attach_ok(p, &a);
+	assert_string_equal(ar->replay_error, "");
+	assert_int_equal(ar->role, PTG__ROLE__ROLE_OBSERVER);
+	next_frame(p, PTG__FRAME__KIND_ROLE_ASSIGNED, 5);
+	f = next_frame(p, PTG__FRAME__KIND_OUTPUT, 5);
+	assert_int_equal(f->sequence, before + 1);
+	assert_int_equal(f->output->stream, PTG__STREAM__STREAM_LOG);
+	f = next_frame(p, PTG__FRAME__KIND_CLOSED, 5);
+	assert_int_equal(f->closed->reason, PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED);
+	f = next_frame(p, PTG__FRAME__KIND_KEYFRAME, 5);
+	assert_true(snapshot_shows(f->keyframe, "before-42"));
+	assert_true(snapshot_shows(f->keyframe, "sidecar restarted"));
+	next_membership(p, 5);
+	next_frame(p, PTG__FRAME__KIND_CLOSED, 5);
+
+	/* Ahead of the counter is still out of range. */
+	a.attach_id = 6;
+	a.replay_from = before + 1000;
+	assert_non_null(
+	    strstr(join_out_of_range(p, &a), "ahead of the current sequence"));
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
+/* ---- --session-user: programs cannot reach the link or the state ---- */
+
+/* Run as the session user, it reports who it is and what it can reach. */
+static const char PROBE_PY[] =
+    "import errno, os, socket, sys\n"
+    "sys.stdin.readline()\n"
+    "def probe(f):\n"
+    "    try:\n"
+    "        f()\n"
+    "        return 'ok'\n"
+    "    except OSError as e:\n"
+    "        return errno.errorcode.get(e.errno, str(e.errno))\n"
+    "sock, state = sys.argv[1], sys.argv[2]\n"
+    "print('uid=%d gid=%d home=%s user=%s' % (os.getuid(), os.getgid(),\n"
+    "      os.environ.get('HOME'), os.environ.get('USER')))\n"
+    "print('connect=' + probe(lambda: socket.socket(socket.AF_UNIX).connect(sock)))\n"
+    "print('state=' + probe(lambda: os.listdir(state)))\n"
+    "print('setuid=' + probe(lambda: os.setuid(0)))\n"
+    "print('fds=' + ','.join(sorted(os.listdir('/proc/self/fd'))))\n"
+    "print('probe-done')\n";
+
+static void test_session_user(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = {"--session-user",    "nobody", "--state-dir", statedir,
+			       "--state-plaintext", NULL};
+	const char *argv[] = {"python3", "-c", PROBE_PY, fx->sock, statedir, NULL};
+	struct create_req cr = {argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
+	const struct passwd *pw = getpwnam("nobody");
+	char want[64], sid[64];
+	struct stat st;
+	struct peer *p;
+	struct joined j;
+
+	if (geteuid() != 0 || !pw) {
+		print_message("skipped: needs root and the user nobody\n");
+		skip();
+	}
+	expect_refused("--session-user", "no-such-user-ptg");
+	assert_non_null(mkdtemp(statedir));
+	assert_int_equal(chmod(statedir, 0755), 0); /* the sidecar must tighten it */
+	sidecar_start(fx, extra);
+	/* Only the socket's own mode keeps the session user out. */
+	assert_int_equal(chmod(fx->dir, 0755), 0);
+	assert_int_equal(stat(statedir, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0700);
+	assert_int_equal(stat(fx->sock, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	assert_int_equal(st.st_uid, 0);
+
+	p = peer_open(fx);
+	create_session(p, &cr, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	send_input(p, sid, 1, "go\n", NULL);
+	wait_output(p, "probe-done", STEP_MS);
+	print_message("%.*s", (int)p->text.len, (const char *)p->text.data);
+	snprintf(want, sizeof(want), "uid=%u gid=%u", (unsigned)pw->pw_uid,
+		 (unsigned)pw->pw_gid);
+	assert_non_null(text_find(p, 0, want));
+	snprintf(want, sizeof(want), "user=%s", pw->pw_name);
+	assert_non_null(text_find(p, 0, want));
+	assert_non_null(text_find(p, 0, "connect=EACCES"));
+	assert_non_null(text_find(p, 0, "state=EACCES"));
+	assert_non_null(text_find(p, 0, "setuid=EPERM"));
+	/* Nothing of the sidecar's leaks in, not even what its own launcher
+	   left open: the terminal, and the probe's own listing. */
+	assert_non_null(text_find(p, 0, "fds=0,1,2,3\r\n"));
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
+int main(int argc, char **argv)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
+	};
+
+	return flows_run("integration.flows_state", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+}
