@@ -20,6 +20,7 @@
 
 #include "attach.h"
 #include "cli.h"
+#include "num.h"
 #include "ptg_limits.h"
 #include "ptyc.h"
 #include "rawtty.h"
@@ -437,7 +438,7 @@ bad:
 
 static int attach__option(struct attach *a, int c, const char *arg)
 {
-	long long v;
+	uint64_t v;
 
 	switch (c) {
 	case ATTACH_OPT_URL:
@@ -455,10 +456,10 @@ static int attach__option(struct attach *a, int c, const char *arg)
 		a->join.observer = true;
 		break;
 	case ATTACH_OPT_REPLAY:
-		if (cli_parse_int(arg, 0, LLONG_MAX, &v) < 0)
+		if (num_parse_u64(arg, 0, INT64_MAX, &v) < 0)
 			return cli_usage_error("attach", "bad --replay-from '%s'", arg);
 		a->join.replay = true;
-		a->join.replay_from = (uint64_t)v;
+		a->join.replay_from = v;
 		break;
 	case ATTACH_OPT_LABEL:
 		if (strlen(arg) > PTYC_LABEL_MAX || !attach__utf8_ok(arg))
@@ -470,7 +471,7 @@ static int attach__option(struct attach *a, int c, const char *arg)
 		break;
 	case ATTACH_OPT_COLS:
 	case ATTACH_OPT_ROWS:
-		if (cli_parse_int(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
+		if (num_parse_u64(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
 			return cli_usage_error("attach", "bad --%s '%s' (1..1024)",
 					       c == ATTACH_OPT_COLS ? "cols" : "rows",
 					       arg);
