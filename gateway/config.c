@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "log.h"
 #include "num.h"
 #include "xalloc.h"
@@ -335,46 +336,6 @@ static int config__valid_id(const char *s)
 	return 1;
 }
 
-/* "HOST:PORT" or "[V6]:PORT" into host and port. Returns 0 or -EINVAL. */
-static int config__hostport(const char *s, char *host, size_t cap, uint16_t *port)
-{
-	const char *colon, *h = s;
-	size_t hlen;
-	char *end;
-	unsigned long p;
-
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || close[1] != ':')
-			return -EINVAL;
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		colon = close + 1;
-		if (!memchr(h, ':', hlen))
-			return -EINVAL;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -EINVAL;
-		hlen = (size_t)(colon - s);
-		if (memchr(s, ':', hlen))
-			return -EINVAL; /* a bare IPv6 literal needs brackets */
-	}
-	if (!hlen || hlen >= cap || !colon[1] || !isdigit((unsigned char)colon[1]))
-		return -EINVAL;
-	for (size_t i = 0; i < hlen; i++)
-		if (!isgraph((unsigned char)h[i]))
-			return -EINVAL;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || p > 65535)
-		return -EINVAL;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	*port = (uint16_t)p;
-	return 0;
-}
-
 static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
 					    size_t from, size_t to)
 {
@@ -487,10 +448,13 @@ static int config__static_dir(struct gw_config *c, const struct config__src *src
 static int config__listen(const struct config__src *src, int opt, const char *s,
 			  char *host, size_t cap, uint16_t *port)
 {
-	if (config__hostport(s, host, cap, port) < 0) {
+	char why[128];
+
+	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
+				sizeof(why)) < 0) {
 		config__err(src, config__name(opt),
-			    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s'",
-			    s);
+			    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s",
+			    s, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -786,55 +750,20 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 	return rc;
 }
 
-/* The whole file into a heap buffer, refusing one larger than
-   CONFIG__INSTANCES_FILE_MAX bytes. */
-static int config__slurp(const char *path, char **text, size_t *len, char *err,
-			 size_t errlen)
-{
-	const size_t limit = CONFIG__INSTANCES_FILE_MAX;
-	FILE *f = fopen(path, "re");
-	size_t cap = 65536, n = 0;
-	char *buf;
-	int rc = 0;
-
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -EINVAL;
-	}
-	buf = xmalloc(cap);
-	while ((n += fread(buf + n, 1, cap - n, f)) == cap && n <= limit) {
-		cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
-		buf = xrealloc(buf, cap);
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error", path);
-		rc = -EINVAL;
-	} else if (n > limit) {
-		snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
-		rc = -EINVAL;
-	}
-	fclose(f);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
 int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
 			     size_t *n, char *err, size_t errlen)
 {
-	char *text;
-	size_t len;
+	struct buf text = BUF_INIT;
 	int rc;
 
 	*n = 0;
-	if (config__slurp(path, &text, &len, err, errlen) < 0)
+	/* FDIO_REGULAR: a FIFO would stall the reload (SIGHUP) for ever. */
+	if (fd_read_file(path, FDIO_REGULAR, CONFIG__INSTANCES_FILE_MAX, &text, err,
+			 errlen) < 0)
 		return -EINVAL;
-	rc = gw_config_parse_instances(text, len, path, out, max, n, err, errlen);
-	free(text);
+	rc = gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text), path,
+				       out, max, n, err, errlen);
+	buf_free(&text);
 	return rc;
 }
 
