@@ -27,32 +27,23 @@
 
 int store_open(const char *dir)
 {
-	char path[4096];
 	struct stat st;
+	int rc = fs_mkdir_p(dir, 0700);
 
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (rc < 0)
+		return rc;
 	/* Records hold screens (whatever a program printed): the directory is
 	   ours alone, even when it existed before with looser modes, and
 	   another user's directory is refused. */
-	if (stat(path, &st) < 0)
+	if (stat(dir, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	if (st.st_uid != geteuid())
 		return -EPERM;
-	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) < 0)
+	if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) < 0)
 		return -errno;
-	return access(path, W_OK) < 0 ? -errno : 0;
+	return access(dir, W_OK) < 0 ? -errno : 0;
 }
 
 /* Replaces dir/name with p sealed, without fsync: a screen is a view,
@@ -226,24 +217,12 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 static int read_file(const char *path, struct buf *out)
 {
 	struct buf raw = BUF_INIT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint8_t *plain;
 	size_t plen;
-	ssize_t n;
-	int rc;
+	int rc = fd_read_file(path, FDIO_REGULAR, STORE_MAX_FILE, &raw, NULL, 0);
 
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf_reserve(&raw, 65536), 65536)) > 0) {
-		buf_commit(&raw, (size_t)n);
-		if (buf_size(&raw) > STORE_MAX_FILE) {
-			close(fd);
-			buf_free(&raw);
-			return -EFBIG;
-		}
-	}
-	close(fd);
-	rc = n < 0 ? -errno : recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
+	if (rc == 0)
+		rc = recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
 	buf_free(&raw);
 	if (rc < 0)
 		return rc;
