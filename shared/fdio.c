@@ -48,7 +48,14 @@ static int fdio__read_to_end(int fd, size_t max, struct buf *out)
 
 	for (;;) {
 		size_t want = max - got + 1 < FDIO__CHUNK ? max - got + 1 : FDIO__CHUNK;
-		ssize_t r = read(fd, buf_reserve(out, want), want);
+		size_t room = out->cap - out->len;
+		ssize_t r;
+
+		/* Space already there first: the read that finds the end of a
+		   file of the size fstat gave must not grow the buffer. */
+		if (room && room < want)
+			want = room;
+		r = read(fd, buf_reserve(out, want), want);
 
 		if (r < 0 && errno == EINTR)
 			continue;

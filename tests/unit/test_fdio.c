@@ -77,6 +77,29 @@ static void test_reads_whole_file_appending(void **state)
 	buf_free(&b);
 }
 
+/* A regular file is read into the room its size asks for, with a byte to
+   spare for a NUL: no larger buffer is grown past it, which would leave a
+   copy of a secret behind in freed memory. */
+static void test_regular_file_in_one_allocation(void **state)
+{
+	struct dir *d = *state;
+	struct buf b = BUF_INIT;
+	char path[128], text[101];
+	uint8_t *data;
+
+	snprintf(path, sizeof(path), "%s/key", d->path);
+	memset(text, 'k', 100);
+	text[100] = '\0';
+	put_file(path, text);
+	assert_int_equal(fd_read_file(path, FDIO_REGULAR, 65536, &b, NULL, 0), 0);
+	assert_int_equal(buf_size(&b), 100);
+	assert_true(b.cap - b.len >= 1);
+	assert_true(b.cap <= 2 * 101);
+	data = b.data;
+	assert_ptr_equal(buf_steal(&b, NULL), data);
+	free(data);
+}
+
 static void test_refuses_a_file_over_the_cap(void **state)
 {
 	struct dir *d = *state;
@@ -231,6 +254,8 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_reads_whole_file_appending, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_regular_file_in_one_allocation, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_refuses_a_file_over_the_cap, setup,
 					    teardown),
