@@ -24,6 +24,7 @@
 #include "fdio.h"
 #include "log.h"
 #include "num.h"
+#include "ptg_limits.h"
 #include "xalloc.h"
 
 #define CONFIG__PROG	 "ptygate-gateway"
@@ -322,13 +323,13 @@ static int config__str(const struct config__src *src, int opt, const char *s, ch
 	return 0;
 }
 
-/* An instance id appears in URL paths: 1..128 of [A-Za-z0-9._~:@-], not
+/* An instance id appears in URL paths: 1..PTG_ID_MAX of [A-Za-z0-9._~:@-], not
    "." or "..". */
 static int config__valid_id(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n < 1 || n > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
+	if (n < 1 || n > PTG_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
@@ -362,7 +363,8 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	id[eq - s] = '\0';
 	if (!config__valid_id(id)) {
 		config__err(src, "instance",
-			    "bad instance id '%s' (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)",
+			    "bad instance id '%s' (1 to " PTG_STR(PTG_ID_MAX)
+			    " of A-Z a-z 0-9 . _ ~ : @ -)",
 			    id);
 		return -EINVAL;
 	}
