@@ -39,7 +39,7 @@
 #define ATTACH_DEFAULT_COLS 80
 #define ATTACH_DEFAULT_ROWS 24
 #define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
-#define ATTACH_ID_MAX	    PTG_ID_MAX /* instance and session ids (SPEC 9 paths) */
+#define ATTACH_ID_MAX		    PTG_ID_MAX /* instance and session ids (SPEC 9 paths) */
 #define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
 #define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
 #define ATTACH_RECONNECT_CONNECT_MS 5000 /* one reconnect attempt's handshake */
@@ -478,9 +478,9 @@ static int attach__option(struct attach *a, int c, const char *arg)
 	case ATTACH_OPT_COLS:
 	case ATTACH_OPT_ROWS:
 		if (num_parse_u64(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
-			return cli_usage_error("attach", "bad --%s '%s' (1.." PTG_STR(PTG_DIM_MAX) ")",
+			return cli_usage_error("attach", "bad --%s '%s' (1..%d)",
 					       c == ATTACH_OPT_COLS ? "cols" : "rows",
-					       arg);
+					       arg, PTG_DIM_MAX);
 		*(c == ATTACH_OPT_COLS ? &a->join.cols : &a->join.rows) = (unsigned)v;
 		a->fixed_size = true;
 		break;

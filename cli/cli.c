@@ -130,7 +130,8 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 		return cli__take_token(t, env, strlen(env), cmd, "PTYGATE_TOKEN");
 	}
 	/* Not FDIO_REGULAR: a token may come through a pipe, <(command). */
-	if (fd_read_file(t->token_file, 0, JWT_MAX_TOKEN + 64, &b, err, sizeof(err)) < 0) {
+	rc = fd_read_file(t->token_file, 0, JWT_MAX_TOKEN + 64, &b, err, sizeof(err));
+	if (rc < 0) {
 		cli_error("%s", err);
 		rc = CLI_FAIL;
 	} else {

@@ -40,7 +40,7 @@ static const char sessions_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "Options of create:\n"
-    "  --cols N, --rows N  initial terminal size, 1.." PTG_STR(PTG_DIM_MAX) "\n"
+    "  --cols N, --rows N  initial terminal size, 1..1024\n"
     "  --cwd DIR           working directory of the command\n"
     "  --env KEY=VALUE     environment variable; repeatable\n"
     "  --policy POLICY     keep_running (default) or terminate_on_last_controller\n"
@@ -110,8 +110,9 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 	case SESS_OPT_COLS:
 	case SESS_OPT_ROWS:
 		if (num_parse_u64(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
-			return cli_usage_error(cmd, "bad --%s '%s' (1.." PTG_STR(PTG_DIM_MAX) ")",
-					       c == SESS_OPT_COLS ? "cols" : "rows", arg);
+			return cli_usage_error(cmd, "bad --%s '%s' (1..%d)",
+					       c == SESS_OPT_COLS ? "cols" : "rows", arg,
+					       PTG_DIM_MAX);
 		json_object_set_new(a->body, c == SESS_OPT_COLS ? "cols" : "rows",
 				    json_integer((json_int_t)v));
 		return CLI_OK;

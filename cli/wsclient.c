@@ -44,8 +44,8 @@ static int wsclient__split_authority(const char *auth, size_t n, struct wsclient
 	uint16_t port = a->tls ? 443 : 80;
 
 	if (n == 0 || n >= sizeof(a->authority) ||
-	    addr_parse_hostport(auth, n, ADDR_PORT_OPTIONAL, a->host, sizeof(a->host), &port,
-				NULL, 0) < 0) {
+	    addr_parse_hostport(auth, n, ADDR_PORT_OPTIONAL, a->host, sizeof(a->host),
+				&port, NULL, 0) < 0) {
 		snprintf(err, errlen, "bad host in gateway URL '%.*s'", (int)n, auth);
 		return -EINVAL;
 	}

@@ -363,9 +363,8 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	id[eq - s] = '\0';
 	if (!config__valid_id(id)) {
 		config__err(src, "instance",
-			    "bad instance id '%s' (1 to " PTG_STR(PTG_ID_MAX)
-			    " of A-Z a-z 0-9 . _ ~ : @ -)",
-			    id);
+			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
+			    id, PTG_ID_MAX);
 		return -EINVAL;
 	}
 	if (addr_parse(eq + 1, &a, err, sizeof(err)) < 0) {
@@ -454,9 +453,10 @@ static int config__listen(const struct config__src *src, int opt, const char *s,
 
 	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
 				sizeof(why)) < 0) {
-		config__err(src, config__name(opt),
-			    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s",
-			    s, why);
+		config__err(
+		    src, config__name(opt),
+		    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s", s,
+		    why);
 		return -EINVAL;
 	}
 	return 0;
@@ -763,8 +763,8 @@ int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size
 	if (fd_read_file(path, FDIO_REGULAR, CONFIG__INSTANCES_FILE_MAX, &text, err,
 			 errlen) < 0)
 		return -EINVAL;
-	rc = gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text), path,
-				       out, max, n, err, errlen);
+	rc = gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text),
+				       path, out, max, n, err, errlen);
 	buf_free(&text);
 	return rc;
 }

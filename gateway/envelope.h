@@ -75,7 +75,7 @@ struct envelope_join {
 	Ptg__Role role;
 	uint32_t cols; /* 0 with rows 0: not given */
 	uint32_t rows;
-	char label[ENVELOPE_LABEL_MAX_CHARS * 4 + 1]; /* "" when not given */
+	char label[PTG_LABEL_MAX_BYTES + 1]; /* "" when not given */
 };
 
 struct envelope_resize {

@@ -46,7 +46,7 @@ struct route_match {
 };
 
 /* Parses the path of a raw request target (percent-encoded; anything
-   from '?' on is ignored). Ids are 1..128 of [A-Za-z0-9._~:@-] after
+   from '?' on is ignored). Ids are 1..ROUTES_ID_MAX of [A-Za-z0-9._~:@-] after
    decoding. Paths that match no API route become ROUTE_STATIC when
    with_static is set. Returns 0; -ENOENT when nothing matches (404);
    -EINVAL for a malformed path (bad escape, %00, a "." or ".." segment,

@@ -169,9 +169,10 @@ static int check_request(struct conn *c, const struct envelope *env, const char 
 	}
 	*idem = idempotency_key(c);
 	if (!*idem) {
-		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
-				"service_parameters.idempotency_key must be a string of at "
-				"most " PTG_STR(PTG_TASK_ID_MAX) " bytes");
+		conn_send_error(
+		    c, FRAMES_INVALID_REQUEST, env->id,
+		    "service_parameters.idempotency_key must be a string of at "
+		    "most " PTG_STR(PTG_TASK_ID_MAX) " bytes");
 		return -1;
 	}
 	if (c->tasks && c->tasks->n_pending >= MAX_IN_FLIGHT) {

@@ -130,10 +130,13 @@ static int parse_size(const char *s, struct sidecar_config *c)
 	const char *x = strchr(s, 'x');
 	uint64_t cols, rows;
 
-	if (!x || num_parse_u64_n(s, (size_t)(x - s), PTG_DIM_MIN, PTG_DIM_MAX, &cols) < 0 ||
+	if (!x ||
+	    num_parse_u64_n(s, (size_t)(x - s), PTG_DIM_MIN, PTG_DIM_MAX, &cols) < 0 ||
 	    num_parse_u64(x + 1, PTG_DIM_MIN, PTG_DIM_MAX, &rows) < 0) {
-		fprintf(stderr, "ptygate-sidecar: --default-size: expected COLSxROWS "
-				"within 1.." PTG_STR(PTG_DIM_MAX) ", got '%s'\n", s);
+		fprintf(stderr,
+			"ptygate-sidecar: --default-size: expected COLSxROWS "
+			"within 1.." PTG_STR(PTG_DIM_MAX) ", got '%s'\n",
+			s);
 		return -EINVAL;
 	}
 	c->default_cols = (unsigned)cols;

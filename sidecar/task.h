@@ -38,7 +38,7 @@ struct task_stream {
 	size_t announced;        /* bytes already sent in output deltas */
 };
 
-#define TASK_ID_MAX PTG_TASK_ID_MAX          /* messageId, idempotency key, trace id */
+#define TASK_ID_MAX PTG_TASK_ID_MAX /* messageId, idempotency key, trace id */
 
 struct task {
 	char id[UUID_STRLEN + 1];

@@ -144,7 +144,8 @@ static void test_parse_rejects(void **state)
 static int hp(const char *s, unsigned flags, char *host, uint16_t *port)
 {
 	char err[128] = "";
-	int rc = addr_parse_hostport(s, strlen(s), flags, host, 64, port, err, sizeof(err));
+	int rc =
+	    addr_parse_hostport(s, strlen(s), flags, host, 64, port, err, sizeof(err));
 
 	if (rc < 0)
 		assert_true(strlen(err) > 0);
@@ -186,21 +187,45 @@ static void test_hostport_refuses(void **state)
 		const char *in;
 		unsigned flags;
 	} bad[] = {
-	    {"", 0}, {"", ADDR_PORT_OPTIONAL},
+	    {"", 0},
+	    {"", ADDR_PORT_OPTIONAL},
 	    /* missing, zero, out of range, signed, spaced or junk ports */
-	    {"host", 0}, {"host:", 0}, {"host:", ADDR_PORT_OPTIONAL}, {"host:0", 0},
-	    {"host:0", ADDR_PORT_OPTIONAL}, {"host:65536", ADDR_PORT_ZERO},
-	    {"host:99999999999999999999999", 0}, {"host:-1", ADDR_PORT_ZERO},
-	    {"host:+80", 0}, {"host: 80", 0}, {"host:80 ", 0}, {"host:8o", 0},
-	    {"host:0x50", 0}, {"[::1]", 0}, {"[::1]:", ADDR_PORT_OPTIONAL},
-	    {"[::1]:0", 0}, {"[::1]:70000", 0},
+	    {"host", 0},
+	    {"host:", 0},
+	    {"host:", ADDR_PORT_OPTIONAL},
+	    {"host:0", 0},
+	    {"host:0", ADDR_PORT_OPTIONAL},
+	    {"host:65536", ADDR_PORT_ZERO},
+	    {"host:99999999999999999999999", 0},
+	    {"host:-1", ADDR_PORT_ZERO},
+	    {"host:+80", 0},
+	    {"host: 80", 0},
+	    {"host:80 ", 0},
+	    {"host:8o", 0},
+	    {"host:0x50", 0},
+	    {"[::1]", 0},
+	    {"[::1]:", ADDR_PORT_OPTIONAL},
+	    {"[::1]:0", 0},
+	    {"[::1]:70000", 0},
 	    /* hosts: empty, bare IPv6, brackets where they do not belong */
-	    {":80", 0}, {"[]:80", 0}, {"::1:80", 0}, {"::1", ADDR_PORT_OPTIONAL},
-	    {"[::1]80", 0}, {"[::1", ADDR_PORT_OPTIONAL}, {"[name]:80", 0},
-	    {"[[::1]]:80", 0}, {"a]b:1", 0}, {"a[b:1", 0}, {"[::1]]:1", 0},
+	    {":80", 0},
+	    {"[]:80", 0},
+	    {"::1:80", 0},
+	    {"::1", ADDR_PORT_OPTIONAL},
+	    {"[::1]80", 0},
+	    {"[::1", ADDR_PORT_OPTIONAL},
+	    {"[name]:80", 0},
+	    {"[[::1]]:80", 0},
+	    {"a]b:1", 0},
+	    {"a[b:1", 0},
+	    {"[::1]]:1", 0},
 	    /* user parts, spaces, control and non-ASCII bytes */
-	    {"user@host:80", 0}, {"a b:1", 0}, {"a\tb:1", 0}, {"a\x7f:1", 0},
-	    {"h\xc3\xa9:1", 0}, {"a:b:c", ADDR_PORT_OPTIONAL},
+	    {"user@host:80", 0},
+	    {"a b:1", 0},
+	    {"a\tb:1", 0},
+	    {"a\x7f:1", 0},
+	    {"h\xc3\xa9:1", 0},
+	    {"a:b:c", ADDR_PORT_OPTIONAL},
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -223,8 +248,8 @@ static void test_hostport_bounds(void **state)
 					     err, sizeof(err)),
 			 0);
 	assert_string_equal(host, "1234567");
-	assert_int_equal(addr_parse_hostport("12345678:1", 10, 0, host, sizeof(host), &port,
-					     err, sizeof(err)),
+	assert_int_equal(addr_parse_hostport("12345678:1", 10, 0, host, sizeof(host),
+					     &port, err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(addr_parse_hostport("h:80/path", 4, 0, host, sizeof(host), &port,
 					     err, sizeof(err)),
@@ -234,8 +259,8 @@ static void test_hostport_bounds(void **state)
 					     err, sizeof(err)),
 			 -EINVAL);
 	/* err may be NULL where no reason is wanted. */
-	assert_int_equal(addr_parse_hostport("h", 1, 0, host, sizeof(host), &port, NULL, 0),
-			 -EINVAL);
+	assert_int_equal(
+	    addr_parse_hostport("h", 1, 0, host, sizeof(host), &port, NULL, 0), -EINVAL);
 }
 
 static void test_format(void **state)
