@@ -31,6 +31,8 @@
 #define CONFIG__LINE_MAX 8192
 /* An instances file: GW_MAX_INSTANCES lines of up to CONFIG__LINE_MAX bytes. */
 #define CONFIG__INSTANCES_FILE_MAX ((size_t)GW_MAX_INSTANCES * CONFIG__LINE_MAX)
+/* A config file: every key a few times over, with comments. */
+#define CONFIG__FILE_MAX (1u << 20)
 
 static const char config__usage[] =
     "Usage: " CONFIG__PROG
@@ -626,30 +628,90 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 	return -EINVAL;
 }
 
-static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+/* Whether line[0, n) holds a control byte other than a tab (a final CR
+   of a CRLF ending aside): one inside a token would stay in it. */
+static int config__has_control(const char *line, size_t n)
+{
+	if (n && line[n - 1] == '\r')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* What a config or instances file line is given to: the line without its
+   '\n', NUL-terminated (it may be changed), and its number. On failure it
+   says why in why, or leaves why empty when it said so itself. */
+typedef int (*config__line_fn)(char *line, unsigned lineno, void *ctx, char *why,
+			       size_t whylen);
+
+/* Calls fn on each line of text[0, len) until one fails; a line too long
+   or holding a control byte is refused before fn sees it. Returns 0 or
+   -EINVAL with *lineno the line that failed. */
+static int config__lines(const char *text, size_t len, config__line_fn fn, void *ctx,
+			 unsigned *lineno, char *why, size_t whylen)
 {
 	char line[CONFIG__LINE_MAX];
-	FILE *f = fopen(path, "re");
+	size_t off = 0;
 	int rc = 0;
 
-	if (!f) {
-		fprintf(stderr, CONFIG__PROG ": --config: %s: %s\n", path,
-			strerror(errno));
+	*lineno = 0;
+	while (rc == 0 && off < len) {
+		const char *nl = memchr(text + off, '\n', len - off);
+		size_t end = nl ? (size_t)(nl - text) : len;
+
+		++*lineno;
+		why[0] = '\0';
+		if (end - off >= sizeof(line) - 1) {
+			snprintf(why, whylen, "line too long");
+			rc = -EINVAL;
+		} else if (config__has_control(text + off, end - off)) {
+			snprintf(why, whylen, "control character in line");
+			rc = -EINVAL;
+		} else {
+			memcpy(line, text + off, end - off);
+			line[end - off] = '\0';
+			rc = fn(line, *lineno, ctx, why, whylen);
+		}
+		off = end + 1;
+	}
+	return rc;
+}
+
+struct config__file_ctx {
+	struct gw_config *c;
+	struct config__src *src;
+};
+
+static int config__file_each(char *line, unsigned lineno, void *ctx, char *why,
+			     size_t whylen)
+{
+	struct config__file_ctx *f = ctx;
+
+	f->src->line = lineno;
+	return config__file_line(f->c, f->src, line); /* it says why itself */
+}
+
+static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+{
+	struct config__file_ctx ctx = {c, src};
+	struct buf text = BUF_INIT;
+	char err[512], why[300];
+	unsigned lineno;
+	int rc;
+
+	rc = fd_read_file(path, FDIO_REGULAR, CONFIG__FILE_MAX, &text, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, CONFIG__PROG ": --config: %s\n", err);
 		return -EINVAL;
 	}
 	src->file = path;
-	src->line = 0;
-	while (rc == 0 && fgets(line, sizeof(line), f)) {
-		src->line++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			fprintf(stderr, CONFIG__PROG ": %s:%u: line too long\n", path,
-				src->line);
-			rc = -EINVAL;
-			break;
-		}
-		rc = config__file_line(c, src, line);
-	}
-	fclose(f);
+	rc = config__lines((const char *)buf_head(&text), buf_size(&text),
+			   config__file_each, &ctx, &lineno, why, sizeof(why));
+	if (rc < 0 && why[0])
+		fprintf(stderr, CONFIG__PROG ": %s:%u: %s\n", path, lineno, why);
+	buf_free(&text);
 	src->n_file_instances = c->n_instances;
 	src->file = NULL;
 	return rc;
@@ -705,46 +767,31 @@ static int config__instances_entry(char *line, struct gw_instance_cfg *out, size
 	return rc;
 }
 
-/* Whether line[0, n) holds a control byte other than a tab (a final CR
-   of a CRLF ending aside): one inside a token would stay in it. */
-static int config__has_control(const char *line, size_t n)
+struct config__instances_ctx {
+	struct gw_instance_cfg *out;
+	size_t max, *n;
+};
+
+static int config__instances_each(char *line, unsigned lineno, void *ctx, char *why,
+				  size_t whylen)
 {
-	if (n && line[n - 1] == '\r')
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
-			return 1;
-	return 0;
+	struct config__instances_ctx *in = ctx;
+
+	return config__instances_entry(line, in->out, in->max, in->n, why, whylen);
 }
 
 int gw_config_parse_instances(const char *text, size_t len, const char *name,
 			      struct gw_instance_cfg *out, size_t max, size_t *n,
 			      char *err, size_t errlen)
 {
-	char line[CONFIG__LINE_MAX], why[300];
-	unsigned lineno = 0;
-	size_t off = 0;
-	int rc = 0;
+	struct config__instances_ctx ctx = {out, max, n};
+	char why[300];
+	unsigned lineno;
+	int rc;
 
 	*n = 0;
-	while (rc == 0 && off < len) {
-		const char *nl = memchr(text + off, '\n', len - off);
-		size_t end = nl ? (size_t)(nl - text) : len;
-
-		lineno++;
-		if (end - off >= sizeof(line) - 1) {
-			snprintf(why, sizeof(why), "line too long");
-			rc = -EINVAL;
-		} else if (config__has_control(text + off, end - off)) {
-			snprintf(why, sizeof(why), "control character in line");
-			rc = -EINVAL;
-		} else {
-			memcpy(line, text + off, end - off);
-			line[end - off] = '\0';
-			rc = config__instances_entry(line, out, max, n, why, sizeof(why));
-		}
-		off = end + 1;
-	}
+	rc = config__lines(text, len, config__instances_each, &ctx, &lineno, why,
+			   sizeof(why));
 	if (rc < 0) {
 		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
 		*n = 0;
