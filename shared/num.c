@@ -30,15 +30,16 @@ int num_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 	return num_parse_u64_n(s, s ? strlen(s) : 0, lo, hi, out);
 }
 
-int num_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+int num_parse_i64_n(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out)
 {
 	/* The magnitude of INT64_MIN is one more than INT64_MAX. */
 	const uint64_t neg_max = (uint64_t)INT64_MAX + 1;
-	int neg = s && s[0] == '-';
+	int neg = s && n && s[0] == '-';
 	uint64_t mag;
 	int64_t v;
 
-	if (num_parse_u64(s ? s + neg : NULL, 0, neg ? neg_max : INT64_MAX, &mag) < 0)
+	if (num_parse_u64_n(s ? s + neg : NULL, n - (size_t)neg, 0,
+			    neg ? neg_max : INT64_MAX, &mag) < 0)
 		return -EINVAL;
 	if (!neg)
 		v = (int64_t)mag;
@@ -50,6 +51,11 @@ int num_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
+}
+
+int num_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out)
+{
+	return num_parse_i64_n(s, s ? strlen(s) : 0, lo, hi, out);
 }
 
 int num_parse_duration_s(const char *s, int64_t max, int64_t *out)

@@ -18,6 +18,8 @@ int num_parse_u64_n(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t 
 /* Parses s as an optional '-' and digits within [lo, hi]. Returns 0 and
    sets *out, or -EINVAL (*out unchanged). */
 int num_parse_i64(const char *s, int64_t lo, int64_t hi, int64_t *out);
+/* The same for the n bytes at s. */
+int num_parse_i64_n(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out);
 /* Parses a duration in seconds: digits, then optionally one unit, s
    (seconds), m (minutes), h (hours) or d (days), within [0, max]
    seconds. Returns 0 and sets *out, or -EINVAL (*out unchanged). */

@@ -108,6 +108,14 @@ static void test_signed(void **state)
 	assert_int_equal(num_parse_i64("11", -10, 10, &v), -EINVAL);
 	assert_int_equal(num_parse_i64("-10", -10, 10, &v), 0);
 	assert_int_equal(v, -10);
+	/* The counted form: only its bytes, and a lone '-' is no number. */
+	assert_int_equal(num_parse_i64_n("-7 8", 2, -10, 10, &v), 0);
+	assert_int_equal(v, -7);
+	v = 3;
+	assert_int_equal(num_parse_i64_n("-7 8", 3, -10, 10, &v), -EINVAL);
+	assert_int_equal(num_parse_i64_n("-7", 1, -10, 10, &v), -EINVAL);
+	assert_int_equal(num_parse_i64_n("", 0, -10, 10, &v), -EINVAL);
+	assert_int_equal(v, 3);
 }
 
 static void test_duration(void **state)
