@@ -21,6 +21,7 @@
 
 #include "addr.h"
 #include "b64.h"
+#include "num.h"
 #include "timeutil.h"
 #include "tlsio.h"
 #include "wshandshake.h"
@@ -223,7 +224,7 @@ static int wsclient__refusal(int status, const char *head, const char *body, siz
 static bool wsclient__body_complete(const char *head, size_t have, bool eof)
 {
 	char v[32];
-	long long len;
+	uint64_t len;
 
 	if (eof || have >= WSCLIENT_BODY_MAX)
 		return true;
@@ -231,8 +232,8 @@ static bool wsclient__body_complete(const char *head, size_t have, bool eof)
 		return false; /* chunked: wait for the end of the connection */
 	if (!wsclient__header(head, "Content-Length", v, sizeof(v)))
 		return false;
-	len = strtoll(v, NULL, 10);
-	return len <= 0 || (size_t)len <= have;
+	/* No usable length: nothing to wait for. */
+	return num_parse_u64(v, 0, UINT64_MAX, &len) < 0 || len <= have;
 }
 
 int wsclient_check_response(const char *p, size_t n, bool eof, const char *accept,
