@@ -77,7 +77,7 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 	   for a writer; it changes nothing for a regular file. */
 	int oflags =
 	    O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & FDIO_REGULAR ? O_NONBLOCK : 0);
-	size_t before = out->len;
+	size_t before = buf_size(out); /* buf_reserve may move the content */
 	struct stat st;
 	int fd, rc, not_regular = 0;
 
@@ -104,9 +104,11 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 	}
 	close(fd);
 	if (rc < 0) {
-		if (out->len > before)
-			explicit_bzero(out->data + before, out->len - before);
-		out->len = before;
+		size_t keep = out->off + before;
+
+		if (out->len > keep)
+			explicit_bzero(out->data + keep, out->len - keep);
+		out->len = keep;
 		return fdio__fail(rc, not_regular, path, max, err, errlen);
 	}
 	return 0;

@@ -119,6 +119,31 @@ static void test_refuses_a_file_over_the_cap(void **state)
 	buf_free(&b);
 }
 
+/* A buffer partly consumed and full, whose content a read moves to the
+   start of its storage: a failed read leaves exactly that content. */
+static void test_failure_keeps_moved_content(void **state)
+{
+	struct buf b = BUF_INIT;
+	char path[64], fill[65];
+	int p[2];
+
+	(void)state;
+	memset(fill, 'x', 60);
+	memcpy(fill + 60, "keep", 5);
+	buf_append_str(&b, fill);
+	assert_int_equal(b.cap, 64);
+	buf_consume(&b, 60);
+	assert_int_equal(pipe(p), 0);
+	assert_int_equal(fd_write_all(p[1], "0123456789", 10), 0);
+	close(p[1]);
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", p[0]);
+	assert_int_equal(fd_read_file(path, 0, 9, &b, NULL, 0), -EFBIG);
+	close(p[0]);
+	assert_int_equal(buf_size(&b), 4);
+	assert_memory_equal(buf_head(&b), "keep", 4);
+	buf_free(&b);
+}
+
 static void test_missing_file_names_itself(void **state)
 {
 	struct dir *d = *state;
@@ -264,6 +289,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_regular_refuses_fifo_without_blocking,
 					    setup, teardown),
 	    cmocka_unit_test(test_pipe_read_to_end_and_capped),
+	    cmocka_unit_test(test_failure_keeps_moved_content),
 	    cmocka_unit_test_setup_teardown(test_read_survives_eintr, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mkdir_p, setup, teardown),
 	};
