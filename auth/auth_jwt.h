@@ -10,11 +10,12 @@
 
 #include "buf.h"
 #include "keys.h"
+#include "ptg_limits.h"
 
 #define JWT_MAX_TOKEN 8192 /* bytes; longer tokens are refused unread */
 #define JWT_LEEWAY_S  30   /* SPEC 7 clock leeway */
 #define JWT_SUB_MAX   256
-#define JWT_ID_MAX    128 /* instance_id, session_id */
+#define JWT_ID_MAX    PTG_ID_MAX /* instance_id, session_id */
 
 enum scope_bits {
 	SCOPE_OBSERVE = 1,  /* pty:observe, or implied by pty:control */

@@ -148,42 +148,6 @@ const struct keyset_key *keyset_get(const struct keyset *ks, size_t i)
 	return i < ks->n ? &ks->keys[i] : NULL;
 }
 
-/* Reads a whole regular file (at most KEYS__FILE_MAX bytes) into out. */
-static int keys__read_file(const char *path, struct buf *out, char *err, size_t errlen)
-{
-	struct stat st;
-	ssize_t r;
-	int fd, rc = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0) {
-		rc = -errno;
-		keys__err(err, errlen, "%s: %s", path, strerror(-rc));
-		return rc;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > KEYS__FILE_MAX) {
-		keys__err(err, errlen, "%s: not a regular file of at most %d bytes", path,
-			  KEYS__FILE_MAX);
-		close(fd);
-		return -EINVAL;
-	}
-	do {
-		r = read(fd, buf_reserve(out, 4096), 4096);
-		if (r > 0)
-			buf_commit(out, (size_t)r);
-	} while (r > 0 || (r < 0 && errno == EINTR));
-	if (r < 0) {
-		rc = -errno;
-		keys__err(err, errlen, "%s: %s", path, strerror(-rc));
-	} else if (buf_size(out) > KEYS__FILE_MAX) {
-		keys__err(err, errlen, "%s: file grew past %d bytes", path,
-			  KEYS__FILE_MAX);
-		rc = -EINVAL;
-	}
-	close(fd);
-	return rc;
-}
-
 /* Splits "[KID=]FILE" into kid (NUL-terminated, "" if none) and path. */
 static const char *keys__split_spec(const char *spec, char kid[KEYS_KID_MAX + 1])
 {
@@ -203,7 +167,7 @@ int keys_read_hs256_secret(const char *path, struct buf *out, char *err, size_t 
 	size_t n;
 	int rc;
 
-	rc = keys__read_file(path, &raw, err, errlen);
+	rc = fd_read_file(path, FDIO_REGULAR, KEYS__FILE_MAX, &raw, err, errlen);
 	if (rc < 0)
 		goto out_wipe;
 	n = buf_size(&raw);
@@ -262,7 +226,7 @@ int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
 	uint8_t pk[32];
 	int rc;
 
-	rc = keys__read_file(path, &text, err, errlen);
+	rc = fd_read_file(path, FDIO_REGULAR, KEYS__FILE_MAX, &text, err, errlen);
 	if (rc < 0)
 		goto out_free;
 	rc = keys_parse_public((const char *)buf_head(&text), buf_size(&text), pk);
@@ -420,7 +384,7 @@ int keys_load_private_file(const char *path, uint8_t sk[64], char *err, size_t e
 	struct buf text = BUF_INIT;
 	int rc;
 
-	rc = keys__read_file(path, &text, err, errlen);
+	rc = fd_read_file(path, FDIO_REGULAR, KEYS__FILE_MAX, &text, err, errlen);
 	if (rc == 0) {
 		rc = keys_parse_private((const char *)buf_head(&text), buf_size(&text),
 					sk);

@@ -20,11 +20,13 @@
 
 #include "attach.h"
 #include "cli.h"
+#include "num.h"
 #include "ptg_limits.h"
 #include "ptyc.h"
 #include "rawtty.h"
 #include "timeutil.h"
 #include "tlsio.h"
+#include "utf8.h"
 #include "wsclient.h"
 
 #define ATTACH_CONNECT_MS   10000
@@ -37,7 +39,7 @@
 #define ATTACH_DEFAULT_COLS 80
 #define ATTACH_DEFAULT_ROWS 24
 #define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
-#define ATTACH_ID_MAX	    128 /* instance and session ids (SPEC 9 paths) */
+#define ATTACH_ID_MAX		    PTG_ID_MAX /* instance and session ids (SPEC 9 paths) */
 #define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
 #define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
 #define ATTACH_RECONNECT_CONNECT_MS 5000 /* one reconnect attempt's handshake */
@@ -383,12 +385,17 @@ static const struct option attach_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static bool attach__utf8_ok(const char *s)
+/* Whether s is UTF-8 of at most PTG_LABEL_MAX_CHARS characters, the
+   bound SPEC 5.1 sets on client_label (characters, not bytes). */
+static bool attach__label_ok(const char *s)
 {
-	json_t *j = json_string(s); /* NULL for bytes that are not UTF-8 */
+	const unsigned char *p = (const unsigned char *)s;
+	size_t n = strlen(s), chars = 0, len;
 
-	json_decref(j);
-	return j != NULL;
+	for (size_t i = 0; i < n; i += len, chars++)
+		if ((len = utf8_seq_len(p + i, n - i)) == 0)
+			return false;
+	return chars <= PTG_LABEL_MAX_CHARS;
 }
 
 /* Copies the path segment at *p (up to '/' or the end) into out: an id
@@ -437,7 +444,7 @@ bad:
 
 static int attach__option(struct attach *a, int c, const char *arg)
 {
-	long long v;
+	uint64_t v;
 
 	switch (c) {
 	case ATTACH_OPT_URL:
@@ -455,25 +462,25 @@ static int attach__option(struct attach *a, int c, const char *arg)
 		a->join.observer = true;
 		break;
 	case ATTACH_OPT_REPLAY:
-		if (cli_parse_int(arg, 0, LLONG_MAX, &v) < 0)
+		if (num_parse_u64(arg, 0, INT64_MAX, &v) < 0)
 			return cli_usage_error("attach", "bad --replay-from '%s'", arg);
 		a->join.replay = true;
-		a->join.replay_from = (uint64_t)v;
+		a->join.replay_from = v;
 		break;
 	case ATTACH_OPT_LABEL:
-		if (strlen(arg) > PTYC_LABEL_MAX || !attach__utf8_ok(arg))
+		if (!attach__label_ok(arg))
 			return cli_usage_error("attach",
 					       "--label must be UTF-8 of at "
-					       "most %d bytes",
-					       PTYC_LABEL_MAX);
+					       "most %d characters",
+					       PTG_LABEL_MAX_CHARS);
 		snprintf(a->label, sizeof(a->label), "%s", arg);
 		break;
 	case ATTACH_OPT_COLS:
 	case ATTACH_OPT_ROWS:
-		if (cli_parse_int(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
-			return cli_usage_error("attach", "bad --%s '%s' (1..1024)",
+		if (num_parse_u64(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
+			return cli_usage_error("attach", "bad --%s '%s' (1..%d)",
 					       c == ATTACH_OPT_COLS ? "cols" : "rows",
-					       arg);
+					       arg, PTG_DIM_MAX);
 		*(c == ATTACH_OPT_COLS ? &a->join.cols : &a->join.rows) = (unsigned)v;
 		a->fixed_size = true;
 		break;

@@ -1,8 +1,6 @@
 /* cli: helpers every ptygate subcommand shares (see cli.h). Messages go
    to stderr as one line each, so scripts can show them as they are. */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +11,7 @@
 
 #include "auth_jwt.h"
 #include "cli.h"
+#include "fdio.h"
 #include "xalloc.h"
 
 void cli_error(const char *fmt, ...)
@@ -54,86 +53,6 @@ void cli_getopt_reset(void)
 	/* glibc re-initialises its scanner, permutation state included, on 0. */
 	optind = 0;
 	opterr = 0;
-}
-
-int cli_parse_int(const char *s, long long min, long long max, long long *out)
-{
-	char *end;
-	long long v;
-
-	if (!s || !*s || (*s != '-' && (*s < '0' || *s > '9')))
-		return -EINVAL;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-int cli_parse_duration(const char *s, int64_t *out)
-{
-	static const struct {
-		char suffix;
-		long long mul;
-	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}};
-	char num[32];
-	size_t n = s ? strlen(s) : 0, i;
-	long long mul = 1, v;
-
-	if (n == 0 || n >= sizeof(num))
-		return -EINVAL;
-	memcpy(num, s, n + 1);
-	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++) {
-		if (num[n - 1] == units[i].suffix) {
-			mul = units[i].mul;
-			num[--n] = '\0';
-			break;
-		}
-	}
-	if (n == 0 || num[0] == '-' ||
-	    cli_parse_int(num, 0, CLI_DURATION_MAX / mul, &v) < 0)
-		return -EINVAL;
-	*out = v * mul;
-	return 0;
-}
-
-int cli_read_file(const char *path, size_t max, struct buf *out, char *err, size_t errlen)
-{
-	size_t total = 0;
-	ssize_t n;
-	int fd, rc = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-		return rc;
-	}
-	for (;;) {
-		uint8_t *p = buf_reserve(out, 4096);
-
-		n = read(fd, p, 4096);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "cannot read %s: %s", path,
-				 strerror(errno));
-			break;
-		}
-		if (n == 0)
-			break;
-		total += (size_t)n;
-		if (total > max) {
-			rc = -EFBIG;
-			snprintf(err, errlen, "%s is larger than %zu bytes", path, max);
-			break;
-		}
-		buf_commit(out, (size_t)n);
-	}
-	close(fd);
-	return rc;
 }
 
 bool cli_target_option(struct cli_target *t, int c, const char *arg)
@@ -210,7 +129,9 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 					       "or set PTYGATE_TOKEN");
 		return cli__take_token(t, env, strlen(env), cmd, "PTYGATE_TOKEN");
 	}
-	if (cli_read_file(t->token_file, JWT_MAX_TOKEN + 64, &b, err, sizeof(err)) < 0) {
+	/* Not FDIO_REGULAR: a token may come through a pipe, <(command). */
+	rc = fd_read_file(t->token_file, 0, JWT_MAX_TOKEN + 64, &b, err, sizeof(err));
+	if (rc < 0) {
 		cli_error("%s", err);
 		rc = CLI_FAIL;
 	} else {

@@ -1,5 +1,5 @@
 /* cli: what every ptygate subcommand shares: exit codes, one-line error
-   messages, getopt plumbing, value parsers, and the gateway target
+   messages, getopt plumbing, and the gateway target
    options (--gateway, --instance, --token, --token-file) with their
    environment fallbacks (PTYGATE_GATEWAY, PTYGATE_INSTANCE,
    PTYGATE_TOKEN). */
@@ -58,16 +58,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 int cli_getopt_error(const char *cmd, char *const argv[], int c);
 /* Resets getopt so a fresh argument vector can be parsed. */
 void cli_getopt_reset(void);
-
-/* Parses a decimal integer in [min, max]. Returns 0 or -EINVAL. */
-int cli_parse_int(const char *s, long long min, long long max, long long *out);
-/* Parses a duration "N" or "Ns" (seconds), "Nm", "Nh" or "Nd" into
-   seconds, 0..CLI_DURATION_MAX. Returns 0 or -EINVAL. */
-int cli_parse_duration(const char *s, int64_t *out);
-/* Reads the whole file path, at most max bytes, appending to out.
-   Returns 0 or a negative errno with a one-line reason in err. */
-int cli_read_file(const char *path, size_t max, struct buf *out, char *err,
-		  size_t errlen);
 
 /* Takes one target option (c is its getopt value). Returns true when c
    was one. */

@@ -12,9 +12,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "ptg_limits.h"
 #define PTYC_EXTENSION_URI "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
 #define PTYC_INPUT_CHUNK   (48 * 1024) /* raw bytes per pty.session_input */
-#define PTYC_LABEL_MAX	   128
+#define PTYC_LABEL_MAX	   PTG_LABEL_MAX_BYTES
 
 /* What ptyc_handle reports, with the user pointer given to ptyc_new. */
 struct ptyc_callbacks {

@@ -13,6 +13,7 @@
 #include "auth_jwt.h"
 #include "cli.h"
 #include "httpc.h"
+#include "num.h"
 #include "ptg_limits.h"
 #include "sessions.h"
 
@@ -100,7 +101,7 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 {
 	json_t *env;
 	const char *eq;
-	long long v;
+	uint64_t v;
 
 	if (a->verb != SESS_CREATE)
 		return cli_usage_error(cmd, "--%s is only for 'sessions create'",
@@ -108,11 +109,12 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 	switch (c) {
 	case SESS_OPT_COLS:
 	case SESS_OPT_ROWS:
-		if (cli_parse_int(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
-			return cli_usage_error(cmd, "bad --%s '%s' (1..1024)",
-					       c == SESS_OPT_COLS ? "cols" : "rows", arg);
+		if (num_parse_u64(arg, PTG_DIM_MIN, PTG_DIM_MAX, &v) < 0)
+			return cli_usage_error(cmd, "bad --%s '%s' (1..%d)",
+					       c == SESS_OPT_COLS ? "cols" : "rows", arg,
+					       PTG_DIM_MAX);
 		json_object_set_new(a->body, c == SESS_OPT_COLS ? "cols" : "rows",
-				    json_integer(v));
+				    json_integer((json_int_t)v));
 		return CLI_OK;
 	case SESS_OPT_POLICY:
 		if (strcmp(arg, "keep_running") &&

@@ -16,6 +16,7 @@
 #include "auth_jwt.h"
 #include "cli.h"
 #include "keys.h"
+#include "num.h"
 #include "token.h"
 
 #define TOKEN_DEFAULT_TTL   3600
@@ -249,11 +250,11 @@ static int token__mint_option(int c, const char *arg, struct token_spec *spec,
 					       arg);
 		break;
 	case TOKEN_OPT_TTL:
-		if (cli_parse_duration(arg, &spec->ttl) < 0)
+		if (num_parse_duration_s(arg, CLI_DURATION_MAX, &spec->ttl) < 0)
 			return cli_usage_error(cmd, "bad --ttl '%s'", arg);
 		break;
 	case TOKEN_OPT_NBF:
-		if (cli_parse_duration(arg, &spec->nbf_in) < 0)
+		if (num_parse_duration_s(arg, CLI_DURATION_MAX, &spec->nbf_in) < 0)
 			return cli_usage_error(cmd, "bad --not-before-in '%s'", arg);
 		break;
 	}

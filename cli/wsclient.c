@@ -19,7 +19,9 @@
 #include <sodium.h>
 #include <wslay/wslay.h>
 
+#include "addr.h"
 #include "b64.h"
+#include "num.h"
 #include "timeutil.h"
 #include "tlsio.h"
 #include "wshandshake.h"
@@ -40,48 +42,18 @@ struct wsclient {
 static int wsclient__split_authority(const char *auth, size_t n, struct wsclient_addr *a,
 				     char *err, size_t errlen)
 {
-	const char *host = auth, *colon, *port = NULL;
-	size_t hlen = n;
+	uint16_t port = a->tls ? 443 : 80;
 
-	if (n == 0 || n >= sizeof(a->authority) || memchr(auth, '@', n))
-		goto out_bad;
-	if (*auth == '[') {
-		const char *rb = memchr(auth, ']', n);
-
-		if (!rb)
-			goto out_bad;
-		host = auth + 1;
-		hlen = (size_t)(rb - host);
-		if (rb + 1 < auth + n) {
-			if (rb[1] != ':')
-				goto out_bad;
-			port = rb + 2;
-		}
-	} else if ((colon = memchr(auth, ':', n)) != NULL) {
-		hlen = (size_t)(colon - auth);
-		port = colon + 1;
+	if (n == 0 || n >= sizeof(a->authority) ||
+	    addr_parse_hostport(auth, n, ADDR_PORT_OPTIONAL, a->host, sizeof(a->host),
+				&port, NULL, 0) < 0) {
+		snprintf(err, errlen, "bad host in gateway URL '%.*s'", (int)n, auth);
+		return -EINVAL;
 	}
-	if (hlen == 0 || hlen >= sizeof(a->host))
-		goto out_bad;
-	memcpy(a->host, host, hlen);
-	a->host[hlen] = '\0';
-	if (port) {
-		size_t plen = (size_t)(auth + n - port);
-
-		if (plen == 0 || plen >= sizeof(a->port) ||
-		    strspn(port, "0123456789") < plen)
-			goto out_bad;
-		memcpy(a->port, port, plen);
-		a->port[plen] = '\0';
-	} else {
-		strcpy(a->port, a->tls ? "443" : "80");
-	}
+	snprintf(a->port, sizeof(a->port), "%u", (unsigned)port);
 	memcpy(a->authority, auth, n);
 	a->authority[n] = '\0';
 	return 0;
-out_bad:
-	snprintf(err, errlen, "bad host in gateway URL '%.*s'", (int)n, auth);
-	return -EINVAL;
 }
 
 int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size_t errlen)
@@ -252,7 +224,7 @@ static int wsclient__refusal(int status, const char *head, const char *body, siz
 static bool wsclient__body_complete(const char *head, size_t have, bool eof)
 {
 	char v[32];
-	long long len;
+	uint64_t len;
 
 	if (eof || have >= WSCLIENT_BODY_MAX)
 		return true;
@@ -260,8 +232,8 @@ static bool wsclient__body_complete(const char *head, size_t have, bool eof)
 		return false; /* chunked: wait for the end of the connection */
 	if (!wsclient__header(head, "Content-Length", v, sizeof(v)))
 		return false;
-	len = strtoll(v, NULL, 10);
-	return len <= 0 || (size_t)len <= have;
+	/* No usable length: nothing to wait for. */
+	return num_parse_u64(v, 0, UINT64_MAX, &len) < 0 || len <= have;
 }
 
 int wsclient_check_response(const char *p, size_t n, bool eof, const char *accept,

@@ -21,14 +21,18 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fdio.h"
 #include "log.h"
 #include "num.h"
+#include "ptg_limits.h"
 #include "xalloc.h"
 
 #define CONFIG__PROG	 "ptygate-gateway"
 #define CONFIG__LINE_MAX 8192
 /* An instances file: GW_MAX_INSTANCES lines of up to CONFIG__LINE_MAX bytes. */
 #define CONFIG__INSTANCES_FILE_MAX ((size_t)GW_MAX_INSTANCES * CONFIG__LINE_MAX)
+/* A config file: every key a few times over, with comments. */
+#define CONFIG__FILE_MAX (1u << 20)
 
 static const char config__usage[] =
     "Usage: " CONFIG__PROG
@@ -321,58 +325,18 @@ static int config__str(const struct config__src *src, int opt, const char *s, ch
 	return 0;
 }
 
-/* An instance id appears in URL paths: 1..128 of [A-Za-z0-9._~:@-], not
+/* An instance id appears in URL paths: 1..PTG_ID_MAX of [A-Za-z0-9._~:@-], not
    "." or "..". */
 static int config__valid_id(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n < 1 || n > 128 || !strcmp(s, ".") || !strcmp(s, ".."))
+	if (n < 1 || n > PTG_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
 			return 0;
 	return 1;
-}
-
-/* "HOST:PORT" or "[V6]:PORT" into host and port. Returns 0 or -EINVAL. */
-static int config__hostport(const char *s, char *host, size_t cap, uint16_t *port)
-{
-	const char *colon, *h = s;
-	size_t hlen;
-	char *end;
-	unsigned long p;
-
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-		if (!close || close[1] != ':')
-			return -EINVAL;
-		h = s + 1;
-		hlen = (size_t)(close - h);
-		colon = close + 1;
-		if (!memchr(h, ':', hlen))
-			return -EINVAL;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return -EINVAL;
-		hlen = (size_t)(colon - s);
-		if (memchr(s, ':', hlen))
-			return -EINVAL; /* a bare IPv6 literal needs brackets */
-	}
-	if (!hlen || hlen >= cap || !colon[1] || !isdigit((unsigned char)colon[1]))
-		return -EINVAL;
-	for (size_t i = 0; i < hlen; i++)
-		if (!isgraph((unsigned char)h[i]))
-			return -EINVAL;
-	errno = 0;
-	p = strtoul(colon + 1, &end, 10);
-	if (errno || *end || p > 65535)
-		return -EINVAL;
-	memcpy(host, h, hlen);
-	host[hlen] = '\0';
-	*port = (uint16_t)p;
-	return 0;
 }
 
 static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
@@ -401,8 +365,8 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	id[eq - s] = '\0';
 	if (!config__valid_id(id)) {
 		config__err(src, "instance",
-			    "bad instance id '%s' (1 to 128 of A-Z a-z 0-9 . _ ~ : @ -)",
-			    id);
+			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
+			    id, PTG_ID_MAX);
 		return -EINVAL;
 	}
 	if (addr_parse(eq + 1, &a, err, sizeof(err)) < 0) {
@@ -487,10 +451,14 @@ static int config__static_dir(struct gw_config *c, const struct config__src *src
 static int config__listen(const struct config__src *src, int opt, const char *s,
 			  char *host, size_t cap, uint16_t *port)
 {
-	if (config__hostport(s, host, cap, port) < 0) {
-		config__err(src, config__name(opt),
-			    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s'",
-			    s);
+	char why[128];
+
+	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
+				sizeof(why)) < 0) {
+		config__err(
+		    src, config__name(opt),
+		    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s", s,
+		    why);
 		return -EINVAL;
 	}
 	return 0;
@@ -660,30 +628,90 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 	return -EINVAL;
 }
 
-static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+/* Whether line[0, n) holds a control byte other than a tab (a final CR
+   of a CRLF ending aside): one inside a token would stay in it. */
+static int config__has_control(const char *line, size_t n)
+{
+	if (n && line[n - 1] == '\r')
+		n--;
+	for (size_t i = 0; i < n; i++)
+		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
+			return 1;
+	return 0;
+}
+
+/* What a config or instances file line is given to: the line without its
+   '\n', NUL-terminated (it may be changed), and its number. On failure it
+   says why in why, or leaves why empty when it said so itself. */
+typedef int (*config__line_fn)(char *line, unsigned lineno, void *ctx, char *why,
+			       size_t whylen);
+
+/* Calls fn on each line of text[0, len) until one fails; a line too long
+   or holding a control byte is refused before fn sees it. Returns 0 or
+   -EINVAL with *lineno the line that failed. */
+static int config__lines(const char *text, size_t len, config__line_fn fn, void *ctx,
+			 unsigned *lineno, char *why, size_t whylen)
 {
 	char line[CONFIG__LINE_MAX];
-	FILE *f = fopen(path, "re");
+	size_t off = 0;
 	int rc = 0;
 
-	if (!f) {
-		fprintf(stderr, CONFIG__PROG ": --config: %s: %s\n", path,
-			strerror(errno));
+	*lineno = 0;
+	while (rc == 0 && off < len) {
+		const char *nl = memchr(text + off, '\n', len - off);
+		size_t end = nl ? (size_t)(nl - text) : len;
+
+		++*lineno;
+		why[0] = '\0';
+		if (end - off >= sizeof(line) - 1) {
+			snprintf(why, whylen, "line too long");
+			rc = -EINVAL;
+		} else if (config__has_control(text + off, end - off)) {
+			snprintf(why, whylen, "control character in line");
+			rc = -EINVAL;
+		} else {
+			memcpy(line, text + off, end - off);
+			line[end - off] = '\0';
+			rc = fn(line, *lineno, ctx, why, whylen);
+		}
+		off = end + 1;
+	}
+	return rc;
+}
+
+struct config__file_ctx {
+	struct gw_config *c;
+	struct config__src *src;
+};
+
+static int config__file_each(char *line, unsigned lineno, void *ctx, char *why,
+			     size_t whylen)
+{
+	struct config__file_ctx *f = ctx;
+
+	f->src->line = lineno;
+	return config__file_line(f->c, f->src, line); /* it says why itself */
+}
+
+static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+{
+	struct config__file_ctx ctx = {c, src};
+	struct buf text = BUF_INIT;
+	char err[512], why[300];
+	unsigned lineno;
+	int rc;
+
+	rc = fd_read_file(path, FDIO_REGULAR, CONFIG__FILE_MAX, &text, err, sizeof(err));
+	if (rc < 0) {
+		fprintf(stderr, CONFIG__PROG ": --config: %s\n", err);
 		return -EINVAL;
 	}
 	src->file = path;
-	src->line = 0;
-	while (rc == 0 && fgets(line, sizeof(line), f)) {
-		src->line++;
-		if (!strchr(line, '\n') && !feof(f)) {
-			fprintf(stderr, CONFIG__PROG ": %s:%u: line too long\n", path,
-				src->line);
-			rc = -EINVAL;
-			break;
-		}
-		rc = config__file_line(c, src, line);
-	}
-	fclose(f);
+	rc = config__lines((const char *)buf_head(&text), buf_size(&text),
+			   config__file_each, &ctx, &lineno, why, sizeof(why));
+	if (rc < 0 && why[0])
+		fprintf(stderr, CONFIG__PROG ": %s:%u: %s\n", path, lineno, why);
+	buf_free(&text);
 	src->n_file_instances = c->n_instances;
 	src->file = NULL;
 	return rc;
@@ -739,46 +767,31 @@ static int config__instances_entry(char *line, struct gw_instance_cfg *out, size
 	return rc;
 }
 
-/* Whether line[0, n) holds a control byte other than a tab (a final CR
-   of a CRLF ending aside): one inside a token would stay in it. */
-static int config__has_control(const char *line, size_t n)
+struct config__instances_ctx {
+	struct gw_instance_cfg *out;
+	size_t max, *n;
+};
+
+static int config__instances_each(char *line, unsigned lineno, void *ctx, char *why,
+				  size_t whylen)
 {
-	if (n && line[n - 1] == '\r')
-		n--;
-	for (size_t i = 0; i < n; i++)
-		if (((unsigned char)line[i] < 0x20 && line[i] != '\t') || line[i] == 0x7f)
-			return 1;
-	return 0;
+	struct config__instances_ctx *in = ctx;
+
+	return config__instances_entry(line, in->out, in->max, in->n, why, whylen);
 }
 
 int gw_config_parse_instances(const char *text, size_t len, const char *name,
 			      struct gw_instance_cfg *out, size_t max, size_t *n,
 			      char *err, size_t errlen)
 {
-	char line[CONFIG__LINE_MAX], why[300];
-	unsigned lineno = 0;
-	size_t off = 0;
-	int rc = 0;
+	struct config__instances_ctx ctx = {out, max, n};
+	char why[300];
+	unsigned lineno;
+	int rc;
 
 	*n = 0;
-	while (rc == 0 && off < len) {
-		const char *nl = memchr(text + off, '\n', len - off);
-		size_t end = nl ? (size_t)(nl - text) : len;
-
-		lineno++;
-		if (end - off >= sizeof(line) - 1) {
-			snprintf(why, sizeof(why), "line too long");
-			rc = -EINVAL;
-		} else if (config__has_control(text + off, end - off)) {
-			snprintf(why, sizeof(why), "control character in line");
-			rc = -EINVAL;
-		} else {
-			memcpy(line, text + off, end - off);
-			line[end - off] = '\0';
-			rc = config__instances_entry(line, out, max, n, why, sizeof(why));
-		}
-		off = end + 1;
-	}
+	rc = config__lines(text, len, config__instances_each, &ctx, &lineno, why,
+			   sizeof(why));
 	if (rc < 0) {
 		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
 		*n = 0;
@@ -786,55 +799,20 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 	return rc;
 }
 
-/* The whole file into a heap buffer, refusing one larger than
-   CONFIG__INSTANCES_FILE_MAX bytes. */
-static int config__slurp(const char *path, char **text, size_t *len, char *err,
-			 size_t errlen)
-{
-	const size_t limit = CONFIG__INSTANCES_FILE_MAX;
-	FILE *f = fopen(path, "re");
-	size_t cap = 65536, n = 0;
-	char *buf;
-	int rc = 0;
-
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -EINVAL;
-	}
-	buf = xmalloc(cap);
-	while ((n += fread(buf + n, 1, cap - n, f)) == cap && n <= limit) {
-		cap = cap * 2 > limit + 1 ? limit + 1 : cap * 2;
-		buf = xrealloc(buf, cap);
-	}
-	if (ferror(f)) {
-		snprintf(err, errlen, "%s: read error", path);
-		rc = -EINVAL;
-	} else if (n > limit) {
-		snprintf(err, errlen, "%s: larger than %zu bytes", path, limit);
-		rc = -EINVAL;
-	}
-	fclose(f);
-	if (rc < 0) {
-		free(buf);
-		return rc;
-	}
-	*text = buf;
-	*len = n;
-	return 0;
-}
-
 int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
 			     size_t *n, char *err, size_t errlen)
 {
-	char *text;
-	size_t len;
+	struct buf text = BUF_INIT;
 	int rc;
 
 	*n = 0;
-	if (config__slurp(path, &text, &len, err, errlen) < 0)
+	/* FDIO_REGULAR: a FIFO would stall the reload (SIGHUP) for ever. */
+	if (fd_read_file(path, FDIO_REGULAR, CONFIG__INSTANCES_FILE_MAX, &text, err,
+			 errlen) < 0)
 		return -EINVAL;
-	rc = gw_config_parse_instances(text, len, path, out, max, n, err, errlen);
-	free(text);
+	rc = gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text),
+				       path, out, max, n, err, errlen);
+	buf_free(&text);
 	return rc;
 }
 

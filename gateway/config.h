@@ -9,6 +9,7 @@
 
 #include "addr.h"
 #include "peers.h"
+#include "ptg_limits.h"
 #include "wshandshake.h"
 
 #define GW_MAX_INSTANCES 1024
@@ -16,7 +17,7 @@
 #define GW_MAX_ORIGINS 64
 
 struct gw_instance_cfg {
-	char id[129];
+	char id[PTG_ID_MAX + 1];
 	struct addr addr;
 };
 

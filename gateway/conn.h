@@ -19,8 +19,8 @@ struct MHD_UpgradeResponseHandle;
    it starts, and the connection set takes it away from the connection
    before an instance's link is freed. */
 struct attach_ctx {
-	char instance_id[129];
-	char session_id[129];
+	char instance_id[PTG_ID_MAX + 1];
+	char session_id[PTG_ID_MAX + 1];
 	struct jwt_claims claims;   /* the verified token */
 	uint64_t current_sequence;  /* for binding_hello */
 };

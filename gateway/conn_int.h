@@ -47,7 +47,7 @@ struct conn {
 	int spoke;                     /* the first client frame has arrived */
 	int pty_extension;             /* activated by the first frame */
 	json_t *service_params;
-	char trace_id[129];
+	char trace_id[PTG_TASK_ID_MAX + 1];
 
 	uint64_t attach_id;            /* set at the join; 0 when there is none */
 	uint64_t pending_request;      /* Attach or Detach awaiting its reply */

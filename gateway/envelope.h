@@ -15,18 +15,19 @@
 
 #include "buf.h"
 #include "link.pb-c.h"
+#include "ptg_limits.h"
 
 #define ENVELOPE_PTY_EXTENSION                                                           \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
 
-#define ENVELOPE_ID_MAX_CHARS	    128 /* code points, SPEC 2 */
-#define ENVELOPE_ID_MAX_BYTES	    512 /* 128 code points of up to 4 bytes */
+#define ENVELOPE_ID_MAX_CHARS	    PTG_MSG_ID_MAX_CHARS /* code points, SPEC 2 */
+#define ENVELOPE_ID_MAX_BYTES	    PTG_UTF8_MAX_BYTES(PTG_MSG_ID_MAX_CHARS)
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
 #define ENVELOPE_EXTENSIONS_MAX	    16
-#define ENVELOPE_DIM_MAX	    1024
-#define ENVELOPE_LABEL_MAX_CHARS    128
-#define ENVELOPE_INPUT_MAX	    (64u * 1024) /* decoded bytes */
+#define ENVELOPE_DIM_MAX	    PTG_DIM_MAX
+#define ENVELOPE_LABEL_MAX_CHARS    PTG_LABEL_MAX_CHARS
+#define ENVELOPE_INPUT_MAX	    PTG_INPUT_MAX /* decoded bytes */
 
 /* Every op a client may send; ENVELOPE_OP_UNKNOWN for anything else
    (the caller answers UNSUPPORTED_OPERATION). */
@@ -74,7 +75,7 @@ struct envelope_join {
 	Ptg__Role role;
 	uint32_t cols; /* 0 with rows 0: not given */
 	uint32_t rows;
-	char label[ENVELOPE_LABEL_MAX_CHARS * 4 + 1]; /* "" when not given */
+	char label[PTG_LABEL_MAX_BYTES + 1]; /* "" when not given */
 };
 
 struct envelope_resize {

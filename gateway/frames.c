@@ -11,16 +11,17 @@
 #include <string.h>
 
 #include "frames.h"
+#include "ptg_limits.h"
 #include "b64.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "uuid.h"
 
 #define FRAMES__NO_LIMIT   SIZE_MAX
-#define FRAMES__ID_MAX	   128	/* ClientRef.client_id maxLength */
-#define FRAMES__LABEL_MAX  128	/* ClientRef.label */
-#define FRAMES__REASON_MAX 256	/* RoleAssigned.reason */
-#define FRAMES__DETAIL_MAX 1024 /* Closed.detail, Error.message */
+#define FRAMES__ID_MAX	   PTG_CLIENT_ID_MAX_CHARS
+#define FRAMES__LABEL_MAX  PTG_LABEL_MAX_CHARS
+#define FRAMES__REASON_MAX PTG_REASON_MAX_CHARS
+#define FRAMES__DETAIL_MAX PTG_DETAIL_MAX_CHARS
 
 static const struct frames_error_row frames__errors[FRAMES_CODE_COUNT] = {
     [FRAMES_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "TaskNotFound", -32001, 0, false},

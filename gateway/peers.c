@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "num.h"
 #include "xalloc.h"
 
 #define PEERS__BUCKETS 4096 /* power of two; chains stay short at --max-conns */
@@ -86,22 +87,17 @@ int peer_cidr_parse(const char *s, struct peer_cidr *out)
 {
 	const char *slash = strchr(s, '/');
 	size_t n = slash ? (size_t)(slash - s) : strlen(s);
-	unsigned long bits;
-	char *end;
+	uint64_t bits;
 	unsigned max;
 
 	if (peer_addr_parse(s, n, &out->net) < 0 || (n && s[0] == '['))
 		return -EINVAL;
 	max = peers__is_v4(&out->net) && !strchr(s, ':') ? 32 : 128;
 	bits = max;
-	if (slash) {
-		if (slash[1] < '0' || slash[1] > '9')
-			return -EINVAL;
-		errno = 0;
-		bits = strtoul(slash + 1, &end, 10);
-		if (errno || *end || bits > max || end - (slash + 1) > 3)
-			return -EINVAL;
-	}
+	/* At most 3 digits: "/0032" is no way to write a prefix length. */
+	if (slash &&
+	    (strlen(slash + 1) > 3 || num_parse_u64(slash + 1, 0, max, &bits) < 0))
+		return -EINVAL;
 	out->bits = (unsigned)bits + (max == 32 ? 96 : 0);
 	peers__mask(&out->net, out->bits);
 	return 0;

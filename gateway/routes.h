@@ -17,12 +17,13 @@
 #include "conn.h"
 #include "http.h"
 #include "link.pb-c.h"
+#include "ptg_limits.h"
 #include "wshandshake.h"
 
 #define ROUTES_BODY_MAX	 (64 * 1024) /* request body cap */
-#define ROUTES_ID_MAX	 128	     /* instance and session ids in paths */
+#define ROUTES_ID_MAX	 PTG_ID_MAX  /* instance and session ids in paths */
 #define ROUTES_FILE_MAX	 255	     /* a static file's path */
-#define ROUTES_LABEL_MAX 128	     /* code points */
+#define ROUTES_LABEL_MAX PTG_LABEL_MAX_CHARS
 
 #define ROUTES_EXTENSION_URI                                                             \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
@@ -46,7 +47,7 @@ struct route_match {
 };
 
 /* Parses the path of a raw request target (percent-encoded; anything
-   from '?' on is ignored). Ids are 1..128 of [A-Za-z0-9._~:@-] after
+   from '?' on is ignored). Ids are 1..ROUTES_ID_MAX of [A-Za-z0-9._~:@-] after
    decoding. Paths that match no API route become ROUTE_STATIC when
    with_static is set. Returns 0; -ENOENT when nothing matches (404);
    -EINVAL for a malformed path (bad escape, %00, a "." or ".." segment,

@@ -122,7 +122,8 @@ static int routes__size(json_t *v, const char *name, uint32_t *out, char *err,
 	json_int_t x = json_integer_value(v);
 
 	if (!json_is_integer(v) || x < PTG_DIM_MIN || x > PTG_DIM_MAX) {
-		snprintf(err, errlen, "%s: expected an integer from 1 to 1024", name);
+		snprintf(err, errlen,
+			 "%s: expected an integer from 1 to " PTG_STR(PTG_DIM_MAX), name);
 		return -EINVAL;
 	}
 	*out = (uint32_t)x;

@@ -144,14 +144,14 @@ static void on_reply(const Ptg__Reply *r, void *user)
 }
 
 /* The connection's idempotency_key service parameter, "" when none;
-   NULL when it is not a string of at most 128 bytes. */
+   NULL when it is not a string of at most PTG_TASK_ID_MAX bytes. */
 static const char *idempotency_key(const struct conn *c)
 {
 	json_t *k = json_object_get(c->service_params, "idempotency_key");
 
 	if (!k)
 		return "";
-	if (!json_is_string(k) || json_string_length(k) > 128)
+	if (!json_is_string(k) || json_string_length(k) > PTG_TASK_ID_MAX)
 		return NULL;
 	return json_string_value(k);
 }
@@ -169,9 +169,10 @@ static int check_request(struct conn *c, const struct envelope *env, const char 
 	}
 	*idem = idempotency_key(c);
 	if (!*idem) {
-		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
-				"service_parameters.idempotency_key must be a string of at "
-				"most 128 bytes");
+		conn_send_error(
+		    c, FRAMES_INVALID_REQUEST, env->id,
+		    "service_parameters.idempotency_key must be a string of at "
+		    "most " PTG_STR(PTG_TASK_ID_MAX) " bytes");
 		return -1;
 	}
 	if (c->tasks && c->tasks->n_pending >= MAX_IN_FLIGHT) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fdio.h"
 #include "xalloc.h"
 
 #define TLS__FILE_MAX (1 << 20) /* a PEM chain or key bigger than this is a mistake */
@@ -47,24 +48,11 @@ fail:
 /* The whole file as a NUL-terminated string. */
 static char *tls__slurp(const char *path, char *err, size_t errlen)
 {
-	FILE *f = fopen(path, "re");
-	char *s = NULL;
-	size_t n;
+	struct buf b = BUF_INIT;
 
-	if (!f) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+	if (fd_read_file(path, FDIO_REGULAR, TLS__FILE_MAX, &b, err, errlen) < 0)
 		return NULL;
-	}
-	s = xmalloc(TLS__FILE_MAX + 1);
-	n = fread(s, 1, TLS__FILE_MAX + 1, f);
-	fclose(f);
-	if (n > TLS__FILE_MAX) {
-		snprintf(err, errlen, "%s: bigger than %d bytes", path, TLS__FILE_MAX);
-		free(s);
-		return NULL;
-	}
-	s[n] = '\0';
-	return s;
+	return (char *)buf_steal(&b, NULL);
 }
 
 int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_file,

@@ -36,14 +36,14 @@ struct pending {
 
 struct binding {
 	uint64_t attach_id;
-	char session_id[129];
+	char session_id[PTG_ID_MAX + 1];
 	const struct upstream_sink *sink;
 	void *user;
 };
 
 struct upstream {
 	struct gateway *gw;
-	char id[129];
+	char id[PTG_ID_MAX + 1];
 	char name[160];
 	struct addr addr;
 	int connect_fd;

@@ -17,6 +17,7 @@
 #include <linux/vm_sockets.h>
 
 #include "addr.h"
+#include "num.h"
 
 #ifndef VMADDR_CID_LOCAL
 #define VMADDR_CID_LOCAL 1
@@ -36,25 +37,6 @@ addr__err(char *err, unsigned errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Parses a decimal number of 1..10 digits, no sign, into *out <= max. */
-static int addr__number(const char *s, uint32_t max, uint32_t *out)
-{
-	unsigned long long v = 0;
-	size_t i, n = strlen(s);
-
-	if (n == 0 || n > 10)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -EINVAL;
-		v = v * 10 + (unsigned)(s[i] - '0');
-	}
-	if (v > max)
-		return -EINVAL;
-	*out = (uint32_t)v;
-	return 0;
-}
-
 static int addr__parse_unix(const char *path, struct addr *a, char *err, unsigned errlen)
 {
 	size_t n = strlen(path);
@@ -71,49 +53,95 @@ static int addr__parse_unix(const char *path, struct addr *a, char *err, unsigne
 	return 0;
 }
 
-/* Splits "HOST:PORT" / "[V6]:PORT" at the port's colon. */
+/* Whether s[0, n) may be a host: visible ASCII without the bytes that
+   would make the text ambiguous once written back ('[' and ']' of the
+   brackets, '@' of a URL's user part). */
+static int addr__host_ok(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c <= ' ' || c >= 0x7f || c == '[' || c == ']' || c == '@')
+			return 0;
+	}
+	return n > 0;
+}
+
+/* Splits s[0, n) into the host (brackets removed) and the port's text
+   after its colon (NULL when there is no port). */
+static int addr__split_hostport(const char *s, size_t n, const char **host, size_t *hlen,
+				const char **port, const char **why)
+{
+	const char *colon;
+
+	*port = NULL;
+	if (n && s[0] == '[') {
+		const char *close = memchr(s, ']', n);
+
+		*host = s + 1;
+		*hlen = close ? (size_t)(close - *host) : 0;
+		if (!close || !memchr(*host, ':', *hlen) ||
+		    (close + 1 < s + n && close[1] != ':')) {
+			*why = "expected [IPV6]:PORT";
+			return -EINVAL;
+		}
+		if (close + 1 < s + n)
+			*port = close + 2;
+		return 0;
+	}
+	*host = s;
+	colon = memchr(s, ':', n);
+	*hlen = colon ? (size_t)(colon - s) : n;
+	if (colon && memchr(colon + 1, ':', (size_t)(s + n - colon - 1))) {
+		*why = "expected HOST:PORT (IPv6 in brackets)";
+		return -EINVAL;
+	}
+	if (colon)
+		*port = colon + 1;
+	return 0;
+}
+
+int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, size_t cap,
+			uint16_t *port, char *err, unsigned errlen)
+{
+	const char *h, *p, *why = NULL;
+	size_t hlen;
+	uint64_t v = *port;
+
+	if (addr__split_hostport(s, n, &h, &hlen, &p, &why) < 0)
+		goto out_bad;
+	if (!addr__host_ok(h, hlen) || hlen >= cap) {
+		why = "bad host";
+		goto out_bad;
+	}
+	if (!p && !(flags & ADDR_PORT_OPTIONAL)) {
+		why = "expected HOST:PORT";
+		goto out_bad;
+	}
+	if (p && num_parse_u64_n(p, (size_t)(s + n - p), flags & ADDR_PORT_ZERO ? 0 : 1,
+				 65535, &v) < 0) {
+		why = flags & ADDR_PORT_ZERO ? "port must be 0..65535"
+					     : "port must be 1..65535";
+		goto out_bad;
+	}
+	memcpy(host, h, hlen);
+	host[hlen] = '\0';
+	*port = (uint16_t)v;
+	return 0;
+out_bad:
+	addr__err(err, errlen, "%s", why);
+	return -EINVAL;
+}
+
 static int addr__parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
 {
-	const char *colon, *host = s;
-	size_t hlen;
-	uint32_t port;
+	char why[128];
 
-	if (s[0] == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close || close[1] != ':') {
-			addr__err(err, errlen, "tcp address: expected [IPV6]:PORT");
-			return -EINVAL;
-		}
-		host = s + 1;
-		hlen = (size_t)(close - host);
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon || memchr(s, ':', (size_t)(colon - s))) {
-			addr__err(err, errlen,
-				  "tcp address: expected HOST:PORT (IPv6 in brackets)");
-			return -EINVAL;
-		}
-		hlen = (size_t)(colon - s);
-	}
-	if (hlen == 0 || hlen >= sizeof(a->host)) {
-		addr__err(err, errlen, "tcp address: bad host length");
+	if (addr_parse_hostport(s, strlen(s), 0, a->host, sizeof(a->host), &a->port, why,
+				sizeof(why)) < 0) {
+		addr__err(err, errlen, "tcp address: %s", why);
 		return -EINVAL;
 	}
-	/* Visible ASCII and no brackets, so addr_format's text parses back. */
-	for (size_t i = 0; i < hlen; i++)
-		if (host[i] <= ' ' || host[i] >= 0x7f || host[i] == '[' || host[i] == ']') {
-			addr__err(err, errlen, "tcp address: bad character in host");
-			return -EINVAL;
-		}
-	if (addr__number(colon + 1, 65535, &port) < 0 || port == 0) {
-		addr__err(err, errlen, "tcp address: port must be 1..65535");
-		return -EINVAL;
-	}
-	memcpy(a->host, host, hlen);
-	a->host[hlen] = '\0';
-	a->port = (uint16_t)port;
 	return 0;
 }
 
@@ -129,6 +157,7 @@ static const struct {
 static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
 {
 	char tmp[16];
+	uint64_t v;
 	size_t i;
 
 	if (n == 0 || n >= sizeof(tmp))
@@ -141,12 +170,16 @@ static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
 			return 0;
 		}
 	}
-	return addr__number(tmp, UINT32_MAX, cid);
+	if (num_parse_u64(tmp, 0, UINT32_MAX, &v) < 0)
+		return -EINVAL;
+	*cid = (uint32_t)v;
+	return 0;
 }
 
 static int addr__parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen)
 {
 	const char *colon = strchr(s, ':');
+	uint64_t port;
 
 	if (!colon || addr__parse_cid(s, (size_t)(colon - s), &a->cid) < 0) {
 		addr__err(
@@ -154,10 +187,11 @@ static int addr__parse_vsock(const char *s, struct addr *a, char *err, unsigned 
 		    "vsock address: expected CID:PORT, CID a number or ANY, HOST, LOCAL");
 		return -EINVAL;
 	}
-	if (addr__number(colon + 1, UINT32_MAX, &a->vport) < 0) {
+	if (num_parse_u64(colon + 1, 0, UINT32_MAX, &port) < 0) {
 		addr__err(err, errlen, "vsock address: port must be a number");
 		return -EINVAL;
 	}
+	a->vport = (uint32_t)port;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #ifndef PTG_ADDR_H
 #define PTG_ADDR_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 enum addr_kind { ADDR_UNIX, ADDR_TCP, ADDR_VSOCK };
@@ -20,6 +21,19 @@ struct addr {
 
 /* Parses s; on failure returns -EINVAL and writes a reason to err. */
 int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen);
+/* Flags of addr_parse_hostport. */
+#define ADDR_PORT_OPTIONAL 1 /* HOST or [IPV6] alone: *port is left as it is */
+#define ADDR_PORT_ZERO	   2 /* port 0 too (a listener's "any free port") */
+
+/* The one parser of HOST:PORT and [IPV6]:PORT, for link addresses,
+   listen flags and URL authorities alike: parses the n bytes at s.
+   HOST is 1 to cap - 1 bytes of visible ASCII without '[', ']' or '@';
+   one with a ':' must be in brackets, and only one with a ':' may be.
+   PORT is 1..65535 in digits only (0 too with ADDR_PORT_ZERO). Returns 0
+   with host (brackets removed) and *port set, or -EINVAL with a reason
+   in err and neither written. */
+int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, size_t cap,
+			uint16_t *port, char *err, unsigned errlen);
 /* Formats back to the text form. */
 void addr_format(const struct addr *a, char *out, unsigned outlen);
 

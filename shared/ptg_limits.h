@@ -1,22 +1,55 @@
-/* ptg_limits: the protocol's own numbers (SPEC 1, 5, 7), named once for
-   the gateway, the sidecar and the CLI alike, so a bound or a close code
-   cannot drift between the places that check or send it. */
+/* ptg_limits: the protocol's own numbers (SPEC 2, 5, 7, 9 and the frame
+   schemas' maxLength), named once for the gateway, the sidecar and the
+   CLI alike, so a bound or a close code cannot drift between the places
+   that check or send it. A module may alias one under its own prefix, but
+   never restate the number. */
 #ifndef PTG_LIMITS_H
 #define PTG_LIMITS_H
 
 /* A terminal's columns and rows (create, join, resize; SPEC 5.1). */
 #define PTG_DIM_MIN 1
 #define PTG_DIM_MAX 1024
-#define PTG_DIM_OK(cols, rows)                                               \
-	((cols) >= PTG_DIM_MIN && (cols) <= PTG_DIM_MAX && (rows) >= PTG_DIM_MIN && \
+#define PTG_DIM_OK(cols, rows)                                                           \
+	((cols) >= PTG_DIM_MIN && (cols) <= PTG_DIM_MAX && (rows) >= PTG_DIM_MIN &&      \
 	 (rows) <= PTG_DIM_MAX)
+
+/* The text form of a number macro, for messages that state a bound:
+   "1 to " PTG_STR(PTG_DIM_MAX) is "1 to 1024". */
+#define PTG_STR_(x) #x
+#define PTG_STR(x)  PTG_STR_(x)
+
+/* Ids, in bytes, without the NUL: an instance id and a session id (in
+   REST paths, tokens and on the link; SPEC 9), and what a task is named
+   by (a task id, messageId, idempotency_key; SPEC 6). */
+#define PTG_ID_MAX	128
+#define PTG_TASK_ID_MAX 128
+
+/* Client-chosen texts, in characters (code points): an envelope id
+   (SPEC 2), client_label and ClientRef.label (SPEC 5.1), a session's
+   label (SPEC 9), ClientRef.client_id. The schemas' maxLength. */
+#define PTG_MSG_ID_MAX_CHARS	128
+#define PTG_LABEL_MAX_CHARS	128
+#define PTG_CLIENT_ID_MAX_CHARS 128
+/* Server texts (characters): RoleAssigned.reason, and Closed.detail and
+   Error.message. */
+#define PTG_REASON_MAX_CHARS 256
+#define PTG_DETAIL_MAX_CHARS 1024
+
+/* The bytes so many characters may take in UTF-8 (up to 4 each): what a
+   daemon that stores or checks bytes must leave room for, so that it
+   never refuses or cuts what the character bound allows. */
+#define PTG_UTF8_MAX_BYTES(chars) ((chars)*4)
+#define PTG_LABEL_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_LABEL_MAX_CHARS)
+
+/* pty.session_input: decoded bytes of one message (SPEC 5.1). */
+#define PTG_INPUT_MAX (64u * 1024)
 
 /* The pty-ws/v1 close codes of SPEC 7 (after binding_goodbye where SPEC
    says so). */
 #define PTG_CLOSE_VIOLATIONS 4400 /* too many protocol violations */
 #define PTG_CLOSE_REVOKED    4401 /* the token expired during the connection */
 #define PTG_CLOSE_FORBIDDEN  4403 /* not allowed */
-#define PTG_CLOSE_GONE       4404 /* the session (or its instance) is gone */
+#define PTG_CLOSE_GONE	     4404 /* the session (or its instance) is gone */
 #define PTG_CLOSE_LIMITED    4429 /* session full, or a client over its queue */
 
 #endif

@@ -127,16 +127,20 @@ static int parse_u32(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 
 static int parse_size(const char *s, struct sidecar_config *c)
 {
-	unsigned cols, rows;
-	char extra;
+	const char *x = strchr(s, 'x');
+	uint64_t cols, rows;
 
-	if (sscanf(s, "%ux%u%c", &cols, &rows, &extra) != 2 || !PTG_DIM_OK(cols, rows)) {
-		fprintf(stderr, "ptygate-sidecar: --default-size: expected COLSxROWS "
-				"within 1..1024, got '%s'\n", s);
+	if (!x ||
+	    num_parse_u64_n(s, (size_t)(x - s), PTG_DIM_MIN, PTG_DIM_MAX, &cols) < 0 ||
+	    num_parse_u64(x + 1, PTG_DIM_MIN, PTG_DIM_MAX, &rows) < 0) {
+		fprintf(stderr,
+			"ptygate-sidecar: --default-size: expected COLSxROWS "
+			"within 1.." PTG_STR(PTG_DIM_MAX) ", got '%s'\n",
+			s);
 		return -EINVAL;
 	}
-	c->default_cols = cols;
-	c->default_rows = rows;
+	c->default_cols = (unsigned)cols;
+	c->default_rows = (unsigned)rows;
 	return 0;
 }
 

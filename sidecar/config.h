@@ -7,12 +7,13 @@
 
 #include "addr.h"
 #include "framelog.h"
+#include "ptg_limits.h"
 #include "seal.h"
 
 struct sidecar_config {
 	struct addr listen;
 	int allow_public;          /* tcp listen beyond loopback */
-	char instance_id[129];
+	char instance_id[PTG_ID_MAX + 1];
 	char state_dir[4096];      /* "" when not persisting */
 	uint32_t replay_frames;    /* SPEC 3: replay_buffer_frames */
 	uint32_t replay_seconds;   /* replay_buffer_retention_seconds */

@@ -119,7 +119,7 @@ static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attac
 		why = "role must be controller or observer";
 	else if ((a->cols || a->rows) &&
 		 !PTG_DIM_OK(a->cols, a->rows))
-		why = "cols and rows must be 1 to 1024";
+		why = "cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX);
 	else if (!a->attach_id || members_find(s->members, lc, a->attach_id))
 		why = "attach id missing or already in use";
 	else if (!has_scope(a, PTG__SCOPE__SCOPE_PTY_OBSERVE) &&

@@ -7,10 +7,11 @@
 
 #include <stdint.h>
 
+#include "ptg_limits.h"
 /* Values match the link protocol's Role. */
 enum member_role { MEMBER_CONTROLLER = 1, MEMBER_OBSERVER = 2 };
 
-#define MEMBER_LABEL_MAX 128 /* bytes, SPEC 5.1 client_label */
+#define MEMBER_LABEL_MAX PTG_LABEL_MAX_BYTES /* SPEC 5.1 client_label, in bytes */
 
 /* Callers read the fields; prev/next are private to members.c. */
 struct member {

@@ -51,24 +51,11 @@ int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen)
 
 int recstore_open(const char *dir)
 {
-	char path[PATH_CAP];
-	size_t n = strlen(dir);
+	int rc = fs_mkdir_p(dir, 0700);
 
-	if (n == 0 || n >= sizeof(path))
-		return -ENAMETOOLONG;
-	memcpy(path, dir, n + 1);
-	/* mkdir -p: each prefix in turn. */
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return access(path, W_OK | X_OK) < 0 ? -errno : 0;
+	if (rc < 0)
+		return rc;
+	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
 }
 
 static int valid_name(const char *name)

@@ -171,8 +171,8 @@ static const char *check_create(const Ptg__CreateSession *c)
 			return "bad environment variable (empty name, '=' in name, or too long)";
 	}
 	if ((c->cols || c->rows) && !PTG_DIM_OK(c->cols, c->rows))
-		return "cols and rows must be 1 to 1024";
-	if (strlen(c->cwd) > 4096 || strlen(c->label) > 128)
+		return "cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX);
+	if (strlen(c->cwd) > 4096 || strlen(c->label) > PTG_LABEL_MAX_BYTES)
 		return "cwd or label too long";
 	return NULL;
 }

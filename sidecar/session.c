@@ -539,7 +539,7 @@ void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *r
 	if (!PTG_DIM_OK(rz->cols, rz->rows)) {
 		wire_send_error(lc, 0, rz->attach_id, rz->client_op_id,
 				PTG__ERROR_CODE__INVALID_REQUEST,
-				"cols and rows must be 1 to 1024");
+				"cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX));
 		return;
 	}
 	rc = s->exited ? -EIO : session_apply_size(s, rz->cols, rz->rows);

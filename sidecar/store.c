@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "log.h"
+#include "num.h"
 #include "ptg_limits.h"
 #include "recstore.h"
 #include "xalloc.h"
@@ -27,32 +29,23 @@
 
 int store_open(const char *dir)
 {
-	char path[4096];
 	struct stat st;
+	int rc = fs_mkdir_p(dir, 0700);
 
-	snprintf(path, sizeof(path), "%s", dir);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
-			continue;
-		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
-			return -errno;
-		*p = '/';
-	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
+	if (rc < 0)
+		return rc;
 	/* Records hold screens (whatever a program printed): the directory is
 	   ours alone, even when it existed before with looser modes, and
 	   another user's directory is refused. */
-	if (stat(path, &st) < 0)
+	if (stat(dir, &st) < 0)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
 	if (st.st_uid != geteuid())
 		return -EPERM;
-	if ((st.st_mode & 07777) != 0700 && chmod(path, 0700) < 0)
+	if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) < 0)
 		return -errno;
-	return access(path, W_OK) < 0 ? -errno : 0;
+	return access(dir, W_OK) < 0 ? -errno : 0;
 }
 
 /* Replaces dir/name with p sealed, without fsync: a screen is a view,
@@ -134,19 +127,60 @@ int store_write_screen(const char *dir, const char *id, uint64_t seq,
 	return rc;
 }
 
+/* Reads the n space-separated decimals at v[0, len) into out, each
+   within [lo, hi], in the num grammar; nothing else may be there. */
+static int get_nums(const char *v, size_t len, size_t n, int64_t lo, int64_t hi,
+		    int64_t *out)
+{
+	const char *end = v + len;
+
+	for (size_t i = 0; i < n; i++) {
+		const char *sp = i + 1 < n ? memchr(v, ' ', (size_t)(end - v)) : end;
+
+		if (!sp || num_parse_i64_n(v, (size_t)(sp - v), lo, hi, &out[i]) < 0)
+			return -EINVAL;
+		v = sp + 1;
+	}
+	return 0;
+}
+
+static int get_int(const char *v, int *out)
+{
+	int64_t x;
+
+	if (get_nums(v, strlen(v), 1, INT_MIN, INT_MAX, &x) < 0)
+		return -EINVAL;
+	*out = (int)x;
+	return 0;
+}
+
+static int get_size(const char *v, size_t len, unsigned *cols, unsigned *rows)
+{
+	int64_t d[2];
+
+	if (get_nums(v, len, 2, PTG_DIM_MIN, PTG_DIM_MAX, d) < 0)
+		return -EINVAL;
+	*cols = (unsigned)d[0];
+	*rows = (unsigned)d[1];
+	return 0;
+}
+
 /* Splits a screen file into its sequence and snapshot. */
 static void parse_screen(struct store_record *r)
 {
 	size_t m = strlen(SCREEN_MAGIC);
-	uint8_t *nl;
+	uint8_t *nl, *sp;
 	size_t skip;
 
 	if (r->screen_len < m || memcmp(r->screen, SCREEN_MAGIC, m))
 		return;
 	nl = memchr(r->screen + m, '\n', r->screen_len - m);
-	if (!nl || sscanf((char *)r->screen + m, "%" SCNu64 " %u %u", &r->screen_seq,
-			  &r->screen_cols, &r->screen_rows) != 3 ||
-	    !PTG_DIM_OK(r->screen_cols, r->screen_rows)) {
+	sp = nl ? memchr(r->screen + m, ' ', (size_t)(nl - r->screen) - m) : NULL;
+	if (!sp ||
+	    num_parse_u64_n((char *)r->screen + m, (size_t)(sp - r->screen) - m, 0,
+			    UINT64_MAX, &r->screen_seq) < 0 ||
+	    get_size((char *)sp + 1, (size_t)(nl - sp - 1), &r->screen_cols,
+		     &r->screen_rows) < 0) {
 		r->screen_seq = r->screen_cols = r->screen_rows = 0;
 		return;
 	}
@@ -159,15 +193,19 @@ static void parse_screen(struct store_record *r)
    Returns 0, or -EINVAL for a bad escape or an overlong value. */
 static int get_str(const char *v, char *dst, size_t cap)
 {
+	static const char hex[] = "0123456789abcdef";
 	size_t n = 0;
-	unsigned x;
 
 	for (; *v && *v != '\n'; v++) {
 		char c = *v;
 		if (c == '%') {
-			if (sscanf(v + 1, "%2x", &x) != 1)
+			/* put_str writes two lower-case hex digits, nothing else */
+			const char *hi = v[1] ? strchr(hex, v[1]) : NULL;
+			const char *lo = hi && v[2] ? strchr(hex, v[2]) : NULL;
+
+			if (!lo)
 				return -EINVAL;
-			c = (char)x;
+			c = (char)((hi - hex) << 4 | (lo - hex));
 			v += 2;
 		}
 		if (n + 1 >= cap)
@@ -182,6 +220,7 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 {
 	char key[16], val[4200];
 	const char *v = strchr(line, ' ');
+	int64_t d[2];
 
 	if (!v || (size_t)(v - line) >= sizeof(key))
 		return -EINVAL;
@@ -189,24 +228,28 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	key[v - line] = 0;
 	v++;
 	if (!strcmp(key, "sequence"))
-		return sscanf(v, "%" SCNu64, &r->sequence) == 1 ? 0 : -EINVAL;
+		return num_parse_u64(v, 0, UINT64_MAX, &r->sequence);
 	if (!strcmp(key, "reserved"))
-		return sscanf(v, "%" SCNu64, &r->reserved) == 1 ? 0 : -EINVAL;
+		return num_parse_u64(v, 0, UINT64_MAX, &r->reserved);
 	if (!strcmp(key, "running"))
-		return sscanf(v, "%d", &r->running) == 1 ? 0 : -EINVAL;
-	if (!strcmp(key, "exit"))
-		return sscanf(v, "%d %d", &r->has_exit_code, &r->exit_code) == 2 ? 0 : -EINVAL;
+		return get_int(v, &r->running);
+	if (!strcmp(key, "exit")) {
+		if (get_nums(v, strlen(v), 2, INT_MIN, INT_MAX, d) < 0)
+			return -EINVAL;
+		r->has_exit_code = (int)d[0];
+		r->exit_code = (int)d[1];
+		return 0;
+	}
 	if (!strcmp(key, "reason"))
-		return sscanf(v, "%d", &r->close_reason) == 1 ? 0 : -EINVAL;
+		return get_int(v, &r->close_reason);
 	if (!strcmp(key, "size"))
-		return sscanf(v, "%u %u", &r->cols, &r->rows) == 2 &&
-			       PTG_DIM_OK(r->cols, r->rows) ? 0 : -EINVAL;
+		return get_size(v, strlen(v), &r->cols, &r->rows);
 	if (!strcmp(key, "policy"))
-		return sscanf(v, "%d", &r->policy) == 1 ? 0 : -EINVAL;
+		return get_int(v, &r->policy);
 	if (!strcmp(key, "created"))
-		return sscanf(v, "%" SCNd64, &r->created_ms) == 1 ? 0 : -EINVAL;
+		return num_parse_i64(v, INT64_MIN, INT64_MAX, &r->created_ms);
 	if (!strcmp(key, "exited"))
-		return sscanf(v, "%" SCNd64, &r->exited_ms) == 1 ? 0 : -EINVAL;
+		return num_parse_i64(v, INT64_MIN, INT64_MAX, &r->exited_ms);
 	if (!strcmp(key, "label"))
 		return get_str(v, r->label, sizeof(r->label));
 	if (!strcmp(key, "detail"))
@@ -226,24 +269,12 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 static int read_file(const char *path, struct buf *out)
 {
 	struct buf raw = BUF_INIT;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	uint8_t *plain;
 	size_t plen;
-	ssize_t n;
-	int rc;
+	int rc = fd_read_file(path, FDIO_REGULAR, STORE_MAX_FILE, &raw, NULL, 0);
 
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf_reserve(&raw, 65536), 65536)) > 0) {
-		buf_commit(&raw, (size_t)n);
-		if (buf_size(&raw) > STORE_MAX_FILE) {
-			close(fd);
-			buf_free(&raw);
-			return -EFBIG;
-		}
-	}
-	close(fd);
-	rc = n < 0 ? -errno : recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
+	if (rc == 0)
+		rc = recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
 	buf_free(&raw);
 	if (rc < 0)
 		return rc;

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "uuid.h"
+#include "ptg_limits.h"
 
 struct store_record {
 	char id[UUID_STRLEN + 1];
@@ -25,7 +26,7 @@ struct store_record {
 	unsigned cols, rows;
 	int policy;               /* Ptg__Policy */
 	int64_t created_ms, exited_ms;
-	char label[129];
+	char label[PTG_LABEL_MAX_BYTES + 1];
 	char detail[256];
 	char **argv;              /* NULL-terminated; owned */
 	uint8_t *screen;          /* the last snapshot; owned, NULL if none */

@@ -15,6 +15,7 @@
 #include <jansson.h>
 
 #include "uuid.h"
+#include "ptg_limits.h"
 
 enum task_state {
 	TASK_SUBMITTED,
@@ -37,11 +38,11 @@ struct task_stream {
 	size_t announced;        /* bytes already sent in output deltas */
 };
 
-#define TASK_ID_MAX 128          /* messageId, idempotency key, trace id */
+#define TASK_ID_MAX PTG_TASK_ID_MAX /* messageId, idempotency key, trace id */
 
 struct task {
 	char id[UUID_STRLEN + 1];
-	char session_id[129];
+	char session_id[PTG_ID_MAX + 1];
 	char message_id[TASK_ID_MAX + 1];
 	char idem_key[TASK_ID_MAX + 1];  /* "" when none */
 	char trace_id[TASK_ID_MAX + 1];  /* "" when none */

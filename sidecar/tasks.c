@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "ptg_limits.h"
 #include "recstore.h"
 #include "session.h"
 #include "task.h"
@@ -625,7 +626,8 @@ static struct task *named_task(const struct req *q, json_t *p)
 	json_t *id = get2(p, "task_id", "id");
 	struct task *t;
 
-	if (!json_is_string(id) || !json_string_length(id) || json_string_length(id) > 128) {
+	if (!json_is_string(id) || !json_string_length(id) ||
+	    json_string_length(id) > PTG_TASK_ID_MAX) {
 		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
 			    "payload.task_id must be a task id string");
 		return NULL;

@@ -139,6 +139,130 @@ static void test_parse_rejects(void **state)
 	}
 }
 
+/* addr_parse_hostport: the one HOST:PORT grammar of link addresses,
+   --listen and the CLI's gateway URL. */
+static int hp(const char *s, unsigned flags, char *host, uint16_t *port)
+{
+	char err[128] = "";
+	int rc =
+	    addr_parse_hostport(s, strlen(s), flags, host, 64, port, err, sizeof(err));
+
+	if (rc < 0)
+		assert_true(strlen(err) > 0);
+	return rc;
+}
+
+static void test_hostport_accepts(void **state)
+{
+	static const struct {
+		const char *in;
+		unsigned flags;
+		const char *host;
+		unsigned port;
+	} good[] = {
+	    {"127.0.0.1:8080", 0, "127.0.0.1", 8080},
+	    {"[::1]:1", 0, "::1", 1},
+	    {"[fe80::1%eth0]:65535", 0, "fe80::1%eth0", 65535},
+	    {"gw.example:443", 0, "gw.example", 443},
+	    {"localhost:0", ADDR_PORT_ZERO, "localhost", 0},
+	    {"[::]:0", ADDR_PORT_ZERO, "::", 0},
+	    {"host", ADDR_PORT_OPTIONAL, "host", 4321},
+	    {"[::1]", ADDR_PORT_OPTIONAL, "::1", 4321},
+	    {"host:00080", ADDR_PORT_OPTIONAL, "host", 80},
+	};
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		char host[64] = "";
+		uint16_t port = 4321;
+
+		assert_int_equal(hp(good[i].in, good[i].flags, host, &port), 0);
+		assert_string_equal(host, good[i].host);
+		assert_int_equal(port, good[i].port);
+	}
+}
+
+static void test_hostport_refuses(void **state)
+{
+	static const struct {
+		const char *in;
+		unsigned flags;
+	} bad[] = {
+	    {"", 0},
+	    {"", ADDR_PORT_OPTIONAL},
+	    /* missing, zero, out of range, signed, spaced or junk ports */
+	    {"host", 0},
+	    {"host:", 0},
+	    {"host:", ADDR_PORT_OPTIONAL},
+	    {"host:0", 0},
+	    {"host:0", ADDR_PORT_OPTIONAL},
+	    {"host:65536", ADDR_PORT_ZERO},
+	    {"host:99999999999999999999999", 0},
+	    {"host:-1", ADDR_PORT_ZERO},
+	    {"host:+80", 0},
+	    {"host: 80", 0},
+	    {"host:80 ", 0},
+	    {"host:8o", 0},
+	    {"host:0x50", 0},
+	    {"[::1]", 0},
+	    {"[::1]:", ADDR_PORT_OPTIONAL},
+	    {"[::1]:0", 0},
+	    {"[::1]:70000", 0},
+	    /* hosts: empty, bare IPv6, brackets where they do not belong */
+	    {":80", 0},
+	    {"[]:80", 0},
+	    {"::1:80", 0},
+	    {"::1", ADDR_PORT_OPTIONAL},
+	    {"[::1]80", 0},
+	    {"[::1", ADDR_PORT_OPTIONAL},
+	    {"[name]:80", 0},
+	    {"[[::1]]:80", 0},
+	    {"a]b:1", 0},
+	    {"a[b:1", 0},
+	    {"[::1]]:1", 0},
+	    /* user parts, spaces, control and non-ASCII bytes */
+	    {"user@host:80", 0},
+	    {"a b:1", 0},
+	    {"a\tb:1", 0},
+	    {"a\x7f:1", 0},
+	    {"h\xc3\xa9:1", 0},
+	    {"a:b:c", ADDR_PORT_OPTIONAL},
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char host[64] = "kept";
+		uint16_t port = 4321;
+
+		assert_int_equal(hp(bad[i].in, bad[i].flags, host, &port), -EINVAL);
+		assert_string_equal(host, "kept");
+		assert_int_equal(port, 4321);
+	}
+}
+
+/* The host must fit cap with its NUL; only the n bytes given are read. */
+static void test_hostport_bounds(void **state)
+{
+	char host[8], err[64];
+	uint16_t port = 0;
+
+	assert_int_equal(addr_parse_hostport("1234567:1", 9, 0, host, sizeof(host), &port,
+					     err, sizeof(err)),
+			 0);
+	assert_string_equal(host, "1234567");
+	assert_int_equal(addr_parse_hostport("12345678:1", 10, 0, host, sizeof(host),
+					     &port, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(addr_parse_hostport("h:80/path", 4, 0, host, sizeof(host), &port,
+					     err, sizeof(err)),
+			 0);
+	assert_int_equal(port, 80);
+	assert_int_equal(addr_parse_hostport("h:80/path", 5, 0, host, sizeof(host), &port,
+					     err, sizeof(err)),
+			 -EINVAL);
+	/* err may be NULL where no reason is wanted. */
+	assert_int_equal(
+	    addr_parse_hostport("h", 1, 0, host, sizeof(host), &port, NULL, 0), -EINVAL);
+}
+
 static void test_format(void **state)
 {
 	static const char *const forms[] = {
@@ -352,6 +476,9 @@ int main(void)
 	    cmocka_unit_test(test_parse_tcp),
 	    cmocka_unit_test(test_parse_vsock),
 	    cmocka_unit_test(test_parse_rejects),
+	    cmocka_unit_test(test_hostport_accepts),
+	    cmocka_unit_test(test_hostport_refuses),
+	    cmocka_unit_test(test_hostport_bounds),
 	    cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_unix_listen_connect),
 	    cmocka_unit_test(test_unix_refuses_non_socket),

@@ -1,5 +1,5 @@
 /* unit: cli */
-/* cli/cli.c: value parsers, path escaping, and the target options with
+/* cli/cli.c: path escaping, and the target options with
    their environment fallbacks. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,48 +14,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-static void test_parse_duration(void **state)
-{
-	static const struct {
-		const char *in;
-		int64_t out;
-	} good[] = {
-	    {"1h", 3600},   {"30m", 1800}, {"3600s", 3600}, {"3600", 3600},
-	    {"2d", 172800}, {"0", 0},	   {"0s", 0},	    {"315360000", 315360000},
-	};
-	static const char *const bad[] = {
-	    "",	     "h",   "-1",  "-1h",  "1x",
-	    "1h2",   " 1h", "1 h", "1.5h", "99999999999999999999",
-	    "3661d", "s1",  "+5"};
-	int64_t v;
-	size_t i;
-
-	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
-		v = -1;
-		assert_int_equal(cli_parse_duration(good[i].in, &v), 0);
-		assert_int_equal(v, good[i].out);
-	}
-	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		assert_int_equal(cli_parse_duration(bad[i], &v), -EINVAL);
-	assert_int_equal(cli_parse_duration(NULL, &v), -EINVAL);
-}
-
-static void test_parse_int(void **state)
-{
-	long long v;
-
-	assert_int_equal(cli_parse_int("1024", 1, 1024, &v), 0);
-	assert_int_equal(v, 1024);
-	assert_int_equal(cli_parse_int("1", 1, 1024, &v), 0);
-	assert_int_equal(cli_parse_int("1025", 1, 1024, &v), -EINVAL);
-	assert_int_equal(cli_parse_int("0", 1, 1024, &v), -EINVAL);
-	assert_int_equal(cli_parse_int("12a", 1, 1024, &v), -EINVAL);
-	assert_int_equal(cli_parse_int(" 12", 1, 1024, &v), -EINVAL);
-	assert_int_equal(cli_parse_int("", 1, 1024, &v), -EINVAL);
-	assert_int_equal(cli_parse_int("99999999999999999999", 0, LLONG_MAX, &v),
-			 -EINVAL);
-}
 
 static void test_path_escape(void **state)
 {
@@ -186,8 +144,6 @@ static void test_target_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_duration),
-	    cmocka_unit_test(test_parse_int),
 	    cmocka_unit_test(test_path_escape),
 	    cmocka_unit_test(test_target_env_fallbacks),
 	    cmocka_unit_test(test_target_token_file),

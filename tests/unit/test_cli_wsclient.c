@@ -79,6 +79,17 @@ static void test_split_url(void **state)
 			 -EINVAL);
 	assert_int_equal(wsclient_split_url("http://[::1", &a, err, sizeof(err)),
 			 -EINVAL);
+	/* The port is a port: 1..65535 (these once went on to getaddrinfo). */
+	assert_int_equal(wsclient_split_url("http://gw:0", &a, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(wsclient_split_url("http://gw:65536/p", &a, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(wsclient_split_url("http://[::1]:99999", &a, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(wsclient_split_url("http://::1:80", &a, err, sizeof(err)),
+			 -EINVAL);
+	assert_int_equal(wsclient_split_url("http://gw:65535", &a, err, sizeof(err)), 0);
+	assert_string_equal(a.port, "65535");
 }
 
 static void test_request(void **state)

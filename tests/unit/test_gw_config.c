@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -261,6 +262,31 @@ static void test_config_file(void **state)
 	free(c);
 }
 
+/* The config file is read as the instances file is: CRLF endings are
+   fine, a control byte inside a value is refused (it would stay in the
+   value), and a FIFO is refused at once instead of waiting for a writer. */
+static void test_config_file_bytes(void **state)
+{
+	struct gw_config *c = cfg_new();
+	char fifo[600];
+	const char *f;
+
+	f = tmpfile_with(0, "crlf.conf", "listen = 127.0.0.1:7002\r\naudience = a\r\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), 0);
+	assert_int_equal(c->listen_port, 7002);
+	assert_string_equal(c->audience, "a");
+	f = tmpfile_with(0, "ctl.conf", "audience = a\x01b\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(0, "esc.conf", "issuer = x\x1b[2J\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	snprintf(fifo, sizeof(fifo), "%s/fifo.conf", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	alarm(5); /* a hang fails the test instead of stalling it */
+	assert_int_equal(parse(c, BASE, "--config", fifo, NULL), -EINVAL);
+	alarm(0);
+	free(c);
+}
+
 static void test_instances_file(void **state)
 {
 	struct gw_instance_cfg out[4];
@@ -428,6 +454,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_required),
 	    cmocka_unit_test(test_config_file),
+	    cmocka_unit_test(test_config_file_bytes),
 	    cmocka_unit_test(test_instances_file),
 	    cmocka_unit_test(test_instances_text),
 	    cmocka_unit_test(test_instances_file_merge),

@@ -313,55 +313,62 @@ static const char *joined_label(struct members *m, uint64_t id, const char *labe
 
 static void test_label(void **state)
 {
+	enum { L = MEMBER_LABEL_MAX };
 	struct members *m = members_new(0, 32);
-	char in[300], want[200];
+	char in[L + 100], want[L + 1];
 
 	assert_string_equal(joined_label(m, 1, NULL), "");
 	assert_string_equal(joined_label(m, 2, "alice's laptop"), "alice's laptop");
 
-	memset(in, 'a', 200);
-	in[200] = '\0';
-	memset(want, 'a', 128);
-	want[128] = '\0';
+	memset(in, 'a', L + 72);
+	in[L + 72] = '\0';
+	memset(want, 'a', L);
+	want[L] = '\0';
 	assert_string_equal(joined_label(m, 3, in), want);
-	in[128] = '\0'; /* exactly 128: kept whole */
+	in[L] = '\0'; /* exactly L: kept whole */
 	assert_string_equal(joined_label(m, 4, in), want);
 
-	/* a 2-byte sequence straddling the cut (bytes 127..128) is dropped */
-	memset(in, 'a', 127);
-	strcpy(in + 127, "\xc3\xa9zz");
-	want[127] = '\0';
+	/* a 2-byte sequence straddling the cut (bytes L-1..L) is dropped */
+	memset(in, 'a', L - 1);
+	strcpy(in + L - 1, "\xc3\xa9zz");
+	want[L - 1] = '\0';
 	assert_string_equal(joined_label(m, 5, in), want);
-	/* 3 bytes at 126..128 */
-	memset(in, 'a', 126);
-	strcpy(in + 126, "\xe2\x82\xac");
-	want[126] = '\0';
+	/* 3 bytes at L-2..L */
+	memset(in, 'a', L - 2);
+	strcpy(in + L - 2, "\xe2\x82\xac");
+	want[L - 2] = '\0';
 	assert_string_equal(joined_label(m, 6, in), want);
-	/* 4 bytes at 125..128 */
-	memset(in, 'a', 125);
-	strcpy(in + 125, "\xf0\x9f\x98\x80");
-	want[125] = '\0';
+	/* 4 bytes at L-3..L */
+	memset(in, 'a', L - 3);
+	strcpy(in + L - 3, "\xf0\x9f\x98\x80");
+	want[L - 3] = '\0';
 	assert_string_equal(joined_label(m, 7, in), want);
-	/* 4 bytes ending exactly at 127, then more: the sequence stays */
-	memset(in, 'a', 124);
-	strcpy(in + 124, "\xf0\x9f\x98\x80"
-			 "b");
-	memcpy(want, in, 128);
-	want[128] = '\0';
+	/* 4 bytes ending exactly at L-1, then more: the sequence stays */
+	memset(in, 'a', L - 4);
+	strcpy(in + L - 4, "\xf0\x9f\x98\x80"
+			   "b");
+	memcpy(want, in, L);
+	want[L] = '\0';
 	assert_string_equal(joined_label(m, 8, in), want);
-	/* a 2-byte sequence starting at 128 leaves 128 clean bytes */
-	memset(in, 'a', 128);
-	strcpy(in + 128, "\xc3\xa9");
-	memset(want, 'a', 128);
-	want[128] = '\0';
+	/* a 2-byte sequence starting at L leaves L clean bytes */
+	memset(in, 'a', L);
+	strcpy(in + L, "\xc3\xa9");
+	memset(want, 'a', L);
+	want[L] = '\0';
 	assert_string_equal(joined_label(m, 9, in), want);
-	/* all multibyte: 64 two-byte chars fit exactly; 65 are cut to 64 */
-	for (int i = 0; i < 65; i++)
+	/* all multibyte: L/2 two-byte chars fit exactly; one more is cut */
+	for (int i = 0; i < L / 2 + 1; i++)
 		memcpy(in + 2 * i, "\xc3\xa9", 2);
-	in[130] = '\0';
-	memcpy(want, in, 128);
-	want[128] = '\0';
+	in[L + 2] = '\0';
+	memcpy(want, in, L);
+	want[L] = '\0';
 	assert_string_equal(joined_label(m, 10, in), want);
+	/* SPEC 5.1's bound is 128 characters: the widest such label (4-byte
+	   characters) is kept whole, never cut */
+	for (int i = 0; i < PTG_LABEL_MAX_CHARS; i++)
+		memcpy(in + 4 * i, "\xf0\x9f\x98\x80", 4);
+	in[4 * PTG_LABEL_MAX_CHARS] = '\0';
+	assert_string_equal(joined_label(m, 12, in), in);
 	/* the caller's buffer is copied, not kept */
 	strcpy(in, "before");
 	assert_string_equal(joined_label(m, 11, in), "before");

@@ -2,7 +2,8 @@
 /* test_store: a session record and its screen round-trip sealed (the
    sequence reservation, the screen's sequence and size included); no
    clear text on disk; a screen file of an earlier version (no header)
-   still reads, without a sequence; a damaged record is skipped. */
+   still reads, without a sequence; a damaged record is skipped, and so is
+   one with a loose number or escape. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -131,11 +132,93 @@ static void test_plaintext_and_legacy_screen(void **st)
 	rmdir(dir);
 }
 
+/* Writes text as the record file of id (no seal: read as it is). */
+static void put_raw(const char *dir, const char *id, const char *suffix, const char *text)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s%s", dir, id, suffix);
+	f = fopen(path, "wb");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+/* The numbers and escapes of a record are read in the grammar they are
+   written in: a record with a loose one (a sign, a space, a value out
+   of range, a bad escape) is skipped as damaged, not half-read. */
+static void test_loose_fields_refused(void **st)
+{
+	static const char *const good =
+	    "ptygate-session 1\nsequence 41\nrunning 1\nexit 1 -2\nreason 0\n"
+	    "size 80 24\npolicy 0\ncreated -5\nexited 0\nreserved 7\n"
+	    "label a%20b\narg /bin/sh\n";
+	static const struct {
+		const char *from, *to;
+	} loose[] = {
+	    {"sequence 41", "sequence +41"},
+	    {"sequence 41", "sequence -41"},
+	    {"sequence 41", "sequence  41"},
+	    {"sequence 41", "sequence 41x"},
+	    {"sequence 41", "sequence 18446744073709551616"},
+	    {"size 80 24", "size 80  24"},
+	    {"size 80 24", "size 80 24 1"},
+	    {"size 80 24", "size 80 4294967297"},
+	    {"size 80 24", "size 80"},
+	    {"exit 1 -2", "exit 1 - 2"},
+	    {"running 1", "running 4294967297"},
+	    {"created -5", "created --5"},
+	    {"label a%20b", "label a%2"},
+	    {"label a%20b", "label a%-1b"},
+	    {"label a%20b", "label a% 2b"},
+	};
+	char dir[] = "/tmp/ptg-store-XXXXXX", text[512];
+	static struct seal_keys none;
+	struct store_record *all;
+	size_t n;
+
+	(void)st;
+	assert_non_null(mkdtemp(dir));
+	recstore_seal_with(&none);
+	put_raw(dir, ID, ".session", good);
+	put_raw(dir, ID, ".screen", "ptygate-screen 1 9 80 24\n\033cscreen");
+	assert_int_equal(store_read_all(dir, &all, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(all[0].exit_code, -2);
+	assert_int_equal(all[0].created_ms, -5);
+	assert_string_equal(all[0].label, "a b");
+	assert_int_equal(all[0].screen_seq, 9);
+	assert_int_equal(all[0].screen_rows, 24);
+	store_records_free(all, n);
+	for (size_t i = 0; i < sizeof(loose) / sizeof(loose[0]); i++) {
+		const char *at = strstr(good, loose[i].from);
+
+		snprintf(text, sizeof(text), "%.*s%s%s", (int)(at - good), good,
+			 loose[i].to, at + strlen(loose[i].from));
+		put_raw(dir, ID, ".session", text);
+		assert_int_equal(store_read_all(dir, &all, &n), 0);
+		if (n != 0)
+			fail_msg("a record with '%s' was read", loose[i].to);
+		store_records_free(all, n);
+	}
+	/* A screen header with a loose number is not taken for one. */
+	put_raw(dir, ID, ".session", good);
+	put_raw(dir, ID, ".screen", "ptygate-screen 1 +9 80 24\n\033cscreen");
+	assert_int_equal(store_read_all(dir, &all, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(all[0].screen_seq, 0);
+	store_records_free(all, n);
+	store_remove(dir, ID);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_sealed_round_trip),
-		cmocka_unit_test(test_plaintext_and_legacy_screen),
+	    cmocka_unit_test(test_sealed_round_trip),
+	    cmocka_unit_test(test_plaintext_and_legacy_screen),
+	    cmocka_unit_test(test_loose_fields_refused),
 	};
 
 	if (sodium_init() < 0)
