@@ -59,6 +59,15 @@ static bool attrs_eq(const VTermScreenCellAttrs *a, const VTermScreenCellAttrs *
 	       a->font == b->font && a->dwl == b->dwl && a->dhl == b->dhl;
 }
 
+/* libvterm 0.1.4 leaves some cells holding whatever its stack held after
+   certain broken UTF-8 in a write, so which junk two models show depends
+   on their call stacks, not on what they were fed: any value past
+   Unicode (but the wide-tail marker) matches any other. */
+static bool junk(uint32_t c)
+{
+	return c > 0x10ffff && c != (uint32_t)-1;
+}
+
 static void assert_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b, int row,
 			   int col, const char *what)
 {
@@ -66,7 +75,7 @@ static void assert_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b, i
 		    vterm_color_is_equal(&a->fg, &b->fg) && vterm_color_is_equal(&a->bg, &b->bg);
 
 	for (int i = 0; same && i < VTERM_MAX_CHARS_PER_CELL; i++) {
-		same = a->chars[i] == b->chars[i];
+		same = a->chars[i] == b->chars[i] || (junk(a->chars[i]) && junk(b->chars[i]));
 		if (!a->chars[i])
 			break;
 	}
