@@ -1358,14 +1358,33 @@ static unsigned clamp_arg(unsigned v, unsigned max)
 }
 
 /* Follows the cursor through p[0..n), which starts with a CUP, recording
-   the tokens; stops before a glyph that would wrap (or anything outside
-   the redraw language). Returns the number of tokens. */
-static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
-			  struct buf *toks)
+   the tokens in toks; stops at anything outside the redraw language and
+   before a glyph that would wrap with auto-wrap on. Auto-wrap is assumed
+   on, as the state at p is not known yet: with it off, the glyphs that
+   stop the walk would overwrite the last column instead, and no cell
+   before them lands elsewhere. Returns where it stopped (> 0). */
+/* The tokens of a walk: a plain array, as a megabyte of repaints is about
+   a hundred thousand of them. */
+struct redraw_toks {
+	struct redraw_tok *v;
+	size_t count, cap;
+};
+
+static void toks_push(struct redraw_toks *ts, const struct redraw_tok *t)
 {
-	bool autowrap = modes_state(s->modes)->autowrap, pending = false;
+	if (ts->count == ts->cap) {
+		ts->cap = ts->cap ? 2 * ts->cap : 4096;
+		ts->v = xrealloc(ts->v, ts->cap * sizeof(*ts->v));
+	}
+	ts->v[ts->count++] = *t;
+}
+
+static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
+			  struct redraw_toks *toks)
+{
 	unsigned row = 0, col = 0, arg[2];
-	size_t i, len, count = 0;
+	bool pending = false;
+	size_t i, len;
 
 	for (i = 0; i < n && i < UINT32_MAX - REDRAW_CSI_MAX; i += len) {
 		struct redraw_tok t = { .off = (uint32_t)i };
@@ -1381,26 +1400,23 @@ static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
 			pending = false;
 		} else if (t.kind == RD_SGR) {
 			t.reset = reset;
-		} else {
-			if ((pending && autowrap) || (autowrap && col + len > s->cols))
+		}
+		/* Glyphs: where they start; a CUP: where it goes. */
+		t.row = (uint16_t)row;
+		t.col = (uint16_t)col;
+		if (t.kind == RD_GLYPHS) {
+			if (pending || col + len > s->cols)
 				break;
-			t.row = (uint16_t)row;
-			t.col = (uint16_t)col;
 			if (col + len < s->cols) {
 				col += (unsigned)len;
 			} else {
 				col = s->cols - 1;
-				pending = autowrap;
+				pending = true;
 			}
 		}
-		if (t.kind == RD_CUP) {
-			t.row = (uint16_t)row;
-			t.col = (uint16_t)col;
-		}
-		buf_append(toks, &t, sizeof(t));
-		count++;
+		toks_push(toks, &t);
 	}
-	return count;
+	return i;
 }
 
 /* The index of the glyph token after which (inclusive) every cell is
@@ -1430,20 +1446,17 @@ static long redraw_cover(const struct screen *s, const struct redraw_tok *t, siz
 	return found;
 }
 
-/* p[0..n) is a redraw-language stretch starting with a CUP, all that is
-   before it fed. Feeds what of it rebuilds the pen and returns how much
-   of it is left out: up to the last CUP before which nothing reaches the
-   final screen (0: nothing is). */
-static size_t redraw_skip(struct screen *s, const uint8_t *p, size_t n)
+/* The walked stretch at p (tokens t[0..count)), all that is before it
+   fed. Feeds what of it rebuilds the pen and returns how much of it is
+   left out: up to the last CUP before which nothing reaches the final
+   screen (0: nothing is). */
+static size_t redraw_skip(struct screen *s, const uint8_t *p, const struct redraw_tok *t,
+			  size_t count)
 {
-	struct buf toks = BUF_INIT, pen = BUF_INIT;
-	const struct redraw_tok *t;
-	size_t count = redraw_walk(s, p, n, &toks), x = 0;
-	long k = -1, r;
+	struct buf pen = BUF_INIT;
+	long k = count ? redraw_cover(s, t, count) : -1, r;
+	size_t x = 0;
 
-	t = (const struct redraw_tok *)(const void *)buf_head(&toks);
-	if (count)
-		k = redraw_cover(s, t, count);
 	while (k > 0 && t[k].kind != RD_CUP)
 		k--;
 	if (k > 0 && t[k].off >= REDRAW_MIN / 4) {
@@ -1455,7 +1468,6 @@ static size_t redraw_skip(struct screen *s, const uint8_t *p, size_t n)
 		screen_feed(s, buf_head(&pen), buf_size(&pen));
 		x = t[k].off;
 	}
-	buf_free(&toks);
 	buf_free(&pen);
 	return x;
 }
@@ -1464,7 +1476,8 @@ static size_t redraw_skip(struct screen *s, const uint8_t *p, size_t n)
    leaving out what it can; returns where feeding stopped. */
 static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n)
 {
-	size_t i = start, a, len, glyph;
+	struct redraw_toks toks = { 0 };
+	size_t i = start, a, e, len, glyph;
 	unsigned arg[2];
 	bool reset;
 
@@ -1473,34 +1486,29 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 
 		/* A stretch: from its first glyphs on, fed as they are (a single
 		   shift or a split UTF-8 character before it acts on them), up to
-		   the first CUP after them. */
+		   the first CUP after them, where the walk starts. */
 		for (a = i, glyph = SIZE_MAX; i < n; i += len) {
 			kind = redraw_lex(p + i, n - i, &len, arg, &reset);
-			if (kind == RD_NONE)
+			if (kind == RD_NONE || (kind == RD_CUP && glyph != SIZE_MAX))
 				break;
 			if (kind == RD_GLYPHS && glyph == SIZE_MAX)
 				glyph = i;
-			if (kind == RD_CUP && glyph != SIZE_MAX)
-				break;
 		}
 		if (kind != RD_CUP || glyph == SIZE_MAX) {
 			i = i < n ? i + redraw_other_len(p + i, n - i) : n;
 			continue;
 		}
-		/* p[i] is that CUP; where does the stretch end? */
-		size_t e = i;
-		while (e < n && redraw_lex(p + e, n - e, &len, arg, &reset) != RD_NONE)
-			e += len;
-		if (e - a < REDRAW_MIN || e - i < (size_t)s->rows * s->cols) {
-			i = e < n ? e + redraw_other_len(p + e, n - e) : n;
-			continue;
+		toks.count = 0;
+		e = i + redraw_walk(s, p + i, n - i, &toks);
+		if (e - a >= REDRAW_MIN && e - i >= (size_t)s->rows * s->cols) {
+			screen_feed(s, p + start, i - start);
+			start = i;
+			if (redraw_state_ok(s))
+				start += redraw_skip(s, p + i, toks.v, toks.count);
 		}
-		screen_feed(s, p + start, i - start);
-		start = i;
-		if (redraw_state_ok(s))
-			start += redraw_skip(s, p + i, e - i);
-		i = e < n ? e + redraw_other_len(p + e, n - e) : n;
+		i = e; /* a token the walk stopped at starts the next stretch */
 	}
+	free(toks.v);
 	return start;
 }
 
