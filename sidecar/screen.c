@@ -933,6 +933,53 @@ static bool simple_byte(uint8_t b)
 	return (b >= 0x20 && b < 0x7f) || b == '\r' || b == '\n';
 }
 
+/* The scans below run over every byte of a flood, so they test eight
+   bytes at a time: whether all of them are printable ASCII (0x20..0x7E).
+   A byte below 0x20 sets its top bit when 0x20 is subtracted, 0x7F and up
+   when 1 is added, 0x80 and up has it already; a borrow or carry only
+   crosses into the next byte from a byte that is flagged itself. */
+#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_HIGHS 0x8080808080808080ULL
+
+static uint64_t load8(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static bool printable8(uint64_t x)
+{
+	return !(((x - SWAR_ONES * 0x20) | (x + SWAR_ONES) | x) & SWAR_HIGHS);
+}
+
+/* How many bytes from p on are printable ASCII, up to n. */
+static size_t printable_span(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+
+	while (k + 8 <= n && printable8(load8(p + k)))
+		k += 8;
+	while (k < n && p[k] >= 0x20 && p[k] < 0x7f)
+		k++;
+	return k;
+}
+
+/* How many bytes from p on are simple (printable ASCII, CR, LF). */
+static size_t simple_span(const uint8_t *p, size_t n)
+{
+	size_t k = 0;
+
+	for (;;) {
+		k += printable_span(p + k, n - k);
+		if (k < n && (p[k] == '\r' || p[k] == '\n'))
+			k++;
+		else
+			return k;
+	}
+}
+
 /* The cursor inside a plain run, as libvterm moves it. `known` is false
    after a line feed met a pending wrap (whether LF cancels it is left
    open): until the next CR no wrap is counted, so advances stay a lower
@@ -1003,14 +1050,10 @@ static void run_print(struct run_cursor *c, const struct run_rules *r, size_t m)
 	c->col = c->pending ? r->cols - 1 : (unsigned)t;
 }
 
-/* Printable bytes from p on, up to n. */
+/* Printable bytes from p on, up to n, in a run of simple bytes. */
 static size_t printable_len(const uint8_t *p, size_t n)
 {
-	size_t k = 0;
-
-	while (k < n && p[k] != '\r' && p[k] != '\n')
-		k++;
-	return k;
+	return printable_span(p, n);
 }
 
 /* Within the run p[0..n) entered with cursor c0, the latest offset X
@@ -1162,6 +1205,20 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	return 0;
 }
 
+/* Where the plain text that ends at x starts. */
+static size_t plain_start(const uint8_t *p, size_t x)
+{
+	size_t start = x;
+
+	for (;;) {
+		while (start >= 8 && printable8(load8(p + start - 8)))
+			start -= 8;
+		if (start == 0 || !plain_at(p, start - 1))
+			return start;
+		start--;
+	}
+}
+
 /* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
    scroll every row away, and a CR for what lies before it. Returns X, or 0
    when nothing was fed. */
@@ -1171,8 +1228,7 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 
 	if (!x)
 		return 0;
-	for (start = x; start > 0 && plain_at(p, start - 1); start--)
-		;
+	start = plain_start(p, x);
 	screen_feed(s, p, start);
 	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"). */
 	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
@@ -1189,6 +1245,273 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 	return x;
 }
 
+/* ---- skipping redrawn screens (screen_feed_tail) ----
+
+   A full-screen program repaints with cursor addressing, colours and
+   text. Within a stretch made of nothing else (the "redraw language":
+   printable ASCII, CUP/HVP with at most two parameters, SGR with digits
+   and semicolons only), the cells are all a repaint changes beyond the
+   cursor, the pending wrap and the pen, as long as no glyph wraps: no
+   line feed, no scroll, no mode, charset or line attribute changes. So
+   when the tail of such a stretch, from a CUP on, writes every cell of
+   the screen, what comes before that CUP is left out, except its SGRs
+   from the last one that starts with a reset (parameter 0 or none),
+   which rebuild the pen exactly; the CUP then puts the cursor where it
+   would be, with no wrap pending. */
+
+enum redraw_kind { RD_NONE, RD_GLYPHS, RD_CUP, RD_SGR };
+
+struct redraw_tok {
+	uint32_t off, len; /* from the stretch's first CUP */
+	uint16_t row, col; /* cursor before the token (glyphs), after it (CUP) */
+	uint8_t kind;
+	bool reset; /* an SGR whose first parameter resets the pen */
+};
+
+/* Parameters longer than this are not in the redraw language: libvterm
+   keeps them in a long, the simulation in an unsigned. */
+#define REDRAW_DIGITS_MAX 5
+#define REDRAW_CSI_MAX 64
+/* Stretches shorter than this are fed as they are. */
+#define REDRAW_MIN (16 * 1024)
+
+/* The redraw-language token at p[0..n): its kind and length; a CUP's
+   parameters (0 when missing) and whether an SGR resets the pen. RD_NONE
+   for anything else, or a token that n cuts. */
+static enum redraw_kind redraw_lex(const uint8_t *p, size_t n, size_t *len,
+				   unsigned arg[2], bool *reset)
+{
+	unsigned params = 1, digits = 0;
+	size_t i;
+
+	if (p[0] >= 0x20 && p[0] < 0x7f) {
+		*len = printable_span(p, n);
+		return RD_GLYPHS;
+	}
+	if (p[0] != 0x1b || n < 3 || p[1] != '[')
+		return RD_NONE;
+	arg[0] = arg[1] = 0;
+	for (i = 2; i < n && i < REDRAW_CSI_MAX; i++) {
+		if (p[i] >= '0' && p[i] <= '9') {
+			if (++digits > REDRAW_DIGITS_MAX)
+				return RD_NONE;
+			if (params <= 2)
+				arg[params - 1] = arg[params - 1] * 10 + (unsigned)(p[i] - '0');
+		} else if (p[i] == ';') {
+			params++;
+			digits = 0;
+		} else {
+			break;
+		}
+	}
+	if (i >= n || i >= REDRAW_CSI_MAX)
+		return RD_NONE;
+	*len = i + 1;
+	if ((p[i] == 'H' || p[i] == 'f') && params <= 2)
+		return RD_CUP;
+	if (p[i] == 'm') {
+		*reset = arg[0] == 0;
+		return RD_SGR;
+	}
+	return RD_NONE;
+}
+
+/* The length of what is not in the redraw language at p (n > 0): a whole
+   CSI sequence, ESC and the next byte, or one byte; only where the next
+   stretch may start matters. */
+static size_t redraw_other_len(const uint8_t *p, size_t n)
+{
+	size_t i;
+
+	if (p[0] != 0x1b || n < 2)
+		return 1;
+	if (p[1] != '[')
+		return 2;
+	for (i = 2; i < n && i < REDRAW_CSI_MAX; i++)
+		if (p[i] >= 0x40 && p[i] <= 0x7e)
+			return i + 1;
+	return i;
+}
+
+/* Whether the terminal's state lets a redraw be followed without
+   libvterm: nothing half parsed, absolute addressing, no insert mode, no
+   side margins, no double-width or double-height line. */
+static bool redraw_state_ok(struct screen *s)
+{
+	const struct modes_state *m = modes_state(s->modes);
+
+	if (!modes_idle(s->modes) || m->origin || m->insert || m->lr_margins || s->u8_len)
+		return false;
+	for (unsigned r = 0; r < s->rows; r++) {
+		const VTermLineInfo *li = vterm_state_get_lineinfo(s->state, (int)r);
+
+		if (li && (li->doublewidth || li->doubleheight))
+			return false;
+	}
+	return true;
+}
+
+static unsigned clamp_arg(unsigned v, unsigned max)
+{
+	v = v ? v : 1;
+	return (v < max ? v : max) - 1;
+}
+
+/* Follows the cursor through p[0..n), which starts with a CUP, recording
+   the tokens in toks; stops at anything outside the redraw language and
+   before a glyph that would wrap with auto-wrap on. Auto-wrap is assumed
+   on, as the state at p is not known yet: with it off, the glyphs that
+   stop the walk would overwrite the last column instead, and no cell
+   before them lands elsewhere. Returns where it stopped (> 0). */
+/* The tokens of a walk: a plain array, as a megabyte of repaints is about
+   a hundred thousand of them. */
+struct redraw_toks {
+	struct redraw_tok *v;
+	size_t count, cap;
+};
+
+static void toks_push(struct redraw_toks *ts, const struct redraw_tok *t)
+{
+	if (ts->count == ts->cap) {
+		ts->cap = ts->cap ? 2 * ts->cap : 4096;
+		ts->v = xrealloc(ts->v, ts->cap * sizeof(*ts->v));
+	}
+	ts->v[ts->count++] = *t;
+}
+
+static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
+			  struct redraw_toks *toks)
+{
+	unsigned row = 0, col = 0, arg[2];
+	bool pending = false;
+	size_t i, len;
+
+	for (i = 0; i < n && i < UINT32_MAX - REDRAW_CSI_MAX; i += len) {
+		struct redraw_tok t = { .off = (uint32_t)i };
+		bool reset = false;
+
+		t.kind = (uint8_t)redraw_lex(p + i, n - i, &len, arg, &reset);
+		if (t.kind == RD_NONE)
+			break;
+		t.len = (uint32_t)len;
+		if (t.kind == RD_CUP) {
+			row = clamp_arg(arg[0], s->rows);
+			col = clamp_arg(arg[1], s->cols);
+			pending = false;
+		} else if (t.kind == RD_SGR) {
+			t.reset = reset;
+		}
+		/* Glyphs: where they start; a CUP: where it goes. */
+		t.row = (uint16_t)row;
+		t.col = (uint16_t)col;
+		if (t.kind == RD_GLYPHS) {
+			if (pending || col + len > s->cols)
+				break;
+			if (col + len < s->cols) {
+				col += (unsigned)len;
+			} else {
+				col = s->cols - 1;
+				pending = true;
+			}
+		}
+		toks_push(toks, &t);
+	}
+	return i;
+}
+
+/* The index of the glyph token after which (inclusive) every cell is
+   written again, counting back from the last token; -1 when some cell
+   is not. */
+static long redraw_cover(const struct screen *s, const struct redraw_tok *t, size_t count)
+{
+	size_t cells = (size_t)s->rows * s->cols, covered = 0;
+	uint8_t *seen = xcalloc(cells, 1);
+	long found = -1;
+
+	for (size_t k = count; k-- > 0 && found < 0;) {
+		if (t[k].kind != RD_GLYPHS)
+			continue;
+		unsigned last = t[k].col + t[k].len - 1 < s->cols ? t[k].col + t[k].len - 1
+								   : s->cols - 1;
+		uint8_t *row = seen + (size_t)t[k].row * s->cols;
+
+		for (unsigned c = t[k].col; c <= last; c++)
+			if (!row[c]) {
+				row[c] = 1;
+				if (++covered == cells)
+					found = (long)k;
+			}
+	}
+	free(seen);
+	return found;
+}
+
+/* The walked stretch at p (tokens t[0..count)), all that is before it
+   fed. Feeds what of it rebuilds the pen and returns how much of it is
+   left out: up to the last CUP before which nothing reaches the final
+   screen (0: nothing is). */
+static size_t redraw_skip(struct screen *s, const uint8_t *p, const struct redraw_tok *t,
+			  size_t count)
+{
+	struct buf pen = BUF_INIT;
+	long k = count ? redraw_cover(s, t, count) : -1, r;
+	size_t x = 0;
+
+	while (k > 0 && t[k].kind != RD_CUP)
+		k--;
+	if (k > 0 && t[k].off >= REDRAW_MIN / 4) {
+		for (r = k; r > 0 && !(t[r].kind == RD_SGR && t[r].reset); r--)
+			;
+		for (; r < k; r++)
+			if (t[r].kind == RD_SGR)
+				buf_append(&pen, p + t[r].off, t[r].len);
+		screen_feed(s, buf_head(&pen), buf_size(&pen));
+		x = t[k].off;
+	}
+	buf_free(&pen);
+	return x;
+}
+
+/* Feeds p[start..n) up to the end of the last redraw it could leave out,
+   leaving out what it can; returns where feeding stopped. */
+static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n)
+{
+	struct redraw_toks toks = { 0 };
+	size_t i = start, a, e, len, glyph;
+	unsigned arg[2];
+	bool reset;
+
+	while (i < n) {
+		enum redraw_kind kind = RD_NONE;
+
+		/* A stretch: from its first glyphs on, fed as they are (a single
+		   shift or a split UTF-8 character before it acts on them), up to
+		   the first CUP after them, where the walk starts. */
+		for (a = i, glyph = SIZE_MAX; i < n; i += len) {
+			kind = redraw_lex(p + i, n - i, &len, arg, &reset);
+			if (kind == RD_NONE || (kind == RD_CUP && glyph != SIZE_MAX))
+				break;
+			if (kind == RD_GLYPHS && glyph == SIZE_MAX)
+				glyph = i;
+		}
+		if (kind != RD_CUP || glyph == SIZE_MAX) {
+			i = i < n ? i + redraw_other_len(p + i, n - i) : n;
+			continue;
+		}
+		toks.count = 0;
+		e = i + redraw_walk(s, p + i, n - i, &toks);
+		if (e - a >= REDRAW_MIN && e - i >= (size_t)s->rows * s->cols) {
+			screen_feed(s, p + start, i - start);
+			start = i;
+			if (redraw_state_ok(s))
+				start += redraw_skip(s, p + i, toks.v, toks.count);
+		}
+		i = e; /* a token the walk stopped at starts the next stretch */
+	}
+	free(toks.v);
+	return start;
+}
+
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 {
 	unsigned need = 2 * s->rows + 1;
@@ -1197,14 +1520,15 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 	/* Whole lines, UTF-8 included, that scroll off first; then long
 	   ASCII runs, wrapped or not, within what is left. */
 	start = feed_to_line_skip(s, p, n);
+	/* Screens that a later full repaint covers. */
+	start = feed_redraws(s, p, start, n);
 
 	/* Long plain runs go through feed_run; everything else, as is. A run
 	   shorter than `need` columns' worth could not scroll the screen. */
 	for (a = start; a < n; a = e) {
 		while (a < n && !simple_byte(p[a]))
 			a++;
-		for (e = a; e < n && simple_byte(p[e]); e++)
-			;
+		e = a + simple_span(p + a, n - a);
 		if (e - a < (size_t)need * 2 || e - a < 4096)
 			continue;
 		/* libvterm judges a broken UTF-8 character differently when its

@@ -31,7 +31,10 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n);
    line advances, wraps included (the cursor is followed from libvterm's
    state at the run's start: column, pending wrap, auto-wrap, newline
    mode; not in insert mode, and only with the whole screen as the
-   scroll region). */
+   scroll region); and in a stretch of full-screen repaints (printable
+   ASCII, cursor addressing and SGR only, no glyph wrapping), whatever
+   precedes the last cursor addressing after which every cell is written
+   again, its SGRs since the last pen reset excepted. */
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
 /* Resizes the model (the PTY is resized by the caller); sizes below 1 are
    raised to 1. */

@@ -25,8 +25,8 @@
 #define OUTPUT_BATCH (64 * 1024)
 /* The screen model (libvterm) is far slower than a PTY can produce, so it
    is fed lazily: output waits here until a Keyframe or a resize needs the
-   screen, or this much has piled up; screen_feed_tail then skips text
-   that scrolled off. */
+   screen, this much has piled up, or the session is quiet for a tick;
+   screen_feed_tail then skips what cannot reach the final screen. */
 #define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
@@ -304,11 +304,9 @@ void session_screen_sync(struct session *s)
 		return;
 	screen_feed_tail(s->screen, buf_head(&s->screen_backlog),
 			 buf_size(&s->screen_backlog));
-	/* An idle session should not keep a flood's worth of storage. */
-	if (s->screen_backlog.cap > 4 * OUTPUT_BATCH)
-		buf_free(&s->screen_backlog);
-	else
-		buf_reset(&s->screen_backlog);
+	/* The storage stays while output flows (growing it again for every
+	   megabyte cost copies and page faults); session_tick returns it. */
+	buf_reset(&s->screen_backlog);
 }
 
 static void on_keyframe_due(struct ev_timer *t, void *user)
@@ -341,6 +339,7 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
+	s->output_since_tick = 1;
 	buf_append(&s->screen_backlog, p, n);
 	if (buf_size(&s->screen_backlog) >= SCREEN_BACKLOG_MAX)
 		session_screen_sync(s);
@@ -626,6 +625,15 @@ void session_kill(struct session *s, const char *detail)
 
 void session_tick(struct session *s, int64_t now_ms)
 {
+	if (!s->output_since_tick) {
+		/* Quiet for a tick: the loop is idle, so the screen catches up
+		   now rather than on the next join, and an idle session does
+		   not keep a flood's worth of storage. */
+		session_screen_sync(s);
+		if (s->screen_backlog.cap > 4 * OUTPUT_BATCH)
+			buf_free(&s->screen_backlog);
+	}
+	s->output_since_tick = 0;
 	ring_expire(s->ring, now_ms);
 	session_state_tick(s, now_ms);
 }

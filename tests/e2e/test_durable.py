@@ -294,7 +294,10 @@ class Damage(DurableCase):
     async def test_sigkill_during_a_flood_leaves_a_readable_log(self):
         sid, live = await self.session_with("controller", sub="alice")
         kf = [f for f in live.frames if matches(f, "pty.session_frame", "Keyframe")][-1]["sequence"]
-        await live.type("yes flood-line-of-some-length | head -c 30000000\n")
+        # Long enough to still run at the kill: the sidecar forwards lines
+        # at about 100 MB/s, so 30 MB could end (and close the session)
+        # within the 0.3 s below.
+        await live.type("yes flood-line-of-some-length | head -c 3000000000\n")
         await live.wait_output("flood-line", timeout=20)
         await asyncio.sleep(0.3)
         self.restart_sidecar(signal.SIGKILL)
