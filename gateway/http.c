@@ -9,12 +9,17 @@
    the answer, including the 101 and the socket handover to conn.c.
 
    A request's state lives from the URI log callback to MHD's
-   completion notice, which for an upgraded connection comes only when
-   conn.c closes it through MHD_upgrade_action. */
+   completion notice. A plain upgraded socket leaves MHD right after the
+   run that upgraded it (conn.c owns a duplicate of its fd, checked on
+   Debian's MHD 0.9.75: it takes the socket out of its epoll set before
+   the upgrade callback and closes its fd without a shutdown); over TLS,
+   MHD relays the socket and the notice comes when conn.c closes it
+   through MHD_upgrade_action. */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -71,6 +76,10 @@ struct http {
 	int64_t refused_logged_ms; /* last per-address refusal logged */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
+	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
+	   after the run that upgraded them (http__let_go). */
+	struct MHD_UpgradeResponseHandle **handed;
+	size_t n_handed, cap_handed;
 };
 
 /* One accepted TCP connection, from MHD's start notice to its close
@@ -103,6 +112,8 @@ struct http_req {
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
    only re-armed when the deadline moves earlier, since a timer firing
    early costs one idle MHD_run. */
+static void http__let_go(struct http *h);
+
 static void http__run(struct http *h)
 {
 	MHD_UNSIGNED_LONG_LONG t;
@@ -110,6 +121,10 @@ static void http__run(struct http *h)
 
 	h->kick = 0;
 	MHD_run(h->d);
+	if (h->n_handed) {
+		http__let_go(h);
+		MHD_run(h->d); /* frees what MHD held for them */
+	}
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
 		return;
 	if (t > INT32_MAX)
@@ -144,12 +159,6 @@ void http_run_pending(struct http *h)
 	if (!h || !h->kick)
 		return;
 	http__run(h);
-}
-
-void http_wake(struct http *h)
-{
-	if (h)
-		h->kick = 1;
 }
 
 /* ---- the request deadline ----
@@ -413,6 +422,50 @@ static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
+/* MHD closes the sockets it handed out (its copies of the fds: conn.c
+   has its own) once the run that upgraded them is over; closing one
+   from inside its own upgrade callback is not something MHD allows. */
+static void http__let_go(struct http *h)
+{
+	for (size_t i = 0; i < h->n_handed; i++)
+		MHD_upgrade_action(h->handed[i], MHD_UPGRADE_ACTION_CLOSE);
+	h->n_handed = 0;
+}
+
+/* A plain socket leaves MHD: conn.c gets a duplicate of the fd and the
+   address count the connection was admitted under (the socket's own, or
+   behind a trusted proxy its client's), and MHD closes its fd. Returns
+   the duplicate, or -1 (then MHD keeps the socket, as over TLS). */
+static int http__hand_out(struct http_req *r, MHD_socket sock,
+			  struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
+{
+	struct http *h = r->h;
+	struct http_sock *s = http__sock(r->c);
+	int fd;
+
+	if (h->has_tls || !s)
+		return -1;
+	fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (h->n_handed == h->cap_handed) {
+		h->cap_handed = h->cap_handed ? h->cap_handed * 2 : 16;
+		h->handed = xrealloc(h->handed, h->cap_handed * sizeof(*h->handed));
+	}
+	h->handed[h->n_handed++] = urh;
+	h->kick = 1;
+	if (s->counted) {
+		hold->peer = s->peer;
+		hold->counted = 1;
+		s->counted = 0;
+	} else if (r->client_counted) {
+		hold->peer = r->client;
+		hold->counted = 1;
+		r->client_counted = 0;
+	}
+	return fd;
+}
+
 /* conn.c takes the socket; the connection slot passes with it. */
 static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 			   const char *extra, size_t extra_len, MHD_socket sock,
@@ -420,12 +473,34 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 	struct conn *conn = r->conn;
+	struct http_hold hold = {.h = r->h};
+	int fd = http__hand_out(r, sock, urh, &hold);
 
+	if (fd < 0) {
+		fd = sock;
+		hold.urh = urh;
+	}
 	r->rq->slot_held = 0;
 	r->upgraded = 1;
 	r->conn = NULL;
-	conn_start(conn, sock, extra, extra_len, urh);
+	conn_start(conn, fd, extra, extra_len, &hold);
 	http__req_release(r);
+}
+
+void http_release(struct http_hold *hold, int fd)
+{
+	struct http *h = hold->h;
+
+	if (hold->urh) {
+		MHD_upgrade_action(hold->urh, MHD_UPGRADE_ACTION_CLOSE);
+		h->kick = 1; /* MHD closes it on its next run */
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (hold->counted)
+		peer_table_give(h->peers, &hold->peer);
+	hold->counted = 0;
+	hold->urh = NULL;
 }
 
 static enum MHD_Result http__answer(struct http_req *r);
@@ -832,6 +907,7 @@ void http_free(struct http *h)
 		MHD_stop_daemon(h->d); /* its close notices use what follows */
 	ev_timer_free(h->head_timer);
 	peer_table_free(h->peers);
+	free(h->handed);
 	if (h->has_tls)
 		tls_store_clear(&h->tls);
 	free(h);
