@@ -109,11 +109,11 @@ struct http_req {
 	struct conn *conn;	  /* made before the 101, started after it */
 };
 
+static void http__let_go(struct http *h);
+
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
    only re-armed when the deadline moves earlier, since a timer firing
    early costs one idle MHD_run. */
-static void http__let_go(struct http *h);
-
 static void http__run(struct http *h)
 {
 	MHD_UNSIGNED_LONG_LONG t;
