@@ -16,6 +16,7 @@
      fanout-echo SESSION START SECONDS
 				   the fan-out's controller: echo while they stream
      joins SESSION N               N observers join at once, time to all Keyframes
+     hold N PER SECONDS SESSION... N observers over the sessions, held idle
      memory N PER SESSION...       gateway RSS per idle attached connection
      replay SESSION SAMPLES BACK   replay_from current-BACK to the Keyframe
      keyframe SESSION SAMPLES      join->Keyframe time and bytes per cell
@@ -490,6 +491,30 @@ static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
 	return 0;
 }
 
+/* N observers joined to the sessions SESSION... (PER each), read and
+   held idle for SECONDS: the other sessions' connections beside a
+   fan-out (run.py's "sessions" benchmark). Says how many joined as soon
+   as they have, so the fan-out can start. */
+static int mode_hold(size_t n, size_t per, size_t seconds, char **sids, size_t nsids)
+{
+	struct group g = { calloc(n, sizeof(struct bws)), n };
+
+	if ((n + per - 1) / per > nsids)
+		die("hold needs enough sessions");
+	open_all(&g, sids, per, true, 16);
+	for (size_t i = 0; i < n; i++)
+		bws_join(&g.c[i], "observer", -1);
+	if (!bws_run(all_keyframe, &g, 300))
+		die("joins did not all get their Keyframe in 300 s");
+	result("hold.joined", (double)joined(&g));
+	fflush(stdout);
+	window_end = bws_now() + (double)seconds;
+	bws_run(reached_end, NULL, (double)seconds + 1);
+	result("hold.dead", (double)count_dead(&g));
+	close_all(&g);
+	return 0;
+}
+
 /* ---- (f) joins ---- */
 
 static int mode_joins(const char *sid, size_t n)
@@ -794,6 +819,9 @@ static int run_mode(int argc, char **argv)
 					     count_arg(argv[4]));
 	if (!strcmp(m, "fanout-echo") && argc == 4)
 		return mode_fanout_echo(argv[1], argv[2], count_arg(argv[3]));
+	if (!strcmp(m, "hold") && argc >= 5)
+		return mode_hold(count_arg(argv[1]), count_arg(argv[2]), count_arg(argv[3]),
+				 argv + 4, (size_t)argc - 4);
 	if (!strcmp(m, "joins") && argc == 3)
 		return mode_joins(argv[1], count_arg(argv[2]));
 	if (!strcmp(m, "memory") && argc >= 4)

@@ -44,7 +44,10 @@ TITLE_MARK = "printf '\\033]2;%s\\007' PTG-BENCH-END"
 ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
 # Observers per load-client process in the fan-out benchmark.
 FANOUT_PER_PROCESS = 250
-ALL = ["attach", "echo", "throughput", "fanout", "memory", "joins", "replay", "keyframe"]
+# The "sessions" benchmark: a fan-out of this many observers beside this
+# many joined connections on other sessions.
+SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
+ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe"]
 
 
 def note(text):
@@ -216,7 +219,7 @@ class Suite:
             self.fanout_run(sid, n)
             self.drop(sid)
 
-    def fanout_run(self, sid, n):
+    def fanout_run(self, sid, n, prefix=None):
         """The observers in processes of at most FANOUT_PER_PROCESS each and
         the controller in its own, so the controller's echo is not the
         load client's backlog; all measure one window, agreed on by the
@@ -246,8 +249,45 @@ class Suite:
             if "fanout." + k in ctl:
                 res["fanout." + k] = ctl["fanout." + k]
         if self.args.verbose:
-            note("fanout: fanout.observers=%d %s" % (n, " ".join("%s=%g" % kv for kv in sorted(res.items()))))
-        self.keep("fanout%d." % n, res, list(res))
+            mode = "sessions-" + prefix.split(".")[1] if prefix else "fanout"
+            note("%s: fanout.observers=%d %s" % (mode, n, " ".join("%s=%g" % kv for kv in sorted(res.items()))))
+        self.keep(prefix or "fanout%d." % n, res, list(res))
+
+    def run_sessions(self, i):
+        """A fan-out of SESSIONS_OBSERVERS beside SESSIONS_IDLE joined
+        connections on other sessions of the instance, paired with the same
+        fan-out alone: what a frame costs the gateway as other sessions'
+        connections grow (each frame used to look at every attachment of
+        the instance)."""
+        path = os.path.join(self.stack.dir, "fanout.out")
+        if not os.path.exists(path):
+            subprocess.run(["/bin/sh", "-c", "head -c 1000000 /dev/urandom | od -An -tx1 -v > %s"
+                            % path], check=True)
+        per = 32
+        idle = self.memory_sessions((SESSIONS_IDLE + per - 1) // per)
+        order = [False, True] if i % 2 == 0 else [True, False]
+        for crowded in order:
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "(while :; do cat %s; done) & exec cat" % path)
+            hold = None
+            if crowded:
+                hold_s = 3 + SESSIONS_OBSERVERS / 100.0 + self.args.fanout_seconds + 30
+                hold = self.client_start("hold", SESSIONS_IDLE, per, int(hold_s), *idle)
+                line = hold.stdout.readline()  # "RESULT hold.joined N" once joined
+                if "hold.joined" not in line:
+                    note("sessions: the idle connections did not join: %r" % line)
+            prefix = "sessions.crowded." if crowded else "sessions.alone."
+            self.fanout_run(sid, SESSIONS_OBSERVERS, prefix=prefix)
+            # A lone keystroke's echo beside them: a small frame shows the
+            # per-frame cost best.
+            esid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                                "printf PTG-READY; exec cat")
+            self.keep(prefix, self.client("echo", esid, SESSIONS_ECHO_SAMPLES),
+                      ["echo.us.p50", "echo.us.p99"])
+            self.drop(esid)
+            if hold:
+                self.client_results(hold, ("hold",), timeout=120)
+            self.drop(sid)
 
     def run_memory(self, i):
         per = 32  # the default max_observers: joins stay O(per^2) per session
@@ -372,6 +412,15 @@ class Suite:
             row("  frames out of order (all observers)", p + "seq_errors", digits=0)
             row("  PTY_OUTPUT_LAGGED to observers (sum)", p + "lagged", digits=0)
             row("  PTY_OUTPUT_LAGGED to the controller (echo samples lost)", p + "controller_lagged", digits=0)
+        for what, key in (("aggregate delivered (MB/s)", "aggregate_mb_s"),
+                          ("gateway CPU per delivered MiB (ms)", "gateway_cpu_ms_per_mib")):
+            row("fan-out %d observers beside %d connections on other sessions: %s; baseline "
+                "the same fan-out alone" % (SESSIONS_OBSERVERS, SESSIONS_IDLE, what),
+                "sessions.crowded.fanout." + key, "sessions.alone.fanout." + key, digits=2)
+        for p in ("p50", "p99"):
+            row("echo %s beside %d connections on other sessions (us); baseline alone"
+                % (p, SESSIONS_IDLE), "sessions.crowded.echo.us." + p,
+                "sessions.alone.echo.us." + p)
         for n in self.args.memory:
             row("gateway RSS per idle attached connection, %d conns (KiB)" % n,
                 "memory%d.memory.kib_per_conn" % n)
@@ -404,6 +453,7 @@ def replay_log(suite, path):
     tp_names = ["longline", "hexdump", "tui", "random"]
     kf_names = ["colour", "hexdump", "tui"]
     tp = kf = 0
+    sessions = None  # the "sessions" benchmark whose echo comes next
     pat = re.compile(r"^\[bench [0-9:]+\] ([a-z-]+): (.*)$")
     for line in open(path, encoding="utf-8", errors="replace"):
         died = re.search(r"the gateway died with (\d+) connections", line)
@@ -420,8 +470,14 @@ def replay_log(suite, path):
             name = tp_names[(tp // 2) % 4]
             suite.keep("tp.%s.%s" % (name, "plain." if mode[0] == "p" else ""), res, list(res))
             tp += 1
-        elif mode in ("fanout-observers", "fanout-echo"):
+        elif mode in ("fanout-observers", "fanout-echo", "hold"):
             continue  # one process's share: the "fanout" line sums them
+        elif mode in ("sessions-alone", "sessions-crowded"):
+            sessions = "sessions.%s." % mode.split("-")[1]
+            suite.keep(sessions, res, list(res))
+        elif mode == "echo" and sessions:
+            suite.keep(sessions, res, list(res))  # the echo beside that fan-out
+            sessions = None
         elif mode == "fanout":
             suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
         elif mode == "memory":
