@@ -278,6 +278,7 @@ class Suite:
                     note("sessions: the idle connections did not join: %r" % line)
             prefix = "sessions.crowded." if crowded else "sessions.alone."
             self.fanout_run(sid, SESSIONS_OBSERVERS, prefix=prefix)
+            self.drop(sid)  # its loop would go on loading the machine
             # A lone keystroke's echo beside them: a small frame shows the
             # per-frame cost best.
             esid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
@@ -287,7 +288,6 @@ class Suite:
             self.drop(esid)
             if hold:
                 self.client_results(hold, ("hold",), timeout=120)
-            self.drop(sid)
 
     def run_memory(self, i):
         per = 32  # the default max_observers: joins stay O(per^2) per session
