@@ -22,6 +22,7 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -80,6 +81,7 @@ struct http {
 	   after the run that upgraded them (http__let_go). */
 	struct MHD_UpgradeResponseHandle **handed;
 	size_t n_handed, cap_handed;
+	size_t n_out; /* plain upgraded sockets handed out and still open */
 };
 
 /* One accepted TCP connection, from MHD's start notice to its close
@@ -245,12 +247,26 @@ static void http__log_refusal(struct http *h, const struct peer_addr *a, const c
 /* MHD's accept policy: an untrusted peer at its cap is refused before
    MHD allocates anything for it. A trusted proxy brings many clients:
    they are counted per request, by X-Forwarded-For. */
+/* MHD's connection limit counted the WebSockets too while it kept them:
+   the sockets handed out still count against it, so the gateway holds no
+   more sockets than before (what fit_fd_limit budgets for). */
+static bool http__over_limit(struct http *h)
+{
+	const union MHD_DaemonInfo *di =
+	    MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return di && (uint64_t)di->num_connections + h->n_out >=
+			 (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
+}
+
 static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http *h = cls;
 	const struct gw_config *cfg = h->gw->cfg;
 	struct peer_addr a;
 
+	if (http__over_limit(h))
+		return MHD_NO;
 	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
 	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
 	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
@@ -453,6 +469,7 @@ static int http__hand_out(struct http_req *r, MHD_socket sock,
 		h->handed = xrealloc(h->handed, h->cap_handed * sizeof(*h->handed));
 	}
 	h->handed[h->n_handed++] = urh;
+	h->n_out++;
 	h->kick = 1;
 	if (s->counted) {
 		hold->peer = s->peer;
@@ -496,6 +513,7 @@ void http_release(struct http_hold *hold, int fd)
 		h->kick = 1; /* MHD closes it on its next run */
 	} else if (fd >= 0) {
 		close(fd);
+		h->n_out--;
 	}
 	if (hold->counted)
 		peer_table_give(h->peers, &hold->peer);
