@@ -48,11 +48,11 @@
 
 #define HTTP__DISCARD_MAX (1u << 20) /* body bytes read past the cap before hanging up   \
 				      */
-/* MHD's per-connection pool. It holds the request head, and MHD keeps
-   it (mostly touched) for the whole life of an upgraded WebSocket, so it
-   is most of what an idle attached client costs: 64 KiB here made about
-   50 KiB a connection. 16 KiB admits a head of about 12 KiB, the largest
-   legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
+/* MHD's per-connection pool. It holds the request head; over TLS MHD
+   keeps it (mostly touched) for the whole life of an upgraded WebSocket
+   (a plain one leaves MHD at once: http__hand_out), where 64 KiB made
+   about 50 KiB a connection. 16 KiB admits a head of about 12 KiB, the
+   largest legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
 #define HTTP__MEMORY_LIMIT (16 * 1024)
