@@ -6,7 +6,6 @@
 #include "conn_int.h"
 
 #include <errno.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,13 +493,13 @@ void conn_discard(struct conn *c)
 }
 
 void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
-		struct MHD_UpgradeResponseHandle *urh)
+		const struct http_hold *hold)
 {
 	struct gateway *gw = c->gw;
 	struct conn_set *s = &gw->conns;
 
 	c->fd = fd;
-	c->urh = urh;
+	c->hold = *hold;
 	c->started = 1;
 	c->last_rx_ms = time_mono_ms();
 	c->next = s->all;
@@ -550,9 +549,10 @@ static void conn_free(struct conn *c)
 	conn_count_role(c, 0);
 	gw->metrics.conns_pending--;
 	gateway_slot_release(gw, c->ctx.claims.sub, c->ctx.instance_id);
-	/* MHD owns the socket: it closes it on its next run. */
-	MHD_upgrade_action(c->urh, MHD_UPGRADE_ACTION_CLOSE);
-	http_wake(gw->http);
+	/* The io goes before the fd it watches is closed. */
+	ev_io_free(c->io);
+	c->io = NULL;
+	http_release(&c->hold, c->fd);
 	conn_destroy(c);
 }
 

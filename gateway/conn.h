@@ -8,11 +8,11 @@
 #include <stdint.h>
 
 #include "auth_jwt.h"
+#include "http.h"
 #include "link.pb-c.h"
 #include "ptg_limits.h"
 
 struct gateway;
-struct MHD_UpgradeResponseHandle;
 
 /* What the upgrade established (http.c fills it before the 101). No
    link pointer: the connection looks its instance's link up by id when
@@ -53,12 +53,12 @@ struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx);
    never passed to it). */
 void conn_discard(struct conn *c);
 /* After the 101: c takes over the upgraded socket fd, the bytes MHD read
-   past the handshake, and the handle to close it through MHD when done;
-   joins the gateway's connection set and sends binding_hello. The
-   connection slot (gateway_slot_acquire) passes to c, which releases it
-   when it ends. */
+   past the handshake, and what it holds of the listener (given back
+   with http_release when it ends); joins the gateway's connection set
+   and sends binding_hello. The connection slot (gateway_slot_acquire)
+   passes to c, which releases it when it ends. */
 void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
-		struct MHD_UpgradeResponseHandle *urh);
+		const struct http_hold *hold);
 
 /* The gateway's before-poll hook: writes what connections queued and
    frees the ones that ended. */

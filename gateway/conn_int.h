@@ -36,7 +36,7 @@ struct conn {
 
 	int fd;
 	struct ev_io *io;
-	struct MHD_UpgradeResponseHandle *urh;
+	struct http_hold hold;         /* the socket's and address count's owner */
 	struct ws *ws;
 	struct outq q;
 	struct attach_ctx ctx;

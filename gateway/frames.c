@@ -163,24 +163,44 @@ static void frames__json(struct buf *out, json_t *v)
 
 /* `{"op":"<op><suffix>","id":"…","ts":"…"[,"sequence":N]`; the caller
    goes on with `,"payload":…}`. */
+/* v in decimal. */
+static void frames__u64(struct buf *out, uint64_t v)
+{
+	char d[20];
+	size_t i = sizeof(d);
+
+	do
+		d[--i] = (char)('0' + v % 10);
+	while ((v /= 10));
+	buf_append(out, d + i, sizeof(d) - i);
+}
+
 static void frames__head(struct buf *out, const char *op, const char *suffix,
 			 const char *id, int64_t ts_ms, const uint64_t *sequence)
 {
 	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1], name[128];
+	size_t n_op = strnlen(op, sizeof(name) - 1);
+	size_t n_suffix = strnlen(suffix, sizeof(name) - 1 - n_op);
 
 	if (!id) {
 		uuid7_new(fresh);
 		id = fresh;
 	}
 	time_format_ms(ts_ms, ts);
-	snprintf(name, sizeof(name), "%s%s", op, suffix);
+	/* No printf on this path: every frame to every client passes here. */
+	memcpy(name, op, n_op);
+	memcpy(name + n_op, suffix, n_suffix);
 	buf_append_str(out, "{\"op\":");
-	frames__str(out, name, FRAMES__NO_LIMIT);
+	frames__strn(out, name, n_op + n_suffix, FRAMES__NO_LIMIT);
 	buf_append_str(out, ",\"id\":");
 	frames__str(out, id, FRAMES__NO_LIMIT);
-	buf_appendf(out, ",\"ts\":\"%s\"", ts);
-	if (sequence)
-		buf_appendf(out, ",\"sequence\":%" PRIu64, *sequence);
+	buf_append_str(out, ",\"ts\":\"");
+	buf_append_str(out, ts);
+	buf_append_str(out, "\"");
+	if (sequence) {
+		buf_append_str(out, ",\"sequence\":");
+		frames__u64(out, *sequence);
+	}
 	buf_append_str(out, ",\"payload\":");
 }
 
@@ -307,8 +327,9 @@ void frames_task_status_update(const char *id, json_t *payload,
 
 static void frames__output(struct buf *out, const Ptg__OutputFrame *o)
 {
-	buf_appendf(out, "{\"kind\":\"Output\",\"stream\":\"%s\",\"data\":\"",
-		    frames__streams[o->stream]);
+	buf_append_str(out, "{\"kind\":\"Output\",\"stream\":\"");
+	buf_append_str(out, frames__streams[o->stream]);
+	buf_append_str(out, "\",\"data\":\"");
 	b64_encode(o->data.data, o->data.len, out);
 	buf_append_str(out, "\"}");
 }

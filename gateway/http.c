@@ -9,14 +9,20 @@
    the answer, including the 101 and the socket handover to conn.c.
 
    A request's state lives from the URI log callback to MHD's
-   completion notice, which for an upgraded connection comes only when
-   conn.c closes it through MHD_upgrade_action. */
+   completion notice. A plain upgraded socket leaves MHD right after the
+   run that upgraded it (conn.c owns a duplicate of its fd, checked on
+   Debian's MHD 0.9.75: it takes the socket out of its epoll set before
+   the upgrade callback and closes its fd without a shutdown); over TLS,
+   MHD relays the socket and the notice comes when conn.c closes it
+   through MHD_upgrade_action. */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,11 +48,11 @@
 
 #define HTTP__DISCARD_MAX (1u << 20) /* body bytes read past the cap before hanging up   \
 				      */
-/* MHD's per-connection pool. It holds the request head, and MHD keeps
-   it (mostly touched) for the whole life of an upgraded WebSocket, so it
-   is most of what an idle attached client costs: 64 KiB here made about
-   50 KiB a connection. 16 KiB admits a head of about 12 KiB, the largest
-   legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
+/* MHD's per-connection pool. It holds the request head; over TLS MHD
+   keeps it (mostly touched) for the whole life of an upgraded WebSocket
+   (a plain one leaves MHD at once: http__hand_out), where 64 KiB made
+   about 50 KiB a connection. 16 KiB admits a head of about 12 KiB, the
+   largest legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
 #define HTTP__MEMORY_LIMIT (16 * 1024)
@@ -71,6 +77,11 @@ struct http {
 	int64_t refused_logged_ms; /* last per-address refusal logged */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
+	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
+	   after the run that upgraded them (http__let_go). */
+	struct MHD_UpgradeResponseHandle **handed;
+	size_t n_handed, cap_handed;
+	size_t n_out; /* plain upgraded sockets handed out and still open */
 };
 
 /* One accepted TCP connection, from MHD's start notice to its close
@@ -100,6 +111,8 @@ struct http_req {
 	struct conn *conn;	  /* made before the 101, started after it */
 };
 
+static void http__let_go(struct http *h);
+
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
    only re-armed when the deadline moves earlier, since a timer firing
    early costs one idle MHD_run. */
@@ -110,6 +123,10 @@ static void http__run(struct http *h)
 
 	h->kick = 0;
 	MHD_run(h->d);
+	if (h->n_handed) {
+		http__let_go(h);
+		MHD_run(h->d); /* frees what MHD held for them */
+	}
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
 		return;
 	if (t > INT32_MAX)
@@ -144,12 +161,6 @@ void http_run_pending(struct http *h)
 	if (!h || !h->kick)
 		return;
 	http__run(h);
-}
-
-void http_wake(struct http *h)
-{
-	if (h)
-		h->kick = 1;
 }
 
 /* ---- the request deadline ----
@@ -236,12 +247,26 @@ static void http__log_refusal(struct http *h, const struct peer_addr *a, const c
 /* MHD's accept policy: an untrusted peer at its cap is refused before
    MHD allocates anything for it. A trusted proxy brings many clients:
    they are counted per request, by X-Forwarded-For. */
+/* MHD's connection limit counted the WebSockets too while it kept them:
+   the sockets handed out still count against it, so the gateway holds no
+   more sockets than before (what fit_fd_limit budgets for). */
+static bool http__over_limit(struct http *h)
+{
+	const union MHD_DaemonInfo *di =
+	    MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+
+	return di && (uint64_t)di->num_connections + h->n_out >=
+			 (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
+}
+
 static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http *h = cls;
 	const struct gw_config *cfg = h->gw->cfg;
 	struct peer_addr a;
 
+	if (http__over_limit(h))
+		return MHD_NO;
 	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
 	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
 	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
@@ -413,6 +438,51 @@ static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
+/* MHD closes the sockets it handed out (its copies of the fds: conn.c
+   has its own) once the run that upgraded them is over; closing one
+   from inside its own upgrade callback is not something MHD allows. */
+static void http__let_go(struct http *h)
+{
+	for (size_t i = 0; i < h->n_handed; i++)
+		MHD_upgrade_action(h->handed[i], MHD_UPGRADE_ACTION_CLOSE);
+	h->n_handed = 0;
+}
+
+/* A plain socket leaves MHD: conn.c gets a duplicate of the fd and the
+   address count the connection was admitted under (the socket's own, or
+   behind a trusted proxy its client's), and MHD closes its fd. Returns
+   the duplicate, or -1 (then MHD keeps the socket, as over TLS). */
+static int http__hand_out(struct http_req *r, MHD_socket sock,
+			  struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
+{
+	struct http *h = r->h;
+	struct http_sock *s = http__sock(r->c);
+	int fd;
+
+	if (h->has_tls || !s)
+		return -1;
+	fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (h->n_handed == h->cap_handed) {
+		h->cap_handed = h->cap_handed ? h->cap_handed * 2 : 16;
+		h->handed = xrealloc(h->handed, h->cap_handed * sizeof(*h->handed));
+	}
+	h->handed[h->n_handed++] = urh;
+	h->n_out++;
+	h->kick = 1;
+	if (s->counted) {
+		hold->peer = s->peer;
+		hold->counted = 1;
+		s->counted = 0;
+	} else if (r->client_counted) {
+		hold->peer = r->client;
+		hold->counted = 1;
+		r->client_counted = 0;
+	}
+	return fd;
+}
+
 /* conn.c takes the socket; the connection slot passes with it. */
 static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 			   const char *extra, size_t extra_len, MHD_socket sock,
@@ -420,12 +490,35 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 {
 	struct http_req *r = cls;
 	struct conn *conn = r->conn;
+	struct http_hold hold = {.h = r->h};
+	int fd = http__hand_out(r, sock, urh, &hold);
 
+	if (fd < 0) {
+		fd = sock;
+		hold.urh = urh;
+	}
 	r->rq->slot_held = 0;
 	r->upgraded = 1;
 	r->conn = NULL;
-	conn_start(conn, sock, extra, extra_len, urh);
+	conn_start(conn, fd, extra, extra_len, &hold);
 	http__req_release(r);
+}
+
+void http_release(struct http_hold *hold, int fd)
+{
+	struct http *h = hold->h;
+
+	if (hold->urh) {
+		MHD_upgrade_action(hold->urh, MHD_UPGRADE_ACTION_CLOSE);
+		h->kick = 1; /* MHD closes it on its next run */
+	} else if (fd >= 0) {
+		close(fd);
+		h->n_out--;
+	}
+	if (hold->counted)
+		peer_table_give(h->peers, &hold->peer);
+	hold->counted = 0;
+	hold->urh = NULL;
 }
 
 static enum MHD_Result http__answer(struct http_req *r);
@@ -832,6 +925,7 @@ void http_free(struct http *h)
 		MHD_stop_daemon(h->d); /* its close notices use what follows */
 	ev_timer_free(h->head_timer);
 	peer_table_free(h->peers);
+	free(h->handed);
 	if (h->has_tls)
 		tls_store_clear(&h->tls);
 	free(h);

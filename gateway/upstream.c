@@ -1,6 +1,7 @@
 /* upstream: see upstream.h. Frames are encoded to JSON and wrapped in a
    WebSocket frame once per link message, then shared by reference with
    every attachment they are for. */
+#include "ptg_limits.h"
 #include "upstream.h"
 
 #include <errno.h>
@@ -34,9 +35,17 @@ struct pending {
 	struct pending *next;
 };
 
+/* The attachments of one session: a frame for a session reaches its
+   own attachments without looking at any other session's. */
+struct group {
+	char session_id[PTG_ID_MAX + 1];
+	uint64_t *ids; /* attach ids, in binding order */
+	size_t n, cap;
+};
+
 struct binding {
 	uint64_t attach_id;
-	char session_id[PTG_ID_MAX + 1];
+	struct group *group;
 	const struct upstream_sink *sink;
 	void *user;
 };
@@ -59,6 +68,8 @@ struct upstream {
 	struct pending *pending;
 	struct binding *binds;
 	size_t n_binds, cap_binds;
+	struct group **groups;      /* sorted by session id */
+	size_t n_groups, cap_groups;
 	struct buf json;
 	Ptg__Limits limits;
 	int has_limits;
@@ -137,6 +148,77 @@ static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
 	return i < u->n_binds && u->binds[i].attach_id == attach_id ? &u->binds[i] : NULL;
 }
 
+/* The groups are kept sorted by session id: a frame finds its session's
+   in O(log sessions) comparisons. */
+static size_t group_pos(const struct upstream *u, const char *session_id)
+{
+	size_t lo = 0, hi = u->n_groups;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (strcmp(u->groups[mid]->session_id, session_id) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct group *find_group(const struct upstream *u, const char *session_id)
+{
+	size_t i = group_pos(u, session_id);
+
+	return i < u->n_groups && strcmp(u->groups[i]->session_id, session_id) == 0
+		   ? u->groups[i]
+		   : NULL;
+}
+
+static struct group *group_join(struct upstream *u, const char *session_id, uint64_t id)
+{
+	size_t i = group_pos(u, session_id);
+	struct group *g;
+
+	if (i < u->n_groups && strcmp(u->groups[i]->session_id, session_id) == 0) {
+		g = u->groups[i];
+	} else {
+		if (u->n_groups == u->cap_groups) {
+			u->cap_groups = u->cap_groups ? u->cap_groups * 2 : 8;
+			u->groups = xrealloc(u->groups, u->cap_groups * sizeof(*u->groups));
+		}
+		memmove(&u->groups[i + 1], &u->groups[i], (u->n_groups - i) * sizeof(*u->groups));
+		u->n_groups++;
+		g = u->groups[i] = xcalloc(1, sizeof(*g));
+		snprintf(g->session_id, sizeof(g->session_id), "%s", session_id);
+	}
+	if (g->n == g->cap) {
+		g->cap = g->cap ? g->cap * 2 : 4;
+		g->ids = xrealloc(g->ids, g->cap * sizeof(*g->ids));
+	}
+	g->ids[g->n++] = id;
+	return g;
+}
+
+/* Takes id out of g, and g out of the upstream once it is empty. */
+static void group_leave(struct upstream *u, struct group *g, uint64_t id)
+{
+	size_t i;
+
+	for (i = 0; i < g->n && g->ids[i] != id; i++)
+		;
+	if (i < g->n) {
+		memmove(&g->ids[i], &g->ids[i + 1], (g->n - i - 1) * sizeof(*g->ids));
+		g->n--;
+	}
+	if (g->n)
+		return;
+	i = group_pos(u, g->session_id);
+	memmove(&u->groups[i], &u->groups[i + 1], (u->n_groups - i - 1) * sizeof(*u->groups));
+	u->n_groups--;
+	free(g->ids);
+	free(g);
+}
+
 void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
 		   const struct upstream_sink *sink, void *user)
 {
@@ -145,6 +227,7 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 
 	if (i < u->n_binds && u->binds[i].attach_id == attach_id) {
 		b = &u->binds[i]; /* bound again: the newest sink wins */
+		group_leave(u, b->group, attach_id);
 	} else {
 		if (u->n_binds == u->cap_binds) {
 			u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
@@ -155,7 +238,7 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 		b = &u->binds[i];
 	}
 	b->attach_id = attach_id;
-	snprintf(b->session_id, sizeof(b->session_id), "%s", session_id);
+	b->group = group_join(u, session_id, attach_id);
 	b->sink = sink;
 	b->user = user;
 }
@@ -166,6 +249,7 @@ void upstream_unbind(struct upstream *u, uint64_t attach_id)
 
 	if (i == u->n_binds || u->binds[i].attach_id != attach_id)
 		return;
+	group_leave(u, u->binds[i].group, attach_id);
 	memmove(&u->binds[i], &u->binds[i + 1], (u->n_binds - i - 1) * sizeof(*u->binds));
 	u->n_binds--;
 }
@@ -185,25 +269,25 @@ static struct wsframe *encode_frame(struct upstream *u, const Ptg__Frame *f)
 
 /* Recipients are found before anything is encoded: a session nobody
    watches costs no JSON. Delivery may unbind (a Closed ends
-   connections): the recipients are a copy of the attach ids, each looked
-   up again before its delivery. */
+   connections): the recipients are a copy of the session's attach ids,
+   each looked up again before its delivery. */
 static void route_frame(struct upstream *u, const Ptg__Frame *f)
 {
 	uint64_t few[32], *to = few;
-	size_t n = u->n_binds, k = 0;
+	size_t k = 0;
 	struct wsframe *wf = NULL;
 	struct binding *b;
+	struct group *g;
 
 	if (f->target_attach_id) {
 		if ((b = find_binding(u, f->target_attach_id)) && b->sink->frame)
 			few[k++] = f->target_attach_id;
-	} else {
-		if (n > 32)
-			to = xcalloc(n, sizeof(*to));
-		for (size_t i = 0; i < n; i++)
-			if (u->binds[i].sink->frame &&
-			    strcmp(u->binds[i].session_id, f->session_id) == 0)
-				to[k++] = u->binds[i].attach_id;
+	} else if ((g = find_group(u, f->session_id))) {
+		if (g->n > 32)
+			to = xmalloc(g->n * sizeof(*to));
+		for (size_t i = 0; i < g->n; i++)
+			if ((b = find_binding(u, g->ids[i])) && b->sink->frame)
+				to[k++] = g->ids[i];
 	}
 	if (k)
 		wf = encode_frame(u, f);
@@ -219,7 +303,7 @@ static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
 {
 	struct binding *b = find_binding(u, tu->attach_id);
 
-	if (b && b->sink->task_update && strcmp(b->session_id, tu->session_id) == 0)
+	if (b && b->sink->task_update && strcmp(b->group->session_id, tu->session_id) == 0)
 		b->sink->task_update(tu, b->user);
 }
 
@@ -341,6 +425,8 @@ static void drop_bindings(struct upstream *u)
 {
 	while (u->n_binds) {
 		struct binding b = u->binds[--u->n_binds];
+
+		group_leave(u, b.group, b.attach_id);
 		b.sink->link_lost(b.user);
 	}
 }
@@ -465,6 +551,7 @@ void upstream_free(struct upstream *u)
 	ev_timer_free(u->retry);
 	ev_timer_free(u->sweep);
 	free(u->binds);
+	free(u->groups); /* empty: drop_bindings emptied every group */
 	buf_free(&u->json);
 	free(u);
 }

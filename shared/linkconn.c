@@ -211,8 +211,8 @@ static void linkconn__decode(struct linkconn *lc)
 	}
 }
 
-/* Reads until EAGAIN or the per-wakeup budget. Returns 1 at end of
-   stream, a negative errno on error, else 0. */
+/* Reads until the socket is drained or the per-wakeup budget. Returns 1
+   at end of stream, a negative errno on error, else 0. */
 static int linkconn__read(struct linkconn *lc)
 {
 	size_t total = 0;
@@ -224,6 +224,11 @@ static int linkconn__read(struct linkconn *lc)
 		if (n > 0) {
 			buf_commit(&lc->in, (size_t)n);
 			total += (size_t)n;
+			/* A short read drained the socket: no read just to see
+			   EAGAIN (one syscall per message at keystroke rates);
+			   the level-triggered poll reports anything newer. */
+			if (n < LINKCONN_READ_CHUNK)
+				return 0;
 			continue;
 		}
 		if (n == 0)

@@ -6,6 +6,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/random.h>
 
 #include "timeutil.h"
@@ -14,10 +15,8 @@
 static int64_t uuid__last_ms = -1;
 static uint32_t uuid__counter;
 
-static void uuid__random(void *p, size_t n)
+static void uuid__getrandom(uint8_t *d, size_t n)
 {
-	uint8_t *d = p;
-
 	while (n > 0) {
 		ssize_t r = getrandom(d, n, 0);
 
@@ -30,6 +29,33 @@ static void uuid__random(void *p, size_t n)
 		}
 		d += r;
 		n -= (size_t)r;
+	}
+}
+
+/* Random bytes from a pool refilled 256 bytes at a time: the gateway
+   makes an id for every frame it sends, and a getrandom call each was
+   a syscall per keystroke's echo. Each byte is used once (the daemons'
+   forked children exec at once, so no pool copied by a fork is drawn
+   from twice). */
+static void uuid__random(void *p, size_t n)
+{
+	static uint8_t pool[256];
+	static size_t left;
+	uint8_t *d = p;
+
+	while (n > 0) {
+		size_t k;
+
+		if (!left) {
+			uuid__getrandom(pool, sizeof(pool));
+			left = sizeof(pool);
+		}
+		k = n < left ? n : left;
+		memcpy(d, pool + sizeof(pool) - left, k);
+		explicit_bzero(pool + sizeof(pool) - left, k);
+		left -= k;
+		d += k;
+		n -= k;
 	}
 }
 
@@ -67,10 +93,14 @@ void uuid7_new(char out[UUID_STRLEN + 1])
 	b[8] = (uint8_t)(0x80 | (r[0] & 0x3f));
 	for (i = 9; i < 16; i++)
 		b[i] = r[i - 8];
-	snprintf(out, UUID_STRLEN + 1,
-		 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-		 b[12], b[13], b[14], b[15]);
+	/* 8-4-4-4-12 hex digits, by hand: an id per frame the gateway sends. */
+	for (i = 0; i < 16; i++) {
+		*out++ = "0123456789abcdef"[b[i] >> 4];
+		*out++ = "0123456789abcdef"[b[i] & 0xf];
+		if (i == 3 || i == 5 || i == 7 || i == 9)
+			*out++ = '-';
+	}
+	*out = '\0';
 }
 
 static int uuid__is_hex(char c)

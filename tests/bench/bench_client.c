@@ -11,8 +11,12 @@
      attach SESSION SAMPLES        upgrade->101, 101->hello, join->Keyframe
      echo SESSION SAMPLES          keystroke->echo through both hops
      throughput SESSION            MB/s of a generator to its end marker
-     fanout SESSION N SECONDS      N observers + an echoing controller
+     fanout-observers SESSION N START SECONDS
+				   N observers streaming through a window
+     fanout-echo SESSION START SECONDS
+				   the fan-out's controller: echo while they stream
      joins SESSION N               N observers join at once, time to all Keyframes
+     hold N PER SECONDS SESSION... N observers over the sessions, held idle
      memory N PER SESSION...       gateway RSS per idle attached connection
      replay SESSION SAMPLES BACK   replay_from current-BACK to the Keyframe
      keyframe SESSION SAMPLES      join->Keyframe time and bytes per cell
@@ -32,6 +36,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bench_ws.h"
@@ -382,47 +387,62 @@ static int mode_throughput(const char *sid)
 	return 0;
 }
 
-/* ---- (d) fan-out ---- */
+/* ---- (d) fan-out ----
+   The observers and the controller run in separate processes (run.py
+   starts them): a load client reading a thousand streams would otherwise
+   time its own backlog, not the gateway's, as the controller's echo. The
+   processes agree on the window by the wall clock: each joins, keeps
+   reading until START (seconds since the epoch), then measures WINDOW
+   seconds. */
 
-static double fanout_until;
+static double window_start, window_end; /* bws_now() times */
 
-static bool fanout_done(void *arg)
+static bool reached_start(void *arg)
 {
-	return bws_now() >= fanout_until;
+	return bws_now() >= window_start;
 }
 
-/* The session runs `stty -echo -icanon min 1; dd bs=1 count=1; (while :;
-   do cat FILE; done) & exec cat`: N observers stream the file for a fixed
-   window while the controller's keystrokes are echoed by cat. A window,
-   not an end marker: a controller that lags loses frames, the marker
-   perhaps among them. */
-static int mode_fanout(const char *sid, size_t n, size_t window_s)
+static bool reached_end(void *arg)
+{
+	return bws_now() >= window_end;
+}
+
+/* Converts START (wall clock) to the monotonic clock of bws_now(). */
+static void set_window(const char *start, size_t window_s)
+{
+	struct timespec wall;
+	char *end;
+	double at = strtod(start, &end);
+
+	if (*end || at <= 0)
+		die("START must be seconds since the epoch");
+	clock_gettime(CLOCK_REALTIME, &wall);
+	window_start = bws_now() + (at - ((double)wall.tv_sec + wall.tv_nsec / 1e9));
+	window_end = window_start + (double)window_s;
+}
+
+/* N observers of SESSION (one process's share); the session's stream
+   starts when the controller's process sends its first byte at START. */
+static int mode_fanout_observers(const char *sid, size_t n, const char *start,
+				 size_t window_s)
 {
 	struct group obs = { calloc(n, sizeof(struct bws)), n };
-	struct echo e = { .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true };
-	struct bws ctl = { .decode = true, .user = &e, .idx = -1 };
 	char *sids[] = { (char *)sid };
-	uint64_t wire = 0, seq_errors = 0, lagged = 0, session_out;
-	double t0, gw0, dt;
+	uint64_t wire = 0, seq_errors = 0, lagged = 0;
 
-	attach_one(&ctl, sid, "controller", -1);
+	set_window(start, window_s);
 	open_all(&obs, sids, n, true, 0);
 	for (size_t i = 0; i < n; i++)
 		bws_join(&obs.c[i], "observer", -1);
-	if (!bws_run(all_keyframe, &obs, 120))
-		fprintf(stderr, "bench_client: observers did not all get an answer to their join "
-				"in 120 s\n");
+	if (!bws_run(all_keyframe, &obs, window_start - bws_now() + 60))
+		fprintf(stderr, "bench_client: observers did not all get an answer to their join\n");
+	if (bws_now() > window_start)
+		fprintf(stderr, "bench_client: the joins ended %.1f s after the window's start\n",
+			bws_now() - window_start);
+	bws_run(reached_start, NULL, window_start - bws_now() + 1);
 	for (size_t i = 0; i < n; i++)
 		obs.c[i].wire_bytes = 0;
-	ctl.on_frame = echo_frame;
-	session_out = ctl.out_bytes;
-	gw0 = cpu_seconds(gateway_pid);
-	t0 = bws_now();
-	fanout_until = t0 + (double)window_s;
-	bws_input(&ctl, "s", 1);
-	echo_send(&ctl, &e);
-	bws_run(fanout_done, NULL, (double)window_s + 1);
-	dt = bws_now() - t0;
+	bws_run(reached_end, NULL, window_end - bws_now() + 1);
 	for (size_t i = 0; i < n; i++) {
 		wire += obs.c[i].wire_bytes;
 		seq_errors += obs.c[i].seq_errors;
@@ -431,18 +451,67 @@ static int mode_fanout(const char *sid, size_t n, size_t window_s)
 	result("fanout.observers", (double)n);
 	result("fanout.joined", (double)joined(&obs));
 	result("fanout.dead", (double)count_dead(&obs));
-	result("fanout.aggregate_mb_s", (double)wire / dt / 1e6);
-	result("fanout.session_mb_s", (double)(ctl.out_bytes - session_out) / dt / 1e6);
-	result("fanout.gateway_cpu_ms_per_mib",
-	       1e3 * (cpu_seconds(gateway_pid) - gw0) / ((double)wire / (1 << 20)));
-	result("fanout.seq_errors", (double)(seq_errors + ctl.seq_errors));
+	result("fanout.wire_bytes", (double)wire);
+	result("fanout.seq_errors", (double)seq_errors);
 	result("fanout.lagged", (double)lagged);
+	close_all(&obs);
+	return 0;
+}
+
+/* The controller of the fan-out session, alone in its process: starts
+   the stream at START (the session runs `stty -echo -icanon min 1; dd
+   bs=1 count=1; (while :; do cat FILE; done) & exec cat`) and times the
+   echo of one keystroke after another through the window, with the
+   gateway's CPU over it. */
+static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
+{
+	struct echo e = { .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true };
+	struct bws ctl = { .decode = true, .user = &e, .idx = -1 };
+	uint64_t session_out;
+	double gw0, dt;
+
+	set_window(start, window_s);
+	attach_one(&ctl, sid, "controller", -1);
+	bws_run(reached_start, NULL, window_start - bws_now() + 1);
+	ctl.on_frame = echo_frame;
+	session_out = ctl.out_bytes;
+	gw0 = cpu_seconds(gateway_pid);
+	bws_input(&ctl, "s", 1);
+	echo_send(&ctl, &e);
+	bws_run(reached_end, NULL, window_end - bws_now() + 1);
+	dt = bws_now() - window_start;
+	result("fanout.gateway_cpu_s", cpu_seconds(gateway_pid) - gw0);
+	result("fanout.session_mb_s", (double)(ctl.out_bytes - session_out) / dt / 1e6);
+	result("fanout.controller_seq_errors", (double)ctl.seq_errors);
 	result("fanout.controller_lagged", (double)ctl.lagged);
 	result("fanout.echo_samples", (double)e.n);
 	result("fanout.echo_lost", (double)e.lost);
 	percentiles("fanout.echo_us", e.lat, e.n, 1e6, 0.010);
-	close_all(&obs);
 	bws_close(&ctl);
+	return 0;
+}
+
+/* N observers joined to the sessions SESSION... (PER each), read and
+   held idle for SECONDS: the other sessions' connections beside a
+   fan-out (run.py's "sessions" benchmark). Says how many joined as soon
+   as they have, so the fan-out can start. */
+static int mode_hold(size_t n, size_t per, size_t seconds, char **sids, size_t nsids)
+{
+	struct group g = { calloc(n, sizeof(struct bws)), n };
+
+	if ((n + per - 1) / per > nsids)
+		die("hold needs enough sessions");
+	open_all(&g, sids, per, true, 16);
+	for (size_t i = 0; i < n; i++)
+		bws_join(&g.c[i], "observer", -1);
+	if (!bws_run(all_keyframe, &g, 300))
+		die("joins did not all get their Keyframe in 300 s");
+	result("hold.joined", (double)joined(&g));
+	fflush(stdout);
+	window_end = bws_now() + (double)seconds;
+	bws_run(reached_end, NULL, (double)seconds + 1);
+	result("hold.dead", (double)count_dead(&g));
+	close_all(&g);
 	return 0;
 }
 
@@ -745,8 +814,14 @@ static int run_mode(int argc, char **argv)
 		return mode_echo(argv[1], count_arg(argv[2]));
 	if (!strcmp(m, "throughput") && argc == 2)
 		return mode_throughput(argv[1]);
-	if (!strcmp(m, "fanout") && argc == 4)
-		return mode_fanout(argv[1], count_arg(argv[2]), count_arg(argv[3]));
+	if (!strcmp(m, "fanout-observers") && argc == 5)
+		return mode_fanout_observers(argv[1], count_arg(argv[2]), argv[3],
+					     count_arg(argv[4]));
+	if (!strcmp(m, "fanout-echo") && argc == 4)
+		return mode_fanout_echo(argv[1], argv[2], count_arg(argv[3]));
+	if (!strcmp(m, "hold") && argc >= 5)
+		return mode_hold(count_arg(argv[1]), count_arg(argv[2]), count_arg(argv[3]),
+				 argv + 4, (size_t)argc - 4);
 	if (!strcmp(m, "joins") && argc == 3)
 		return mode_joins(argv[1], count_arg(argv[2]));
 	if (!strcmp(m, "memory") && argc >= 4)

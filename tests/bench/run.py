@@ -42,7 +42,12 @@ MARK = "printf '\\n%s\\n' PTG-BENCH-END"
 # The end marker inside a title sequence: in the output, not on the screen.
 TITLE_MARK = "printf '\\033]2;%s\\007' PTG-BENCH-END"
 ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
-ALL = ["attach", "echo", "throughput", "fanout", "memory", "joins", "replay", "keyframe"]
+# Observers per load-client process in the fan-out benchmark.
+FANOUT_PER_PROCESS = 250
+# The "sessions" benchmark: a fan-out of this many observers beside this
+# many joined connections on other sessions.
+SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
+ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe"]
 
 
 def note(text):
@@ -109,24 +114,33 @@ class Suite:
             time.sleep(0.2)
         raise RuntimeError("session %s did not settle (sequence %s)" % (sid, last))
 
-    def client(self, *argv, timeout=1800):
+    def client_start(self, *argv):
         cmd = [CLIENT, "--gateway", "127.0.0.1:%d" % self.stack.port, "--instance", "bench",
                "--token", self.token, "--gateway-pid", str(self.stack.gateway.pid),
                "--sidecar-pid", str(self.stack.sidecar.pid)] + [str(a) for a in argv]
-        r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=timeout,
-                           text=True)
-        if r.stderr.strip():
-            note("bench_client %s: %s" % (argv[0], r.stderr.strip()[-600:]))
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def client_results(self, proc, argv, timeout=1800):
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            stdout, stderr = proc.communicate()
+        if stderr.strip():
+            note("bench_client %s: %s" % (argv[0], stderr.strip()[-600:]))
         out = {}
-        for line in r.stdout.splitlines():
+        for line in stdout.splitlines():
             parts = line.split()
             if len(parts) == 3 and parts[0] == "RESULT":
                 out[parts[1]] = float(parts[2])
-        if r.returncode != 0:
-            note("bench_client %s exited %d" % (argv[0], r.returncode))
+        if proc.returncode != 0:
+            note("bench_client %s exited %d" % (argv[0], proc.returncode))
         if self.args.verbose:
             note("%s: %s" % (argv[0], " ".join("%s=%g" % kv for kv in sorted(out.items()))))
         return out
+
+    def client(self, *argv, timeout=1800):
+        return self.client_results(self.client_start(*argv), argv, timeout)
 
     def keep(self, prefix, res, keys):
         for k in keys:
@@ -202,9 +216,78 @@ class Suite:
         for n in self.args.fanout:
             sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
                                "(while :; do cat %s; done) & exec cat" % path)
-            res = self.client("fanout", sid, n, self.args.fanout_seconds)
-            self.keep("fanout%d." % n, res, [k for k in res])
+            self.fanout_run(sid, n)
             self.drop(sid)
+
+    def fanout_run(self, sid, n, prefix=None):
+        """The observers in processes of at most FANOUT_PER_PROCESS each and
+        the controller in its own, so the controller's echo is not the
+        load client's backlog; all measure one window, agreed on by the
+        wall clock after time to join."""
+        window = self.args.fanout_seconds
+        start = time.time() + 3 + n / 100.0
+        shares = [FANOUT_PER_PROCESS] * (n // FANOUT_PER_PROCESS)
+        if n % FANOUT_PER_PROCESS:
+            shares.append(n % FANOUT_PER_PROCESS)
+        procs = [(self.client_start("fanout-observers", sid, k, "%.3f" % start, window),
+                  ("fanout-observers",)) for k in shares]
+        procs.append((self.client_start("fanout-echo", sid, "%.3f" % start, window),
+                      ("fanout-echo",)))
+        results = [self.client_results(p, argv, timeout=600) for p, argv in procs]
+        obs, ctl = results[:-1], results[-1]
+        total = lambda k: sum(r.get(k, 0) for r in obs)
+        wire = total("fanout.wire_bytes")
+        res = {"fanout.processes": len(obs), "fanout.joined": total("fanout.joined"),
+               "fanout.dead": total("fanout.dead"), "fanout.lagged": total("fanout.lagged"),
+               "fanout.aggregate_mb_s": wire / window / 1e6,
+               "fanout.seq_errors": total("fanout.seq_errors") +
+               ctl.get("fanout.controller_seq_errors", 0)}
+        if wire and "fanout.gateway_cpu_s" in ctl:
+            res["fanout.gateway_cpu_ms_per_mib"] = 1e3 * ctl["fanout.gateway_cpu_s"] / (wire / (1 << 20))
+        for k in ("session_mb_s", "controller_lagged", "echo_samples", "echo_lost",
+                  "echo_us.p50", "echo_us.p99", "echo_us.max", "echo_us.over10ms"):
+            if "fanout." + k in ctl:
+                res["fanout." + k] = ctl["fanout." + k]
+        if self.args.verbose:
+            mode = "sessions-" + prefix.split(".")[1] if prefix else "fanout"
+            note("%s: fanout.observers=%d %s" % (mode, n, " ".join("%s=%g" % kv for kv in sorted(res.items()))))
+        self.keep(prefix or "fanout%d." % n, res, list(res))
+
+    def run_sessions(self, i):
+        """A fan-out of SESSIONS_OBSERVERS beside SESSIONS_IDLE joined
+        connections on other sessions of the instance, paired with the same
+        fan-out alone: what a frame costs the gateway as other sessions'
+        connections grow (each frame used to look at every attachment of
+        the instance)."""
+        path = os.path.join(self.stack.dir, "fanout.out")
+        if not os.path.exists(path):
+            subprocess.run(["/bin/sh", "-c", "head -c 1000000 /dev/urandom | od -An -tx1 -v > %s"
+                            % path], check=True)
+        per = 32
+        idle = self.memory_sessions((SESSIONS_IDLE + per - 1) // per)
+        order = [False, True] if i % 2 == 0 else [True, False]
+        for crowded in order:
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "(while :; do cat %s; done) & exec cat" % path)
+            hold = None
+            if crowded:
+                hold_s = 3 + SESSIONS_OBSERVERS / 100.0 + self.args.fanout_seconds + 30
+                hold = self.client_start("hold", SESSIONS_IDLE, per, int(hold_s), *idle)
+                line = hold.stdout.readline()  # "RESULT hold.joined N" once joined
+                if "hold.joined" not in line:
+                    note("sessions: the idle connections did not join: %r" % line)
+            prefix = "sessions.crowded." if crowded else "sessions.alone."
+            self.fanout_run(sid, SESSIONS_OBSERVERS, prefix=prefix)
+            self.drop(sid)  # its loop would go on loading the machine
+            # A lone keystroke's echo beside them: a small frame shows the
+            # per-frame cost best.
+            esid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                                "printf PTG-READY; exec cat")
+            self.keep(prefix, self.client("echo", esid, SESSIONS_ECHO_SAMPLES),
+                      ["echo.us.p50", "echo.us.p99"])
+            self.drop(esid)
+            if hold:
+                self.client_results(hold, ("hold",), timeout=120)
 
     def run_memory(self, i):
         per = 32  # the default max_observers: joins stay O(per^2) per session
@@ -319,6 +402,7 @@ class Suite:
             p = "fanout%d.fanout." % n
             row("fan-out %d observers, %d s window: aggregate delivered (MB/s)" % (n, self.args.fanout_seconds), p + "aggregate_mb_s", digits=0)
             row("  observers whose join was answered (of %d)" % n, p + "joined", digits=0)
+            row("  load-client processes of observers (the controller has its own)", p + "processes", digits=0)
             row("  observers closed by the gateway before the end", p + "dead", digits=0)
             row("  session output rate, as the controller received it (MB/s)", p + "session_mb_s")
             row("  gateway CPU per delivered MiB (ms)", p + "gateway_cpu_ms_per_mib", digits=2)
@@ -328,6 +412,15 @@ class Suite:
             row("  frames out of order (all observers)", p + "seq_errors", digits=0)
             row("  PTY_OUTPUT_LAGGED to observers (sum)", p + "lagged", digits=0)
             row("  PTY_OUTPUT_LAGGED to the controller (echo samples lost)", p + "controller_lagged", digits=0)
+        for what, key in (("aggregate delivered (MB/s)", "aggregate_mb_s"),
+                          ("gateway CPU per delivered MiB (ms)", "gateway_cpu_ms_per_mib")):
+            row("fan-out %d observers beside %d connections on other sessions: %s; baseline "
+                "the same fan-out alone" % (SESSIONS_OBSERVERS, SESSIONS_IDLE, what),
+                "sessions.crowded.fanout." + key, "sessions.alone.fanout." + key, digits=2)
+        for p in ("p50", "p99"):
+            row("echo %s beside %d connections on other sessions (us); baseline alone"
+                % (p, SESSIONS_IDLE), "sessions.crowded.echo.us." + p,
+                "sessions.alone.echo.us." + p)
         for n in self.args.memory:
             row("gateway RSS per idle attached connection, %d conns (KiB)" % n,
                 "memory%d.memory.kib_per_conn" % n)
@@ -360,6 +453,7 @@ def replay_log(suite, path):
     tp_names = ["longline", "hexdump", "tui", "random"]
     kf_names = ["colour", "hexdump", "tui"]
     tp = kf = 0
+    sessions = None  # the "sessions" benchmark whose echo comes next
     pat = re.compile(r"^\[bench [0-9:]+\] ([a-z-]+): (.*)$")
     for line in open(path, encoding="utf-8", errors="replace"):
         died = re.search(r"the gateway died with (\d+) connections", line)
@@ -376,6 +470,14 @@ def replay_log(suite, path):
             name = tp_names[(tp // 2) % 4]
             suite.keep("tp.%s.%s" % (name, "plain." if mode[0] == "p" else ""), res, list(res))
             tp += 1
+        elif mode in ("fanout-observers", "fanout-echo", "hold"):
+            continue  # one process's share: the "fanout" line sums them
+        elif mode in ("sessions-alone", "sessions-crowded"):
+            sessions = "sessions.%s." % mode.split("-")[1]
+            suite.keep(sessions, res, list(res))
+        elif mode == "echo" and sessions:
+            suite.keep(sessions, res, list(res))  # the echo beside that fan-out
+            sessions = None
         elif mode == "fanout":
             suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
         elif mode == "memory":
