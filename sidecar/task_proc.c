@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "fdio.h"
 #include "runas.h"
 #include "xalloc.h"
 
@@ -20,25 +22,22 @@
 extern char **environ;
 
 /* The session program's environment from /proc (NUL-separated), as an
-   envp in one allocation; NULL when it cannot be read (the sidecar's own
-   is used then). */
+   envp in one allocation; NULL when it cannot be read or is larger than
+   ENVIRON_MAX (the sidecar's own is used then: a cut one would end in a
+   broken variable). */
 static char **session_env(pid_t pid, char **block)
 {
+	struct buf b = BUF_INIT;
 	char path[64];
-	size_t len = 0, n = 0;
-	ssize_t got;
+	size_t len, n = 0;
 	char **envp;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd_read_file(path, 0, ENVIRON_MAX, &b, NULL, 0) < 0) {
+		buf_free(&b);
 		return NULL;
-	*block = xmalloc(ENVIRON_MAX + 1);
-	while (len < ENVIRON_MAX && (got = read(fd, *block + len, ENVIRON_MAX - len)) > 0)
-		len += (size_t)got;
-	close(fd);
-	(*block)[len] = 0;
+	}
+	*block = (char *)buf_steal(&b, &len);
 	for (size_t i = 0; i < len; i++)
 		n += (*block)[i] == 0;
 	envp = xcalloc(n + 2, sizeof(*envp));
