@@ -10,7 +10,6 @@
    the instances file's. */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "id.h"
 #include "log.h"
 #include "num.h"
 #include "ptg_limits.h"
@@ -325,20 +325,6 @@ static int config__str(const struct config__src *src, int opt, const char *s, ch
 	return 0;
 }
 
-/* An instance id appears in URL paths: 1..PTG_ID_MAX of [A-Za-z0-9._~:@-], not
-   "." or "..". */
-static int config__valid_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > PTG_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
-			return 0;
-	return 1;
-}
-
 static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
 					    size_t from, size_t to)
 {
@@ -363,7 +349,7 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	}
 	memcpy(id, s, (size_t)(eq - s));
 	id[eq - s] = '\0';
-	if (!config__valid_id(id)) {
+	if (!id_valid(id)) {
 		config__err(src, "instance",
 			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
 			    id, PTG_ID_MAX);
@@ -731,7 +717,7 @@ static int config__instances_line(char *line, struct gw_instance_cfg *out, char 
 		snprintf(why, whylen, "expected 'ID ADDR'");
 		return -EINVAL;
 	}
-	if (!config__valid_id(id)) {
+	if (!id_valid(id)) {
 		snprintf(why, whylen, "bad instance id '%.128s'", id);
 		return -EINVAL;
 	}
