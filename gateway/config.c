@@ -22,6 +22,7 @@
 
 #include "fdio.h"
 #include "id.h"
+#include "keys.h"
 #include "log.h"
 #include "num.h"
 #include "ptg_limits.h"
@@ -65,7 +66,8 @@ static const char config__usage[] =
     "                                SIGHUP (default: none)\n"
     "\n"
     "Authentication (SPEC 7):\n"
-    "  --hs256-secret-file [KID=]FILE  an HS256 secret (32 to 4096 bytes); repeatable\n"
+    "  --hs256-secret-file [KID=]FILE  an HS256 secret (" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
+		KEYS_HS256_MAX) " bytes); repeatable\n"
     "  --ed25519-public-key [KID=]FILE an Ed25519 public key (PEM or base64);\n"
     "                                  repeatable\n"
     "  --audience AUD                require this \"aud\" claim (default: not checked)\n"
