@@ -1007,12 +1007,15 @@ def _mask(payload, mask):
 
 class E2ETestCase(unittest.IsolatedAsyncioTestCase):
     """Starts a Stack per class (override SIDECAR_ARGS / GATEWAY_ARGS), stops
-    it at the end, and fails when a daemon exited badly. Clients opened with
-    self.connect() are closed after each test."""
+    it at the end, and fails when a daemon exited badly. With
+    SHARED_SESSION, cls.sid is one session created for the whole class.
+    Clients opened with self.connect() are closed after each test."""
 
     SIDECAR_ARGS = ()
     GATEWAY_ARGS = ()
+    SHARED_SESSION = False
     stack = None
+    sid = None
 
     @classmethod
     def setUpClass(cls):
@@ -1020,6 +1023,8 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
         cls.stack = Stack(cls.SIDECAR_ARGS, cls.GATEWAY_ARGS)
         try:
             cls.stack.start()
+            if cls.SHARED_SESSION:
+                cls.sid = cls.stack.create_session()
         except BaseException:
             cls.stack.stop()
             sys.stderr.write(cls.stack.logs() + "\n")
