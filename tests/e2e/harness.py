@@ -136,7 +136,8 @@ def find_binary(env, name):
     path = os.environ.get(env)
     if path:
         if not os.access(path, os.X_OK):
-            raise unittest.SkipTest("%s=%s is not an executable" % (env, path))
+            # Named but missing (CTest sets it): a broken build, not a skip.
+            raise RuntimeError("%s=%s is not an executable" % (env, path))
         return path
     found = [p for p in glob.glob(os.path.join(REPO, "build*", name)) if os.access(p, os.X_OK)]
     if not found:
