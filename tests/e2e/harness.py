@@ -1006,6 +1006,15 @@ def _mask(payload, mask):
 
 # ---------------------------------------------------------------- test base
 
+def stop_stack(stack):
+    """The end of a class's Stack: stopped, its directory removed, or kept
+    and an AssertionError raised when a daemon exited badly."""
+    problems = stack.stop()
+    stack.cleanup(keep=bool(problems))
+    if problems:
+        raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
+
 class E2ETestCase(unittest.IsolatedAsyncioTestCase):
     """Starts a Stack per class (override SIDECAR_ARGS / GATEWAY_ARGS), stops
     it at the end, and fails when a daemon exited badly. With
@@ -1034,10 +1043,7 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        stop_stack(cls.stack)
 
     def setUp(self):
         self.clients = []
