@@ -83,9 +83,11 @@ static const char config__usage[] =
     "                                PTY_OUTPUT_LAGGED, 65536-1073741824 (8388608)\n"
     "  --max-frame-bytes B           largest client message, 1024-16777216 (1048576)\n"
     "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
-    "  --violation-limit N           protocol violations before close 4400,\n"
+    "  --violation-limit N           protocol violations before close " PTG_STR(
+		PTG_CLOSE_VIOLATIONS) ",\n"
     "                                1-100000 (10)\n"
-    "  --queue-stall-timeout S       close 4429 a client whose queue stays over\n"
+    "  --queue-stall-timeout S       close " PTG_STR(
+		PTG_CLOSE_LIMITED) " a client whose queue stays over\n"
     "                                --max-queue-bytes for S s, 1-3600 (10)\n"
     "  --max-ops-per-sec N           client ops per second (bursts of 2 s), then\n"
     "                                the client is not read, 1-100000 (200)\n"
