@@ -113,16 +113,30 @@ child(const char *cwd, int in, const int out[2], const int errp[2], char *const 
 	_exit(127);
 }
 
+/* The session program's working directory into buf, or NULL when it
+   cannot be read (the program is gone, or not ours to look at). */
+static char *session_cwd(pid_t pid, char *buf, size_t cap)
+{
+	char link[64];
+	ssize_t k;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	k = readlink(link, buf, cap - 1);
+	if (k <= 0)
+		return NULL;
+	buf[k] = 0;
+	return buf;
+}
+
 pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, size_t errlen)
 {
 	char *sh_argv[] = { "/bin/sh", "-c", (char *)sp->command, NULL };
 	char *h_argv[] = { (char *)sp->handler, NULL };
 	int use_handler = sp->handler && sp->handler[0];
-	char cwd_link[64], cwd_buf[4096], *cwd = NULL, *block = NULL;
+	char cwd_buf[4096], *cwd = NULL, *block = NULL;
 	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
 	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in = -1, rc = 0;
 	struct run_as ra;
-	ssize_t k;
 	pid_t pid = -1;
 
 	if (sp->user && (rc = runas_lookup(sp->user, &ra, err, errlen)) < 0) {
@@ -131,14 +145,8 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 		return rc;
 	}
 
-	if (sp->session_pid > 0) {
-		snprintf(cwd_link, sizeof(cwd_link), "/proc/%d/cwd", (int)sp->session_pid);
-		k = readlink(cwd_link, cwd_buf, sizeof(cwd_buf) - 1);
-		if (k > 0) {
-			cwd_buf[k] = 0;
-			cwd = cwd_buf;
-		}
-	}
+	if (sp->session_pid > 0)
+		cwd = session_cwd(sp->session_pid, cwd_buf, sizeof(cwd_buf));
 	if (!cwd && sp->user)
 		cwd = ra.home;
 	in = use_handler ? input_fd(sp->input, sp->input_len)
