@@ -101,7 +101,8 @@ static const char config__usage[] =
     "  --trusted-proxy CIDR          a reverse proxy (ADDR or ADDR/BITS): its\n"
     "                                connections are not capped, its requests\n"
     "                                count for the client in X-Forwarded-For\n"
-    "                                (last untrusted hop); repeatable, up to 64\n"
+    "                                (last untrusted hop); repeatable, up to " PTG_STR(
+		PEERS_MAX_TRUSTED) "\n"
     "  --request-head-timeout S      a request's head and body must arrive within\n"
     "                                S seconds, however slowly it trickles,\n"
     "                                1-3600 (10)\n"
@@ -113,7 +114,8 @@ static const char config__usage[] =
     "                                --listen (behind a TLS-terminating proxy);\n"
     "                                in a config file: allow-plaintext = true\n"
     "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
-    "                                may attach; repeatable, up to 64 (default:\n"
+    "                                may attach; repeatable, up to " PTG_STR(
+		GW_MAX_ORIGINS) " (default:\n"
     "                                a request with an Origin header must be same-\n"
     "                                origin: its host and port those of Host or\n"
     "                                --public-url; refused with 403)\n"
