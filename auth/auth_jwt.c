@@ -263,9 +263,9 @@ static int jwt__identity(const json_t *o, struct jwt_claims *c)
 	int rc;
 
 	if (jwt__str_claim(o, "sub", c->sub, JWT_SUB_MAX) != 0 ||
-	    jwt__str_claim(o, "instance_id", c->instance_id, JWT_ID_MAX) != 0)
+	    jwt__str_claim(o, "instance_id", c->instance_id, PTG_ID_MAX) != 0)
 		return JWT_BAD_CLAIMS;
-	rc = jwt__str_claim(o, "session_id", c->session_id, JWT_ID_MAX);
+	rc = jwt__str_claim(o, "session_id", c->session_id, PTG_ID_MAX);
 	if (rc < 0)
 		return rc;
 	if (!strcmp(c->session_id, "*"))

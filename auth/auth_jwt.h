@@ -15,7 +15,6 @@
 #define JWT_MAX_TOKEN 8192 /* bytes; longer tokens are refused unread */
 #define JWT_LEEWAY_S  30   /* SPEC 7 clock leeway */
 #define JWT_SUB_MAX   256
-#define JWT_ID_MAX    PTG_ID_MAX /* instance_id, session_id */
 
 enum scope_bits {
 	SCOPE_OBSERVE = 1,  /* pty:observe, or implied by pty:control */
@@ -28,8 +27,8 @@ enum scope_bits {
    session_id is "" for any session (absent or "*" in the token). */
 struct jwt_claims {
 	char sub[JWT_SUB_MAX + 1];
-	char instance_id[JWT_ID_MAX + 1];
-	char session_id[JWT_ID_MAX + 1];
+	char instance_id[PTG_ID_MAX + 1];
+	char session_id[PTG_ID_MAX + 1];
 	unsigned scopes;	    /* enum scope_bits */
 	int64_t exp, nbf, iat;	    /* seconds; nbf and iat are 0 when absent */
 	char kid[KEYS_KID_MAX + 1]; /* "" when the header had none */

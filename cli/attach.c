@@ -39,7 +39,6 @@
 #define ATTACH_DEFAULT_COLS 80
 #define ATTACH_DEFAULT_ROWS 24
 #define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
-#define ATTACH_ID_MAX		    PTG_ID_MAX /* instance and session ids (SPEC 9 paths) */
 #define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
 #define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
 #define ATTACH_RECONNECT_CONNECT_MS 5000 /* one reconnect attempt's handshake */
@@ -83,12 +82,12 @@ struct attach {
 	struct cli_target target;
 	const char *session;
 	struct ptyc_join join;
-	char label[PTYC_LABEL_MAX + 1];
+	char label[PTG_LABEL_MAX_BYTES + 1];
 	bool fixed_size; /* --cols/--rows given: do not follow the terminal */
 	struct tlsio_opts tls;  /* --ca-file, --insecure */
 	char url_gateway[1024]; /* --url split: its base, instance and session */
-	char url_instance[ATTACH_ID_MAX + 1];
-	char url_session[ATTACH_ID_MAX + 1];
+	char url_instance[PTG_ID_MAX + 1];
+	char url_session[PTG_ID_MAX + 1];
 	bool tty;	 /* stdin is a terminal: raw mode, resizes, detach key */
 	bool raw;	 /* raw mode is on: notices end in "\r\n" */
 	struct wsclient *ws;
@@ -399,13 +398,13 @@ static bool attach__label_ok(const char *s)
 }
 
 /* Copies the path segment at *p (up to '/' or the end) into out: an id
-   of 1..ATTACH_ID_MAX characters of [A-Za-z0-9._~:@-], which need no
+   of 1..PTG_ID_MAX characters of [A-Za-z0-9._~:@-], which need no
    percent-decoding. */
 static int attach__url_id(const char **p, char *out)
 {
 	size_t n = strcspn(*p, "/");
 
-	if (n == 0 || n > ATTACH_ID_MAX || strspn(*p, "abcdefghijklmnopqrstuvwxyz"
+	if (n == 0 || n > PTG_ID_MAX || strspn(*p, "abcdefghijklmnopqrstuvwxyz"
 						  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 						  "0123456789._~:@-") < n)
 		return -1;

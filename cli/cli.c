@@ -164,9 +164,9 @@ int cli_target_finish(struct cli_target *t, const char *cmd)
 	if (!t->instance || !*t->instance)
 		return cli_usage_error(cmd, "no instance: give --instance or set "
 					    "PTYGATE_INSTANCE");
-	if (strlen(t->instance) > JWT_ID_MAX)
+	if (strlen(t->instance) > PTG_ID_MAX)
 		return cli_usage_error(cmd, "--instance is longer than %d bytes",
-				       JWT_ID_MAX);
+				       PTG_ID_MAX);
 	return cli__load_token(t, cmd);
 }
 

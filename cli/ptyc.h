@@ -13,9 +13,9 @@
 #include <stdint.h>
 
 #include "ptg_limits.h"
+
 #define PTYC_EXTENSION_URI "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
 #define PTYC_INPUT_CHUNK   (48 * 1024) /* raw bytes per pty.session_input */
-#define PTYC_LABEL_MAX	   PTG_LABEL_MAX_BYTES
 
 /* What ptyc_handle reports, with the user pointer given to ptyc_new. */
 struct ptyc_callbacks {
@@ -29,7 +29,7 @@ struct ptyc_callbacks {
 struct ptyc_join {
 	bool observer;
 	unsigned cols, rows; /* 1..1024 */
-	const char *label;   /* at most PTYC_LABEL_MAX bytes, or NULL */
+	const char *label;   /* at most PTG_LABEL_MAX_BYTES bytes, or NULL */
 	bool replay;	     /* send replay_from */
 	uint64_t replay_from;
 };

@@ -40,7 +40,7 @@ static const char sessions_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "Options of create:\n"
-    "  --cols N, --rows N  initial terminal size, 1..1024\n"
+    "  --cols N, --rows N  initial terminal size, " PTG_STR(PTG_DIM_MIN) ".." PTG_STR(PTG_DIM_MAX) "\n"
     "  --cwd DIR           working directory of the command\n"
     "  --env KEY=VALUE     environment variable; repeatable\n"
     "  --policy POLICY     keep_running (default) or terminate_on_last_controller\n"

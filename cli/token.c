@@ -168,11 +168,11 @@ static int token__check_spec(const struct token_spec *spec, const struct token_k
 	if (!spec->sub || !*spec->sub || strlen(spec->sub) > JWT_SUB_MAX)
 		return cli_usage_error(cmd, "--sub is required (1..%d bytes)",
 				       JWT_SUB_MAX);
-	if (!spec->instance || !*spec->instance || strlen(spec->instance) > JWT_ID_MAX)
+	if (!spec->instance || !*spec->instance || strlen(spec->instance) > PTG_ID_MAX)
 		return cli_usage_error(cmd, "--instance is required (1..%d bytes)",
-				       JWT_ID_MAX);
-	if (spec->session && (!*spec->session || strlen(spec->session) > JWT_ID_MAX))
-		return cli_usage_error(cmd, "--session must be 1..%d bytes", JWT_ID_MAX);
+				       PTG_ID_MAX);
+	if (spec->session && (!*spec->session || strlen(spec->session) > PTG_ID_MAX))
+		return cli_usage_error(cmd, "--session must be 1..%d bytes", PTG_ID_MAX);
 	if (k->kid && !token__kid_ok(k->kid))
 		return cli_usage_error(cmd, "bad --kid '%s' (1..%d of A-Z a-z 0-9 . _ -)",
 				       k->kid, KEYS_KID_MAX);

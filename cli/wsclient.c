@@ -241,7 +241,8 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 {
 	const char *end = n >= 4 ? memmem(p, n, "\r\n\r\n", 4) : NULL;
 	char *head;
-	int status, rc;
+	uint64_t status;
+	int rc;
 
 	if (!end) {
 		if (n > WSCLIENT_HEAD_MAX || eof) {
@@ -260,7 +261,7 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 	}
 	head = xstrndup(p, *head_len - 2); /* keeps the last header's CRLF */
 	if (strncmp(head, "HTTP/1.", 7) || strlen(head) < 12 || head[8] != ' ' ||
-	    sscanf(head + 9, "%3d", &status) != 1) {
+	    num_parse_u64_n(head + 9, 3, 100, 599, &status) < 0) {
 		snprintf(err, errlen, "the gateway's answer is not HTTP");
 		rc = -EPROTO;
 	} else if (status == 101) {
@@ -269,7 +270,7 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 	} else if (!wsclient__body_complete(head, n - *head_len, eof)) {
 		rc = 0;
 	} else {
-		rc = wsclient__refusal(status, head, p + *head_len, n - *head_len, err,
+		rc = wsclient__refusal((int)status, head, p + *head_len, n - *head_len, err,
 				       errlen);
 	}
 	free(head);

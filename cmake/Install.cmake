@@ -21,6 +21,10 @@ install(TARGETS ptygate-gateway ptygate RUNTIME DESTINATION ${CMAKE_INSTALL_BIND
 # (cmake/InstallUnit.cmake adds --static-dir).
 install(DIRECTORY ${CMAKE_SOURCE_DIR}/web/dist/ DESTINATION ${PTG_WEBDIR}
         COMPONENT gateway OPTIONAL)
+if(NOT EXISTS ${CMAKE_SOURCE_DIR}/web/dist/index.html)
+  message(WARNING "web/dist is not built: the install and the gateway package "
+                  "have no web page (scripts/build-web.sh builds it)")
+endif()
 
 # The example config, a Debian conffile in the package (packaging/gateway/
 # conffiles). A `cmake --install` over an existing /etc/ptygate keeps the
@@ -77,7 +81,7 @@ if(HELP2MAN)
   endforeach()
   add_custom_target(man ALL DEPENDS ${man_pages})
 else()
-  message(STATUS "help2man not found: no man pages (scripts/install-deps.sh)")
+  message(WARNING "help2man not found: no man pages (scripts/install-deps.sh)")
 endif()
 
 # --- cpack -G DEB ---------------------------------------------------------

@@ -10,7 +10,6 @@
    the instances file's. */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -22,6 +21,8 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "id.h"
+#include "keys.h"
 #include "log.h"
 #include "num.h"
 #include "ptg_limits.h"
@@ -65,7 +66,8 @@ static const char config__usage[] =
     "                                SIGHUP (default: none)\n"
     "\n"
     "Authentication (SPEC 7):\n"
-    "  --hs256-secret-file [KID=]FILE  an HS256 secret (32 to 4096 bytes); repeatable\n"
+    "  --hs256-secret-file [KID=]FILE  an HS256 secret (" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
+		KEYS_HS256_MAX) " bytes); repeatable\n"
     "  --ed25519-public-key [KID=]FILE an Ed25519 public key (PEM or base64);\n"
     "                                  repeatable\n"
     "  --audience AUD                require this \"aud\" claim (default: not checked)\n"
@@ -81,9 +83,11 @@ static const char config__usage[] =
     "                                PTY_OUTPUT_LAGGED, 65536-1073741824 (8388608)\n"
     "  --max-frame-bytes B           largest client message, 1024-16777216 (1048576)\n"
     "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
-    "  --violation-limit N           protocol violations before close 4400,\n"
+    "  --violation-limit N           protocol violations before close " PTG_STR(
+		PTG_CLOSE_VIOLATIONS) ",\n"
     "                                1-100000 (10)\n"
-    "  --queue-stall-timeout S       close 4429 a client whose queue stays over\n"
+    "  --queue-stall-timeout S       close " PTG_STR(
+		PTG_CLOSE_LIMITED) " a client whose queue stays over\n"
     "                                --max-queue-bytes for S s, 1-3600 (10)\n"
     "  --max-ops-per-sec N           client ops per second (bursts of 2 s), then\n"
     "                                the client is not read, 1-100000 (200)\n"
@@ -97,7 +101,8 @@ static const char config__usage[] =
     "  --trusted-proxy CIDR          a reverse proxy (ADDR or ADDR/BITS): its\n"
     "                                connections are not capped, its requests\n"
     "                                count for the client in X-Forwarded-For\n"
-    "                                (last untrusted hop); repeatable, up to 64\n"
+    "                                (last untrusted hop); repeatable, up to " PTG_STR(
+		PEERS_MAX_TRUSTED) "\n"
     "  --request-head-timeout S      a request's head and body must arrive within\n"
     "                                S seconds, however slowly it trickles,\n"
     "                                1-3600 (10)\n"
@@ -109,7 +114,8 @@ static const char config__usage[] =
     "                                --listen (behind a TLS-terminating proxy);\n"
     "                                in a config file: allow-plaintext = true\n"
     "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
-    "                                may attach; repeatable, up to 64 (default:\n"
+    "                                may attach; repeatable, up to " PTG_STR(
+		GW_MAX_ORIGINS) " (default:\n"
     "                                a request with an Origin header must be same-\n"
     "                                origin: its host and port those of Host or\n"
     "                                --public-url; refused with 403)\n"
@@ -325,20 +331,6 @@ static int config__str(const struct config__src *src, int opt, const char *s, ch
 	return 0;
 }
 
-/* An instance id appears in URL paths: 1..PTG_ID_MAX of [A-Za-z0-9._~:@-], not
-   "." or "..". */
-static int config__valid_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > PTG_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
-			return 0;
-	return 1;
-}
-
 static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
 					    size_t from, size_t to)
 {
@@ -363,7 +355,7 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	}
 	memcpy(id, s, (size_t)(eq - s));
 	id[eq - s] = '\0';
-	if (!config__valid_id(id)) {
+	if (!id_valid(id)) {
 		config__err(src, "instance",
 			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
 			    id, PTG_ID_MAX);
@@ -731,7 +723,7 @@ static int config__instances_line(char *line, struct gw_instance_cfg *out, char 
 		snprintf(why, whylen, "expected 'ID ADDR'");
 		return -EINVAL;
 	}
-	if (!config__valid_id(id)) {
+	if (!id_valid(id)) {
 		snprintf(why, whylen, "bad instance id '%.128s'", id);
 		return -EINVAL;
 	}

@@ -343,7 +343,8 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 		}
 		c->gw->metrics.queue_stall_closes++;
 		log_info(c->log_ctx, "queue over the cap for %us: closing", cfg->queue_stall_s);
-		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, CONN_CLOSE_QUEUE_STALLED);
+		/* SPEC 7's "rate limited": it sends but does not read. */
+		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, PTG_CLOSE_LIMITED);
 		return;
 	}
 	if (c->throttled) {
@@ -524,7 +525,7 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	c->up = gateway_upstream(gw, c->ctx.instance_id);
 	send_hello(c);
 	if (!c->up) {
-		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
 		return;
 	}
 	ev_timer_arm(c->heartbeat, (int64_t)gw->cfg->ping_interval_s * 1000, 0);
@@ -592,7 +593,9 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
 			continue;
 		log_info(c->log_ctx, "the instance was removed from this gateway");
-		conn_goodbye(c, FRAMES_BYE_OTHER, CONN_CLOSE_INSTANCE_REMOVED);
+		/* SPEC 7's "session gone": through this gateway it is (a new
+		   attach gets 404). */
+		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
 		conn_detach_quietly(c); /* when already closing, goodbye did nothing */
 		task_ops_conn_gone(c);
 		c->up = NULL;

@@ -27,15 +27,6 @@ struct attach_ctx {
 
 struct conn;
 
-/* The close code for the connections of an instance removed by a reload
-   (SPEC 7's "session gone": through this gateway it is, and a new attach
-   gets 404). */
-#define CONN_CLOSE_INSTANCE_REMOVED PTG_CLOSE_GONE
-/* The close code for a client that kept its queue over --max-queue-bytes
-   for --queue-stall-timeout (it sends but does not read): SPEC 7's "rate
-   limited", after binding_goodbye {reason: rate_limited}. */
-#define CONN_CLOSE_QUEUE_STALLED PTG_CLOSE_LIMITED
-
 /* The connection set: the one owner of every upgraded connection of the
    gateway. A connection is never freed inside its own callbacks: it is
    moved to `dead` and freed by conn_set_flush before the next poll. */

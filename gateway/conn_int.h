@@ -51,7 +51,7 @@ struct conn {
 
 	uint64_t attach_id;            /* set at the join; 0 when there is none */
 	uint64_t pending_request;      /* Attach or Detach awaiting its reply */
-	char pending_op_id[ENVELOPE_ID_MAX_BYTES + 1];
+	char pending_op_id[PTG_MSG_ID_MAX_BYTES + 1];
 	int role;                      /* Ptg__Role */
 	char client_id[64];
 	int lagged;                    /* dropped output, awaiting the Keyframe */

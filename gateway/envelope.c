@@ -140,11 +140,11 @@ static int envelope__take_id(json_t *root, struct envelope *env,
 
 	if (!v)
 		return envelope__fail(err, "missing field 'id'");
-	if (!envelope__short_string(v, ENVELOPE_ID_MAX_CHARS, &s, &n) || n == 0)
+	if (!envelope__short_string(v, PTG_MSG_ID_MAX_CHARS, &s, &n) || n == 0)
 		return envelope__fail(err,
 				      "field 'id' must be a string of 1 to %d "
 				      "characters",
-				      ENVELOPE_ID_MAX_CHARS);
+				      PTG_MSG_ID_MAX_CHARS);
 	memcpy(env->id, s, n + 1);
 	memcpy(err->id, s, n + 1);
 	return 0;
@@ -370,11 +370,11 @@ static int envelope__dim(json_t *obj, const char *name, bool required, uint32_t 
 	if (!v)
 		return envelope__fail(err, "missing field 'payload.%s'", name);
 	n = json_is_integer(v) ? json_integer_value(v) : 0;
-	if (n < 1 || n > ENVELOPE_DIM_MAX)
+	if (n < 1 || n > PTG_DIM_MAX)
 		return envelope__fail(err,
 				      "field 'payload.%s' must be an integer "
 				      "from 1 to %d",
-				      name, ENVELOPE_DIM_MAX);
+				      name, PTG_DIM_MAX);
 	*out = (uint32_t)n;
 	return 0;
 }
@@ -405,11 +405,11 @@ static int envelope__label(json_t *obj, char *out, struct envelope_error *err)
 	out[0] = '\0';
 	if (!v)
 		return 0;
-	if (!envelope__short_string(v, ENVELOPE_LABEL_MAX_CHARS, &s, &n))
+	if (!envelope__short_string(v, PTG_LABEL_MAX_CHARS, &s, &n))
 		return envelope__fail(err,
 				      "field 'payload.client_label' must be a "
 				      "string of at most %d characters",
-				      ENVELOPE_LABEL_MAX_CHARS);
+				      PTG_LABEL_MAX_CHARS);
 	memcpy(out, s, n + 1);
 	return 0;
 }
@@ -462,11 +462,11 @@ int envelope_input(const struct envelope *env, struct buf *out,
 	s = json_string_value(v);
 	n = json_string_length(v);
 	/* Bound before decoding: never allocate for an oversized input. */
-	if (envelope__b64_size(s, n) > ENVELOPE_INPUT_MAX)
+	if (envelope__b64_size(s, n) > PTG_INPUT_MAX)
 		return envelope__fail(err,
 				      "oversized input: 'payload.data' "
 				      "decodes to more than %u bytes",
-				      ENVELOPE_INPUT_MAX);
+				      PTG_INPUT_MAX);
 	if (b64_decode(s, n, out))
 		return envelope__fail(err, "field 'payload.data' is not valid "
 					   "base64");

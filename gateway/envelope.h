@@ -20,14 +20,9 @@
 #define ENVELOPE_PTY_EXTENSION                                                           \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
 
-#define ENVELOPE_ID_MAX_CHARS	    PTG_MSG_ID_MAX_CHARS /* code points, SPEC 2 */
-#define ENVELOPE_ID_MAX_BYTES	    PTG_UTF8_MAX_BYTES(PTG_MSG_ID_MAX_CHARS)
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
 #define ENVELOPE_EXTENSIONS_MAX	    16
-#define ENVELOPE_DIM_MAX	    PTG_DIM_MAX
-#define ENVELOPE_LABEL_MAX_CHARS    PTG_LABEL_MAX_CHARS
-#define ENVELOPE_INPUT_MAX	    PTG_INPUT_MAX /* decoded bytes */
 
 /* Every op a client may send; ENVELOPE_OP_UNKNOWN for anything else
    (the caller answers UNSUPPORTED_OPERATION). */
@@ -54,7 +49,7 @@ enum envelope_op {
 /* Where a parse or validation failed: the id to echo in the Error and a
    message naming the offending field. */
 struct envelope_error {
-	char id[ENVELOPE_ID_MAX_BYTES + 1];
+	char id[PTG_MSG_ID_MAX_BYTES + 1];
 	char message[ENVELOPE_MSG_MAX];
 };
 
@@ -62,7 +57,7 @@ struct envelope {
 	json_t *root;	/* owned; the borrowed pointers live in it */
 	const char *op; /* borrowed */
 	enum envelope_op op_kind;
-	char id[ENVELOPE_ID_MAX_BYTES + 1]; /* the client's id, verbatim */
+	char id[PTG_MSG_ID_MAX_BYTES + 1]; /* the client's id, verbatim */
 	bool has_replay_from;		    /* false when absent or null */
 	uint64_t replay_from;
 	bool has_extensions;	    /* the frame carried an `extensions` array */
@@ -99,7 +94,7 @@ bool envelope_op_is_pty(enum envelope_op kind);
    extension's schema says (additionalProperties: false). */
 int envelope_join(const struct envelope *env, struct envelope_join *out,
 		  struct envelope_error *err);
-/* Appends the decoded `data` to out (at most ENVELOPE_INPUT_MAX bytes);
+/* Appends the decoded `data` to out (at most PTG_INPUT_MAX bytes);
    out is unchanged on failure. */
 int envelope_input(const struct envelope *env, struct buf *out,
 		   struct envelope_error *err);

@@ -17,11 +17,7 @@
 #include "utf8.h"
 #include "uuid.h"
 
-#define FRAMES__NO_LIMIT   SIZE_MAX
-#define FRAMES__ID_MAX	   PTG_CLIENT_ID_MAX_CHARS
-#define FRAMES__LABEL_MAX  PTG_LABEL_MAX_CHARS
-#define FRAMES__REASON_MAX PTG_REASON_MAX_CHARS
-#define FRAMES__DETAIL_MAX PTG_DETAIL_MAX_CHARS
+#define FRAMES__NO_LIMIT SIZE_MAX
 
 static const struct frames_error_row frames__errors[FRAMES_CODE_COUNT] = {
     [FRAMES_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "TaskNotFound", -32001, 0, false},
@@ -264,7 +260,7 @@ void frames_goodbye(const char *id, enum frames_goodbye_reason reason, const cha
 	buf_appendf(out, "{\"reason\":\"%s\"", frames__goodbye_reasons[reason]);
 	if (detail && *detail) {
 		frames__key(out, "detail");
-		frames__str(out, detail, FRAMES__DETAIL_MAX);
+		frames__str(out, detail, PTG_DETAIL_MAX_CHARS);
 	}
 	buf_append_str(out, "}}");
 }
@@ -338,12 +334,12 @@ static void frames__role_assigned(struct buf *out, const Ptg__RoleAssignedFrame 
 {
 	buf_appendf(out, "{\"kind\":\"RoleAssigned\",\"role\":\"%s\",\"client_id\":",
 		    r->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
-	frames__str(out, r->client_id, FRAMES__ID_MAX);
+	frames__str(out, r->client_id, PTG_CLIENT_ID_MAX_CHARS);
 	if (r->downgraded) {
 		buf_append_str(out, ",\"downgraded\":true");
 		if (r->reason && *r->reason) {
 			frames__key(out, "reason");
-			frames__str(out, r->reason, FRAMES__REASON_MAX);
+			frames__str(out, r->reason, PTG_REASON_MAX_CHARS);
 		}
 	}
 	buf_append_str(out, "}");
@@ -356,9 +352,9 @@ static void frames__members(struct buf *out, Ptg__Member **m, size_t n)
 	buf_append_str(out, "[");
 	for (i = 0; i < n; i++) {
 		buf_append_str(out, i ? ",{\"client_id\":" : "{\"client_id\":");
-		frames__str(out, m[i]->client_id, FRAMES__ID_MAX);
+		frames__str(out, m[i]->client_id, PTG_CLIENT_ID_MAX_CHARS);
 		frames__key(out, "label");
-		frames__str(out, m[i]->label, FRAMES__LABEL_MAX);
+		frames__str(out, m[i]->label, PTG_LABEL_MAX_CHARS);
 		buf_append_str(out, "}");
 	}
 	buf_append_str(out, "]");
@@ -394,7 +390,7 @@ static void frames__closed(struct buf *out, const Ptg__ClosedFrame *c)
 	buf_appendf(out, ",\"reason\":\"%s\"", frames__close_reasons[c->reason]);
 	if (c->detail && *c->detail) {
 		frames__key(out, "detail");
-		frames__str(out, c->detail, FRAMES__DETAIL_MAX);
+		frames__str(out, c->detail, PTG_DETAIL_MAX_CHARS);
 	}
 	buf_append_str(out, "}");
 }
@@ -403,7 +399,7 @@ static void frames__frame_error(struct buf *out, const Ptg__ErrorFrame *e)
 {
 	buf_appendf(out, "{\"kind\":\"Error\",\"code\":\"%s\",\"message\":",
 		    frames__frame_errors[e->code]);
-	frames__str(out, e->message, FRAMES__DETAIL_MAX);
+	frames__str(out, e->message, PTG_DETAIL_MAX_CHARS);
 	buf_append_str(out, "}");
 }
 

@@ -38,6 +38,7 @@
 #include "ev.h"
 #include "gateway.h"
 #include "log.h"
+#include "num.h"
 #include "peers.h"
 #include "routes.h"
 #include "timeutil.h"
@@ -597,15 +598,35 @@ static enum MHD_Result http__answer(struct http_req *r)
 	return ok;
 }
 
+/* Answers at once with a JSON error, before any body is read. */
+static enum MHD_Result http__refuse(struct http_req *r, int status, const char *msg)
+{
+	buf_reset(&r->rq->out);
+	routes_error_body("INVALID_REQUEST", msg, &r->rq->out);
+	r->rq->status = status;
+	return http__answer(r);
+}
+
 static enum MHD_Result http__too_large(struct http_req *r)
 {
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "the request body exceeds %d bytes", ROUTES_BODY_MAX);
-	buf_reset(&r->rq->out);
-	routes_error_body("INVALID_REQUEST", msg, &r->rq->out);
-	r->rq->status = 413;
-	return http__answer(r);
+	return http__refuse(r, 413, msg);
+}
+
+/* A declared Content-Length: digits only (shared/num.c), at most the
+   body cap. libmicrohttpd refuses a malformed one before we see it; this
+   holds should it ever let one through. */
+static enum MHD_Result http__check_length(struct http_req *r, const char *cl)
+{
+	uint64_t len;
+
+	if (num_parse_u64(cl, 0, ROUTES_BODY_MAX, &len) == 0)
+		return MHD_YES;
+	if (cl[0] && strspn(cl, "0123456789") == strlen(cl))
+		return http__too_large(r); /* digits, but past the cap */
+	return http__refuse(r, 400, "Content-Length must be decimal digits");
 }
 
 /* Joins every Sec-WebSocket-Protocol line with ", " (RFC 9110 5.3). */
@@ -694,9 +715,7 @@ static enum MHD_Result http__first(struct http_req *r)
 	r->started = 1;
 	r->rq->done = http__done;
 	r->h->gw->metrics.http_requests++;
-	if (cl && strtoull(cl, NULL, 10) > ROUTES_BODY_MAX)
-		return http__too_large(r);
-	return MHD_YES;
+	return cl ? http__check_length(r, cl) : MHD_YES;
 }
 
 static enum MHD_Result http__upload(struct http_req *r, const char *data, size_t *n)

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "gateway.h"
+#include "id.h"
 #include "routes_int.h"
 #include "upstream.h"
 #include "xalloc.h"
@@ -62,18 +63,6 @@ static int routes__decode(const char *s, size_t n, int plus_space, char *out, si
 	return 0;
 }
 
-static int routes__valid_id(const char *s)
-{
-	size_t n = strlen(s);
-
-	if (n < 1 || n > ROUTES_ID_MAX || !strcmp(s, ".") || !strcmp(s, ".."))
-		return 0;
-	for (size_t i = 0; i < n; i++)
-		if (!isalnum((unsigned char)s[i]) && !strchr("._~:@-", s[i]))
-			return 0;
-	return 1;
-}
-
 /* Splits and decodes the path of target into segs. Returns the count or
    -EINVAL (*why set); an empty path segment is kept as "". */
 static int routes__split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
@@ -113,7 +102,7 @@ static int routes__match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
 {
 	if (n < 3)
 		return -ENOENT;
-	if (!routes__valid_id(segs[1])) {
+	if (!id_valid(segs[1])) {
 		*why = "invalid instance_id in path";
 		return -EINVAL;
 	}
@@ -129,7 +118,7 @@ static int routes__match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
 		m->id = ROUTE_SESSIONS;
 		return 0;
 	}
-	if (!routes__valid_id(segs[3])) {
+	if (!id_valid(segs[3])) {
 		*why = "invalid session_id in path";
 		return -EINVAL;
 	}

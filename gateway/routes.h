@@ -21,9 +21,7 @@
 #include "wshandshake.h"
 
 #define ROUTES_BODY_MAX	 (64 * 1024) /* request body cap */
-#define ROUTES_ID_MAX	 PTG_ID_MAX  /* instance and session ids in paths */
 #define ROUTES_FILE_MAX	 255	     /* a static file's path */
-#define ROUTES_LABEL_MAX PTG_LABEL_MAX_CHARS
 
 #define ROUTES_EXTENSION_URI                                                             \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
@@ -41,13 +39,13 @@ enum route_id {
 
 struct route_match {
 	enum route_id id;
-	char instance[ROUTES_ID_MAX + 1];
-	char session[ROUTES_ID_MAX + 1];
+	char instance[PTG_ID_MAX + 1];
+	char session[PTG_ID_MAX + 1];
 	char file[ROUTES_FILE_MAX + 1]; /* ROUTE_STATIC: decoded, "index.html" for / */
 };
 
 /* Parses the path of a raw request target (percent-encoded; anything
-   from '?' on is ignored). Ids are 1..ROUTES_ID_MAX of [A-Za-z0-9._~:@-] after
+   from '?' on is ignored). Ids are 1..PTG_ID_MAX of [A-Za-z0-9._~:@-] after
    decoding. Paths that match no API route become ROUTE_STATIC when
    with_static is set. Returns 0; -ENOENT when nothing matches (404);
    -EINVAL for a malformed path (bad escape, %00, a "." or ".." segment,

@@ -161,9 +161,9 @@ static int routes__f_label(struct route_create *rc, json_t *v, char *err, size_t
 {
 	const char *s = json_string_value(v);
 
-	if (!s || routes__codepoints(s) > ROUTES_LABEL_MAX) {
+	if (!s || routes__codepoints(s) > PTG_LABEL_MAX_CHARS) {
 		snprintf(err, errlen, "label: expected a string of at most %d characters",
-			 ROUTES_LABEL_MAX);
+			 PTG_LABEL_MAX_CHARS);
 		return -EINVAL;
 	}
 	rc->msg.label = (char *)s;

@@ -22,7 +22,7 @@ struct pending_op {
 	struct conn *c;
 	uint64_t request_id;
 	enum envelope_op op;
-	char client_id[ENVELOPE_ID_MAX_BYTES + 1];
+	char client_id[PTG_MSG_ID_MAX_BYTES + 1];
 	struct pending_op *next;
 };
 

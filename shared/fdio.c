@@ -76,7 +76,8 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 	/* O_NONBLOCK: opening a FIFO for FDIO_REGULAR to refuse must not wait
 	   for a writer; it changes nothing for a regular file. */
 	int oflags =
-	    O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & FDIO_REGULAR ? O_NONBLOCK : 0);
+	    O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & FDIO_REGULAR ? O_NONBLOCK : 0) |
+	    (flags & FDIO_NOFOLLOW ? O_NOFOLLOW : 0);
 	size_t before = buf_size(out); /* buf_reserve may move the content */
 	struct stat st;
 	int fd, rc, not_regular = 0;

@@ -1,8 +1,8 @@
 /* ptg_limits: the protocol's own numbers (SPEC 2, 5, 7, 9 and the frame
    schemas' maxLength), named once for the gateway, the sidecar and the
    CLI alike, so a bound or a close code cannot drift between the places
-   that check or send it. A module may alias one under its own prefix, but
-   never restate the number. */
+   that check or send it. Modules use these names as they are: no alias
+   under a module's prefix, no restated number. */
 #ifndef PTG_LIMITS_H
 #define PTG_LIMITS_H
 
@@ -40,6 +40,7 @@
    never refuses or cuts what the character bound allows. */
 #define PTG_UTF8_MAX_BYTES(chars) ((chars)*4)
 #define PTG_LABEL_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_LABEL_MAX_CHARS)
+#define PTG_MSG_ID_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_MSG_ID_MAX_CHARS)
 
 /* pty.session_input: decoded bytes of one message (SPEC 5.1). */
 #define PTG_INPUT_MAX (64u * 1024)

@@ -80,14 +80,14 @@ static void issue_client_id(struct members *m, char out[24])
 	} while (members_find_client(m, out));
 }
 
-/* Copies at most MEMBER_LABEL_MAX bytes; a cut never lands inside a UTF-8
+/* Copies at most PTG_LABEL_MAX_BYTES bytes; a cut never lands inside a UTF-8
    sequence, so it backs off over continuation bytes (10xxxxxx). */
 static void copy_label(char *dst, const char *src)
 {
-	size_t n = src ? strnlen(src, MEMBER_LABEL_MAX + 1) : 0;
+	size_t n = src ? strnlen(src, PTG_LABEL_MAX_BYTES + 1) : 0;
 
-	if (n > MEMBER_LABEL_MAX) {
-		n = MEMBER_LABEL_MAX;
+	if (n > PTG_LABEL_MAX_BYTES) {
+		n = PTG_LABEL_MAX_BYTES;
 		while (n > 0 && ((unsigned char)src[n] & 0xc0) == 0x80)
 			n--;
 	}

@@ -8,17 +8,16 @@
 #include <stdint.h>
 
 #include "ptg_limits.h"
+
 /* Values match the link protocol's Role. */
 enum member_role { MEMBER_CONTROLLER = 1, MEMBER_OBSERVER = 2 };
-
-#define MEMBER_LABEL_MAX PTG_LABEL_MAX_BYTES /* SPEC 5.1 client_label, in bytes */
 
 /* Callers read the fields; prev/next are private to members.c. */
 struct member {
 	void *link;	    /* owner key: the link ... */
 	uint64_t attach_id; /* ... and the gateway's attachment on it */
 	char client_id[24]; /* "c-" + 16 lower-case hex, unique in the session */
-	char label[MEMBER_LABEL_MAX + 1];
+	char label[PTG_LABEL_MAX_BYTES + 1];
 	enum member_role role;
 	int may_control;		  /* the token had pty:control at join */
 	int64_t last_keyframe_request_ms; /* session's rate limit; 0: never */
@@ -36,7 +35,7 @@ void members_free(struct members *m);
    observer with *downgraded = 1 and *reason a human string that lives as
    long as m; otherwise *downgraded = 0, *reason = NULL. Any role other than
    MEMBER_CONTROLLER is taken as observer. The label is copied, cut to
-   MEMBER_LABEL_MAX bytes without splitting a UTF-8 sequence (NULL: "").
+   PTG_LABEL_MAX_BYTES bytes without splitting a UTF-8 sequence (NULL: "").
    Returns the member (owned by m), or NULL when no slot is left for the
    resulting role (the caller answers RATE_LIMITED). */
 struct member *members_join(struct members *m, void *link, uint64_t attach_id,

@@ -120,32 +120,6 @@ int recstore_remove(const char *dir, const char *name)
 	return 0;
 }
 
-/* Reads a whole regular file of at most max bytes; NULL with errno set. */
-static char *read_file(int dirfd, const char *name, size_t max, size_t *len)
-{
-	struct stat st;
-	char *data;
-	ssize_t got;
-	size_t off = 0;
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		close(fd);
-		errno = EFBIG;
-		return NULL;
-	}
-	data = xmalloc((size_t)st.st_size + 1);
-	while (off < (size_t)st.st_size &&
-	       (got = read(fd, data + off, (size_t)st.st_size - off)) > 0)
-		off += (size_t)got;
-	close(fd);
-	data[off] = 0;
-	*len = off;
-	return data;
-}
-
 static int has_suffix(const char *s, const char *suffix)
 {
 	size_t n = strlen(s), k = strlen(suffix);
@@ -198,10 +172,17 @@ int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
 		return -errno;
 	names = list_names(d, suffix, &n);
 	for (size_t i = 0; i < n; i++) {
-		/* The seal adds a header and a tag; the limit is on the record. */
-		char *data = read_file(dirfd(d), names[i], max_bytes + (seal_keys ? 64 : 0), &len);
+		struct buf data = BUF_INIT;
+		char path[PATH_CAP];
 		uint8_t *plain = NULL;
-		int rc = data ? recstore_unseal((uint8_t *)data, len, &plain, &len) : -errno;
+		int rc;
+
+		/* The seal adds a header and a tag; the limit is on the record. */
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		rc = fd_read_file(path, FDIO_REGULAR | FDIO_NOFOLLOW,
+				  max_bytes + (seal_keys ? 64 : 0), &data, NULL, 0);
+		if (rc == 0)
+			rc = recstore_unseal(buf_head(&data), buf_size(&data), &plain, &len);
 
 		if (rc == 0 && len > max_bytes)
 			rc = -EFBIG;
@@ -215,7 +196,7 @@ int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
 			seen++;
 		}
 		free(plain);
-		free(data);
+		buf_free(&data);
 		free(names[i]);
 	}
 	free(names);

@@ -14,6 +14,7 @@
 #include "xalloc.h"
 
 #define SUM_BYTES 16 /* the plaintext checksum */
+#define KEY_FILE_MAX 255 /* one line of hex, room for a comment after it */
 #define SS_ABYTES crypto_secretstream_xchacha20poly1305_ABYTES
 
 static void key_id(const uint8_t key[SEAL_KEY_BYTES], uint8_t kid[SEAL_KID_BYTES])
@@ -49,14 +50,40 @@ static int write_new_key(const char *path, char *err, size_t errlen)
 	return rc;
 }
 
+/* Reads the key file's one line of hex into key; err says why not. */
+static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err, size_t errlen)
+{
+	struct buf text = BUF_INIT;
+	struct stat st;
+	size_t len;
+	int rc;
+
+	if (stat(path, &st) == 0 && (st.st_mode & 077)) {
+		snprintf(err, errlen, "%s is readable by others (mode %03o); chmod 600 it",
+			 path, (unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	rc = fd_read_file(path, FDIO_REGULAR, KEY_FILE_MAX, &text, err, errlen);
+	if (rc < 0)
+		return rc;
+	*buf_reserve(&text, 1) = '\0'; /* ends the text for strcspn, not counted */
+	len = strcspn((const char *)buf_head(&text), "\r\n");
+	if (len != 2 * SEAL_KEY_BYTES ||
+	    sodium_hex2bin(key, SEAL_KEY_BYTES, (const char *)buf_head(&text), len, NULL, NULL,
+			   NULL) < 0) {
+		snprintf(err, errlen, "%s: expected %d hex digits on one line", path,
+			 2 * SEAL_KEY_BYTES);
+		rc = -EINVAL;
+	}
+	sodium_memzero(text.data, text.cap);
+	buf_free(&text);
+	return rc;
+}
+
 int seal_load_key(struct seal_keys *keys, const char *path, int create,
 		  char *err, size_t errlen)
 {
-	char hex[256];
-	struct stat st;
-	ssize_t n;
-	size_t len;
-	int fd, rc;
+	int rc;
 
 	if (keys->n >= SEAL_MAX_KEYS) {
 		snprintf(err, errlen, "at most %d keys", SEAL_MAX_KEYS);
@@ -65,31 +92,9 @@ int seal_load_key(struct seal_keys *keys, const char *path, int create,
 	if (create && access(path, F_OK) < 0 && errno == ENOENT &&
 	    (rc = write_new_key(path, err, errlen)) < 0)
 		return rc;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+	rc = read_key(path, keys->k[keys->n].key, err, errlen);
+	if (rc < 0)
 		return rc;
-	}
-	if (fstat(fd, &st) == 0 && (st.st_mode & 077)) {
-		close(fd);
-		snprintf(err, errlen, "%s is readable by others (mode %03o); chmod 600 it",
-			 path, (unsigned)(st.st_mode & 0777));
-		return -EPERM;
-	}
-	n = read(fd, hex, sizeof(hex) - 1);
-	close(fd);
-	hex[n > 0 ? n : 0] = 0;
-	len = strcspn(hex, "\r\n");
-	if (len != 2 * SEAL_KEY_BYTES ||
-	    sodium_hex2bin(keys->k[keys->n].key, SEAL_KEY_BYTES, hex, len, NULL, NULL,
-			   NULL) < 0) {
-		sodium_memzero(hex, sizeof(hex));
-		snprintf(err, errlen, "%s: expected %d hex digits on one line",
-			 path, 2 * SEAL_KEY_BYTES);
-		return -EINVAL;
-	}
-	sodium_memzero(hex, sizeof(hex));
 	key_id(keys->k[keys->n].key, keys->k[keys->n].kid);
 	keys->n++;
 	return 0;

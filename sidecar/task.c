@@ -129,10 +129,10 @@ static int check_id(json_t *v, const char *name, char *out, char *err, size_t er
 {
 	const char *s = json_string_value(v);
 
-	if (!s || !s[0] || strlen(s) > TASK_ID_MAX)
+	if (!s || !s[0] || strlen(s) > PTG_TASK_ID_MAX)
 		return fail(err, errlen, 1, "message.%s must be a string of 1 to %d bytes",
-			    name, TASK_ID_MAX);
-	snprintf(out, TASK_ID_MAX + 1, "%s", s);
+			    name, PTG_TASK_ID_MAX);
+	snprintf(out, PTG_TASK_ID_MAX + 1, "%s", s);
 	return 0;
 }
 

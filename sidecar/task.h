@@ -38,14 +38,12 @@ struct task_stream {
 	size_t announced;        /* bytes already sent in output deltas */
 };
 
-#define TASK_ID_MAX PTG_TASK_ID_MAX /* messageId, idempotency key, trace id */
-
 struct task {
 	char id[UUID_STRLEN + 1];
 	char session_id[PTG_ID_MAX + 1];
-	char message_id[TASK_ID_MAX + 1];
-	char idem_key[TASK_ID_MAX + 1];  /* "" when none */
-	char trace_id[TASK_ID_MAX + 1];  /* "" when none */
+	char message_id[PTG_TASK_ID_MAX + 1];
+	char idem_key[PTG_TASK_ID_MAX + 1];  /* "" when none */
+	char trace_id[PTG_TASK_ID_MAX + 1];  /* "" when none */
 	char log_ctx[320];               /* "session/task trace=..." */
 	enum task_state state;
 	int64_t created_ms, updated_ms;  /* updated: the last status change */
@@ -62,7 +60,7 @@ struct task {
 struct task_send {
 	json_t *message;                 /* canonical; owned */
 	char *command;                   /* owned */
-	char message_id[TASK_ID_MAX + 1];
+	char message_id[PTG_TASK_ID_MAX + 1];
 };
 
 /* Parses a SendMessage payload {message, configuration?, metadata?}.

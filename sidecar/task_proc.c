@@ -12,6 +12,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "buf.h"
+#include "fdio.h"
 #include "runas.h"
 #include "xalloc.h"
 
@@ -20,25 +22,22 @@
 extern char **environ;
 
 /* The session program's environment from /proc (NUL-separated), as an
-   envp in one allocation; NULL when it cannot be read (the sidecar's own
-   is used then). */
+   envp in one allocation; NULL when it cannot be read or is larger than
+   ENVIRON_MAX (the sidecar's own is used then: a cut one would end in a
+   broken variable). */
 static char **session_env(pid_t pid, char **block)
 {
+	struct buf b = BUF_INIT;
 	char path[64];
-	size_t len = 0, n = 0;
-	ssize_t got;
+	size_t len, n = 0;
 	char **envp;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fd_read_file(path, 0, ENVIRON_MAX, &b, NULL, 0) < 0) {
+		buf_free(&b);
 		return NULL;
-	*block = xmalloc(ENVIRON_MAX + 1);
-	while (len < ENVIRON_MAX && (got = read(fd, *block + len, ENVIRON_MAX - len)) > 0)
-		len += (size_t)got;
-	close(fd);
-	(*block)[len] = 0;
+	}
+	*block = (char *)buf_steal(&b, &len);
 	for (size_t i = 0; i < len; i++)
 		n += (*block)[i] == 0;
 	envp = xcalloc(n + 2, sizeof(*envp));
@@ -114,16 +113,30 @@ child(const char *cwd, int in, const int out[2], const int errp[2], char *const 
 	_exit(127);
 }
 
+/* The session program's working directory into buf, or NULL when it
+   cannot be read (the program is gone, or not ours to look at). */
+static char *session_cwd(pid_t pid, char *buf, size_t cap)
+{
+	char link[64];
+	ssize_t k;
+
+	snprintf(link, sizeof(link), "/proc/%d/cwd", (int)pid);
+	k = readlink(link, buf, cap - 1);
+	if (k <= 0)
+		return NULL;
+	buf[k] = 0;
+	return buf;
+}
+
 pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, size_t errlen)
 {
 	char *sh_argv[] = { "/bin/sh", "-c", (char *)sp->command, NULL };
 	char *h_argv[] = { (char *)sp->handler, NULL };
 	int use_handler = sp->handler && sp->handler[0];
-	char cwd_link[64], cwd_buf[4096], *cwd = NULL, *block = NULL;
+	char cwd_buf[4096], *cwd = NULL, *block = NULL;
 	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
 	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in = -1, rc = 0;
 	struct run_as ra;
-	ssize_t k;
 	pid_t pid = -1;
 
 	if (sp->user && (rc = runas_lookup(sp->user, &ra, err, errlen)) < 0) {
@@ -132,14 +145,8 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 		return rc;
 	}
 
-	if (sp->session_pid > 0) {
-		snprintf(cwd_link, sizeof(cwd_link), "/proc/%d/cwd", (int)sp->session_pid);
-		k = readlink(cwd_link, cwd_buf, sizeof(cwd_buf) - 1);
-		if (k > 0) {
-			cwd_buf[k] = 0;
-			cwd = cwd_buf;
-		}
-	}
+	if (sp->session_pid > 0)
+		cwd = session_cwd(sp->session_pid, cwd_buf, sizeof(cwd_buf));
 	if (!cwd && sp->user)
 		cwd = ra.home;
 	in = use_handler ? input_fd(sp->input, sp->input_len)

@@ -774,6 +774,23 @@ static int list_filter(const struct req *q, json_t *f, int *state)
 	return 0;
 }
 
+/* Where a page starts in ts->v (newest first, so it is read backwards from
+   *end): after the task page_token names, or from the newest without one.
+   -1 when the token names no task (unknown, or removed since). */
+static int page_start(const struct tasks *ts, const json_t *tok, size_t *end)
+{
+	size_t i;
+
+	if (!json_string_length(tok)) {
+		*end = ts->n;
+		return 0;
+	}
+	for (i = 0; i < ts->n && strcmp(ts->v[i]->id, json_string_value(tok)); i++)
+		;
+	*end = i;
+	return i == ts->n ? -1 : 0;
+}
+
 /* Newest first; page_token is the id of the last task of the page before. */
 static void op_list(const struct req *q)
 {
@@ -803,16 +820,11 @@ static void op_list(const struct req *q)
 	}
 	if (size <= 0 || size > (long)q->ts->cfg->task_page_max)
 		size = q->ts->cfg->task_page_max; /* clamped, as A2A lets a server do */
-	i = q->ts->n;
-	if (json_string_length(tok)) {
-		for (i = 0; i < q->ts->n && strcmp(q->ts->v[i]->id, json_string_value(tok)); i++)
-			;
-		if (i == q->ts->n) {
-			reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
-				    "payload.page_token is unknown or has expired");
-			json_decref(p);
-			return;
-		}
+	if (page_start(q->ts, tok, &i) < 0) {
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+			    "payload.page_token is unknown or has expired");
+		json_decref(p);
+		return;
 	}
 	page = json_array();
 	const char *last = NULL, *next = "";

@@ -14,6 +14,7 @@
 #include <nettle/sha1.h>
 #include <sodium.h>
 
+#include "addr.h"
 #include "b64.h"
 #include "buf.h"
 #include "wshandshake.h"
@@ -248,15 +249,16 @@ const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 /* ---- Origin ---- */
 
 static const char *wshs__origin_scheme(const char *s, size_t n, size_t *skip,
-				       const char **default_port)
+				       uint16_t *default_port)
 {
 	static const struct {
-		const char *prefix, *scheme, *port;
+		const char *prefix, *scheme;
+		uint16_t port;
 	} schemes[] = {
-	    {"https://", "https", "443"},
-	    {"http://", "http", "80"},
-	    {"wss://", "https", "443"},
-	    {"ws://", "http", "80"},
+	    {"https://", "https", 443},
+	    {"http://", "http", 80},
+	    {"wss://", "https", 443},
+	    {"ws://", "http", 80},
 	};
 
 	for (size_t i = 0; i < sizeof(schemes) / sizeof(schemes[0]); i++) {
@@ -270,62 +272,44 @@ static const char *wshs__origin_scheme(const char *s, size_t n, size_t *skip,
 	return NULL;
 }
 
-/* Splits an authority into host and port; checks both. */
-static int wshs__authority(const char *a, size_t n, size_t *host_len, const char **port,
-			   size_t *port_len)
+/* Whether a host parsed by addr_parse_hostport may stand in an origin:
+   a name of unreserved characters (no '/', '?', '#' that would end the
+   authority), or an IPv6 literal of hex digits, ':' and '.'. */
+static int wshs__origin_host_ok(const char *host)
 {
-	const char *colon = NULL;
+	int v6 = strchr(host, ':') != NULL;
 
-	if (n && a[0] == '[') {
-		const char *close = memchr(a, ']', n);
-		if (!close)
-			return -EINVAL;
-		for (const char *p = a + 1; p < close; p++)
-			if (!isxdigit((unsigned char)*p) && *p != ':' && *p != '.')
-				return -EINVAL;
-		if ((size_t)(close + 1 - a) < n)
-			colon = close + 1;
-		if (colon && *colon != ':')
-			return -EINVAL;
-	} else {
-		for (size_t i = 0; i < n; i++) {
-			if (a[i] == ':') {
-				if (colon)
-					return -EINVAL;
-				colon = a + i;
-			} else if (!isalnum((unsigned char)a[i]) && !strchr("-._~", a[i])) {
-				return -EINVAL; /* no '/', '@', '?', '#', spaces */
-			}
-		}
+	for (const char *p = host; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (v6 ? !isxdigit(c) && c != ':' && c != '.'
+		       : !isalnum(c) && !strchr("-._~", c))
+			return 0;
 	}
-	*host_len = colon ? (size_t)(colon - a) : n;
-	*port = colon ? colon + 1 : NULL;
-	*port_len = colon ? n - *host_len - 1 : 0;
-	if (!*host_len || (colon && (*port_len < 1 || *port_len > 5)))
-		return -EINVAL;
-	for (size_t i = 0; i < *port_len; i++)
-		if (!isdigit((unsigned char)(*port)[i]))
-			return -EINVAL;
-	if (colon && strtoul(*port, NULL, 10) > 65535)
-		return -EINVAL;
-	return 0;
+	return 1;
 }
 
 int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
 {
-	const char *scheme, *def, *port;
-	size_t skip, host_len, port_len, len;
+	char host[WSHS_ORIGIN_MAX + 1], port_text[8] = "";
+	const char *scheme;
+	size_t skip, len;
+	uint16_t def, port;
 	char *p;
 
 	out[0] = '\0';
 	scheme = wshs__origin_scheme(s, n, &skip, &def);
-	if (!scheme || wshs__authority(s + skip, n - skip, &host_len, &port, &port_len) < 0)
+	port = def;
+	if (!scheme ||
+	    addr_parse_hostport(s + skip, n - skip, ADDR_PORT_OPTIONAL, host, sizeof(host),
+				&port, NULL, 0) < 0 ||
+	    !wshs__origin_host_ok(host))
 		return -EINVAL;
-	if (port && port_len == strlen(def) && !memcmp(port, def, port_len))
-		port = NULL;
-	len = (size_t)snprintf(out, WSHS_ORIGIN_MAX + 1, "%s://%.*s%s%.*s", scheme,
-			       (int)host_len, s + skip, port ? ":" : "",
-			       port ? (int)port_len : 0, port ? port : "");
+	if (port != def)
+		snprintf(port_text, sizeof(port_text), ":%u", (unsigned)port);
+	len = (size_t)snprintf(out, WSHS_ORIGIN_MAX + 1, strchr(host, ':') ? "%s://[%s]%s"
+									 : "%s://%s%s",
+			       scheme, host, port_text);
 	if (len > WSHS_ORIGIN_MAX) {
 		out[0] = '\0';
 		return -EINVAL;

@@ -136,7 +136,8 @@ def find_binary(env, name):
     path = os.environ.get(env)
     if path:
         if not os.access(path, os.X_OK):
-            raise unittest.SkipTest("%s=%s is not an executable" % (env, path))
+            # Named but missing (CTest sets it): a broken build, not a skip.
+            raise RuntimeError("%s=%s is not an executable" % (env, path))
         return path
     found = [p for p in glob.glob(os.path.join(REPO, "build*", name)) if os.access(p, os.X_OK)]
     if not found:
@@ -1003,16 +1004,80 @@ def _mask(payload, mask):
     return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
 
 
+class FileStack:
+    """A gateway with --instances-file and an extra sidecar it may name."""
+
+    def __init__(self, initial):
+        self.holder = Stack()
+        self.file = os.path.join(self.holder.dir, "instances")
+        self.extra_sock = os.path.join(self.holder.dir, "extra.sock")
+        self.write(initial.format(sock=self.extra_sock))
+        self.stack = Stack(gateway_args=["--instances-file", self.file])
+        self.extra = Daemon("sidecar-extra", [self.stack.sidecar_bin, "--listen",
+                                              "unix:" + self.extra_sock, "--instance-id",
+                                              "inst-extra"], self.stack.dir)
+
+    def start(self):
+        self.extra.start()
+        deadline = time.monotonic() + 10
+        while not os.path.exists(self.extra_sock) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.stack.start()
+
+    def stop(self):
+        problems = self.stack.stop()
+        p = self.extra.stop()
+        if p:
+            problems.append(p)
+        self.stack.cleanup(keep=bool(problems))
+        self.holder.cleanup()
+        return problems
+
+    def write(self, text):
+        tmp = self.file + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, self.file)
+
+    def reload(self, text):
+        self.write(text.format(sock=self.extra_sock))
+        os.kill(self.stack.gateway.pid, signal.SIGHUP)
+
+    def ready(self):
+        return self.stack.http("GET", "/readyz").json().get("instances", {})
+
+    def wait_for(self, predicate, what, timeout=10):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return
+            time.sleep(0.05)
+        raise AssertionError("%s within %d s; readyz: %s\n%s"
+                             % (what, timeout, self.ready(), self.stack.logs()))
+
+
 # ---------------------------------------------------------------- test base
+
+def stop_stack(stack):
+    """The end of a class's Stack: stopped, its directory removed, or kept
+    and an AssertionError raised when a daemon exited badly."""
+    problems = stack.stop()
+    stack.cleanup(keep=bool(problems))
+    if problems:
+        raise AssertionError("daemon problems:\n" + "\n".join(problems))
+
 
 class E2ETestCase(unittest.IsolatedAsyncioTestCase):
     """Starts a Stack per class (override SIDECAR_ARGS / GATEWAY_ARGS), stops
-    it at the end, and fails when a daemon exited badly. Clients opened with
-    self.connect() are closed after each test."""
+    it at the end, and fails when a daemon exited badly. With
+    SHARED_SESSION, cls.sid is one session created for the whole class.
+    Clients opened with self.connect() are closed after each test."""
 
     SIDECAR_ARGS = ()
     GATEWAY_ARGS = ()
+    SHARED_SESSION = False
     stack = None
+    sid = None
 
     @classmethod
     def setUpClass(cls):
@@ -1020,6 +1085,8 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
         cls.stack = Stack(cls.SIDECAR_ARGS, cls.GATEWAY_ARGS)
         try:
             cls.stack.start()
+            if cls.SHARED_SESSION:
+                cls.sid = cls.stack.create_session()
         except BaseException:
             cls.stack.stop()
             sys.stderr.write(cls.stack.logs() + "\n")
@@ -1028,10 +1095,7 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        stop_stack(cls.stack)
 
     def setUp(self):
         self.clients = []

@@ -45,10 +45,7 @@ class AdminListen(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        harness.stop_stack(cls.stack)
 
     def test_operator_routes_only_on_the_admin_address(self):
         card = "/agents/%s/.well-known/agent-card.json" % self.stack.instance

@@ -8,30 +8,18 @@ limit (counted here as the gateway's open descriptors)."""
 import os
 import socket
 import time
-import unittest
 
 import harness
-from harness import FrameValidator, RawWs, Stack
+from harness import RawWs
 
 MAX_CONNS = 2
 HTTP_EXTRA = 64  # HTTP__EXTRA_CONNS in gateway/http.c
 
 
-class ConnLimit(unittest.TestCase):
-
-    @classmethod
-    def setUpClass(cls):
-        FrameValidator.get()
-        cls.stack = Stack(gateway_args=["--max-conns", MAX_CONNS, "--max-conns-per-ip", 1000,
-                                        "--request-head-timeout", 30]).start()
-        cls.sid = cls.stack.create_session()
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+class ConnLimit(harness.E2ETestCase):
+    GATEWAY_ARGS = ("--max-conns", MAX_CONNS, "--max-conns-per-ip", 1000,
+                    "--request-head-timeout", 30)
+    SHARED_SESSION = True
 
     def gateway_fds(self):
         return len(os.listdir("/proc/%d/fd" % self.stack.gateway.pid))

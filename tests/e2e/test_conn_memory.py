@@ -33,10 +33,7 @@ class ConnMemory(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        harness.stop_stack(cls.stack)
 
     async def attach(self, sid, i, held):
         r, w = await asyncio.open_connection("127.0.0.1", self.stack.port)

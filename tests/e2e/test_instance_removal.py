@@ -6,66 +6,10 @@
 - Instances read from --instances-file at start are the file's, not flags:
   a reload that no longer names one removes it (/readyz stops listing it).
 """
-import asyncio
-import os
-import signal
-import time
 import unittest
 
 import harness
-from harness import Daemon, E2ETestCase, FrameValidator, Stack
-
-
-class FileStack:
-    """A gateway with --instances-file and an extra sidecar it may name."""
-
-    def __init__(self, initial):
-        self.holder = Stack()
-        self.file = os.path.join(self.holder.dir, "instances")
-        self.extra_sock = os.path.join(self.holder.dir, "extra.sock")
-        self.write(initial.format(sock=self.extra_sock))
-        self.stack = Stack(gateway_args=["--instances-file", self.file])
-        self.extra = Daemon("sidecar-extra", [self.stack.sidecar_bin, "--listen",
-                                              "unix:" + self.extra_sock, "--instance-id",
-                                              "inst-extra"], self.stack.dir)
-
-    def start(self):
-        self.extra.start()
-        deadline = time.monotonic() + 10
-        while not os.path.exists(self.extra_sock) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        self.stack.start()
-
-    def stop(self):
-        problems = self.stack.stop()
-        p = self.extra.stop()
-        if p:
-            problems.append(p)
-        self.stack.cleanup(keep=bool(problems))
-        self.holder.cleanup()
-        return problems
-
-    def write(self, text):
-        tmp = self.file + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, self.file)
-
-    def reload(self, text):
-        self.write(text.format(sock=self.extra_sock))
-        os.kill(self.stack.gateway.pid, signal.SIGHUP)
-
-    def ready(self):
-        return self.stack.http("GET", "/readyz").json().get("instances", {})
-
-    def wait_for(self, predicate, what, timeout=10):
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if predicate():
-                return
-            time.sleep(0.05)
-        raise AssertionError("%s within %d s; readyz: %s\n%s"
-                             % (what, timeout, self.ready(), self.stack.logs()))
+from harness import FrameValidator
 
 
 class RemovedInstanceSaysGoodbye(unittest.IsolatedAsyncioTestCase):
@@ -73,7 +17,7 @@ class RemovedInstanceSaysGoodbye(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls):
         FrameValidator.get()
-        cls.fs = FileStack("# nothing yet\n")
+        cls.fs = harness.FileStack("# nothing yet\n")
         cls.fs.start()
 
     @classmethod
@@ -125,7 +69,7 @@ class FileInstancesAreReloadable(unittest.TestCase):
 
     def test_instance_from_the_file_at_start_can_be_removed(self):
         FrameValidator.get()
-        fs = FileStack("inst-extra unix:{sock}\n")
+        fs = harness.FileStack("inst-extra unix:{sock}\n")
         try:
             fs.start()
             fs.wait_for(lambda: fs.ready().get("inst-extra") == "up", "inst-extra up")

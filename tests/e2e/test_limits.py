@@ -4,6 +4,7 @@ bytes of UTF-8) that the gateway accepts reaches the sidecar whole,
 on session create (SPEC 9 label) and on join (SPEC 5.1 client_label),
 and the CLI's attach --label takes it too."""
 import os
+import socket
 import subprocess
 import unittest
 
@@ -32,6 +33,32 @@ class LabelLimits(E2ETestCase):
         await c.expect_frame("pty.session_frame", "RoleAssigned")
         mc = await c.wait_for("pty.session_frame", "MembershipChanged")
         self.assertEqual([m["label"] for m in mc["payload"]["controllers"]], [WIDE_LABEL])
+
+
+class ContentLength(E2ETestCase):
+    """A declared request body length is decimal digits within the body cap
+    (64 KiB): anything else is refused before a byte of the body is read."""
+
+    def post_status(self, length):
+        path = "/agents/%s/sessions" % self.stack.instance
+        head = ("POST %s HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+                "Content-Type: application/json\r\nContent-Length: %s\r\n"
+                "Connection: close\r\n\r\n"
+                % (path, self.stack.token(sub="ops", scope="sessions"), length))
+        with socket.create_connection(("127.0.0.1", self.stack.port), timeout=5) as s:
+            s.sendall(head.encode())
+            answer = s.recv(4096)
+        return int(answer.split(b" ", 2)[1]) if answer.startswith(b"HTTP/1.1 ") else None
+
+    async def test_malformed_lengths_are_400(self):
+        for length in ("12abc", "-1", "", "0x10", "+5", "1 2"):
+            with self.subTest(length=length):
+                self.assertEqual(await self.in_thread(self.post_status, length), 400)
+
+    async def test_lengths_past_the_cap_are_413(self):
+        for length in ("65537", "99999999999999999999999", "18446744073709551616"):
+            with self.subTest(length=length):
+                self.assertEqual(await self.in_thread(self.post_status, length), 413)
 
 
 class CliLabelLimit(unittest.TestCase):

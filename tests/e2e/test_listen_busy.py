@@ -20,10 +20,7 @@ class BusyPort(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        harness.stop_stack(cls.stack)
 
     def second_gateway(self, *args):
         """Runs another gateway for the same instance; returns (status, stderr)."""

@@ -8,7 +8,7 @@ import json
 import unittest
 
 import harness
-from harness import FrameValidator, RawWs, Stack
+from harness import RawWs
 
 
 def upgrade(stack, sid, origin=None, host=None, token=None):
@@ -23,21 +23,8 @@ def upgrade(stack, sid, origin=None, host=None, token=None):
     return r.status, r.body
 
 
-class OriginCase(unittest.TestCase):
-    ARGS = ()
-
-    @classmethod
-    def setUpClass(cls):
-        FrameValidator.get()
-        cls.stack = Stack(gateway_args=cls.ARGS).start()
-        cls.sid = cls.stack.create_session()
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+class OriginCase(harness.E2ETestCase):
+    SHARED_SESSION = True
 
     def assert_refused(self, status, body):
         self.assertEqual(status, 403, body)
@@ -47,7 +34,7 @@ class OriginCase(unittest.TestCase):
 
 
 class SameOriginByDefault(OriginCase):
-    ARGS = ("--public-url", "https://term.example")
+    GATEWAY_ARGS = ("--public-url", "https://term.example")
 
     def test_no_origin_is_not_a_browser_and_passes(self):
         self.assertEqual(upgrade(self.stack, self.sid)[0], 101)
@@ -68,7 +55,7 @@ class SameOriginByDefault(OriginCase):
 
 
 class AllowList(OriginCase):
-    ARGS = ("--allowed-origin", "https://app.example", "--allowed-origin", "http://localhost:3000")
+    GATEWAY_ARGS = ("--allowed-origin", "https://app.example", "--allowed-origin", "http://localhost:3000")
 
     def test_listed_origins_pass(self):
         self.assertEqual(upgrade(self.stack, self.sid, "https://app.example")[0], 101)

@@ -12,7 +12,7 @@ import time
 import unittest
 
 import harness
-from harness import Client, FrameValidator, RawWs, Stack
+from harness import RawWs
 
 HEAD_TIMEOUT_S = 3
 TRICKLERS = 200
@@ -28,21 +28,11 @@ def upgrade(port, path, token, source="127.0.0.1", headers=None, timeout=5):
     return (r.status, r.body, sock) if r else (None, b"", None)
 
 
-class Trickle(unittest.TestCase):
+class Trickle(harness.E2ETestCase):
     """200 connections trickle a request head one byte a second."""
 
-    @classmethod
-    def setUpClass(cls):
-        FrameValidator.get()
-        cls.stack = Stack(gateway_args=["--request-head-timeout", HEAD_TIMEOUT_S]).start()
-        cls.sid = cls.stack.create_session()
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+    GATEWAY_ARGS = ("--request-head-timeout", HEAD_TIMEOUT_S)
+    SHARED_SESSION = True
 
     async def trickler(self, source, cut_after):
         """Opens from source, sends one byte a second; records when it was cut."""
@@ -81,13 +71,13 @@ class Trickle(unittest.TestCase):
         self.assertEqual(r.status, 200, r)
         return attach_s, rest_s
 
-    def test_trickling_heads_are_cut_and_others_served(self):
+    async def test_trickling_heads_are_cut_and_others_served(self):
         async def run():
             cut_after = []
             tricklers = [self.trickler(SOURCES[i % len(SOURCES)], cut_after) for i in range(TRICKLERS)]
             results = await asyncio.gather(self.normal_client(), *tricklers)
             return results[0], cut_after
-        (attach_s, rest_s), cut_after = asyncio.run(asyncio.wait_for(run(), 120))
+        (attach_s, rest_s), cut_after = await asyncio.wait_for(run(), 120)
         harness.note("during %d trickling heads: attach %.0f ms, REST %.0f ms; cut after %.1f-%.1f s"
                      % (TRICKLERS, attach_s * 1000, rest_s * 1000, min(cut_after), max(cut_after)))
         self.assertLess(attach_s, 1.0)
@@ -99,25 +89,13 @@ class Trickle(unittest.TestCase):
                         "a trickling connection outlived --request-head-timeout")
 
 
-class PerAddressCap(unittest.TestCase):
+class PerAddressCap(harness.E2ETestCase):
     """--max-conns-per-ip counts WebSockets too; a trusted proxy's clients
     are counted by X-Forwarded-For."""
 
     CAP = 3
-
-    @classmethod
-    def setUpClass(cls):
-        FrameValidator.get()
-        cls.stack = Stack(gateway_args=["--max-conns-per-ip", cls.CAP,
-                                        "--trusted-proxy", "127.0.0.1/32"]).start()
-        cls.sid = cls.stack.create_session()
-
-    @classmethod
-    def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+    GATEWAY_ARGS = ("--max-conns-per-ip", CAP, "--trusted-proxy", "127.0.0.1/32")
+    SHARED_SESSION = True
 
     def attach(self, source="127.0.0.1", sub="cap", headers=None):
         return upgrade(self.stack.port, self.stack.attach_path(self.sid),

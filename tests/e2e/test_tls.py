@@ -101,10 +101,7 @@ class Tls(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        harness.stop_stack(cls.stack)
 
     def test_rest_over_https_and_wss_urls(self):
         r = self.stack.http("GET", "/healthz")

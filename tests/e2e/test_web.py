@@ -42,10 +42,7 @@ class WebFiles(unittest.TestCase):
 
     @classmethod
     def tearDownClass(cls):
-        problems = cls.stack.stop()
-        cls.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        harness.stop_stack(cls.stack)
 
     def assert_page(self, r):
         self.assertEqual(r.status, 200, r)
@@ -108,13 +105,7 @@ class Browser(unittest.TestCase):
     def setUp(self):
         build_web()
         self.stack = harness.Stack(gateway_args=["--static-dir", DIST]).start()
-        self.addCleanup(self.stop_stack)
-
-    def stop_stack(self):
-        problems = self.stack.stop()
-        self.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        self.addCleanup(harness.stop_stack, self.stack)
 
     def test_type_observe_and_survive_a_gateway_restart(self):
         sid = self.stack.create_session(cols=80, rows=24)

@@ -78,13 +78,7 @@ class AttachReconnect(unittest.TestCase):
 
     def setUp(self):
         self.stack = harness.Stack().start()
-        self.addCleanup(self.stop_stack)
-
-    def stop_stack(self):
-        problems = self.stack.stop()
-        self.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
+        self.addCleanup(harness.stop_stack, self.stack)
 
     def test_gateway_kill_and_restart_under_attach(self):
         sid = self.stack.create_session(cols=80, rows=24)

@@ -19,15 +19,9 @@ class AttachInTmux(unittest.TestCase):
 
     def setUp(self):
         self.stack = harness.Stack().start()
-        self.addCleanup(self.stop_stack)
+        self.addCleanup(harness.stop_stack, self.stack)
         self.sock = "ptg-%d-%d" % (os.getpid(), int(time.monotonic() * 1000))
         self.addCleanup(self.tmux_quiet, "kill-server")
-
-    def stop_stack(self):
-        problems = self.stack.stop()
-        self.stack.cleanup(keep=bool(problems))
-        if problems:
-            raise AssertionError("daemon problems:\n" + "\n".join(problems))
 
     def tmux(self, *args):
         return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args],

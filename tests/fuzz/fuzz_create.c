@@ -44,7 +44,7 @@ static void fuzz__bounds(const Ptg__CreateSession *m)
 		fuzz__assert(m->env[i]->value && strlen(m->env[i]->value) <= 32768);
 	}
 	fuzz__assert(m->cols <= 1024 && m->rows <= 1024);
-	fuzz__assert(!m->label || fuzz__codepoints(m->label) <= ROUTES_LABEL_MAX);
+	fuzz__assert(!m->label || fuzz__codepoints(m->label) <= PTG_LABEL_MAX_CHARS);
 }
 
 static void fuzz__roundtrip(const Ptg__CreateSession *m)

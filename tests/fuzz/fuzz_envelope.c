@@ -46,7 +46,7 @@ static void fuzz__validate(const struct envelope *env, struct buf *out)
 		frames_error(FRAMES_INVALID_REQUEST, err.id, err.message, 1, out);
 		fuzz__check(out);
 	}
-	if (envelope_input(env, &in, &err) == 0 && buf_size(&in) > ENVELOPE_INPUT_MAX)
+	if (envelope_input(env, &in, &err) == 0 && buf_size(&in) > PTG_INPUT_MAX)
 		abort();
 	envelope_resize(env, &r, &err);
 	envelope_request_role(env, &role, &err);

@@ -76,7 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	fuzz__assert(n <= FUZZ__MAX);
 	for (size_t i = 0; i < n; i++) {
-		fuzz__assert(fuzz__valid_id(out[i].id, 128));
+		fuzz__assert(fuzz__valid_id(out[i].id, PTG_ID_MAX));
 		for (size_t j = 0; j < i; j++)
 			fuzz__assert(strcmp(out[i].id, out[j].id) != 0);
 	}

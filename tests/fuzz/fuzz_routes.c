@@ -83,9 +83,9 @@ static void fuzz__match(const char *target)
 			     !strcmp(ms.session, m.session));
 	}
 	if (rc == 0 && m.id >= ROUTE_AGENT_CARD && m.id <= ROUTE_ATTACH)
-		fuzz__assert(fuzz__valid_id(m.instance, ROUTES_ID_MAX));
+		fuzz__assert(fuzz__valid_id(m.instance, PTG_ID_MAX));
 	if (rc == 0 && (m.id == ROUTE_SESSION || m.id == ROUTE_ATTACH))
-		fuzz__assert(fuzz__valid_id(m.session, ROUTES_ID_MAX));
+		fuzz__assert(fuzz__valid_id(m.session, PTG_ID_MAX));
 	if (rc == 0)
 		fuzz__check_canonical(&m);
 	if (rc_s == 0 && ms.id == ROUTE_STATIC)

@@ -37,6 +37,11 @@ extern rlim_t child_nofile;   /* the next sidecar's RLIMIT_NOFILE (0: inherit) *
 struct CMUnitTest;
 int flows_run(const char *name, const struct CMUnitTest *tests, size_t n, int argc,
 	      char **argv);
+/* One test of a flows file, with the fixture's setup and teardown. */
+#define FLOWS_TEST(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+/* The end of a flows file's main(argc, argv): runs its tests array. */
+#define FLOWS_RUN(name, tests)                                                           \
+	flows_run(name, tests, sizeof(tests) / sizeof((tests)[0]), argc, argv)
 
 /* ---- peers: one link each, with a log of every message received ---- */
 
@@ -183,9 +188,12 @@ Ptg__AttachResult *attach_ok(struct peer *p, const struct attach_req *a);
 /* The fresh-join flow: Reply, then RoleAssigned (joiner), MembershipChanged
    (all) and Keyframe (joiner) back to back. */
 void join(struct peer *p, const struct attach_req *a, struct joined *j);
-/* The usual start: the sidecar with extra (or NULL), one peer, an 80x24
-   /bin/sh session (its id into sid) joined by attach id 1 as controller
-   "ctl" into *j. Returns the peer. */
+/* The sidecar with extra (or NULL), one linked peer, and a session made
+   by cr (NULL: an 80x24 /bin/sh) with its id into sid. Returns the peer. */
+struct peer *start_session(struct fixture *fx, const char *const *extra,
+			   const struct create_req *cr, char sid[64]);
+/* The usual start: start_session of an 80x24 /bin/sh, joined by attach
+   id 1 as controller "ctl" into *j. Returns the peer. */
 struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
 				    char sid[64], struct joined *j);
 /* join with the scopes the role needs. */

@@ -123,14 +123,25 @@ void join(struct peer *p, const struct attach_req *a, struct joined *j)
 	j->kf_seq = f->sequence;
 }
 
-struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
-				    char sid[64], struct joined *j)
+struct peer *start_session(struct fixture *fx, const char *const *extra,
+			   const struct create_req *cr, char sid[64])
 {
 	struct peer *p;
 
 	sidecar_start(fx, extra);
 	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
+	if (cr)
+		create_session(p, cr, sid);
+	else
+		create_sh(p, 80, 24, sid);
+	return p;
+}
+
+struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
+				    char sid[64], struct joined *j)
+{
+	struct peer *p = start_session(fx, extra, NULL, sid);
+
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", j);
 	return p;
 }

@@ -112,10 +112,9 @@ static void test_not_found_replies(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_not_found_replies, setup, teardown),
+	    FLOWS_TEST(test_bad_input),
+	    FLOWS_TEST(test_not_found_replies),
 	};
 
-	return flows_run("integration.flows_errors", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_errors", tests);
 }

@@ -95,9 +95,7 @@ static void test_kill_ignores_hangup(void **state)
 	int64_t t0;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, args, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
 	sleep_ms(300);
 	t0 = time_mono_ms();
@@ -132,9 +130,7 @@ static void test_drained_unattached(void **state)
 	char sid[64];
 	int64_t until;
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, NULL, &cr, sid);
 	until = time_mono_ms() + 15000;
 	do {
 		sleep_ms(100);
@@ -155,12 +151,11 @@ static void test_drained_unattached(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_program_exit, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_kill_session, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_kill_ignores_hangup, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_drained_unattached, setup, teardown),
+	    FLOWS_TEST(test_program_exit),
+	    FLOWS_TEST(test_kill_session),
+	    FLOWS_TEST(test_kill_ignores_hangup),
+	    FLOWS_TEST(test_drained_unattached),
 	};
 
-	return flows_run("integration.flows_exit", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_exit", tests);
 }

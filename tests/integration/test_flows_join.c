@@ -28,9 +28,7 @@ static void test_controller_lifecycle(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, NULL, &cr, sid);
 	join_simple(p, sid, 7, PTG__ROLE__ROLE_CONTROLLER, "alice@laptop", &j);
 	/* A fresh session whose program is silent: the join is 1, 2, 3. */
 	assert_int_equal(j.role_seq, 1);
@@ -439,9 +437,7 @@ static void test_join_burst(void **state)
 	struct peer *p;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, args, &cr, sid);
 	a.session = sid;
 	t0 = time_mono_ms();
 	for (unsigned i = 1; i <= n; i++) {
@@ -495,9 +491,7 @@ static void test_replay_thousand(void **state)
 	int64_t t0, took;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, NULL, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
 	send_input(p, sid, 1, "go\n", NULL);
 	wait_output(p, "replay-done", 15000);
@@ -540,14 +534,13 @@ static void test_replay_thousand(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_controller_lifecycle, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_reconnect_replay, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_replay_out_of_range, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_observer_mid_session, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_join_burst, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_replay_thousand, setup, teardown),
+	    FLOWS_TEST(test_controller_lifecycle),
+	    FLOWS_TEST(test_reconnect_replay),
+	    FLOWS_TEST(test_replay_out_of_range),
+	    FLOWS_TEST(test_observer_mid_session),
+	    FLOWS_TEST(test_join_burst),
+	    FLOWS_TEST(test_replay_thousand),
 	};
 
-	return flows_run("integration.flows_join", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_join", tests);
 }

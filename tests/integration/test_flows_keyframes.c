@@ -24,9 +24,7 @@ static void test_request_keyframe(void **state)
 	uint64_t seq;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
+	p = start_session(fx, NULL, NULL, sid);
 	join_simple(p, sid, 9, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
 	expect_quiet(p, 200);
 	send_request_keyframe(p, sid, 9, "op-kf-1");
@@ -182,14 +180,11 @@ static void test_keyframe_unavailable(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_request_keyframe, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_keyframe_cadence_frames, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_keyframe_cadence_seconds, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_keyframe_unavailable, setup, teardown),
+	    FLOWS_TEST(test_request_keyframe),
+	    FLOWS_TEST(test_keyframe_cadence_frames),
+	    FLOWS_TEST(test_keyframe_cadence_seconds),
+	    FLOWS_TEST(test_keyframe_unavailable),
 	};
 
-	return flows_run("integration.flows_keyframes", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_keyframes", tests);
 }

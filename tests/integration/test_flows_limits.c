@@ -61,9 +61,7 @@ static void run_at_bound(struct fixture *fx, const char *flag, const char *value
 
 	print_message("%s %s\n", flag, value);
 	test_deadline = time_mono_ms() + TEST_BUDGET_MS;
-	sidecar_start(fx, extra);
-	p = peer_open(fx);
-	create_session(p, &cr, sid);
+	p = start_session(fx, extra, &cr, sid);
 	a.session = sid;
 	attach_ok(p, &a);
 	p->text_mark = p->text.len; /* output after the join only */
@@ -190,10 +188,9 @@ static void test_fd_exhaustion(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_flag_bounds, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_fd_exhaustion, setup, teardown),
+	    FLOWS_TEST(test_flag_bounds),
+	    FLOWS_TEST(test_fd_exhaustion),
 	};
 
-	return flows_run("integration.flows_limits", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_limits", tests);
 }

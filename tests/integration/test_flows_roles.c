@@ -23,9 +23,7 @@ static void test_capacity_and_roles(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, args);
-	a = peer_open(fx);
-	create_sh(a, 80, 24, sid);
+	a = start_session(fx, args, NULL, sid);
 	join_simple(a, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "first", &j);
 	b = peer_open(fx);
 	join_simple(b, sid, 2, PTG__ROLE__ROLE_CONTROLLER, "second", &j);
@@ -81,9 +79,7 @@ static void test_role_needs_control_scope(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
+	p = start_session(fx, NULL, NULL, sid);
 	req.session = sid;
 	join(p, &req, &j);
 	assert_int_equal(j.role, PTG__ROLE__ROLE_OBSERVER);
@@ -116,9 +112,7 @@ static void test_terminate_on_last_controller(void **state)
 	Ptg__Frame *f;
 	char sid[64], sid2[64];
 
-	sidecar_start(fx, NULL);
-	c = peer_open(fx);
-	create_session(c, &cr, sid);
+	c = start_session(fx, NULL, &cr, sid);
 	join_simple(c, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
 	o = peer_open(fx);
 	join_simple(o, sid, 2, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
@@ -163,9 +157,7 @@ static void test_resize_bounds(void **state)
 	Ptg__Frame *f;
 	char sid[64];
 
-	sidecar_start(fx, NULL);
-	p = peer_open(fx);
-	create_sh(p, 80, 24, sid);
+	p = start_session(fx, NULL, NULL, sid);
 	expect_quiet(p, 200);
 	/* The first controller's size differs: Resize before its Keyframe. */
 	sized.session = sid;
@@ -198,14 +190,11 @@ static void test_resize_bounds(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_capacity_and_roles, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_role_needs_control_scope, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_terminate_on_last_controller, setup,
-					    teardown),
-	    cmocka_unit_test_setup_teardown(test_resize_bounds, setup, teardown),
+	    FLOWS_TEST(test_capacity_and_roles),
+	    FLOWS_TEST(test_role_needs_control_scope),
+	    FLOWS_TEST(test_terminate_on_last_controller),
+	    FLOWS_TEST(test_resize_bounds),
 	};
 
-	return flows_run("integration.flows_roles", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_roles", tests);
 }

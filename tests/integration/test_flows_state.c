@@ -161,10 +161,9 @@ static void test_session_user(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_restart_boundary, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_session_user, setup, teardown),
+	    FLOWS_TEST(test_restart_boundary),
+	    FLOWS_TEST(test_session_user),
 	};
 
-	return flows_run("integration.flows_state", tests,
-			 sizeof(tests) / sizeof(tests[0]), argc, argv);
+	return FLOWS_RUN("integration.flows_state", tests);
 }

@@ -170,6 +170,11 @@ static void test_upgrade_bad(void **state)
 			 -EPROTO);
 	assert_int_equal(check("HTTP/1.1 101", 12, true, &head, err), -EPROTO);
 	assert_non_null(strstr(err, "closed"));
+	/* The status is three digits (sscanf's "%3d" took " 10" and "-10"). */
+	assert_int_equal(check("HTTP/1.1 -10 x\r\n\r\n", 18, true, &head, err), -EPROTO);
+	assert_non_null(strstr(err, "not HTTP"));
+	assert_int_equal(check("HTTP/1.1  10 x\r\n\r\n", 18, true, &head, err), -EPROTO);
+	assert_non_null(strstr(err, "not HTTP"));
 }
 
 static void test_header_too_large(void **state)

@@ -488,15 +488,15 @@ static void test_input_size(void **state)
 	struct envelope *env;
 	size_t i;
 
-	env = input_of(ENVELOPE_INPUT_MAX);
+	env = input_of(PTG_INPUT_MAX);
 	assert_int_equal(envelope_input(env, &data, &err), 0);
-	assert_int_equal(buf_size(&data), ENVELOPE_INPUT_MAX);
-	for (i = 0; i < ENVELOPE_INPUT_MAX; i++)
+	assert_int_equal(buf_size(&data), PTG_INPUT_MAX);
+	for (i = 0; i < PTG_INPUT_MAX; i++)
 		assert_int_equal(buf_head(&data)[i], (uint8_t)(i * 7 + 3));
 	envelope_free(env);
 	buf_reset(&data);
 
-	env = input_of(ENVELOPE_INPUT_MAX + 1);
+	env = input_of(PTG_INPUT_MAX + 1);
 	EXPECT_REFUSAL(envelope_input(env, &data, &err_), "oversized input");
 	assert_int_equal(buf_size(&data), 0);
 	envelope_free(env);

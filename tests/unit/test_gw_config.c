@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "help_ranges.h"
 #include "log.h"
 
 static char dir[] = "/tmp/ptg-gwcfg-XXXXXX";
@@ -446,9 +447,38 @@ static void test_http_flags(void **state)
 	free(c);
 }
 
+static void show_help(void)
+{
+	struct gw_config *c = cfg_new();
+
+	assert_int_equal(parse(c, "--help", NULL), 1);
+	free(c);
+}
+
+static int try_option(const char *opt, const char *value)
+{
+	struct gw_config *c = cfg_new();
+	int rc = parse(c, BASE, opt, value, NULL);
+
+	free(c);
+	return rc;
+}
+
+/* Every "LO-HI" and "(DEFAULT)" --help states is what the parser holds. */
+static void test_help_states_the_parsers_ranges(void **state)
+{
+	char *text = help_capture(show_help);
+
+	assert_non_null(text);
+	assert_non_null(strstr(text, "--max-conns N"));
+	assert_true(help_check_ranges(text, try_option) >= 25);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_help_states_the_parsers_ranges),
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_bad_values),

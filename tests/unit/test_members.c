@@ -313,7 +313,7 @@ static const char *joined_label(struct members *m, uint64_t id, const char *labe
 
 static void test_label(void **state)
 {
-	enum { L = MEMBER_LABEL_MAX };
+	enum { L = PTG_LABEL_MAX_BYTES };
 	struct members *m = members_new(0, 32);
 	char in[L + 100], want[L + 1];
 

@@ -13,6 +13,7 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "help_ranges.h"
 
 static int parse_size(const char *value, struct sidecar_config *c)
 {
@@ -52,11 +53,42 @@ static void test_default_size_refuses_loose_numbers(void **state)
 	}
 }
 
+static void show_help(void)
+{
+	struct sidecar_config c;
+	char *argv[] = {"ptygate-sidecar", "--help", NULL};
+
+	config_defaults(&c);
+	assert_int_equal(config_parse(&c, 2, argv), 1);
+}
+
+static int try_option(const char *opt, const char *value)
+{
+	struct sidecar_config c;
+	char *argv[] = {"ptygate-sidecar", "--listen", "unix:/tmp/ptg-unit-never.sock",
+			(char *)opt, (char *)value, NULL};
+
+	config_defaults(&c);
+	return config_parse(&c, 5, argv);
+}
+
+/* Every "LO-HI" and "(DEFAULT)" --help states is what the parser holds. */
+static void test_help_states_the_parsers_ranges(void **state)
+{
+	char *text = help_capture(show_help);
+
+	assert_non_null(text);
+	assert_non_null(strstr(text, "--task-max-running N"));
+	assert_true(help_check_ranges(text, try_option) >= 20);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_default_size_within_bounds),
 	    cmocka_unit_test(test_default_size_refuses_loose_numbers),
+	    cmocka_unit_test(test_help_states_the_parsers_ranges),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -222,7 +222,8 @@ static void test_origin_canon(void **state)
 	    "null", "", "http://", "ftp://a.example", "http://a.example/", "http://a.example/x",
 	    "http://u@a.example", "http://a.example:", "http://a.example:65536",
 	    "http://a.example:8x", "http://a.example?q", "http://a b", "http://[::1",
-	    "http://[::1]x", "http://a:1:2",
+	    "http://[::1]x", "http://a:1:2", "http://a.example:0", "http://[a.b]",
+	    "http://[::1%25eth0]", "http://a.example#x",
 	};
 	char out[WSHS_ORIGIN_MAX + 1];
 
@@ -233,6 +234,9 @@ static void test_origin_canon(void **state)
 	assert_canon("wss://a.example:443", "https://a.example");
 	assert_canon("ws://127.0.0.1:8080", "http://127.0.0.1:8080");
 	assert_canon("http://[::1]:8080", "http://[::1]:8080");
+	/* The port is a number: leading zeros and the default drop out. */
+	assert_canon("http://a.example:0080", "http://a.example");
+	assert_canon("http://[::1]:80", "http://[::1]");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		assert_int_equal(wshs_origin_canon(bad[i], strlen(bad[i]), out), -EINVAL);
 }
