@@ -15,6 +15,7 @@
 
 #include "fdio.h"
 #include "log.h"
+#include "num.h"
 #include "syncer.h"
 #include "xalloc.h"
 
@@ -81,21 +82,30 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* "<16 lower-case hex digits><suffix>": the first sequence of a segment
+   file (or of its index). Returns 0, or -EINVAL for any other name. */
+static int parse_seg_name(const char *name, const char *suffix, uint64_t *first)
+{
+	if (strlen(name) != 16 + strlen(suffix) || strcmp(name + 16, suffix))
+		return -EINVAL;
+	for (int i = 0; i < 16; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return -EINVAL;
+	return num_parse_hex_u64_n(name, 16, first);
+}
+
 /* The first sequences of the segment files in dir, sorted. */
 static uint64_t *list_segments(const char *dir, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	uint64_t *v = NULL, first;
-	char tail[8];
 
 	*n = 0;
 	if (!d)
 		return NULL;
 	while ((e = readdir(d))) {
-		if (strlen(e->d_name) != 20 ||
-		    sscanf(e->d_name, "%16" SCNx64 "%4s", &first, tail) != 2 ||
-		    strcmp(tail, ".seg"))
+		if (parse_seg_name(e->d_name, ".seg", &first) < 0)
 			continue;
 		v = xrealloc(v, (*n + 1) * sizeof(*v));
 		v[(*n)++] = first;
