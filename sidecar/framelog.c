@@ -44,6 +44,8 @@ struct framelog {
 	uint64_t disk_bytes;
 	uint64_t forgotten_through;
 	int failed;       /* a write failed: warned once */
+	struct syncer_status *wst; /* errors of the writer thread's batches */
+	int64_t last_ticket;       /* the last batch handed to it (0: none) */
 };
 
 static void put_le(uint8_t *p, uint64_t v, int n)
@@ -125,6 +127,7 @@ struct segfile {
 	size_t cap;
 	uint64_t good_off; /* end of the last good record */
 	uint64_t prev_seq;
+	uint64_t limit;    /* bytes of the file that are whole records */
 };
 
 static int segfile_open(struct segfile *sf, const char *path, const struct seal_keys *keys)
@@ -133,6 +136,7 @@ static int segfile_open(struct segfile *sf, const char *path, const struct seal_
 	int rc;
 
 	memset(sf, 0, sizeof(*sf));
+	sf->limit = UINT64_MAX;
 	sf->f = fopen(path, "rbe");
 	if (!sf->f)
 		return -errno;
@@ -159,8 +163,12 @@ static void segfile_close(struct segfile *sf)
 static int segfile_next(struct segfile *sf, struct framelog_rec *out)
 {
 	uint8_t lenb[4];
-	size_t got = fread(lenb, 1, 4, sf->f), n, m;
+	size_t got, n, m;
 
+	/* Past the limit the writer thread may be mid-write: not ours yet. */
+	if (sf->good_off >= sf->limit)
+		return 0;
+	got = fread(lenb, 1, 4, sf->f);
 	if (got == 0 && feof(sf->f))
 		return 0;
 	if (got != 4)
@@ -338,8 +346,10 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 	l->fd = -1;
 	buf_init(&l->pending);
 	buf_init(&l->scratch);
+	l->wst = syncer_status_new();
 	if (mkdir_p(l->dir) < 0) {
 		log_warn(id, "frame log: cannot create %s: %s", l->dir, strerror(errno));
+		syncer_status_put(l->wst);
 		free(l);
 		return NULL;
 	}
@@ -357,11 +367,17 @@ static void sync_dir(const char *dir)
 	}
 }
 
-static void close_segment(struct framelog *l)
+static int hand_over(struct framelog *l, int sync);
+
+/* Closes the open segment. wait: everything is written and synced before
+   this returns (shutdown, a session's end); otherwise the writer thread
+   finishes and syncs the segment (a segment rolling over mid-flood). */
+static void close_segment(struct framelog *l, int wait)
 {
 	if (l->fd < 0)
 		return;
-	framelog_flush(l, 1);
+	if (wait || hand_over(l, l->o.fsync != FSYNC_NEVER) < 0)
+		framelog_flush(l, 1);
 	close(l->fd);
 	l->fd = -1;
 	sodium_memzero(&l->push, sizeof(l->push));
@@ -371,7 +387,9 @@ void framelog_close(struct framelog *l)
 {
 	if (!l)
 		return;
-	close_segment(l);
+	close_segment(l, 1);
+	syncer_wait(l->last_ticket);
+	syncer_status_put(l->wst);
 	buf_free(&l->pending);
 	buf_free(&l->scratch);
 	free(l->segs);
@@ -417,12 +435,29 @@ static void write_failed(struct framelog *l, int err)
 	l->forgotten_through = l->last_seq;
 }
 
+/* A batch of the writer thread failed: the stream has a hole. */
+static int thread_failed(struct framelog *l)
+{
+	int err = syncer_status_error(l->wst);
+
+	if (!err)
+		return 0;
+	syncer_status_put(l->wst);
+	l->wst = syncer_status_new();
+	write_failed(l, err);
+	return err;
+}
+
 int framelog_flush(struct framelog *l, int sync)
 {
-	int rc = 0;
+	int rc;
 
 	if (l->fd < 0)
 		return 0;
+	/* What the thread still has for this file goes first. */
+	syncer_wait(l->last_ticket);
+	if ((rc = thread_failed(l)) < 0)
+		return rc;
 	if (buf_size(&l->pending)) {
 		rc = fd_write_all(l->fd, buf_head(&l->pending), buf_size(&l->pending));
 		if (rc < 0) {
@@ -434,19 +469,46 @@ int framelog_flush(struct framelog *l, int sync)
 			buf_free(&l->pending);
 	}
 	if (sync && l->o.fsync != FSYNC_NEVER && fdatasync(l->fd) < 0)
-		rc = -errno;
-	return rc;
+		return -errno;
+	return 0;
+}
+
+/* Hands what is queued to the writer thread (syncer.h), and a sync
+   when asked. Returns 0, or a negative errno when the thread cannot
+   take it (the caller writes itself). */
+static int hand_over(struct framelog *l, int sync)
+{
+	size_t len = buf_size(&l->pending);
+	uint8_t *data;
+	int64_t ticket;
+	int rc;
+
+	if (l->fd < 0 || (!len && !sync))
+		return 0;
+	if ((rc = thread_failed(l)) < 0)
+		return rc;
+	data = len ? buf_steal(&l->pending, NULL) : NULL;
+	ticket = syncer_write(l->fd, data, len, sync, l->wst);
+	if (ticket > 0) {
+		l->last_ticket = ticket;
+		return 0;
+	}
+	/* No thread (or no descriptor to give it): the loop writes itself. */
+	syncer_wait(l->last_ticket);
+	rc = len ? fd_write_all(l->fd, data, len) : 0;
+	free(data);
+	if (rc < 0) {
+		write_failed(l, rc);
+		return rc;
+	}
+	if (sync && fdatasync(l->fd) < 0)
+		return -errno;
+	return 0;
 }
 
 int framelog_flush_async(struct framelog *l)
 {
-	int rc = framelog_flush(l, 0);
-
-	/* The interval policy syncs off the loop: a sync of the whole file
-	   covers every write before it. */
-	if (!rc && l->fd >= 0 && l->o.fsync == FSYNC_INTERVAL)
-		rc = syncer_request(l->fd);
-	return rc;
+	return hand_over(l, l->o.fsync == FSYNC_INTERVAL);
 }
 
 static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
@@ -455,7 +517,7 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	uint8_t hdr[SEAL_HEADER_BYTES];
 	struct seg *s;
 
-	close_segment(l);
+	close_segment(l, 0);
 	seg_path(path, sizeof(path), l->dir, seq);
 	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (l->fd < 0)
@@ -516,7 +578,7 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 	if (l->o.fsync == FSYNC_EVERY_FRAME)
 		return framelog_flush(l, 1);
 	if (buf_size(&l->pending) >= l->o.flush_bytes)
-		return framelog_flush(l, 0);
+		return hand_over(l, 0);
 	return 0;
 }
 
@@ -586,6 +648,7 @@ struct framelog_reader {
 	char dir[PATH_CAP];
 	const struct seal_keys *keys;
 	uint64_t *firsts;
+	uint64_t *limits; /* each segment's written bytes, or NULL: all */
 	size_t n, next;
 	uint64_t after;
 	struct segfile sf;
@@ -614,11 +677,20 @@ static struct framelog_reader *reader_new(const char *dir, const struct seal_key
 struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after)
 {
 	uint64_t *firsts = xcalloc(l->nsegs + 1, sizeof(*firsts));
+	uint64_t *limits = xcalloc(l->nsegs + 1, sizeof(*limits));
+	struct framelog_reader *r;
 
-	framelog_flush(l, 0);
-	for (size_t i = 0; i < l->nsegs; i++)
+	/* Everything queued reaches the file first; what is appended later
+	   is beyond the limits, read by a later reader. */
+	hand_over(l, 0);
+	syncer_wait(l->last_ticket);
+	for (size_t i = 0; i < l->nsegs; i++) {
 		firsts[i] = l->segs[i].first_seq;
-	return reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
+		limits[i] = l->segs[i].bytes;
+	}
+	r = reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
+	r->limits = limits;
+	return r;
 }
 
 struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,
@@ -644,6 +716,8 @@ int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out)
 				return 0;
 			seg_path(path, sizeof(path), r->dir, r->firsts[r->next++]);
 			rc = segfile_open(&r->sf, path, r->keys);
+			if (r->limits)
+				r->sf.limit = r->limits[r->next - 1];
 			if (rc < 0) {
 				segfile_close(&r->sf);
 				return rc;
@@ -668,5 +742,6 @@ void framelog_reader_free(struct framelog_reader *r)
 	if (r->open)
 		segfile_close(&r->sf);
 	free(r->firsts);
+	free(r->limits);
 	free(r);
 }

@@ -20,6 +20,7 @@
 #include "framelog.h"
 #include "log.h"
 #include "seal.h"
+#include "syncer.h"
 
 static char state[256];
 static const char *ID = "01234567-89ab-7cde-8f01-23456789abcd";
@@ -312,6 +313,56 @@ static void test_wrong_key_is_not_served(void **st)
 	framelog_close(l);
 }
 
+/* The writer thread's queue full: the appender waits for the thread
+   instead of queueing more, so the queue never holds more than its bound
+   plus one batch, and every frame lands, in order (syncer.h). */
+static void test_full_writer_queue_waits_and_loses_nothing(void **st)
+{
+	struct framelog_opts o = opts(NULL);
+	struct framelog *l;
+	int n, err;
+
+	(void)st;
+	o.segment_bytes = 64 * 1024;
+	syncer_set_limit(2048);
+	l = framelog_open(state, ID, &o);
+	assert_non_null(l);
+	append_range(l, 1, 20000);
+	assert_true(syncer_queued_peak() <= 2048 + 2 * o.flush_bytes);
+	/* Read while nothing is waited for: only whole, written records. */
+	assert_int_equal(read_all(framelog_reader_new(l, 0), 0, &n, &err), 20000);
+	assert_int_equal(err, 0);
+	assert_int_equal(n, 20000);
+	framelog_close(l);
+	syncer_set_limit(0);
+	l = framelog_open(state, ID, &o);
+	assert_int_equal(framelog_last_seq(l), 20000);
+	assert_int_equal(read_all(framelog_reader_new(l, 0), 0, &n, &err), 20000);
+	framelog_close(l);
+}
+
+/* A reader made while batches are still on their way reads exactly what
+   was appended before it, never a record the thread is half-way through. */
+static void test_reader_during_writes_sees_whole_records(void **st)
+{
+	struct framelog_opts o = opts(NULL);
+	struct framelog *l = framelog_open(state, ID, &o);
+	struct framelog_reader *r;
+	int n, err;
+
+	(void)st;
+	o.segment_bytes = 1u << 20;
+	framelog_close(l);
+	l = framelog_open(state, ID, &o);
+	append_range(l, 1, 2000);
+	r = framelog_reader_new(l, 0);
+	append_range(l, 2001, 6000); /* handed to the thread while r reads */
+	assert_int_equal(read_all(r, 0, &n, &err), 2000);
+	assert_int_equal(err, 0);
+	assert_int_equal(read_all(framelog_reader_new(l, 2000), 2000, &n, &err), 6000);
+	framelog_close(l);
+}
+
 static void test_seal_file_round_trip_and_tamper(void **st)
 {
 	struct seal_keys k, other;
@@ -346,6 +397,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention_deletes_whole_segments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_key_is_not_served, setup, teardown),
 		cmocka_unit_test(test_seal_file_round_trip_and_tamper),
+		cmocka_unit_test_setup_teardown(test_full_writer_queue_waits_and_loses_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_during_writes_sees_whole_records,
+						setup, teardown),
 	};
 
 	if (sodium_init() < 0)
