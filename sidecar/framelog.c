@@ -63,13 +63,24 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
-static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+static void file_path(char *out, size_t cap, const char *dir, uint64_t first,
+		      const char *suffix)
 {
 	char name[32];
 
-	snprintf(name, sizeof(name), "%016" PRIx64 ".seg", first);
+	snprintf(name, sizeof(name), "%016" PRIx64 "%s", first, suffix);
 	/* dir is at most PATH_CAP - 100 (framelog_open checks it). */
 	snprintf(out, cap, "%.4290s/%s", dir, name);
+}
+
+static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+	file_path(out, cap, dir, first, ".seg");
+}
+
+static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+	file_path(out, cap, dir, first, ".idx");
 }
 
 static void log_dir(char *out, size_t cap, const char *state_dir, const char *id)
@@ -96,8 +107,8 @@ static int parse_seg_name(const char *name, const char *suffix, uint64_t *first)
 	return num_parse_hex_u64_n(name, 16, first);
 }
 
-/* The first sequences of the segment files in dir, sorted. */
-static uint64_t *list_segments(const char *dir, size_t *n)
+/* The first sequences of the files named <16 hex><suffix> in dir, sorted. */
+static uint64_t *list_files(const char *dir, const char *suffix, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
@@ -107,7 +118,7 @@ static uint64_t *list_segments(const char *dir, size_t *n)
 	if (!d)
 		return NULL;
 	while ((e = readdir(d))) {
-		if (parse_seg_name(e->d_name, ".seg", &first) < 0)
+		if (parse_seg_name(e->d_name, suffix, &first) < 0)
 			continue;
 		v = xrealloc(v, (*n + 1) * sizeof(*v));
 		v[(*n)++] = first;
@@ -116,6 +127,11 @@ static uint64_t *list_segments(const char *dir, size_t *n)
 	if (*n)
 		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
+}
+
+static uint64_t *list_segments(const char *dir, size_t *n)
+{
+	return list_files(dir, ".seg", n);
 }
 
 /* ---- reading one segment ---- */
@@ -206,6 +222,8 @@ static void drop_front(struct framelog *l, size_t count)
 	for (size_t i = 0; i < count; i++) {
 		seg_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
 		unlink(path);
+		idx_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
+		unlink(path);
 		l->disk_bytes -= l->segs[i].bytes;
 		if (l->segs[i].last_seq > l->forgotten_through)
 			l->forgotten_through = l->segs[i].last_seq;
@@ -269,6 +287,92 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
 		log_warn(l->id, "frame log: cannot cut %s: %s", path, strerror(errno));
 }
 
+/* ---- segment indexes ---- */
+
+/* A closed segment's index, <first>.idx: what start needs to know of it
+   without reading it (its range, count, timestamps, length), sealed like
+   the segment. */
+#define IDX_MAGIC "ptgidx1"
+#define IDX_LEN (8 + 8 + 8 + 4 + 8 + 8 + 8)
+
+static void write_index(const struct framelog *l, const struct seg *s)
+{
+	uint8_t plain[IDX_LEN], *sealed;
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	size_t n;
+	int fd, rc;
+
+	memcpy(plain, IDX_MAGIC, 8);
+	put_le(plain + 8, s->first_seq, 8);
+	put_le(plain + 16, s->last_seq, 8);
+	put_le(plain + 24, s->frames, 4);
+	put_le(plain + 28, (uint64_t)s->first_ts, 8);
+	put_le(plain + 36, (uint64_t)s->last_ts, 8);
+	put_le(plain + 44, s->bytes, 8);
+	seal_file(l->o.keys, plain, sizeof(plain), &sealed, &n);
+	idx_path(path, sizeof(path), l->dir, s->first_seq);
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	/* No fsync: an index lost in a crash only costs one full check. */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	rc = fd < 0 ? -errno : fd_write_all(fd, sealed, n);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+	free(sealed);
+}
+
+/* Reads the index of the segment starting at first into s. Returns 0
+   when it is whole, matches the segment's name and the file's length;
+   -EBADMSG (or -ENOENT) otherwise: the segment is then checked in full. */
+static int read_index(const struct framelog *l, uint64_t first, struct seg *s)
+{
+	char path[PATH_CAP];
+	struct buf raw = BUF_INIT;
+	uint8_t *plain = NULL;
+	size_t n = 0;
+	struct stat st;
+	int rc;
+
+	idx_path(path, sizeof(path), l->dir, first);
+	rc = fd_read_file(path, FDIO_REGULAR, 4096, &raw, NULL, 0);
+	if (rc == 0)
+		rc = unseal_file(l->o.keys, buf_head(&raw), buf_size(&raw), &plain, &n);
+	buf_free(&raw);
+	if (rc == 0 && (n != IDX_LEN || memcmp(plain, IDX_MAGIC, 8)))
+		rc = -EBADMSG;
+	if (rc == 0) {
+		memset(s, 0, sizeof(*s));
+		s->first_seq = get_le(plain + 8, 8);
+		s->last_seq = get_le(plain + 16, 8);
+		s->frames = (uint32_t)get_le(plain + 24, 4);
+		s->first_ts = (int64_t)get_le(plain + 28, 8);
+		s->last_ts = (int64_t)get_le(plain + 36, 8);
+		s->bytes = get_le(plain + 44, 8);
+		seg_path(path, sizeof(path), l->dir, first);
+		if (s->first_seq != first || !s->frames || s->last_seq < first ||
+		    stat(path, &st) < 0 || (uint64_t)st.st_size != s->bytes)
+			rc = -EBADMSG;
+	}
+	free(plain);
+	return rc;
+}
+
+/* A segment older than the newest: its index if it has a good one (its
+   records are then checked when read), else every record, and an index
+   is written for the next start. */
+static int load_closed_segment(struct framelog *l, uint64_t first, struct seg *s)
+{
+	int rc;
+
+	if (read_index(l, first, s) == 0)
+		return 0;
+	rc = verify_segment(l, first, s);
+	if (rc == 0 && s->frames)
+		write_index(l, s);
+	return rc;
+}
+
 static void load_segments(struct framelog *l)
 {
 	size_t n;
@@ -277,7 +381,8 @@ static void load_segments(struct framelog *l)
 	struct seg s;
 
 	for (size_t i = 0; i < n; i++) {
-		int rc = verify_segment(l, firsts[i], &s);
+		int rc = i + 1 < n ? load_closed_segment(l, firsts[i], &s)
+				   : verify_segment(l, firsts[i], &s);
 		const char *why = rc == -ENOKEY ? "sealed with a key not given" :
 				  "a torn or damaged record";
 
@@ -312,6 +417,8 @@ static void load_segments(struct framelog *l)
 		if (rc != -ENOKEY) {
 			char path[PATH_CAP];
 			seg_path(path, sizeof(path), l->dir, firsts[i]);
+			unlink(path);
+			idx_path(path, sizeof(path), l->dir, firsts[i]);
 			unlink(path);
 		}
 		/* Without its key the segment's range is unknown; the next
@@ -378,6 +485,10 @@ static void close_segment(struct framelog *l, int wait)
 		return;
 	if (wait || hand_over(l, l->o.fsync != FSYNC_NEVER) < 0)
 		framelog_flush(l, 1);
+	if (l->fd >= 0 && l->nsegs && l->segs[l->nsegs - 1].frames)
+		write_index(l, &l->segs[l->nsegs - 1]);
+	if (l->fd < 0)
+		return; /* the flush failed: write_failed closed it */
 	close(l->fd);
 	l->fd = -1;
 	sodium_memzero(&l->push, sizeof(l->push));
@@ -404,6 +515,12 @@ static void rm_rf_log(const char *dir)
 
 	for (size_t i = 0; i < n; i++) {
 		seg_path(path, sizeof(path), dir, firsts[i]);
+		unlink(path);
+	}
+	free(firsts);
+	firsts = list_files(dir, ".idx", &n);
+	for (size_t i = 0; i < n; i++) {
+		idx_path(path, sizeof(path), dir, firsts[i]);
 		unlink(path);
 	}
 	free(firsts);

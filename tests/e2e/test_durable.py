@@ -308,6 +308,59 @@ class Damage(DurableCase):
         assert_exact(self, replayed[:-2], live, kf, saved)
 
 
+class DamageInAnOlderSegment(DurableCase):
+    """An older segment's index spares it the check on start, so damage
+    in it is found when a replay reads it: the replay stops there (an
+    Error PTY_OUTPUT_LAGGED naming the last sequence sent, then the
+    Keyframe), the damaged record is never served, the log says so."""
+    SIDECAR_ARGS = DurableCase.SIDECAR_ARGS + ("--state-segment-bytes", "65536")
+
+    def segments(self, sid, ext=".seg"):
+        d = os.path.join(self.state_dir(), sid + ".frames")
+        return sorted(os.path.join(d, n) for n in os.listdir(d) if n.endswith(ext))
+
+    async def test_flipped_byte_in_an_older_segment_stops_the_replay(self):
+        sid, live = await self.session_with("controller", sub="alice")
+        join_kf = live.last_sequence()
+        await live.run("seq 1 40000; echo lines-$((4*10))", "lines-40")
+        self.assertIsNone(self.stack.sidecar.stop())
+        await self.drain_until_closed(live)
+        segs = self.segments(sid)
+        self.assertGreaterEqual(len(segs), 3, "the history spans several segments")
+        self.assertGreaterEqual(len(self.segments(sid, ".idx")), len(segs) - 1,
+                         "every closed segment has its index")
+        size = os.path.getsize(segs[1])
+        with open(segs[1], "r+b") as f:   # a flipped byte mid-way in an older segment
+            f.seek(size // 2)
+            b = f.read(1)
+            f.seek(size // 2)
+            f.write(bytes([b[0] ^ 0x40]))
+        self.restart_sidecar(None)
+        _, replayed, kf = await self.replay(sid, join_kf)
+        self.assertEqual(kf["payload"]["kind"], "Keyframe")
+        err = replayed[-1]
+        self.assertEqual(err["payload"]["kind"], "Error", err)
+        self.assertEqual(err["payload"]["code"], "PTY_OUTPUT_LAGGED")
+        self.assertIn("damaged", err["payload"]["message"])
+        served = replayed[:-1]
+        self.assertTrue(served, "the history before the damage is served")
+        stopped = int(re.search(r"after sequence (\d+)", err["payload"]["message"]).group(1))
+        self.assertEqual(served[-1]["sequence"], stopped)
+        # Everything served is exactly what the live client got; nothing
+        # from the damaged record on (the boundary line is never reached).
+        live_frames = {f["sequence"]: same(f) for f in live.frames
+                       if f["op"] == "pty.session_frame"}
+        for f in served:
+            self.assertEqual(same(f), live_frames.get(f["sequence"]),
+                             "frame %d served exactly as sent live" % f["sequence"])
+        self.assertLess(stopped, live.last_sequence())
+        self.assertFalse(any(f["payload"]["kind"] == "Closed" for f in served))
+        with open(self.stack.sidecar.log_path, errors="replace") as f:
+            log = f.read()
+        self.assertIn("the replay stopped after sequence %d" % stopped, log)
+        self.assertIn("damaged", log)
+
+
 class KeyRotation(DurableCase):
 
     async def test_old_segments_readable_with_the_old_key_only(self):
