@@ -116,7 +116,8 @@ def replay_and_restart(args, build):
                PTG_CLI=os.path.join(build, "ptygate"))
     notes = {}
     for i in range(args.repeat):
-        p = subprocess.run([sys.executable, "-m", "unittest", "test_durable.Measure"],
+        # The system Python, as CTest runs the e2e tests (python3-websockets).
+        p = subprocess.run(["/usr/bin/python3", "-m", "unittest", "test_durable.Measure"],
                            cwd=os.path.join(REPO, "tests", "e2e"), env=env,
                            capture_output=True, text=True, timeout=1200)
         for line in p.stderr.splitlines():

@@ -208,10 +208,104 @@ static void test_disk_replay_streams_exactly(void **state)
 	remove_tree(statedir);
 }
 
+/* A history on disk, no attachment left: the session's id into sid, the
+   sequence to replay from into *from. */
+static struct peer *history_on_disk(struct fixture *fx, const char *const *extra,
+				    const char *statedir, int bytes, char sid[64],
+				    uint64_t *from)
+{
+	char done[96], cmd[256];
+	struct peer *p;
+	struct joined j;
+
+	snprintf(done, sizeof(done), "%s/history-written", statedir);
+	p = start_shell_controller(fx, extra, sid, &j);
+	snprintf(cmd, sizeof(cmd), "stty -echo; head -c %d /dev/zero | tr '\\0' x; : > %s\n",
+		 bytes, done);
+	send_input(p, sid, 1, cmd, NULL);
+	detach_ok(p, sid, 1);
+	wait_file(done, 15000);
+	*from = j.kf_seq;
+	return p;
+}
+
+/* While the history streams: a role request is refused (its RoleAssigned
+   would overtake the history), and a link that fell behind ends the
+   replay the one defined way: Error PTY_OUTPUT_LAGGED, then the Keyframe,
+   then MembershipChanged; nothing of the history after that. */
+static void test_requests_during_a_disk_replay(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-replay-XXXXXX";
+	const char *extra[] = {"--state-dir", statedir, "--state-plaintext",
+			       "--replay-memory-bytes", "1048576", NULL};
+	struct attach_req a = {.attach_id = 1, .role = PTG__ROLE__ROLE_OBSERVER,
+			       .label = "back", .scopes = SC_OBSERVE, .has_replay = 1};
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
+	Ptg__Frame *err, *kf, *f;
+	Ptg__Reply *r;
+	struct peer *p;
+	uint64_t from, last = 0;
+	int refused = 0;
+	char sid[64];
+
+	assert_non_null(mkdtemp(statedir));
+	history_on_disk(fx, extra, statedir, 16000000, sid, &from);
+	p = peer_open(fx);
+	a.session = sid;
+	a.replay_from = from;
+	assert_string_equal(attach_ok(p, &a)->replay_error, "");
+	send_request_role(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER);
+	rk.attach_id = 1;
+	rk.session_id = sid;
+	rk.client_op_id = "";
+	rk.lag_recovery = 1;
+	rk.lag_dropped_bytes = 4096;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
+	m.request_keyframe = &rk;
+	peer_send(p, &m);
+	/* RoleAssigned, the history sent so far (the role request's refusal
+	   among it), then the stop. */
+	for (;;) {
+		Ptg__LinkMessage *msg = peer_must_recv(p, STEP_MS, "the replay's end");
+
+		if (msg->msg_case == PTG__LINK_MESSAGE__MSG_REPLY) {
+			r = msg->reply;
+			assert_int_equal(r->code, PTG__ERROR_CODE__RATE_LIMITED);
+			assert_non_null(strstr(r->message, "replay is in progress"));
+			refused = 1;
+			continue;
+		}
+		f = msg->frame;
+		assert_non_null(f);
+		assert_int_equal(f->target_attach_id, 1);
+		if (f->kind_case == PTG__FRAME__KIND_ERROR)
+			break;
+		if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED)
+			continue; /* first, numbered before the history it precedes */
+		assert_true(f->sequence > last);
+		last = f->sequence;
+	}
+	err = f;
+	assert_int_equal(err->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED);
+	assert_non_null(strstr(err->error->message, "fell behind"));
+	assert_true(refused);
+	kf = next_frame(p, PTG__FRAME__KIND_KEYFRAME, 1);
+	assert_true(kf->sequence > err->sequence);
+	next_membership(p, 1);
+	assert_true(last < kf->sequence);
+	expect_quiet(p, 200);
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_disk_replay_streams_exactly, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_requests_during_a_disk_replay, setup,
 					    teardown),
 	};
 
