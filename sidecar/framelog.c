@@ -295,12 +295,13 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
 #define IDX_MAGIC "ptgidx1"
 #define IDX_LEN (8 + 8 + 8 + 4 + 8 + 8 + 8)
 
-static void write_index(const struct framelog *l, const struct seg *s)
+static void write_index(struct framelog *l, const struct seg *s)
 {
 	uint8_t plain[IDX_LEN], *sealed;
 	char path[PATH_CAP], tmp[PATH_CAP + 8];
 	size_t n;
 	int fd, rc;
+	int64_t ticket;
 
 	memcpy(plain, IDX_MAGIC, 8);
 	put_le(plain + 8, s->first_seq, 8);
@@ -311,8 +312,14 @@ static void write_index(const struct framelog *l, const struct seg *s)
 	put_le(plain + 44, s->bytes, 8);
 	seal_file(l->o.keys, plain, sizeof(plain), &sealed, &n);
 	idx_path(path, sizeof(path), l->dir, s->first_seq);
+	/* No fsync: an index lost in a crash only costs one full check. The
+	   writer thread makes the file (creating files is not free). */
+	ticket = syncer_write_file(path, sealed, n);
+	if (ticket > 0) {
+		l->last_ticket = ticket;
+		return;
+	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	/* No fsync: an index lost in a crash only costs one full check. */
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	rc = fd < 0 ? -errno : fd_write_all(fd, sealed, n);
 	if (fd >= 0)
@@ -464,14 +471,23 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 	return l;
 }
 
-static void sync_dir(const char *dir)
+/* Makes a new segment's name durable: by the writer thread (an fsync of
+   a directory waits for the file system's journal), queued before the
+   segment's first sync. */
+static void sync_dir(struct framelog *l)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int64_t ticket;
 
-	if (fd >= 0) {
+	if (fd < 0)
+		return;
+	/* every-frame: durable before the segment's first frame goes out. */
+	ticket = l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_write(fd, NULL, 0, 1, l->wst);
+	if (ticket > 0)
+		l->last_ticket = ticket;
+	else
 		fsync(fd);
-		close(fd);
-	}
+	close(fd);
 }
 
 static int hand_over(struct framelog *l, int sync);
@@ -640,7 +656,7 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	if (l->fd < 0)
 		return -errno;
 	if (l->o.fsync != FSYNC_NEVER)
-		sync_dir(l->dir);
+		sync_dir(l);
 	seal_push_init(&l->push, l->o.keys, hdr);
 	buf_append(&l->pending, hdr, sizeof(hdr));
 	l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));

@@ -7,7 +7,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include "fdio.h"
@@ -19,7 +22,8 @@ struct syncer_status {
 };
 
 struct batch {
-	int fd;
+	int fd;           /* -1 for a whole file (path) */
+	char *path;
 	uint8_t *data;
 	size_t len;
 	int sync;
@@ -69,11 +73,35 @@ int syncer_status_error(const struct syncer_status *st)
 	return e;
 }
 
+/* A whole small file: temp, write, rename. */
+static int write_file(const char *path, const uint8_t *data, size_t len)
+{
+	size_t n = strlen(path) + 5;
+	char *tmp = xmalloc(n);
+	int fd, rc;
+
+	snprintf(tmp, n, "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	rc = fd < 0 ? -errno : fd_write_all(fd, data, len);
+	if (fd >= 0)
+		close(fd);
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc < 0)
+		unlink(tmp);
+	free(tmp);
+	return rc;
+}
+
 /* Writes one batch, outside the lock. Returns 0 or a negative errno. */
 static int write_batch(struct batch *b)
 {
-	int rc = b->len ? fd_write_all(b->fd, b->data, b->len) : 0;
+	int rc;
 
+	if (b->path)
+		rc = write_file(b->path, b->data, b->len);
+	else
+		rc = b->len ? fd_write_all(b->fd, b->data, b->len) : 0;
 	free(b->data);
 	b->data = NULL;
 	return rc;
@@ -99,16 +127,20 @@ static void *run(void *arg)
 			tail = NULL;
 		queued -= b->len;
 		written = b->ticket;
-		if (rc < 0 && !b->st->error)
+		if (rc < 0 && b->st && !b->st->error)
 			b->st->error = rc;
 		pthread_cond_broadcast(&progress);
 		pthread_mutex_unlock(&mu);
 		rc = b->sync && fdatasync(b->fd) < 0 ? -errno : 0;
-		close(b->fd);
+		if (b->fd >= 0)
+			close(b->fd);
+		free(b->path);
 		pthread_mutex_lock(&mu);
-		if (rc < 0 && !b->st->error)
-			b->st->error = rc;
-		put_locked(b->st);
+		if (b->st) {
+			if (rc < 0 && !b->st->error)
+				b->st->error = rc;
+			put_locked(b->st);
+		}
 		free(b);
 	}
 	return NULL;
@@ -118,24 +150,52 @@ static int start_locked(void)
 {
 	pthread_t t;
 	pthread_attr_t a;
+	sigset_t all, old;
 	int rc;
 
 	if (started)
 		return 0;
+	/* The thread takes no signal, whenever it starts (even before the
+	   loop blocks SIGTERM for its signalfd, as when a restart writes
+	   segment indexes): the loop handles them all. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
 	rc = pthread_create(&t, &a, run, NULL);
 	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc)
 		return -rc;
 	started = 1;
 	return 0;
 }
 
+/* Appends b to the queue, waiting while it is full (an empty queue
+   always takes a batch, however large, so this ends). Under mu. */
+static int64_t enqueue_locked(struct batch *b)
+{
+	while (queued && queued + b->len > limit)
+		pthread_cond_wait(&progress, &mu);
+	b->ticket = ++issued;
+	if (b->st)
+		b->st->refs++;
+	if (tail)
+		tail->next = b;
+	else
+		head = b;
+	tail = b;
+	queued += b->len;
+	if (queued > peak)
+		peak = queued;
+	pthread_cond_signal(&work);
+	return b->ticket;
+}
+
 int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync, struct syncer_status *st)
 {
 	struct batch *b;
-	int rc, dup_fd;
+	int rc, dup_fd = -1;
 	int64_t ticket;
 
 	pthread_mutex_lock(&mu);
@@ -146,27 +206,35 @@ int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync, struct syncer_
 		pthread_mutex_unlock(&mu);
 		return rc;
 	}
-	/* Full: wait for the thread (an empty queue always takes a batch,
-	   however large, so this ends). */
-	while (queued && queued + len > limit)
-		pthread_cond_wait(&progress, &mu);
 	b = xcalloc(1, sizeof(*b));
 	b->fd = dup_fd;
 	b->data = data;
 	b->len = len;
 	b->sync = sync;
-	b->ticket = ticket = ++issued;
 	b->st = st;
-	st->refs++;
-	if (tail)
-		tail->next = b;
-	else
-		head = b;
-	tail = b;
-	queued += len;
-	if (queued > peak)
-		peak = queued;
-	pthread_cond_signal(&work);
+	ticket = enqueue_locked(b);
+	pthread_mutex_unlock(&mu);
+	return ticket;
+}
+
+int64_t syncer_write_file(const char *path, uint8_t *data, size_t len)
+{
+	struct batch *b;
+	int64_t ticket;
+	int rc;
+
+	pthread_mutex_lock(&mu);
+	rc = start_locked();
+	if (rc) {
+		pthread_mutex_unlock(&mu);
+		return rc;
+	}
+	b = xcalloc(1, sizeof(*b));
+	b->fd = -1;
+	b->path = xstrdup(path);
+	b->data = data;
+	b->len = len;
+	ticket = enqueue_locked(b);
 	pthread_mutex_unlock(&mu);
 	return ticket;
 }

@@ -33,6 +33,12 @@ int syncer_status_error(const struct syncer_status *st);
    caller's, which writes it itself). Blocks while the queue is full (see
    above). */
 int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync, struct syncer_status *st);
+/* Queues a small file to be written whole by the thread: data (malloc'd,
+   the thread frees it) into path + ".tmp", then renamed to path, not
+   synced (what the frame log's segment indexes need: one lost in a crash
+   only costs a full check). Returns a ticket, or a negative errno with
+   data still the caller's. */
+int64_t syncer_write_file(const char *path, uint8_t *data, size_t len);
 /* Waits until the batch of ticket (and every one before it) is written;
    its sync may still be running. */
 void syncer_wait(int64_t ticket);

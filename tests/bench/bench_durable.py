@@ -13,6 +13,9 @@
 
     tests/bench/bench_durable.py [--build DIR] [--mib M] [--pairs N]
                                  [--repeat N] [--only throughput,replay]
+                                 [--before OTHER_BUILD_DIR]
+
+--before compares the default policy of two builds, interleaved.
 
 Never fails on the numbers; not part of ctest. Builds nothing: build
 first (cmake --build DIR --target ptygate-sidecar ptygate-gateway ptygate
@@ -109,6 +112,41 @@ def throughput(args, build):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def compare(args, build):
+    """--before DIR: the default policy of two builds, interleaved. Each
+    round: no state dir, the other build, this build, no state dir; both
+    ratios are to the mean of the round's two no-state runs, so drift in
+    the machine's load hits both builds alike."""
+    tmp = tempfile.mkdtemp(prefix="ptg-bench-durable-")
+    policy = "interval:100ms"
+    try:
+        bench = os.path.join(build, "tests", "bench", "bench_sidecar")
+        plain = wrapper(tmp, os.path.join(build, "ptygate-sidecar"), None)
+        sides = {}
+        for name, b in (("before", os.path.abspath(args.before)), ("after", build)):
+            os.makedirs(os.path.join(tmp, name), exist_ok=True)
+            sides[name] = wrapper(os.path.join(tmp, name), os.path.join(b, "ptygate-sidecar"),
+                                  policy)
+        ratios = {"before": [], "after": []}
+        for i in range(args.pairs):
+            base1, _, _ = one_run(bench, plain, args.mib, tmp)
+            got = {name: one_run(bench, sides[name], args.mib, tmp)[0]
+                   for name in ("before", "after")}
+            base2, _, _ = one_run(bench, plain, args.mib, tmp)
+            base = (base1 + base2) / 2
+            for name in ratios:
+                ratios[name].append(got[name] / base)
+            print("  round %d: no state dir %.1f/%.1f MB/s, before %.1f MB/s (%.2f), "
+                  "after %.1f MB/s (%.2f)" % (i + 1, base1, base2, got["before"],
+                                               got["before"] / base, got["after"],
+                                               got["after"] / base), flush=True)
+        print("\n--fsync %s, ratio to no state dir, %d rounds (median (range)): before %s, "
+              "after %s" % (policy, args.pairs, spread(ratios["before"]),
+                            spread(ratios["after"])))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def replay_and_restart(args, build):
     env = dict(os.environ, PTG_MEASURE="1", PYTHONDONTWRITEBYTECODE="1",
                PTG_SIDECAR=os.path.join(build, "ptygate-sidecar"),
@@ -155,9 +193,13 @@ def main():
     ap.add_argument("--pairs", type=int, default=3)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--only", default="throughput,replay")
+    ap.add_argument("--before", help="another build to compare with (the default policy)")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     only = args.only.split(",")
+    if args.before:
+        compare(args, build)
+        return
     if "throughput" in only:
         throughput(args, build)
     if "replay" in only:
