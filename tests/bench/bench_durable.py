@@ -172,9 +172,13 @@ def replay_and_restart(args, build):
             d = re.search(r"replay from disk, ([^:]+):.*replayed (\d+) frames \((\d+) bytes\) "
                           r"from disk in (\d+) ms", line)
             r = re.search(r"(restart with .*): ready in (\d+) ms", line)
+            c = re.search(r"replay from disk, ([^:]+): the client had it all in (\d+) ms", line)
+            if c:
+                speeds.setdefault("replay %s, until the client has it all" % c.group(1),
+                                  []).append((int(c.group(2)), None))
             if d:
                 ms = max(int(d.group(4)), 1)
-                speeds.setdefault("replay %s (%s frames from disk)" % (d.group(1), d.group(2)),
+                speeds.setdefault("replay %s from disk" % d.group(1),
                                   []).append((ms, int(d.group(3)) / ms / 1e3))
             if r:
                 speeds.setdefault(r.group(1), []).append((int(r.group(2)), None))
