@@ -25,6 +25,28 @@ int num_parse_u64_n(const char *s, size_t n, uint64_t lo, uint64_t hi, uint64_t 
 	return 0;
 }
 
+int num_parse_hex_u64_n(const char *s, size_t n, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || n == 0 || n > 16)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		unsigned d;
+
+		if (c >= '0' && c <= '9')
+			d = (unsigned)(c - '0');
+		else if (c >= 'a' && c <= 'f')
+			d = (unsigned)(c - 'a' + 10);
+		else
+			return -EINVAL;
+		v = v << 4 | d;
+	}
+	*out = v;
+	return 0;
+}
+
 int num_parse_u64(const char *s, uint64_t lo, uint64_t hi, uint64_t *out)
 {
 	return num_parse_u64_n(s, s ? strlen(s) : 0, lo, hi, out);

@@ -15,6 +15,7 @@
 
 #include "fdio.h"
 #include "log.h"
+#include "num.h"
 #include "syncer.h"
 #include "xalloc.h"
 
@@ -43,6 +44,8 @@ struct framelog {
 	uint64_t disk_bytes;
 	uint64_t forgotten_through;
 	int failed;       /* a write failed: warned once */
+	struct syncer_status *wst; /* errors of the writer thread's batches */
+	int64_t last_ticket;       /* the last batch handed to it (0: none) */
 };
 
 static void put_le(uint8_t *p, uint64_t v, int n)
@@ -60,13 +63,24 @@ static uint64_t get_le(const uint8_t *p, int n)
 	return v;
 }
 
-static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+static void file_path(char *out, size_t cap, const char *dir, uint64_t first,
+		      const char *suffix)
 {
 	char name[32];
 
-	snprintf(name, sizeof(name), "%016" PRIx64 ".seg", first);
+	snprintf(name, sizeof(name), "%016" PRIx64 "%s", first, suffix);
 	/* dir is at most PATH_CAP - 100 (framelog_open checks it). */
 	snprintf(out, cap, "%.4290s/%s", dir, name);
+}
+
+static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+	file_path(out, cap, dir, first, ".seg");
+}
+
+static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
+{
+	file_path(out, cap, dir, first, ".idx");
 }
 
 static void log_dir(char *out, size_t cap, const char *state_dir, const char *id)
@@ -81,21 +95,30 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* The first sequences of the segment files in dir, sorted. */
-static uint64_t *list_segments(const char *dir, size_t *n)
+/* "<16 lower-case hex digits><suffix>": the first sequence of a segment
+   file (or of its index). Returns 0, or -EINVAL for any other name. */
+static int parse_seg_name(const char *name, const char *suffix, uint64_t *first)
+{
+	if (strlen(name) != 16 + strlen(suffix) || strcmp(name + 16, suffix))
+		return -EINVAL;
+	for (int i = 0; i < 16; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return -EINVAL;
+	return num_parse_hex_u64_n(name, 16, first);
+}
+
+/* The first sequences of the files named <16 hex><suffix> in dir, sorted. */
+static uint64_t *list_files(const char *dir, const char *suffix, size_t *n)
 {
 	DIR *d = opendir(dir);
 	struct dirent *e;
 	uint64_t *v = NULL, first;
-	char tail[8];
 
 	*n = 0;
 	if (!d)
 		return NULL;
 	while ((e = readdir(d))) {
-		if (strlen(e->d_name) != 20 ||
-		    sscanf(e->d_name, "%16" SCNx64 "%4s", &first, tail) != 2 ||
-		    strcmp(tail, ".seg"))
+		if (parse_seg_name(e->d_name, suffix, &first) < 0)
 			continue;
 		v = xrealloc(v, (*n + 1) * sizeof(*v));
 		v[(*n)++] = first;
@@ -104,6 +127,11 @@ static uint64_t *list_segments(const char *dir, size_t *n)
 	if (*n)
 		qsort(v, *n, sizeof(*v), cmp_u64);
 	return v;
+}
+
+static uint64_t *list_segments(const char *dir, size_t *n)
+{
+	return list_files(dir, ".seg", n);
 }
 
 /* ---- reading one segment ---- */
@@ -115,6 +143,7 @@ struct segfile {
 	size_t cap;
 	uint64_t good_off; /* end of the last good record */
 	uint64_t prev_seq;
+	uint64_t limit;    /* bytes of the file that are whole records */
 };
 
 static int segfile_open(struct segfile *sf, const char *path, const struct seal_keys *keys)
@@ -123,6 +152,7 @@ static int segfile_open(struct segfile *sf, const char *path, const struct seal_
 	int rc;
 
 	memset(sf, 0, sizeof(*sf));
+	sf->limit = UINT64_MAX;
 	sf->f = fopen(path, "rbe");
 	if (!sf->f)
 		return -errno;
@@ -149,8 +179,12 @@ static void segfile_close(struct segfile *sf)
 static int segfile_next(struct segfile *sf, struct framelog_rec *out)
 {
 	uint8_t lenb[4];
-	size_t got = fread(lenb, 1, 4, sf->f), n, m;
+	size_t got, n, m;
 
+	/* Past the limit the writer thread may be mid-write: not ours yet. */
+	if (sf->good_off >= sf->limit)
+		return 0;
+	got = fread(lenb, 1, 4, sf->f);
 	if (got == 0 && feof(sf->f))
 		return 0;
 	if (got != 4)
@@ -187,6 +221,8 @@ static void drop_front(struct framelog *l, size_t count)
 
 	for (size_t i = 0; i < count; i++) {
 		seg_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
+		unlink(path);
+		idx_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
 		unlink(path);
 		l->disk_bytes -= l->segs[i].bytes;
 		if (l->segs[i].last_seq > l->forgotten_through)
@@ -251,6 +287,99 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
 		log_warn(l->id, "frame log: cannot cut %s: %s", path, strerror(errno));
 }
 
+/* ---- segment indexes ---- */
+
+/* A closed segment's index, <first>.idx: what start needs to know of it
+   without reading it (its range, count, timestamps, length), sealed like
+   the segment. */
+#define IDX_MAGIC "ptgidx1"
+#define IDX_LEN (8 + 8 + 8 + 4 + 8 + 8 + 8)
+
+static void write_index(struct framelog *l, const struct seg *s)
+{
+	uint8_t plain[IDX_LEN], *sealed;
+	char path[PATH_CAP], tmp[PATH_CAP + 8];
+	size_t n;
+	int fd, rc;
+	int64_t ticket;
+
+	memcpy(plain, IDX_MAGIC, 8);
+	put_le(plain + 8, s->first_seq, 8);
+	put_le(plain + 16, s->last_seq, 8);
+	put_le(plain + 24, s->frames, 4);
+	put_le(plain + 28, (uint64_t)s->first_ts, 8);
+	put_le(plain + 36, (uint64_t)s->last_ts, 8);
+	put_le(plain + 44, s->bytes, 8);
+	seal_file(l->o.keys, plain, sizeof(plain), &sealed, &n);
+	idx_path(path, sizeof(path), l->dir, s->first_seq);
+	/* No fsync: an index lost in a crash only costs one full check. The
+	   writer thread makes the file (creating files is not free). */
+	ticket = syncer_write_file(path, sealed, n);
+	if (ticket > 0) {
+		l->last_ticket = ticket;
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	rc = fd < 0 ? -errno : fd_write_all(fd, sealed, n);
+	if (fd >= 0)
+		close(fd);
+	if (rc < 0 || rename(tmp, path) < 0)
+		unlink(tmp);
+	free(sealed);
+}
+
+/* Reads the index of the segment starting at first into s. Returns 0
+   when it is whole, matches the segment's name and the file's length;
+   -EBADMSG (or -ENOENT) otherwise: the segment is then checked in full. */
+static int read_index(const struct framelog *l, uint64_t first, struct seg *s)
+{
+	char path[PATH_CAP];
+	struct buf raw = BUF_INIT;
+	uint8_t *plain = NULL;
+	size_t n = 0;
+	struct stat st;
+	int rc;
+
+	idx_path(path, sizeof(path), l->dir, first);
+	rc = fd_read_file(path, FDIO_REGULAR, 4096, &raw, NULL, 0);
+	if (rc == 0)
+		rc = unseal_file(l->o.keys, buf_head(&raw), buf_size(&raw), &plain, &n);
+	buf_free(&raw);
+	if (rc == 0 && (n != IDX_LEN || memcmp(plain, IDX_MAGIC, 8)))
+		rc = -EBADMSG;
+	if (rc == 0) {
+		memset(s, 0, sizeof(*s));
+		s->first_seq = get_le(plain + 8, 8);
+		s->last_seq = get_le(plain + 16, 8);
+		s->frames = (uint32_t)get_le(plain + 24, 4);
+		s->first_ts = (int64_t)get_le(plain + 28, 8);
+		s->last_ts = (int64_t)get_le(plain + 36, 8);
+		s->bytes = get_le(plain + 44, 8);
+		seg_path(path, sizeof(path), l->dir, first);
+		if (s->first_seq != first || !s->frames || s->last_seq < first ||
+		    stat(path, &st) < 0 || (uint64_t)st.st_size != s->bytes)
+			rc = -EBADMSG;
+	}
+	free(plain);
+	return rc;
+}
+
+/* A segment older than the newest: its index if it has a good one (its
+   records are then checked when read), else every record, and an index
+   is written for the next start. */
+static int load_closed_segment(struct framelog *l, uint64_t first, struct seg *s)
+{
+	int rc;
+
+	if (read_index(l, first, s) == 0)
+		return 0;
+	rc = verify_segment(l, first, s);
+	if (rc == 0 && s->frames)
+		write_index(l, s);
+	return rc;
+}
+
 static void load_segments(struct framelog *l)
 {
 	size_t n;
@@ -259,7 +388,8 @@ static void load_segments(struct framelog *l)
 	struct seg s;
 
 	for (size_t i = 0; i < n; i++) {
-		int rc = verify_segment(l, firsts[i], &s);
+		int rc = i + 1 < n ? load_closed_segment(l, firsts[i], &s)
+				   : verify_segment(l, firsts[i], &s);
 		const char *why = rc == -ENOKEY ? "sealed with a key not given" :
 				  "a torn or damaged record";
 
@@ -295,6 +425,8 @@ static void load_segments(struct framelog *l)
 			char path[PATH_CAP];
 			seg_path(path, sizeof(path), l->dir, firsts[i]);
 			unlink(path);
+			idx_path(path, sizeof(path), l->dir, firsts[i]);
+			unlink(path);
 		}
 		/* Without its key the segment's range is unknown; the next
 		   segment's start bounds it. (Sequence reuse is prevented by
@@ -328,8 +460,10 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 	l->fd = -1;
 	buf_init(&l->pending);
 	buf_init(&l->scratch);
+	l->wst = syncer_status_new();
 	if (mkdir_p(l->dir) < 0) {
 		log_warn(id, "frame log: cannot create %s: %s", l->dir, strerror(errno));
+		syncer_status_put(l->wst);
 		free(l);
 		return NULL;
 	}
@@ -337,21 +471,40 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 	return l;
 }
 
-static void sync_dir(const char *dir)
+/* Makes a new segment's name durable: by the writer thread (an fsync of
+   a directory waits for the file system's journal), queued before the
+   segment's first sync. */
+static void sync_dir(struct framelog *l)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = open(l->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int64_t ticket;
 
-	if (fd >= 0) {
+	if (fd < 0)
+		return;
+	/* every-frame: durable before the segment's first frame goes out. */
+	ticket = l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_write(fd, NULL, 0, 1, l->wst);
+	if (ticket > 0)
+		l->last_ticket = ticket;
+	else
 		fsync(fd);
-		close(fd);
-	}
+	close(fd);
 }
 
-static void close_segment(struct framelog *l)
+static int hand_over(struct framelog *l, int sync);
+
+/* Closes the open segment. wait: everything is written and synced before
+   this returns (shutdown, a session's end); otherwise the writer thread
+   finishes and syncs the segment (a segment rolling over mid-flood). */
+static void close_segment(struct framelog *l, int wait)
 {
 	if (l->fd < 0)
 		return;
-	framelog_flush(l, 1);
+	if (wait || hand_over(l, l->o.fsync != FSYNC_NEVER) < 0)
+		framelog_flush(l, 1);
+	if (l->fd >= 0 && l->nsegs && l->segs[l->nsegs - 1].frames)
+		write_index(l, &l->segs[l->nsegs - 1]);
+	if (l->fd < 0)
+		return; /* the flush failed: write_failed closed it */
 	close(l->fd);
 	l->fd = -1;
 	sodium_memzero(&l->push, sizeof(l->push));
@@ -361,7 +514,9 @@ void framelog_close(struct framelog *l)
 {
 	if (!l)
 		return;
-	close_segment(l);
+	close_segment(l, 1);
+	syncer_wait(l->last_ticket);
+	syncer_status_put(l->wst);
 	buf_free(&l->pending);
 	buf_free(&l->scratch);
 	free(l->segs);
@@ -376,6 +531,12 @@ static void rm_rf_log(const char *dir)
 
 	for (size_t i = 0; i < n; i++) {
 		seg_path(path, sizeof(path), dir, firsts[i]);
+		unlink(path);
+	}
+	free(firsts);
+	firsts = list_files(dir, ".idx", &n);
+	for (size_t i = 0; i < n; i++) {
+		idx_path(path, sizeof(path), dir, firsts[i]);
 		unlink(path);
 	}
 	free(firsts);
@@ -407,12 +568,29 @@ static void write_failed(struct framelog *l, int err)
 	l->forgotten_through = l->last_seq;
 }
 
+/* A batch of the writer thread failed: the stream has a hole. */
+static int thread_failed(struct framelog *l)
+{
+	int err = syncer_status_error(l->wst);
+
+	if (!err)
+		return 0;
+	syncer_status_put(l->wst);
+	l->wst = syncer_status_new();
+	write_failed(l, err);
+	return err;
+}
+
 int framelog_flush(struct framelog *l, int sync)
 {
-	int rc = 0;
+	int rc;
 
 	if (l->fd < 0)
 		return 0;
+	/* What the thread still has for this file goes first. */
+	syncer_wait(l->last_ticket);
+	if ((rc = thread_failed(l)) < 0)
+		return rc;
 	if (buf_size(&l->pending)) {
 		rc = fd_write_all(l->fd, buf_head(&l->pending), buf_size(&l->pending));
 		if (rc < 0) {
@@ -424,19 +602,46 @@ int framelog_flush(struct framelog *l, int sync)
 			buf_free(&l->pending);
 	}
 	if (sync && l->o.fsync != FSYNC_NEVER && fdatasync(l->fd) < 0)
-		rc = -errno;
-	return rc;
+		return -errno;
+	return 0;
+}
+
+/* Hands what is queued to the writer thread (syncer.h), and a sync
+   when asked. Returns 0, or a negative errno when the thread cannot
+   take it (the caller writes itself). */
+static int hand_over(struct framelog *l, int sync)
+{
+	size_t len = buf_size(&l->pending);
+	uint8_t *data;
+	int64_t ticket;
+	int rc;
+
+	if (l->fd < 0 || (!len && !sync))
+		return 0;
+	if ((rc = thread_failed(l)) < 0)
+		return rc;
+	data = len ? buf_steal(&l->pending, NULL) : NULL;
+	ticket = syncer_write(l->fd, data, len, sync, l->wst);
+	if (ticket > 0) {
+		l->last_ticket = ticket;
+		return 0;
+	}
+	/* No thread (or no descriptor to give it): the loop writes itself. */
+	syncer_wait(l->last_ticket);
+	rc = len ? fd_write_all(l->fd, data, len) : 0;
+	free(data);
+	if (rc < 0) {
+		write_failed(l, rc);
+		return rc;
+	}
+	if (sync && fdatasync(l->fd) < 0)
+		return -errno;
+	return 0;
 }
 
 int framelog_flush_async(struct framelog *l)
 {
-	int rc = framelog_flush(l, 0);
-
-	/* The interval policy syncs off the loop: a sync of the whole file
-	   covers every write before it. */
-	if (!rc && l->fd >= 0 && l->o.fsync == FSYNC_INTERVAL)
-		rc = syncer_request(l->fd);
-	return rc;
+	return hand_over(l, l->o.fsync == FSYNC_INTERVAL);
 }
 
 static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
@@ -445,13 +650,13 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	uint8_t hdr[SEAL_HEADER_BYTES];
 	struct seg *s;
 
-	close_segment(l);
+	close_segment(l, 0);
 	seg_path(path, sizeof(path), l->dir, seq);
 	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (l->fd < 0)
 		return -errno;
 	if (l->o.fsync != FSYNC_NEVER)
-		sync_dir(l->dir);
+		sync_dir(l);
 	seal_push_init(&l->push, l->o.keys, hdr);
 	buf_append(&l->pending, hdr, sizeof(hdr));
 	l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
@@ -506,7 +711,7 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 	if (l->o.fsync == FSYNC_EVERY_FRAME)
 		return framelog_flush(l, 1);
 	if (buf_size(&l->pending) >= l->o.flush_bytes)
-		return framelog_flush(l, 0);
+		return hand_over(l, 0);
 	return 0;
 }
 
@@ -576,6 +781,7 @@ struct framelog_reader {
 	char dir[PATH_CAP];
 	const struct seal_keys *keys;
 	uint64_t *firsts;
+	uint64_t *limits; /* each segment's written bytes, or NULL: all */
 	size_t n, next;
 	uint64_t after;
 	struct segfile sf;
@@ -604,11 +810,20 @@ static struct framelog_reader *reader_new(const char *dir, const struct seal_key
 struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after)
 {
 	uint64_t *firsts = xcalloc(l->nsegs + 1, sizeof(*firsts));
+	uint64_t *limits = xcalloc(l->nsegs + 1, sizeof(*limits));
+	struct framelog_reader *r;
 
-	framelog_flush(l, 0);
-	for (size_t i = 0; i < l->nsegs; i++)
+	/* Everything queued reaches the file first; what is appended later
+	   is beyond the limits, read by a later reader. */
+	hand_over(l, 0);
+	syncer_wait(l->last_ticket);
+	for (size_t i = 0; i < l->nsegs; i++) {
 		firsts[i] = l->segs[i].first_seq;
-	return reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
+		limits[i] = l->segs[i].bytes;
+	}
+	r = reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
+	r->limits = limits;
+	return r;
 }
 
 struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,
@@ -634,6 +849,8 @@ int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out)
 				return 0;
 			seg_path(path, sizeof(path), r->dir, r->firsts[r->next++]);
 			rc = segfile_open(&r->sf, path, r->keys);
+			if (r->limits)
+				r->sf.limit = r->limits[r->next - 1];
 			if (rc < 0) {
 				segfile_close(&r->sf);
 				return rc;
@@ -658,5 +875,6 @@ void framelog_reader_free(struct framelog_reader *r)
 	if (r->open)
 		segfile_close(&r->sf);
 	free(r->firsts);
+	free(r->limits);
 	free(r);
 }

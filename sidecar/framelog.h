@@ -3,11 +3,15 @@
    <state>/<id>.frames/<first sequence, 16 hex>.seg, each one seal stream
    (seal.h): a header, then records [u32 LE length][sealed body], the
    body being [u64 sequence][i64 ts_ms][u8 kind][the packed frame exactly
-   as the ring holds it]. Appends are buffered and written in batches by
-   framelog_flush (the loop calls it on a timer), fsynced by policy.
-   Opening verifies every record: a torn or corrupt tail is cut off and
-   reported, so nothing damaged is ever served. Retention deletes whole
-   segments, oldest first. */
+   as the ring holds it]. Appends are buffered and handed in batches to
+   the writer thread (syncer.h; the loop does it on a timer), fsynced by
+   policy. A closed segment gets an index <first>.idx (range, count,
+   timestamps, length; sealed alike) that opening reads instead of its
+   records; the newest segment, and any whose index is missing, garbled or
+   disagrees with its length, is verified record by record: a torn or
+   corrupt tail is cut off and reported. Damage in an indexed segment is
+   found by the reader, which stops there: nothing damaged is ever
+   served. Retention deletes whole segments, oldest first. */
 #ifndef PTG_FRAMELOG_H
 #define PTG_FRAMELOG_H
 
@@ -49,14 +53,17 @@ void framelog_close(struct framelog *l);
 void framelog_remove(const char *state_dir, const char *id);
 
 /* Queues one frame. With FSYNC_EVERY_FRAME it is written and synced
-   before this returns. Returns 0 or a negative errno (logged once). */
+   before this returns; otherwise a full batch goes to the writer thread
+   (which may wait while its queue is full). Returns 0 or a negative
+   errno (logged once). */
 int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kind,
 		    const void *frame, size_t len);
-/* Writes what is queued; syncs too when sync is set (and the policy is
+/* Writes what is queued from the loop, after whatever the writer thread
+   still has for this log; syncs too when sync is set (and the policy is
    not never). Returns 0 or a negative errno. */
 int framelog_flush(struct framelog *l, int sync);
-/* Writes what is queued and, with FSYNC_INTERVAL, has it synced by the
-   syncer thread (syncer.h) without blocking. Returns 0 or a negative errno. */
+/* Hands what is queued to the writer thread and, with FSYNC_INTERVAL,
+   has it synced there. Returns 0 or a negative errno. */
 int framelog_flush_async(struct framelog *l);
 /* Applies retention at now_ms; returns bytes deleted. */
 uint64_t framelog_expire(struct framelog *l, int64_t now_ms);
@@ -88,7 +95,8 @@ struct framelog_rec {
 
 struct framelog_reader;
 /* A reader of the records with sequence > after, oldest first; what is
-   queued is written first so the reader sees it. */
+   queued is written first (waiting for the writer thread) so the reader
+   sees it; records appended later are for a later reader. */
 struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after);
 /* Reads directly from a state dir (export, tests): no writer involved. */
 struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,

@@ -96,18 +96,18 @@ void session_emit_membership_joined(struct session *s, const struct member *join
 /* ---- attach ---- */
 
 /* The first controller's size is applied before its Keyframe (SPEC 5.1). */
-static void apply_join_size(struct session *s, const struct member *m,
-			    const Ptg__Attach *a)
+static void apply_join_size(struct session *s, const struct member *m, unsigned cols,
+			    unsigned rows)
 {
 	int rc;
 
-	if (m->role != MEMBER_CONTROLLER || !a->cols || s->exited ||
+	if (m->role != MEMBER_CONTROLLER || !cols || s->exited ||
 	    members_count(s->members, MEMBER_CONTROLLER) != 1 ||
-	    (a->cols == s->cols && a->rows == s->rows))
+	    (cols == s->cols && rows == s->rows))
 		return;
-	rc = session_apply_size(s, a->cols, a->rows);
+	rc = session_apply_size(s, cols, rows);
 	if (rc < 0)
-		log_warn(s->id, "join size %ux%u: %s", a->cols, a->rows, strerror(-rc));
+		log_warn(s->id, "join size %ux%u: %s", cols, rows, strerror(-rc));
 }
 
 static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
@@ -211,22 +211,35 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer", a->trace_id);
 	send_attach_reply(s, lc, a, m, replay_error);
 	if (replay_error[0]) {
-		apply_join_size(s, m, a);
+		apply_join_size(s, m, a->cols, a->rows);
 		session_emit_keyframe(s, m);
 		emit_role(s, m, downgraded, reason);
 		session_emit_membership_joined(s, m);
 	} else if (replay) {
 		emit_role(s, m, downgraded, reason);
+		/* History older than memory streams over later loop turns;
+		   the flow goes on in session_join_after_replay. */
+		if (session_replay_start(s, m, a->replay_from, a->cols, a->rows))
+			return;
 		session_state_replay(s, lc, a->attach_id, a->replay_from);
-		apply_join_size(s, m, a);
-		session_emit_keyframe(s, m);
-		session_emit_membership_joined(s, m);
+		session_join_after_replay(s, m, a->cols, a->rows);
+		return;
 	} else {
 		emit_role(s, m, downgraded, reason);
 		session_emit_membership_joined(s, m);
-		apply_join_size(s, m, a);
+		apply_join_size(s, m, a->cols, a->rows);
 		session_emit_keyframe(s, m);
 	}
+	if (s->exited)
+		session_emit_closed(s, m);
+}
+
+void session_join_after_replay(struct session *s, struct member *m, unsigned cols,
+			       unsigned rows)
+{
+	apply_join_size(s, m, cols, rows);
+	session_emit_keyframe(s, m);
+	session_emit_membership_joined(s, m);
 	if (s->exited)
 		session_emit_closed(s, m);
 }
@@ -259,6 +272,7 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 		return -ENOENT;
 	log_info(s->id, "audit: leave client=%s role=%s", m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer");
+	session_replay_cancel(s, m);
 	was_controller = m->role == MEMBER_CONTROLLER;
 	members_leave(s->members, m);
 	session_emit_membership(s);
@@ -277,6 +291,7 @@ void session_drop_link(struct session *s, struct linkconn *lc)
 {
 	unsigned controllers = members_count(s->members, MEMBER_CONTROLLER);
 
+	session_replay_cancel_link(s, lc);
 	if (!members_drop_link(s->members, lc))
 		return;
 	session_emit_membership(s);
@@ -297,6 +312,13 @@ void session_request_role(struct session *s, struct linkconn *lc,
 	if (!m) {
 		wire_send_error(lc, 0, rr->attach_id, rr->client_op_id,
 				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (m->replaying) {
+		/* Its RoleAssigned would overtake the history still coming. */
+		wire_send_error(lc, 0, rr->attach_id, rr->client_op_id,
+				PTG__ERROR_CODE__RATE_LIMITED,
+				"the join's replay is in progress: ask again after its Keyframe");
 		return;
 	}
 	if (s->exited && want == MEMBER_CONTROLLER) {
@@ -321,6 +343,13 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 	if (!m) {
 		wire_send_error(lc, 0, rk->attach_id, rk->client_op_id,
 				PTG__ERROR_CODE__NOT_FOUND, "not attached");
+		return;
+	}
+	if (m->replaying) {
+		/* The replay's own Keyframe is coming; a link that fell behind
+		   ends the replay there (the frames it dropped are gone). */
+		if (rk->lag_recovery)
+			session_replay_stop(s, m, "the connection fell behind");
 		return;
 	}
 	if (!rk->lag_recovery && m->last_keyframe_request_ms &&

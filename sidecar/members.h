@@ -21,6 +21,7 @@ struct member {
 	enum member_role role;
 	int may_control;		  /* the token had pty:control at join */
 	int64_t last_keyframe_request_ms; /* session's rate limit; 0: never */
+	int replaying; /* its join's replay is still streaming (replay.c) */
 	struct member *prev, *next;
 };
 

@@ -154,6 +154,7 @@ void session_free(struct session *s)
 	if (!s->reaped && s->pid > 0)
 		kill(-s->pid, SIGKILL);
 	close_pty(s);
+	session_replay_free_all(s);
 	session_state_free(s);
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
@@ -186,11 +187,29 @@ static int is_retained(const Ptg__Frame *f)
 	return f->kind_case != PTG__FRAME__KIND_ROLE_ASSIGNED;
 }
 
+/* 1 when a member on link is still replaying (replay.c). */
+static int link_replaying(struct session *s, const void *link)
+{
+	for (struct member *m = members_first(s->members); m; m = members_next(s->members, m))
+		if (m->link == link && m->replaying)
+			return 1;
+	return 0;
+}
+
 static void broadcast(struct session *s, const uint8_t *p, size_t n)
 {
 	struct member *m, *o;
 
 	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
+		/* A replaying member gets this frame through its replay. Its
+		   link's other members get their own copy: the gateway would
+		   hand a link-wide one to every attachment on the link. */
+		if (s->n_replaying && m->replaying)
+			continue;
+		if (s->n_replaying && link_replaying(s, m->link)) {
+			wire_send_frame(m->link, p, n, m->attach_id);
+			continue;
+		}
 		/* One copy per link: skip links an earlier member already had. */
 		for (o = members_first(s->members); o != m; o = members_next(s->members, o))
 			if (o->link == m->link)

@@ -68,6 +68,10 @@ struct session {
 	int64_t screen_saved_ms;
 	struct framelog *log;       /* NULL without --state-dir */
 	struct ev_timer *flush_timer;
+
+	/* replays streaming from disk (replay.c) */
+	struct replay *replays;
+	unsigned n_replaying;
 };
 
 /* session.c helpers shared with session_state.c. */
@@ -94,10 +98,31 @@ void session_state_free(struct session *s);
 uint64_t session_state_oldest(const struct session *s);
 /* 0 when a replay from (exclusive) replay_from can be served, else -ERANGE. */
 int session_state_check_replay(const struct session *s, uint64_t replay_from);
-/* Sends the frames after `after` to one attachment: from the disk what
-   memory no longer has, then the ring. */
+/* Sends the frames after `after` to one attachment from the memory ring
+   (a replay that needs the disk streams through replay.c instead). */
 void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attach_id,
 			  uint64_t after);
+
+/* replay.c: a join's replay that needs the disk, streamed over loop
+   turns. Returns 0 when the ring holds everything after `after` (the
+   caller replays it at once), or 1 when a streaming replay started:
+   m is held "replaying" (broadcasts skip it) until the history is sent,
+   and session_join_after_replay(s, m, cols, rows) then ends its join. */
+int session_replay_start(struct session *s, struct member *m, uint64_t after,
+			 unsigned cols, unsigned rows);
+/* Drops m's replay without sending more (m leaves). */
+void session_replay_cancel(struct session *s, const struct member *m);
+/* Drops the replays of every member on link (the link ended). */
+void session_replay_cancel_link(struct session *s, const void *link);
+/* Ends m's replay now: an Error PTY_OUTPUT_LAGGED naming why, then the
+   rest of the join flow. */
+void session_replay_stop(struct session *s, const struct member *m, const char *why);
+/* session_free. */
+void session_replay_free_all(struct session *s);
+/* join.c: the join flow after the replay: the join size, the Keyframe,
+   MembershipChanged, and Closed for an exited session. */
+void session_join_after_replay(struct session *s, struct member *m, unsigned cols,
+			       unsigned rows);
 
 
 /* Numbers f, stamps it, packs it once, retains it when it is a retained

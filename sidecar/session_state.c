@@ -205,42 +205,11 @@ static int replay_entry(const struct ring_entry *e, void *user)
 	return 0;
 }
 
-/* Frames after `after` that only the disk still has; returns the last
-   sequence sent (after when none). */
-static uint64_t replay_disk(struct session *s, struct linkconn *lc, uint64_t attach_id,
-			    uint64_t after)
-{
-	uint64_t mem = ring_oldest_retained(s->ring), sent = after, frames = 0, bytes = 0;
-	int64_t t0 = time_mono_ms();
-	struct framelog_reader *rd;
-	struct framelog_rec rec;
-	int rc;
-
-	if (!s->log || after + 1 >= mem)
-		return after;
-	rd = framelog_reader_new(s->log, after);
-	while ((rc = framelog_reader_next(rd, &rec)) == 1 && rec.seq < mem) {
-		wire_send_frame(lc, rec.frame, rec.len, attach_id);
-		sent = rec.seq;
-		frames++;
-		bytes += rec.len;
-	}
-	if (rc < 0)
-		log_warn(s->id, "replay from disk stopped after sequence %llu: %s",
-			 (unsigned long long)sent, strerror(-rc));
-	framelog_reader_free(rd);
-	log_info(s->id, "replayed %llu frames (%llu bytes) from disk in %lld ms",
-		 (unsigned long long)frames, (unsigned long long)bytes,
-		 (long long)(time_mono_ms() - t0));
-	return sent;
-}
-
 void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attach_id,
 			  uint64_t after)
 {
 	struct ring_replay rr = { lc, attach_id };
 
-	after = replay_disk(s, lc, attach_id, after);
 	ring_foreach_after(s->ring, after, replay_entry, &rr);
 }
 

@@ -20,6 +20,7 @@
 #include "framelog.h"
 #include "log.h"
 #include "seal.h"
+#include "syncer.h"
 
 static char state[256];
 static const char *ID = "01234567-89ab-7cde-8f01-23456789abcd";
@@ -243,12 +244,81 @@ static void test_damage_inside_history_drops_what_precedes(void **st)
 	append_range(l, 51, 80);
 	framelog_close(l);
 	damage(first, 0, 100); /* the older segment */
+	/* Its index spares the check on start: the damage is found when the
+	   record is read, and the reader stops there, serving nothing bad. */
+	l = framelog_open(state, ID, &o);
+	assert_int_equal(framelog_first_seq(l), 1);
+	read_all(framelog_reader_new(l, 0), 0, &n, &err);
+	assert_int_equal(err, -EBADMSG);
+	assert_true(n < 50);
+	framelog_close(l);
+	/* Without its index (lost, or garbled) the segment is checked in
+	   full on start, as before: what precedes the damage is dropped. */
+	snprintf(seg, sizeof(seg), "%.*s.idx", (int)(strlen(first) - 4), first);
+	assert_int_equal(unlink(seg), 0);
 	l = framelog_open(state, ID, &o);
 	assert_int_equal(framelog_first_seq(l), 51);
 	assert_int_equal(framelog_forgotten_through(l), 50);
 	assert_int_equal(read_all(framelog_reader_new(l, 50), 50, &n, &err), 80);
 	assert_int_equal(n, 30);
-	(void)seg;
+	framelog_close(l);
+}
+
+/* Start reads a closed segment's index instead of its records; an index
+   that is garbled, or that disagrees with the segment's length, is not
+   trusted: the segment is checked in full (and its index rewritten). */
+static void test_index_spares_the_check_and_bad_ones_fall_back(void **st)
+{
+	struct seal_keys k;
+	struct framelog_opts o;
+	struct framelog *l;
+	char first[600], idx[610];
+	int n, err;
+	FILE *f;
+
+	(void)st;
+	keys_one(&k, 0x44);
+	o = opts(&k);
+	l = framelog_open(state, ID, &o);
+	append_range(l, 1, 40);
+	framelog_close(l);
+	last_segment(first, sizeof(first));
+	l = framelog_open(state, ID, &o);
+	append_range(l, 41, 60);
+	framelog_close(l);
+	snprintf(idx, sizeof(idx), "%.*s.idx", (int)(strlen(first) - 4), first);
+	/* A garbled index is not trusted: the full check finds the flipped
+	   byte that a good index would have left for the reader to find. */
+	f = fopen(idx, "r+b");
+	assert_non_null(f);
+	fputc('X', f);
+	fclose(f);
+	damage(first, 0, 100);
+	l = framelog_open(state, ID, &o);
+	assert_int_equal(framelog_first_seq(l), 41); /* the damaged one is not claimed */
+	assert_int_equal(read_all(framelog_reader_new(l, 40), 40, &n, &err), 60);
+	framelog_close(l);
+}
+
+/* The index's figures are the segment's: after a reopen through indexes
+   the log has the same range, count and bytes as it had. */
+static void test_index_round_trip(void **st)
+{
+	struct framelog_opts o = opts(NULL);
+	struct framelog *l = framelog_open(state, ID, &o);
+	uint64_t bytes;
+	int n, err;
+
+	(void)st;
+	append_range(l, 1, 300); /* many 4 KiB segments */
+	bytes = framelog_disk_bytes(l);
+	framelog_close(l);
+	l = framelog_open(state, ID, &o);
+	assert_int_equal(framelog_first_seq(l), 1);
+	assert_int_equal(framelog_last_seq(l), 300);
+	assert_int_equal(framelog_disk_bytes(l), bytes);
+	assert_int_equal(read_all(framelog_reader_new(l, 0), 0, &n, &err), 300);
+	assert_int_equal(err, 0);
 	framelog_close(l);
 }
 
@@ -312,6 +382,56 @@ static void test_wrong_key_is_not_served(void **st)
 	framelog_close(l);
 }
 
+/* The writer thread's queue full: the appender waits for the thread
+   instead of queueing more, so the queue never holds more than its bound
+   plus one batch, and every frame lands, in order (syncer.h). */
+static void test_full_writer_queue_waits_and_loses_nothing(void **st)
+{
+	struct framelog_opts o = opts(NULL);
+	struct framelog *l;
+	int n, err;
+
+	(void)st;
+	o.segment_bytes = 64 * 1024;
+	syncer_set_limit(2048);
+	l = framelog_open(state, ID, &o);
+	assert_non_null(l);
+	append_range(l, 1, 20000);
+	assert_true(syncer_queued_peak() <= 2048 + 2 * o.flush_bytes);
+	/* Read while nothing is waited for: only whole, written records. */
+	assert_int_equal(read_all(framelog_reader_new(l, 0), 0, &n, &err), 20000);
+	assert_int_equal(err, 0);
+	assert_int_equal(n, 20000);
+	framelog_close(l);
+	syncer_set_limit(0);
+	l = framelog_open(state, ID, &o);
+	assert_int_equal(framelog_last_seq(l), 20000);
+	assert_int_equal(read_all(framelog_reader_new(l, 0), 0, &n, &err), 20000);
+	framelog_close(l);
+}
+
+/* A reader made while batches are still on their way reads exactly what
+   was appended before it, never a record the thread is half-way through. */
+static void test_reader_during_writes_sees_whole_records(void **st)
+{
+	struct framelog_opts o = opts(NULL);
+	struct framelog *l = framelog_open(state, ID, &o);
+	struct framelog_reader *r;
+	int n, err;
+
+	(void)st;
+	o.segment_bytes = 1u << 20;
+	framelog_close(l);
+	l = framelog_open(state, ID, &o);
+	append_range(l, 1, 2000);
+	r = framelog_reader_new(l, 0);
+	append_range(l, 2001, 6000); /* handed to the thread while r reads */
+	assert_int_equal(read_all(r, 0, &n, &err), 2000);
+	assert_int_equal(err, 0);
+	assert_int_equal(read_all(framelog_reader_new(l, 2000), 2000, &n, &err), 6000);
+	framelog_close(l);
+}
+
 static void test_seal_file_round_trip_and_tamper(void **st)
 {
 	struct seal_keys k, other;
@@ -346,6 +466,13 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_retention_deletes_whole_segments, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_wrong_key_is_not_served, setup, teardown),
 		cmocka_unit_test(test_seal_file_round_trip_and_tamper),
+		cmocka_unit_test_setup_teardown(test_index_spares_the_check_and_bad_ones_fall_back,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_round_trip, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_full_writer_queue_waits_and_loses_nothing,
+						setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reader_during_writes_sees_whole_records,
+						setup, teardown),
 	};
 
 	if (sodium_init() < 0)

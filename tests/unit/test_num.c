@@ -39,6 +39,26 @@ static void test_refuses_everything_else(void **state)
 	assert_int_equal(num_parse_u64("0", 1, 10, &v), -22);
 }
 
+static void test_hex_file_names(void **state)
+{
+	uint64_t v = 7;
+
+	(void)state;
+	assert_int_equal(num_parse_hex_u64_n("00000000000004d2.seg", 16, &v), 0);
+	assert_int_equal(v, 1234);
+	assert_int_equal(num_parse_hex_u64_n("ffffffffffffffff", 16, &v), 0);
+	assert_true(v == UINT64_MAX);
+	v = 7;
+	/* Upper case, signs, spaces, 0x and more than 16 digits are refused. */
+	assert_int_equal(num_parse_hex_u64_n("00000000000004D2", 16, &v), -EINVAL);
+	assert_int_equal(num_parse_hex_u64_n("-1", 2, &v), -EINVAL);
+	assert_int_equal(num_parse_hex_u64_n(" 1", 2, &v), -EINVAL);
+	assert_int_equal(num_parse_hex_u64_n("0x12", 4, &v), -EINVAL);
+	assert_int_equal(num_parse_hex_u64_n("10000000000000000", 17, &v), -EINVAL);
+	assert_int_equal(num_parse_hex_u64_n("", 0, &v), -EINVAL);
+	assert_int_equal(v, 7);
+}
+
 static void test_counted_form_reads_only_its_bytes(void **state)
 {
 	uint64_t v = 7;
@@ -166,6 +186,7 @@ int main(void)
 	    cmocka_unit_test(test_accepts_digits_within_bounds),
 	    cmocka_unit_test(test_refuses_everything_else),
 	    cmocka_unit_test(test_counted_form_reads_only_its_bytes),
+	    cmocka_unit_test(test_hex_file_names),
 	    cmocka_unit_test(test_signed),
 	    cmocka_unit_test(test_duration),
 	};
