@@ -412,7 +412,8 @@ size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event 
    with ASCII go to the decoder of the GL set, which RIS does reset). So
    a RIS is a point to restart from when that decoder's state there is
    known (a fresh libvterm is given the same half-read character), the
-   first text byte after it is ASCII (nothing joins an earlier glyph),
+   first character printed after it is not a combining one (nothing
+   joins an earlier glyph),
    and a DECSC comes after it before anything that may read the saved
    cursor. Conditions after a RIS settle later, so a few candidates wait
    at once. */
@@ -452,7 +453,8 @@ static void u8_step(struct u8_dec *d, uint8_t c)
 struct reset_cand {
 	size_t at; /* just after the RIS */
 	struct modes m;
-	struct u8_dec dec;
+	struct u8_dec dec;   /* the decoder as the RIS found it */
+	struct u8_dec first; /* the same, until a first character is printed */
 	bool need_save, need_text;
 };
 
@@ -462,8 +464,47 @@ struct reset_scan {
 	struct reset_cand best;
 };
 
-/* Drops waiting candidates that fail, promotes those that are settled. */
-static void settle(struct reset_scan *r, uint8_t text, uint8_t op)
+/* What the first character a text write w[0..n) prints after a RIS
+   does to the cell a combining character would join: 1 nothing (it is
+   not combining), -1 it may join one, 0 nothing printed yet. d is the
+   decoder of writes that start at 0x80 or up, as the RIS left it; the
+   others start afresh, so a write that starts with ASCII prints ASCII. */
+static int first_char(struct u8_dec *d, const uint8_t *w, size_t n)
+{
+	uint32_t cp;
+
+	if (w[0] < 0x80)
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = w[i];
+
+		/* Anything but a continuation byte of a character under way
+		   prints U+FFFD or ASCII first, or starts a character. */
+		if (!(c >= 0x80 && c < 0xc0 && d->remaining)) {
+			if (c < 0xc0 || c >= 0xfe || d->remaining)
+				return 1;
+			u8_step(d, c);
+			continue;
+		}
+		if (d->remaining > 1) {
+			u8_step(d, c);
+			continue;
+		}
+		/* The character is complete (its lead byte's bits depend on its
+		   length): below U+0300 nothing combines, but C1 controls
+		   may print nothing. */
+		cp = d->held[0] & (0x7fu >> (d->len + 1));
+		for (size_t k = 1; k < d->len; k++)
+			cp = (cp << 6) | (d->held[k] & 0x3f);
+		cp = (cp << 6) | (c & 0x3f);
+		return cp < 0x300 && !(cp >= 0x80 && cp < 0xa0) ? 1 : -1;
+	}
+	return 0;
+}
+
+/* Drops waiting candidates that fail, promotes those that are settled:
+   after the text write w[0..n), or the sequence op. */
+static void settle(struct reset_scan *r, const uint8_t *w, size_t n, uint8_t op)
 {
 	size_t keep = 0;
 
@@ -471,13 +512,17 @@ static void settle(struct reset_scan *r, uint8_t text, uint8_t op)
 		struct reset_cand *c = &r->wait[k];
 		bool ok = true;
 
-		if (text && c->need_text) {
-			ok = text >= 0x20 && text < 0x7f;
-			c->need_text = false;
+		if (n && c->need_text) {
+			int f = first_char(&c->first, w, n);
+
+			ok = f >= 0;
+			c->need_text = f == 0;
 		}
 		if (op == OP_SAVE)
 			c->need_save = false;
 		else if (op == OP_READ && c->need_save)
+			ok = false;
+		else if (op == OP_SHIFT && c->need_text)
 			ok = false;
 		if (ok && !c->need_save && !c->need_text) {
 			r->found = c->at;
@@ -497,7 +542,7 @@ static void add_cand(struct reset_scan *r, const struct modes *m, const struct u
 		r->nwait--;
 	}
 	r->wait[r->nwait++] = (struct reset_cand){
-		.at = at, .m = *m, .dec = *d, .need_save = true, .need_text = true };
+		.at = at, .m = *m, .dec = *d, .first = *d, .need_save = true, .need_text = true };
 }
 
 /* How many bytes from p on are text to libvterm's parser in the ground
@@ -566,7 +611,7 @@ size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
 			t.in_text = true;
 			u8_write(&dec, p + i, k);
 			if (r->nwait)
-				settle(r, c, OP_NONE);
+				settle(r, p + i, k, OP_NONE);
 			i += k;
 			continue;
 		}
@@ -576,16 +621,14 @@ size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
 		parse_byte(&t, c);
 		if (t.op == OP_NONE)
 			continue;
-		if (t.op == OP_SHIFT) {
+		if (t.op == OP_SHIFT)
 			dec.known = false;
-			continue;
-		}
 		if (t.op == OP_PRIVATE) {
 			alt = true; /* it may have switched screens */
 			t.op = OP_READ; /* and restored the saved cursor */
 		}
 		if (r->nwait)
-			settle(r, 0, t.op);
+			settle(r, NULL, 0, t.op);
 		if (t.op == OP_RIS && !alt && dec.known)
 			add_cand(r, &t, &dec, i);
 	}

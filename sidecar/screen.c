@@ -1236,6 +1236,8 @@ static size_t ascii_lines_start(const uint8_t *p, size_t start, size_t x)
 {
 	size_t j = x;
 
+	while (j >= start + 8 && !(load8(p + j - 8) & SWAR_HIGHS))
+		j -= 8;
 	while (j > start && p[j - 1] < 0x80)
 		j--;
 	if (j == start)
