@@ -1,5 +1,6 @@
-/* screen: libvterm 0.1.4 fed every output byte, the modes tracker beside
-   it, and the vt100-screen-state-v1 encoder.
+/* screen: libvterm 0.1.4 fed every output byte that can reach the final
+   screen, the modes tracker beside it, and the vt100-screen-state-v1
+   encoder.
 
    Three things libvterm 0.1.4 cannot tell us are rebuilt here:
    - the pending wrap: feeding libvterm text runs alone (the tracker marks
@@ -1556,16 +1557,22 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
    modes_find_reset rules out; then a fresh libvterm fed RIS ends up as
    the one fed everything would. */
 
+/* Whether the escape parser passes over b: C0 controls but ESC, CAN and
+   SUB, DEL, and 0x80 and up. */
+static bool esc_passes(uint8_t b)
+{
+	return b >= 0x7f || (b < 0x20 && b != 0x1b && b != 0x18 && b != 0x1a);
+}
+
 /* Whether p[0..n) may hold a RIS: an ESC, then bytes the escape parser
-   passes over (C0 controls but ESC, CAN and SUB; 0x80 and up), then 'c'.
-   A quick look, so output without one costs no parse. */
+   passes over, then 'c'. A quick look, so output without one costs no
+   parse. */
 static bool may_hold_reset(const uint8_t *p, size_t n)
 {
 	const uint8_t *q = p, *end = p + n;
 
 	while ((q = memchr(q, 0x1b, (size_t)(end - q)))) {
-		for (q++; q < end && (*q >= 0x80 || (*q < 0x20 && *q != 0x1b && *q != 0x18 &&
-						     *q != 0x1a));)
+		for (q++; q < end && esc_passes(*q);)
 			q++;
 		if (q < end && *q == 'c')
 			return true;
@@ -1573,10 +1580,8 @@ static bool may_hold_reset(const uint8_t *p, size_t n)
 	return false;
 }
 
-/* Returns how much of p[0..n) is left out: up to and including the RIS
-   the model restarts from (0: none). The one-column screen, whose UTF-8
-   is held back here, is left alone. */
-static size_t skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
+/* The one-column screen, whose UTF-8 is held back here, is left alone. */
+size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
 {
 	uint8_t held[6];
 	size_t x, held_len = 0;
@@ -1606,7 +1611,7 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 	size_t start, a, e, x;
 
 	/* A hard reset first: nothing before it needs feeding. */
-	x = skip_to_reset(s, p, n);
+	x = screen_skip_to_reset(s, p, n);
 	p += x;
 	n -= x;
 

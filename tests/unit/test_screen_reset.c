@@ -250,6 +250,56 @@ static void test_line_skip_keeps_half_read_character(void **state)
 	}
 }
 
+/* The session's way: output piles up in a backlog; when it is full the
+   model restarts from a RIS and the rest waits for later output (or the
+   model catches up, when too much is left). The reference is screen_feed
+   cut where the fast model started or stopped writing. */
+static void test_restart_then_wait(void **state)
+{
+	const size_t max = 256 * 1024, read = 4096 * 3 + 7;
+
+	for (int round = 0; round < 6; round++) {
+		struct buf in = BUF_INIT, backlog = BUF_INIT;
+		struct screen *fast = screen_new(80, 24), *slow = screen_new(80, 24);
+		size_t fed = 0, off = 0, waited = 0;
+
+		if (round % 2)
+			make_spiced(&in, 3000000, 200);
+		else
+			make_random(&in, 3000000);
+		while (off < buf_size(&in)) {
+			size_t n = buf_size(&in) - off < read ? buf_size(&in) - off : read, x;
+
+			buf_append(&backlog, buf_head(&in) + off, n);
+			off += n;
+			if (buf_size(&backlog) < max)
+				continue;
+			x = screen_skip_to_reset(fast, buf_head(&backlog), buf_size(&backlog));
+			if (x) {
+				screen_feed(slow, buf_head(&in) + fed, off - buf_size(&backlog) + x - fed);
+				fed = off - buf_size(&backlog) + x;
+				buf_consume(&backlog, x);
+				waited++;
+			}
+			if (buf_size(&backlog) > max / 2) {
+				screen_feed_tail(fast, buf_head(&backlog), buf_size(&backlog));
+				screen_feed(slow, buf_head(&in) + fed, off - fed);
+				fed = off;
+				buf_reset(&backlog);
+			}
+		}
+		screen_feed_tail(fast, buf_head(&backlog), buf_size(&backlog));
+		screen_feed(slow, buf_head(&in) + fed, off - fed);
+		assert_same(fast, slow, "restart, then wait");
+		if (round % 2 == 0 && waited < 4)
+			fail_msg("the model restarted %zu times", waited);
+		screen_free(fast);
+		screen_free(slow);
+		buf_free(&in);
+		buf_free(&backlog);
+	}
+}
+
 /* The restart must happen: random bytes, a megabyte at a time as the
    session feeds them, cost libvterm well under half of themselves. */
 static void test_random_is_skipped(void **state)
@@ -273,6 +323,7 @@ int main(void)
 		cmocka_unit_test(test_spiced_random),
 		cmocka_unit_test(test_state_ris_keeps),
 		cmocka_unit_test(test_line_skip_keeps_half_read_character),
+		cmocka_unit_test(test_restart_then_wait),
 		cmocka_unit_test(test_random_is_skipped),
 	};
 
