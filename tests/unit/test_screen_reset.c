@@ -30,12 +30,20 @@ static uint32_t next_rand(void)
 	return rng;
 }
 
+/* libvterm 0.1.4 leaves some cells holding whatever its stack held after
+   certain broken UTF-8 in a write: any value past Unicode (but the
+   wide-tail marker) matches any other, as in test_screen_exact.c. */
+static bool junk(uint32_t c)
+{
+	return c > 0x10ffff && c != (uint32_t)-1;
+}
+
 /* The characters of a cell, up to the first 0: libvterm leaves what
    follows it alone. */
 static bool chars_eq(const VTermScreenCell *x, const VTermScreenCell *y)
 {
 	for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL; i++) {
-		if (x->chars[i] != y->chars[i])
+		if (x->chars[i] != y->chars[i] && !(junk(x->chars[i]) && junk(y->chars[i])))
 			return false;
 		if (!x->chars[i])
 			break;
