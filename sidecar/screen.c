@@ -1213,37 +1213,39 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	return 0;
 }
 
-/* Where the plain text that ends at x starts. */
-static size_t plain_start(const uint8_t *p, size_t x)
+/* Where the plain text that ends at x starts; *high gets one past the
+   last byte of 0x80 or up in it (the start when there is none). */
+static size_t plain_start(const uint8_t *p, size_t x, size_t *high)
 {
 	size_t start = x;
 
+	*high = 0;
 	for (;;) {
 		while (start >= 8 && printable8(load8(p + start - 8)))
 			start -= 8;
 		if (start == 0 || !plain_at(p, start - 1))
-			return start;
+			break;
+		if (!*high && p[start - 1] >= 0x80)
+			*high = start;
 		start--;
 	}
+	if (!*high)
+		*high = start;
+	return start;
 }
 
 /* libvterm 0.1.4 decodes each write of text with one of two UTF-8
    decoders, picked by its first byte (ASCII: the GL set's; else its own),
    and both keep a half-read character from one write to the next: text
    with bytes of 0x80 and up changes what later lines print even when it
-   scrolls off. So of the plain text p[start..x) that ends with CR LF,
-   only whole ASCII lines after the last such byte are left out. */
-static size_t ascii_lines_start(const uint8_t *p, size_t start, size_t x)
+   scrolls off. So of the plain text that ends with CR LF at x, only whole
+   ASCII lines after the last such byte (high is one past it) are left
+   out. */
+static size_t ascii_lines_start(const uint8_t *p, size_t high, size_t x)
 {
-	size_t j = x;
+	size_t j = high;
 
-	while (j >= start + 8 && !(load8(p + j - 8) & SWAR_HIGHS))
-		j -= 8;
-	while (j > start && p[j - 1] < 0x80)
-		j--;
-	if (j == start)
-		return start;
-	while (j < x && p[j - 1] != '\n')
+	while (j < x && (j == 0 || p[j - 1] != '\n'))
 		j++;
 	return j;
 }
@@ -1253,11 +1255,13 @@ static size_t ascii_lines_start(const uint8_t *p, size_t start, size_t x)
    when nothing was fed. */
 static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 {
-	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i, k;
+	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i, k, high;
 
 	if (!x)
 		return 0;
-	start = ascii_lines_start(p, plain_start(p, x), x);
+	start = plain_start(p, x, &high);
+	if (high > start)
+		start = ascii_lines_start(p, high, x);
 	screen_feed(s, p, start);
 	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"). */
 	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
