@@ -1,5 +1,6 @@
 /* ptygate-sidecar: runs inside a sandbox VM and owns its terminal
    sessions. See server.c for the daemon, session.c for a session. */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -14,6 +15,11 @@ int main(int argc, char **argv)
 	struct server *srv;
 	int rc;
 
+	/* A flood allocates and frees an Output frame's copy (the replay
+	   ring) for every batch read: with glibc's default trim threshold
+	   the heap's top goes back to the kernel and is faulted in, zeroed,
+	   again and again. Keeping a few MiB of free heap avoids that. */
+	mallopt(M_TRIM_THRESHOLD, 16 << 20);
 	config_defaults(&cfg);
 	rc = config_parse(&cfg, argc, argv);
 	if (rc != 0)

@@ -15,11 +15,18 @@
 
 enum parse_state { ST_GROUND, ST_ESC, ST_CSI, ST_STRING, ST_STRING_ESC };
 
+/* Sequences modes_find_reset watches: RIS, the DECSC that fills the
+   saved cursor RIS leaves alone, and anything that may read it back or
+   switch screens (DECRC, SCORC; every private mode change, as ?1048l and
+   ?1049l restore it and RIS leaves the alternate screen on). */
+enum seq_op { OP_NONE, OP_RIS, OP_SAVE, OP_READ, OP_PRIVATE, OP_SHIFT };
+
 struct modes {
 	struct modes_state st;
 	unsigned cols, rows;
 	enum parse_state ps;
 	bool in_text;
+	uint8_t op;	   /* what the sequence just parsed did (modes_find_reset) */
 	bool csi_bad;	  /* a byte made the sequence invalid: drop it at the final */
 	bool csi_in_args; /* past the leader bytes */
 	uint8_t nleader, ninter;
@@ -195,6 +202,10 @@ static void csi_plain(struct modes *m, char final)
 /* Returns true when the sequence switches to the alternate screen. */
 static bool csi_dispatch(struct modes *m, char final)
 {
+	if (final == 'u')
+		m->op = OP_READ;
+	else if (m->leader && (final == 'h' || final == 'l'))
+		m->op = OP_PRIVATE;
 	if (m->csi_bad || m->nleader > 1 || m->ninter > 1)
 		return false;
 	if (!m->leader && !m->inter) {
@@ -220,6 +231,7 @@ static void esc_dispatch(struct modes *m, uint8_t c)
 	}
 	if (m->ninter)
 		return;
+	m->op = c == 'c' ? OP_RIS : c == '7' ? OP_SAVE : c == '8' ? OP_READ : OP_NONE;
 	switch (c) {
 	case '=':
 		s->keypad = true;
@@ -301,6 +313,8 @@ static void esc_byte(struct modes *m, uint8_t c)
 			m->inter = (char)c;
 	} else if (!m->ninter && c >= 0x40 && c < 0x60) {
 		m->ps = ST_GROUND; /* a 7-bit C1 control: nothing tracked */
+		if (c == 'N' || c == 'O')
+			m->op = OP_SHIFT; /* SS2, SS3: a decoder modes_find_reset does not follow */
 	} else if (c >= 0x30 && c < 0x7f) {
 		esc_dispatch(m, c);
 		m->ps = ST_GROUND;
@@ -388,4 +402,242 @@ size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event 
 		}
 	}
 	return n;
+}
+
+/* ---- finding a hard reset (modes_find_reset) ----
+
+   RIS resets libvterm 0.1.4 but for three things: the DECSC saved cursor,
+   the cell a combining character would join, and the UTF-8 decoder of
+   text writes that start with a byte of 0x80 or more (writes that start
+   with ASCII go to the decoder of the GL set, which RIS does reset). So
+   a RIS is a point to restart from when that decoder's state there is
+   known (a fresh libvterm is given the same half-read character), the
+   first character printed after it is not a combining one (nothing
+   joins an earlier glyph),
+   and a DECSC comes after it before anything that may read the saved
+   cursor. Conditions after a RIS settle later, so a few candidates wait
+   at once. */
+
+#define RESET_WAITING 4
+/* A text write longer than this is cut in two by screen.c. */
+#define RESET_RUN_MAX (32 * 1024)
+
+/* libvterm 0.1.4's UTF-8 decoder for writes that start at 0x80 or up. */
+struct u8_dec {
+	bool known;
+	uint8_t remaining, len;
+	uint8_t held[6]; /* the lead byte and continuation bytes so far */
+};
+
+static void u8_step(struct u8_dec *d, uint8_t c)
+{
+	static const uint8_t lead_more[8] = { 1, 1, 1, 1, 2, 2, 3, 4 }; /* by c >> 3 & 7 */
+
+	if (c < 0x80) {
+		d->remaining = 0; /* an ASCII byte abandons a half-read character */
+	} else if (c < 0xc0) {
+		if (d->remaining) {
+			d->held[d->len++] = c;
+			d->remaining--;
+		}
+	} else if (c < 0xfe) {
+		d->remaining = c < 0xf8 ? lead_more[(c >> 3) & 7] : c < 0xfc ? 4 : 5;
+		d->held[0] = c;
+		d->len = 1;
+	}
+	/* 0xFE and 0xFF print U+FFFD and leave the state alone. */
+	if (!d->remaining)
+		d->len = 0;
+}
+
+struct reset_cand {
+	size_t at; /* just after the RIS */
+	struct modes m;
+	struct u8_dec dec;   /* the decoder as the RIS found it */
+	struct u8_dec first; /* the same, until a first character is printed */
+	bool need_save, need_text;
+};
+
+struct reset_scan {
+	struct reset_cand wait[RESET_WAITING];
+	size_t nwait, found;
+	struct reset_cand best;
+};
+
+/* What the first character a text write w[0..n) prints after a RIS
+   does to the cell a combining character would join: 1 nothing (it is
+   not combining), -1 it may join one, 0 nothing printed yet. d is the
+   decoder of writes that start at 0x80 or up, as the RIS left it; the
+   others start afresh, so a write that starts with ASCII prints ASCII. */
+static int first_char(struct u8_dec *d, const uint8_t *w, size_t n)
+{
+	uint32_t cp;
+
+	if (w[0] < 0x80)
+		return 1;
+	for (size_t i = 0; i < n; i++) {
+		uint8_t c = w[i];
+
+		/* Anything but a continuation byte of a character under way
+		   prints U+FFFD or ASCII first, or starts a character. */
+		if (!(c >= 0x80 && c < 0xc0 && d->remaining)) {
+			if (c < 0xc0 || c >= 0xfe || d->remaining)
+				return 1;
+			u8_step(d, c);
+			continue;
+		}
+		if (d->remaining > 1) {
+			u8_step(d, c);
+			continue;
+		}
+		/* The character is complete (its lead byte's bits depend on its
+		   length): below U+0300 nothing combines, but C1 controls
+		   may print nothing. */
+		cp = d->held[0] & (0x7fu >> (d->len + 1));
+		for (size_t k = 1; k < d->len; k++)
+			cp = (cp << 6) | (d->held[k] & 0x3f);
+		cp = (cp << 6) | (c & 0x3f);
+		return cp < 0x300 && !(cp >= 0x80 && cp < 0xa0) ? 1 : -1;
+	}
+	return 0;
+}
+
+/* Drops waiting candidates that fail, promotes those that are settled:
+   after the text write w[0..n), or the sequence op. */
+static void settle(struct reset_scan *r, const uint8_t *w, size_t n, uint8_t op)
+{
+	size_t keep = 0;
+
+	for (size_t k = 0; k < r->nwait; k++) {
+		struct reset_cand *c = &r->wait[k];
+		bool ok = true;
+
+		if (n && c->need_text) {
+			int f = first_char(&c->first, w, n);
+
+			ok = f >= 0;
+			c->need_text = f == 0;
+		}
+		if (op == OP_SAVE)
+			c->need_save = false;
+		else if (op == OP_READ && c->need_save)
+			ok = false;
+		else if (op == OP_SHIFT && c->need_text)
+			ok = false;
+		if (ok && !c->need_save && !c->need_text) {
+			r->found = c->at;
+			r->best = *c;
+		} else if (ok) {
+			r->wait[keep++] = *c;
+		}
+	}
+	r->nwait = keep;
+}
+
+static void add_cand(struct reset_scan *r, const struct modes *m, const struct u8_dec *d,
+		     size_t at)
+{
+	if (r->nwait == RESET_WAITING) {
+		memmove(r->wait, r->wait + 1, sizeof(r->wait[0]) * (RESET_WAITING - 1));
+		r->nwait--;
+	}
+	r->wait[r->nwait++] = (struct reset_cand){
+		.at = at, .m = *m, .dec = *d, .first = *d, .need_save = true, .need_text = true };
+}
+
+/* How many bytes from p on are text to libvterm's parser in the ground
+   state (not C0, DEL or NUL), up to n. Eight at a time: a byte below 0x20
+   sets its top bit when 0x20 is subtracted unless it was set, DEL is
+   0x7F; see screen.c's printable8 for the borrow argument. */
+static size_t text_span(const uint8_t *p, size_t n)
+{
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	size_t k = 0;
+
+	for (; k + 8 <= n; k += 8) {
+		uint64_t x, del;
+
+		memcpy(&x, p + k, 8);
+		del = x ^ (ones * 0x7f);
+		/* low: a byte below 0x20 (top bit clear); del: a byte of 0x7F. */
+		if ((((x - ones * 0x20) & ~x) | ((del - ones) & ~del)) & highs)
+			break;
+	}
+	while (k < n && p[k] >= 0x20 && p[k] != 0x7f)
+		k++;
+	return k;
+}
+
+/* A text write p[0..n) (n > 0) through the decoder: it goes there only
+   when it starts at 0x80 or up, and its state after it is decided by its
+   last ASCII or lead byte and what follows that. */
+static void u8_write(struct u8_dec *d, const uint8_t *p, size_t n)
+{
+	size_t a = n;
+
+	if (p[0] < 0x80)
+		return;
+	if (n > RESET_RUN_MAX) {
+		d->known = false;
+		return;
+	}
+	d->known = true;
+	while (a > 0 && !(p[a - 1] < 0x80 || (p[a - 1] >= 0xc0 && p[a - 1] < 0xfe)))
+		a--;
+	if (a > 0)
+		a--; /* the anchor itself: from here on the state does not look back */
+	for (; a < n; a++)
+		u8_step(d, p[a]);
+}
+
+size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
+			uint8_t *held, size_t *held_len)
+{
+	struct reset_scan *r = xcalloc(1, sizeof(*r));
+	struct modes t = *m;
+	struct u8_dec dec = { 0 };
+	size_t found, i = 0, k;
+
+	while (i < n) {
+		uint8_t c = p[i];
+
+		if (c == 0x00 || c == 0x7f) {
+			i++;
+			continue;
+		}
+		if (is_text(&t, c)) {
+			/* A write of text: NUL and DEL split it for libvterm too. */
+			k = text_span(p + i, n - i);
+			t.in_text = true;
+			u8_write(&dec, p + i, k);
+			if (r->nwait)
+				settle(r, p + i, k, OP_NONE);
+			i += k;
+			continue;
+		}
+		i++;
+		t.in_text = false;
+		t.op = OP_NONE;
+		parse_byte(&t, c);
+		if (t.op == OP_NONE)
+			continue;
+		if (t.op == OP_SHIFT)
+			dec.known = false;
+		if (t.op == OP_PRIVATE) {
+			alt = true; /* it may have switched screens */
+			t.op = OP_READ; /* and restored the saved cursor */
+		}
+		if (r->nwait)
+			settle(r, NULL, 0, t.op);
+		if (t.op == OP_RIS && !alt && dec.known)
+			add_cand(r, &t, &dec, i);
+	}
+	found = r->found;
+	if (found) {
+		*m = r->best.m;
+		memcpy(held, r->best.dec.held, r->best.dec.len);
+		*held_len = r->best.dec.len;
+	}
+	free(r);
+	return found;
 }

@@ -61,6 +61,16 @@ bool modes_in_text(const struct modes *m);
 bool modes_idle(const struct modes *m);
 /* The terminal was resized: clamps the margins as libvterm does. */
 void modes_resize(struct modes *m, unsigned cols, unsigned rows);
+/* Finds in p[0..n), which follows what m has parsed, the last RIS after
+   which a freshly made libvterm, given the half-read UTF-8 character
+   held[0..*held_len) (at most 6 bytes) as one write and then RIS and the
+   bytes after it, ends up exactly as one fed everything in the same
+   writes (see modes.c for the conditions); alt says whether the
+   alternate screen may be active before p. Returns the index just after
+   that RIS and leaves m in its state there, or returns 0 and leaves m
+   alone. */
+size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
+			uint8_t *held, size_t *held_len);
 /* The tracked state; screen.c also sets pending_wrap through it, as only
    libvterm's callbacks tell when the cursor moves. */
 struct modes_state *modes_state(struct modes *m);

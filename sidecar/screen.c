@@ -1,5 +1,6 @@
-/* screen: libvterm 0.1.4 fed every output byte, the modes tracker beside
-   it, and the vt100-screen-state-v1 encoder.
+/* screen: libvterm 0.1.4 fed every output byte that can reach the final
+   screen, the modes tracker beside it, and the vt100-screen-state-v1
+   encoder.
 
    Three things libvterm 0.1.4 cannot tell us are rebuilt here:
    - the pending wrap: feeding libvterm text runs alone (the tracker marks
@@ -125,12 +126,10 @@ static void on_output(const char *p, size_t n, void *user)
 
 /* lifecycle */
 
-struct screen *screen_new(unsigned cols, unsigned rows)
+/* A freshly reset libvterm of the screen's size; its callbacks set the
+   termprops. */
+static void vt_open(struct screen *s)
 {
-	struct screen *s = xcalloc(1, sizeof(*s));
-
-	s->cols = cols ? cols : 1;
-	s->rows = rows ? rows : 1;
 	s->vt = vterm_new((int)s->rows, (int)s->cols);
 	if (!s->vt)
 		abort();
@@ -142,8 +141,17 @@ struct screen *screen_new(unsigned cols, unsigned rows)
 	/* Per-cell damage, delivered at once, is what reveals each glyph. */
 	vterm_screen_set_damage_merge(s->vs, VTERM_DAMAGE_CELL);
 	vterm_screen_set_callbacks(s->vs, &screen_cbs, s);
-	s->modes = modes_new(s->cols, s->rows);
 	vterm_screen_reset(s->vs, 1);
+}
+
+struct screen *screen_new(unsigned cols, unsigned rows)
+{
+	struct screen *s = xcalloc(1, sizeof(*s));
+
+	s->cols = cols ? cols : 1;
+	s->rows = rows ? rows : 1;
+	s->modes = modes_new(s->cols, s->rows);
+	vt_open(s);
 	return s;
 }
 
@@ -1205,18 +1213,41 @@ static size_t skip_point(const uint8_t *p, size_t n, unsigned need)
 	return 0;
 }
 
-/* Where the plain text that ends at x starts. */
-static size_t plain_start(const uint8_t *p, size_t x)
+/* Where the plain text that ends at x starts; *high gets one past the
+   last byte of 0x80 or up in it (the start when there is none). */
+static size_t plain_start(const uint8_t *p, size_t x, size_t *high)
 {
 	size_t start = x;
 
+	*high = 0;
 	for (;;) {
 		while (start >= 8 && printable8(load8(p + start - 8)))
 			start -= 8;
 		if (start == 0 || !plain_at(p, start - 1))
-			return start;
+			break;
+		if (!*high && p[start - 1] >= 0x80)
+			*high = start;
 		start--;
 	}
+	if (!*high)
+		*high = start;
+	return start;
+}
+
+/* libvterm 0.1.4 decodes each write of text with one of two UTF-8
+   decoders, picked by its first byte (ASCII: the GL set's; else its own),
+   and both keep a half-read character from one write to the next: text
+   with bytes of 0x80 and up changes what later lines print even when it
+   scrolls off. So of the plain text that ends with CR LF at x, only whole
+   ASCII lines after the last such byte (high is one past it) are left
+   out. */
+static size_t ascii_lines_start(const uint8_t *p, size_t high, size_t x)
+{
+	size_t j = high;
+
+	while (j < x && (j == 0 || p[j - 1] != '\n'))
+		j++;
+	return j;
 }
 
 /* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
@@ -1224,11 +1255,13 @@ static size_t plain_start(const uint8_t *p, size_t x)
    when nothing was fed. */
 static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 {
-	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i;
+	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i, k, high;
 
 	if (!x)
 		return 0;
-	start = plain_start(p, x);
+	start = plain_start(p, x, &high);
+	if (high > start)
+		start = ascii_lines_start(p, high, x);
 	screen_feed(s, p, start);
 	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"). */
 	for (i = start; i < x && i - start < 256 && !modes_idle(s->modes); i++)
@@ -1236,6 +1269,14 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 	if (!modes_idle(s->modes) || !scroll_region_is_screen(s)) {
 		screen_feed(s, p + i, x - i);
 		return x;
+	}
+	/* The first glyph left out would end a character half read by the
+	   decoder of ASCII writes: it is fed, up to it. */
+	for (k = i; k < x && (p[k] == '\r' || p[k] == '\n'); k++)
+		;
+	if (k < x) {
+		screen_feed(s, p + i, k + 1 - i);
+		i = k + 1;
 	}
 	/* Every row p[i..x) could have written scrolls off in the plain text
 	   after x: it starts at column 0 after CR LF and holds 2*rows+1 line
@@ -1512,10 +1553,71 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 	return start;
 }
 
+/* ---- restarting from a hard reset (screen_feed_tail) ----
+
+   Random bytes hold a RIS (ESC c) every 64 KiB or so, and libvterm spends
+   most of its time on them scrolling and erasing. What precedes a RIS
+   reaches the final screen only through what RIS leaves alone, which
+   modes_find_reset rules out; then a fresh libvterm fed RIS ends up as
+   the one fed everything would. */
+
+/* Whether the escape parser passes over b: C0 controls but ESC, CAN and
+   SUB, DEL, and 0x80 and up. */
+static bool esc_passes(uint8_t b)
+{
+	return b >= 0x7f || (b < 0x20 && b != 0x1b && b != 0x18 && b != 0x1a);
+}
+
+/* Whether p[0..n) may hold a RIS: an ESC, then bytes the escape parser
+   passes over, then 'c'. A quick look, so output without one costs no
+   parse. */
+static bool may_hold_reset(const uint8_t *p, size_t n)
+{
+	const uint8_t *q = p, *end = p + n;
+
+	while ((q = memchr(q, 0x1b, (size_t)(end - q)))) {
+		for (q++; q < end && esc_passes(*q);)
+			q++;
+		if (q < end && *q == 'c')
+			return true;
+	}
+	return false;
+}
+
+/* The one-column screen, whose UTF-8 is held back here, is left alone. */
+size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
+{
+	uint8_t held[6];
+	size_t x, held_len = 0;
+
+	if (s->cols == 1 || n < 4096 || !may_hold_reset(p, n))
+		return 0;
+	x = modes_find_reset(s->modes, p, n, s->altscreen, held, &held_len);
+	if (!x)
+		return 0;
+	/* The tracker stands just after the RIS; libvterm starts afresh. */
+	vterm_free(s->vt);
+	saved_free(&s->normal);
+	s->cursor_visible = s->cursor_blink = s->altscreen = s->reverse = false;
+	s->cursor_shape = 0;
+	s->in_run = s->glyph_seen = false;
+	vt_open(s);
+	if (held_len)
+		vt_put(s, held, held_len);
+	vt_put(s, (const uint8_t *)"\033c", 2);
+	modes_state(s->modes)->pending_wrap = false;
+	return x;
+}
+
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 {
 	unsigned need = 2 * s->rows + 1;
-	size_t start, a, e;
+	size_t start, a, e, x;
+
+	/* A hard reset first: nothing before it needs feeding. */
+	x = screen_skip_to_reset(s, p, n);
+	p += x;
+	n -= x;
 
 	/* Whole lines, UTF-8 included, that scroll off first; then long
 	   ASCII runs, wrapped or not, within what is left. */

@@ -34,8 +34,15 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n);
    scroll region); and in a stretch of full-screen repaints (printable
    ASCII, cursor addressing and SGR only, no glyph wrapping), whatever
    precedes the last cursor addressing after which every cell is written
-   again, its SGRs since the last pen reset excepted. */
+   again, its SGRs since the last pen reset excepted; and whatever
+   precedes the last RIS (ESC c) after which a fresh libvterm ends up the
+   same (modes_find_reset), as random bytes hold one every 64 KiB or so. */
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
+/* The first step of screen_feed_tail alone: restarts the model from the
+   last RIS in p[0..n) it can. Returns how much of p the model now stands
+   after (those bytes need no feeding, the rest does, later), or 0 when
+   there is no such RIS (nothing changed). */
+size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n);
 /* Resizes the model (the PTY is resized by the caller); sizes below 1 are
    raised to 1. */
 void screen_resize(struct screen *s, unsigned cols, unsigned rows);

@@ -25,8 +25,9 @@
 #define OUTPUT_BATCH (64 * 1024)
 /* The screen model (libvterm) is far slower than a PTY can produce, so it
    is fed lazily: output waits here until a Keyframe or a resize needs the
-   screen, this much has piled up, or the session is quiet for a tick;
-   screen_feed_tail then skips what cannot reach the final screen. */
+   screen, this much has piled up (see screen_catch_up), or the session is
+   quiet for a tick; screen_feed_tail then skips what cannot reach the
+   final screen. */
 #define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
@@ -353,6 +354,21 @@ static void keyframe_cadence(struct session *s)
 		ev_timer_arm(s->keyframe_timer, due, 0);
 }
 
+/* The backlog is full. Random output holds a point the model can restart
+   from every 64 KiB or so (screen_skip_to_reset): what precedes it is
+   dropped and the rest waits, as the next Keyframe may well come after
+   the next such point; libvterm then never sees most of a flood. Without
+   one, or with too much after it, the screen catches up now. */
+static void screen_catch_up(struct session *s)
+{
+	struct buf *b = &s->screen_backlog;
+	size_t x = screen_skip_to_reset(s->screen, buf_head(b), buf_size(b));
+
+	buf_consume(b, x);
+	if (buf_size(b) > SCREEN_BACKLOG_MAX / 2)
+		session_screen_sync(s);
+}
+
 static void emit_output(struct session *s, const uint8_t *p, size_t n)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
@@ -361,7 +377,7 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	s->output_since_tick = 1;
 	buf_append(&s->screen_backlog, p, n);
 	if (buf_size(&s->screen_backlog) >= SCREEN_BACKLOG_MAX)
-		session_screen_sync(s);
+		screen_catch_up(s);
 	/* Before anyone first joins, output only paints the screen: the first
 	   joiner's Keyframe shows it, and a fresh session's first frames are
 	   the join's own (seed: controller attach, sequences 1, 2, 3). */
