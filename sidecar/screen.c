@@ -51,6 +51,8 @@ struct screen {
 	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
 	unsigned u8_len, u8_need;
 	uint32_t u8_cp;
+	uint8_t mark_head[2];	    /* E3 and maybe 80/82: a write ended in a wide mark */
+	unsigned mark_len;	    /* bytes of mark_head libvterm holds, 0 to 2 */
 };
 
 /* libvterm callbacks */
@@ -134,6 +136,7 @@ static void vt_open(struct screen *s)
 	if (!s->vt)
 		abort();
 	vterm_set_utf8(s->vt, 1);
+	s->mark_len = 0;
 	vterm_output_set_callback(s->vt, on_output, s);
 	s->vs = vterm_obtain_screen(s->vt);
 	s->state = vterm_obtain_state(s->vt);
@@ -243,9 +246,9 @@ static void end_run(struct screen *s)
    a broken one by where writes end). */
 #define VT_WRITE_MAX (64 * 1024)
 
-static void vt_put(struct screen *s, const uint8_t *p, size_t n)
+/* Hands libvterm bytes in writes it accepts whole. */
+static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 {
-	s->vterm_bytes += n;
 	while (n > VT_WRITE_MAX) {
 		size_t k = VT_WRITE_MAX;
 
@@ -257,6 +260,86 @@ static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 	}
 	if (n)
 		vterm_input_write(s->vt, (const char *)p, n);
+}
+
+/* U+302A..U+302F and U+3099..U+309A (E3 80 AA..AF, E3 82 99..9A) are
+   combining marks that libvterm 0.1.4 also counts two columns wide, each:
+   a character carrying a few of them is wider than the screen, and
+   libvterm writes past the end of its row (any program could crash the
+   sidecar with its output). Terminals draw them zero columns wide, so
+   dropping them keeps the screen's layout the real one. */
+static bool wide_mark(uint8_t b1, uint8_t b2)
+{
+	return (b1 == 0x80 && b2 >= 0xaa && b2 <= 0xaf) ||
+	       (b1 == 0x82 && (b2 == 0x99 || b2 == 0x9a));
+}
+
+/* A mark split by the previous write: libvterm holds its first bytes, so
+   its last byte is dropped here and libvterm sees a broken character
+   (drawn as U+FFFD) instead of the mark. Returns the bytes of p used. */
+static size_t finish_split_mark(struct screen *s, const uint8_t *p, size_t n,
+				struct buf *out)
+{
+	if (!n)
+		return 0;
+	if (s->mark_len == 2 && wide_mark(s->mark_head[1], p[0])) {
+		s->mark_len = 0;
+		return 1;
+	}
+	if (s->mark_len == 1 && (p[0] == 0x80 || p[0] == 0x82)) {
+		if (n == 1) {
+			s->mark_head[1] = p[0];
+			s->mark_len = 2;
+			buf_append(out, p, 1);
+			return 1;
+		}
+		s->mark_len = 0;
+		if (wide_mark(p[0], p[1])) {
+			buf_append(out, p, 1);
+			return 2;
+		}
+		return 0;
+	}
+	s->mark_len = 0;
+	return 0;
+}
+
+/* Copies p to out without wide marks; notes a possible mark at the end. */
+static void drop_wide_marks(struct screen *s, const uint8_t *p, size_t n,
+			    struct buf *out)
+{
+	size_t i = finish_split_mark(s, p, n, out), from = i;
+	const uint8_t *q;
+
+	while (i < n && (q = memchr(p + i, 0xe3, n - i))) {
+		i = (size_t)(q - p);
+		if (i + 2 < n && wide_mark(p[i + 1], p[i + 2])) {
+			buf_append(out, p + from, i - from);
+			from = i += 3;
+		} else if (i + 2 >= n && (i + 1 == n || p[i + 1] == 0x80 ||
+					  p[i + 1] == 0x82)) {
+			s->mark_len = (unsigned)(n - i);
+			s->mark_head[1] = s->mark_len == 2 ? p[i + 1] : 0;
+			break;
+		} else {
+			i++;
+		}
+	}
+	buf_append(out, p + from, n - from);
+}
+
+static void vt_put(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf out = BUF_INIT;
+
+	s->vterm_bytes += n;
+	if (!s->mark_len && !memchr(p, 0xe3, n)) {
+		vt_write(s, p, n);
+		return;
+	}
+	drop_wide_marks(s, p, n, &out);
+	vt_write(s, buf_head(&out), buf_size(&out));
+	buf_free(&out);
 }
 
 /* The UTF-8 character held back in s->u8 is complete: on a one-column
@@ -288,14 +371,17 @@ static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
 			continue;
 		}
 		if (s->u8_need) {
-			/* Broken sequence: libvterm judges it, as it would. */
-			buf_append(&out, s->u8, s->u8_len);
+			/* A broken sequence: handed over raw, libvterm would keep
+			   its start pending across an escape sequence and could
+			   complete it with later bytes into a wide character. */
+			buf_append(&out, "\xef\xbf\xbd", 3);
 			s->u8_len = 0;
 			s->u8_need = 0;
 		}
-		if ((b & 0xc0) == 0x80) {
+		if ((b & 0xc0) == 0x80 || b >= 0xf8) {
 			/* A stray continuation byte could complete a character
-			   libvterm holds from before a resize to one column. */
+			   libvterm holds from before a resize to one column; F8
+			   and above start no character. */
 			buf_append(&out, "\xef\xbf\xbd", 3);
 			continue;
 		}
