@@ -20,14 +20,14 @@
 #define JWT__SIG_HS256	crypto_auth_hmacsha256_BYTES
 
 /* The three segments of a compact JWS, as offsets into the token. */
-struct jwt__parts {
+struct parts {
 	const char *hdr, *pay, *sig;
 	size_t hdr_len, pay_len, sig_len;
 	size_t signed_len; /* header "." payload */
 };
 
 /* Splits at exactly two dots; header and payload must be non-empty. */
-static int jwt__split(const char *t, size_t len, struct jwt__parts *p)
+static int split(const char *t, size_t len, struct parts *p)
 {
 	const char *d1 = memchr(t, '.', len), *d2;
 
@@ -47,7 +47,7 @@ static int jwt__split(const char *t, size_t len, struct jwt__parts *p)
 }
 
 /* Decodes a base64url segment holding a JSON object. */
-static json_t *jwt__json_segment(const char *s, size_t n)
+static json_t *json_segment(const char *s, size_t n)
 {
 	struct buf raw = BUF_INIT;
 	json_t *j = NULL;
@@ -64,7 +64,7 @@ static json_t *jwt__json_segment(const char *s, size_t n)
 }
 
 /* A JSON string without NUL bytes, or NULL. */
-static const char *jwt__cstr(const json_t *v)
+static const char *cstr(const json_t *v)
 {
 	const char *s = json_string_value(v);
 
@@ -74,10 +74,10 @@ static const char *jwt__cstr(const json_t *v)
 /* Reads alg and kid from the header. We implement no header extension,
    so any "crit" is refused (RFC 7515 4.1.11). Keys are never taken from
    jku/jwk/x5u/x5c; those are ignored. */
-static int jwt__header(const json_t *h, enum jwt_alg *alg, char kid[KEYS_KID_MAX + 1])
+static int header(const json_t *h, enum jwt_alg *alg, char kid[KEYS_KID_MAX + 1])
 {
 	const json_t *typ = json_object_get(h, "typ"), *k = json_object_get(h, "kid");
-	const char *a = jwt__cstr(json_object_get(h, "alg")), *ks;
+	const char *a = cstr(json_object_get(h, "alg")), *ks;
 
 	if (!a || json_object_get(h, "crit") || (typ && !json_is_string(typ)))
 		return JWT_MALFORMED;
@@ -90,7 +90,7 @@ static int jwt__header(const json_t *h, enum jwt_alg *alg, char kid[KEYS_KID_MAX
 	kid[0] = '\0';
 	if (!k)
 		return JWT_OK;
-	ks = jwt__cstr(k);
+	ks = cstr(k);
 	if (!ks || !*ks || strlen(ks) > KEYS_KID_MAX)
 		return JWT_MALFORMED;
 	memcpy(kid, ks, strlen(ks) + 1);
@@ -98,7 +98,7 @@ static int jwt__header(const json_t *h, enum jwt_alg *alg, char kid[KEYS_KID_MAX
 }
 
 /* Checks one key's signature over msg; 1 if it verifies. */
-static int jwt__sig_ok(const struct keyset_key *k, const uint8_t *msg, size_t n,
+static int sig_ok(const struct keyset_key *k, const uint8_t *msg, size_t n,
 		       const uint8_t *sig)
 {
 	crypto_auth_hmacsha256_state st;
@@ -119,7 +119,7 @@ static int jwt__sig_ok(const struct keyset_key *k, const uint8_t *msg, size_t n,
 
 /* With a kid, only that key and only if its alg matches; without, every
    key of alg. */
-static int jwt__check_keys(const struct keyset *ks, enum jwt_alg alg, const char *kid,
+static int check_keys(const struct keyset *ks, enum jwt_alg alg, const char *kid,
 			   const uint8_t *msg, size_t n, const uint8_t *sig)
 {
 	size_t i, tried = 0;
@@ -132,7 +132,7 @@ static int jwt__check_keys(const struct keyset *ks, enum jwt_alg alg, const char
 		if (k->alg != alg)
 			continue;
 		tried++;
-		if (jwt__sig_ok(k, msg, n, sig))
+		if (sig_ok(k, msg, n, sig))
 			return JWT_OK;
 	}
 	return tried ? JWT_BAD_SIGNATURE : JWT_NO_KEY;
@@ -141,7 +141,7 @@ static int jwt__check_keys(const struct keyset *ks, enum jwt_alg alg, const char
 /* Copies a string claim of 1..max bytes without control characters (it
    reaches logs and the audit trail). Returns 0, 1 if absent, or
    JWT_BAD_CLAIMS. */
-static int jwt__str_claim(const json_t *o, const char *name, char *dst, size_t max)
+static int str_claim(const json_t *o, const char *name, char *dst, size_t max)
 {
 	const json_t *v = json_object_get(o, name);
 	const char *s;
@@ -149,7 +149,7 @@ static int jwt__str_claim(const json_t *o, const char *name, char *dst, size_t m
 
 	if (!v)
 		return 1;
-	s = jwt__cstr(v);
+	s = cstr(v);
 	if (!s || !(n = strlen(s)) || n > max)
 		return JWT_BAD_CLAIMS;
 	for (i = 0; i < n; i++)
@@ -161,7 +161,7 @@ static int jwt__str_claim(const json_t *o, const char *name, char *dst, size_t m
 
 /* Reads a NumericDate, rounded towards the stricter side (exp down, nbf
    up). Returns 0, 1 if absent, or JWT_BAD_CLAIMS. */
-static int jwt__time_claim(const json_t *o, const char *name, int round_up, int64_t *t)
+static int time_claim(const json_t *o, const char *name, int round_up, int64_t *t)
 {
 	const json_t *v = json_object_get(o, name);
 	double d;
@@ -191,7 +191,7 @@ static int jwt__time_claim(const json_t *o, const char *name, int round_up, int6
 }
 
 /* Space-separated scopes; unknown ones are ignored. */
-static int jwt__scopes(const json_t *o, unsigned *bits)
+static int scopes(const json_t *o, unsigned *bits)
 {
 	static const struct {
 		const char *name;
@@ -209,7 +209,7 @@ static int jwt__scopes(const json_t *o, unsigned *bits)
 	*bits = 0;
 	if (!v)
 		return 0;
-	if (!(s = jwt__cstr(v)))
+	if (!(s = cstr(v)))
 		return JWT_BAD_CLAIMS;
 	for (; *s; s = end) {
 		while (*s == ' ')
@@ -224,7 +224,7 @@ static int jwt__scopes(const json_t *o, unsigned *bits)
 }
 
 /* aud is a string or an array of strings; want NULL accepts any. */
-static int jwt__audience(const json_t *o, const char *want)
+static int audience(const json_t *o, const char *want)
 {
 	const json_t *v = json_object_get(o, "aud"), *e;
 	int found = 0;
@@ -233,19 +233,19 @@ static int jwt__audience(const json_t *o, const char *want)
 	if (!v)
 		return want ? JWT_WRONG_AUDIENCE : JWT_OK;
 	if (json_is_string(v))
-		found = want && jwt__cstr(v) && !strcmp(jwt__cstr(v), want);
+		found = want && cstr(v) && !strcmp(cstr(v), want);
 	else if (!json_is_array(v))
 		return JWT_BAD_CLAIMS;
 	json_array_foreach(v, i, e)
 	{
 		if (!json_is_string(e))
 			return JWT_BAD_CLAIMS;
-		found |= want && jwt__cstr(e) && !strcmp(jwt__cstr(e), want);
+		found |= want && cstr(e) && !strcmp(cstr(e), want);
 	}
 	return !want || found ? JWT_OK : JWT_WRONG_AUDIENCE;
 }
 
-static int jwt__issuer(const json_t *o, const char *want)
+static int issuer(const json_t *o, const char *want)
 {
 	const json_t *v = json_object_get(o, "iss");
 
@@ -253,31 +253,31 @@ static int jwt__issuer(const json_t *o, const char *want)
 		return JWT_BAD_CLAIMS;
 	if (!want)
 		return JWT_OK;
-	return v && jwt__cstr(v) && !strcmp(jwt__cstr(v), want) ? JWT_OK
+	return v && cstr(v) && !strcmp(cstr(v), want) ? JWT_OK
 								: JWT_WRONG_ISSUER;
 }
 
 /* The required and typed claims, before any time or audience check. */
-static int jwt__identity(const json_t *o, struct jwt_claims *c)
+static int identity(const json_t *o, struct jwt_claims *c)
 {
 	int rc;
 
-	if (jwt__str_claim(o, "sub", c->sub, JWT_SUB_MAX) != 0 ||
-	    jwt__str_claim(o, "instance_id", c->instance_id, PTG_ID_MAX) != 0)
+	if (str_claim(o, "sub", c->sub, JWT_SUB_MAX) != 0 ||
+	    str_claim(o, "instance_id", c->instance_id, PTG_ID_MAX) != 0)
 		return JWT_BAD_CLAIMS;
-	rc = jwt__str_claim(o, "session_id", c->session_id, PTG_ID_MAX);
+	rc = str_claim(o, "session_id", c->session_id, PTG_ID_MAX);
 	if (rc < 0)
 		return rc;
 	if (!strcmp(c->session_id, "*"))
 		c->session_id[0] = '\0';
-	if (jwt__time_claim(o, "exp", 0, &c->exp) != 0 ||
-	    jwt__time_claim(o, "nbf", 1, &c->nbf) < 0 ||
-	    jwt__time_claim(o, "iat", 0, &c->iat) < 0)
+	if (time_claim(o, "exp", 0, &c->exp) != 0 ||
+	    time_claim(o, "nbf", 1, &c->nbf) < 0 ||
+	    time_claim(o, "iat", 0, &c->iat) < 0)
 		return JWT_BAD_CLAIMS;
-	return jwt__scopes(o, &c->scopes);
+	return scopes(o, &c->scopes);
 }
 
-static int jwt__claims(const json_t *o, const struct jwt_policy *pol, int64_t now,
+static int check_claims(const json_t *o, const struct jwt_policy *pol, int64_t now,
 		       struct jwt_claims *c)
 {
 	int64_t leeway = pol->leeway_s;
@@ -287,32 +287,32 @@ static int jwt__claims(const json_t *o, const struct jwt_policy *pol, int64_t no
 		leeway = 0;
 	if (leeway > JWT__LEEWAY_MAX)
 		leeway = JWT__LEEWAY_MAX;
-	rc = jwt__identity(o, c);
+	rc = identity(o, c);
 	if (rc < 0)
 		return rc;
 	if (now >= c->exp + leeway)
 		return JWT_EXPIRED;
 	if (json_object_get(o, "nbf") && now < c->nbf - leeway)
 		return JWT_NOT_YET_VALID;
-	rc = jwt__issuer(o, pol->issuer);
+	rc = issuer(o, pol->issuer);
 	if (rc < 0)
 		return rc;
-	return jwt__audience(o, pol->audience);
+	return audience(o, pol->audience);
 }
 
 /* Everything after the split: header, signature, key, payload. */
-static int jwt__verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
-			     const struct jwt__parts *p, int64_t now,
+static int verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
+			     const struct parts *p, int64_t now,
 			     struct jwt_claims *out)
 {
 	struct buf sig = BUF_INIT;
 	json_t *hdr, *pay = NULL;
 	int rc;
 
-	hdr = jwt__json_segment(p->hdr, p->hdr_len);
+	hdr = json_segment(p->hdr, p->hdr_len);
 	if (!hdr)
 		return JWT_MALFORMED;
-	rc = jwt__header(hdr, &out->alg, out->kid);
+	rc = header(hdr, &out->alg, out->kid);
 	json_decref(hdr);
 	if (rc < 0)
 		return rc;
@@ -321,12 +321,12 @@ static int jwt__verify_parts(const struct keyset *ks, const struct jwt_policy *p
 		rc = JWT_MALFORMED;
 		goto out_free;
 	}
-	rc = jwt__check_keys(ks, out->alg, out->kid, (const uint8_t *)p->hdr,
+	rc = check_keys(ks, out->alg, out->kid, (const uint8_t *)p->hdr,
 			     p->signed_len, buf_head(&sig));
 	if (rc < 0)
 		goto out_free;
-	pay = jwt__json_segment(p->pay, p->pay_len);
-	rc = pay ? jwt__claims(pay, pol, now, out) : JWT_MALFORMED;
+	pay = json_segment(p->pay, p->pay_len);
+	rc = pay ? check_claims(pay, pol, now, out) : JWT_MALFORMED;
 	json_decref(pay);
 out_free:
 	buf_free(&sig);
@@ -337,15 +337,15 @@ int jwt_verify(const struct keyset *ks, const struct jwt_policy *pol, const char
 	       size_t len, int64_t now_s, struct jwt_claims *out)
 {
 	static const struct jwt_policy defaults = JWT_POLICY_DEFAULT;
-	struct jwt__parts p;
+	struct parts p;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!token || len == 0 || len > JWT_MAX_TOKEN)
 		return JWT_MALFORMED;
-	rc = jwt__split(token, len, &p);
+	rc = split(token, len, &p);
 	if (rc == JWT_OK)
-		rc = jwt__verify_parts(ks, pol ? pol : &defaults, &p, now_s, out);
+		rc = verify_parts(ks, pol ? pol : &defaults, &p, now_s, out);
 	if (rc != JWT_OK)
 		memset(out, 0, sizeof(*out));
 	return rc;
@@ -392,7 +392,7 @@ int jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
 }
 
 /* Appends base64url(header) "." base64url(claims) to input. */
-static int jwt__signing_input(const char *alg, const char *kid, const char *claims_json,
+static int signing_input(const char *alg, const char *kid, const char *claims_json,
 			      struct buf *input)
 {
 	json_t *hdr, *claims;
@@ -424,7 +424,7 @@ out_claims:
 }
 
 /* Appends input "." base64url(sig) and a NUL outside the size. */
-static void jwt__finish(const struct buf *input, const uint8_t *sig, size_t n,
+static void finish(const struct buf *input, const uint8_t *sig, size_t n,
 			struct buf *out)
 {
 	buf_append(out, buf_head(input), buf_size(input));
@@ -443,12 +443,12 @@ int jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
 
 	if (!secret || !len || sodium_init() < 0)
 		return -EINVAL;
-	rc = jwt__signing_input("HS256", kid, claims_json, &input);
+	rc = signing_input("HS256", kid, claims_json, &input);
 	if (rc == 0) {
 		crypto_auth_hmacsha256_init(&st, secret, len);
 		crypto_auth_hmacsha256_update(&st, buf_head(&input), buf_size(&input));
 		crypto_auth_hmacsha256_final(&st, mac);
-		jwt__finish(&input, mac, sizeof(mac), out);
+		finish(&input, mac, sizeof(mac), out);
 		sodium_memzero(&st, sizeof(st));
 	}
 	buf_free(&input);
@@ -464,10 +464,10 @@ int jwt_mint_eddsa(const uint8_t sk[64], const char *kid, const char *claims_jso
 
 	if (sodium_init() < 0)
 		return -EINVAL;
-	rc = jwt__signing_input("EdDSA", kid, claims_json, &input);
+	rc = signing_input("EdDSA", kid, claims_json, &input);
 	if (rc == 0) {
 		crypto_sign_detached(sig, NULL, buf_head(&input), buf_size(&input), sk);
-		jwt__finish(&input, sig, sizeof(sig), out);
+		finish(&input, sig, sizeof(sig), out);
 	}
 	buf_free(&input);
 	return rc;

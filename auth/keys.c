@@ -20,10 +20,10 @@
 
 /* The fixed DER around an Ed25519 key (RFC 8410): SPKI before the public
    key, PKCS#8 v1 before the seed. */
-static const uint8_t keys__spki_prefix[12] = {
+static const uint8_t spki_prefix[12] = {
     0x30, 0x2a, 0x30, 0x05, 0x06, 0x03, 0x2b, 0x65, 0x70, 0x03, 0x21, 0x00,
 };
-static const uint8_t keys__pkcs8_prefix[16] = {
+static const uint8_t pkcs8_prefix[16] = {
     0x30, 0x2e, 0x02, 0x01, 0x00, 0x30, 0x05, 0x06,
     0x03, 0x2b, 0x65, 0x70, 0x04, 0x22, 0x04, 0x20,
 };
@@ -33,10 +33,10 @@ struct keyset {
 	size_t n;
 };
 
-static void keys__err(char *err, size_t errlen, const char *fmt, ...)
+static void set_error(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-static void keys__err(char *err, size_t errlen, const char *fmt, ...)
+static void set_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -48,14 +48,14 @@ static void keys__err(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Wipes and frees a buffer that may have held a secret. */
-static void keys__wipe_buf(struct buf *b)
+static void wipe_buf(struct buf *b)
 {
 	if (b->data)
 		sodium_memzero(b->data, b->cap);
 	buf_free(b);
 }
 
-static int keys__space(char c)
+static int space(char c)
 {
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
@@ -83,7 +83,7 @@ void keyset_free(struct keyset *ks)
 }
 
 /* A kid is what we can put in a log line and a header unescaped. */
-static int keys__kid_ok(const char *kid, size_t n)
+static int kid_ok(const char *kid, size_t n)
 {
 	size_t i;
 
@@ -99,13 +99,13 @@ static int keys__kid_ok(const char *kid, size_t n)
 	return 1;
 }
 
-static int keys__add(struct keyset *ks, enum jwt_alg alg, const char *kid,
+static int add(struct keyset *ks, enum jwt_alg alg, const char *kid,
 		     const uint8_t *material, size_t len)
 {
 	struct keyset_key *k;
 	size_t i;
 
-	if (kid && !keys__kid_ok(kid, strlen(kid)))
+	if (kid && !kid_ok(kid, strlen(kid)))
 		return -EINVAL;
 	for (i = 0; kid && i < ks->n; i++)
 		if (!strcmp(ks->keys[i].kid, kid))
@@ -126,7 +126,7 @@ int keyset_add_hs256(struct keyset *ks, const char *kid, const uint8_t *secret,
 {
 	if (len < 1 || len > KEYS_HS256_MAX)
 		return -EINVAL;
-	return keys__add(ks, JWT_HS256, kid, secret, len);
+	return add(ks, JWT_HS256, kid, secret, len);
 }
 
 int keyset_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[32])
@@ -135,7 +135,7 @@ int keyset_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[
 	   key generator produces. */
 	if (!crypto_core_ed25519_is_valid_point(pk))
 		return -EINVAL;
-	return keys__add(ks, JWT_EDDSA, kid, pk, 32);
+	return add(ks, JWT_EDDSA, kid, pk, 32);
 }
 
 size_t keyset_count(const struct keyset *ks)
@@ -149,12 +149,12 @@ const struct keyset_key *keyset_get(const struct keyset *ks, size_t i)
 }
 
 /* Splits "[KID=]FILE" into kid (NUL-terminated, "" if none) and path. */
-static const char *keys__split_spec(const char *spec, char kid[KEYS_KID_MAX + 1])
+static const char *split_spec(const char *spec, char kid[KEYS_KID_MAX + 1])
 {
 	const char *eq = strchr(spec, '=');
 
 	kid[0] = '\0';
-	if (!eq || !keys__kid_ok(spec, (size_t)(eq - spec)))
+	if (!eq || !kid_ok(spec, (size_t)(eq - spec)))
 		return spec;
 	memcpy(kid, spec, (size_t)(eq - spec));
 	kid[eq - spec] = '\0';
@@ -174,7 +174,7 @@ int keys_read_hs256_secret(const char *path, struct buf *out, char *err, size_t 
 	while (n > 0 && (buf_head(&raw)[n - 1] == '\n' || buf_head(&raw)[n - 1] == '\r'))
 		n--;
 	if (n < KEYS_HS256_MIN_FILE || n > KEYS_HS256_MAX) {
-		keys__err(err, errlen,
+		set_error(err, errlen,
 			  "%s: an HS256 secret must be %d..%d bytes, not %zu", path,
 			  KEYS_HS256_MIN_FILE, KEYS_HS256_MAX, n);
 		rc = -EINVAL;
@@ -182,27 +182,27 @@ int keys_read_hs256_secret(const char *path, struct buf *out, char *err, size_t 
 	}
 	buf_append(out, buf_head(&raw), n);
 out_wipe:
-	keys__wipe_buf(&raw);
+	wipe_buf(&raw);
 	return rc;
 }
 
 /* Reports an add failure in words. */
-static int keys__add_failed(int rc, const char *path, const char *kid, char *err,
+static int add_failed(int rc, const char *path, const char *kid, char *err,
 			    size_t errlen)
 {
 	if (rc == -EEXIST)
-		keys__err(err, errlen, "%s: kid \"%s\" is used twice", path, kid);
+		set_error(err, errlen, "%s: kid \"%s\" is used twice", path, kid);
 	else if (rc == -ENOSPC)
-		keys__err(err, errlen, "%s: more than %d keys", path, KEYS_MAX);
+		set_error(err, errlen, "%s: more than %d keys", path, KEYS_MAX);
 	else
-		keys__err(err, errlen, "%s: invalid key", path);
+		set_error(err, errlen, "%s: invalid key", path);
 	return rc;
 }
 
 int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_t errlen)
 {
 	char kid[KEYS_KID_MAX + 1];
-	const char *path = keys__split_spec(spec, kid);
+	const char *path = split_spec(spec, kid);
 	struct buf secret = BUF_INIT;
 	int rc;
 
@@ -211,9 +211,9 @@ int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_
 		rc = keyset_add_hs256(ks, kid[0] ? kid : NULL, buf_head(&secret),
 				      buf_size(&secret));
 		if (rc < 0)
-			keys__add_failed(rc, path, kid, err, errlen);
+			add_failed(rc, path, kid, err, errlen);
 	}
-	keys__wipe_buf(&secret);
+	wipe_buf(&secret);
 	return rc;
 }
 
@@ -221,7 +221,7 @@ int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
 			     size_t errlen)
 {
 	char kid[KEYS_KID_MAX + 1];
-	const char *path = keys__split_spec(spec, kid);
+	const char *path = split_spec(spec, kid);
 	struct buf text = BUF_INIT;
 	uint8_t pk[32];
 	int rc;
@@ -231,7 +231,7 @@ int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
 		goto out_free;
 	rc = keys_parse_public((const char *)buf_head(&text), buf_size(&text), pk);
 	if (rc < 0) {
-		keys__err(err, errlen,
+		set_error(err, errlen,
 			  "%s: not an Ed25519 public key (PEM \"PUBLIC KEY\" or base64 "
 			  "of 32 bytes)",
 			  path);
@@ -239,14 +239,14 @@ int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
 	}
 	rc = keyset_add_ed25519_pub(ks, kid[0] ? kid : NULL, pk);
 	if (rc < 0)
-		keys__add_failed(rc, path, kid, err, errlen);
+		add_failed(rc, path, kid, err, errlen);
 out_free:
 	buf_free(&text);
 	return rc;
 }
 
 /* Appends a PEM block: the base64 of der in 64-column lines. */
-static void keys__pem(const char *label, const uint8_t *der, size_t n, struct buf *out)
+static void pem(const char *label, const uint8_t *der, size_t n, struct buf *out)
 {
 	struct buf b64 = BUF_INIT;
 	size_t i, line;
@@ -259,30 +259,30 @@ static void keys__pem(const char *label, const uint8_t *der, size_t n, struct bu
 		buf_append(out, "\n", 1);
 	}
 	buf_appendf(out, "-----END %s-----\n", label);
-	keys__wipe_buf(&b64);
+	wipe_buf(&b64);
 }
 
 void keys_pem_private(const uint8_t seed[32], struct buf *out)
 {
-	uint8_t der[sizeof(keys__pkcs8_prefix) + 32];
+	uint8_t der[sizeof(pkcs8_prefix) + 32];
 
-	memcpy(der, keys__pkcs8_prefix, sizeof(keys__pkcs8_prefix));
-	memcpy(der + sizeof(keys__pkcs8_prefix), seed, 32);
-	keys__pem("PRIVATE KEY", der, sizeof(der), out);
+	memcpy(der, pkcs8_prefix, sizeof(pkcs8_prefix));
+	memcpy(der + sizeof(pkcs8_prefix), seed, 32);
+	pem("PRIVATE KEY", der, sizeof(der), out);
 	sodium_memzero(der, sizeof(der));
 }
 
 void keys_pem_public(const uint8_t pk[32], struct buf *out)
 {
-	uint8_t der[sizeof(keys__spki_prefix) + 32];
+	uint8_t der[sizeof(spki_prefix) + 32];
 
-	memcpy(der, keys__spki_prefix, sizeof(keys__spki_prefix));
-	memcpy(der + sizeof(keys__spki_prefix), pk, 32);
-	keys__pem("PUBLIC KEY", der, sizeof(der), out);
+	memcpy(der, spki_prefix, sizeof(spki_prefix));
+	memcpy(der + sizeof(spki_prefix), pk, 32);
+	pem("PUBLIC KEY", der, sizeof(der), out);
 }
 
 /* Finds s (length sn) in text[0, n); returns its offset or -1. */
-static ssize_t keys__find(const char *text, size_t n, const char *s)
+static ssize_t find(const char *text, size_t n, const char *s)
 {
 	size_t sn = strlen(s), i;
 
@@ -295,7 +295,7 @@ static ssize_t keys__find(const char *text, size_t n, const char *s)
 /* Decodes the first PEM block labelled label into der (appended). Text
    around the block is ignored, as openssl does; inside, only base64 and
    line breaks. */
-static int keys__pem_decode(const char *text, size_t n, const char *label,
+static int pem_decode(const char *text, size_t n, const char *label,
 			    struct buf *der)
 {
 	char begin[64], end[64];
@@ -306,18 +306,18 @@ static int keys__pem_decode(const char *text, size_t n, const char *label,
 
 	snprintf(begin, sizeof(begin), "-----BEGIN %s-----", label);
 	snprintf(end, sizeof(end), "-----END %s-----", label);
-	b = keys__find(text, n, begin);
+	b = find(text, n, begin);
 	if (b < 0)
 		return -EINVAL;
 	b += (ssize_t)strlen(begin);
-	e = keys__find(text + b, n - (size_t)b, end);
+	e = find(text + b, n - (size_t)b, end);
 	if (e < 0)
 		return -EINVAL;
 	for (i = (size_t)b; i < (size_t)b + (size_t)e; i++)
-		if (!keys__space(text[i]))
+		if (!space(text[i]))
 			buf_append(&b64, &text[i], 1);
 	rc = b64_decode((const char *)buf_head(&b64), buf_size(&b64), der);
-	keys__wipe_buf(&b64);
+	wipe_buf(&b64);
 	return rc;
 }
 
@@ -327,29 +327,29 @@ int keys_parse_private(const char *text, size_t n, uint8_t sk[64])
 	uint8_t pk[32];
 	int rc = -EINVAL;
 
-	if (keys__pem_decode(text, n, "PRIVATE KEY", &der) < 0)
+	if (pem_decode(text, n, "PRIVATE KEY", &der) < 0)
 		goto out_wipe;
-	if (buf_size(&der) != sizeof(keys__pkcs8_prefix) + 32 ||
-	    memcmp(buf_head(&der), keys__pkcs8_prefix, sizeof(keys__pkcs8_prefix)))
+	if (buf_size(&der) != sizeof(pkcs8_prefix) + 32 ||
+	    memcmp(buf_head(&der), pkcs8_prefix, sizeof(pkcs8_prefix)))
 		goto out_wipe;
 	if (sodium_init() < 0 ||
-	    crypto_sign_seed_keypair(pk, sk, buf_head(&der) + sizeof(keys__pkcs8_prefix)))
+	    crypto_sign_seed_keypair(pk, sk, buf_head(&der) + sizeof(pkcs8_prefix)))
 		goto out_wipe;
 	rc = 0;
 out_wipe:
-	keys__wipe_buf(&der);
+	wipe_buf(&der);
 	return rc;
 }
 
 /* The base64 of 32 raw bytes, whitespace around it allowed. */
-static int keys__parse_raw_b64(const char *text, size_t n, uint8_t pk[32])
+static int parse_raw_b64(const char *text, size_t n, uint8_t pk[32])
 {
 	struct buf raw = BUF_INIT;
 	int rc = -EINVAL;
 
-	while (n > 0 && keys__space(text[n - 1]))
+	while (n > 0 && space(text[n - 1]))
 		n--;
-	while (n > 0 && keys__space(text[0])) {
+	while (n > 0 && space(text[0])) {
 		text++;
 		n--;
 	}
@@ -367,12 +367,12 @@ int keys_parse_public(const char *text, size_t n, uint8_t pk[32])
 	struct buf der = BUF_INIT;
 	int rc = -EINVAL;
 
-	if (keys__find(text, n, "-----BEGIN") < 0)
-		return keys__parse_raw_b64(text, n, pk);
-	if (keys__pem_decode(text, n, "PUBLIC KEY", &der) == 0 &&
-	    buf_size(&der) == sizeof(keys__spki_prefix) + 32 &&
-	    !memcmp(buf_head(&der), keys__spki_prefix, sizeof(keys__spki_prefix))) {
-		memcpy(pk, buf_head(&der) + sizeof(keys__spki_prefix), 32);
+	if (find(text, n, "-----BEGIN") < 0)
+		return parse_raw_b64(text, n, pk);
+	if (pem_decode(text, n, "PUBLIC KEY", &der) == 0 &&
+	    buf_size(&der) == sizeof(spki_prefix) + 32 &&
+	    !memcmp(buf_head(&der), spki_prefix, sizeof(spki_prefix))) {
+		memcpy(pk, buf_head(&der) + sizeof(spki_prefix), 32);
 		rc = 0;
 	}
 	buf_free(&der);
@@ -389,17 +389,17 @@ int keys_load_private_file(const char *path, uint8_t sk[64], char *err, size_t e
 		rc = keys_parse_private((const char *)buf_head(&text), buf_size(&text),
 					sk);
 		if (rc < 0)
-			keys__err(err, errlen,
+			set_error(err, errlen,
 				  "%s: not an Ed25519 private key (PEM \"PRIVATE KEY\", "
 				  "PKCS#8)",
 				  path);
 	}
-	keys__wipe_buf(&text);
+	wipe_buf(&text);
 	return rc;
 }
 
 /* Creates path (must not exist) with mode and writes data to it. */
-static int keys__write_new(const char *path, mode_t mode, const struct buf *data,
+static int write_new(const char *path, mode_t mode, const struct buf *data,
 			   char *err, size_t errlen)
 {
 	int fd, rc;
@@ -407,14 +407,14 @@ static int keys__write_new(const char *path, mode_t mode, const struct buf *data
 	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, mode);
 	if (fd < 0) {
 		rc = -errno;
-		keys__err(err, errlen, "%s: %s", path, strerror(-rc));
+		set_error(err, errlen, "%s: %s", path, strerror(-rc));
 		return rc;
 	}
 	rc = fd_write_all(fd, buf_head(data), buf_size(data));
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	if (rc < 0) {
-		keys__err(err, errlen, "%s: %s", path, strerror(-rc));
+		set_error(err, errlen, "%s: %s", path, strerror(-rc));
 		unlink(path);
 	}
 	return rc;
@@ -428,20 +428,20 @@ int keys_generate_files(const char *sk_path, const char *pk_path, char *err,
 	int rc;
 
 	if (sodium_init() < 0) {
-		keys__err(err, errlen, "libsodium failed to initialise");
+		set_error(err, errlen, "libsodium failed to initialise");
 		return -EIO;
 	}
 	crypto_sign_keypair(pk, sk);
 	keys_pem_private(sk, &priv); /* the first 32 bytes are the seed */
 	keys_pem_public(pk, &pub);
-	rc = keys__write_new(sk_path, 0600, &priv, err, errlen);
+	rc = write_new(sk_path, 0600, &priv, err, errlen);
 	if (rc == 0) {
-		rc = keys__write_new(pk_path, 0644, &pub, err, errlen);
+		rc = write_new(pk_path, 0644, &pub, err, errlen);
 		if (rc < 0)
 			unlink(sk_path);
 	}
 	sodium_memzero(sk, sizeof(sk));
-	keys__wipe_buf(&priv);
+	wipe_buf(&priv);
 	buf_free(&pub);
 	return rc;
 }

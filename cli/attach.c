@@ -110,14 +110,14 @@ struct attach {
 	int64_t resize_ms; /* a SIGWINCH is waiting to be sent then (0: none) */
 };
 
-static void attach__notice(const char *line, void *user)
+static void notice(const char *line, void *user)
 {
 	struct attach *a = user;
 
 	fprintf(stderr, "ptygate: %s%s", line, a->raw ? "\r\n" : "\n");
 }
 
-static void attach__screen(const uint8_t *p, size_t n, void *user)
+static void screen(const uint8_t *p, size_t n, void *user)
 {
 	struct attach *a = user;
 	ssize_t w;
@@ -136,7 +136,7 @@ static void attach__screen(const uint8_t *p, size_t n, void *user)
 	a->output_ms = time_mono_ms();
 }
 
-static void attach__text(const char *p, size_t n, void *user)
+static void text(const char *p, size_t n, void *user)
 {
 	struct attach *a = user;
 
@@ -150,17 +150,17 @@ static void attach__text(const char *p, size_t n, void *user)
 
 /* Sends a client frame (freeing msg). A failure shows up as the
    connection's end in the loop. */
-static void attach__send(struct attach *a, char *msg)
+static void send_msg(struct attach *a, char *msg)
 {
 	wsclient_send_text(a->ws, msg, strlen(msg));
 	free(msg);
 }
 
-static void attach__leave(struct attach *a)
+static void leave(struct attach *a)
 {
 	if (a->leaving)
 		return;
-	attach__send(a, ptyc_msg_leave());
+	send_msg(a, ptyc_msg_leave());
 	a->left = true;
 	a->leaving = true;
 	a->deadline = time_mono_ms() + ATTACH_LEAVE_MS;
@@ -168,14 +168,14 @@ static void attach__leave(struct attach *a)
 
 /* Whether input and resizes may go out: a controller, or not yet told
    otherwise after asking to be one. */
-static bool attach__controls(const struct attach *a)
+static bool controls(const struct attach *a)
 {
 	const char *role = ptyc_role(a->pc);
 
 	return *role ? !strcmp(role, "controller") : !a->join.observer;
 }
 
-static void attach__winsize(int fd, unsigned *cols, unsigned *rows)
+static void winsize(int fd, unsigned *cols, unsigned *rows)
 {
 	struct winsize w;
 
@@ -185,21 +185,21 @@ static void attach__winsize(int fd, unsigned *cols, unsigned *rows)
 	*rows = w.ws_row > PTG_DIM_MAX ? PTG_DIM_MAX : w.ws_row;
 }
 
-static void attach__resize(struct attach *a)
+static void resize(struct attach *a)
 {
 	unsigned cols = a->sent_cols, rows = a->sent_rows;
 
-	if (!a->tty || a->fixed_size || a->leaving || !attach__controls(a))
+	if (!a->tty || a->fixed_size || a->leaving || !controls(a))
 		return;
-	attach__winsize(STDIN_FILENO, &cols, &rows);
+	winsize(STDIN_FILENO, &cols, &rows);
 	if (cols == a->sent_cols && rows == a->sent_rows)
 		return;
-	attach__send(a, ptyc_msg_resize(cols, rows));
+	send_msg(a, ptyc_msg_resize(cols, rows));
 	a->sent_cols = cols;
 	a->sent_rows = rows;
 }
 
-static void attach__signal(struct attach *a)
+static void on_signal(struct attach *a)
 {
 	struct signalfd_siginfo si;
 
@@ -211,13 +211,13 @@ static void attach__signal(struct attach *a)
 			a->quit = true; /* a second signal: stop waiting */
 		} else {
 			a->detached = true;
-			attach__leave(a);
+			leave(a);
 		}
 	}
 }
 
 /* Sends n bytes of input in chunks, unless this client only observes. */
-static void attach__input(struct attach *a, const uint8_t *p, size_t n)
+static void input(struct attach *a, const uint8_t *p, size_t n)
 {
 	size_t k;
 
@@ -232,9 +232,9 @@ static void attach__input(struct attach *a, const uint8_t *p, size_t n)
 		buf_append(&a->early, p, n);
 		return;
 	}
-	if (!attach__controls(a)) {
+	if (!controls(a)) {
 		if (!a->told_observer)
-			attach__notice(
+			notice(
 			    a->tty ? "observer: input is ignored (Ctrl-] detaches)"
 				   : "observer: input is ignored",
 			    a);
@@ -243,11 +243,11 @@ static void attach__input(struct attach *a, const uint8_t *p, size_t n)
 	}
 	for (; n > 0; p += k, n -= k) {
 		k = n < PTYC_INPUT_CHUNK ? n : PTYC_INPUT_CHUNK;
-		attach__send(a, ptyc_msg_input(p, k));
+		send_msg(a, ptyc_msg_input(p, k));
 	}
 }
 
-static void attach__stdin(struct attach *a)
+static void on_stdin(struct attach *a)
 {
 	static uint8_t in[PTYC_INPUT_CHUNK];
 	const uint8_t *key;
@@ -258,22 +258,22 @@ static void attach__stdin(struct attach *a)
 		return;
 	if (n <= 0) {
 		/* A script's last command still answers: leave once the screen
-		   has been quiet a moment (attach__settle), not at once. */
+		   has been quiet a moment (settle), not at once. */
 		a->stdin_open = false;
 		a->eof_ms = time_mono_ms();
 		return;
 	}
 	key = a->tty ? memchr(in, ATTACH_DETACH_KEY, (size_t)n) : NULL;
-	attach__input(a, in, key ? (size_t)(key - in) : (size_t)n);
+	input(a, in, key ? (size_t)(key - in) : (size_t)n);
 	if (key) {
 		a->detached = true;
-		attach__leave(a);
+		leave(a);
 	}
 }
 
 /* After piped input ended: leave when output has been quiet for
    ATTACH_SETTLE_MS, or ATTACH_SETTLE_MAX_MS after the end at the latest. */
-static void attach__settle(struct attach *a)
+static void settle(struct attach *a)
 {
 	int64_t now = time_mono_ms();
 
@@ -281,11 +281,11 @@ static void attach__settle(struct attach *a)
 		return;
 	if ((now - a->output_ms >= ATTACH_SETTLE_MS && now - a->eof_ms >= ATTACH_SETTLE_MS) ||
 	    now - a->eof_ms >= ATTACH_SETTLE_MAX_MS)
-		attach__leave(a);
+		leave(a);
 }
 
 /* Past the deadline while leaving: close ourselves, then give up. */
-static void attach__timeout(struct attach *a)
+static void timeout(struct attach *a)
 {
 	if (!a->leaving || time_mono_ms() < a->deadline)
 		return;
@@ -299,15 +299,15 @@ static void attach__timeout(struct attach *a)
 }
 
 /* A debounced SIGWINCH whose time has come. */
-static void attach__resize_due(struct attach *a)
+static void resize_due(struct attach *a)
 {
 	if (a->resize_ms && time_mono_ms() >= a->resize_ms) {
 		a->resize_ms = 0;
-		attach__resize(a);
+		resize(a);
 	}
 }
 
-static int attach__poll_timeout(const struct attach *a)
+static int poll_timeout(const struct attach *a)
 {
 	int64_t left;
 
@@ -323,7 +323,7 @@ static int attach__poll_timeout(const struct attach *a)
 	return left < 0 ? 0 : left > INT_MAX ? INT_MAX : (int)left;
 }
 
-static void attach__loop(struct attach *a)
+static void loop(struct attach *a)
 {
 	struct pollfd p[3];
 	int n;
@@ -338,22 +338,22 @@ static void attach__loop(struct attach *a)
 		if (!a->stdin_open || a->leaving || (!a->tty && !*ptyc_role(a->pc)) ||
 		    wsclient_queued(a->ws) > ATTACH_QUEUE_MAX)
 			p[2].fd = -1;
-		n = poll(p, 3, attach__poll_timeout(a));
+		n = poll(p, 3, poll_timeout(a));
 		if (n < 0 && errno != EINTR)
 			break;
 		if (n > 0 && p[0].revents && wsclient_handle(a->ws, p[0].revents) < 0)
 			break; /* the connection is gone; wsclient_close_code says 1006 */
 		if (*ptyc_role(a->pc) && buf_size(&a->early)) {
-			attach__input(a, buf_head(&a->early), buf_size(&a->early));
+			input(a, buf_head(&a->early), buf_size(&a->early));
 			buf_free(&a->early);
 		}
 		if (n > 0 && p[1].revents)
-			attach__signal(a);
+			on_signal(a);
 		if (n > 0 && p[2].fd >= 0 && p[2].revents)
-			attach__stdin(a);
-		attach__resize_due(a);
-		attach__settle(a);
-		attach__timeout(a);
+			on_stdin(a);
+		resize_due(a);
+		settle(a);
+		timeout(a);
 	}
 }
 
@@ -386,7 +386,7 @@ static const struct option attach_opts[] = {
 
 /* Whether s is UTF-8 of at most PTG_LABEL_MAX_CHARS characters, the
    bound SPEC 5.1 sets on client_label (characters, not bytes). */
-static bool attach__label_ok(const char *s)
+static bool label_ok(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t n = strlen(s), chars = 0, len;
@@ -400,7 +400,7 @@ static bool attach__label_ok(const char *s)
 /* Copies the path segment at *p (up to '/' or the end) into out: an id
    of 1..PTG_ID_MAX characters of [A-Za-z0-9._~:@-], which need no
    percent-decoding. */
-static int attach__url_id(const char **p, char *out)
+static int url_id(const char **p, char *out)
 {
 	size_t n = strcspn(*p, "/");
 
@@ -415,7 +415,7 @@ static int attach__url_id(const char **p, char *out)
 }
 
 /* --url ws://HOST:PORT[/prefix]/agents/I/sessions/S[/attach] */
-static int attach__url(struct attach *a, const char *url)
+static int parse_url(struct attach *a, const char *url)
 {
 	const char *ag = strstr(url, "/agents/"), *p;
 	size_t base;
@@ -423,10 +423,10 @@ static int attach__url(struct attach *a, const char *url)
 	if (!ag || (base = (size_t)(ag - url)) >= sizeof(a->url_gateway))
 		goto bad;
 	p = ag + strlen("/agents/");
-	if (attach__url_id(&p, a->url_instance) < 0 || strncmp(p, "/sessions/", 10) != 0)
+	if (url_id(&p, a->url_instance) < 0 || strncmp(p, "/sessions/", 10) != 0)
 		goto bad;
 	p += 10;
-	if (attach__url_id(&p, a->url_session) < 0)
+	if (url_id(&p, a->url_session) < 0)
 		goto bad;
 	if (*p && strcmp(p, "/attach") != 0 && strcmp(p, "/attach/") != 0 && strcmp(p, "/"))
 		goto bad;
@@ -441,13 +441,13 @@ bad:
 			       "ws://HOST:PORT/agents/INSTANCE/sessions/SESSION/attach", url);
 }
 
-static int attach__option(struct attach *a, int c, const char *arg)
+static int option(struct attach *a, int c, const char *arg)
 {
 	uint64_t v;
 
 	switch (c) {
 	case ATTACH_OPT_URL:
-		return attach__url(a, arg);
+		return parse_url(a, arg);
 	case ATTACH_OPT_CA_FILE:
 		a->tls.ca_file = arg;
 		break;
@@ -467,7 +467,7 @@ static int attach__option(struct attach *a, int c, const char *arg)
 		a->join.replay_from = v;
 		break;
 	case ATTACH_OPT_LABEL:
-		if (!attach__label_ok(arg))
+		if (!label_ok(arg))
 			return cli_usage_error("attach",
 					       "--label must be UTF-8 of at "
 					       "most %d characters",
@@ -488,7 +488,7 @@ static int attach__option(struct attach *a, int c, const char *arg)
 }
 
 /* "$USER@host", cut to the protocol's limit. */
-static void attach__default_label(char *out, size_t n)
+static void default_label(char *out, size_t n)
 {
 	const struct passwd *pw;
 	const char *user = getenv("USER");
@@ -512,7 +512,7 @@ static void attach__default_label(char *out, size_t n)
 }
 
 /* Options into a; CLI_OK, CLI_USAGE, or -1 after --help. */
-static int attach__parse(struct attach *a, int argc, char **argv)
+static int parse(struct attach *a, int argc, char **argv)
 {
 	struct wsclient_addr addr;
 	char err[256];
@@ -527,7 +527,7 @@ static int attach__parse(struct attach *a, int argc, char **argv)
 		if (c == '?' || c == ':')
 			return cli_getopt_error("attach", argv, c);
 		if (!cli_target_option(&a->target, c, optarg)) {
-			rc = attach__option(a, c, optarg);
+			rc = option(a, c, optarg);
 			if (rc != CLI_OK)
 				return rc;
 		}
@@ -550,14 +550,14 @@ static int attach__parse(struct attach *a, int argc, char **argv)
 }
 
 /* The size to join with: --cols/--rows, else the terminal's, else 80x24. */
-static void attach__join_size(struct attach *a)
+static void join_size(struct attach *a)
 {
 	unsigned cols = ATTACH_DEFAULT_COLS, rows = ATTACH_DEFAULT_ROWS;
 
 	if (isatty(STDIN_FILENO))
-		attach__winsize(STDIN_FILENO, &cols, &rows);
+		winsize(STDIN_FILENO, &cols, &rows);
 	else if (isatty(STDOUT_FILENO))
-		attach__winsize(STDOUT_FILENO, &cols, &rows);
+		winsize(STDOUT_FILENO, &cols, &rows);
 	if (!a->join.cols)
 		a->join.cols = cols;
 	if (!a->join.rows)
@@ -567,7 +567,7 @@ static void attach__join_size(struct attach *a)
 }
 
 /* Signals become readable events; SIGPIPE becomes EPIPE. */
-static int attach__signals(struct attach *a)
+static int signals(struct attach *a)
 {
 	sigset_t set;
 
@@ -584,7 +584,7 @@ static int attach__signals(struct attach *a)
 }
 
 /* The last line: how the connection ended. Returns the exit code. */
-static int attach__farewell(struct attach *a)
+static int farewell(struct attach *a)
 {
 	uint16_t code = wsclient_close_code(a->ws);
 	const char *reason = "";
@@ -596,7 +596,7 @@ static int attach__farewell(struct attach *a)
 	if (ptyc_closed(a->pc, &exit_code)) /* ptyc said "session ended: exit code N" */
 		return exit_code < 0 ? CLI_FAIL : exit_code & 0xff; /* ours, as with ssh */
 	if (a->detached) {
-		attach__notice("detached; the session keeps running", a);
+		notice("detached; the session keeps running", a);
 		return CLI_OK;
 	}
 	if (code == WSCLIENT_CLOSE_LOST)
@@ -605,12 +605,12 @@ static int attach__farewell(struct attach *a)
 		snprintf(line, sizeof(line), "disconnected: %s (close %u)", reason, code);
 	else
 		snprintf(line, sizeof(line), "connection closed (close %u)", code);
-	attach__notice(line, a);
+	notice(line, a);
 	return code == 1000 ? CLI_OK : CLI_FAIL;
 }
 
 /* The attach URL path of SPEC 1, escaped. */
-static char *attach__path(const struct attach *a)
+static char *url_path(const struct attach *a)
 {
 	struct buf b = BUF_INIT;
 	size_t n;
@@ -624,15 +624,15 @@ static char *attach__path(const struct attach *a)
 }
 
 /* Connects and joins; CLI_OK or CLI_FAIL with the reason printed. */
-static int attach__open(struct attach *a)
+static int dial(struct attach *a)
 {
-	static const struct wsclient_callbacks wcb = {.on_text = attach__text};
-	static const struct ptyc_callbacks pcb = {attach__screen, attach__notice};
-	char err[512], *path = attach__path(a);
+	static const struct wsclient_callbacks wcb = {.on_text = text};
+	static const struct ptyc_callbacks pcb = {screen, notice};
+	char err[512], *path = url_path(a);
 
 	a->pc = ptyc_new(&pcb, a);
 	if (a->tls.insecure)
-		attach__notice("warning: --insecure: the gateway's certificate is not "
+		notice("warning: --insecure: the gateway's certificate is not "
 			       "checked; anyone on the path can read the session", a);
 	a->ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
 				     ATTACH_CONNECT_MS, &a->tls, &wcb, a, err, sizeof(err));
@@ -641,14 +641,14 @@ static int attach__open(struct attach *a)
 		cli_error("%s", err);
 		return CLI_FAIL;
 	}
-	attach__send(a, ptyc_msg_join(&a->join));
+	send_msg(a, ptyc_msg_join(&a->join));
 	return CLI_OK;
 }
 
 /* Whether the connection's end was a drop that a reconnect repairs: not
    a leave of ours, not the session's end, not a refusal to come back
    (expired or revoked token, session gone, protocol violations). */
-static bool attach__should_reconnect(struct attach *a)
+static bool should_reconnect(struct attach *a)
 {
 	uint16_t code = wsclient_close_code(a->ws);
 	const char *reason = "";
@@ -664,7 +664,7 @@ static bool attach__should_reconnect(struct attach *a)
 
 /* Exponential, +-20% jitter so that clients of a restarted gateway do not
    all come back at the same instant. */
-static int64_t attach__backoff_ms(unsigned attempt)
+static int64_t backoff_ms(unsigned attempt)
 {
 	int64_t ms = ATTACH_BACKOFF_FIRST_MS << (attempt < 8 ? attempt : 8);
 	uint32_t r;
@@ -678,7 +678,7 @@ static int64_t attach__backoff_ms(unsigned attempt)
 /* Waits until due while watching the signals and the keyboard: Ctrl-] or
    a signal gives up (detached). Keys typed meanwhile are read and
    dropped: input belongs to the connection it was typed on. */
-static void attach__wait_away(struct attach *a, int64_t due)
+static void wait_away(struct attach *a, int64_t due)
 {
 	static uint8_t in[4096];
 	struct pollfd p[2];
@@ -705,7 +705,7 @@ static void attach__wait_away(struct attach *a, int64_t due)
 }
 
 /* A refusal that will not change by trying again. */
-static bool attach__refusal_final(const char *err)
+static bool refusal_final(const char *err)
 {
 	return strstr(err, "HTTP 400") || strstr(err, "HTTP 401") ||
 	       strstr(err, "HTTP 403") || strstr(err, "HTTP 404");
@@ -714,29 +714,29 @@ static bool attach__refusal_final(const char *err)
 /* Reconnects after a drop, with backoff, until joined again (CLI_OK) or
    given up (detached, or refused for good: CLI_FAIL, reason printed). The
    join replays from the last sequence applied, with the role held. */
-static int attach__reconnect(struct attach *a)
+static int reconnect(struct attach *a)
 {
-	static const struct wsclient_callbacks wcb = {.on_text = attach__text};
-	static const struct ptyc_callbacks pcb = {attach__screen, attach__notice};
+	static const struct wsclient_callbacks wcb = {.on_text = text};
+	static const struct ptyc_callbacks pcb = {screen, notice};
 	uint64_t last = ptyc_last_sequence(a->pc);
-	bool observer = !attach__controls(a);
-	char err[512], line[640], *path = attach__path(a);
+	bool observer = !controls(a);
+	char err[512], line[640], *path = url_path(a);
 	struct wsclient *ws;
 	int64_t wait;
 
 	buf_free(&a->early); /* typed before the drop: never sent */
 	for (err[0] = '\0'; !a->detached; a->attempt++) {
-		wait = attach__backoff_ms(a->attempt);
+		wait = backoff_ms(a->attempt);
 		snprintf(line, sizeof(line), "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
 			 err[0] ? ": " : "", err, (double)wait / 1000);
-		attach__notice(line, a);
-		attach__wait_away(a, time_mono_ms() + wait);
+		notice(line, a);
+		wait_away(a, time_mono_ms() + wait);
 		if (a->detached)
 			break;
 		ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
 					  ATTACH_RECONNECT_CONNECT_MS, &a->tls, &wcb, a, err,
 					  sizeof(err));
-		if (!ws && attach__refusal_final(err)) {
+		if (!ws && refusal_final(err)) {
 			cli_error("%s", err);
 			free(path);
 			return CLI_FAIL;
@@ -749,7 +749,7 @@ static int attach__reconnect(struct attach *a)
 		a->pc = ptyc_new(&pcb, a);
 		a->join.observer = observer;
 		if (a->tty && !a->fixed_size) /* the window may have changed meanwhile */
-			attach__winsize(STDIN_FILENO, &a->join.cols, &a->join.rows);
+			winsize(STDIN_FILENO, &a->join.cols, &a->join.rows);
 		a->sent_cols = a->join.cols;
 		a->sent_rows = a->join.rows;
 		a->join.replay = last > 0;
@@ -757,10 +757,10 @@ static int attach__reconnect(struct attach *a)
 		a->leaving = a->close_sent = false;
 		a->rejoined = true;
 		a->attempt = 0;
-		attach__send(a, ptyc_msg_join(&a->join));
+		send_msg(a, ptyc_msg_join(&a->join));
 		snprintf(line, sizeof(line), "reconnected; replaying after sequence %llu",
 			 (unsigned long long)last);
-		attach__notice(line, a);
+		notice(line, a);
 		free(path);
 		return CLI_OK;
 	}
@@ -768,37 +768,37 @@ static int attach__reconnect(struct attach *a)
 	return CLI_FAIL;
 }
 
-static int attach__run(struct attach *a)
+static int run(struct attach *a)
 {
 	int rc;
 
-	attach__join_size(a);
+	join_size(a);
 	if (!a->label[0])
-		attach__default_label(a->label, sizeof(a->label));
+		default_label(a->label, sizeof(a->label));
 	a->join.label = a->label;
 	a->tty = isatty(STDIN_FILENO);
 	a->stdin_open = true;
 	a->sigfd = -1;
-	rc = attach__open(a);
+	rc = dial(a);
 	if (rc != CLI_OK)
 		return rc;
-	if (attach__signals(a) < 0) {
+	if (signals(a) < 0) {
 		cli_error("cannot set up signal handling: %s", strerror(errno));
 		return CLI_FAIL;
 	}
 	if (a->tty && rawtty_enter(STDIN_FILENO) == 0)
 		a->raw = true;
-	attach__loop(a);
-	while (attach__should_reconnect(a) && attach__reconnect(a) == CLI_OK)
-		attach__loop(a);
+	loop(a);
+	while (should_reconnect(a) && reconnect(a) == CLI_OK)
+		loop(a);
 	if (a->raw && isatty(STDOUT_FILENO)) {
 		rawtty_reset_modes(STDOUT_FILENO);
-		attach__screen((const uint8_t *)"\r\n", 2,
+		screen((const uint8_t *)"\r\n", 2,
 			       a); /* farewell on its own line */
 	}
 	rawtty_restore();
 	a->raw = false;
-	return attach__farewell(a);
+	return farewell(a);
 }
 
 int attach_main(int argc, char **argv)
@@ -806,9 +806,9 @@ int attach_main(int argc, char **argv)
 	struct attach a = {0};
 	int rc;
 
-	rc = attach__parse(&a, argc, argv);
+	rc = parse(&a, argc, argv);
 	if (rc == CLI_OK)
-		rc = attach__run(&a);
+		rc = run(&a);
 	else if (rc < 0)
 		rc = CLI_OK;
 	if (a.sigfd > 0)

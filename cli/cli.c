@@ -76,7 +76,7 @@ bool cli_target_option(struct cli_target *t, int c, const char *arg)
 
 /* A JWT is base64url and dots; anything else (a space, CR or LF above
    all) must never reach an HTTP header line. */
-static bool cli__token_ok(const char *s, size_t n)
+static bool token_ok(const char *s, size_t n)
 {
 	size_t i;
 
@@ -89,7 +89,7 @@ static bool cli__token_ok(const char *s, size_t n)
 }
 
 /* Copies the token out of text, without surrounding whitespace. */
-static int cli__take_token(struct cli_target *t, const char *text, size_t n,
+static int take_token(struct cli_target *t, const char *text, size_t n,
 			   const char *cmd, const char *from)
 {
 	while (n && (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n'))
@@ -97,7 +97,7 @@ static int cli__take_token(struct cli_target *t, const char *text, size_t n,
 	while (n && (text[n - 1] == ' ' || text[n - 1] == '\t' || text[n - 1] == '\r' ||
 		     text[n - 1] == '\n'))
 		n--;
-	if (!cli__token_ok(text, n))
+	if (!token_ok(text, n))
 		return cli_usage_error(cmd,
 				       "the token from %s is empty, too long or "
 				       "holds characters a JWT cannot",
@@ -106,7 +106,7 @@ static int cli__take_token(struct cli_target *t, const char *text, size_t n,
 	return CLI_OK;
 }
 
-static int cli__load_token(struct cli_target *t, const char *cmd)
+static int load_token(struct cli_target *t, const char *cmd)
 {
 	struct buf b = BUF_INIT;
 	char err[256];
@@ -119,7 +119,7 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 		/* Kept for scripts, but a command line is public (ps, /proc). */
 		fprintf(stderr, "ptygate %s: warning: --token is visible to other users "
 				"(ps); prefer --token-file or PTYGATE_TOKEN\n", cmd);
-		return cli__take_token(t, t->token_arg, strlen(t->token_arg), cmd,
+		return take_token(t, t->token_arg, strlen(t->token_arg), cmd,
 				       "--token");
 	}
 	if (!t->token_file) {
@@ -127,7 +127,7 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 			return cli_usage_error(cmd,
 					       "no token: give --token, --token-file "
 					       "or set PTYGATE_TOKEN");
-		return cli__take_token(t, env, strlen(env), cmd, "PTYGATE_TOKEN");
+		return take_token(t, env, strlen(env), cmd, "PTYGATE_TOKEN");
 	}
 	/* Not FDIO_REGULAR: a token may come through a pipe, <(command). */
 	rc = fd_read_file(t->token_file, 0, JWT_MAX_TOKEN + 64, &b, err, sizeof(err));
@@ -135,7 +135,7 @@ static int cli__load_token(struct cli_target *t, const char *cmd)
 		cli_error("%s", err);
 		rc = CLI_FAIL;
 	} else {
-		rc = cli__take_token(t, (const char *)buf_head(&b), buf_size(&b), cmd,
+		rc = take_token(t, (const char *)buf_head(&b), buf_size(&b), cmd,
 				     t->token_file);
 	}
 	if (b.data)
@@ -167,7 +167,7 @@ int cli_target_finish(struct cli_target *t, const char *cmd)
 	if (strlen(t->instance) > PTG_ID_MAX)
 		return cli_usage_error(cmd, "--instance is longer than %d bytes",
 				       PTG_ID_MAX);
-	return cli__load_token(t, cmd);
+	return load_token(t, cmd);
 }
 
 void cli_target_clear(struct cli_target *t)

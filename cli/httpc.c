@@ -12,7 +12,7 @@
 #include "httpc.h"
 
 /* libcurl's write callback: appends to the body, refusing past the cap. */
-static size_t httpc__write(char *p, size_t size, size_t nmemb, void *user)
+static size_t collect_body(char *p, size_t size, size_t nmemb, void *user)
 {
 	struct buf *b = user;
 	size_t n = size * nmemb;
@@ -25,7 +25,7 @@ static size_t httpc__write(char *p, size_t size, size_t nmemb, void *user)
 
 /* The request headers; auth is the caller's wiped storage for the
    Authorization line. */
-static struct curl_slist *httpc__headers(const char *bearer, const char *json,
+static struct curl_slist *headers(const char *bearer, const char *json,
 					 struct buf *auth)
 {
 	struct curl_slist *h = NULL;
@@ -41,13 +41,13 @@ static struct curl_slist *httpc__headers(const char *bearer, const char *json,
 	return h;
 }
 
-static void httpc__setup(CURL *c, const char *method, const char *url, const char *json,
+static void setup(CURL *c, const char *method, const char *url, const char *json,
 			 struct curl_slist *h, struct httpc_response *r, char *ebuf)
 {
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, httpc__write);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)HTTPC_TIMEOUT_MS);
@@ -79,8 +79,8 @@ int httpc_request(const char *method, const char *url, const char *bearer,
 		snprintf(err, errlen, "libcurl failed to initialise");
 		return -EIO;
 	}
-	h = httpc__headers(bearer, json, &auth);
-	httpc__setup(c, method, url, json, h, r, ebuf);
+	h = headers(bearer, json, &auth);
+	setup(c, method, url, json, h, r, ebuf);
 	cc = curl_easy_perform(c);
 	if (cc != CURLE_OK) {
 		snprintf(err, errlen, "%s %s: %s", method, url,

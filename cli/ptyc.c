@@ -47,10 +47,10 @@ struct ptyc_handler {
 	int (*fn)(struct ptyc *p, const json_t *env, const json_t *payload);
 };
 
-static void ptyc__notice(struct ptyc *p, const char *fmt, ...)
+static void notice(struct ptyc *p, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
-static void ptyc__notice(struct ptyc *p, const char *fmt, ...)
+static void notice(struct ptyc *p, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
@@ -67,7 +67,7 @@ static void ptyc__notice(struct ptyc *p, const char *fmt, ...)
 		p->cb.on_notice(line, p->user);
 }
 
-static const char *ptyc__str(const json_t *o, const char *key)
+static const char *str(const json_t *o, const char *key)
 {
 	const char *s = json_string_value(json_object_get(o, key));
 
@@ -75,7 +75,7 @@ static const char *ptyc__str(const json_t *o, const char *key)
 }
 
 /* The envelope's sequence; false when it has none. */
-static bool ptyc__sequence(const json_t *env, uint64_t *seq)
+static bool sequence(const json_t *env, uint64_t *seq)
 {
 	const json_t *v = json_object_get(env, "sequence");
 
@@ -86,7 +86,7 @@ static bool ptyc__sequence(const json_t *env, uint64_t *seq)
 }
 
 /* Writes a snapshot with its leading RIS replaced by PTYC_SOFT_RESET. */
-static void ptyc__screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
+static void screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
 {
 	size_t win = n < PTYC_RIS_WINDOW ? n : PTYC_RIS_WINDOW;
 	const uint8_t *ris = memmem(s, win, PTYC_RIS, 2);
@@ -105,7 +105,7 @@ static void ptyc__screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
    written only when the screen needs one: a connection that applied its
    join's Keyframe receives every frame after it (or PTY_OUTPUT_LAGGED),
    so a periodic Keyframe would only repaint the same screen. */
-static int ptyc__apply(struct ptyc *p, const json_t *payload, const char *key,
+static int apply(struct ptyc *p, const json_t *payload, const char *key,
 		       bool has_seq, uint64_t seq)
 {
 	bool snapshot = !strcmp(key, "snapshot");
@@ -129,87 +129,87 @@ static int ptyc__apply(struct ptyc *p, const json_t *payload, const char *key,
 	if (snapshot)
 		p->synced = true;
 	if (buf_size(&b) && p->cb.on_screen && snapshot)
-		ptyc__screen_snapshot(p, buf_head(&b), buf_size(&b));
+		screen_snapshot(p, buf_head(&b), buf_size(&b));
 	else if (buf_size(&b) && p->cb.on_screen)
 		p->cb.on_screen(buf_head(&b), buf_size(&b), p->user);
 	buf_free(&b);
 	return 0;
 }
 
-static int ptyc__output(struct ptyc *p, const json_t *env, const json_t *payload)
+static int output(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	uint64_t seq = 0;
-	bool has = ptyc__sequence(env, &seq);
+	bool has = sequence(env, &seq);
 
-	return ptyc__apply(p, payload, "data", has, seq);
+	return apply(p, payload, "data", has, seq);
 }
 
-static int ptyc__keyframe(struct ptyc *p, const json_t *env, const json_t *payload)
+static int keyframe(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	const json_t *anchor = json_object_get(payload, "anchor_sequence");
 	uint64_t seq = 0;
-	bool has = ptyc__sequence(env, &seq);
+	bool has = sequence(env, &seq);
 
-	if (strcmp(ptyc__str(payload, "snapshot_format"), PTYC_SNAPSHOT_FORMAT)) {
-		ptyc__notice(p, "ignored a Keyframe in format '%s'",
-			     ptyc__str(payload, "snapshot_format"));
+	if (strcmp(str(payload, "snapshot_format"), PTYC_SNAPSHOT_FORMAT)) {
+		notice(p, "ignored a Keyframe in format '%s'",
+			     str(payload, "snapshot_format"));
 		return 0;
 	}
 	if (json_is_integer(anchor) && json_integer_value(anchor) >= 0) {
 		seq = (uint64_t)json_integer_value(anchor);
 		has = true;
 	}
-	return ptyc__apply(p, payload, "snapshot", has, seq);
+	return apply(p, payload, "snapshot", has, seq);
 }
 
-static int ptyc__role(struct ptyc *p, const json_t *env, const json_t *payload)
+static int on_role(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	const char *role = ptyc__str(payload, "role");
-	const char *reason = ptyc__str(payload, "reason");
+	const char *role = str(payload, "role");
+	const char *reason = str(payload, "reason");
 
 	if (strcmp(role, "controller") && strcmp(role, "observer"))
 		return -EPROTO;
 	snprintf(p->role, sizeof(p->role), "%s", role);
 	if (json_is_true(json_object_get(payload, "downgraded")))
-		ptyc__notice(p, "joined as %s, downgraded%s%s", role, *reason ? ": " : "",
+		notice(p, "joined as %s, downgraded%s%s", role, *reason ? ": " : "",
 			     reason);
 	else if (*reason)
-		ptyc__notice(p, "role is %s: %s", role, reason);
+		notice(p, "role is %s: %s", role, reason);
 	return 0;
 }
 
-static int ptyc__closed(struct ptyc *p, const json_t *env, const json_t *payload)
+static int on_closed(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	const json_t *code = json_object_get(payload, "exit_code");
-	const char *detail = ptyc__str(payload, "detail");
+	const char *detail = str(payload, "detail");
 
 	p->closed = true;
 	p->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
 	if (json_is_integer(code))
-		ptyc__notice(p, "session ended: exit code %d (%s)%s%s", p->exit_code,
-			     ptyc__str(payload, "reason"), *detail ? ": " : "", detail);
+		notice(p, "session ended: exit code %d (%s)%s%s", p->exit_code,
+			     str(payload, "reason"), *detail ? ": " : "", detail);
 	else
-		ptyc__notice(p, "session ended (%s)%s%s", ptyc__str(payload, "reason"),
+		notice(p, "session ended (%s)%s%s", str(payload, "reason"),
 			     *detail ? ": " : "", detail);
 	return 0;
 }
 
-static int ptyc__frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
+static int frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	if (!strcmp(ptyc__str(payload, "code"), "PTY_OUTPUT_LAGGED"))
+	if (!strcmp(str(payload, "code"), "PTY_OUTPUT_LAGGED"))
 		p->synced = false; /* frames were dropped: the next Keyframe repairs */
-	ptyc__notice(p, "session error %s: %s", ptyc__str(payload, "code"),
-		     ptyc__str(payload, "message"));
+	notice(p, "session error %s: %s", str(payload, "code"),
+		     str(payload, "message"));
 	return 0;
 }
 
 static const struct ptyc_handler ptyc_kinds[] = {
-    {"Output", ptyc__output}, {"Keyframe", ptyc__keyframe}, {"RoleAssigned", ptyc__role},
-    {"Closed", ptyc__closed}, {"Error", ptyc__frame_error},
+    {"Output", output}, {"Keyframe", keyframe}, {"RoleAssigned", on_role},
+    {"Closed", on_closed}, {"Error", frame_error},
     /* Resize and MembershipChanged change nothing this client shows. */
 };
 
-static int ptyc__dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n,
+static int dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n,
 			  const char *name, const json_t *env, const json_t *payload)
 {
 	size_t i;
@@ -220,26 +220,26 @@ static int ptyc__dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n
 	return 0; /* unknown ops and kinds are ignored: newer servers add some */
 }
 
-static int ptyc__session_frame(struct ptyc *p, const json_t *env, const json_t *payload)
+static int session_frame(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	return ptyc__dispatch(p, ptyc_kinds, sizeof(ptyc_kinds) / sizeof(ptyc_kinds[0]),
-			      ptyc__str(payload, "kind"), env, payload);
+	return dispatch(p, ptyc_kinds, sizeof(ptyc_kinds) / sizeof(ptyc_kinds[0]),
+			      str(payload, "kind"), env, payload);
 }
 
-static int ptyc__error(struct ptyc *p, const json_t *env, const json_t *payload)
+static int on_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	ptyc__notice(p, "error %s: %s", ptyc__str(payload, "code"),
-		     ptyc__str(payload, "message"));
+	notice(p, "error %s: %s", str(payload, "code"),
+		     str(payload, "message"));
 	return 0;
 }
 
-static int ptyc__goodbye(struct ptyc *p, const json_t *env, const json_t *payload)
+static int on_goodbye(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	size_t i;
 
 	p->goodbye = true;
 	snprintf(p->goodbye_reason, sizeof(p->goodbye_reason), "%s",
-		 ptyc__str(payload, "reason"));
+		 str(payload, "reason"));
 	for (i = 0; p->goodbye_reason[i]; i++)
 		if ((unsigned char)p->goodbye_reason[i] < ' ' ||
 		    p->goodbye_reason[i] == 0x7f)
@@ -248,9 +248,9 @@ static int ptyc__goodbye(struct ptyc *p, const json_t *env, const json_t *payloa
 }
 
 static const struct ptyc_handler ptyc_ops[] = {
-    {"pty.session_frame", ptyc__session_frame},
-    {"Error", ptyc__error},
-    {"binding_goodbye", ptyc__goodbye},
+    {"pty.session_frame", session_frame},
+    {"Error", on_error},
+    {"binding_goodbye", on_goodbye},
     /* binding_hello, pong and task frames need nothing from this client. */
 };
 
@@ -262,10 +262,10 @@ int ptyc_handle(struct ptyc *p, const char *text, size_t n)
 	int rc = -EPROTO;
 
 	if (op && json_is_object(payload))
-		rc = ptyc__dispatch(p, ptyc_ops, sizeof(ptyc_ops) / sizeof(ptyc_ops[0]),
+		rc = dispatch(p, ptyc_ops, sizeof(ptyc_ops) / sizeof(ptyc_ops[0]),
 				    op, env, payload);
 	if (rc < 0)
-		ptyc__notice(p, "ignored a malformed frame from the gateway%s%s",
+		notice(p, "ignored a malformed frame from the gateway%s%s",
 			     op ? ": " : "", op ? op : "");
 	json_decref(env);
 	return rc;
@@ -310,7 +310,7 @@ uint64_t ptyc_last_sequence(const struct ptyc *p)
 }
 
 /* An envelope {op, id, ts, payload}; takes payload's reference. */
-static json_t *ptyc__envelope(const char *op, json_t *payload)
+static json_t *envelope(const char *op, json_t *payload)
 {
 	char id[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
 
@@ -320,7 +320,7 @@ static json_t *ptyc__envelope(const char *op, json_t *payload)
 			 payload);
 }
 
-static char *ptyc__dump(json_t *env)
+static char *dump(json_t *env)
 {
 	char *s = json_dumps(env, JSON_COMPACT);
 
@@ -339,12 +339,12 @@ char *ptyc_msg_join(const struct ptyc_join *j)
 
 	if (j->label)
 		json_object_set_new(payload, "client_label", json_string(j->label));
-	env = ptyc__envelope("pty.join_session", payload);
+	env = envelope("pty.join_session", payload);
 	json_object_set_new(env, "extensions", json_pack("[s]", PTYC_EXTENSION_URI));
 	if (j->replay)
 		json_object_set_new(env, "replay_from",
 				    json_integer((json_int_t)j->replay_from));
-	return ptyc__dump(env);
+	return dump(env);
 }
 
 char *ptyc_msg_input(const uint8_t *data, size_t n)
@@ -358,17 +358,17 @@ char *ptyc_msg_input(const uint8_t *data, size_t n)
 	    payload, "data",
 	    json_stringn(n ? (const char *)buf_head(&b) : "", buf_size(&b)));
 	buf_free(&b);
-	return ptyc__dump(ptyc__envelope("pty.session_input", payload));
+	return dump(envelope("pty.session_input", payload));
 }
 
 char *ptyc_msg_resize(unsigned cols, unsigned rows)
 {
-	return ptyc__dump(ptyc__envelope(
+	return dump(envelope(
 	    "pty.session_resize",
 	    json_pack("{s:I, s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows)));
 }
 
 char *ptyc_msg_leave(void)
 {
-	return ptyc__dump(ptyc__envelope("pty.leave_session", json_object()));
+	return dump(envelope("pty.leave_session", json_object()));
 }

@@ -24,20 +24,20 @@ void rawtty_restore(void)
 	tcsetattr(rawtty_fd, TCSADRAIN, &rawtty_saved);
 }
 
-static void rawtty__fatal(int sig)
+static void fatal(int sig)
 {
 	rawtty_restore();
 	raise(sig); /* SA_RESETHAND: the default action now */
 }
 
-static void rawtty__hook_fatal(void)
+static void hook_fatal(void)
 {
 	static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT, SIGQUIT};
 	struct sigaction sa;
 	size_t i;
 
 	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = rawtty__fatal;
+	sa.sa_handler = fatal;
 	sa.sa_flags = SA_RESETHAND | SA_NODEFER;
 	sigemptyset(&sa.sa_mask);
 	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
@@ -61,7 +61,7 @@ int rawtty_enter(int fd)
 	if (!hooked) {
 		hooked = true;
 		atexit(rawtty_restore);
-		rawtty__hook_fatal();
+		hook_fatal();
 	}
 	if (tcsetattr(fd, TCSADRAIN, &t) < 0)
 		return -errno;

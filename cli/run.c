@@ -70,7 +70,7 @@ struct run {
 	int exit_code;
 };
 
-static bool run__safe_word(const char *w)
+static bool safe_word(const char *w)
 {
 	if (!*w)
 		return false;
@@ -90,7 +90,7 @@ void run_command_text(char *const *words, int n, struct buf *out)
 	for (int i = 0; i < n; i++) {
 		if (i)
 			buf_append_str(out, " ");
-		if (run__safe_word(words[i])) {
+		if (safe_word(words[i])) {
 			buf_append_str(out, words[i]);
 			continue;
 		}
@@ -105,7 +105,7 @@ void run_command_text(char *const *words, int n, struct buf *out)
 	}
 }
 
-static void run__write(int fd, const char *p, size_t n)
+static void write_all(int fd, const char *p, size_t n)
 {
 	ssize_t w;
 
@@ -120,7 +120,7 @@ static void run__write(int fd, const char *p, size_t n)
 	}
 }
 
-static void run__send(struct run *r, const char *op, json_t *payload, const char *id)
+static void send_msg(struct run *r, const char *op, json_t *payload, const char *id)
 {
 	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1], *text;
 	json_t *frame;
@@ -137,7 +137,7 @@ static void run__send(struct run *r, const char *op, json_t *payload, const char
 	json_decref(frame);
 }
 
-static void run__cancel(struct run *r)
+static void cancel(struct run *r)
 {
 	if (!r->task_id[0]) {
 		r->cancel_wanted = true;
@@ -147,11 +147,11 @@ static void run__cancel(struct run *r)
 		return;
 	r->cancel_sent = true;
 	fprintf(stderr, "ptygate: canceling task %s\n", r->task_id);
-	run__send(r, "CancelTask", json_pack("{s:s}", "task_id", r->task_id), NULL);
+	send_msg(r, "CancelTask", json_pack("{s:s}", "task_id", r->task_id), NULL);
 }
 
 /* Prints what the artifact of stream holds beyond what was printed. */
-static void run__artifact(struct run *r, json_t *art)
+static void artifact(struct run *r, json_t *art)
 {
 	const char *name = json_string_value(json_object_get(art, "artifactId"));
 	int s = name && !strcmp(name, "stdout") ? 0 : name && !strcmp(name, "stderr") ? 1 : -1;
@@ -167,7 +167,7 @@ static void run__artifact(struct run *r, json_t *art)
 			continue;
 		if (off + n > r->printed[s]) {
 			size_t skip = r->printed[s] > off ? r->printed[s] - off : 0;
-			run__write(s ? STDERR_FILENO : STDOUT_FILENO,
+			write_all(s ? STDERR_FILENO : STDOUT_FILENO,
 				   json_string_value(text) + skip, n - skip);
 			r->printed[s] = off + n;
 		}
@@ -190,7 +190,7 @@ int run_exit_code(json_t *task, const char *state)
 	return strcmp(state, "TASK_STATE_COMPLETED") ? CLI_FAIL : CLI_OK;
 }
 
-static void run__update(struct run *r, json_t *payload)
+static void update(struct run *r, json_t *payload)
 {
 	json_t *task = json_object_get(payload, "task");
 	json_t *status = json_object_get(task, "status");
@@ -203,7 +203,7 @@ static void run__update(struct run *r, json_t *payload)
 	if (!state || strcmp(json_string_value(json_object_get(task, "id")) ?: "", r->task_id))
 		return;
 	json_array_foreach(json_object_get(task, "artifacts"), i, art)
-		run__artifact(r, art);
+		artifact(r, art);
 	if (strcmp(state, r->state)) {
 		snprintf(r->state, sizeof(r->state), "%s", state);
 		fprintf(stderr, "ptygate: task %s %s%s%s\n", r->task_id, state,
@@ -216,7 +216,7 @@ static void run__update(struct run *r, json_t *payload)
 	}
 }
 
-static void run__text(const char *p, size_t n, void *user)
+static void on_text(const char *p, size_t n, void *user)
 {
 	struct run *r = user;
 	json_t *f = json_loadb(p, n, 0, NULL);
@@ -232,9 +232,9 @@ static void run__text(const char *p, size_t n, void *user)
 		snprintf(r->task_id, sizeof(r->task_id), "%s",
 			 json_string_value(json_object_get(payload, "task_id")) ?: "");
 		if (r->cancel_wanted)
-			run__cancel(r);
+			cancel(r);
 	} else if (!strcmp(op, "TaskStatusUpdate")) {
-		run__update(r, payload);
+		update(r, payload);
 	} else if (!strcmp(op, "Error")) {
 		const char *code = json_string_value(json_object_get(payload, "code"));
 		cli_error("%s: %s", code ?: "Error",
@@ -253,7 +253,7 @@ static void run__text(const char *p, size_t n, void *user)
 	json_decref(f);
 }
 
-static int run__signals(struct run *r)
+static int signals(struct run *r)
 {
 	sigset_t set;
 
@@ -268,7 +268,7 @@ static int run__signals(struct run *r)
 	return r->sigfd < 0 ? -errno : 0;
 }
 
-static void run__signal(struct run *r)
+static void on_signal(struct run *r)
 {
 	struct signalfd_siginfo si;
 
@@ -277,11 +277,11 @@ static void run__signal(struct run *r)
 			r->quit = true; /* a second Ctrl-C: stop waiting */
 			r->exit_code = RUN_EXIT_CANCELED;
 		}
-		run__cancel(r);
+		cancel(r);
 	}
 }
 
-static void run__loop(struct run *r)
+static void loop(struct run *r)
 {
 	int64_t close_by = 0;
 
@@ -299,7 +299,7 @@ static void run__loop(struct run *r)
 		if (poll(p, 2, close_by ? 100 : -1) < 0 && errno != EINTR)
 			break;
 		if (p[1].revents)
-			run__signal(r);
+			on_signal(r);
 		if (p[0].revents && wsclient_handle(r->ws, p[0].revents) < 0)
 			break;
 	}
@@ -309,7 +309,7 @@ static void run__loop(struct run *r)
 	}
 }
 
-static int run__parse(struct run *r, int argc, char **argv)
+static int parse(struct run *r, int argc, char **argv)
 {
 	struct buf cmd = BUF_INIT;
 	size_t n;
@@ -339,7 +339,7 @@ static int run__parse(struct run *r, int argc, char **argv)
 	return rc;
 }
 
-static char *run__path(const struct run *r)
+static char *url_path(const struct run *r)
 {
 	struct buf b = BUF_INIT;
 	size_t n;
@@ -353,10 +353,10 @@ static char *run__path(const struct run *r)
 	return (char *)buf_steal(&b, &n);
 }
 
-static int run__run(struct run *r)
+static int run(struct run *r)
 {
-	static const struct wsclient_callbacks wcb = {.on_text = run__text};
-	char err[512], mid[UUID_STRLEN + 1], *path = run__path(r);
+	static const struct wsclient_callbacks wcb = {.on_text = on_text};
+	char err[512], mid[UUID_STRLEN + 1], *path = url_path(r);
 
 	r->sigfd = -1;
 	r->ws = wsclient_connect(r->target.gateway, path, r->target.token, RUN_CONNECT_MS, &wcb,
@@ -366,27 +366,27 @@ static int run__run(struct run *r)
 		cli_error("%s", err);
 		return CLI_FAIL;
 	}
-	if (run__signals(r) < 0) {
+	if (signals(r) < 0) {
 		cli_error("cannot set up signal handling: %s", strerror(errno));
 		return CLI_FAIL;
 	}
 	uuid7_new(mid);
 	uuid7_new(r->request_id);
-	run__send(r, "SendStreamingMessage",
+	send_msg(r, "SendStreamingMessage",
 		  json_pack("{s:{s:s, s:s, s:[{s:s}]}}", "message", "messageId", mid, "role",
 			    "ROLE_USER", "parts", "text", r->command),
 		  r->request_id);
-	run__loop(r);
+	loop(r);
 	return r->exit_code;
 }
 
 int run_main(int argc, char **argv)
 {
 	struct run r = {0};
-	int rc = run__parse(&r, argc, argv);
+	int rc = parse(&r, argc, argv);
 
 	if (rc == CLI_OK)
-		rc = run__run(&r);
+		rc = run(&r);
 	else if (rc < 0)
 		rc = CLI_OK;
 	if (r.sigfd >= 0 && r.ws)

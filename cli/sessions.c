@@ -85,7 +85,7 @@ static const struct option sessions_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static const char *sessions__opt_name(int c)
+static const char *opt_name(int c)
 {
 	const struct option *o;
 
@@ -96,7 +96,7 @@ static const char *sessions__opt_name(int c)
 }
 
 /* One of create's body options into a->body. Returns CLI_OK or CLI_USAGE. */
-static int sessions__body_option(struct sessions_args *a, int c, const char *arg,
+static int body_option(struct sessions_args *a, int c, const char *arg,
 				 const char *cmd)
 {
 	json_t *env;
@@ -105,7 +105,7 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 
 	if (a->verb != SESS_CREATE)
 		return cli_usage_error(cmd, "--%s is only for 'sessions create'",
-				       sessions__opt_name(c));
+				       opt_name(c));
 	switch (c) {
 	case SESS_OPT_COLS:
 	case SESS_OPT_ROWS:
@@ -142,7 +142,7 @@ static int sessions__body_option(struct sessions_args *a, int c, const char *arg
 
 /* The positional arguments: the session id of get and kill, create's
    command after "--". Returns CLI_OK or CLI_USAGE. */
-static int sessions__rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
+static int rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
 {
 	json_t *command;
 	int i;
@@ -169,7 +169,7 @@ static int sessions__rest(struct sessions_args *a, int argc, char **argv, const 
 
 /* Parses the options after the verb. Returns CLI_OK, CLI_USAGE, or -1
    after printing --help. */
-static int sessions__parse(struct sessions_args *a, int argc, char **argv,
+static int parse(struct sessions_args *a, int argc, char **argv,
 			   const char *cmd)
 {
 	int c, rc;
@@ -191,12 +191,12 @@ static int sessions__parse(struct sessions_args *a, int argc, char **argv,
 		else if (c == SESS_OPT_SESSION)
 			a->session = optarg;
 		else if (!cli_target_option(&a->target, c, optarg)) {
-			rc = sessions__body_option(a, c, optarg, cmd);
+			rc = body_option(a, c, optarg, cmd);
 			if (rc != CLI_OK)
 				return rc;
 		}
 	}
-	rc = sessions__rest(a, argc, argv, cmd);
+	rc = rest(a, argc, argv, cmd);
 	if (rc != CLI_OK)
 		return rc;
 	return cli_target_finish(&a->target, cmd);
@@ -204,7 +204,7 @@ static int sessions__parse(struct sessions_args *a, int argc, char **argv,
 
 /* Reports a non-2xx answer as one line: its {code, message} if it has
    them, else the status and the start of the body. */
-static void sessions__report(const struct httpc_response *r)
+static void report(const struct httpc_response *r)
 {
 	json_t *o =
 	    json_loadb((const char *)buf_head(&r->body), buf_size(&r->body), 0, NULL);
@@ -223,7 +223,7 @@ static void sessions__report(const struct httpc_response *r)
 }
 
 /* A JSON value as short text: strings bare, arrays as their length. */
-static void sessions__value(const json_t *v, char *out, size_t n)
+static void value(const json_t *v, char *out, size_t n)
 {
 	char *d;
 
@@ -241,7 +241,7 @@ static void sessions__value(const json_t *v, char *out, size_t n)
 }
 
 /* list: one row per session. */
-static void sessions__table(const json_t *o)
+static void table(const json_t *o)
 {
 	static const char *const cols[] = {"session_id", "state",     "controllers",
 					   "observers",  "exit_code", "created_at"};
@@ -253,7 +253,7 @@ static void sessions__table(const json_t *o)
 	       "OBS", "EXIT", "CREATED");
 	json_array_foreach(json_object_get(o, "sessions"), i, s) {
 		for (k = 0; k < 6; k++)
-			sessions__value(json_object_get(s, cols[k]), v[k], sizeof(v[k]));
+			value(json_object_get(s, cols[k]), v[k], sizeof(v[k]));
 		snprintf(size, sizeof(size), "%lldx%lld",
 			 (long long)json_integer_value(json_object_get(s, "cols")),
 			 (long long)json_integer_value(json_object_get(s, "rows")));
@@ -263,21 +263,21 @@ static void sessions__table(const json_t *o)
 }
 
 /* create, get: "key: value" lines in the document's order. */
-static void sessions__fields(const json_t *o)
+static void fields(const json_t *o)
 {
 	const char *key;
 	const json_t *v;
 	char text[1024];
 
 	json_object_foreach((json_t *)o, key, v) {
-		sessions__value(v, text, sizeof(text));
+		value(v, text, sizeof(text));
 		printf("%s: %s\n", key, text);
 	}
 }
 
 /* Prints a 2xx answer: for people, as JSON (--output json), or the
    session id alone for `create --quiet`. Returns the exit code. */
-static int sessions__print(const struct sessions_args *a, const struct httpc_response *r)
+static int print(const struct sessions_args *a, const struct httpc_response *r)
 {
 	json_t *o;
 	const char *id;
@@ -298,9 +298,9 @@ static int sessions__print(const struct sessions_args *a, const struct httpc_res
 		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		fputc('\n', stdout);
 	} else if (o && a->verb == SESS_LIST) {
-		sessions__table(o);
+		table(o);
 	} else if (o) {
-		sessions__fields(o);
+		fields(o);
 	} else {
 		fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout);
 	}
@@ -311,7 +311,7 @@ static int sessions__print(const struct sessions_args *a, const struct httpc_res
 }
 
 /* Builds the URL of the verb's route. */
-static void sessions__url(const struct sessions_args *a, struct buf *url)
+static void list_url(const struct sessions_args *a, struct buf *url)
 {
 	buf_append_str(url, a->target.gateway);
 	buf_append_str(url, "/agents/");
@@ -324,7 +324,7 @@ static void sessions__url(const struct sessions_args *a, struct buf *url)
 	*buf_reserve(url, 1) = '\0';
 }
 
-static int sessions__run(const struct sessions_args *a)
+static int run(const struct sessions_args *a)
 {
 	static const char *const methods[] = {"POST", "GET", "GET", "DELETE"};
 	struct httpc_response r;
@@ -336,7 +336,7 @@ static int sessions__run(const struct sessions_args *a)
 	    strncmp(a->target.gateway, "https://", 8))
 		return cli_usage_error("sessions", "--gateway must be an http:// or "
 						   "https:// URL");
-	sessions__url(a, &url);
+	list_url(a, &url);
 	if (a->verb == SESS_CREATE)
 		body = json_dumps(a->body, JSON_COMPACT);
 	if (httpc_request(methods[a->verb], (const char *)url.data, a->target.token, body,
@@ -344,10 +344,10 @@ static int sessions__run(const struct sessions_args *a)
 		cli_error("%s", err);
 		rc = CLI_FAIL;
 	} else if (r.status < 200 || r.status > 299) {
-		sessions__report(&r);
+		report(&r);
 		rc = CLI_FAIL;
 	} else {
-		rc = sessions__print(a, &r);
+		rc = print(a, &r);
 	}
 	httpc_response_free(&r);
 	free(body);
@@ -378,9 +378,9 @@ int sessions_main(int argc, char **argv)
 	a.verb = (enum sessions_verb)i;
 	a.body = json_object();
 	snprintf(cmd, sizeof(cmd), "sessions %s", verbs[i]);
-	rc = sessions__parse(&a, argc - 1, argv + 1, cmd);
+	rc = parse(&a, argc - 1, argv + 1, cmd);
 	if (rc == CLI_OK)
-		rc = sessions__run(&a);
+		rc = run(&a);
 	else if (rc < 0)
 		rc = CLI_OK;
 	json_decref(a.body);

@@ -20,14 +20,14 @@ struct tlsio {
 	char host[256];
 };
 
-static bool tlsio__ip_literal(const char *host)
+static bool ip_literal(const char *host)
 {
 	unsigned char b[16];
 
 	return inet_pton(AF_INET, host, b) == 1 || inet_pton(AF_INET6, host, b) == 1;
 }
 
-static int tlsio__trust(struct tlsio *t, const struct tlsio_opts *o, char *err,
+static int trust(struct tlsio *t, const struct tlsio_opts *o, char *err,
 			size_t errlen)
 {
 	int rc;
@@ -49,7 +49,7 @@ static int tlsio__trust(struct tlsio *t, const struct tlsio_opts *o, char *err,
 }
 
 /* Why the handshake failed, with the verification's own words. */
-static void tlsio__why(struct tlsio *t, int rc, char *err, size_t errlen)
+static void why(struct tlsio *t, int rc, char *err, size_t errlen)
 {
 	gnutls_datum_t out = {0};
 	unsigned status;
@@ -68,7 +68,7 @@ static void tlsio__why(struct tlsio *t, int rc, char *err, size_t errlen)
 		 gnutls_strerror(rc));
 }
 
-static int tlsio__handshake(struct tlsio *t, int fd, int64_t deadline, char *err,
+static int handshake(struct tlsio *t, int fd, int64_t deadline, char *err,
 			    size_t errlen)
 {
 	struct pollfd p = {.fd = fd};
@@ -77,7 +77,7 @@ static int tlsio__handshake(struct tlsio *t, int fd, int64_t deadline, char *err
 
 	while ((rc = gnutls_handshake(t->s)) < 0) {
 		if (gnutls_error_is_fatal(rc)) {
-			tlsio__why(t, rc, err, errlen);
+			why(t, rc, err, errlen);
 			return -1;
 		}
 		left = deadline - time_mono_ms();
@@ -100,15 +100,15 @@ struct tlsio *tlsio_connect(int fd, const char *host, const struct tlsio_opts *o
 	if (gnutls_certificate_allocate_credentials(&t->cred) < 0 ||
 	    gnutls_init(&t->s, GNUTLS_CLIENT | GNUTLS_NONBLOCK) < 0)
 		abort(); /* allocation failure, as xalloc does */
-	if (tlsio__trust(t, o, err, errlen) < 0)
+	if (trust(t, o, err, errlen) < 0)
 		goto fail;
 	gnutls_set_default_priority(t->s);
 	gnutls_credentials_set(t->s, GNUTLS_CRD_CERTIFICATE, t->cred);
-	if (!tlsio__ip_literal(host))
+	if (!ip_literal(host))
 		gnutls_server_name_set(t->s, GNUTLS_NAME_DNS, host, strlen(host));
 	gnutls_transport_set_int(t->s, fd);
 	gnutls_handshake_set_timeout(t->s, 0);
-	if (tlsio__handshake(t, fd, deadline, err, errlen) < 0)
+	if (handshake(t, fd, deadline, err, errlen) < 0)
 		goto fail;
 	return t;
 fail:
@@ -118,7 +118,7 @@ fail:
 	return NULL;
 }
 
-static ssize_t tlsio__result(ssize_t n)
+static ssize_t result(ssize_t n)
 {
 	if (n >= 0)
 		return n;
@@ -133,12 +133,12 @@ static ssize_t tlsio__result(ssize_t n)
 
 ssize_t tlsio_recv(struct tlsio *t, void *p, size_t n)
 {
-	return tlsio__result(gnutls_record_recv(t->s, p, n));
+	return result(gnutls_record_recv(t->s, p, n));
 }
 
 ssize_t tlsio_send(struct tlsio *t, const void *p, size_t n)
 {
-	return tlsio__result(gnutls_record_send(t->s, p, n));
+	return result(gnutls_record_send(t->s, p, n));
 }
 
 short tlsio_events(const struct tlsio *t)

@@ -117,7 +117,7 @@ char *token_claims_json(const struct token_spec *spec, int64_t now)
 
 /* Signs claims with the key of k, appending the token to out. Returns
    CLI_OK, CLI_FAIL (unreadable key) or CLI_USAGE (bad kid). */
-static int token__sign(const struct token_key *k, const char *claims, struct buf *out)
+static int sign(const struct token_key *k, const char *claims, struct buf *out)
 {
 	struct buf secret = BUF_INIT;
 	uint8_t sk[64];
@@ -149,7 +149,7 @@ static int token__sign(const struct token_key *k, const char *claims, struct buf
 
 /* The kid rule of the gateway's key specs (keys.h), so a kid minted here
    can be configured there. */
-static bool token__kid_ok(const char *kid)
+static bool kid_ok(const char *kid)
 {
 	size_t n = strlen(kid);
 
@@ -158,7 +158,7 @@ static bool token__kid_ok(const char *kid)
 			   "0123456789._-") == n;
 }
 
-static int token__check_spec(const struct token_spec *spec, const struct token_key *k)
+static int check_spec(const struct token_spec *spec, const struct token_key *k)
 {
 	const char *cmd = "token mint";
 
@@ -173,7 +173,7 @@ static int token__check_spec(const struct token_spec *spec, const struct token_k
 				       PTG_ID_MAX);
 	if (spec->session && (!*spec->session || strlen(spec->session) > PTG_ID_MAX))
 		return cli_usage_error(cmd, "--session must be 1..%d bytes", PTG_ID_MAX);
-	if (k->kid && !token__kid_ok(k->kid))
+	if (k->kid && !kid_ok(k->kid))
 		return cli_usage_error(cmd, "bad --kid '%s' (1..%d of A-Z a-z 0-9 . _ -)",
 				       k->kid, KEYS_KID_MAX);
 	if (spec->ttl <= 0)
@@ -212,7 +212,7 @@ static const struct option token_mint_opts[] = {
 };
 
 /* One mint option into spec or k. Returns CLI_OK or CLI_USAGE. */
-static int token__mint_option(int c, const char *arg, struct token_spec *spec,
+static int mint_option(int c, const char *arg, struct token_spec *spec,
 			      struct token_key *k)
 {
 	const char *cmd = "token mint";
@@ -263,7 +263,7 @@ static int token__mint_option(int c, const char *arg, struct token_spec *spec,
 
 /* Parses mint's options into spec and k; CLI_OK, CLI_USAGE, or -1 for
    --help (already printed). */
-static int token__mint_parse(int argc, char **argv, struct token_spec *spec,
+static int mint_parse(int argc, char **argv, struct token_spec *spec,
 			     struct token_key *k)
 {
 	int c, rc;
@@ -278,7 +278,7 @@ static int token__mint_parse(int argc, char **argv, struct token_spec *spec,
 		}
 		if (c == '?' || c == ':')
 			return cli_getopt_error("token mint", argv, c);
-		rc = token__mint_option(c, optarg, spec, k);
+		rc = mint_option(c, optarg, spec, k);
 		if (rc != CLI_OK)
 			return rc;
 	}
@@ -287,10 +287,10 @@ static int token__mint_parse(int argc, char **argv, struct token_spec *spec,
 				       argv[optind]);
 	if (!spec->scope[0])
 		token_add_scopes(spec, TOKEN_DEFAULT_SCOPE);
-	return token__check_spec(spec, k);
+	return check_spec(spec, k);
 }
 
-static int token__mint(int argc, char **argv)
+static int mint(int argc, char **argv)
 {
 	struct token_spec spec = {0};
 	struct token_key k = {0};
@@ -298,11 +298,11 @@ static int token__mint(int argc, char **argv)
 	char *claims;
 	int rc;
 
-	rc = token__mint_parse(argc, argv, &spec, &k);
+	rc = mint_parse(argc, argv, &spec, &k);
 	if (rc != CLI_OK)
 		return rc < 0 ? CLI_OK : rc;
 	claims = token_claims_json(&spec, (int64_t)time(NULL));
-	rc = token__sign(&k, claims, &out);
+	rc = sign(&k, claims, &out);
 	if (rc == CLI_OK && printf("%s\n", (const char *)buf_head(&out)) < 0)
 		rc = CLI_FAIL;
 	free(claims);
@@ -317,7 +317,7 @@ static const struct option token_keygen_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-static int token__keygen(int argc, char **argv)
+static int keygen(int argc, char **argv)
 {
 	const char *cmd = "token keygen", *priv = NULL, *pub = NULL;
 	char err[256];
@@ -355,8 +355,8 @@ int token_main(int argc, char **argv)
 		return argc < 2 ? CLI_USAGE : CLI_OK;
 	}
 	if (!strcmp(argv[1], "keygen"))
-		return token__keygen(argc - 1, argv + 1);
+		return keygen(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "mint"))
-		return token__mint(argc - 1, argv + 1);
+		return mint(argc - 1, argv + 1);
 	return cli_usage_error("token", "unknown command '%s' (keygen, mint)", argv[1]);
 }

@@ -39,7 +39,7 @@ struct wsclient {
 	bool failed;	    /* a socket error: nothing more to do */
 };
 
-static int wsclient__split_authority(const char *auth, size_t n, struct wsclient_addr *a,
+static int split_authority(const char *auth, size_t n, struct wsclient_addr *a,
 				     char *err, size_t errlen)
 {
 	uint16_t port = a->tls ? 443 : 80;
@@ -83,7 +83,7 @@ int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size
 	}
 	slash = strchr(rest, '/');
 	n = slash ? (size_t)(slash - rest) : strlen(rest);
-	if (wsclient__split_authority(rest, n, a, err, errlen) < 0)
+	if (split_authority(rest, n, a, err, errlen) < 0)
 		return -EINVAL;
 	if (slash) {
 		size_t plen = strlen(slash);
@@ -120,7 +120,7 @@ void wsclient_request(const struct wsclient_addr *a, const char *path, const cha
 
 /* The value of header name in head (NUL-terminated, lines after the
    status line), trimmed, into out. Returns whether it was there. */
-static bool wsclient__header(const char *head, const char *name, char *out, size_t outlen)
+static bool header(const char *head, const char *name, char *out, size_t outlen)
 {
 	size_t nlen = strlen(name), vlen;
 	const char *line = strstr(head, "\r\n"), *v, *end;
@@ -146,7 +146,7 @@ static bool wsclient__header(const char *head, const char *name, char *out, size
 }
 
 /* Whether the comma-separated list has token tok (case-insensitive). */
-static bool wsclient__has_token(const char *list, const char *tok)
+static bool has_token(const char *list, const char *tok)
 {
 	size_t n = strlen(tok), len;
 	const char *s = list;
@@ -162,28 +162,28 @@ static bool wsclient__has_token(const char *list, const char *tok)
 }
 
 /* The 101's headers against RFC 6455 4.1 and SPEC 1. */
-static int wsclient__check_upgrade(const char *head, const char *accept, char *err,
+static int check_upgrade(const char *head, const char *accept, char *err,
 				   size_t errlen)
 {
 	char v[256];
 
-	if (!wsclient__header(head, "Upgrade", v, sizeof(v)) ||
-	    !wsclient__has_token(v, "websocket") ||
-	    !wsclient__header(head, "Connection", v, sizeof(v)) ||
-	    !wsclient__has_token(v, "upgrade")) {
+	if (!header(head, "Upgrade", v, sizeof(v)) ||
+	    !has_token(v, "websocket") ||
+	    !header(head, "Connection", v, sizeof(v)) ||
+	    !has_token(v, "upgrade")) {
 		snprintf(err, errlen,
 			 "the gateway's 101 answer lacks Upgrade: websocket "
 			 "or Connection: upgrade");
 		return -EPROTO;
 	}
-	if (!wsclient__header(head, "Sec-WebSocket-Accept", v, sizeof(v)) ||
+	if (!header(head, "Sec-WebSocket-Accept", v, sizeof(v)) ||
 	    strcmp(v, accept)) {
 		snprintf(err, errlen,
 			 "the gateway's Sec-WebSocket-Accept does not match "
 			 "the key sent");
 		return -EPROTO;
 	}
-	if (!wsclient__header(head, "Sec-WebSocket-Protocol", v, sizeof(v)) ||
+	if (!header(head, "Sec-WebSocket-Protocol", v, sizeof(v)) ||
 	    strcmp(v, WSHS_PROTOCOL)) {
 		snprintf(err, errlen,
 			 "the gateway did not accept subprotocol " WSHS_PROTOCOL);
@@ -194,7 +194,7 @@ static int wsclient__check_upgrade(const char *head, const char *accept, char *e
 
 /* The refusal as one line: status, and the body's {code, message} when
    it is JSON (a chunked body is searched for its outermost braces). */
-static int wsclient__refusal(int status, const char *head, const char *body, size_t n,
+static int refusal(int status, const char *head, const char *body, size_t n,
 			     char *err, size_t errlen)
 {
 	const char *lb = memchr(body, '{', n), *rb = NULL, *code, *msg;
@@ -211,7 +211,7 @@ static int wsclient__refusal(int status, const char *head, const char *body, siz
 		o = json_loadb(lb, (size_t)(rb - lb), 0, NULL);
 	code = json_string_value(json_object_get(o, "code"));
 	msg = json_string_value(json_object_get(o, "message"));
-	if (status == 429 && wsclient__header(head, "Retry-After", ra, sizeof(ra)))
+	if (status == 429 && header(head, "Retry-After", ra, sizeof(ra)))
 		snprintf(retry, sizeof(retry), " (retry after %s s)", ra);
 	snprintf(err, errlen, "the gateway refused the attach: HTTP %d%s%s%s%s%s", status,
 		 code ? " " : "", code ? code : "", msg ? ": " : "", msg ? msg : "",
@@ -221,16 +221,16 @@ static int wsclient__refusal(int status, const char *head, const char *body, siz
 }
 
 /* For a refusal, whether its body is complete (or as much as we read). */
-static bool wsclient__body_complete(const char *head, size_t have, bool eof)
+static bool body_complete(const char *head, size_t have, bool eof)
 {
 	char v[32];
 	uint64_t len;
 
 	if (eof || have >= WSCLIENT_BODY_MAX)
 		return true;
-	if (wsclient__header(head, "Transfer-Encoding", v, sizeof(v)))
+	if (header(head, "Transfer-Encoding", v, sizeof(v)))
 		return false; /* chunked: wait for the end of the connection */
-	if (!wsclient__header(head, "Content-Length", v, sizeof(v)))
+	if (!header(head, "Content-Length", v, sizeof(v)))
 		return false;
 	/* No usable length: nothing to wait for. */
 	return num_parse_u64(v, 0, UINT64_MAX, &len) < 0 || len <= have;
@@ -265,12 +265,12 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 		snprintf(err, errlen, "the gateway's answer is not HTTP");
 		rc = -EPROTO;
 	} else if (status == 101) {
-		rc = wsclient__check_upgrade(head, accept, err, errlen);
+		rc = check_upgrade(head, accept, err, errlen);
 		rc = rc < 0 ? rc : 1;
-	} else if (!wsclient__body_complete(head, n - *head_len, eof)) {
+	} else if (!body_complete(head, n - *head_len, eof)) {
 		rc = 0;
 	} else {
-		rc = wsclient__refusal((int)status, head, p + *head_len, n - *head_len, err,
+		rc = refusal((int)status, head, p + *head_len, n - *head_len, err,
 				       errlen);
 	}
 	free(head);
@@ -279,7 +279,7 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 
 /* Waits for events on fd until the deadline (monotonic ms). Returns 0 or
    -ETIMEDOUT. */
-static int wsclient__wait(int fd, short events, int64_t deadline)
+static int wait_fd(int fd, short events, int64_t deadline)
 {
 	struct pollfd p = {.fd = fd, .events = events};
 	int64_t left;
@@ -299,7 +299,7 @@ static int wsclient__wait(int fd, short events, int64_t deadline)
 
 /* A non-blocking TCP connection to a, within the deadline. Returns the fd
    or a negative errno with the reason in err. */
-static int wsclient__dial(const struct wsclient_addr *a, int64_t deadline, char *err,
+static int dial(const struct wsclient_addr *a, int64_t deadline, char *err,
 			  size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
@@ -321,7 +321,7 @@ static int wsclient__dial(const struct wsclient_addr *a, int64_t deadline, char 
 			break;
 		soerr = errno;
 		if (soerr == EINPROGRESS) {
-			if (wsclient__wait(fd, POLLOUT, deadline) < 0)
+			if (wait_fd(fd, POLLOUT, deadline) < 0)
 				soerr = ETIMEDOUT;
 			else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0)
 				soerr = errno;
@@ -341,7 +341,7 @@ static int wsclient__dial(const struct wsclient_addr *a, int64_t deadline, char 
 }
 
 /* recv and send on the socket, or through its TLS session. */
-static ssize_t wsclient__recv(int fd, struct tlsio *t, void *p, size_t n)
+static ssize_t io_recv(int fd, struct tlsio *t, void *p, size_t n)
 {
 	ssize_t r;
 
@@ -351,7 +351,7 @@ static ssize_t wsclient__recv(int fd, struct tlsio *t, void *p, size_t n)
 	return r;
 }
 
-static ssize_t wsclient__send(int fd, struct tlsio *t, const void *p, size_t n)
+static ssize_t io_send(int fd, struct tlsio *t, const void *p, size_t n)
 {
 	ssize_t r;
 
@@ -362,13 +362,13 @@ static ssize_t wsclient__send(int fd, struct tlsio *t, const void *p, size_t n)
 }
 
 /* What a call that would block waits for: TLS may need the other way. */
-static short wsclient__want(const struct tlsio *t, short plain)
+static short want(const struct tlsio *t, short plain)
 {
 	return t ? tlsio_events(t) : plain;
 }
 
 /* Writes all of b to the non-blocking fd within the deadline. */
-static int wsclient__send_all(int fd, struct tlsio *t, const struct buf *b,
+static int send_all(int fd, struct tlsio *t, const struct buf *b,
 			      int64_t deadline)
 {
 	size_t off = 0;
@@ -376,14 +376,14 @@ static int wsclient__send_all(int fd, struct tlsio *t, const struct buf *b,
 	int rc;
 
 	while (off < buf_size(b)) {
-		n = wsclient__send(fd, t, buf_head(b) + off, buf_size(b) - off);
+		n = io_send(fd, t, buf_head(b) + off, buf_size(b) - off);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
 		}
 		if (n < 0 && errno != EAGAIN)
 			return -errno;
-		rc = wsclient__wait(fd, wsclient__want(t, POLLOUT), deadline);
+		rc = wait_fd(fd, want(t, POLLOUT), deadline);
 		if (rc < 0)
 			return rc;
 	}
@@ -391,7 +391,7 @@ static int wsclient__send_all(int fd, struct tlsio *t, const struct buf *b,
 }
 
 /* Reads the answer into in until wsclient_check_response decides. */
-static int wsclient__read_answer(int fd, struct tlsio *t, const char *accept, struct buf *in,
+static int read_answer(int fd, struct tlsio *t, const char *accept, struct buf *in,
 				 size_t *head_len, int64_t deadline, char *err,
 				 size_t errlen)
 {
@@ -404,13 +404,13 @@ static int wsclient__read_answer(int fd, struct tlsio *t, const char *accept, st
 					     eof, accept, head_len, err, errlen);
 		if (rc != 0)
 			return rc;
-		n = wsclient__recv(fd, t, buf_reserve(in, 4096), 4096);
+		n = io_recv(fd, t, buf_reserve(in, 4096), 4096);
 		if (n > 0) {
 			buf_commit(in, (size_t)n);
 		} else if (n == 0) {
 			eof = true;
 		} else if (errno == EAGAIN) {
-			if (wsclient__wait(fd, wsclient__want(t, POLLIN), deadline) < 0) {
+			if (wait_fd(fd, want(t, POLLIN), deadline) < 0) {
 				snprintf(err, errlen,
 					 "no answer from the gateway in time");
 				return -ETIMEDOUT;
@@ -425,7 +425,7 @@ static int wsclient__read_answer(int fd, struct tlsio *t, const char *accept, st
 
 /* The handshake on a connected fd; leaves the data after the answer's
    header in *rest. */
-static int wsclient__handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
+static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 			       const char *path,
 			       const char *token, int64_t deadline, struct buf *rest,
 			       char *err, size_t errlen)
@@ -441,11 +441,11 @@ static int wsclient__handshake(int fd, struct tlsio *t, const struct wsclient_ad
 	*buf_reserve(&key, 1) = '\0';
 	wshs_accept_key((const char *)key.data, accept);
 	wsclient_request(a, path, (const char *)key.data, token, &req);
-	rc = wsclient__send_all(fd, t, &req, deadline);
+	rc = send_all(fd, t, &req, deadline);
 	if (rc < 0)
 		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));
 	else
-		rc = wsclient__read_answer(fd, t, accept, rest, &head_len, deadline, err,
+		rc = read_answer(fd, t, accept, rest, &head_len, deadline, err,
 					   errlen);
 	if (rc == 1) {
 		buf_consume(rest, head_len);
@@ -457,7 +457,7 @@ static int wsclient__handshake(int fd, struct tlsio *t, const struct wsclient_ad
 	return rc;
 }
 
-static ssize_t wsclient__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
 				 int flags, void *user)
 {
 	struct wsclient *c = user;
@@ -469,7 +469,7 @@ static ssize_t wsclient__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t
 		buf_consume(&c->pending, (size_t)n);
 		return n;
 	}
-	n = wsclient__recv(c->fd, c->tls, p, len);
+	n = io_recv(c->fd, c->tls, p, len);
 	if (n > 0)
 		return n;
 	if (n < 0 && errno == EAGAIN) {
@@ -484,13 +484,13 @@ static ssize_t wsclient__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t
 	return -1;
 }
 
-static ssize_t wsclient__send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
 				 size_t len, int flags, void *user)
 {
 	struct wsclient *c = user;
 	ssize_t n;
 
-	n = wsclient__send(c->fd, c->tls, p, len);
+	n = io_send(c->fd, c->tls, p, len);
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN) {
@@ -503,14 +503,14 @@ static ssize_t wsclient__send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
 }
 
 /* Client frames are masked (RFC 6455 5.3) with unpredictable keys. */
-static int wsclient__genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
 				void *user)
 {
 	randombytes_buf(p, len);
 	return 0;
 }
 
-static void wsclient__msg_cb(wslay_event_context_ptr ctx,
+static void msg_cb(wslay_event_context_ptr ctx,
 			     const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct wsclient *c = user;
@@ -532,7 +532,7 @@ static void wsclient__msg_cb(wslay_event_context_ptr ctx,
 }
 
 /* Sends what wslay has queued, as far as the socket takes it. */
-static int wsclient__flush(struct wsclient *c)
+static int flush(struct wsclient *c)
 {
 	if (c->failed || !wslay_event_want_write(c->ctx))
 		return 0;
@@ -543,15 +543,15 @@ static int wsclient__flush(struct wsclient *c)
 	return 0;
 }
 
-static struct wsclient *wsclient__new(int fd, struct tlsio *t,
+static struct wsclient *new(int fd, struct tlsio *t,
 				      const struct wsclient_callbacks *cb, void *user,
 				      struct buf *rest)
 {
 	static const struct wslay_event_callbacks wcb = {
-	    .recv_callback = wsclient__recv_cb,
-	    .send_callback = wsclient__send_cb,
-	    .genmask_callback = wsclient__genmask_cb,
-	    .on_msg_recv_callback = wsclient__msg_cb,
+	    .recv_callback = recv_cb,
+	    .send_callback = send_cb,
+	    .genmask_callback = genmask_cb,
+	    .on_msg_recv_callback = msg_cb,
 	};
 	struct wsclient *c = xcalloc(1, sizeof(*c));
 
@@ -589,17 +589,17 @@ struct wsclient *wsclient_connect_tls(const char *url, const char *path, const c
 
 	if (wsclient_split_url(url, &a, err, errlen) < 0 || sodium_init() < 0)
 		return NULL;
-	fd = wsclient__dial(&a, deadline, err, errlen);
+	fd = dial(&a, deadline, err, errlen);
 	if (fd < 0)
 		return NULL;
 	if ((a.tls && !(t = tlsio_connect(fd, a.host, tls, deadline, err, errlen))) ||
-	    wsclient__handshake(fd, t, &a, path, token, deadline, &rest, err, errlen) < 0) {
+	    handshake(fd, t, &a, path, token, deadline, &rest, err, errlen) < 0) {
 		buf_free(&rest);
 		tlsio_free(t);
 		close(fd);
 		return NULL;
 	}
-	c = wsclient__new(fd, t, cb, user, &rest);
+	c = new(fd, t, cb, user, &rest);
 	if (buf_size(&c->pending))
 		wsclient_handle(c, POLLIN);
 	return c;
@@ -643,7 +643,7 @@ int wsclient_handle(struct wsclient *c, short revents)
 		c->failed = true;
 		return c->eof ? -ECONNRESET : -EIO;
 	}
-	return wsclient__flush(c);
+	return flush(c);
 }
 
 int wsclient_send_text(struct wsclient *c, const char *p, size_t n)
@@ -652,7 +652,7 @@ int wsclient_send_text(struct wsclient *c, const char *p, size_t n)
 
 	if (c->failed || wslay_event_queue_msg(c->ctx, &m) != 0)
 		return -ESHUTDOWN;
-	return wsclient__flush(c);
+	return flush(c);
 }
 
 int wsclient_close(struct wsclient *c, uint16_t code, const char *reason)
@@ -662,7 +662,7 @@ int wsclient_close(struct wsclient *c, uint16_t code, const char *reason)
 	if (c->failed || wslay_event_queue_close(c->ctx, code, (const uint8_t *)reason,
 						 n > 123 ? 123 : n) != 0)
 		return -ESHUTDOWN;
-	return wsclient__flush(c);
+	return flush(c);
 }
 
 size_t wsclient_queued(const struct wsclient *c)

@@ -35,7 +35,7 @@
 /* A config file: every key a few times over, with comments. */
 #define CONFIG__FILE_MAX (1u << 20)
 
-static const char config__usage[] =
+static const char usage[] =
     "Usage: " CONFIG__PROG
     " [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
     "                       [options]\n"
@@ -170,7 +170,7 @@ enum {
 	OPT_VERSION,
 };
 
-static const struct option config__options[] = {
+static const struct option options[] = {
     {"config", required_argument, NULL, OPT_CONFIG},
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"admin-listen", required_argument, NULL, OPT_ADMIN},
@@ -210,7 +210,7 @@ static const struct option config__options[] = {
 };
 
 /* Bounds of the numeric options, by option. */
-struct config__num {
+struct num {
 	int opt;
 	uint64_t lo, hi;
 	size_t off, size;
@@ -222,7 +222,7 @@ struct config__num {
 		    sizeof(((struct gw_config *)0)->field)                               \
 	}
 
-static const struct config__num config__nums[] = {
+static const struct num nums[] = {
     CONFIG__NUM(OPT_PING, 1, 3600, ping_interval_s),
     CONFIG__NUM(OPT_PONG, 1, 600, pong_timeout_s),
     CONFIG__NUM(OPT_PER_PRINCIPAL, 1, 100000, max_conns_per_principal),
@@ -240,16 +240,16 @@ static const struct config__num config__nums[] = {
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
-struct config__src {
+struct source {
 	const char *file; /* NULL: the command line */
 	unsigned line;
 	size_t n_file_instances; /* instances[0, n) came from the config file */
 };
 
-static void config__err(const struct config__src *src, const char *opt, const char *fmt,
+static void report(const struct source *src, const char *opt, const char *fmt,
 			...) __attribute__((format(printf, 3, 4)));
 
-static void config__err(const struct config__src *src, const char *opt, const char *fmt,
+static void report(const struct source *src, const char *opt, const char *fmt,
 			...)
 {
 	va_list ap;
@@ -289,22 +289,22 @@ void gw_config_defaults(struct gw_config *c)
 		snprintf(c->gateway_id, sizeof(c->gateway_id), "gateway");
 }
 
-static const char *config__name(int opt)
+static const char *option_name(int opt)
 {
-	for (const struct option *o = config__options; o->name; o++)
+	for (const struct option *o = options; o->name; o++)
 		if (o->val == opt)
 			return o->name;
 	return "?";
 }
 
-static int config__num(struct gw_config *c, const struct config__src *src,
-		       const struct config__num *n, const char *s)
+static int num(struct gw_config *c, const struct source *src,
+		       const struct num *n, const char *s)
 {
 	uint64_t v;
 	uint8_t *field = (uint8_t *)c + n->off;
 
 	if (num_parse_u64(s, n->lo, n->hi, &v) < 0) {
-		config__err(src, config__name(n->opt),
+		report(src, option_name(n->opt),
 			    "expected a number from %" PRIu64 " to %" PRIu64 ", got '%s'",
 			    n->lo, n->hi, s);
 		return -EINVAL;
@@ -318,20 +318,20 @@ static int config__num(struct gw_config *c, const struct config__src *src,
 	return 0;
 }
 
-static int config__str(const struct config__src *src, int opt, const char *s, char *dst,
+static int str(const struct source *src, int opt, const char *s, char *dst,
 		       size_t cap)
 {
 	size_t n = strlen(s);
 
 	if (!n || n >= cap) {
-		config__err(src, config__name(opt), "must be 1 to %zu bytes", cap - 1);
+		report(src, option_name(opt), "must be 1 to %zu bytes", cap - 1);
 		return -EINVAL;
 	}
 	memcpy(dst, s, n + 1);
 	return 0;
 }
 
-static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
+static struct gw_instance_cfg *find(struct gw_config *c, const char *id,
 					    size_t from, size_t to)
 {
 	for (size_t i = from; i < to; i++)
@@ -342,7 +342,7 @@ static struct gw_instance_cfg *config__find(struct gw_config *c, const char *id,
 
 /* "ID=ADDR". A command-line entry replaces the config file's entry with
    the same id; any other repeat of an id is an error. */
-static int config__instance(struct gw_config *c, struct config__src *src, const char *s)
+static int instance(struct gw_config *c, struct source *src, const char *s)
 {
 	const char *eq = strchr(s, '=');
 	char id[sizeof(c->instances[0].id)], err[256];
@@ -350,30 +350,30 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	struct addr a;
 
 	if (!eq || (size_t)(eq - s) >= sizeof(id)) {
-		config__err(src, "instance", "expected ID=ADDR, got '%s'", s);
+		report(src, "instance", "expected ID=ADDR, got '%s'", s);
 		return -EINVAL;
 	}
 	memcpy(id, s, (size_t)(eq - s));
 	id[eq - s] = '\0';
 	if (!id_valid(id)) {
-		config__err(src, "instance",
+		report(src, "instance",
 			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
 			    id, PTG_ID_MAX);
 		return -EINVAL;
 	}
 	if (addr_parse(eq + 1, &a, err, sizeof(err)) < 0) {
-		config__err(src, "instance", "%s: %s", id, err);
+		report(src, "instance", "%s: %s", id, err);
 		return -EINVAL;
 	}
-	slot = config__find(c, id, src->file ? 0 : src->n_file_instances, c->n_instances);
+	slot = find(c, id, src->file ? 0 : src->n_file_instances, c->n_instances);
 	if (slot) {
-		config__err(src, "instance", "instance '%s' given twice", id);
+		report(src, "instance", "instance '%s' given twice", id);
 		return -EINVAL;
 	}
-	slot = src->file ? NULL : config__find(c, id, 0, src->n_file_instances);
+	slot = src->file ? NULL : find(c, id, 0, src->n_file_instances);
 	if (!slot) {
 		if (c->n_instances >= GW_MAX_INSTANCES) {
-			config__err(src, "instance", "more than %d instances",
+			report(src, "instance", "more than %d instances",
 				    GW_MAX_INSTANCES);
 			return -EINVAL;
 		}
@@ -384,17 +384,17 @@ static int config__instance(struct gw_config *c, struct config__src *src, const 
 	return 0;
 }
 
-static int config__key(struct gw_config *c, const struct config__src *src, int opt,
+static int set_option(struct gw_config *c, const struct source *src, int opt,
 		       const char *s)
 {
 	struct gw_key_spec *k;
 
 	if (c->n_keys >= GW_MAX_KEYS) {
-		config__err(src, config__name(opt), "more than %d keys", GW_MAX_KEYS);
+		report(src, option_name(opt), "more than %d keys", GW_MAX_KEYS);
 		return -EINVAL;
 	}
 	k = &c->keys[c->n_keys];
-	if (config__str(src, opt, s, k->spec, sizeof(k->spec)) < 0)
+	if (str(src, opt, s, k->spec, sizeof(k->spec)) < 0)
 		return -EINVAL;
 	k->ed25519 = opt == OPT_ED25519;
 	c->n_keys++;
@@ -403,7 +403,7 @@ static int config__key(struct gw_config *c, const struct config__src *src, int o
 
 /* http(s):// or ws(s)://, a host, no query or fragment; a trailing '/'
    is dropped so paths append cleanly. */
-static int config__public_url(struct gw_config *c, const struct config__src *src,
+static int public_url(struct gw_config *c, const struct source *src,
 			      const char *s)
 {
 	static const char *const schemes[] = {"http://", "https://", "ws://", "wss://"};
@@ -414,7 +414,7 @@ static int config__public_url(struct gw_config *c, const struct config__src *src
 			skip = strlen(schemes[i]);
 	if (!skip || n == skip || s[skip] == '/' || strpbrk(s, "?# \t\r\n\"") ||
 	    n >= sizeof(c->public_url)) {
-		config__err(src, "public-url",
+		report(src, "public-url",
 			    "expected http(s):// or ws(s)://HOST[:PORT][/PATH], got '%s'",
 			    s);
 		return -EINVAL;
@@ -426,29 +426,29 @@ static int config__public_url(struct gw_config *c, const struct config__src *src
 	return 0;
 }
 
-static int config__static_dir(struct gw_config *c, const struct config__src *src,
+static int static_dir(struct gw_config *c, const struct source *src,
 			      const char *s)
 {
 	struct stat st;
 
-	if (config__str(src, OPT_STATIC, s, c->static_dir, sizeof(c->static_dir)) < 0)
+	if (str(src, OPT_STATIC, s, c->static_dir, sizeof(c->static_dir)) < 0)
 		return -EINVAL;
 	if (stat(s, &st) < 0 || !S_ISDIR(st.st_mode)) {
-		config__err(src, "static-dir", "'%s' is not a directory", s);
+		report(src, "static-dir", "'%s' is not a directory", s);
 		return -EINVAL;
 	}
 	return 0;
 }
 
-static int config__listen(const struct config__src *src, int opt, const char *s,
+static int parse_listen(const struct source *src, int opt, const char *s,
 			  char *host, size_t cap, uint16_t *port)
 {
 	char why[128];
 
 	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
 				sizeof(why)) < 0) {
-		config__err(
-		    src, config__name(opt),
+		report(
+		    src, option_name(opt),
 		    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s", s,
 		    why);
 		return -EINVAL;
@@ -458,7 +458,7 @@ static int config__listen(const struct config__src *src, int opt, const char *s,
 
 /* A flag without a value: on the command line arg is NULL; in a config
    file the value must be "true" or "false". */
-static int config__switch(const struct config__src *src, int opt, const char *arg,
+static int set_switch(const struct source *src, int opt, const char *arg,
 			  int *out)
 {
 	if (!arg || !strcmp(arg, "true")) {
@@ -469,20 +469,20 @@ static int config__switch(const struct config__src *src, int opt, const char *ar
 		*out = 0;
 		return 0;
 	}
-	config__err(src, config__name(opt), "expected true or false, got '%s'", arg);
+	report(src, option_name(opt), "expected true or false, got '%s'", arg);
 	return -EINVAL;
 }
 
 /* http: one --allowed-origin, kept canonical for comparison. */
-static int config__allowed_origin(struct gw_config *c, const struct config__src *src,
+static int allowed_origin(struct gw_config *c, const struct source *src,
 				  const char *s)
 {
 	if (c->n_allowed_origins >= GW_MAX_ORIGINS) {
-		config__err(src, "allowed-origin", "more than %d origins", GW_MAX_ORIGINS);
+		report(src, "allowed-origin", "more than %d origins", GW_MAX_ORIGINS);
 		return -EINVAL;
 	}
 	if (wshs_origin_canon(s, strlen(s), c->allowed_origins[c->n_allowed_origins]) < 0) {
-		config__err(src, "allowed-origin",
+		report(src, "allowed-origin",
 			    "expected http(s)://HOST[:PORT] without a path, got '%s'", s);
 		return -EINVAL;
 	}
@@ -491,15 +491,15 @@ static int config__allowed_origin(struct gw_config *c, const struct config__src 
 }
 
 /* http: one --trusted-proxy entry. */
-static int config__trusted_proxy(struct gw_config *c, const struct config__src *src,
+static int trusted_proxy(struct gw_config *c, const struct source *src,
 				 const char *s)
 {
 	if (c->n_trusted_proxies >= PEERS_MAX_TRUSTED) {
-		config__err(src, "trusted-proxy", "more than %d entries", PEERS_MAX_TRUSTED);
+		report(src, "trusted-proxy", "more than %d entries", PEERS_MAX_TRUSTED);
 		return -EINVAL;
 	}
 	if (peer_cidr_parse(s, &c->trusted_proxies[c->n_trusted_proxies]) < 0) {
-		config__err(src, "trusted-proxy",
+		report(src, "trusted-proxy",
 			    "expected an IP address or ADDR/BITS, got '%s'", s);
 		return -EINVAL;
 	}
@@ -507,13 +507,13 @@ static int config__trusted_proxy(struct gw_config *c, const struct config__src *
 	return 0;
 }
 
-static int config__log_level(struct gw_config *c, const struct config__src *src,
+static int log_level(struct gw_config *c, const struct source *src,
 			     const char *s)
 {
 	enum log_level lvl;
 
 	if (log_level_parse(s, &lvl) < 0) {
-		config__err(src, "log-level",
+		report(src, "log-level",
 			    "expected debug, info, warn or error, got '%s'", s);
 		return -EINVAL;
 	}
@@ -521,58 +521,58 @@ static int config__log_level(struct gw_config *c, const struct config__src *src,
 	return 0;
 }
 
-static int config__apply(struct gw_config *c, struct config__src *src, int opt,
+static int apply(struct gw_config *c, struct source *src, int opt,
 			 const char *arg)
 {
-	for (size_t i = 0; i < sizeof(config__nums) / sizeof(config__nums[0]); i++)
-		if (config__nums[i].opt == opt)
-			return config__num(c, src, &config__nums[i], arg);
+	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
+		if (nums[i].opt == opt)
+			return num(c, src, &nums[i], arg);
 	switch (opt) {
 	case OPT_LISTEN:
-		return config__listen(src, opt, arg, c->listen_host,
+		return parse_listen(src, opt, arg, c->listen_host,
 				      sizeof(c->listen_host), &c->listen_port);
 	case OPT_ADMIN:
-		return config__listen(src, opt, arg, c->admin_host, sizeof(c->admin_host),
+		return parse_listen(src, opt, arg, c->admin_host, sizeof(c->admin_host),
 				      &c->admin_port);
 	case OPT_PUBLIC_URL:
-		return config__public_url(c, src, arg);
+		return public_url(c, src, arg);
 	case OPT_GATEWAY_ID:
-		return config__str(src, opt, arg, c->gateway_id, sizeof(c->gateway_id));
+		return str(src, opt, arg, c->gateway_id, sizeof(c->gateway_id));
 	case OPT_STATIC:
-		return config__static_dir(c, src, arg);
+		return static_dir(c, src, arg);
 	case OPT_INSTANCE:
-		return config__instance(c, src, arg);
+		return instance(c, src, arg);
 	case OPT_INSTANCES_FILE:
-		return config__str(src, opt, arg, c->instances_file,
+		return str(src, opt, arg, c->instances_file,
 				   sizeof(c->instances_file));
 	case OPT_HS256:
 	case OPT_ED25519:
-		return config__key(c, src, opt, arg);
+		return set_option(c, src, opt, arg);
 	case OPT_AUDIENCE:
-		return config__str(src, opt, arg, c->audience, sizeof(c->audience));
+		return str(src, opt, arg, c->audience, sizeof(c->audience));
 	case OPT_ISSUER:
-		return config__str(src, opt, arg, c->issuer, sizeof(c->issuer));
+		return str(src, opt, arg, c->issuer, sizeof(c->issuer));
 	case OPT_TRUSTED_PROXY:
-		return config__trusted_proxy(c, src, arg);
+		return trusted_proxy(c, src, arg);
 	case OPT_TLS_CERT:
-		return config__str(src, opt, arg, c->tls_cert, sizeof(c->tls_cert));
+		return str(src, opt, arg, c->tls_cert, sizeof(c->tls_cert));
 	case OPT_TLS_KEY:
-		return config__str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
+		return str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
 	case OPT_ALLOW_PLAINTEXT:
-		return config__switch(src, opt, arg, &c->allow_plaintext);
+		return set_switch(src, opt, arg, &c->allow_plaintext);
 	case OPT_ALLOWED_ORIGIN:
-		return config__allowed_origin(c, src, arg);
+		return allowed_origin(c, src, arg);
 	case OPT_LOG:
-		return config__log_level(c, src, arg);
+		return log_level(c, src, arg);
 	case OPT_PID:
-		return config__str(src, opt, arg, c->pid_file, sizeof(c->pid_file));
+		return str(src, opt, arg, c->pid_file, sizeof(c->pid_file));
 	}
-	config__err(src, config__name(opt), "not allowed here");
+	report(src, option_name(opt), "not allowed here");
 	return -EINVAL;
 }
 
 /* Strips spaces and tabs at both ends, in place. */
-static char *config__trim(char *s)
+static char *trim(char *s)
 {
 	size_t n;
 
@@ -586,12 +586,12 @@ static char *config__trim(char *s)
 }
 
 /* One "key = value" line of the config file; a value may be quoted. */
-static int config__file_line(struct gw_config *c, struct config__src *src, char *line)
+static int file_line(struct gw_config *c, struct source *src, char *line)
 {
 	char *eq, *key, *val;
 	size_t n;
 
-	line = config__trim(line);
+	line = trim(line);
 	if (!line[0] || line[0] == '#')
 		return 0;
 	eq = strchr(line, '=');
@@ -601,19 +601,19 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 		return -EINVAL;
 	}
 	*eq = '\0';
-	key = config__trim(line);
-	val = config__trim(eq + 1);
+	key = trim(line);
+	val = trim(eq + 1);
 	n = strlen(val);
 	if (n >= 2 && val[0] == '"' && val[n - 1] == '"') {
 		val[n - 1] = '\0';
 		val++;
 	}
-	for (const struct option *o = config__options; o->name; o++) {
+	for (const struct option *o = options; o->name; o++) {
 		if (strcmp(o->name, key) != 0)
 			continue;
 		if (o->val == OPT_CONFIG || o->val == OPT_HELP || o->val == OPT_VERSION)
 			break;
-		return config__apply(c, src, o->val, val);
+		return apply(c, src, o->val, val);
 	}
 	fprintf(stderr, CONFIG__PROG ": %s:%u: unknown key '%s'\n", src->file, src->line,
 		key);
@@ -622,7 +622,7 @@ static int config__file_line(struct gw_config *c, struct config__src *src, char 
 
 /* Whether line[0, n) holds a control byte other than a tab (a final CR
    of a CRLF ending aside): one inside a token would stay in it. */
-static int config__has_control(const char *line, size_t n)
+static int has_control(const char *line, size_t n)
 {
 	if (n && line[n - 1] == '\r')
 		n--;
@@ -635,13 +635,13 @@ static int config__has_control(const char *line, size_t n)
 /* What a config or instances file line is given to: the line without its
    '\n', NUL-terminated (it may be changed), and its number. On failure it
    says why in why, or leaves why empty when it said so itself. */
-typedef int (*config__line_fn)(char *line, unsigned lineno, void *ctx, char *why,
+typedef int (*line_fn)(char *line, unsigned lineno, void *ctx, char *why,
 			       size_t whylen);
 
 /* Calls fn on each line of text[0, len) until one fails; a line too long
    or holding a control byte is refused before fn sees it. Returns 0 or
    -EINVAL with *lineno the line that failed. */
-static int config__lines(const char *text, size_t len, config__line_fn fn, void *ctx,
+static int lines(const char *text, size_t len, line_fn fn, void *ctx,
 			 unsigned *lineno, char *why, size_t whylen)
 {
 	char line[CONFIG__LINE_MAX];
@@ -658,7 +658,7 @@ static int config__lines(const char *text, size_t len, config__line_fn fn, void 
 		if (end - off >= sizeof(line) - 1) {
 			snprintf(why, whylen, "line too long");
 			rc = -EINVAL;
-		} else if (config__has_control(text + off, end - off)) {
+		} else if (has_control(text + off, end - off)) {
 			snprintf(why, whylen, "control character in line");
 			rc = -EINVAL;
 		} else {
@@ -671,23 +671,23 @@ static int config__lines(const char *text, size_t len, config__line_fn fn, void 
 	return rc;
 }
 
-struct config__file_ctx {
+struct file_ctx {
 	struct gw_config *c;
-	struct config__src *src;
+	struct source *src;
 };
 
-static int config__file_each(char *line, unsigned lineno, void *ctx, char *why,
+static int file_each(char *line, unsigned lineno, void *ctx, char *why,
 			     size_t whylen)
 {
-	struct config__file_ctx *f = ctx;
+	struct file_ctx *f = ctx;
 
 	f->src->line = lineno;
-	return config__file_line(f->c, f->src, line); /* it says why itself */
+	return file_line(f->c, f->src, line); /* it says why itself */
 }
 
-static int config__file(struct gw_config *c, struct config__src *src, const char *path)
+static int load_file(struct gw_config *c, struct source *src, const char *path)
 {
-	struct config__file_ctx ctx = {c, src};
+	struct file_ctx ctx = {c, src};
 	struct buf text = BUF_INIT;
 	char err[512], why[300];
 	unsigned lineno;
@@ -699,8 +699,8 @@ static int config__file(struct gw_config *c, struct config__src *src, const char
 		return -EINVAL;
 	}
 	src->file = path;
-	rc = config__lines((const char *)buf_head(&text), buf_size(&text),
-			   config__file_each, &ctx, &lineno, why, sizeof(why));
+	rc = lines((const char *)buf_head(&text), buf_size(&text),
+			   file_each, &ctx, &lineno, why, sizeof(why));
 	if (rc < 0 && why[0])
 		fprintf(stderr, CONFIG__PROG ": %s:%u: %s\n", path, lineno, why);
 	buf_free(&text);
@@ -710,7 +710,7 @@ static int config__file(struct gw_config *c, struct config__src *src, const char
 }
 
 /* One "ID ADDR" line of an instances file into *out. */
-static int config__instances_line(char *line, struct gw_instance_cfg *out, char *why,
+static int instances_line(char *line, struct gw_instance_cfg *out, char *why,
 				  size_t whylen)
 {
 	char *id, *addr, *rest, *save = NULL;
@@ -737,10 +737,10 @@ static int config__instances_line(char *line, struct gw_instance_cfg *out, char 
 
 /* One line of an instances file: blank, a comment, or an entry appended
    to out[*n) unless its id is already there. */
-static int config__instances_entry(char *line, struct gw_instance_cfg *out, size_t max,
+static int instances_entry(char *line, struct gw_instance_cfg *out, size_t max,
 				   size_t *n, char *why, size_t whylen)
 {
-	char *p = config__trim(line);
+	char *p = trim(line);
 	int rc;
 
 	if (!p[0] || p[0] == '#')
@@ -749,7 +749,7 @@ static int config__instances_entry(char *line, struct gw_instance_cfg *out, size
 		snprintf(why, whylen, "more than %zu instances", max);
 		return -EINVAL;
 	}
-	rc = config__instances_line(p, &out[*n], why, whylen);
+	rc = instances_line(p, &out[*n], why, whylen);
 	for (size_t i = 0; i < *n && rc == 0; i++)
 		if (!strcmp(out[i].id, out[*n].id)) {
 			snprintf(why, whylen, "instance '%s' given twice", out[i].id);
@@ -759,30 +759,30 @@ static int config__instances_entry(char *line, struct gw_instance_cfg *out, size
 	return rc;
 }
 
-struct config__instances_ctx {
+struct instances_ctx {
 	struct gw_instance_cfg *out;
 	size_t max, *n;
 };
 
-static int config__instances_each(char *line, unsigned lineno, void *ctx, char *why,
+static int instances_each(char *line, unsigned lineno, void *ctx, char *why,
 				  size_t whylen)
 {
-	struct config__instances_ctx *in = ctx;
+	struct instances_ctx *in = ctx;
 
-	return config__instances_entry(line, in->out, in->max, in->n, why, whylen);
+	return instances_entry(line, in->out, in->max, in->n, why, whylen);
 }
 
 int gw_config_parse_instances(const char *text, size_t len, const char *name,
 			      struct gw_instance_cfg *out, size_t max, size_t *n,
 			      char *err, size_t errlen)
 {
-	struct config__instances_ctx ctx = {out, max, n};
+	struct instances_ctx ctx = {out, max, n};
 	char why[300];
 	unsigned lineno;
 	int rc;
 
 	*n = 0;
-	rc = config__lines(text, len, config__instances_each, &ctx, &lineno, why,
+	rc = lines(text, len, instances_each, &ctx, &lineno, why,
 			   sizeof(why));
 	if (rc < 0) {
 		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
@@ -809,7 +809,7 @@ int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size
 }
 
 /* Adds the instances file's entries whose id no --instance gave. */
-static int config__merge_instances_file(struct gw_config *c)
+static int merge_instances_file(struct gw_config *c)
 {
 	struct gw_instance_cfg *tmp = xcalloc(GW_MAX_INSTANCES, sizeof(*tmp));
 	char err[512];
@@ -821,7 +821,7 @@ static int config__merge_instances_file(struct gw_config *c)
 	if (rc < 0)
 		fprintf(stderr, CONFIG__PROG ": --instances-file: %s\n", err);
 	for (size_t i = 0; rc == 0 && i < n; i++) {
-		if (config__find(c, tmp[i].id, 0, have))
+		if (find(c, tmp[i].id, 0, have))
 			continue;
 		if (c->n_instances >= GW_MAX_INSTANCES) {
 			fprintf(stderr, CONFIG__PROG ": more than %d instances\n",
@@ -835,10 +835,10 @@ static int config__merge_instances_file(struct gw_config *c)
 	return rc;
 }
 
-static int config__check(struct gw_config *c)
+static int check(struct gw_config *c)
 {
 	c->n_flag_instances = c->n_instances;
-	if (c->instances_file[0] && config__merge_instances_file(c) < 0)
+	if (c->instances_file[0] && merge_instances_file(c) < 0)
 		return -EINVAL;
 	if (!c->n_keys) {
 		fprintf(stderr,
@@ -864,23 +864,23 @@ static int config__check(struct gw_config *c)
 	return 0;
 }
 
-struct config__arg {
+struct opt_arg {
 	int opt;
 	const char *arg;
 };
 
 /* Collects the options (getopt validates them), handling --help and
    --version at once. Returns 0, 1 (help or version) or -EINVAL. */
-static int config__collect(int argc, char **argv, struct config__arg *args, size_t *n,
+static int collect(int argc, char **argv, struct opt_arg *args, size_t *n,
 			   const char **config_file)
 {
 	int opt;
 
 	optind = 0; /* GNU: a full re-initialisation, so parsing can repeat */
 	opterr = 1;
-	while ((opt = getopt_long(argc, argv, "", config__options, NULL)) != -1) {
+	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		if (opt == OPT_HELP) {
-			fputs(config__usage, stdout);
+			fputs(usage, stdout);
 			return 1;
 		}
 		if (opt == OPT_VERSION) {
@@ -892,7 +892,7 @@ static int config__collect(int argc, char **argv, struct config__arg *args, size
 		if (opt == OPT_CONFIG)
 			*config_file = optarg;
 		else
-			args[(*n)++] = (struct config__arg){opt, optarg};
+			args[(*n)++] = (struct opt_arg){opt, optarg};
 	}
 	if (optind < argc) {
 		fprintf(stderr, CONFIG__PROG ": unexpected argument '%s'\n",
@@ -904,19 +904,19 @@ static int config__collect(int argc, char **argv, struct config__arg *args, size
 
 int gw_config_parse(struct gw_config *c, int argc, char **argv)
 {
-	struct config__arg *args = xcalloc((size_t)argc + 1, sizeof(*args));
-	struct config__src src = {NULL, 0, 0};
+	struct opt_arg *args = xcalloc((size_t)argc + 1, sizeof(*args));
+	struct source src = {NULL, 0, 0};
 	const char *config_file = NULL;
 	size_t n = 0;
 	int rc;
 
-	rc = config__collect(argc, argv, args, &n, &config_file);
+	rc = collect(argc, argv, args, &n, &config_file);
 	if (rc == 0 && config_file)
-		rc = config__file(c, &src, config_file);
+		rc = load_file(c, &src, config_file);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = config__apply(c, &src, args[i].opt, args[i].arg);
+		rc = apply(c, &src, args[i].opt, args[i].arg);
 	if (rc == 0)
-		rc = config__check(c);
+		rc = check(c);
 	free(args);
 	if (rc < 0) {
 		fputs("Try '" CONFIG__PROG " --help'.\n", stderr);

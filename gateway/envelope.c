@@ -20,7 +20,7 @@
 static const struct {
 	const char *name;
 	enum envelope_op kind;
-} envelope__ops[] = {
+} ops[] = {
     {"pty.join_session", ENVELOPE_OP_PTY_JOIN},
     {"pty.session_input", ENVELOPE_OP_PTY_INPUT},
     {"pty.session_resize", ENVELOPE_OP_PTY_RESIZE},
@@ -43,13 +43,13 @@ static const struct {
 };
 
 /* The envelope fields a client may send; `sequence` is handled apart. */
-static const char *const envelope__fields[] = {
+static const char *const fields[] = {
     "op", "id", "ts", "replay_from", "service_parameters", "extensions", "payload", NULL,
 };
 
 /* Cuts s back to its last complete UTF-8 sequence, so a message that
    snprintf truncated mid-character stays valid UTF-8. */
-static void envelope__trim_utf8(char *s)
+static void trim_utf8(char *s)
 {
 	size_t n = strlen(s), i = n, need;
 	unsigned char c;
@@ -69,14 +69,14 @@ static void envelope__trim_utf8(char *s)
 /* Fills err's message and returns -EINVAL; err->id must be set already
    (or empty, in which case a fresh UUIDv7 goes there). */
 static int __attribute__((format(printf, 2, 3)))
-envelope__fail(struct envelope_error *err, const char *fmt, ...)
+fail(struct envelope_error *err, const char *fmt, ...)
 {
 	va_list ap;
 
 	va_start(ap, fmt);
 	vsnprintf(err->message, sizeof(err->message), fmt, ap);
 	va_end(ap);
-	envelope__trim_utf8(err->message);
+	trim_utf8(err->message);
 	if (err->id[0] == '\0')
 		uuid7_new(err->id);
 	return -EINVAL;
@@ -84,7 +84,7 @@ envelope__fail(struct envelope_error *err, const char *fmt, ...)
 
 /* Length of s cut to at most max bytes at a character boundary, for
    quoting client text (keys, parser errors) inside a message. */
-static int envelope__clip(const char *s, size_t max)
+static int clip(const char *s, size_t max)
 {
 	size_t n = strlen(s);
 
@@ -96,7 +96,7 @@ static int envelope__clip(const char *s, size_t max)
 }
 
 /* Code points in a valid UTF-8 string of n bytes. */
-static size_t envelope__utf8_chars(const char *s, size_t n)
+static size_t utf8_chars(const char *s, size_t n)
 {
 	size_t i, chars = 0;
 
@@ -106,22 +106,22 @@ static size_t envelope__utf8_chars(const char *s, size_t n)
 }
 
 /* A string of at most max_chars code points; *s and *n borrow it. */
-static bool envelope__short_string(json_t *v, size_t max_chars, const char **s, size_t *n)
+static bool short_string(json_t *v, size_t max_chars, const char **s, size_t *n)
 {
 	if (!json_is_string(v))
 		return false;
 	*s = json_string_value(v);
 	*n = json_string_length(v);
-	return envelope__utf8_chars(*s, *n) <= max_chars;
+	return utf8_chars(*s, *n) <= max_chars;
 }
 
 enum envelope_op envelope_op_lookup(const char *op)
 {
 	size_t i;
 
-	for (i = 0; i < sizeof(envelope__ops) / sizeof(envelope__ops[0]); i++)
-		if (strcmp(envelope__ops[i].name, op) == 0)
-			return envelope__ops[i].kind;
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (strcmp(ops[i].name, op) == 0)
+			return ops[i].kind;
 	return ENVELOPE_OP_UNKNOWN;
 }
 
@@ -131,7 +131,7 @@ bool envelope_op_is_pty(enum envelope_op kind)
 }
 
 /* The id comes first so every later error can echo it. */
-static int envelope__take_id(json_t *root, struct envelope *env,
+static int take_id(json_t *root, struct envelope *env,
 			     struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "id");
@@ -139,9 +139,9 @@ static int envelope__take_id(json_t *root, struct envelope *env,
 	size_t n;
 
 	if (!v)
-		return envelope__fail(err, "missing field 'id'");
-	if (!envelope__short_string(v, PTG_MSG_ID_MAX_CHARS, &s, &n) || n == 0)
-		return envelope__fail(err,
+		return fail(err, "missing field 'id'");
+	if (!short_string(v, PTG_MSG_ID_MAX_CHARS, &s, &n) || n == 0)
+		return fail(err,
 				      "field 'id' must be a string of 1 to %d "
 				      "characters",
 				      PTG_MSG_ID_MAX_CHARS);
@@ -150,46 +150,46 @@ static int envelope__take_id(json_t *root, struct envelope *env,
 	return 0;
 }
 
-static int envelope__check_fields(json_t *root, struct envelope_error *err)
+static int check_fields(json_t *root, struct envelope_error *err)
 {
 	const char *key;
 	json_t *v;
 	size_t i;
 
 	if (json_object_get(root, "sequence"))
-		return envelope__fail(err, "field 'sequence' must not be set by a "
+		return fail(err, "field 'sequence' must not be set by a "
 					   "client");
 	json_object_foreach(root, key, v)
 	{
-		for (i = 0; envelope__fields[i]; i++)
-			if (strcmp(envelope__fields[i], key) == 0)
+		for (i = 0; fields[i]; i++)
+			if (strcmp(fields[i], key) == 0)
 				break;
-		if (!envelope__fields[i])
-			return envelope__fail(err, "unknown field '%.*s'",
-					      envelope__clip(key, 64), key);
+		if (!fields[i])
+			return fail(err, "unknown field '%.*s'",
+					      clip(key, 64), key);
 	}
 	return 0;
 }
 
-static int envelope__take_op(json_t *root, struct envelope *env,
+static int take_op(json_t *root, struct envelope *env,
 			     struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "op");
 	json_t *ts = json_object_get(root, "ts");
 
 	if (!v)
-		return envelope__fail(err, "missing field 'op'");
+		return fail(err, "missing field 'op'");
 	if (!json_is_string(v))
-		return envelope__fail(err, "field 'op' must be a string");
+		return fail(err, "field 'op' must be a string");
 	env->op = json_string_value(v);
 	env->op_kind = envelope_op_lookup(env->op);
 	/* ts is informational only; type it, ignore its value. */
 	if (ts && !json_is_string(ts))
-		return envelope__fail(err, "field 'ts' must be a string");
+		return fail(err, "field 'ts' must be a string");
 	return 0;
 }
 
-static int envelope__take_replay_from(json_t *root, struct envelope *env,
+static int take_replay_from(json_t *root, struct envelope *env,
 				      struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "replay_from");
@@ -197,14 +197,14 @@ static int envelope__take_replay_from(json_t *root, struct envelope *env,
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
-		return envelope__fail(err, "field 'replay_from' must be a "
+		return fail(err, "field 'replay_from' must be a "
 					   "non-negative integer or null");
 	env->has_replay_from = true;
 	env->replay_from = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-static int envelope__take_extensions(json_t *root, struct envelope *env,
+static int take_extensions(json_t *root, struct envelope *env,
 				     struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "extensions"), *e;
@@ -213,21 +213,21 @@ static int envelope__take_extensions(json_t *root, struct envelope *env,
 	if (!v)
 		return 0;
 	if (!json_is_array(v))
-		return envelope__fail(err, "field 'extensions' must be an array "
+		return fail(err, "field 'extensions' must be an array "
 					   "of strings");
 	if (json_array_size(v) > ENVELOPE_EXTENSIONS_MAX)
-		return envelope__fail(err,
+		return fail(err,
 				      "field 'extensions' has more than %d "
 				      "entries",
 				      ENVELOPE_EXTENSIONS_MAX);
 	json_array_foreach(v, i, e)
 	{
 		if (!json_is_string(e))
-			return envelope__fail(err, "field 'extensions' must be an "
+			return fail(err, "field 'extensions' must be an "
 						   "array of strings");
 		for (j = 0; j < i; j++)
 			if (json_equal(e, json_array_get(v, j)))
-				return envelope__fail(err, "field 'extensions' "
+				return fail(err, "field 'extensions' "
 							   "repeats an entry");
 		if (strcmp(json_string_value(e), ENVELOPE_PTY_EXTENSION) == 0)
 			env->pty_extension = true;
@@ -237,7 +237,7 @@ static int envelope__take_extensions(json_t *root, struct envelope *env,
 }
 
 /* Typed and bounded, as the schema types the well-known keys. */
-static int envelope__check_service_params(json_t *v, const char *field,
+static int check_service_params(json_t *v, const char *field,
 					  struct envelope_error *err)
 {
 	static const char *const known[] = {"trace_id", "idempotency_key", "tenant_id"};
@@ -245,50 +245,50 @@ static int envelope__check_service_params(json_t *v, const char *field,
 	json_t *k;
 
 	if (!json_is_object(v))
-		return envelope__fail(err, "field '%s' must be an object", field);
+		return fail(err, "field '%s' must be an object", field);
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		k = json_object_get(v, known[i]);
 		if (k && !json_is_string(k))
-			return envelope__fail(err, "field '%s.%s' must be a string",
+			return fail(err, "field '%s.%s' must be a string",
 					      field, known[i]);
 	}
 	if (json_dumpb(v, NULL, 0, JSON_COMPACT) > ENVELOPE_SERVICE_PARAMS_MAX)
-		return envelope__fail(err, "field '%s' exceeds %d bytes encoded", field,
+		return fail(err, "field '%s' exceeds %d bytes encoded", field,
 				      ENVELOPE_SERVICE_PARAMS_MAX);
 	return 0;
 }
 
-static int envelope__take_rest(json_t *root, struct envelope *env,
+static int take_rest(json_t *root, struct envelope *env,
 			       struct envelope_error *err)
 {
 	json_t *sp = json_object_get(root, "service_parameters");
 	json_t *payload = json_object_get(root, "payload");
 
 	if (sp) {
-		if (envelope__check_service_params(sp, "service_parameters", err))
+		if (check_service_params(sp, "service_parameters", err))
 			return -EINVAL;
 		env->service_parameters = json_incref(sp);
 	}
 	if (!payload)
-		return envelope__fail(err, "missing field 'payload'");
+		return fail(err, "missing field 'payload'");
 	if (!json_is_object(payload) && !json_is_null(payload))
-		return envelope__fail(err, "field 'payload' must be an object or "
+		return fail(err, "field 'payload' must be an object or "
 					   "null");
 	env->payload = json_is_null(payload) ? NULL : payload;
 	return 0;
 }
 
-static int envelope__fill(struct envelope *env, struct envelope_error *err)
+static int fill(struct envelope *env, struct envelope_error *err)
 {
 	json_t *root = env->root;
 
 	if (!json_is_object(root))
-		return envelope__fail(err, "frame must be a JSON object");
-	if (envelope__take_id(root, env, err) || envelope__check_fields(root, err) ||
-	    envelope__take_op(root, env, err) ||
-	    envelope__take_replay_from(root, env, err) ||
-	    envelope__take_extensions(root, env, err) ||
-	    envelope__take_rest(root, env, err))
+		return fail(err, "frame must be a JSON object");
+	if (take_id(root, env, err) || check_fields(root, err) ||
+	    take_op(root, env, err) ||
+	    take_replay_from(root, env, err) ||
+	    take_extensions(root, env, err) ||
+	    take_rest(root, env, err))
 		return -EINVAL;
 	return 0;
 }
@@ -307,10 +307,10 @@ int envelope_parse(const char *text, size_t len, struct envelope **out,
 	env->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!env->root) {
 		envelope_free(env);
-		return envelope__fail(err, "malformed JSON: %.*s",
-				      envelope__clip(jerr.text, 160), jerr.text);
+		return fail(err, "malformed JSON: %.*s",
+				      clip(jerr.text, 160), jerr.text);
 	}
-	if (envelope__fill(env, err)) {
+	if (fill(env, err)) {
 		envelope_free(env);
 		return -EINVAL;
 	}
@@ -331,7 +331,7 @@ void envelope_free(struct envelope *env)
 
 /* Starts a validation: err echoes env's id; the payload must be an
    object with only the named fields. */
-static int envelope__payload(const struct envelope *env, const char *const *allowed,
+static int check_payload(const struct envelope *env, const char *const *allowed,
 			     json_t **obj, struct envelope_error *err)
 {
 	const char *key;
@@ -342,7 +342,7 @@ static int envelope__payload(const struct envelope *env, const char *const *allo
 	err->message[0] = '\0';
 	*obj = env->payload;
 	if (!*obj)
-		return envelope__fail(err, "field 'payload' must be an object");
+		return fail(err, "field 'payload' must be an object");
 	if (!allowed)
 		return 0;
 	json_object_foreach(*obj, key, v)
@@ -351,14 +351,14 @@ static int envelope__payload(const struct envelope *env, const char *const *allo
 			if (strcmp(allowed[i], key) == 0)
 				break;
 		if (!allowed[i])
-			return envelope__fail(err, "unknown field 'payload.%.*s'",
-					      envelope__clip(key, 64), key);
+			return fail(err, "unknown field 'payload.%.*s'",
+					      clip(key, 64), key);
 	}
 	return 0;
 }
 
 /* An optional cols/rows value; *out stays 0 when absent. */
-static int envelope__dim(json_t *obj, const char *name, bool required, uint32_t *out,
+static int dim(json_t *obj, const char *name, bool required, uint32_t *out,
 			 struct envelope_error *err)
 {
 	json_t *v = json_object_get(obj, name);
@@ -368,10 +368,10 @@ static int envelope__dim(json_t *obj, const char *name, bool required, uint32_t 
 	if (!v && !required)
 		return 0;
 	if (!v)
-		return envelope__fail(err, "missing field 'payload.%s'", name);
+		return fail(err, "missing field 'payload.%s'", name);
 	n = json_is_integer(v) ? json_integer_value(v) : 0;
 	if (n < 1 || n > PTG_DIM_MAX)
-		return envelope__fail(err,
+		return fail(err,
 				      "field 'payload.%s' must be an integer "
 				      "from 1 to %d",
 				      name, PTG_DIM_MAX);
@@ -379,24 +379,24 @@ static int envelope__dim(json_t *obj, const char *name, bool required, uint32_t 
 	return 0;
 }
 
-static int envelope__role(json_t *obj, Ptg__Role *out, struct envelope_error *err)
+static int role(json_t *obj, Ptg__Role *out, struct envelope_error *err)
 {
 	json_t *v = json_object_get(obj, "role");
 	const char *s = json_is_string(v) ? json_string_value(v) : "";
 
 	if (!v)
-		return envelope__fail(err, "missing field 'payload.role'");
+		return fail(err, "missing field 'payload.role'");
 	if (strcmp(s, "controller") == 0)
 		*out = PTG__ROLE__ROLE_CONTROLLER;
 	else if (strcmp(s, "observer") == 0)
 		*out = PTG__ROLE__ROLE_OBSERVER;
 	else
-		return envelope__fail(err, "field 'payload.role' must be "
+		return fail(err, "field 'payload.role' must be "
 					   "\"controller\" or \"observer\"");
 	return 0;
 }
 
-static int envelope__label(json_t *obj, char *out, struct envelope_error *err)
+static int label(json_t *obj, char *out, struct envelope_error *err)
 {
 	json_t *v = json_object_get(obj, "client_label");
 	const char *s;
@@ -405,8 +405,8 @@ static int envelope__label(json_t *obj, char *out, struct envelope_error *err)
 	out[0] = '\0';
 	if (!v)
 		return 0;
-	if (!envelope__short_string(v, PTG_LABEL_MAX_CHARS, &s, &n))
-		return envelope__fail(err,
+	if (!short_string(v, PTG_LABEL_MAX_CHARS, &s, &n))
+		return fail(err,
 				      "field 'payload.client_label' must be a "
 				      "string of at most %d characters",
 				      PTG_LABEL_MAX_CHARS);
@@ -422,21 +422,21 @@ int envelope_join(const struct envelope *env, struct envelope_join *out,
 	json_t *obj;
 
 	memset(out, 0, sizeof(*out));
-	if (envelope__payload(env, allowed, &obj, err) ||
-	    envelope__role(obj, &out->role, err) ||
-	    envelope__dim(obj, "cols", false, &out->cols, err) ||
-	    envelope__dim(obj, "rows", false, &out->rows, err) ||
-	    envelope__label(obj, out->label, err))
+	if (check_payload(env, allowed, &obj, err) ||
+	    role(obj, &out->role, err) ||
+	    dim(obj, "cols", false, &out->cols, err) ||
+	    dim(obj, "rows", false, &out->rows, err) ||
+	    label(obj, out->label, err))
 		return -EINVAL;
 	if (!out->cols != !out->rows)
-		return envelope__fail(err, "fields 'payload.cols' and "
+		return fail(err, "fields 'payload.cols' and "
 					   "'payload.rows' must be given together");
 	return 0;
 }
 
 /* Exact decoded size of a padded base64 string whose length is a
    multiple of 4 (others are malformed and left to the decoder). */
-static size_t envelope__b64_size(const char *s, size_t n)
+static size_t b64_size(const char *s, size_t n)
 {
 	if (n == 0 || n % 4)
 		return n / 4 * 3;
@@ -451,24 +451,24 @@ int envelope_input(const struct envelope *env, struct buf *out,
 	const char *s;
 	size_t n;
 
-	if (envelope__payload(env, allowed, &obj, err))
+	if (check_payload(env, allowed, &obj, err))
 		return -EINVAL;
 	v = json_object_get(obj, "data");
 	if (!v)
-		return envelope__fail(err, "missing field 'payload.data'");
+		return fail(err, "missing field 'payload.data'");
 	if (!json_is_string(v))
-		return envelope__fail(err, "field 'payload.data' must be a base64 "
+		return fail(err, "field 'payload.data' must be a base64 "
 					   "string");
 	s = json_string_value(v);
 	n = json_string_length(v);
 	/* Bound before decoding: never allocate for an oversized input. */
-	if (envelope__b64_size(s, n) > PTG_INPUT_MAX)
-		return envelope__fail(err,
+	if (b64_size(s, n) > PTG_INPUT_MAX)
+		return fail(err,
 				      "oversized input: 'payload.data' "
 				      "decodes to more than %u bytes",
 				      PTG_INPUT_MAX);
 	if (b64_decode(s, n, out))
-		return envelope__fail(err, "field 'payload.data' is not valid "
+		return fail(err, "field 'payload.data' is not valid "
 					   "base64");
 	return 0;
 }
@@ -479,9 +479,9 @@ int envelope_resize(const struct envelope *env, struct envelope_resize *out,
 	static const char *const allowed[] = {"cols", "rows", NULL};
 	json_t *obj;
 
-	if (envelope__payload(env, allowed, &obj, err) ||
-	    envelope__dim(obj, "cols", true, &out->cols, err) ||
-	    envelope__dim(obj, "rows", true, &out->rows, err))
+	if (check_payload(env, allowed, &obj, err) ||
+	    dim(obj, "cols", true, &out->cols, err) ||
+	    dim(obj, "rows", true, &out->rows, err))
 		return -EINVAL;
 	return 0;
 }
@@ -492,7 +492,7 @@ int envelope_request_role(const struct envelope *env, Ptg__Role *out,
 	static const char *const allowed[] = {"role", NULL};
 	json_t *obj;
 
-	if (envelope__payload(env, allowed, &obj, err) || envelope__role(obj, out, err))
+	if (check_payload(env, allowed, &obj, err) || role(obj, out, err))
 		return -EINVAL;
 	return 0;
 }
@@ -506,7 +506,7 @@ int envelope_no_fields(const struct envelope *env, struct envelope_error *err)
 		memcpy(err->id, env->id, sizeof(err->id));
 		return 0;
 	}
-	return envelope__payload(env, allowed, &obj, err);
+	return check_payload(env, allowed, &obj, err);
 }
 
 int envelope_ping(const struct envelope *env, const char **client_ts,
@@ -516,14 +516,14 @@ int envelope_ping(const struct envelope *env, const char **client_ts,
 	int64_t ms;
 
 	/* The binding's PingPayload is open: extra fields are ignored. */
-	if (envelope__payload(env, NULL, &obj, err))
+	if (check_payload(env, NULL, &obj, err))
 		return -EINVAL;
 	v = json_object_get(obj, "client_ts");
 	if (!v)
-		return envelope__fail(err, "missing field 'payload.client_ts'");
+		return fail(err, "missing field 'payload.client_ts'");
 	if (!json_is_string(v) || json_string_length(v) > ENVELOPE__TS_MAX ||
 	    time_parse_rfc3339(json_string_value(v), &ms))
-		return envelope__fail(err, "field 'payload.client_ts' must be an "
+		return fail(err, "field 'payload.client_ts' must be an "
 					   "RFC 3339 timestamp");
 	*client_ts = json_string_value(v);
 	return 0;
@@ -534,13 +534,13 @@ int envelope_service_update(const struct envelope *env, json_t **params,
 {
 	json_t *obj, *v;
 
-	if (envelope__payload(env, NULL, &obj, err))
+	if (check_payload(env, NULL, &obj, err))
 		return -EINVAL;
 	v = json_object_get(obj, "service_parameters");
 	if (!v)
-		return envelope__fail(err, "missing field "
+		return fail(err, "missing field "
 					   "'payload.service_parameters'");
-	if (envelope__check_service_params(v, "payload.service_parameters", err))
+	if (check_service_params(v, "payload.service_parameters", err))
 		return -EINVAL;
 	*params = v;
 	return 0;

@@ -4,7 +4,7 @@
    base64 goes straight into the output buffer: no intermediate json_t,
    no copy of the encoded bytes. Payloads that arrive as json_t (A2A
    replies) are dumped by Jansson into the same buffer. Every string from
-   outside goes through frames__str, which escapes, repairs UTF-8 and
+   outside goes through str, which escapes, repairs UTF-8 and
    enforces the schema's maxLength (in code points). */
 #include <errno.h>
 #include <inttypes.h>
@@ -19,7 +19,7 @@
 
 #define FRAMES__NO_LIMIT SIZE_MAX
 
-static const struct frames_error_row frames__errors[FRAMES_CODE_COUNT] = {
+static const struct frames_error_row errors[FRAMES_CODE_COUNT] = {
     [FRAMES_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "TaskNotFound", -32001, 0, false},
     [FRAMES_TASK_NOT_CANCELABLE] = {"TASK_NOT_CANCELABLE", "TaskNotCancelable", -32002, 0,
 				    false},
@@ -33,7 +33,7 @@ static const struct frames_error_row frames__errors[FRAMES_CODE_COUNT] = {
     [FRAMES_REPLAY_OUT_OF_RANGE] = {"REPLAY_OUT_OF_RANGE", NULL, 0, 0, false},
 };
 
-static const char *const frames__goodbye_reasons[] = {
+static const char *const goodbye_reasons[] = {
     [FRAMES_BYE_SERVER_SHUTDOWN] = "server_shutdown",
     [FRAMES_BYE_SESSION_CLOSED] = "session_closed",
     [FRAMES_BYE_PRINCIPAL_REVOKED] = "principal_revoked",
@@ -41,11 +41,11 @@ static const char *const frames__goodbye_reasons[] = {
     [FRAMES_BYE_OTHER] = "other",
 };
 
-static const char *const frames__streams[] = {"stdout", "stderr", "log"};
-static const char *const frames__close_reasons[] = {
+static const char *const streams[] = {"stdout", "stderr", "log"};
+static const char *const close_reasons[] = {
     "normal", "killed", "timeout", "instance_terminated", "error",
 };
-static const char *const frames__frame_errors[] = {
+static const char *const frame_errors[] = {
     "PTY_WRITE_FAILED",
     "PTY_RESIZE_FAILED",
     "PTY_OUTPUT_LAGGED",
@@ -58,7 +58,7 @@ const struct frames_error_row *frames_error_row(enum frames_code code)
 {
 	if ((unsigned)code >= FRAMES_CODE_COUNT)
 		code = FRAMES_INTERNAL;
-	return &frames__errors[code];
+	return &errors[code];
 }
 
 enum frames_code frames_code_from_link(Ptg__ErrorCode code)
@@ -86,7 +86,7 @@ enum frames_code frames_code_from_link(Ptg__ErrorCode code)
 /* ---- JSON text primitives ---- */
 
 /* Appends the JSON escape of '"', '\\' or a control character. */
-static void frames__escape(struct buf *out, unsigned char c)
+static void escape(struct buf *out, unsigned char c)
 {
 	static const char hex[] = "0123456789abcdef";
 	char e[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
@@ -101,7 +101,7 @@ static void frames__escape(struct buf *out, unsigned char c)
 
 /* Appends s (n bytes) as a quoted JSON string of at most max_chars code
    points; each byte that is not part of valid UTF-8 becomes U+FFFD. */
-static void frames__strn(struct buf *out, const char *s, size_t n, size_t max_chars)
+static void strn(struct buf *out, const char *s, size_t n, size_t max_chars)
 {
 	const unsigned char *p = (const unsigned char *)s;
 	size_t i = 0, run = 0, chars = 0, len;
@@ -117,7 +117,7 @@ static void frames__strn(struct buf *out, const char *s, size_t n, size_t max_ch
 		if (len == 0)
 			buf_append(out, "\xEF\xBF\xBD", 3);
 		else if (len == 1)
-			frames__escape(out, p[i]);
+			escape(out, p[i]);
 		else
 			buf_append(out, p + i, len);
 		i += len ? len : 1;
@@ -127,30 +127,30 @@ static void frames__strn(struct buf *out, const char *s, size_t n, size_t max_ch
 	buf_append(out, "\"", 1);
 }
 
-static void frames__str(struct buf *out, const char *s, size_t max_chars)
+static void str(struct buf *out, const char *s, size_t max_chars)
 {
-	frames__strn(out, s ? s : "", s ? strlen(s) : 0, max_chars);
+	strn(out, s ? s : "", s ? strlen(s) : 0, max_chars);
 }
 
 /* `,"key":` */
-static void frames__key(struct buf *out, const char *key)
+static void put_key(struct buf *out, const char *key)
 {
 	buf_appendf(out, ",\"%s\":", key);
 }
 
-static int frames__dump_cb(const char *p, size_t n, void *data)
+static int dump_cb(const char *p, size_t n, void *data)
 {
 	buf_append(data, p, n);
 	return 0;
 }
 
 /* Dumps v compactly; anything but an object (or a failed dump) is {}. */
-static void frames__json(struct buf *out, json_t *v)
+static void json(struct buf *out, json_t *v)
 {
 	size_t mark = buf_size(out);
 
 	if (json_is_object(v) &&
-	    json_dump_callback(v, frames__dump_cb, out, JSON_COMPACT) == 0)
+	    json_dump_callback(v, dump_cb, out, JSON_COMPACT) == 0)
 		return;
 	/* A failed dump may have written part of v: drop it. */
 	out->len = out->off + mark;
@@ -160,7 +160,7 @@ static void frames__json(struct buf *out, json_t *v)
 /* `{"op":"<op><suffix>","id":"…","ts":"…"[,"sequence":N]`; the caller
    goes on with `,"payload":…}`. */
 /* v in decimal. */
-static void frames__u64(struct buf *out, uint64_t v)
+static void u64(struct buf *out, uint64_t v)
 {
 	char d[20];
 	size_t i = sizeof(d);
@@ -171,7 +171,7 @@ static void frames__u64(struct buf *out, uint64_t v)
 	buf_append(out, d + i, sizeof(d) - i);
 }
 
-static void frames__head(struct buf *out, const char *op, const char *suffix,
+static void head(struct buf *out, const char *op, const char *suffix,
 			 const char *id, int64_t ts_ms, const uint64_t *sequence)
 {
 	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1], name[128];
@@ -187,15 +187,15 @@ static void frames__head(struct buf *out, const char *op, const char *suffix,
 	memcpy(name, op, n_op);
 	memcpy(name + n_op, suffix, n_suffix);
 	buf_append_str(out, "{\"op\":");
-	frames__strn(out, name, n_op + n_suffix, FRAMES__NO_LIMIT);
+	strn(out, name, n_op + n_suffix, FRAMES__NO_LIMIT);
 	buf_append_str(out, ",\"id\":");
-	frames__str(out, id, FRAMES__NO_LIMIT);
+	str(out, id, FRAMES__NO_LIMIT);
 	buf_append_str(out, ",\"ts\":\"");
 	buf_append_str(out, ts);
 	buf_append_str(out, "\"");
 	if (sequence) {
 		buf_append_str(out, ",\"sequence\":");
-		frames__u64(out, *sequence);
+		u64(out, *sequence);
 	}
 	buf_append_str(out, ",\"payload\":");
 }
@@ -207,14 +207,14 @@ void frames_binding_hello(const char *id, const char *session_id,
 {
 	static const uint64_t zero;
 
-	frames__head(out, "binding_hello", "", id, now_ms, &zero);
+	head(out, "binding_hello", "", id, now_ms, &zero);
 	buf_append_str(out, "{\"binding_uri\":\"" FRAMES_BINDING_URI "\","
 			    "\"binding_version\":\"" FRAMES_BINDING_VERSION "\","
 			    "\"supported_operations\":[\"SendMessage\","
 			    "\"SendStreamingMessage\",\"GetTask\",\"ListTasks\","
 			    "\"CancelTask\",\"SubscribeToTask\"],"
 			    "\"activated_extensions\":[],\"session\":{\"session_id\":");
-	frames__str(out, session_id, FRAMES__NO_LIMIT);
+	str(out, session_id, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"current_sequence\":%" PRIu64 "},", current_sequence);
 	buf_append_str(out, "\"session_host\":{\"supported_backends\":[\"native\"],"
 			    "\"default_backend\":\"native\","
@@ -223,7 +223,7 @@ void frames_binding_hello(const char *id, const char *session_id,
 			    "\"drive_supported\":true,\"reattach_supported\":true}}}");
 }
 
-static void frames__a2a_error(struct buf *out, const struct frames_error_row *row,
+static void a2a_error(struct buf *out, const struct frames_error_row *row,
 			      const char *message)
 {
 	if (!row->a2a_type) {
@@ -231,7 +231,7 @@ static void frames__a2a_error(struct buf *out, const struct frames_error_row *ro
 		return;
 	}
 	buf_appendf(out, "{\"type\":\"%s\",\"message\":", row->a2a_type);
-	frames__str(out, message, FRAMES__NO_LIMIT);
+	str(out, message, FRAMES__NO_LIMIT);
 	if (row->jsonrpc_code)
 		buf_appendf(out, ",\"code\":%d}", row->jsonrpc_code);
 	else
@@ -243,24 +243,24 @@ void frames_error(enum frames_code code, const char *id_echo, const char *messag
 {
 	const struct frames_error_row *row = frames_error_row(code);
 
-	frames__head(out, "Error", "", id_echo, now_ms, NULL);
+	head(out, "Error", "", id_echo, now_ms, NULL);
 	buf_appendf(out, "{\"code\":\"%s\",\"message\":", row->code);
-	frames__str(out, message, FRAMES__NO_LIMIT);
-	frames__key(out, "a2a_error");
-	frames__a2a_error(out, row, message);
+	str(out, message, FRAMES__NO_LIMIT);
+	put_key(out, "a2a_error");
+	a2a_error(out, row, message);
 	buf_appendf(out, ",\"retryable\":%s}}", row->retryable ? "true" : "false");
 }
 
 void frames_goodbye(const char *id, enum frames_goodbye_reason reason, const char *detail,
 		    int64_t now_ms, struct buf *out)
 {
-	if ((unsigned)reason >= FRAMES__COUNT(frames__goodbye_reasons))
+	if ((unsigned)reason >= FRAMES__COUNT(goodbye_reasons))
 		reason = FRAMES_BYE_OTHER;
-	frames__head(out, "binding_goodbye", "", id, now_ms, NULL);
-	buf_appendf(out, "{\"reason\":\"%s\"", frames__goodbye_reasons[reason]);
+	head(out, "binding_goodbye", "", id, now_ms, NULL);
+	buf_appendf(out, "{\"reason\":\"%s\"", goodbye_reasons[reason]);
 	if (detail && *detail) {
-		frames__key(out, "detail");
-		frames__str(out, detail, PTG_DETAIL_MAX_CHARS);
+		put_key(out, "detail");
+		str(out, detail, PTG_DETAIL_MAX_CHARS);
 	}
 	buf_append_str(out, "}}");
 }
@@ -271,27 +271,27 @@ void frames_pong(const char *id_echo, const char *client_ts, int64_t now_ms,
 	char ts[TS_STRLEN + 1];
 
 	time_format_ms(now_ms, ts);
-	frames__head(out, "pong", "", id_echo, now_ms, NULL);
+	head(out, "pong", "", id_echo, now_ms, NULL);
 	buf_append_str(out, "{\"client_ts\":");
-	frames__str(out, client_ts, FRAMES__NO_LIMIT);
+	str(out, client_ts, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"server_ts\":\"%s\"}}", ts);
 }
 
 void frames_service_update_response(const char *id_echo, json_t *params, int64_t now_ms,
 				    struct buf *out)
 {
-	frames__head(out, "UpdateServiceParameters", ".Response", id_echo, now_ms, NULL);
+	head(out, "UpdateServiceParameters", ".Response", id_echo, now_ms, NULL);
 	buf_append_str(out, "{\"service_parameters\":");
-	frames__json(out, params);
+	json(out, params);
 	buf_append_str(out, "}}");
 }
 
 void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
 		  int64_t now_ms, struct buf *out)
 {
-	frames__head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms,
+	head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms,
 		     NULL);
-	frames__json(out, payload);
+	json(out, payload);
 	buf_append_str(out, "}");
 }
 
@@ -308,68 +308,68 @@ void frames_task_status_update(const char *id, json_t *payload,
 	}
 	time_format_ms(now_ms, ts);
 	buf_append_str(out, "{\"op\":\"TaskStatusUpdate\",\"id\":");
-	frames__str(out, id, FRAMES__NO_LIMIT);
+	str(out, id, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"ts\":\"%s\"", ts);
 	if (service_parameters) {
-		frames__key(out, "service_parameters");
-		frames__json(out, service_parameters);
+		put_key(out, "service_parameters");
+		json(out, service_parameters);
 	}
-	frames__key(out, "payload");
-	frames__json(out, payload);
+	put_key(out, "payload");
+	json(out, payload);
 	buf_append_str(out, "}");
 }
 
 /* ---- pty.session_frame (SPEC 5.3) ---- */
 
-static void frames__output(struct buf *out, const Ptg__OutputFrame *o)
+static void output(struct buf *out, const Ptg__OutputFrame *o)
 {
 	buf_append_str(out, "{\"kind\":\"Output\",\"stream\":\"");
-	buf_append_str(out, frames__streams[o->stream]);
+	buf_append_str(out, streams[o->stream]);
 	buf_append_str(out, "\",\"data\":\"");
 	b64_encode(o->data.data, o->data.len, out);
 	buf_append_str(out, "\"}");
 }
 
-static void frames__role_assigned(struct buf *out, const Ptg__RoleAssignedFrame *r)
+static void role_assigned(struct buf *out, const Ptg__RoleAssignedFrame *r)
 {
 	buf_appendf(out, "{\"kind\":\"RoleAssigned\",\"role\":\"%s\",\"client_id\":",
 		    r->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
-	frames__str(out, r->client_id, PTG_CLIENT_ID_MAX_CHARS);
+	str(out, r->client_id, PTG_CLIENT_ID_MAX_CHARS);
 	if (r->downgraded) {
 		buf_append_str(out, ",\"downgraded\":true");
 		if (r->reason && *r->reason) {
-			frames__key(out, "reason");
-			frames__str(out, r->reason, PTG_REASON_MAX_CHARS);
+			put_key(out, "reason");
+			str(out, r->reason, PTG_REASON_MAX_CHARS);
 		}
 	}
 	buf_append_str(out, "}");
 }
 
-static void frames__members(struct buf *out, Ptg__Member **m, size_t n)
+static void members(struct buf *out, Ptg__Member **m, size_t n)
 {
 	size_t i;
 
 	buf_append_str(out, "[");
 	for (i = 0; i < n; i++) {
 		buf_append_str(out, i ? ",{\"client_id\":" : "{\"client_id\":");
-		frames__str(out, m[i]->client_id, PTG_CLIENT_ID_MAX_CHARS);
-		frames__key(out, "label");
-		frames__str(out, m[i]->label, PTG_LABEL_MAX_CHARS);
+		str(out, m[i]->client_id, PTG_CLIENT_ID_MAX_CHARS);
+		put_key(out, "label");
+		str(out, m[i]->label, PTG_LABEL_MAX_CHARS);
 		buf_append_str(out, "}");
 	}
 	buf_append_str(out, "]");
 }
 
-static void frames__membership(struct buf *out, const Ptg__MembershipChangedFrame *m)
+static void membership(struct buf *out, const Ptg__MembershipChangedFrame *m)
 {
 	buf_append_str(out, "{\"kind\":\"MembershipChanged\",\"controllers\":");
-	frames__members(out, m->controllers, m->n_controllers);
-	frames__key(out, "observers");
-	frames__members(out, m->observers, m->n_observers);
+	members(out, m->controllers, m->n_controllers);
+	put_key(out, "observers");
+	members(out, m->observers, m->n_observers);
 	buf_append_str(out, "}");
 }
 
-static void frames__keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
+static void keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
 {
 	buf_append_str(out, "{\"kind\":\"Keyframe\",\"snapshot\":\"");
 	b64_encode(k->snapshot.data, k->snapshot.len, out);
@@ -380,37 +380,37 @@ static void frames__keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
 		    k->cols, k->rows, k->anchor_sequence);
 }
 
-static void frames__closed(struct buf *out, const Ptg__ClosedFrame *c)
+static void closed(struct buf *out, const Ptg__ClosedFrame *c)
 {
 	buf_append_str(out, "{\"kind\":\"Closed\",\"exit_code\":");
 	if (c->has_exit_code)
 		buf_appendf(out, "%" PRId32, c->exit_code);
 	else
 		buf_append_str(out, "null");
-	buf_appendf(out, ",\"reason\":\"%s\"", frames__close_reasons[c->reason]);
+	buf_appendf(out, ",\"reason\":\"%s\"", close_reasons[c->reason]);
 	if (c->detail && *c->detail) {
-		frames__key(out, "detail");
-		frames__str(out, c->detail, PTG_DETAIL_MAX_CHARS);
+		put_key(out, "detail");
+		str(out, c->detail, PTG_DETAIL_MAX_CHARS);
 	}
 	buf_append_str(out, "}");
 }
 
-static void frames__frame_error(struct buf *out, const Ptg__ErrorFrame *e)
+static void frame_error(struct buf *out, const Ptg__ErrorFrame *e)
 {
 	buf_appendf(out, "{\"kind\":\"Error\",\"code\":\"%s\",\"message\":",
-		    frames__frame_errors[e->code]);
-	frames__str(out, e->message, PTG_DETAIL_MAX_CHARS);
+		    frame_errors[e->code]);
+	str(out, e->message, PTG_DETAIL_MAX_CHARS);
 	buf_append_str(out, "}");
 }
 
 /* Whether f has a kind whose enum values the binding can express; the
    enums come from a peer and index the name tables. */
-static bool frames__frame_ok(const Ptg__Frame *f)
+static bool frame_ok(const Ptg__Frame *f)
 {
 	switch (f->kind_case) {
 	case PTG__FRAME__KIND_OUTPUT:
 		return f->output &&
-		       (unsigned)f->output->stream < FRAMES__COUNT(frames__streams);
+		       (unsigned)f->output->stream < FRAMES__COUNT(streams);
 	case PTG__FRAME__KIND_RESIZE:
 		return f->resize;
 	case PTG__FRAME__KIND_ROLE_ASSIGNED:
@@ -423,20 +423,20 @@ static bool frames__frame_ok(const Ptg__Frame *f)
 		return f->keyframe;
 	case PTG__FRAME__KIND_CLOSED:
 		return f->closed &&
-		       (unsigned)f->closed->reason < FRAMES__COUNT(frames__close_reasons);
+		       (unsigned)f->closed->reason < FRAMES__COUNT(close_reasons);
 	case PTG__FRAME__KIND_ERROR:
 		return f->error &&
-		       (unsigned)f->error->code < FRAMES__COUNT(frames__frame_errors);
+		       (unsigned)f->error->code < FRAMES__COUNT(frame_errors);
 	default:
 		return false;
 	}
 }
 
-static void frames__kind(struct buf *out, const Ptg__Frame *f)
+static void kind(struct buf *out, const Ptg__Frame *f)
 {
 	switch (f->kind_case) {
 	case PTG__FRAME__KIND_OUTPUT:
-		frames__output(out, f->output);
+		output(out, f->output);
 		break;
 	case PTG__FRAME__KIND_RESIZE:
 		buf_appendf(out,
@@ -445,19 +445,19 @@ static void frames__kind(struct buf *out, const Ptg__Frame *f)
 			    f->resize->cols, f->resize->rows);
 		break;
 	case PTG__FRAME__KIND_ROLE_ASSIGNED:
-		frames__role_assigned(out, f->role_assigned);
+		role_assigned(out, f->role_assigned);
 		break;
 	case PTG__FRAME__KIND_MEMBERSHIP:
-		frames__membership(out, f->membership);
+		membership(out, f->membership);
 		break;
 	case PTG__FRAME__KIND_KEYFRAME:
-		frames__keyframe(out, f->keyframe);
+		keyframe(out, f->keyframe);
 		break;
 	case PTG__FRAME__KIND_CLOSED:
-		frames__closed(out, f->closed);
+		closed(out, f->closed);
 		break;
 	default:
-		frames__frame_error(out, f->error);
+		frame_error(out, f->error);
 		break;
 	}
 }
@@ -465,12 +465,12 @@ static void frames__kind(struct buf *out, const Ptg__Frame *f)
 int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 			 struct buf *out)
 {
-	if (!frames__frame_ok(f))
+	if (!frame_ok(f))
 		return -EINVAL;
 	/* Replayed frames keep the ts they were made with (SPEC 2). */
-	frames__head(out, "pty.session_frame", "", id, f->ts_ms ? f->ts_ms : now_ms,
+	head(out, "pty.session_frame", "", id, f->ts_ms ? f->ts_ms : now_ms,
 		     &f->sequence);
-	frames__kind(out, f);
+	kind(out, f);
 	buf_append_str(out, "}");
 	return 0;
 }

@@ -51,7 +51,7 @@
 				      */
 /* MHD's per-connection pool. It holds the request head; over TLS MHD
    keeps it (mostly touched) for the whole life of an upgraded WebSocket
-   (a plain one leaves MHD at once: http__hand_out), where 64 KiB made
+   (a plain one leaves MHD at once: hand_out), where 64 KiB made
    about 50 KiB a connection. 16 KiB admits a head of about 12 KiB, the
    largest legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
@@ -79,7 +79,7 @@ struct http {
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
 	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
-	   after the run that upgraded them (http__let_go). */
+	   after the run that upgraded them (let_go). */
 	struct MHD_UpgradeResponseHandle **handed;
 	size_t n_handed, cap_handed;
 	size_t n_out; /* plain upgraded sockets handed out and still open */
@@ -112,12 +112,12 @@ struct http_req {
 	struct conn *conn;	  /* made before the 101, started after it */
 };
 
-static void http__let_go(struct http *h);
+static void let_go(struct http *h);
 
 /* Runs MHD, then arms the timer for MHD's next timeout; the timerfd is
    only re-armed when the deadline moves earlier, since a timer firing
    early costs one idle MHD_run. */
-static void http__run(struct http *h)
+static void run(struct http *h)
 {
 	MHD_UNSIGNED_LONG_LONG t;
 	int64_t deadline;
@@ -125,7 +125,7 @@ static void http__run(struct http *h)
 	h->kick = 0;
 	MHD_run(h->d);
 	if (h->n_handed) {
-		http__let_go(h);
+		let_go(h);
 		MHD_run(h->d); /* frees what MHD held for them */
 	}
 	if (MHD_get_timeout(h->d, &t) != MHD_YES)
@@ -139,17 +139,17 @@ static void http__run(struct http *h)
 	ev_timer_arm(h->timer, (int64_t)t, 0);
 }
 
-static void http__io(struct ev_io *io, int fd, unsigned events, void *user)
+static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 {
-	http__run(user);
+	run(user);
 }
 
-static void http__timer(struct ev_timer *t, void *user)
+static void on_timer(struct ev_timer *t, void *user)
 {
 	struct http *h = user;
 
 	h->deadline = 0;
-	http__run(h);
+	run(h);
 }
 
 /* MHD in external mode has no wake-up channel: a request resumed from a
@@ -161,7 +161,7 @@ void http_run_pending(struct http *h)
 {
 	if (!h || !h->kick)
 		return;
-	http__run(h);
+	run(h);
 }
 
 /* ---- the request deadline ----
@@ -171,7 +171,7 @@ void http_run_pending(struct http *h)
    plus the same timeout, so appending keeps the list sorted and one
    timer for its front suffices. */
 
-static void http__head_timer_update(struct http *h)
+static void head_timer_update(struct http *h)
 {
 	int64_t now;
 
@@ -183,7 +183,7 @@ static void http__head_timer_update(struct http *h)
 		     0);
 }
 
-static void http__head_disarm(struct http_sock *s)
+static void head_disarm(struct http_sock *s)
 {
 	struct http *h = s->h;
 
@@ -195,22 +195,22 @@ static void http__head_disarm(struct http_sock *s)
 	s->deadline = 0;
 }
 
-static void http__head_arm(struct http_sock *s)
+static void head_arm(struct http_sock *s)
 {
 	struct http *h = s->h;
 
-	http__head_disarm(s);
+	head_disarm(s);
 	s->deadline = time_mono_ms() + (int64_t)h->gw->cfg->request_head_timeout_s * 1000;
 	s->prev = h->heads_tail;
 	*(h->heads_tail ? &h->heads_tail->next : &h->heads) = s;
 	h->heads_tail = s;
-	http__head_timer_update(h);
+	head_timer_update(h);
 }
 
 /* Cuts every connection past its deadline: a shutdown makes MHD read
    end-of-file and close it on its next run (MHD has no call to close a
    connection it holds). */
-static void http__head_expired(struct ev_timer *t, void *user)
+static void head_expired(struct ev_timer *t, void *user)
 {
 	struct http *h = user;
 	int64_t now = time_mono_ms();
@@ -224,15 +224,15 @@ static void http__head_expired(struct ev_timer *t, void *user)
 		log_debug("http", "%s: no whole request in %u s, closing", a,
 			  h->gw->cfg->request_head_timeout_s);
 		shutdown(s->fd, SHUT_RDWR);
-		http__head_disarm(s);
+		head_disarm(s);
 		h->kick = 1;
 	}
-	http__head_timer_update(h);
+	head_timer_update(h);
 }
 
 /* ---- per-address caps ---- */
 
-static void http__log_refusal(struct http *h, const struct peer_addr *a, const char *what)
+static void log_refusal(struct http *h, const struct peer_addr *a, const char *what)
 {
 	int64_t now = time_mono_ms();
 	char text[64];
@@ -251,7 +251,7 @@ static void http__log_refusal(struct http *h, const struct peer_addr *a, const c
 /* MHD's connection limit counted the WebSockets too while it kept them:
    the sockets handed out still count against it, so the gateway holds no
    more sockets than before (what fit_fd_limit budgets for). */
-static bool http__over_limit(struct http *h)
+static bool over_limit(struct http *h)
 {
 	const union MHD_DaemonInfo *di =
 	    MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
@@ -260,26 +260,26 @@ static bool http__over_limit(struct http *h)
 			 (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
 }
 
-static enum MHD_Result http__accept(void *cls, const struct sockaddr *sa, socklen_t len)
+static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http *h = cls;
 	const struct gw_config *cfg = h->gw->cfg;
 	struct peer_addr a;
 
-	if (http__over_limit(h))
+	if (over_limit(h))
 		return MHD_NO;
 	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
 	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
 	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
 		return MHD_YES;
-	http__log_refusal(h, &a, "connection refused, address at its cap");
+	log_refusal(h, &a, "connection refused, address at its cap");
 	return MHD_NO;
 }
 
 /* Before its handshake, a new TLS connection gets the credentials
    loaded last (SIGHUP), and holds them until it closes (tls.h). Should
    that fail it keeps MHD's, those loaded at start, which never go away. */
-static void http__tls_cred(struct http_sock *s, struct MHD_Connection *c)
+static void tls_cred(struct http_sock *s, struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *tls =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
@@ -291,7 +291,7 @@ static void http__tls_cred(struct http_sock *s, struct MHD_Connection *c)
 	s->cred = tls_cred_ref(cur);
 }
 
-static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
+static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 {
 	const struct gw_config *cfg = h->gw->cfg;
 	const union MHD_ConnectionInfo *fd, *addr;
@@ -310,27 +310,27 @@ static void http__sock_start(struct http *h, struct MHD_Connection *c, void **ct
 	/* Unlimited here: the accept policy checked the cap just before. */
 	s->counted = !s->trusted && peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
 	if (h->has_tls)
-		http__tls_cred(s, c);
-	http__head_arm(s);
+		tls_cred(s, c);
+	head_arm(s);
 	*ctx = s;
 }
 
-static void http__sock_closed(struct http_sock *s)
+static void sock_closed(struct http_sock *s)
 {
 	tls_cred_unref(s->cred);
 	if (s->counted)
 		peer_table_give(s->h->peers, &s->peer);
-	http__head_disarm(s);
+	head_disarm(s);
 	free(s);
 }
 
-static void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
+static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
 			      enum MHD_ConnectionNotificationCode code)
 {
 	if (code == MHD_CONNECTION_NOTIFY_STARTED)
-		http__sock_start(cls, c, ctx);
+		sock_start(cls, c, ctx);
 	else if (code == MHD_CONNECTION_NOTIFY_CLOSED && *ctx) {
-		http__sock_closed(*ctx);
+		sock_closed(*ctx);
 		*ctx = NULL;
 	}
 }
@@ -338,7 +338,7 @@ static void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
 /* Behind a trusted proxy: the client from X-Forwarded-For takes one
    count for the life of the request (a WebSocket's whole life). Returns
    0, or -EBUSY when that client is at its cap. */
-static int http__count_client(struct http_req *r, struct http_sock *s)
+static int count_client(struct http_req *r, struct http_sock *s)
 {
 	const struct gw_config *cfg = r->h->gw->cfg;
 	const char *xff;
@@ -348,14 +348,14 @@ static int http__count_client(struct http_req *r, struct http_sock *s)
 	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
 	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff, &r->client);
 	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
-		http__log_refusal(r->h, &r->client, "request refused, client at its cap");
+		log_refusal(r->h, &r->client, "request refused, client at its cap");
 		return -EBUSY;
 	}
 	r->client_counted = 1;
 	return 0;
 }
 
-static void http__mhd_log(void *cls, const char *fmt, va_list ap)
+static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
 	size_t n;
@@ -367,7 +367,7 @@ static void http__mhd_log(void *cls, const char *fmt, va_list ap)
 	log_warn("http", "libmicrohttpd: %s", line);
 }
 
-static struct http_req *http__req_new(struct http *h, struct MHD_Connection *c,
+static struct http_req *req_new(struct http *h, struct MHD_Connection *c,
 				      const char *target)
 {
 	struct http_req *r = xcalloc(1, sizeof(*r));
@@ -385,7 +385,7 @@ static struct http_req *http__req_new(struct http *h, struct MHD_Connection *c,
 /* What a request holds beyond itself: on an upgrade this goes at once,
    since MHD keeps the request until the WebSocket closes. The protocol
    line may hold a bearer token: wiped. */
-static void http__req_release(struct http_req *r)
+static void req_release(struct http_req *r)
 {
 	if (r->rq) {
 		routes_req_clear(r->rq);
@@ -400,20 +400,20 @@ static void http__req_release(struct http_req *r)
 	r->target = NULL;
 }
 
-static void http__req_free(struct http_req *r)
+static void req_free(struct http_req *r)
 {
 	conn_discard(r->conn);
-	http__req_release(r);
+	req_release(r);
 	free(r);
 }
 
 /* MHD's first sight of a request: the raw target, before unescaping. */
-static void *http__uri_log(void *cls, const char *uri, struct MHD_Connection *c)
+static void *uri_log(void *cls, const char *uri, struct MHD_Connection *c)
 {
-	return http__req_new(cls, c, uri);
+	return req_new(cls, c, uri);
 }
 
-static struct http_sock *http__sock(struct MHD_Connection *c)
+static struct http_sock *sock_of(struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *ci =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -423,26 +423,26 @@ static struct http_sock *http__sock(struct MHD_Connection *c)
 
 /* A keep-alive connection waits for its next request under the same
    deadline as its first one; an upgraded socket is conn.c's, never cut. */
-static void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
+static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			    enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *r = *req_cls;
-	struct http_sock *s = http__sock(c);
+	struct http_sock *s = sock_of(c);
 
 	if (!r)
 		return;
 	if (r->client_counted)
 		peer_table_give(r->h->peers, &r->client);
 	if (s && !r->upgraded && toe == MHD_REQUEST_TERMINATED_COMPLETED_OK)
-		http__head_arm(s);
-	http__req_free(r);
+		head_arm(s);
+	req_free(r);
 	*req_cls = NULL;
 }
 
 /* MHD closes the sockets it handed out (its copies of the fds: conn.c
    has its own) once the run that upgraded them is over; closing one
    from inside its own upgrade callback is not something MHD allows. */
-static void http__let_go(struct http *h)
+static void let_go(struct http *h)
 {
 	for (size_t i = 0; i < h->n_handed; i++)
 		MHD_upgrade_action(h->handed[i], MHD_UPGRADE_ACTION_CLOSE);
@@ -453,11 +453,11 @@ static void http__let_go(struct http *h)
    address count the connection was admitted under (the socket's own, or
    behind a trusted proxy its client's), and MHD closes its fd. Returns
    the duplicate, or -1 (then MHD keeps the socket, as over TLS). */
-static int http__hand_out(struct http_req *r, MHD_socket sock,
+static int hand_out(struct http_req *r, MHD_socket sock,
 			  struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
 {
 	struct http *h = r->h;
-	struct http_sock *s = http__sock(r->c);
+	struct http_sock *s = sock_of(r->c);
 	int fd;
 
 	if (h->has_tls || !s)
@@ -485,14 +485,14 @@ static int http__hand_out(struct http_req *r, MHD_socket sock,
 }
 
 /* conn.c takes the socket; the connection slot passes with it. */
-static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
+static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 			   const char *extra, size_t extra_len, MHD_socket sock,
 			   struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_req *r = cls;
 	struct conn *conn = r->conn;
 	struct http_hold hold = {.h = r->h};
-	int fd = http__hand_out(r, sock, urh, &hold);
+	int fd = hand_out(r, sock, urh, &hold);
 
 	if (fd < 0) {
 		fd = sock;
@@ -502,7 +502,7 @@ static void http__upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	r->upgraded = 1;
 	r->conn = NULL;
 	conn_start(conn, fd, extra, extra_len, &hold);
-	http__req_release(r);
+	req_release(r);
 }
 
 void http_release(struct http_hold *hold, int fd)
@@ -522,9 +522,9 @@ void http_release(struct http_hold *hold, int fd)
 	hold->urh = NULL;
 }
 
-static enum MHD_Result http__answer(struct http_req *r);
+static enum MHD_Result answer(struct http_req *r);
 
-static enum MHD_Result http__queue_upgrade(struct http_req *r)
+static enum MHD_Result queue_upgrade(struct http_req *r)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ok;
@@ -539,9 +539,9 @@ static enum MHD_Result http__queue_upgrade(struct http_req *r)
 				  &r->rq->out);
 		r->rq->status = 503;
 		r->rq->content_type = "application/json";
-		return http__answer(r);
+		return answer(r);
 	}
-	resp = MHD_create_response_for_upgrade(http__upgraded, r);
+	resp = MHD_create_response_for_upgrade(on_upgraded, r);
 	if (!resp)
 		return MHD_NO;
 	/* MHD itself adds "Connection: Upgrade" to an upgrade response. */
@@ -553,7 +553,7 @@ static enum MHD_Result http__queue_upgrade(struct http_req *r)
 	return ok;
 }
 
-static struct MHD_Response *http__body(struct route_req *rq)
+static struct MHD_Response *route_body(struct route_req *rq)
 {
 	struct MHD_Response *resp;
 
@@ -568,7 +568,7 @@ static struct MHD_Response *http__body(struct route_req *rq)
 }
 
 /* Sends what the routes answered. */
-static enum MHD_Result http__answer(struct http_req *r)
+static enum MHD_Result answer(struct http_req *r)
 {
 	struct route_req *rq = r->rq;
 	struct MHD_Response *resp;
@@ -576,8 +576,8 @@ static enum MHD_Result http__answer(struct http_req *r)
 	char n[16];
 
 	if (rq->status == 101)
-		return http__queue_upgrade(r);
-	resp = http__body(rq);
+		return queue_upgrade(r);
+	resp = route_body(rq);
 	if (!resp)
 		return MHD_NO;
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq->content_type);
@@ -599,38 +599,38 @@ static enum MHD_Result http__answer(struct http_req *r)
 }
 
 /* Answers at once with a JSON error, before any body is read. */
-static enum MHD_Result http__refuse(struct http_req *r, int status, const char *msg)
+static enum MHD_Result refuse(struct http_req *r, int status, const char *msg)
 {
 	buf_reset(&r->rq->out);
 	routes_error_body("INVALID_REQUEST", msg, &r->rq->out);
 	r->rq->status = status;
-	return http__answer(r);
+	return answer(r);
 }
 
-static enum MHD_Result http__too_large(struct http_req *r)
+static enum MHD_Result reply_too_large(struct http_req *r)
 {
 	char msg[64];
 
 	snprintf(msg, sizeof(msg), "the request body exceeds %d bytes", ROUTES_BODY_MAX);
-	return http__refuse(r, 413, msg);
+	return refuse(r, 413, msg);
 }
 
 /* A declared Content-Length: digits only (shared/num.c), at most the
    body cap. libmicrohttpd refuses a malformed one before we see it; this
    holds should it ever let one through. */
-static enum MHD_Result http__check_length(struct http_req *r, const char *cl)
+static enum MHD_Result check_length(struct http_req *r, const char *cl)
 {
 	uint64_t len;
 
 	if (num_parse_u64(cl, 0, ROUTES_BODY_MAX, &len) == 0)
 		return MHD_YES;
 	if (cl[0] && strspn(cl, "0123456789") == strlen(cl))
-		return http__too_large(r); /* digits, but past the cap */
-	return http__refuse(r, 400, "Content-Length must be decimal digits");
+		return reply_too_large(r); /* digits, but past the cap */
+	return refuse(r, 400, "Content-Length must be decimal digits");
 }
 
 /* Joins every Sec-WebSocket-Protocol line with ", " (RFC 9110 5.3). */
-static enum MHD_Result http__protocol_line(void *cls, enum MHD_ValueKind kind,
+static enum MHD_Result protocol_line(void *cls, enum MHD_ValueKind kind,
 					   const char *key, const char *value)
 {
 	struct buf *b = cls;
@@ -643,30 +643,30 @@ static enum MHD_Result http__protocol_line(void *cls, enum MHD_ValueKind kind,
 	return MHD_YES;
 }
 
-static const char *http__header(struct http_req *r, const char *name)
+static const char *header(struct http_req *r, const char *name)
 {
 	return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
 }
 
 /* The request is whole: fill the route request and ask the routes. */
-static void http__handle(struct http_req *r, const char *method)
+static void handle(struct http_req *r, const char *method)
 {
 	struct route_req *rq = r->rq;
 
-	MHD_get_connection_values(r->c, MHD_HEADER_KIND, http__protocol_line,
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, protocol_line,
 				  &r->protocols);
 	buf_append(&r->protocols, "", 1);
 	rq->gw = r->h->gw;
 	rq->role = r->h->role;
 	rq->method = method;
 	rq->target = r->target;
-	rq->authorization = http__header(r, MHD_HTTP_HEADER_AUTHORIZATION);
-	rq->upgrade = http__header(r, MHD_HTTP_HEADER_UPGRADE);
-	rq->connection = http__header(r, MHD_HTTP_HEADER_CONNECTION);
-	rq->ws_version = http__header(r, "Sec-WebSocket-Version");
-	rq->ws_key = http__header(r, "Sec-WebSocket-Key");
-	rq->origin = http__header(r, "Origin");
-	rq->host = http__header(r, MHD_HTTP_HEADER_HOST);
+	rq->authorization = header(r, MHD_HTTP_HEADER_AUTHORIZATION);
+	rq->upgrade = header(r, MHD_HTTP_HEADER_UPGRADE);
+	rq->connection = header(r, MHD_HTTP_HEADER_CONNECTION);
+	rq->ws_version = header(r, "Sec-WebSocket-Version");
+	rq->ws_key = header(r, "Sec-WebSocket-Key");
+	rq->origin = header(r, "Origin");
+	rq->host = header(r, MHD_HTTP_HEADER_HOST);
 	rq->ws_protocol =
 	    buf_size(&r->protocols) > 1 ? (const char *)buf_head(&r->protocols) : NULL;
 	rq->body = (const char *)buf_head(&r->body);
@@ -681,13 +681,13 @@ static void http__handle(struct http_req *r, const char *method)
 
 /* The request is whole: its deadline is met, and behind a trusted proxy
    its client is counted. Returns 0, or -EBUSY with a 429 to answer. */
-static int http__whole(struct http_req *r)
+static int whole(struct http_req *r)
 {
-	struct http_sock *s = http__sock(r->c);
+	struct http_sock *s = sock_of(r->c);
 
 	if (s)
-		http__head_disarm(s);
-	if (http__count_client(r, s) == 0)
+		head_disarm(s);
+	if (count_client(r, s) == 0)
 		return 0;
 	r->handled = 1;
 	routes_refuse(r->rq, 429, "RATE_LIMITED",
@@ -696,7 +696,7 @@ static int http__whole(struct http_req *r)
 }
 
 /* The routes' late answer: MHD calls the access handler again. */
-static void http__done(struct route_req *rq)
+static void done(struct route_req *rq)
 {
 	struct http_req *r = rq->user;
 
@@ -708,17 +708,17 @@ static void http__done(struct route_req *rq)
 }
 
 /* The first call: count, and refuse a declared oversized body at once. */
-static enum MHD_Result http__first(struct http_req *r)
+static enum MHD_Result first(struct http_req *r)
 {
-	const char *cl = http__header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
 
 	r->started = 1;
-	r->rq->done = http__done;
+	r->rq->done = done;
 	r->h->gw->metrics.http_requests++;
-	return cl ? http__check_length(r, cl) : MHD_YES;
+	return cl ? check_length(r, cl) : MHD_YES;
 }
 
-static enum MHD_Result http__upload(struct http_req *r, const char *data, size_t *n)
+static enum MHD_Result upload(struct http_req *r, const char *data, size_t *n)
 {
 	if (!r->too_large && buf_size(&r->body) + *n <= ROUTES_BODY_MAX) {
 		buf_append(&r->body, data, *n);
@@ -732,7 +732,7 @@ static enum MHD_Result http__upload(struct http_req *r, const char *data, size_t
 	return MHD_YES;
 }
 
-static enum MHD_Result http__access(void *cls, struct MHD_Connection *c, const char *url,
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				    const char *method, const char *version,
 				    const char *upload_data, size_t *upload_data_size,
 				    void **req_cls)
@@ -740,24 +740,24 @@ static enum MHD_Result http__access(void *cls, struct MHD_Connection *c, const c
 	struct http_req *r = *req_cls;
 
 	if (!r)
-		*req_cls = r = http__req_new(cls, c, url);
+		*req_cls = r = req_new(cls, c, url);
 	if (!r->started)
-		return http__first(r);
+		return first(r);
 	if (*upload_data_size)
-		return http__upload(r, upload_data, upload_data_size);
+		return upload(r, upload_data, upload_data_size);
 	if (r->too_large)
-		return http__too_large(r);
-	if (!r->handled && http__whole(r) < 0)
-		return http__answer(r);
+		return reply_too_large(r);
+	if (!r->handled && whole(r) < 0)
+		return answer(r);
 	if (!r->handled)
-		http__handle(r, method);
+		handle(r, method);
 	if (r->suspended)
 		return MHD_YES;
-	return http__answer(r);
+	return answer(r);
 }
 
 /* Resolves host (a numeric address or a name) for binding exactly it. */
-static int http__resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
 			 char *err, size_t errlen)
 {
 	struct addrinfo hints = {0}, *ai;
@@ -786,7 +786,7 @@ static int http__resolve(const char *host, uint16_t port, struct sockaddr_storag
    binds at once over TIME_WAIT), never SO_REUSEPORT, so a second gateway
    on a busy port fails its start instead of silently sharing the port
    with the first (the kernel would split connections between them). */
-static int http__listen_socket(const struct sockaddr_storage *ss, char *err,
+static int listen_socket(const struct sockaddr_storage *ss, char *err,
 			       size_t errlen)
 {
 	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
@@ -812,7 +812,7 @@ static int http__listen_socket(const struct sockaddr_storage *ss, char *err,
 	return fd;
 }
 
-static uint16_t http__bound_port(int fd)
+static uint16_t bound_port(int fd)
 {
 	struct sockaddr_storage ss;
 	socklen_t len = sizeof(ss);
@@ -823,7 +823,7 @@ static uint16_t http__bound_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
-static struct MHD_Daemon *http__start(struct http *h, int lfd)
+static struct MHD_Daemon *start(struct http *h, int lfd)
 {
 	const struct gw_config *cfg = h->gw->cfg;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
@@ -833,16 +833,16 @@ static struct MHD_Daemon *http__start(struct http *h, int lfd)
 	size_t n = 0;
 
 #define HTTP__OPT(opt, v, p) (o[n++] = (struct MHD_OptionItem){(opt), (intptr_t)(v), (p)})
-	HTTP__OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)http__mhd_log, h);
+	HTTP__OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h);
 	HTTP__OPT(MHD_OPTION_LISTEN_SOCKET, lfd, NULL);
 	HTTP__OPT(MHD_OPTION_CONNECTION_LIMIT, limit, NULL);
-	/* MHD's own per-IP limit cannot spare a trusted proxy: http__accept
-	   and http__notify_conn count addresses instead. */
-	HTTP__OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)http__notify_conn, h);
+	/* MHD's own per-IP limit cannot spare a trusted proxy: on_accept
+	   and notify_conn count addresses instead. */
+	HTTP__OPT(MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)notify_conn, h);
 	HTTP__OPT(MHD_OPTION_CONNECTION_TIMEOUT, HTTP__TIMEOUT_S, NULL);
 	HTTP__OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP__MEMORY_LIMIT, NULL);
-	HTTP__OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http__uri_log, h);
-	HTTP__OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http__completed, h);
+	HTTP__OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)uri_log, h);
+	HTTP__OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, h);
 	if (h->has_tls) {
 		flags |= MHD_USE_TLS;
 		HTTP__OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert_pem);
@@ -850,13 +850,13 @@ static struct MHD_Daemon *http__start(struct http *h, int lfd)
 	}
 	HTTP__OPT(MHD_OPTION_END, 0, NULL);
 #undef HTTP__OPT
-	return MHD_start_daemon(flags, 0, http__accept, h, http__access, h,
+	return MHD_start_daemon(flags, 0, on_accept, h, on_request, h,
 				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
 }
 
 /* Plain HTTP carries bearer tokens in the clear: only on loopback,
    unless the operator says a TLS-terminating proxy is in front. */
-static int http__loopback(const struct sockaddr_storage *ss)
+static int loopback(const struct sockaddr_storage *ss)
 {
 	struct peer_addr a;
 	struct peer_cidr lo4, lo6;
@@ -868,7 +868,7 @@ static int http__loopback(const struct sockaddr_storage *ss)
 	return peer_cidr_contains(&lo4, &a) || peer_cidr_contains(&lo6, &a);
 }
 
-static int http__tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
+static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
 			   size_t errlen)
 {
 	const struct gw_config *cfg = h->gw->cfg;
@@ -876,7 +876,7 @@ static int http__tls_setup(struct http *h, const struct sockaddr_storage *ss, ch
 	if (h->role != HTTP_PUBLIC)
 		return 0;
 	if (!cfg->tls_cert[0]) {
-		if (cfg->allow_plaintext || http__loopback(ss))
+		if (cfg->allow_plaintext || loopback(ss))
 			return 0;
 		snprintf(err, errlen,
 			 "plain HTTP and ws:// off loopback would carry tokens in the "
@@ -905,24 +905,24 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 	h->gw = gw;
 	h->role = role;
 	h->peers = peer_table_new();
-	h->head_timer = ev_timer_new(gw->loop, -1, 0, http__head_expired, h);
-	h->timer = ev_timer_new(gw->loop, -1, 0, http__timer, h);
-	if (http__resolve(host, port, &ss, err, errlen) < 0)
+	h->head_timer = ev_timer_new(gw->loop, -1, 0, head_expired, h);
+	h->timer = ev_timer_new(gw->loop, -1, 0, on_timer, h);
+	if (resolve(host, port, &ss, err, errlen) < 0)
 		goto out_free;
-	if (http__tls_setup(h, &ss, err, errlen) < 0)
+	if (tls_setup(h, &ss, err, errlen) < 0)
 		goto out_free;
-	lfd = http__listen_socket(&ss, err, errlen);
+	lfd = listen_socket(&ss, err, errlen);
 	if (lfd < 0)
 		goto out_free;
-	h->port = http__bound_port(lfd);
-	h->d = http__start(h, lfd);
+	h->port = bound_port(lfd);
+	h->d = start(h, lfd);
 	if (!h->d) {
 		close(lfd);
 		snprintf(err, errlen, "libmicrohttpd did not start (see the log)");
 		goto out_free;
 	}
 	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-	h->io = info ? ev_io_new(gw->loop, info->epoll_fd, EV_READ, http__io, h) : NULL;
+	h->io = info ? ev_io_new(gw->loop, info->epoll_fd, EV_READ, on_io, h) : NULL;
 	if (!h->io) {
 		snprintf(err, errlen, "cannot watch libmicrohttpd's epoll fd");
 		goto out_free;

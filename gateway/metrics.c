@@ -6,7 +6,7 @@
 #include <inttypes.h>
 #include <stddef.h>
 
-struct metrics__family {
+struct family {
 	const char *name;
 	const char *type; /* "counter" or "gauge" */
 	const char *help;
@@ -18,7 +18,7 @@ struct metrics__family {
 		name, type, help, offsetof(struct metrics, field)                        \
 	}
 
-static const struct metrics__family metrics__families[] = {
+static const struct family families[] = {
     METRICS__F("ptygate_fanout_queue_bytes", "gauge",
 	       "Bytes queued for clients, all connections together.", queue_bytes),
     METRICS__F("ptygate_fanout_queue_bytes_max", "gauge",
@@ -65,14 +65,14 @@ static const struct metrics__family metrics__families[] = {
 	       link_queue_overflows),
 };
 
-static void metrics__head(struct buf *out, const char *name, const char *type,
+static void head(struct buf *out, const char *name, const char *type,
 			  const char *help)
 {
 	buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* A label value: backslash, double quote and newline escaped. */
-static void metrics__label(struct buf *out, const char *v)
+static void label(struct buf *out, const char *v)
 {
 	for (; *v; v++) {
 		if (*v == '\\')
@@ -86,9 +86,9 @@ static void metrics__label(struct buf *out, const char *v)
 	}
 }
 
-static void metrics__connections(const struct metrics *m, struct buf *out)
+static void connections(const struct metrics *m, struct buf *out)
 {
-	metrics__head(out, "ptygate_connections", "gauge",
+	head(out, "ptygate_connections", "gauge",
 		      "Client WebSocket connections by role (pending: not joined yet).");
 	buf_appendf(out, "ptygate_connections{role=\"controller\"} %" PRIu64 "\n",
 		    m->conns_controller);
@@ -101,20 +101,20 @@ static void metrics__connections(const struct metrics *m, struct buf *out)
 void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		    unsigned n_links, struct buf *out)
 {
-	metrics__connections(m, out);
-	for (size_t i = 0; i < sizeof(metrics__families) / sizeof(metrics__families[0]);
+	connections(m, out);
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]);
 	     i++) {
-		const struct metrics__family *f = &metrics__families[i];
+		const struct family *f = &families[i];
 		const uint64_t *v = (const uint64_t *)((const char *)m + f->off);
 
-		metrics__head(out, f->name, f->type, f->help);
+		head(out, f->name, f->type, f->help);
 		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
 	}
-	metrics__head(out, "ptygate_link_up", "gauge",
+	head(out, "ptygate_link_up", "gauge",
 		      "1 when the instance's sidecar link is up and greeted.");
 	for (unsigned i = 0; i < n_links; i++) {
 		buf_append_str(out, "ptygate_link_up{instance=\"");
-		metrics__label(out, links[i].instance ? links[i].instance : "");
+		label(out, links[i].instance ? links[i].instance : "");
 		buf_appendf(out, "\"} %d\n", links[i].up ? 1 : 0);
 	}
 }

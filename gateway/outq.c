@@ -21,23 +21,23 @@ struct outq__chunk {
 	uint8_t bytes[];
 };
 
-static const uint8_t *outq__data(const struct outq__chunk *c)
+static const uint8_t *data(const struct outq__chunk *c)
 {
 	return c->frame ? c->frame->data : c->bytes;
 }
 
-static size_t outq__len(const struct outq__chunk *c)
+static size_t chunk_len(const struct outq__chunk *c)
 {
 	return c->frame ? c->frame->len : c->len;
 }
 
-static void outq__chunk_free(struct outq__chunk *c)
+static void chunk_free(struct outq__chunk *c)
 {
 	wsframe_unref(c->frame);
 	free(c);
 }
 
-static void outq__append(struct outq *q, struct outq__chunk *c)
+static void append(struct outq *q, struct outq__chunk *c)
 {
 	c->next = NULL;
 	if (q->tail)
@@ -45,7 +45,7 @@ static void outq__append(struct outq *q, struct outq__chunk *c)
 	else
 		q->head = c;
 	q->tail = c;
-	q->bytes += outq__len(c);
+	q->bytes += chunk_len(c);
 }
 
 void outq_init(struct outq *q)
@@ -64,7 +64,7 @@ void outq_clear(struct outq *q)
 		return;
 	for (c = q->head; c; c = next) {
 		next = c->next;
-		outq__chunk_free(c);
+		chunk_free(c);
 	}
 	outq_init(q);
 }
@@ -76,7 +76,7 @@ void outq_push_frame(struct outq *q, struct wsframe *f)
 	c->frame = wsframe_ref(f);
 	c->len = 0;
 	c->cap = 0;
-	outq__append(q, c);
+	append(q, c);
 }
 
 void outq_push_bytes(struct outq *q, const void *p, size_t n)
@@ -98,7 +98,7 @@ void outq_push_bytes(struct outq *q, const void *p, size_t n)
 	c->cap = cap;
 	c->len = n;
 	memcpy(c->bytes, p, n);
-	outq__append(q, c);
+	append(q, c);
 }
 
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
@@ -113,8 +113,8 @@ int outq_iov(const struct outq *q, struct iovec *iov, int max)
 	int i = 0;
 
 	for (c = q->head; c && i < max; c = c->next, i++) {
-		iov[i].iov_base = (void *)(outq__data(c) + off);
-		iov[i].iov_len = outq__len(c) - off;
+		iov[i].iov_base = (void *)(data(c) + off);
+		iov[i].iov_len = chunk_len(c) - off;
 		off = 0;
 	}
 	return i;
@@ -127,7 +127,7 @@ void outq_consume(struct outq *q, size_t n)
 	q->bytes -= n;
 	while (n > 0) {
 		struct outq__chunk *c = q->head;
-		size_t left = outq__len(c) - q->head_off;
+		size_t left = chunk_len(c) - q->head_off;
 
 		if (n < left) {
 			q->head_off += n;
@@ -136,7 +136,7 @@ void outq_consume(struct outq *q, size_t n)
 		n -= left;
 		q->head = c->next;
 		q->head_off = 0;
-		outq__chunk_free(c);
+		chunk_free(c);
 	}
 	if (q->head == NULL)
 		q->tail = NULL;
@@ -155,9 +155,9 @@ size_t outq_drop_data(struct outq *q)
 		next = c->next;
 		/* A started head must finish; private bytes are control frames. */
 		if (c->frame && !(first && q->head_off > 0))
-			outq__chunk_free(c);
+			chunk_free(c);
 		else
-			outq__append(q, c);
+			append(q, c);
 	}
 	/* A dropped head had no offset; a kept one keeps its offset. */
 	q->bytes -= q->head_off;

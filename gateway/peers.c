@@ -17,23 +17,23 @@
 
 #define PEERS__BUCKETS 4096 /* power of two; chains stay short at --max-conns */
 
-static const uint8_t peers__v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+static const uint8_t v4_prefix[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
 
-static void peers__v4(const void *in4, struct peer_addr *out)
+static void map_v4(const void *in4, struct peer_addr *out)
 {
-	memcpy(out->b, peers__v4_prefix, 12);
+	memcpy(out->b, v4_prefix, 12);
 	memcpy(out->b + 12, in4, 4);
 }
 
-static int peers__is_v4(const struct peer_addr *a)
+static int is_v4(const struct peer_addr *a)
 {
-	return !memcmp(a->b, peers__v4_prefix, 12);
+	return !memcmp(a->b, v4_prefix, 12);
 }
 
 int peer_addr_from_sockaddr(const struct sockaddr *sa, struct peer_addr *out)
 {
 	if (sa->sa_family == AF_INET) {
-		peers__v4(&((const struct sockaddr_in *)sa)->sin_addr, out);
+		map_v4(&((const struct sockaddr_in *)sa)->sin_addr, out);
 		return 0;
 	}
 	if (sa->sa_family == AF_INET6) {
@@ -57,7 +57,7 @@ int peer_addr_parse(const char *s, size_t n, struct peer_addr *out)
 	memcpy(tmp, s, n);
 	tmp[n] = '\0';
 	if (inet_pton(AF_INET, tmp, v4) == 1) {
-		peers__v4(v4, out);
+		map_v4(v4, out);
 		return 0;
 	}
 	return inet_pton(AF_INET6, tmp, out->b) == 1 ? 0 : -EINVAL;
@@ -67,14 +67,14 @@ void peer_addr_str(const struct peer_addr *a, char *out, size_t cap)
 {
 	char tmp[INET6_ADDRSTRLEN];
 
-	if (peers__is_v4(a))
+	if (is_v4(a))
 		inet_ntop(AF_INET, a->b + 12, tmp, sizeof(tmp));
 	else
 		inet_ntop(AF_INET6, a->b, tmp, sizeof(tmp));
 	snprintf(out, cap, "%s", tmp);
 }
 
-static void peers__mask(struct peer_addr *a, unsigned bits)
+static void mask(struct peer_addr *a, unsigned bits)
 {
 	for (unsigned i = 0; i < 16; i++) {
 		unsigned keep = bits > i * 8 ? bits - i * 8 : 0;
@@ -92,14 +92,14 @@ int peer_cidr_parse(const char *s, struct peer_cidr *out)
 
 	if (peer_addr_parse(s, n, &out->net) < 0 || (n && s[0] == '['))
 		return -EINVAL;
-	max = peers__is_v4(&out->net) && !strchr(s, ':') ? 32 : 128;
+	max = is_v4(&out->net) && !strchr(s, ':') ? 32 : 128;
 	bits = max;
 	/* At most 3 digits: "/0032" is no way to write a prefix length. */
 	if (slash &&
 	    (strlen(slash + 1) > 3 || num_parse_u64(slash + 1, 0, max, &bits) < 0))
 		return -EINVAL;
 	out->bits = (unsigned)bits + (max == 32 ? 96 : 0);
-	peers__mask(&out->net, out->bits);
+	mask(&out->net, out->bits);
 	return 0;
 }
 
@@ -107,7 +107,7 @@ int peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a)
 {
 	struct peer_addr m = *a;
 
-	peers__mask(&m, c->bits);
+	mask(&m, c->bits);
 	return !memcmp(m.b, c->net.b, 16);
 }
 
@@ -120,7 +120,7 @@ int peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr 
 }
 
 /* The hop ending at end (exclusive) in xff: its start and trimmed span. */
-static const char *peers__hop(const char *xff, const char *end, const char **s, size_t *n)
+static const char *next_hop(const char *xff, const char *end, const char **s, size_t *n)
 {
 	const char *start = end, *b, *e;
 
@@ -149,7 +149,7 @@ void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_ad
 		return;
 	end = xff + strlen(xff);
 	for (;;) {
-		const char *start = peers__hop(xff, end, &s, &len);
+		const char *start = next_hop(xff, end, &s, &len);
 		if (peer_addr_parse(s, len, &hop) < 0)
 			return; /* not an address: keep what we have */
 		*out = hop;
@@ -161,14 +161,14 @@ void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_ad
 
 /* ---- the count table ---- */
 
-struct peers__entry {
+struct entry {
 	struct peer_addr a;
 	unsigned count;
-	struct peers__entry *next;
+	struct entry *next;
 };
 
 struct peer_table {
-	struct peers__entry *bucket[PEERS__BUCKETS];
+	struct entry *bucket[PEERS__BUCKETS];
 	uint64_t seed;
 	size_t size;
 };
@@ -188,7 +188,7 @@ void peer_table_free(struct peer_table *t)
 		return;
 	for (size_t i = 0; i < PEERS__BUCKETS; i++)
 		while (t->bucket[i]) {
-			struct peers__entry *e = t->bucket[i];
+			struct entry *e = t->bucket[i];
 			t->bucket[i] = e->next;
 			free(e);
 		}
@@ -198,24 +198,24 @@ void peer_table_free(struct peer_table *t)
 /* What is counted: an IPv4 address, or an IPv6 /64. One IPv6 host
    usually holds a whole /64 and can pick a new address per connection,
    so counting single IPv6 addresses would cap nothing. */
-static struct peer_addr peers__key(const struct peer_addr *a)
+static struct peer_addr key_of(const struct peer_addr *a)
 {
 	struct peer_addr k = *a;
 
-	if (!peers__is_v4(a))
+	if (!is_v4(a))
 		memset(k.b + 8, 0, 8);
 	return k;
 }
 
 /* FNV-1a over the seed and the key: enough with a secret seed and
    chains bounded by the connection limit. */
-static struct peers__entry **peers__slot(const struct peer_table *t,
+static struct entry **slot(const struct peer_table *t,
 					 const struct peer_addr *addr)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
-	struct peer_addr key = peers__key(addr);
+	struct peer_addr key = key_of(addr);
 	const struct peer_addr *a = &key;
-	struct peers__entry *const *p;
+	struct entry *const *p;
 
 	for (size_t i = 0; i < 16; i++)
 		h = (h ^ a->b[i]) * 0x100000001b3ull;
@@ -223,19 +223,19 @@ static struct peers__entry **peers__slot(const struct peer_table *t,
 	p = &t->bucket[h & (PEERS__BUCKETS - 1)];
 	while (*p && memcmp((*p)->a.b, a->b, 16))
 		p = &(*p)->next;
-	return (struct peers__entry **)p;
+	return (struct entry **)p;
 }
 
 unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a)
 {
-	struct peers__entry *e = *peers__slot(t, a);
+	struct entry *e = *slot(t, a);
 
 	return e ? e->count : 0;
 }
 
 int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit)
 {
-	struct peers__entry **p = peers__slot(t, a);
+	struct entry **p = slot(t, a);
 
 	if (*p && (*p)->count >= limit)
 		return -EBUSY;
@@ -243,7 +243,7 @@ int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned li
 		if (!limit)
 			return -EBUSY;
 		*p = xcalloc(1, sizeof(**p));
-		(*p)->a = peers__key(a);
+		(*p)->a = key_of(a);
 		t->size++;
 	}
 	(*p)->count++;
@@ -252,7 +252,7 @@ int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned li
 
 void peer_table_give(struct peer_table *t, const struct peer_addr *a)
 {
-	struct peers__entry **p = peers__slot(t, a), *e = *p;
+	struct entry **p = slot(t, a), *e = *p;
 
 	if (!e)
 		return;

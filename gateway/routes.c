@@ -27,7 +27,7 @@
 
 /* ---- paths ---- */
 
-static int routes__unhex(int c)
+static int unhex(int c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -37,7 +37,7 @@ static int routes__unhex(int c)
 
 /* Percent-decodes s[0, n) into out; plus_space turns '+' into ' ' (query
    strings). Refuses a bad escape, %00 and output longer than cap - 1. */
-static int routes__decode(const char *s, size_t n, int plus_space, char *out, size_t cap)
+static int decode(const char *s, size_t n, int plus_space, char *out, size_t cap)
 {
 	size_t o = 0;
 
@@ -45,8 +45,8 @@ static int routes__decode(const char *s, size_t n, int plus_space, char *out, si
 		int c = (unsigned char)s[i];
 
 		if (c == '%') {
-			int hi = i + 2 < n ? routes__unhex((unsigned char)s[i + 1]) : -1;
-			int lo = i + 2 < n ? routes__unhex((unsigned char)s[i + 2]) : -1;
+			int hi = i + 2 < n ? unhex((unsigned char)s[i + 1]) : -1;
+			int lo = i + 2 < n ? unhex((unsigned char)s[i + 2]) : -1;
 
 			if (hi < 0 || lo < 0)
 				return -EINVAL;
@@ -65,7 +65,7 @@ static int routes__decode(const char *s, size_t n, int plus_space, char *out, si
 
 /* Splits and decodes the path of target into segs. Returns the count or
    -EINVAL (*why set); an empty path segment is kept as "". */
-static int routes__split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
+static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
 			 const char **why)
 {
 	size_t end = strcspn(target, "?#"), i = 1;
@@ -80,7 +80,7 @@ static int routes__split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
 
 		if (len > end - i)
 			len = end - i;
-		if (n == ROUTES__SEGS_MAX || routes__decode(target + i, len, 0, segs[n],
+		if (n == ROUTES__SEGS_MAX || decode(target + i, len, 0, segs[n],
 							    ROUTES_FILE_MAX + 1) < 0) {
 			*why = n == ROUTES__SEGS_MAX ? "path too deep"
 						     : "bad percent-encoding in path";
@@ -97,7 +97,7 @@ static int routes__split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
 	return n;
 }
 
-static int routes__match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
+static int match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
 				struct route_match *m, const char **why)
 {
 	if (n < 3)
@@ -135,7 +135,7 @@ static int routes__match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
 
 /* A static file path: no empty or hidden segments except a final "/"
    meaning index.html. */
-static int routes__match_static(char segs[][ROUTES_FILE_MAX + 1], int n,
+static int match_static(char segs[][ROUTES_FILE_MAX + 1], int n,
 				struct route_match *m)
 {
 	size_t o = 0;
@@ -172,7 +172,7 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 
 	memset(m, 0, sizeof(*m));
 	*why = "no such path";
-	n = routes__split(target, segs, why);
+	n = split(target, segs, why);
 	if (n < 0)
 		return n;
 	for (size_t i = 0; n == 1 && i < sizeof(ops) / sizeof(ops[0]); i++)
@@ -181,7 +181,7 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 			return 0;
 		}
 	if (!strcmp(segs[0], "agents")) {
-		int rc = routes__match_agents(segs, n, m, why);
+		int rc = match_agents(segs, n, m, why);
 
 		/* /agents/{i}/sessions/{s}/ is the web page of one session. */
 		if (rc == -ENOENT && with_static && n == 5 && !segs[4][0] &&
@@ -193,7 +193,7 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 		return rc;
 	}
 	if (with_static)
-		return routes__match_static(segs, n, m);
+		return match_static(segs, n, m);
 	return -ENOENT;
 }
 
@@ -225,7 +225,7 @@ int routes_method_ok(enum route_id id, const char *method)
 /* ---- query strings ---- */
 
 /* A value shaped like a compact JWS: "eyJ", base64url, exactly two dots. */
-static int routes__looks_like_jwt(const char *v)
+static int looks_like_jwt(const char *v)
 {
 	int dots = 0;
 
@@ -240,7 +240,7 @@ static int routes__looks_like_jwt(const char *v)
 	return dots == 2;
 }
 
-static int routes__token_name(const char *name)
+static int token_name(const char *name)
 {
 	static const char *const names[] = {"jwt", "bearer", "auth", "authorization"};
 	char low[ROUTES_FILE_MAX + 1];
@@ -261,7 +261,7 @@ static int routes__token_name(const char *name)
 
 /* One "name[=value]" parameter; an undecodable one counts by its raw
    text so an odd escape cannot hide a token. */
-static int routes__token_param(const char *p, size_t len)
+static int token_param(const char *p, size_t len)
 {
 	char *buf = xmalloc(len + 1);
 	size_t nlen = strcspn(p, "=");
@@ -269,17 +269,17 @@ static int routes__token_param(const char *p, size_t len)
 
 	if (nlen > len)
 		nlen = len;
-	if (routes__decode(p, nlen, 1, buf, len + 1) < 0) {
+	if (decode(p, nlen, 1, buf, len + 1) < 0) {
 		memcpy(buf, p, nlen);
 		buf[nlen] = '\0';
 	}
-	hit = routes__token_name(buf);
+	hit = token_name(buf);
 	if (!hit && nlen < len) {
-		if (routes__decode(p + nlen + 1, len - nlen - 1, 1, buf, len + 1) < 0) {
+		if (decode(p + nlen + 1, len - nlen - 1, 1, buf, len + 1) < 0) {
 			memcpy(buf, p + nlen + 1, len - nlen - 1);
 			buf[len - nlen - 1] = '\0';
 		}
-		hit = routes__looks_like_jwt(buf) || !strncasecmp(buf, "bearer ", 7);
+		hit = looks_like_jwt(buf) || !strncasecmp(buf, "bearer ", 7);
 	}
 	free(buf);
 	return hit;
@@ -299,7 +299,7 @@ int routes_query_has_token(const char *target)
 
 		if (len > end - i)
 			len = end - i;
-		if (len && routes__token_param(q + i, len))
+		if (len && token_param(q + i, len))
 			return 1;
 		i += len + 1;
 	}
@@ -318,7 +318,7 @@ void routes_req_init(struct route_req *rq)
 
 /* ---- dispatch ---- */
 
-static int (*const routes__handlers[])(struct route_req *rq) = {
+static int (*const handlers[])(struct route_req *rq) = {
     [ROUTE_HEALTHZ] = routes__healthz,	 [ROUTE_READYZ] = routes__readyz,
     [ROUTE_METRICS] = routes__metrics,	 [ROUTE_AGENT_CARD] = routes__agent_card,
     [ROUTE_SESSIONS] = routes__sessions, [ROUTE_SESSION] = routes__session,
@@ -326,7 +326,7 @@ static int (*const routes__handlers[])(struct route_req *rq) = {
 };
 
 /* The operator routes and the AgentCard move to --admin-listen when set. */
-static int routes__on_listener(const struct route_req *rq)
+static int on_listener(const struct route_req *rq)
 {
 	enum route_id id = rq->m.id;
 	int admin_route = id == ROUTE_HEALTHZ || id == ROUTE_READYZ ||
@@ -337,7 +337,7 @@ static int routes__on_listener(const struct route_req *rq)
 	return !admin_route || !rq->gw->cfg->admin_host[0];
 }
 
-static int routes__dispatch(struct route_req *rq)
+static int dispatch(struct route_req *rq)
 {
 	int with_static = rq->role == HTTP_PUBLIC && rq->gw->cfg->static_dir[0];
 	const char *why;
@@ -345,7 +345,7 @@ static int routes__dispatch(struct route_req *rq)
 
 	if (rc == -EINVAL)
 		return routes__error(rq, 400, "INVALID_REQUEST", why);
-	if (rc < 0 || !routes__on_listener(rq)) {
+	if (rc < 0 || !on_listener(rq)) {
 		rq->m.id = 0;
 		return routes__error(rq, 404, "NOT_FOUND", "no such path");
 	}
@@ -354,7 +354,7 @@ static int routes__dispatch(struct route_req *rq)
 		rq->allow = routes_allow(rq->m.id);
 		return 0;
 	}
-	return routes__handlers[rq->m.id](rq);
+	return handlers[rq->m.id](rq);
 }
 
 int routes_handle(struct route_req *rq)
@@ -362,7 +362,7 @@ int routes_handle(struct route_req *rq)
 	int rc;
 
 	rq->in_handle = 1;
-	rc = routes__dispatch(rq);
+	rc = dispatch(rq);
 	rq->in_handle = 0;
 	if (rc == 0)
 		routes__count(rq);

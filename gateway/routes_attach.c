@@ -18,7 +18,7 @@ void routes__release_slot(struct route_req *rq)
 	rq->slot_held = 0;
 }
 
-static void routes__on_attach(struct route_req *rq, const Ptg__Reply *r)
+static void on_attach(struct route_req *rq, const Ptg__Reply *r)
 {
 	if (r && r->code == PTG__ERROR_CODE__OK &&
 	    r->result_case == PTG__REPLY__RESULT_SESSION) {
@@ -39,7 +39,7 @@ static void routes__on_attach(struct route_req *rq, const Ptg__Reply *r)
 /* A browser page may open a terminal only from an allowed origin: the
    same one by default, so a page elsewhere holding a token cannot (and
    a future cookie-based login would not be CSRF-able). */
-static int routes__attach_origin(struct route_req *rq)
+static int attach_origin(struct route_req *rq)
 {
 	const struct gw_config *cfg = rq->gw->cfg;
 
@@ -79,7 +79,7 @@ int routes_attach_check(struct route_req *rq, struct wshs_offer *o)
 }
 
 /* 403, then 429, then 503; on success the slot is held. */
-static int routes__attach_admit(struct route_req *rq, struct upstream *up)
+static int attach_admit(struct route_req *rq, struct upstream *up)
 {
 	struct jwt_claims *c = &rq->attach.claims;
 	const char *what = "connections";
@@ -117,15 +117,15 @@ int routes__attach(struct route_req *rq)
 	/* The 400s, then the Origin (403), then the token (401/403). */
 	rc = routes_attach_check(rq, &o);
 	if (rc == 0)
-		rc = routes__attach_origin(rq);
+		rc = attach_origin(rq);
 	if (rc == 0)
 		rc = routes__attach_auth(rq, &o, &rq->attach.claims);
 	wshs_offer_clear(&o);
-	if (rc < 0 || !(up = routes__instance(rq)) || routes__attach_admit(rq, up) < 0)
+	if (rc < 0 || !(up = routes__instance(rq)) || attach_admit(rq, up) < 0)
 		return 0;
 	g.request_id = upstream_next_id(up);
 	g.session_id = rq->m.session;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_GET_SESSION;
 	m.get_session = &g;
-	return routes__ask(rq, up, &m, g.request_id, routes__on_attach);
+	return routes__ask(rq, up, &m, g.request_id, on_attach);
 }

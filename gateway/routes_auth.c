@@ -51,7 +51,7 @@ int routes_bearer(const char *h, const char **tok, size_t *len)
 	return 0;
 }
 
-static int routes__auth_header(struct route_req *rq, struct jwt_claims *c)
+static int auth_header(struct route_req *rq, struct jwt_claims *c)
 {
 	const char *tok;
 	size_t len;
@@ -75,7 +75,7 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 {
 	struct upstream *up;
 
-	if (routes__auth_header(rq, c) < 0 || !(up = routes__instance(rq)))
+	if (auth_header(rq, c) < 0 || !(up = routes__instance(rq)))
 		return NULL;
 	if (!(c->scopes & need_scopes)) {
 		routes__forbidden(

@@ -20,7 +20,7 @@
 #define ROUTES__ENV_VAL_MAX 32768
 #define ROUTES__CWD_MAX	    4096
 
-static size_t routes__codepoints(const char *s)
+static size_t codepoints(const char *s)
 {
 	size_t n = 0;
 
@@ -30,14 +30,14 @@ static size_t routes__codepoints(const char *s)
 }
 
 /* A string of 1..max bytes (jansson already refuses \u0000). */
-static const char *routes__string(json_t *v, size_t max)
+static const char *string_field(json_t *v, size_t max)
 {
 	const char *s = json_string_value(v);
 
 	return s && s[0] && json_string_length(v) <= max ? s : NULL;
 }
 
-static int routes__f_command(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_command(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
 	size_t n = json_array_size(v);
 
@@ -64,9 +64,9 @@ static int routes__f_command(struct route_create *rc, json_t *v, char *err, size
 	return 0;
 }
 
-static int routes__f_cwd(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_cwd(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
-	const char *s = routes__string(v, ROUTES__CWD_MAX);
+	const char *s = string_field(v, ROUTES__CWD_MAX);
 
 	if (!s) {
 		snprintf(err, errlen,
@@ -78,7 +78,7 @@ static int routes__f_cwd(struct route_create *rc, json_t *v, char *err, size_t e
 	return 0;
 }
 
-static int routes__f_env(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_env(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
 	size_t n = json_object_size(v), i = 0;
 	const char *key;
@@ -116,7 +116,7 @@ static int routes__f_env(struct route_create *rc, json_t *v, char *err, size_t e
 	return 0;
 }
 
-static int routes__size(json_t *v, const char *name, uint32_t *out, char *err,
+static int size(json_t *v, const char *name, uint32_t *out, char *err,
 			size_t errlen)
 {
 	json_int_t x = json_integer_value(v);
@@ -130,17 +130,17 @@ static int routes__size(json_t *v, const char *name, uint32_t *out, char *err,
 	return 0;
 }
 
-static int routes__f_cols(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_cols(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
-	return routes__size(v, "cols", &rc->msg.cols, err, errlen);
+	return size(v, "cols", &rc->msg.cols, err, errlen);
 }
 
-static int routes__f_rows(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_rows(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
-	return routes__size(v, "rows", &rc->msg.rows, err, errlen);
+	return size(v, "rows", &rc->msg.rows, err, errlen);
 }
 
-static int routes__f_policy(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_policy(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
 	const char *s = json_string_value(v);
 
@@ -157,11 +157,11 @@ static int routes__f_policy(struct route_create *rc, json_t *v, char *err, size_
 	return 0;
 }
 
-static int routes__f_label(struct route_create *rc, json_t *v, char *err, size_t errlen)
+static int f_label(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
 	const char *s = json_string_value(v);
 
-	if (!s || routes__codepoints(s) > PTG_LABEL_MAX_CHARS) {
+	if (!s || codepoints(s) > PTG_LABEL_MAX_CHARS) {
 		snprintf(err, errlen, "label: expected a string of at most %d characters",
 			 PTG_LABEL_MAX_CHARS);
 		return -EINVAL;
@@ -173,11 +173,11 @@ static int routes__f_label(struct route_create *rc, json_t *v, char *err, size_t
 static const struct {
 	const char *name;
 	int (*fn)(struct route_create *rc, json_t *v, char *err, size_t errlen);
-} routes__create_fields[] = {
-    {"command", routes__f_command}, {"cwd", routes__f_cwd},
-    {"env", routes__f_env},	    {"cols", routes__f_cols},
-    {"rows", routes__f_rows},	    {"policy", routes__f_policy},
-    {"label", routes__f_label},
+} create_fields[] = {
+    {"command", f_command}, {"cwd", f_cwd},
+    {"env", f_env},	    {"cols", f_cols},
+    {"rows", f_rows},	    {"policy", f_policy},
+    {"label", f_label},
 };
 
 int routes_parse_create(const char *body, size_t len, struct route_create *rc, char *err,
@@ -200,15 +200,15 @@ int routes_parse_create(const char *body, size_t len, struct route_create *rc, c
 	json_object_foreach(rc->doc, key, v)
 	{
 		size_t i,
-		    n = sizeof(routes__create_fields) / sizeof(routes__create_fields[0]);
+		    n = sizeof(create_fields) / sizeof(create_fields[0]);
 
-		for (i = 0; i < n && strcmp(routes__create_fields[i].name, key); i++)
+		for (i = 0; i < n && strcmp(create_fields[i].name, key); i++)
 			;
 		if (i == n) {
 			snprintf(err, errlen, "%.64s: unknown field", key);
 			return -EINVAL;
 		}
-		if (routes__create_fields[i].fn(rc, v, err, errlen) < 0)
+		if (create_fields[i].fn(rc, v, err, errlen) < 0)
 			return -EINVAL;
 	}
 	return 0;

@@ -14,7 +14,7 @@
 #include "timeutil.h"
 
 /* A JSON string from peer text, invalid UTF-8 bytes replaced by U+FFFD. */
-static json_t *routes__jstr(const char *s)
+static json_t *jstr(const char *s)
 {
 	json_t *v = json_string(s ? s : "");
 	struct buf b = BUF_INIT;
@@ -32,7 +32,7 @@ static json_t *routes__jstr(const char *s)
 	return v;
 }
 
-static json_t *routes__ts(int64_t ms)
+static json_t *iso_ts(int64_t ms)
 {
 	char ts[TS_STRLEN + 1];
 
@@ -42,18 +42,18 @@ static json_t *routes__ts(int64_t ms)
 	return json_string(ts);
 }
 
-static json_t *routes__members(Ptg__Member **m, size_t n)
+static json_t *members(Ptg__Member **m, size_t n)
 {
 	json_t *a = json_array();
 
 	for (size_t i = 0; i < n; i++)
 		json_array_append_new(a, json_pack("{s:o, s:o}", "client_id",
-						   routes__jstr(m[i]->client_id), "label",
-						   routes__jstr(m[i]->label)));
+						   jstr(m[i]->client_id), "label",
+						   jstr(m[i]->label)));
 	return a;
 }
 
-static const char *routes__state(const Ptg__SessionInfo *s)
+static const char *state(const Ptg__SessionInfo *s)
 {
 	return s->state == PTG__SESSION_STATE__SESSION_EXITED ? "exited" : "running";
 }
@@ -62,8 +62,8 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 {
 	json_t *o = json_object(), *cmd = json_array();
 
-	json_object_set_new(o, "session_id", routes__jstr(s->session_id));
-	json_object_set_new(o, "state", json_string(routes__state(s)));
+	json_object_set_new(o, "session_id", jstr(s->session_id));
+	json_object_set_new(o, "state", json_string(state(s)));
 	json_object_set_new(o, "pid", json_integer(s->pid));
 	json_object_set_new(o, "cols", json_integer(s->cols));
 	json_object_set_new(o, "rows", json_integer(s->rows));
@@ -72,21 +72,21 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 	json_object_set_new(o, "oldest_retained_sequence",
 			    json_integer((json_int_t)s->oldest_retained_sequence));
 	json_object_set_new(o, "controllers",
-			    routes__members(s->controllers, s->n_controllers));
+			    members(s->controllers, s->n_controllers));
 	json_object_set_new(o, "observers",
-			    routes__members(s->observers, s->n_observers));
+			    members(s->observers, s->n_observers));
 	json_object_set_new(o, "exit_code",
 			    s->has_exit_code ? json_integer(s->exit_code) : json_null());
-	json_object_set_new(o, "created_at", routes__ts(s->created_at_ms));
-	json_object_set_new(o, "exited_at", routes__ts(s->exited_at_ms));
-	json_object_set_new(o, "label", routes__jstr(s->label));
+	json_object_set_new(o, "created_at", iso_ts(s->created_at_ms));
+	json_object_set_new(o, "exited_at", iso_ts(s->exited_at_ms));
+	json_object_set_new(o, "label", jstr(s->label));
 	json_object_set_new(
 	    o, "policy",
 	    json_string(s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER
 			    ? "terminate_on_last_controller"
 			    : "keep_running"));
 	for (size_t i = 0; i < s->n_argv; i++)
-		json_array_append_new(cmd, routes__jstr(s->argv[i]));
+		json_array_append_new(cmd, jstr(s->argv[i]));
 	json_object_set_new(o, "command", cmd);
 	return o;
 }
@@ -94,9 +94,9 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url)
 {
 	return json_pack("{s:o, s:s, s:I, s:I, s:o, s:s}", "session_id",
-			 routes__jstr(s->session_id), "state", routes__state(s), "cols",
+			 jstr(s->session_id), "state", state(s), "cols",
 			 (json_int_t)s->cols, "rows", (json_int_t)s->rows, "created_at",
-			 routes__ts(s->created_at_ms), "attach_url", attach_url);
+			 iso_ts(s->created_at_ms), "attach_url", attach_url);
 }
 
 void routes_bases(const char *public_url, const char *host, uint16_t port,
@@ -130,7 +130,7 @@ void routes_bases(const char *public_url, const char *host, uint16_t port,
 	snprintf(ws_base, cap, "%s", public_url);
 }
 
-static json_t *routes__ext_params(const Ptg__Limits *l)
+static json_t *ext_params(const Ptg__Limits *l)
 {
 	static const Ptg__Limits def = {
 	    .max_controllers = 4,
@@ -155,7 +155,7 @@ static json_t *routes__ext_params(const Ptg__Limits *l)
 #undef ROUTES__LIM
 }
 
-static json_t *routes__skills(void)
+static json_t *skills(void)
 {
 	return json_pack("[{s:s, s:s, s:s, s:[s,s], s:[s]}, {s:s, s:s, s:s, s:[s,s,s]}]",
 			 "id", "shell-command", "name", "Run a shell command",
@@ -190,12 +190,12 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 	    "streaming", 1, "pushNotifications", 0, "stateTransitionHistory", 0,
 	    "extensions", "uri", ROUTES_EXTENSION_URI, "description",
 	    "Live PTY sessions: observe, control, replay, keyframes.", "required", 0,
-	    "params", routes__ext_params(lim), "additionalInterfaces", "url", attach,
+	    "params", ext_params(lim), "additionalInterfaces", "url", attach,
 	    "transport", FRAMES_BINDING_URI, "binding_uri", FRAMES_BINDING_URI,
 	    "binding_version", "1.0.0", "subprotocol", WSHS_PROTOCOL, "operations",
 	    "SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask",
 	    "SubscribeToTask", "preference", "secondary", "defaultInputModes",
-	    "text/plain", "defaultOutputModes", "text/plain", "skills", routes__skills(),
+	    "text/plain", "defaultOutputModes", "text/plain", "skills", skills(),
 	    "securitySchemes", "bearer", "type", "http", "scheme", "bearer",
 	    "bearerFormat", "JWT", "security", "bearer");
 }
@@ -203,7 +203,7 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 void routes_error_body(const char *code, const char *message, struct buf *out)
 {
 	json_t *o =
-	    json_pack("{s:s, s:o}", "code", code, "message", routes__jstr(message));
+	    json_pack("{s:s, s:o}", "code", code, "message", jstr(message));
 	char *s = json_dumps(o, JSON_COMPACT);
 
 	buf_append_str(out, s);

@@ -69,7 +69,7 @@ void routes__count(struct route_req *rq)
 		rq->gw->metrics.upgrades_refused++;
 }
 
-static void routes__reply_cb(const Ptg__Reply *r, void *user)
+static void reply_cb(const Ptg__Reply *r, void *user)
 {
 	struct route_req *rq = user;
 
@@ -90,7 +90,7 @@ int routes__ask(struct route_req *rq, struct upstream *up, const Ptg__LinkMessag
 	rq->answered = 0;
 	rq->pending_up = up;
 	rq->pending_id = id;
-	if (upstream_request(up, m, id, routes__reply_cb, rq) < 0) {
+	if (upstream_request(up, m, id, reply_cb, rq) < 0) {
 		rq->pending_up = NULL;
 		on_reply(rq, NULL);
 		return 0;

@@ -9,7 +9,7 @@
 #include "routes_int.h"
 #include "upstream.h"
 
-static void routes__on_list(struct route_req *rq, const Ptg__Reply *r)
+static void on_list(struct route_req *rq, const Ptg__Reply *r)
 {
 	json_t *a = json_array();
 
@@ -25,7 +25,7 @@ static void routes__on_list(struct route_req *rq, const Ptg__Reply *r)
 	routes__json(rq, 200, json_pack("{s:o}", "sessions", a));
 }
 
-static int routes__list(struct route_req *rq)
+static int list(struct route_req *rq)
 {
 	struct jwt_claims c;
 	struct upstream *up = routes__rest_gate(rq, SCOPE_SESSIONS, NULL, &c);
@@ -39,10 +39,10 @@ static int routes__list(struct route_req *rq)
 	ls.request_id = upstream_next_id(up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_LIST_SESSIONS;
 	m.list_sessions = &ls;
-	return routes__ask(rq, up, &m, ls.request_id, routes__on_list);
+	return routes__ask(rq, up, &m, ls.request_id, on_list);
 }
 
-static void routes__on_create(struct route_req *rq, const Ptg__Reply *r)
+static void on_create(struct route_req *rq, const Ptg__Reply *r)
 {
 	char http_base[600], ws_base[600], url[1200];
 
@@ -60,7 +60,7 @@ static void routes__on_create(struct route_req *rq, const Ptg__Reply *r)
 	routes__json(rq, 201, routes_created_json(r->session, url));
 }
 
-static int routes__create(struct route_req *rq)
+static int create(struct route_req *rq)
 {
 	struct jwt_claims c;
 	struct upstream *up = routes__rest_gate(rq, SCOPE_SESSIONS, NULL, &c);
@@ -82,17 +82,17 @@ static int routes__create(struct route_req *rq)
 	rc.msg.request_id = upstream_next_id(up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
 	m.create_session = &rc.msg;
-	ret = routes__ask(rq, up, &m, rc.msg.request_id, routes__on_create);
+	ret = routes__ask(rq, up, &m, rc.msg.request_id, on_create);
 	routes_create_clear(&rc);
 	return ret;
 }
 
 int routes__sessions(struct route_req *rq)
 {
-	return !strcmp(rq->method, "POST") ? routes__create(rq) : routes__list(rq);
+	return !strcmp(rq->method, "POST") ? create(rq) : list(rq);
 }
 
-static void routes__on_session(struct route_req *rq, const Ptg__Reply *r)
+static void on_session(struct route_req *rq, const Ptg__Reply *r)
 {
 	if (!r || r->code != PTG__ERROR_CODE__OK) {
 		routes__link_error(rq, r);
@@ -131,5 +131,5 @@ int routes__session(struct route_req *rq)
 		m.msg_case = PTG__LINK_MESSAGE__MSG_GET_SESSION;
 		m.get_session = &g;
 	}
-	return routes__ask(rq, up, &m, id, routes__on_session);
+	return routes__ask(rq, up, &m, id, on_session);
 }

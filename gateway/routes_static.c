@@ -13,7 +13,7 @@
 
 #define ROUTES__STATIC_MAX (64ull << 20)
 
-static const char *routes__mime(const char *file)
+static const char *mime(const char *file)
 {
 	static const char *const types[][2] = {
 	    {".html", "text/html; charset=utf-8"},
@@ -55,7 +55,7 @@ int routes__static(struct route_req *rq)
 	rq->file_fd = fd;
 	rq->file_size = (uint64_t)st.st_size;
 	rq->status = 200;
-	rq->content_type = routes__mime(rq->m.file);
+	rq->content_type = mime(rq->m.file);
 	rq->static_file = rq->m.file;
 	return 0;
 }

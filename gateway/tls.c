@@ -11,14 +11,14 @@
 
 #define TLS__FILE_MAX (1 << 20) /* a PEM chain or key bigger than this is a mistake */
 
-static void tls__free(struct tls_cred *c)
+static void cred_free(struct tls_cred *c)
 {
 	if (c->x509)
 		gnutls_certificate_free_credentials(c->x509);
 	free(c);
 }
 
-static int tls__load(const char *cert_file, const char *key_file, struct tls_cred **out,
+static int load(const char *cert_file, const char *key_file, struct tls_cred **out,
 		     char *err, size_t errlen)
 {
 	struct tls_cred *c = xcalloc(1, sizeof(*c));
@@ -41,12 +41,12 @@ static int tls__load(const char *cert_file, const char *key_file, struct tls_cre
 	*out = c;
 	return 0;
 fail:
-	tls__free(c);
+	cred_free(c);
 	return -EINVAL;
 }
 
 /* The whole file as a NUL-terminated string. */
-static char *tls__slurp(const char *path, char *err, size_t errlen)
+static char *slurp(const char *path, char *err, size_t errlen)
 {
 	struct buf b = BUF_INIT;
 
@@ -61,10 +61,10 @@ int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_f
 	memset(t, 0, sizeof(*t));
 	snprintf(t->cert_file, sizeof(t->cert_file), "%s", cert_file);
 	snprintf(t->key_file, sizeof(t->key_file), "%s", key_file);
-	if (tls__load(cert_file, key_file, &t->current, err, errlen) < 0)
+	if (load(cert_file, key_file, &t->current, err, errlen) < 0)
 		return -EINVAL;
-	t->cert_pem = tls__slurp(cert_file, err, errlen);
-	t->key_pem = t->cert_pem ? tls__slurp(key_file, err, errlen) : NULL;
+	t->cert_pem = slurp(cert_file, err, errlen);
+	t->key_pem = t->cert_pem ? slurp(key_file, err, errlen) : NULL;
 	if (!t->key_pem) {
 		tls_store_clear(t);
 		return -EINVAL;
@@ -76,7 +76,7 @@ int tls_store_reload(struct tls_store *t, char *err, size_t errlen)
 {
 	struct tls_cred *c;
 
-	if (tls__load(t->cert_file, t->key_file, &c, err, errlen) < 0)
+	if (load(t->cert_file, t->key_file, &c, err, errlen) < 0)
 		return -EINVAL;
 	tls_cred_unref(t->current);
 	t->current = c;
@@ -103,5 +103,5 @@ struct tls_cred *tls_cred_ref(struct tls_cred *c)
 void tls_cred_unref(struct tls_cred *c)
 {
 	if (c && --c->refs == 0)
-		tls__free(c);
+		cred_free(c);
 }

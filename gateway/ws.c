@@ -22,7 +22,7 @@
 #define WS__HOLD_MAX (2 + 4 + WS__CTRL_MAX)
 
 /* Frame boundaries as the peer sends them, tracked ahead of wslay. */
-struct ws__scan {
+struct frame_scan {
 	uint8_t hdr[10]; /* the two fixed bytes and the extended length */
 	unsigned have;	 /* header bytes of the current frame seen */
 	uint64_t skip;	 /* payload bytes of the current frame still to pass */
@@ -30,8 +30,8 @@ struct ws__scan {
 	bool in_msg;	 /* a fragmented message is incomplete (no FIN yet) */
 };
 
-/* How ws__scan classes the next run of bytes. */
-enum ws__seg {
+/* How frame_scan classes the next run of bytes. */
+enum seg_kind {
 	WS__PASS,      /* give to wslay now */
 	WS__HOLD,      /* part of a close frame: keep */
 	WS__HOLD_DONE, /* ends a close frame: keep, then give it all to wslay */
@@ -41,7 +41,7 @@ enum ws__seg {
 /* wslay's contexts cost about 8.5 KiB per connection (a 4 KiB frame
    input buffer among them), and an idle terminal connection needs none
    of it: ctx exists only from the first byte of input or a control frame
-   to send until the connection is at rest again (ws__rest). Every
+   to send until the connection is at rest again (rest). Every
    received frame is a malloc and free more, negligible next to the
    frame's own work. */
 struct ws {
@@ -53,21 +53,21 @@ struct ws {
 	size_t in_len;
 	bool in_feed;	   /* inside wslay_event_recv: flushing is deferred */
 	bool close_queued; /* this side queued a close frame itself */
-	struct ws__scan scan;
+	struct frame_scan scan;
 	uint8_t hold[WS__HOLD_MAX]; /* the close frame being received */
 	size_t hold_len;
 };
 
-static unsigned ws__ext_len(const uint8_t *hdr)
+static unsigned ext_len(const uint8_t *hdr)
 {
 	unsigned len7 = hdr[1] & 0x7f;
 
 	return len7 == 126 ? 2 : len7 == 127 ? 8 : 0;
 }
 
-static uint64_t ws__payload_len(const uint8_t *hdr)
+static uint64_t payload_len(const uint8_t *hdr)
 {
-	unsigned i, ext = ws__ext_len(hdr);
+	unsigned i, ext = ext_len(hdr);
 	uint64_t v = 0;
 
 	if (ext == 0)
@@ -81,10 +81,10 @@ static uint64_t ws__payload_len(const uint8_t *hdr)
    would report without a close code: RFC 6455 5.2 (minimal length, 63-bit
    length), 5.5 (control frames are whole and short), 5.5.1 (a close
    payload is empty or holds a code). */
-static bool ws__header_bad(const struct ws__scan *s)
+static bool header_bad(const struct frame_scan *s)
 {
 	unsigned op = s->hdr[0] & 0x0f, len7 = s->hdr[1] & 0x7f;
-	unsigned ext = ws__ext_len(s->hdr);
+	unsigned ext = ext_len(s->hdr);
 	uint64_t len;
 
 	if (s->have == 2 && (op & 0x08))
@@ -92,7 +92,7 @@ static bool ws__header_bad(const struct ws__scan *s)
 		       (op == WSLAY_CONNECTION_CLOSE && len7 == 1);
 	if (ext == 0 || s->have != 2 + ext)
 		return false;
-	len = ws__payload_len(s->hdr);
+	len = payload_len(s->hdr);
 	if (ext == 2)
 		return len < 126;
 	return len < 65536 || (len >> 63);
@@ -100,7 +100,7 @@ static bool ws__header_bad(const struct ws__scan *s)
 
 /* Takes header byte c; returns false, leaving the scan as it was, when c
    completes a bad header. */
-static bool ws__scan_header(struct ws__scan *s, uint8_t c)
+static bool scan_header(struct frame_scan *s, uint8_t c)
 {
 	/* Past the length come only the mask key bytes, which need no look. */
 	if (s->have < sizeof(s->hdr))
@@ -109,15 +109,15 @@ static bool ws__scan_header(struct ws__scan *s, uint8_t c)
 		bool bad;
 
 		s->have++;
-		bad = ws__header_bad(s);
+		bad = header_bad(s);
 		s->have--;
 		if (bad)
 			return false;
 	}
 	s->have++;
 	if (s->have >= 2 &&
-	    s->have == 2 + ws__ext_len(s->hdr) + ((s->hdr[1] & 0x80) ? 4 : 0)) {
-		s->skip = ws__payload_len(s->hdr);
+	    s->have == 2 + ext_len(s->hdr) + ((s->hdr[1] & 0x80) ? 4 : 0)) {
+		s->skip = payload_len(s->hdr);
 		s->have = 0;
 		if (!(s->hdr[0] & 0x08)) /* a data frame: text, binary, continuation */
 			s->in_msg = !(s->hdr[0] & 0x80);
@@ -129,7 +129,7 @@ static bool ws__scan_header(struct ws__scan *s, uint8_t c)
    length. Close frames are held back and handed to wslay whole, because
    wslay validates a close reason per received chunk and gets it wrong
    when the payload arrives in pieces. */
-static enum ws__seg ws__scan(struct ws__scan *s, const uint8_t *p, size_t n, size_t *k)
+static enum seg_kind frame_scan(struct frame_scan *s, const uint8_t *p, size_t n, size_t *k)
 {
 	bool hold = (s->have == 0 && s->skip == 0)
 			? (p[0] & 0x0f) == WSLAY_CONNECTION_CLOSE
@@ -148,7 +148,7 @@ static enum ws__seg ws__scan(struct ws__scan *s, const uint8_t *p, size_t n, siz
 					break;
 				s->hold = hold;
 			}
-			if (!ws__scan_header(s, p[i]))
+			if (!scan_header(s, p[i]))
 				break;
 			i++;
 		}
@@ -163,7 +163,7 @@ static enum ws__seg ws__scan(struct ws__scan *s, const uint8_t *p, size_t n, siz
 	return hold ? WS__HOLD : WS__PASS;
 }
 
-static ssize_t ws__recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 			   int flags, void *user)
 {
 	struct ws *ws = user;
@@ -179,7 +179,7 @@ static ssize_t ws__recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len
 	return (ssize_t)n;
 }
 
-static ssize_t ws__send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
 			   int flags, void *user)
 {
 	struct ws *ws = user;
@@ -188,7 +188,7 @@ static ssize_t ws__send_cb(wslay_event_context_ptr ctx, const uint8_t *data, siz
 	return (ssize_t)len;
 }
 
-static void ws__on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg *arg)
+static void on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg *arg)
 {
 	const char *reason = "";
 	size_t n = 0;
@@ -203,7 +203,7 @@ static void ws__on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg
 			n, ws->user);
 }
 
-static void ws__msg_cb(wslay_event_context_ptr ctx,
+static void msg_cb(wslay_event_context_ptr ctx,
 		       const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct ws *ws = user;
@@ -218,7 +218,7 @@ static void ws__msg_cb(wslay_event_context_ptr ctx,
 			ws->cb.on_binary(arg->msg_length, ws->user);
 		break;
 	case WSLAY_CONNECTION_CLOSE:
-		ws__on_close(ws, arg);
+		on_close(ws, arg);
 		break;
 	case WSLAY_PONG:
 		if (ws->cb.on_pong)
@@ -229,12 +229,12 @@ static void ws__msg_cb(wslay_event_context_ptr ctx,
 	}
 }
 
-static wslay_event_context_ptr ws__ctx(struct ws *ws)
+static wslay_event_context_ptr ctx_of(struct ws *ws)
 {
 	static const struct wslay_event_callbacks wcb = {
-	    .recv_callback = ws__recv_cb,
-	    .send_callback = ws__send_cb,
-	    .on_msg_recv_callback = ws__msg_cb,
+	    .recv_callback = recv_cb,
+	    .send_callback = send_cb,
+	    .on_msg_recv_callback = msg_cb,
 	};
 
 	if (ws->ctx)
@@ -250,7 +250,7 @@ static wslay_event_context_ptr ws__ctx(struct ws *ws)
 /* Frees wslay's state when nothing in it matters any more: between
    frames, outside a fragmented message, nothing queued, no close sent
    or received (the closing handshake keeps it to the end). */
-static void ws__rest(struct ws *ws)
+static void rest(struct ws *ws)
 {
 	wslay_event_context_ptr ctx = ws->ctx;
 
@@ -296,13 +296,13 @@ void ws_free(struct ws *ws)
 }
 
 /* Runs wslay over n bytes; callbacks fire, flushing waits. */
-static void ws__recv(struct ws *ws, const uint8_t *p, size_t n)
+static void on_bytes(struct ws *ws, const uint8_t *p, size_t n)
 {
 	ws->in = p;
 	ws->in_len = n;
 	ws->in_feed = true;
 	/* Its errors all end reading, which ws_feed reports. */
-	(void)wslay_event_recv(ws__ctx(ws));
+	(void)wslay_event_recv(ctx_of(ws));
 	ws->in_feed = false;
 	ws->in = NULL;
 	ws->in_len = 0;
@@ -310,46 +310,46 @@ static void ws__recv(struct ws *ws, const uint8_t *p, size_t n)
 
 /* Ends the connection for a frame-layer error, after anything wslay had
    queued (wslay would send its own close ahead of a pending pong). */
-static void ws__fail(struct ws *ws)
+static void fail(struct ws *ws)
 {
 	ws_flush(ws);
-	wslay_event_shutdown_read(ws__ctx(ws));
+	wslay_event_shutdown_read(ctx_of(ws));
 	if (wslay_event_queue_close(ws->ctx, WS_CLOSE_PROTOCOL, NULL, 0) == 0)
 		ws->close_queued = true;
 }
 
 /* Keeps k bytes of a close frame; hands the frame over once whole. */
-static void ws__hold(struct ws *ws, const uint8_t *p, size_t k, bool done)
+static void hold_partial(struct ws *ws, const uint8_t *p, size_t k, bool done)
 {
-	/* ws__header_bad refuses a longer close frame before it gets here. */
+	/* header_bad refuses a longer close frame before it gets here. */
 	assert(k <= sizeof(ws->hold) - ws->hold_len);
 	memcpy(ws->hold + ws->hold_len, p, k);
 	ws->hold_len += k;
 	if (done) {
-		ws__recv(ws, ws->hold, ws->hold_len);
+		on_bytes(ws, ws->hold, ws->hold_len);
 		ws->hold_len = 0;
 	}
 }
 
 int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
 {
-	enum ws__seg seg;
+	enum seg_kind seg;
 	size_t k;
 
 	if (n == 0)
 		return ws->ctx && !wslay_event_get_read_enabled(ws->ctx) ? -ESHUTDOWN : 0;
-	while (n > 0 && wslay_event_get_read_enabled(ws__ctx(ws))) {
-		seg = ws__scan(&ws->scan, p, n, &k);
+	while (n > 0 && wslay_event_get_read_enabled(ctx_of(ws))) {
+		seg = frame_scan(&ws->scan, p, n, &k);
 		switch (seg) {
 		case WS__PASS:
-			ws__recv(ws, p, k);
+			on_bytes(ws, p, k);
 			break;
 		case WS__HOLD:
 		case WS__HOLD_DONE:
-			ws__hold(ws, p, k, seg == WS__HOLD_DONE);
+			hold_partial(ws, p, k, seg == WS__HOLD_DONE);
 			break;
 		case WS__BAD:
-			ws__fail(ws);
+			fail(ws);
 			k = n;
 			break;
 		}
@@ -359,7 +359,7 @@ int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
 	ws_flush(ws);
 	if (!wslay_event_get_read_enabled(ws->ctx))
 		return -ESHUTDOWN;
-	ws__rest(ws);
+	rest(ws);
 	return 0;
 }
 
@@ -372,17 +372,17 @@ int ws_flush(struct ws *ws)
 	return 0;
 }
 
-static int ws__queue(struct ws *ws, uint8_t opcode, const void *p, size_t n)
+static int queue(struct ws *ws, uint8_t opcode, const void *p, size_t n)
 {
 	struct wslay_event_msg msg = {opcode, p ? p : "", n};
-	int r = wslay_event_queue_msg(ws__ctx(ws), &msg);
+	int r = wslay_event_queue_msg(ctx_of(ws), &msg);
 
 	if (r == WSLAY_ERR_NO_MORE_MSG)
 		return -ESHUTDOWN;
 	if (r != 0)
 		return -EINVAL;
 	ws_flush(ws);
-	ws__rest(ws);
+	rest(ws);
 	return 0;
 }
 
@@ -390,11 +390,11 @@ int ws_send_ping(struct ws *ws, const void *p, size_t n)
 {
 	if (n > WS__CTRL_MAX)
 		return -EINVAL;
-	return ws__queue(ws, WSLAY_PING, p, n);
+	return queue(ws, WSLAY_PING, p, n);
 }
 
 /* RFC 6455 7.4: codes a sender may put in a close frame. */
-static bool ws__code_sendable(uint16_t code)
+static bool code_sendable(uint16_t code)
 {
 	if (code >= 3000 && code <= 4999)
 		return true;
@@ -408,9 +408,9 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
 	int r;
 
 	if (n > WS__REASON_MAX || (code == 0 && n > 0) ||
-	    (code && !ws__code_sendable(code)))
+	    (code && !code_sendable(code)))
 		return -EINVAL;
-	r = wslay_event_queue_close(ws__ctx(ws), code,
+	r = wslay_event_queue_close(ctx_of(ws), code,
 				    (const uint8_t *)(reason ? reason : ""), n);
 	if (r == WSLAY_ERR_NO_MORE_MSG)
 		return -ESHUTDOWN;

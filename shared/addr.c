@@ -26,7 +26,7 @@
 #define ADDR_BACKLOG 128
 
 static void __attribute__((format(printf, 3, 4)))
-addr__err(char *err, unsigned errlen, const char *fmt, ...)
+set_error(char *err, unsigned errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -37,16 +37,16 @@ addr__err(char *err, unsigned errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int addr__parse_unix(const char *path, struct addr *a, char *err, unsigned errlen)
+static int parse_unix(const char *path, struct addr *a, char *err, unsigned errlen)
 {
 	size_t n = strlen(path);
 
 	if (n == 0) {
-		addr__err(err, errlen, "unix address needs a path");
+		set_error(err, errlen, "unix address needs a path");
 		return -EINVAL;
 	}
 	if (n >= sizeof(((struct sockaddr_un *)0)->sun_path) || n >= sizeof(a->path)) {
-		addr__err(err, errlen, "unix socket path too long (%zu bytes)", n);
+		set_error(err, errlen, "unix socket path too long (%zu bytes)", n);
 		return -EINVAL;
 	}
 	memcpy(a->path, path, n + 1);
@@ -56,7 +56,7 @@ static int addr__parse_unix(const char *path, struct addr *a, char *err, unsigne
 /* Whether s[0, n) may be a host: visible ASCII without the bytes that
    would make the text ambiguous once written back ('[' and ']' of the
    brackets, '@' of a URL's user part). */
-static int addr__host_ok(const char *s, size_t n)
+static int host_ok(const char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
 		unsigned char c = (unsigned char)s[i];
@@ -69,7 +69,7 @@ static int addr__host_ok(const char *s, size_t n)
 
 /* Splits s[0, n) into the host (brackets removed) and the port's text
    after its colon (NULL when there is no port). */
-static int addr__split_hostport(const char *s, size_t n, const char **host, size_t *hlen,
+static int split_hostport(const char *s, size_t n, const char **host, size_t *hlen,
 				const char **port, const char **why)
 {
 	const char *colon;
@@ -108,9 +108,9 @@ int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, siz
 	size_t hlen;
 	uint64_t v = *port;
 
-	if (addr__split_hostport(s, n, &h, &hlen, &p, &why) < 0)
+	if (split_hostport(s, n, &h, &hlen, &p, &why) < 0)
 		goto out_bad;
-	if (!addr__host_ok(h, hlen) || hlen >= cap) {
+	if (!host_ok(h, hlen) || hlen >= cap) {
 		why = "bad host";
 		goto out_bad;
 	}
@@ -129,17 +129,17 @@ int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, siz
 	*port = (uint16_t)v;
 	return 0;
 out_bad:
-	addr__err(err, errlen, "%s", why);
+	set_error(err, errlen, "%s", why);
 	return -EINVAL;
 }
 
-static int addr__parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
+static int parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
 {
 	char why[128];
 
 	if (addr_parse_hostport(s, strlen(s), 0, a->host, sizeof(a->host), &a->port, why,
 				sizeof(why)) < 0) {
-		addr__err(err, errlen, "tcp address: %s", why);
+		set_error(err, errlen, "tcp address: %s", why);
 		return -EINVAL;
 	}
 	return 0;
@@ -148,13 +148,13 @@ static int addr__parse_tcp(const char *s, struct addr *a, char *err, unsigned er
 static const struct {
 	const char *name;
 	uint32_t cid;
-} addr__cids[] = {
+} cids[] = {
     {"ANY", VMADDR_CID_ANY},
     {"HOST", VMADDR_CID_HOST},
     {"LOCAL", VMADDR_CID_LOCAL},
 };
 
-static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
+static int parse_cid(const char *s, size_t n, uint32_t *cid)
 {
 	char tmp[16];
 	uint64_t v;
@@ -164,9 +164,9 @@ static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
 		return -EINVAL;
 	memcpy(tmp, s, n);
 	tmp[n] = '\0';
-	for (i = 0; i < sizeof(addr__cids) / sizeof(addr__cids[0]); i++) {
-		if (strcmp(tmp, addr__cids[i].name) == 0) {
-			*cid = addr__cids[i].cid;
+	for (i = 0; i < sizeof(cids) / sizeof(cids[0]); i++) {
+		if (strcmp(tmp, cids[i].name) == 0) {
+			*cid = cids[i].cid;
 			return 0;
 		}
 	}
@@ -176,19 +176,19 @@ static int addr__parse_cid(const char *s, size_t n, uint32_t *cid)
 	return 0;
 }
 
-static int addr__parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen)
+static int parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen)
 {
 	const char *colon = strchr(s, ':');
 	uint64_t port;
 
-	if (!colon || addr__parse_cid(s, (size_t)(colon - s), &a->cid) < 0) {
-		addr__err(
+	if (!colon || parse_cid(s, (size_t)(colon - s), &a->cid) < 0) {
+		set_error(
 		    err, errlen,
 		    "vsock address: expected CID:PORT, CID a number or ANY, HOST, LOCAL");
 		return -EINVAL;
 	}
 	if (num_parse_u64(colon + 1, 0, UINT32_MAX, &port) < 0) {
-		addr__err(err, errlen, "vsock address: port must be a number");
+		set_error(err, errlen, "vsock address: port must be a number");
 		return -EINVAL;
 	}
 	a->vport = (uint32_t)port;
@@ -200,17 +200,17 @@ int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen)
 	memset(a, 0, sizeof(*a));
 	if (strncmp(s, "unix:", 5) == 0) {
 		a->kind = ADDR_UNIX;
-		return addr__parse_unix(s + 5, a, err, errlen);
+		return parse_unix(s + 5, a, err, errlen);
 	}
 	if (strncmp(s, "tcp:", 4) == 0) {
 		a->kind = ADDR_TCP;
-		return addr__parse_tcp(s + 4, a, err, errlen);
+		return parse_tcp(s + 4, a, err, errlen);
 	}
 	if (strncmp(s, "vsock:", 6) == 0) {
 		a->kind = ADDR_VSOCK;
-		return addr__parse_vsock(s + 6, a, err, errlen);
+		return parse_vsock(s + 6, a, err, errlen);
 	}
-	addr__err(err, errlen, "address must start with unix:, tcp: or vsock:");
+	set_error(err, errlen, "address must start with unix:, tcp: or vsock:");
 	return -EINVAL;
 }
 
@@ -227,9 +227,9 @@ void addr_format(const struct addr *a, char *out, unsigned outlen)
 			 a->host, (unsigned)a->port);
 		return;
 	case ADDR_VSOCK:
-		for (i = 0; i < sizeof(addr__cids) / sizeof(addr__cids[0]); i++) {
-			if (addr__cids[i].cid == a->cid) {
-				snprintf(out, outlen, "vsock:%s:%u", addr__cids[i].name,
+		for (i = 0; i < sizeof(cids) / sizeof(cids[0]); i++) {
+			if (cids[i].cid == a->cid) {
+				snprintf(out, outlen, "vsock:%s:%u", cids[i].name,
 					 (unsigned)a->vport);
 				return;
 			}
@@ -243,21 +243,21 @@ void addr_format(const struct addr *a, char *out, unsigned outlen)
 
 /* ---- sockets ---- */
 
-static int addr__socket(int family)
+static int new_socket(int family)
 {
 	int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 
 	return fd < 0 ? -errno : fd;
 }
 
-static void addr__unix_sa(const struct addr *a, struct sockaddr_un *sa)
+static void unix_sa(const struct addr *a, struct sockaddr_un *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->sun_family = AF_UNIX;
 	memcpy(sa->sun_path, a->path, strlen(a->path) + 1);
 }
 
-static void addr__vsock_sa(const struct addr *a, struct sockaddr_vm *sa)
+static void vsock_sa(const struct addr *a, struct sockaddr_vm *sa)
 {
 	memset(sa, 0, sizeof(*sa));
 	sa->svm_family = AF_VSOCK;
@@ -266,7 +266,7 @@ static void addr__vsock_sa(const struct addr *a, struct sockaddr_vm *sa)
 }
 
 /* Removes path if it is a socket nobody listens on any more. */
-static int addr__unlink_stale(const char *path, char *err, unsigned errlen)
+static int unlink_stale(const char *path, char *err, unsigned errlen)
 {
 	struct addr probe = {.kind = ADDR_UNIX};
 	struct sockaddr_un sa;
@@ -276,18 +276,18 @@ static int addr__unlink_stale(const char *path, char *err, unsigned errlen)
 	if (lstat(path, &st) < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISSOCK(st.st_mode)) {
-		addr__err(err, errlen, "%s exists and is not a socket", path);
+		set_error(err, errlen, "%s exists and is not a socket", path);
 		return -EEXIST;
 	}
 	snprintf(probe.path, sizeof(probe.path), "%s", path);
-	addr__unix_sa(&probe, &sa);
+	unix_sa(&probe, &sa);
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 	close(fd);
 	if (r == 0) {
-		addr__err(err, errlen, "%s is in use by a live listener", path);
+		set_error(err, errlen, "%s is in use by a live listener", path);
 		return -EADDRINUSE;
 	}
 	if (unlink(path) < 0 && errno != ENOENT)
@@ -296,46 +296,46 @@ static int addr__unlink_stale(const char *path, char *err, unsigned errlen)
 }
 
 /* Binds fd to sa and listens; closes fd on failure. */
-static int addr__bind_listen(int fd, const struct sockaddr *sa, socklen_t len,
+static int bind_listen(int fd, const struct sockaddr *sa, socklen_t len,
 			     const char *what, char *err, unsigned errlen)
 {
 	if (bind(fd, sa, len) < 0 || listen(fd, ADDR_BACKLOG) < 0) {
 		int e = errno;
 
-		addr__err(err, errlen, "listen on %s: %s", what, strerror(e));
+		set_error(err, errlen, "listen on %s: %s", what, strerror(e));
 		close(fd);
 		return -e;
 	}
 	return fd;
 }
 
-static int addr__listen_unix(const struct addr *a, char *err, unsigned errlen)
+static int listen_unix(const struct addr *a, char *err, unsigned errlen)
 {
 	struct sockaddr_un sa;
 	mode_t old;
 	int fd, r;
 
-	r = addr__unlink_stale(a->path, err, errlen);
+	r = unlink_stale(a->path, err, errlen);
 	if (r < 0) {
 		if (r != -EEXIST && r != -EADDRINUSE)
-			addr__err(err, errlen, "%s: %s", a->path, strerror(-r));
+			set_error(err, errlen, "%s: %s", a->path, strerror(-r));
 		return r;
 	}
-	fd = addr__socket(AF_UNIX);
+	fd = new_socket(AF_UNIX);
 	if (fd < 0) {
-		addr__err(err, errlen, "socket: %s", strerror(-fd));
+		set_error(err, errlen, "socket: %s", strerror(-fd));
 		return fd;
 	}
-	addr__unix_sa(a, &sa);
+	unix_sa(a, &sa);
 	/* The link is not authenticated: only the owner may connect. The
 	   umask makes the socket file 0600 from the moment it exists. */
 	old = umask(0177);
-	fd = addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), a->path, err, errlen);
+	fd = bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), a->path, err, errlen);
 	umask(old);
 	return fd;
 }
 
-static int addr__is_loopback(const struct sockaddr *sa)
+static int is_loopback(const struct sockaddr *sa)
 {
 	if (sa->sa_family == AF_INET) {
 		const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
@@ -352,7 +352,7 @@ static int addr__is_loopback(const struct sockaddr *sa)
 	return 0;
 }
 
-static int addr__resolve(const struct addr *a, int passive, struct addrinfo **res,
+static int resolve(const struct addr *a, int passive, struct addrinfo **res,
 			 char *err, unsigned errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
@@ -363,19 +363,19 @@ static int addr__resolve(const struct addr *a, int passive, struct addrinfo **re
 	snprintf(port, sizeof(port), "%u", (unsigned)a->port);
 	r = getaddrinfo(a->host, port, &hints, res);
 	if (r != 0) {
-		addr__err(err, errlen, "resolve %s: %s", a->host, gai_strerror(r));
+		set_error(err, errlen, "resolve %s: %s", a->host, gai_strerror(r));
 		return r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
 	}
 	return 0;
 }
 
 /* Every address the name gives must be loopback, or none is used. */
-static int addr__check_loopback(const struct addr *a, const struct addrinfo *res,
+static int check_loopback(const struct addr *a, const struct addrinfo *res,
 				char *err, unsigned errlen)
 {
 	for (; res; res = res->ai_next) {
-		if (!addr__is_loopback(res->ai_addr)) {
-			addr__err(
+		if (!is_loopback(res->ai_addr)) {
+			set_error(
 			    err, errlen,
 			    "refusing to listen on non-loopback address %s: the link is "
 			    "unauthenticated (allow public listening to override)",
@@ -386,26 +386,26 @@ static int addr__check_loopback(const struct addr *a, const struct addrinfo *res
 	return 0;
 }
 
-static int addr__listen_tcp(const struct addr *a, int flags, char *err, unsigned errlen)
+static int listen_tcp(const struct addr *a, int flags, char *err, unsigned errlen)
 {
 	struct addrinfo *res, *ai;
 	int fd, one = 1;
 
-	fd = addr__resolve(a, 1, &res, err, errlen);
+	fd = resolve(a, 1, &res, err, errlen);
 	if (fd < 0)
 		return fd;
 	if (!(flags & ADDR_ALLOW_PUBLIC) &&
-	    (fd = addr__check_loopback(a, res, err, errlen)) < 0)
+	    (fd = check_loopback(a, res, err, errlen)) < 0)
 		goto out_free;
 	fd = -EADDRNOTAVAIL;
 	for (ai = res; ai; ai = ai->ai_next) {
-		fd = addr__socket(ai->ai_family);
+		fd = new_socket(ai->ai_family);
 		if (fd < 0) {
-			addr__err(err, errlen, "socket: %s", strerror(-fd));
+			set_error(err, errlen, "socket: %s", strerror(-fd));
 			continue;
 		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		fd = addr__bind_listen(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
+		fd = bind_listen(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
 				       errlen);
 		if (fd >= 0)
 			break;
@@ -415,17 +415,17 @@ out_free:
 	return fd;
 }
 
-static int addr__listen_vsock(const struct addr *a, char *err, unsigned errlen)
+static int listen_vsock(const struct addr *a, char *err, unsigned errlen)
 {
 	struct sockaddr_vm sa;
-	int fd = addr__socket(AF_VSOCK);
+	int fd = new_socket(AF_VSOCK);
 
 	if (fd < 0) {
-		addr__err(err, errlen, "vsock socket: %s", strerror(-fd));
+		set_error(err, errlen, "vsock socket: %s", strerror(-fd));
 		return fd;
 	}
-	addr__vsock_sa(a, &sa);
-	return addr__bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err,
+	vsock_sa(a, &sa);
+	return bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err,
 				 errlen);
 }
 
@@ -433,47 +433,47 @@ int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
 {
 	switch (a->kind) {
 	case ADDR_UNIX:
-		return addr__listen_unix(a, err, errlen);
+		return listen_unix(a, err, errlen);
 	case ADDR_TCP:
-		return addr__listen_tcp(a, flags, err, errlen);
+		return listen_tcp(a, flags, err, errlen);
 	case ADDR_VSOCK:
-		return addr__listen_vsock(a, err, errlen);
+		return listen_vsock(a, err, errlen);
 	}
-	addr__err(err, errlen, "unknown address kind");
+	set_error(err, errlen, "unknown address kind");
 	return -EINVAL;
 }
 
 /* Starts connecting fd to sa; closes fd unless under way or done. */
-static int addr__start_connect(int fd, const struct sockaddr *sa, socklen_t len,
+static int start_connect(int fd, const struct sockaddr *sa, socklen_t len,
 			       const char *what, char *err, unsigned errlen)
 {
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		int e = errno;
 
-		addr__err(err, errlen, "connect to %s: %s", what, strerror(e));
+		set_error(err, errlen, "connect to %s: %s", what, strerror(e));
 		close(fd);
 		return -e;
 	}
 	return fd;
 }
 
-static int addr__connect_tcp(const struct addr *a, char *err, unsigned errlen)
+static int connect_tcp(const struct addr *a, char *err, unsigned errlen)
 {
 	struct addrinfo *res, *ai;
 	int fd;
 
-	fd = addr__resolve(a, 0, &res, err, errlen);
+	fd = resolve(a, 0, &res, err, errlen);
 	if (fd < 0)
 		return fd;
 	fd = -EADDRNOTAVAIL;
 	/* Only a synchronous failure moves on to the next address. */
 	for (ai = res; ai; ai = ai->ai_next) {
-		fd = addr__socket(ai->ai_family);
+		fd = new_socket(ai->ai_family);
 		if (fd < 0) {
-			addr__err(err, errlen, "socket: %s", strerror(-fd));
+			set_error(err, errlen, "socket: %s", strerror(-fd));
 			continue;
 		}
-		fd = addr__start_connect(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
+		fd = start_connect(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
 					 errlen);
 		if (fd >= 0)
 			break;
@@ -489,18 +489,18 @@ int addr_connect(const struct addr *a, char *err, unsigned errlen)
 	int fd;
 
 	if (a->kind == ADDR_TCP)
-		return addr__connect_tcp(a, err, errlen);
-	fd = addr__socket(a->kind == ADDR_UNIX ? AF_UNIX : AF_VSOCK);
+		return connect_tcp(a, err, errlen);
+	fd = new_socket(a->kind == ADDR_UNIX ? AF_UNIX : AF_VSOCK);
 	if (fd < 0) {
-		addr__err(err, errlen, "socket: %s", strerror(-fd));
+		set_error(err, errlen, "socket: %s", strerror(-fd));
 		return fd;
 	}
 	if (a->kind == ADDR_UNIX) {
-		addr__unix_sa(a, &un);
-		return addr__start_connect(fd, (struct sockaddr *)&un, sizeof(un),
+		unix_sa(a, &un);
+		return start_connect(fd, (struct sockaddr *)&un, sizeof(un),
 					   a->path, err, errlen);
 	}
-	addr__vsock_sa(a, &vm);
-	return addr__start_connect(fd, (struct sockaddr *)&vm, sizeof(vm), "vsock", err,
+	vsock_sa(a, &vm);
+	return start_connect(fd, (struct sockaddr *)&vm, sizeof(vm), "vsock", err,
 				   errlen);
 }

@@ -5,12 +5,12 @@
 
 #include "b64.h"
 
-static const char b64__std[] =
+static const char std[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-static const char b64__url[] =
+static const char url_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-static void b64__encode(const uint8_t *src, size_t n, struct buf *out, const char *alpha,
+static void encode(const uint8_t *src, size_t n, struct buf *out, const char *alpha,
 			int pad)
 {
 	size_t i;
@@ -49,12 +49,12 @@ static void b64__encode(const uint8_t *src, size_t n, struct buf *out, const cha
 
 void b64_encode(const uint8_t *src, size_t n, struct buf *out)
 {
-	b64__encode(src, n, out, b64__std, 1);
+	encode(src, n, out, std, 1);
 }
 
 void b64url_encode(const uint8_t *src, size_t n, struct buf *out)
 {
-	b64__encode(src, n, out, b64__url, 0);
+	encode(src, n, out, url_alphabet, 0);
 }
 
 size_t b64_encoded_len(size_t n)
@@ -68,7 +68,7 @@ size_t b64_decoded_max(size_t n)
 }
 
 /* Value of c in the alphabet, or -1. */
-static int b64__value(char c, int url)
+static int value(char c, int url)
 {
 	if (c >= 'A' && c <= 'Z')
 		return c - 'A';
@@ -85,7 +85,7 @@ static int b64__value(char c, int url)
 
 /* Decodes n (1..4) significant chars of one group into out; rejects a
    lone char (n == 1) and set bits below the last whole byte. */
-static int b64__group(const char *s, size_t n, int url, uint8_t *dst, size_t *produced)
+static int group(const char *s, size_t n, int url, uint8_t *dst, size_t *produced)
 {
 	uint32_t v = 0;
 	size_t i;
@@ -93,7 +93,7 @@ static int b64__group(const char *s, size_t n, int url, uint8_t *dst, size_t *pr
 	if (n < 2)
 		return -EINVAL;
 	for (i = 0; i < 4; i++) {
-		int d = i < n ? b64__value(s[i], url) : 0;
+		int d = i < n ? value(s[i], url) : 0;
 
 		if (d < 0)
 			return -EINVAL;
@@ -111,7 +111,7 @@ static int b64__group(const char *s, size_t n, int url, uint8_t *dst, size_t *pr
 }
 
 /* Decodes sig significant chars (padding already stripped). */
-static int b64__decode(const char *src, size_t sig, int url, struct buf *out)
+static int decode(const char *src, size_t sig, int url, struct buf *out)
 {
 	size_t i, k;
 	uint8_t *dst = buf_reserve(out, b64_decoded_max(sig) + 3);
@@ -121,7 +121,7 @@ static int b64__decode(const char *src, size_t sig, int url, struct buf *out)
 		size_t n = sig - i < 4 ? sig - i : 4;
 
 		/* Nothing is committed until the end, so out keeps what it had. */
-		if (b64__group(src + i, n, url, dst, &k) < 0)
+		if (group(src + i, n, url, dst, &k) < 0)
 			return -EINVAL;
 		dst += k;
 	}
@@ -142,12 +142,12 @@ int b64_decode(const char *src, size_t n, struct buf *out)
 		sig--;
 	if (sig % 4 == 1)
 		return -EINVAL;
-	return b64__decode(src, sig, 0, out);
+	return decode(src, sig, 0, out);
 }
 
 int b64url_decode(const char *src, size_t n, struct buf *out)
 {
 	if (n % 4 == 1)
 		return -EINVAL;
-	return b64__decode(src, n, 1, out);
+	return decode(src, n, 1, out);
 }

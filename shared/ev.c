@@ -24,17 +24,17 @@
 
 #define EV_BATCH 64
 
-enum ev__kind { EV__IO, EV__TIMER, EV__SIGNAL };
+enum src_kind { EV__IO, EV__TIMER, EV__SIGNAL };
 
 /* The head of everything epoll's data.ptr points at. */
-struct ev__src {
-	enum ev__kind kind;
+struct source {
+	enum src_kind kind;
 	int dead;
-	struct ev__src *next_dead;
+	struct source *next_dead;
 };
 
 struct ev_io {
-	struct ev__src src; /* first: events carry a pointer to it */
+	struct source src; /* first: events carry a pointer to it */
 	struct ev_loop *loop;
 	int fd;
 	unsigned events;
@@ -44,7 +44,7 @@ struct ev_io {
 };
 
 struct ev_timer {
-	struct ev__src src;
+	struct source src;
 	struct ev_loop *loop;
 	struct heap_node node; /* in loop->timers while armed and not due */
 	int64_t deadline;      /* CLOCK_MONOTONIC ns */
@@ -56,12 +56,12 @@ struct ev_timer {
 	void *user;
 };
 
-struct ev__signal {
+struct signal_src {
 	ev_signal_cb cb;
 	void *user;
 };
 
-struct ev__hook {
+struct hook {
 	ev_hook_cb cb;
 	void *user;
 };
@@ -69,15 +69,15 @@ struct ev__hook {
 struct ev_loop {
 	int epfd;
 	int sigfd;
-	struct ev__src sigsrc;
+	struct source sigsrc;
 	sigset_t sigmask;
-	struct ev__signal signals[_NSIG];
-	struct ev__hook *hooks;
+	struct signal_src signals[_NSIG];
+	struct hook *hooks;
 	size_t nhooks;
 	int in_hooks;
 	int stop;
 	int dispatching;
-	struct ev__src *dead;
+	struct source *dead;
 	struct heap timers;
 	uint64_t timer_seq;
 	struct ev_timer **due; /* this turn's expired timers, in order */
@@ -85,7 +85,7 @@ struct ev_loop {
 	size_t due_cap;
 };
 
-static int ev__timer_less(const struct heap_node *a, const struct heap_node *b);
+static int timer_less(const struct heap_node *a, const struct heap_node *b);
 
 struct ev_loop *ev_loop_new(void)
 {
@@ -102,32 +102,32 @@ struct ev_loop *ev_loop_new(void)
 	loop->sigfd = -1;
 	loop->sigsrc.kind = EV__SIGNAL;
 	sigemptyset(&loop->sigmask);
-	heap_init(&loop->timers, ev__timer_less);
+	heap_init(&loop->timers, timer_less);
 	return loop;
 }
 
-static void ev__release(struct ev__src *s)
+static void release(struct source *s)
 {
 	/* Both kinds were closed or unregistered when marked dead. */
 	free(s);
 }
 
-static void ev__reap(struct ev_loop *loop)
+static void reap(struct ev_loop *loop)
 {
 	while (loop->dead) {
-		struct ev__src *s = loop->dead;
+		struct source *s = loop->dead;
 
 		loop->dead = s->next_dead;
-		ev__release(s);
+		release(s);
 	}
 }
 
 /* Frees s now, or after the batch when one is being dispatched. */
-static void ev__retire(struct ev_loop *loop, struct ev__src *s)
+static void retire(struct ev_loop *loop, struct source *s)
 {
 	s->dead = 1;
 	if (!loop->dispatching) {
-		ev__release(s);
+		release(s);
 		return;
 	}
 	s->next_dead = loop->dead;
@@ -138,7 +138,7 @@ void ev_loop_free(struct ev_loop *loop)
 {
 	if (!loop)
 		return;
-	ev__reap(loop);
+	reap(loop);
 	if (loop->sigfd >= 0) {
 		close(loop->sigfd);
 		sigprocmask(SIG_UNBLOCK, &loop->sigmask, NULL);
@@ -157,7 +157,7 @@ void ev_loop_stop(struct ev_loop *loop)
 
 /* ---- ios ---- */
 
-static uint32_t ev__epoll_mask(unsigned events)
+static uint32_t epoll_mask(unsigned events)
 {
 	return (events & EV_READ ? EPOLLIN | EPOLLRDHUP : 0) |
 	       (events & EV_WRITE ? EPOLLOUT : 0);
@@ -165,9 +165,9 @@ static uint32_t ev__epoll_mask(unsigned events)
 
 /* Brings the epoll registration in line with io->events. An io with no
    events is removed so a hung-up fd does not spin the loop. */
-static int ev__io_sync(struct ev_io *io)
+static int io_sync(struct ev_io *io)
 {
-	struct epoll_event ee = {.events = ev__epoll_mask(io->events),
+	struct epoll_event ee = {.events = epoll_mask(io->events),
 				 .data.ptr = &io->src};
 	int op;
 
@@ -199,10 +199,10 @@ struct ev_io *ev_io_new(struct ev_loop *loop, int fd, unsigned events, ev_io_cb 
 	/* Register even with no events, to learn now whether fd can be
 	   watched at all (regular files and closed fds cannot). */
 	io->events = events ? events : EV_READ;
-	err = ev__io_sync(io);
+	err = io_sync(io);
 	if (err == 0 && events == 0) {
 		io->events = 0;
-		err = ev__io_sync(io);
+		err = io_sync(io);
 	}
 	if (err < 0) {
 		free(io);
@@ -220,7 +220,7 @@ void ev_io_set(struct ev_io *io, unsigned events)
 	if (io->src.dead || io->events == events)
 		return;
 	io->events = events;
-	err = ev__io_sync(io);
+	err = io_sync(io);
 	if (err < 0)
 		log_error(NULL, "ev: watching fd %d: %s", io->fd, strerror(-err));
 }
@@ -235,11 +235,11 @@ void ev_io_free(struct ev_io *io)
 	if (!io || io->src.dead)
 		return;
 	io->events = 0;
-	ev__io_sync(io);
-	ev__retire(io->loop, &io->src);
+	io_sync(io);
+	retire(io->loop, &io->src);
 }
 
-static void ev__io_dispatch(struct ev_io *io, uint32_t ee)
+static void io_dispatch(struct ev_io *io, uint32_t ee)
 {
 	unsigned fired = 0;
 
@@ -260,7 +260,7 @@ static void ev__io_dispatch(struct ev_io *io, uint32_t ee)
 
 #define EV__NS_PER_MS INT64_C(1000000)
 
-static int64_t ev__now_ns(void)
+static int64_t now_ns(void)
 {
 	struct timespec ts;
 
@@ -270,22 +270,22 @@ static int64_t ev__now_ns(void)
 
 /* from + ms, saturating: a huge delay means "never" rather than a wrap
    into the past. */
-static int64_t ev__add_ms(int64_t from, int64_t ms)
+static int64_t add_ms(int64_t from, int64_t ms)
 {
 	if (ms > (INT64_MAX - from) / EV__NS_PER_MS)
 		return INT64_MAX;
 	return from + ms * EV__NS_PER_MS;
 }
 
-static struct ev_timer *ev__timer_of(const struct heap_node *n)
+static struct ev_timer *timer_of(const struct heap_node *n)
 {
 	return (struct ev_timer *)((char *)n - offsetof(struct ev_timer, node));
 }
 
 /* Deadline order; equal deadlines fire in the order they were armed. */
-static int ev__timer_less(const struct heap_node *a, const struct heap_node *b)
+static int timer_less(const struct heap_node *a, const struct heap_node *b)
 {
-	const struct ev_timer *x = ev__timer_of(a), *y = ev__timer_of(b);
+	const struct ev_timer *x = timer_of(a), *y = timer_of(b);
 
 	if (x->deadline != y->deadline)
 		return x->deadline < y->deadline;
@@ -293,13 +293,13 @@ static int ev__timer_less(const struct heap_node *a, const struct heap_node *b)
 }
 
 /* Takes t out of the heap and out of this turn's due list. */
-static void ev__timer_unlink(struct ev_timer *t)
+static void timer_unlink(struct ev_timer *t)
 {
 	heap_remove(&t->loop->timers, &t->node);
 	t->due = 0;
 }
 
-static void ev__timer_insert(struct ev_timer *t, int64_t deadline)
+static void timer_insert(struct ev_timer *t, int64_t deadline)
 {
 	t->deadline = deadline;
 	t->seq = t->loop->timer_seq++;
@@ -328,19 +328,19 @@ void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms)
 		ev_timer_disarm(t);
 		return;
 	}
-	ev__timer_unlink(t);
+	timer_unlink(t);
 	t->repeat_ms = repeat_ms > 0 ? repeat_ms : 0;
 	t->armed = 1;
 	/* Measured from the clock now, not from the turn's start, so a
 	   timer never fires before after_ms have really passed. */
-	ev__timer_insert(t, ev__add_ms(ev__now_ns(), after_ms));
+	timer_insert(t, add_ms(now_ns(), after_ms));
 }
 
 void ev_timer_disarm(struct ev_timer *t)
 {
 	if (t->src.dead)
 		return;
-	ev__timer_unlink(t);
+	timer_unlink(t);
 	t->armed = 0;
 }
 
@@ -353,36 +353,36 @@ void ev_timer_free(struct ev_timer *t)
 {
 	if (!t || t->src.dead)
 		return;
-	ev__timer_unlink(t);
+	timer_unlink(t);
 	t->armed = 0;
-	ev__retire(t->loop, &t->src);
+	retire(t->loop, &t->src);
 }
 
 /* The epoll_wait timeout until the earliest deadline, rounded up to a
    whole ms so the wait never ends before it; -1 with no timer armed. */
-static int ev__poll_timeout(const struct ev_loop *loop)
+static int poll_timeout(const struct ev_loop *loop)
 {
 	const struct heap_node *min = heap_min(&loop->timers);
 	int64_t left, ms;
 
 	if (!min)
 		return -1;
-	left = ev__timer_of(min)->deadline - ev__now_ns();
+	left = timer_of(min)->deadline - now_ns();
 	if (left <= 0)
 		return 0;
 	ms = left / EV__NS_PER_MS + (left % EV__NS_PER_MS != 0);
 	return ms > INT_MAX ? INT_MAX : (int)ms;
 }
 
-static void ev__timer_fire(struct ev_timer *t, int64_t now)
+static void timer_fire(struct ev_timer *t, int64_t now)
 {
 	if (t->repeat_ms > 0) {
-		int64_t period = ev__add_ms(0, t->repeat_ms);
+		int64_t period = add_ms(0, t->repeat_ms);
 		int64_t missed = (now - t->deadline) / period;
 
 		/* Missed periods collapse into this one call; the next
 		   deadline stays on the period's grid. */
-		ev__timer_insert(t, ev__add_ms(t->deadline, (missed + 1) * t->repeat_ms));
+		timer_insert(t, add_ms(t->deadline, (missed + 1) * t->repeat_ms));
 	} else {
 		t->armed = 0;
 	}
@@ -394,14 +394,14 @@ static void ev__timer_fire(struct ev_timer *t, int64_t now)
    by another) waits for the next turn and cannot starve I/O. A timer
    disarmed, re-armed or freed by an earlier callback of the list is
    skipped; freed ones stay allocated until the turn ends. */
-static void ev__run_timers(struct ev_loop *loop)
+static void run_timers(struct ev_loop *loop)
 {
-	int64_t now = ev__now_ns();
+	int64_t now = now_ns();
 	struct heap_node *min;
 	size_t i;
 
-	while ((min = heap_min(&loop->timers)) && ev__timer_of(min)->deadline <= now) {
-		struct ev_timer *t = ev__timer_of(min);
+	while ((min = heap_min(&loop->timers)) && timer_of(min)->deadline <= now) {
+		struct ev_timer *t = timer_of(min);
 
 		heap_remove(&loop->timers, min);
 		t->due = 1;
@@ -417,7 +417,7 @@ static void ev__run_timers(struct ev_loop *loop)
 		if (t->src.dead || !t->due)
 			continue;
 		t->due = 0;
-		ev__timer_fire(t, now);
+		timer_fire(t, now);
 	}
 	loop->ndue = 0;
 }
@@ -455,12 +455,12 @@ int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user)
 	return 0;
 }
 
-static void ev__signal_dispatch(struct ev_loop *loop)
+static void signal_dispatch(struct ev_loop *loop)
 {
 	struct signalfd_siginfo si;
 
 	while (read(loop->sigfd, &si, sizeof(si)) == sizeof(si)) {
-		struct ev__signal *h;
+		struct signal_src *h;
 
 		if (si.ssi_signo >= _NSIG)
 			continue;
@@ -481,7 +481,7 @@ void ev_hook_add(struct ev_loop *loop, ev_hook_cb cb, void *user)
 }
 
 /* Drops the entries ev_hook_remove blanked while hooks were running. */
-static void ev__compact_hooks(struct ev_loop *loop)
+static void compact_hooks(struct ev_loop *loop)
 {
 	size_t i, j = 0;
 
@@ -504,10 +504,10 @@ void ev_hook_remove(struct ev_loop *loop, ev_hook_cb cb, void *user)
 	}
 	/* Compacting under the running iteration would skip a hook. */
 	if (!loop->in_hooks)
-		ev__compact_hooks(loop);
+		compact_hooks(loop);
 }
 
-static void ev__run_hooks(struct ev_loop *loop)
+static void run_hooks(struct ev_loop *loop)
 {
 	size_t i;
 
@@ -518,29 +518,29 @@ static void ev__run_hooks(struct ev_loop *loop)
 			loop->hooks[i].cb(loop->hooks[i].user);
 	}
 	loop->in_hooks = 0;
-	ev__compact_hooks(loop);
+	compact_hooks(loop);
 }
 
 /* One turn's callbacks: the ready fds in epoll's order, then the
    expired timers in deadline order. */
-static void ev__dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
+static void dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 {
 	int i;
 
 	loop->dispatching = 1;
 	for (i = 0; i < n; i++) {
-		struct ev__src *s = ev[i].data.ptr;
+		struct source *s = ev[i].data.ptr;
 
 		if (s->dead)
 			continue;
 		if (s->kind == EV__IO)
-			ev__io_dispatch((struct ev_io *)s, ev[i].events);
+			io_dispatch((struct ev_io *)s, ev[i].events);
 		else
-			ev__signal_dispatch(loop);
+			signal_dispatch(loop);
 	}
-	ev__run_timers(loop);
+	run_timers(loop);
 	loop->dispatching = 0;
-	ev__reap(loop);
+	reap(loop);
 }
 
 int ev_loop_run(struct ev_loop *loop)
@@ -551,15 +551,15 @@ int ev_loop_run(struct ev_loop *loop)
 	for (;;) {
 		int n;
 
-		ev__run_hooks(loop);
+		run_hooks(loop);
 		if (loop->stop)
 			return 0;
-		n = epoll_wait(loop->epfd, ev, EV_BATCH, ev__poll_timeout(loop));
+		n = epoll_wait(loop->epfd, ev, EV_BATCH, poll_timeout(loop));
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		ev__dispatch(loop, ev, n);
+		dispatch(loop, ev, n);
 	}
 }

@@ -26,7 +26,7 @@ int fd_write_all(int fd, const void *p, size_t n)
 }
 
 /* Says why path was not read; returns rc. */
-static int fdio__fail(int rc, int not_regular, const char *path, size_t max, char *err,
+static int fail(int rc, int not_regular, const char *path, size_t max, char *err,
 		      size_t errlen)
 {
 	if (!err || !errlen)
@@ -42,7 +42,7 @@ static int fdio__fail(int rc, int not_regular, const char *path, size_t max, cha
 
 /* Reads fd to its end into out, one byte past max at the most (so a
    larger file is told from one of max bytes exactly). */
-static int fdio__read_to_end(int fd, size_t max, struct buf *out)
+static int read_to_end(int fd, size_t max, struct buf *out)
 {
 	size_t got = 0;
 
@@ -88,7 +88,7 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 		fd = open(path, oflags);
 	while (fd < 0 && errno == EINTR); /* a FIFO's open waits for a writer */
 	if (fd < 0)
-		return fdio__fail(-errno, 0, path, max, err, errlen);
+		return fail(-errno, 0, path, max, err, errlen);
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 	} else if ((flags & FDIO_REGULAR) && !S_ISREG(st.st_mode)) {
@@ -101,7 +101,7 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 		   secret is not left behind in buffers that grew. */
 		if (S_ISREG(st.st_mode))
 			buf_reserve(out, (size_t)st.st_size + 1);
-		rc = fdio__read_to_end(fd, max, out);
+		rc = read_to_end(fd, max, out);
 	}
 	close(fd);
 	if (rc < 0) {
@@ -110,7 +110,7 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 		if (out->len > keep)
 			explicit_bzero(out->data + keep, out->len - keep);
 		out->len = keep;
-		return fdio__fail(rc, not_regular, path, max, err, errlen);
+		return fail(rc, not_regular, path, max, err, errlen);
 	}
 	return 0;
 }

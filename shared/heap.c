@@ -24,14 +24,14 @@ void heap_free(struct heap *h)
 	heap_init(h, h->less);
 }
 
-static void heap__place(struct heap *h, size_t i, struct heap_node *node)
+static void place(struct heap *h, size_t i, struct heap_node *node)
 {
 	h->nodes[i] = node;
 	node->index = i;
 }
 
 /* Moves the node at i towards the root until its parent is not greater. */
-static void heap__up(struct heap *h, size_t i)
+static void up(struct heap *h, size_t i)
 {
 	struct heap_node *node = h->nodes[i];
 
@@ -40,14 +40,14 @@ static void heap__up(struct heap *h, size_t i)
 
 		if (!h->less(node, h->nodes[parent]))
 			break;
-		heap__place(h, i, h->nodes[parent]);
+		place(h, i, h->nodes[parent]);
 		i = parent;
 	}
-	heap__place(h, i, node);
+	place(h, i, node);
 }
 
 /* Moves the node at i towards the leaves until no child is smaller. */
-static void heap__down(struct heap *h, size_t i)
+static void down(struct heap *h, size_t i)
 {
 	struct heap_node *node = h->nodes[i];
 
@@ -60,10 +60,10 @@ static void heap__down(struct heap *h, size_t i)
 			child++;
 		if (!h->less(h->nodes[child], node))
 			break;
-		heap__place(h, i, h->nodes[child]);
+		place(h, i, h->nodes[child]);
 		i = child;
 	}
-	heap__place(h, i, node);
+	place(h, i, node);
 }
 
 void heap_push(struct heap *h, struct heap_node *node)
@@ -72,8 +72,8 @@ void heap_push(struct heap *h, struct heap_node *node)
 		h->cap = h->cap ? h->cap * 2 : 16;
 		h->nodes = xrealloc(h->nodes, h->cap * sizeof(*h->nodes));
 	}
-	heap__place(h, h->n++, node);
-	heap__up(h, node->index);
+	place(h, h->n++, node);
+	up(h, node->index);
 }
 
 void heap_remove(struct heap *h, struct heap_node *node)
@@ -88,11 +88,11 @@ void heap_remove(struct heap *h, struct heap_node *node)
 	if (last == node)
 		return;
 	/* The last node fills the hole; it may belong above or below it. */
-	heap__place(h, i, last);
+	place(h, i, last);
 	if (i > 0 && h->less(last, h->nodes[(i - 1) / 2]))
-		heap__up(h, i);
+		up(h, i);
 	else
-		heap__down(h, i);
+		down(h, i);
 }
 
 struct heap_node *heap_min(const struct heap *h)

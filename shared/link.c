@@ -29,13 +29,13 @@ void link_encode(const Ptg__LinkMessage *m, struct buf *out)
 	buf_commit(out, 4 + n);
 }
 
-struct link__budget {
+struct alloc_budget {
 	size_t allocs, bytes, max_bytes;
 };
 
-static void *link__alloc(void *data, size_t size)
+static void *budget_alloc(void *data, size_t size)
 {
-	struct link__budget *b = data;
+	struct alloc_budget *b = data;
 
 	if (b->allocs >= LINK_DECODE_MAX_ALLOCS || size > b->max_bytes - b->bytes)
 		return NULL;
@@ -44,15 +44,15 @@ static void *link__alloc(void *data, size_t size)
 	return malloc(size);
 }
 
-static void link__free(void *data, void *p)
+static void budget_free(void *data, void *p)
 {
 	free(p);
 }
 
 int link_decode(struct buf *in, Ptg__LinkMessage **out)
 {
-	struct link__budget budget = {0, 0, 0};
-	ProtobufCAllocator alloc = {link__alloc, link__free, &budget};
+	struct alloc_budget budget = {0, 0, 0};
+	ProtobufCAllocator alloc = {budget_alloc, budget_free, &budget};
 	const uint8_t *p = buf_head(in);
 	Ptg__LinkMessage *m;
 	uint32_t n;

@@ -34,8 +34,8 @@ struct linkconn {
 	char reason[160];
 };
 
-static void linkconn__io(struct ev_io *io, int fd, unsigned events, void *user);
-static void linkconn__reap(void *user);
+static void on_io(struct ev_io *io, int fd, unsigned events, void *user);
+static void reap(void *user);
 
 struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 			      const struct linkconn_ops *ops, void *user)
@@ -49,7 +49,7 @@ struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 	lc->user = user;
 	buf_init(&lc->in);
 	buf_init(&lc->out);
-	lc->io = ev_io_new(loop, fd, EV_READ, linkconn__io, lc);
+	lc->io = ev_io_new(loop, fd, EV_READ, on_io, lc);
 	if (!lc->io) {
 		log_error(lc->name, "linkconn: cannot watch fd %d: %s", fd,
 			  strerror(errno));
@@ -58,7 +58,7 @@ struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 		free(lc);
 		return NULL;
 	}
-	ev_hook_add(loop, linkconn__reap, lc);
+	ev_hook_add(loop, reap, lc);
 	return lc;
 }
 
@@ -66,7 +66,7 @@ void linkconn_free(struct linkconn *lc)
 {
 	if (!lc)
 		return;
-	ev_hook_remove(lc->loop, linkconn__reap, lc);
+	ev_hook_remove(lc->loop, reap, lc);
 	ev_io_free(lc->io);
 	close(lc->fd);
 	buf_free(&lc->in);
@@ -86,7 +86,7 @@ void linkconn_close(struct linkconn *lc, const char *reason)
 }
 
 /* The before-poll hook: reports and frees a linkconn marked closing. */
-static void linkconn__reap(void *user)
+static void reap(void *user)
 {
 	struct linkconn *lc = user;
 
@@ -108,7 +108,7 @@ const char *linkconn_name(const struct linkconn *lc)
 	return lc->name;
 }
 
-static void linkconn__close_errno(struct linkconn *lc, const char *what, int err)
+static void close_errno(struct linkconn *lc, const char *what, int err)
 {
 	char reason[128];
 
@@ -118,7 +118,7 @@ static void linkconn__close_errno(struct linkconn *lc, const char *what, int err
 
 /* Writes as much of the queue as the socket takes; EV_WRITE stays armed
    only while bytes remain. */
-static void linkconn__flush(struct linkconn *lc)
+static void flush(struct linkconn *lc)
 {
 	while (buf_size(&lc->out) > 0) {
 		ssize_t n = send(lc->fd, buf_head(&lc->out), buf_size(&lc->out),
@@ -133,7 +133,7 @@ static void linkconn__flush(struct linkconn *lc)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		buf_reset(&lc->out);
-		linkconn__close_errno(lc, "write error", n < 0 ? errno : EPIPE);
+		close_errno(lc, "write error", n < 0 ? errno : EPIPE);
 		return;
 	}
 	ev_io_set(lc->io, EV_READ | (buf_size(&lc->out) > 0 ? EV_WRITE : 0));
@@ -148,12 +148,12 @@ void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
 	link_encode(m, &lc->out);
 	/* With bytes already queued, EV_WRITE is armed and keeps order. */
 	if (idle)
-		linkconn__flush(lc);
+		flush(lc);
 }
 
 /* Writes what the socket takes of iov[0..cnt) straight from the caller's
    memory, and returns how many bytes went; -1 after closing the link. */
-static ssize_t linkconn__writev_direct(struct linkconn *lc, const struct iovec *iov, int cnt)
+static ssize_t writev_direct(struct linkconn *lc, const struct iovec *iov, int cnt)
 {
 	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
 	ssize_t n;
@@ -165,7 +165,7 @@ static ssize_t linkconn__writev_direct(struct linkconn *lc, const struct iovec *
 		return n;
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		return 0;
-	linkconn__close_errno(lc, "write error", errno);
+	close_errno(lc, "write error", errno);
 	return -1;
 }
 
@@ -176,7 +176,7 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 	if (lc->closing)
 		return;
 	if (buf_size(&lc->out) == 0)
-		done = linkconn__writev_direct(lc, iov, cnt);
+		done = writev_direct(lc, iov, cnt);
 	if (done < 0)
 		return;
 	/* Queue what the socket did not take, in order. */
@@ -190,7 +190,7 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 }
 
 /* Hands every complete message to on_message; stops at a close. */
-static void linkconn__decode(struct linkconn *lc)
+static void decode(struct linkconn *lc)
 {
 	while (!lc->closing) {
 		Ptg__LinkMessage *m;
@@ -213,7 +213,7 @@ static void linkconn__decode(struct linkconn *lc)
 
 /* Reads until the socket is drained or the per-wakeup budget. Returns 1
    at end of stream, a negative errno on error, else 0. */
-static int linkconn__read(struct linkconn *lc)
+static int read_some(struct linkconn *lc)
 {
 	size_t total = 0;
 
@@ -242,7 +242,7 @@ static int linkconn__read(struct linkconn *lc)
 	return 0;
 }
 
-static void linkconn__io(struct ev_io *io, int fd, unsigned events, void *user)
+static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct linkconn *lc = user;
 	int r;
@@ -250,14 +250,14 @@ static void linkconn__io(struct ev_io *io, int fd, unsigned events, void *user)
 	if (lc->closing)
 		return;
 	if (events & EV_WRITE)
-		linkconn__flush(lc);
+		flush(lc);
 	if (lc->closing || !(events & EV_READ))
 		return;
-	r = linkconn__read(lc);
+	r = read_some(lc);
 	/* Messages that arrived before an end or an error still count. */
-	linkconn__decode(lc);
+	decode(lc);
 	if (r == 1)
 		linkconn_close(lc, "peer closed");
 	else if (r < 0)
-		linkconn__close_errno(lc, "read error", -r);
+		close_errno(lc, "read error", -r);
 }

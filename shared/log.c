@@ -13,10 +13,10 @@
 
 #define LOG_LINE_MAX 4096
 
-static enum log_level log__level = LOG_INFO;
-static char log__ident[64] = "ptygate";
+static enum log_level level = LOG_INFO;
+static char ident_buf[64] = "ptygate";
 
-static const char *const log__names[] = {
+static const char *const names[] = {
     [LOG_DEBUG] = "DEBUG",
     [LOG_INFO] = "INFO",
     [LOG_WARN] = "WARN",
@@ -25,7 +25,7 @@ static const char *const log__names[] = {
 
 void log_set_level(enum log_level lvl)
 {
-	log__level = lvl;
+	level = lvl;
 }
 
 int log_level_parse(const char *s, enum log_level *out)
@@ -44,11 +44,11 @@ int log_level_parse(const char *s, enum log_level *out)
 
 void log_set_ident(const char *ident)
 {
-	snprintf(log__ident, sizeof(log__ident), "%s", ident);
+	snprintf(ident_buf, sizeof(ident_buf), "%s", ident);
 }
 
 /* Replaces control characters (tab aside) in p[0..n) with '?'. */
-static void log__sanitize(char *p, size_t n)
+static void sanitize(char *p, size_t n)
 {
 	size_t i;
 
@@ -68,13 +68,13 @@ void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
 	va_list ap;
 	int r;
 
-	if (lvl < log__level || lvl > LOG_ERROR)
+	if (lvl < level || lvl > LOG_ERROR)
 		return;
 	time_format_ms(time_now_ms(), ts);
-	r = ctx ? snprintf(line, sizeof(line), "%s %s %s [%s] ", ts, log__names[lvl],
-			   log__ident, ctx)
-		: snprintf(line, sizeof(line), "%s %s %s ", ts, log__names[lvl],
-			   log__ident);
+	r = ctx ? snprintf(line, sizeof(line), "%s %s %s [%s] ", ts, names[lvl],
+			   ident_buf, ctx)
+		: snprintf(line, sizeof(line), "%s %s %s ", ts, names[lvl],
+			   ident_buf);
 	head = r < 0 ? 0 : (size_t)r < sizeof(line) - 1 ? (size_t)r : sizeof(line) - 1;
 	va_start(ap, fmt);
 	r = vsnprintf(line + head, sizeof(line) - head, fmt, ap);
@@ -83,7 +83,7 @@ void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
 	/* Keep one byte for the newline; long lines are cut. */
 	if (n > sizeof(line) - 2)
 		n = sizeof(line) - 2;
-	log__sanitize(line + strlen(ts), n - strlen(ts));
+	sanitize(line + strlen(ts), n - strlen(ts));
 	line[n++] = '\n';
 	(void)!write(STDERR_FILENO, line, n);
 }

@@ -8,7 +8,7 @@
 
 #include "timeutil.h"
 
-static int64_t timeutil__clock_ms(clockid_t id)
+static int64_t clock_ms(clockid_t id)
 {
 	struct timespec ts;
 
@@ -18,38 +18,38 @@ static int64_t timeutil__clock_ms(clockid_t id)
 
 int64_t time_now_ms(void)
 {
-	return timeutil__clock_ms(CLOCK_REALTIME);
+	return clock_ms(CLOCK_REALTIME);
 }
 
 int64_t time_mono_ms(void)
 {
-	return timeutil__clock_ms(CLOCK_MONOTONIC);
+	return clock_ms(CLOCK_MONOTONIC);
 }
 
-static int64_t timeutil__floor_div(int64_t a, int64_t b)
+static int64_t floor_div(int64_t a, int64_t b)
 {
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));
 }
 
 /* Days since 1970-01-01 of a proleptic Gregorian date. */
-static int64_t timeutil__days_from_civil(int64_t y, int m, int d)
+static int64_t days_from_civil(int64_t y, int m, int d)
 {
 	int64_t era, yoe, doy, doe;
 
 	y -= m <= 2;
-	era = timeutil__floor_div(y, 400);
+	era = floor_div(y, 400);
 	yoe = y - era * 400;
 	doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
 	doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
 	return era * 146097 + doe - 719468;
 }
 
-static void timeutil__civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+static void civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 {
 	int64_t era, doe, yoe, doy, mp;
 
 	z += 719468;
-	era = timeutil__floor_div(z, 146097);
+	era = floor_div(z, 146097);
 	doe = z - era * 146097;
 	yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
 	doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
@@ -60,7 +60,7 @@ static void timeutil__civil_from_days(int64_t z, int64_t *y, int *m, int *d)
 }
 
 /* Writes v as exactly n decimal digits. */
-static char *timeutil__put(char *p, unsigned v, int n)
+static char *put(char *p, unsigned v, int n)
 {
 	int i;
 
@@ -73,13 +73,13 @@ static char *timeutil__put(char *p, unsigned v, int n)
 
 void time_format_ms(int64_t ms, char out[TS_STRLEN + 1])
 {
-	int64_t days = timeutil__floor_div(ms, 86400000);
+	int64_t days = floor_div(ms, 86400000);
 	unsigned rem = (unsigned)(ms - days * 86400000);
 	int64_t y;
 	int m, d;
 	char *p = out;
 
-	timeutil__civil_from_days(days, &y, &m, &d);
+	civil_from_days(days, &y, &m, &d);
 	/* Years outside 0..9999 do not fit the fixed width; clamp. */
 	if (y < 0 || y > 9999) {
 		memcpy(out,
@@ -87,25 +87,25 @@ void time_format_ms(int64_t ms, char out[TS_STRLEN + 1])
 		       TS_STRLEN + 1);
 		return;
 	}
-	p = timeutil__put(p, (unsigned)y, 4);
+	p = put(p, (unsigned)y, 4);
 	*p++ = '-';
-	p = timeutil__put(p, (unsigned)m, 2);
+	p = put(p, (unsigned)m, 2);
 	*p++ = '-';
-	p = timeutil__put(p, (unsigned)d, 2);
+	p = put(p, (unsigned)d, 2);
 	*p++ = 'T';
-	p = timeutil__put(p, rem / 3600000, 2);
+	p = put(p, rem / 3600000, 2);
 	*p++ = ':';
-	p = timeutil__put(p, rem / 60000 % 60, 2);
+	p = put(p, rem / 60000 % 60, 2);
 	*p++ = ':';
-	p = timeutil__put(p, rem / 1000 % 60, 2);
+	p = put(p, rem / 1000 % 60, 2);
 	*p++ = '.';
-	p = timeutil__put(p, rem % 1000, 3);
+	p = put(p, rem % 1000, 3);
 	*p++ = 'Z';
 	*p = '\0';
 }
 
 /* Reads exactly n digits at *p, advancing it. */
-static int timeutil__digits(const char **p, int n, int *out)
+static int digits(const char **p, int n, int *out)
 {
 	int v = 0, i;
 
@@ -122,7 +122,7 @@ static int timeutil__digits(const char **p, int n, int *out)
 }
 
 /* Reads a literal char at *p, advancing it. */
-static int timeutil__expect(const char **p, char c)
+static int expect(const char **p, char c)
 {
 	if (**p != c)
 		return -EINVAL;
@@ -130,7 +130,7 @@ static int timeutil__expect(const char **p, char c)
 	return 0;
 }
 
-static int timeutil__days_in_month(int y, int m)
+static int days_in_month(int y, int m)
 {
 	static const int dm[] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
 	int leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
@@ -139,7 +139,7 @@ static int timeutil__days_in_month(int y, int m)
 }
 
 /* Optional ".digits": the first three give ms, the rest are dropped. */
-static int timeutil__fraction(const char **p, int *ms)
+static int fraction(const char **p, int *ms)
 {
 	int scale = 100, n = 0;
 
@@ -155,7 +155,7 @@ static int timeutil__fraction(const char **p, int *ms)
 }
 
 /* "Z" or "+hh:mm" / "-hh:mm", as minutes east of UTC. */
-static int timeutil__offset(const char **p, int *minutes)
+static int offset(const char **p, int *minutes)
 {
 	int sign, hh, mm;
 
@@ -168,8 +168,8 @@ static int timeutil__offset(const char **p, int *minutes)
 		return -EINVAL;
 	sign = **p == '-' ? -1 : 1;
 	(*p)++;
-	if (timeutil__digits(p, 2, &hh) || timeutil__expect(p, ':') ||
-	    timeutil__digits(p, 2, &mm) || hh > 23 || mm > 59)
+	if (digits(p, 2, &hh) || expect(p, ':') ||
+	    digits(p, 2, &mm) || hh > 23 || mm > 59)
 		return -EINVAL;
 	*minutes = sign * (hh * 60 + mm);
 	return 0;
@@ -181,28 +181,28 @@ int time_parse_rfc3339(const char *s, int64_t *ms)
 	const char *p = s;
 	int64_t days;
 
-	if (timeutil__digits(&p, 4, &y) || timeutil__expect(&p, '-') ||
-	    timeutil__digits(&p, 2, &mo) || timeutil__expect(&p, '-') ||
-	    timeutil__digits(&p, 2, &d))
+	if (digits(&p, 4, &y) || expect(&p, '-') ||
+	    digits(&p, 2, &mo) || expect(&p, '-') ||
+	    digits(&p, 2, &d))
 		return -EINVAL;
 	if (*p != 'T' && *p != 't')
 		return -EINVAL;
 	p++;
-	if (timeutil__digits(&p, 2, &h) || timeutil__expect(&p, ':') ||
-	    timeutil__digits(&p, 2, &mi) || timeutil__expect(&p, ':') ||
-	    timeutil__digits(&p, 2, &sec) || timeutil__fraction(&p, &frac) ||
-	    timeutil__offset(&p, &off) || *p != '\0')
+	if (digits(&p, 2, &h) || expect(&p, ':') ||
+	    digits(&p, 2, &mi) || expect(&p, ':') ||
+	    digits(&p, 2, &sec) || fraction(&p, &frac) ||
+	    offset(&p, &off) || *p != '\0')
 		return -EINVAL;
 	/* Second 60 is a leap second (RFC 3339 5.7); it counts as :59.999 on
 	   a clock that does not have it. */
-	if (mo < 1 || mo > 12 || d < 1 || d > timeutil__days_in_month(y, mo) || h > 23 ||
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
 	    mi > 59 || sec > 60)
 		return -EINVAL;
 	if (sec == 60) {
 		sec = 59;
 		frac = 999;
 	}
-	days = timeutil__days_from_civil(y, mo, d);
+	days = days_from_civil(y, mo, d);
 	*ms = ((days * 24 + h) * 60 + mi - off) * 60000 + (int64_t)sec * 1000 + frac;
 	return 0;
 }

@@ -12,10 +12,10 @@
 #include "timeutil.h"
 #include "uuid.h"
 
-static int64_t uuid__last_ms = -1;
-static uint32_t uuid__counter;
+static int64_t last_ms = -1;
+static uint32_t seq_counter;
 
-static void uuid__getrandom(uint8_t *d, size_t n)
+static void fill_random(uint8_t *d, size_t n)
 {
 	while (n > 0) {
 		ssize_t r = getrandom(d, n, 0);
@@ -37,7 +37,7 @@ static void uuid__getrandom(uint8_t *d, size_t n)
    a syscall per keystroke's echo. Each byte is used once (the daemons'
    forked children exec at once, so no pool copied by a fork is drawn
    from twice). */
-static void uuid__random(void *p, size_t n)
+static void pool_random(void *p, size_t n)
 {
 	static uint8_t pool[256];
 	static size_t left;
@@ -47,7 +47,7 @@ static void uuid__random(void *p, size_t n)
 		size_t k;
 
 		if (!left) {
-			uuid__getrandom(pool, sizeof(pool));
+			fill_random(pool, sizeof(pool));
 			left = sizeof(pool);
 		}
 		k = n < left ? n : left;
@@ -61,19 +61,19 @@ static void uuid__random(void *p, size_t n)
 
 /* Picks this id's (ms, counter); counter seeds leave half the space so a
    burst in one ms rarely needs to borrow the next one. */
-static void uuid__next(uint16_t seed, int64_t *ms, uint32_t *counter)
+static void next(uint16_t seed, int64_t *ms, uint32_t *counter)
 {
 	int64_t now = time_now_ms();
 
-	if (now > uuid__last_ms) {
-		uuid__last_ms = now;
-		uuid__counter = seed & 0x7ff;
-	} else if (++uuid__counter > 0xfff) {
-		uuid__last_ms++;
-		uuid__counter = seed & 0x7ff;
+	if (now > last_ms) {
+		last_ms = now;
+		seq_counter = seed & 0x7ff;
+	} else if (++seq_counter > 0xfff) {
+		last_ms++;
+		seq_counter = seed & 0x7ff;
 	}
-	*ms = uuid__last_ms;
-	*counter = uuid__counter;
+	*ms = last_ms;
+	*counter = seq_counter;
 }
 
 void uuid7_new(char out[UUID_STRLEN + 1])
@@ -84,8 +84,8 @@ void uuid7_new(char out[UUID_STRLEN + 1])
 	uint32_t counter;
 	int i;
 
-	uuid__random(r, sizeof(r));
-	uuid__next((uint16_t)(r[8] << 8 | r[9]), &ms, &counter);
+	pool_random(r, sizeof(r));
+	next((uint16_t)(r[8] << 8 | r[9]), &ms, &counter);
 	for (i = 0; i < 6; i++)
 		b[i] = (uint8_t)((uint64_t)ms >> (40 - 8 * i));
 	b[6] = (uint8_t)(0x70 | (counter >> 8 & 0x0f));
@@ -103,7 +103,7 @@ void uuid7_new(char out[UUID_STRLEN + 1])
 	*out = '\0';
 }
 
-static int uuid__is_hex(char c)
+static int is_hex(char c)
 {
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
@@ -116,7 +116,7 @@ int uuid_is_valid(const char *s)
 		if (i == 8 || i == 13 || i == 18 || i == 23) {
 			if (s[i] != '-')
 				return 0;
-		} else if (!uuid__is_hex(s[i])) {
+		} else if (!is_hex(s[i])) {
 			return 0;
 		}
 	}

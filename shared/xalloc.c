@@ -7,7 +7,7 @@
 
 #include "xalloc.h"
 
-static void __attribute__((noreturn)) xalloc__fail(const char *what, size_t n)
+static void __attribute__((noreturn)) fail(const char *what, size_t n)
 {
 	char line[128];
 	int len;
@@ -25,7 +25,7 @@ void *xmalloc(size_t n)
 	void *p = malloc(n ? n : 1);
 
 	if (!p)
-		xalloc__fail("malloc", n);
+		fail("malloc", n);
 	return p;
 }
 
@@ -34,7 +34,7 @@ void *xcalloc(size_t nmemb, size_t size)
 	void *p = calloc(nmemb ? nmemb : 1, size ? size : 1);
 
 	if (!p)
-		xalloc__fail("calloc", nmemb * size);
+		fail("calloc", nmemb * size);
 	return p;
 }
 
@@ -43,7 +43,7 @@ void *xrealloc(void *p, size_t n)
 	void *q = realloc(p, n ? n : 1);
 
 	if (!q)
-		xalloc__fail("realloc", n);
+		fail("realloc", n);
 	return q;
 }
 

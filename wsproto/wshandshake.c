@@ -26,38 +26,38 @@
 #define WSHS__ENCODED_MAX ((WSHS_TOKEN_MAX * 4 + 2) / 3)
 
 /* A span of a header value: [p, p + n). */
-struct wshs__span {
+struct span {
 	const char *p;
 	size_t n;
 };
 
-static int wshs__is_ows(char c)
+static int is_ows(char c)
 {
 	return c == ' ' || c == '\t';
 }
 
 /* RFC 9110 tchar. */
-static int wshs__is_tchar(unsigned char c)
+static int is_tchar(unsigned char c)
 {
 	if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'))
 		return 1;
 	return c != '\0' && strchr("!#$%&'*+-.^_`|~", c) != NULL;
 }
 
-static struct wshs__span wshs__trim(const char *p, size_t n)
+static struct span trim(const char *p, size_t n)
 {
-	while (n > 0 && wshs__is_ows(p[0])) {
+	while (n > 0 && is_ows(p[0])) {
 		p++;
 		n--;
 	}
-	while (n > 0 && wshs__is_ows(p[n - 1]))
+	while (n > 0 && is_ows(p[n - 1]))
 		n--;
-	return (struct wshs__span){p, n};
+	return (struct span){p, n};
 }
 
 /* Takes the next comma-separated element of *rest, trimmed; returns 0 when
    the list is exhausted. */
-static int wshs__next_elem(struct wshs__span *rest, struct wshs__span *elem)
+static int next_elem(struct span *rest, struct span *elem)
 {
 	const char *comma;
 	size_t n;
@@ -66,7 +66,7 @@ static int wshs__next_elem(struct wshs__span *rest, struct wshs__span *elem)
 		return 0;
 	comma = memchr(rest->p, ',', rest->n);
 	n = comma ? (size_t)(comma - rest->p) : rest->n;
-	*elem = wshs__trim(rest->p, n);
+	*elem = trim(rest->p, n);
 	if (comma) {
 		rest->n -= n + 1;
 		rest->p = comma + 1;
@@ -77,19 +77,19 @@ static int wshs__next_elem(struct wshs__span *rest, struct wshs__span *elem)
 	return 1;
 }
 
-static int wshs__span_eq(struct wshs__span s, const char *lit)
+static int span_eq(struct span s, const char *lit)
 {
 	return s.n == strlen(lit) && memcmp(s.p, lit, s.n) == 0;
 }
 
-static int wshs__span_ieq(struct wshs__span s, const char *lit)
+static int span_ieq(struct span s, const char *lit)
 {
 	return s.n == strlen(lit) && strncasecmp(s.p, lit, s.n) == 0;
 }
 
 /* The whole header value s; 0 when absent or longer than any honest
    value (a prefix must never be judged in place of the value). */
-static int wshs__value(const char *s, struct wshs__span *v)
+static int parse_value(const char *s, struct span *v)
 {
 	size_t n;
 
@@ -98,7 +98,7 @@ static int wshs__value(const char *s, struct wshs__span *v)
 	n = strnlen(s, WSHS_PROTOCOL_HEADER_MAX + 1);
 	if (n > WSHS_PROTOCOL_HEADER_MAX)
 		return 0;
-	*v = (struct wshs__span){s, n};
+	*v = (struct span){s, n};
 	return 1;
 }
 
@@ -107,13 +107,13 @@ int wshs_accept_key(const char *client_key, char out[WSHS_ACCEPT_LEN + 1])
 	uint8_t digest[SHA1_DIGEST_SIZE];
 	struct buf raw = BUF_INIT, enc = BUF_INIT;
 	struct sha1_ctx sha;
-	struct wshs__span key;
+	struct span key;
 	int ret = -EINVAL;
 
 	out[0] = '\0';
-	if (!wshs__value(client_key, &key))
+	if (!parse_value(client_key, &key))
 		return -EINVAL;
-	key = wshs__trim(key.p, key.n);
+	key = trim(key.p, key.n);
 	if (key.n != WSHS__KEY_LEN || b64_decode(key.p, key.n, &raw) < 0 ||
 	    buf_size(&raw) != 16)
 		goto out_free;
@@ -131,18 +131,18 @@ out_free:
 	return ret;
 }
 
-static int wshs__is_token(struct wshs__span s)
+static int is_token(struct span s)
 {
 	size_t i;
 
 	for (i = 0; i < s.n; i++)
-		if (!wshs__is_tchar((unsigned char)s.p[i]))
+		if (!is_tchar((unsigned char)s.p[i]))
 			return 0;
 	return s.n > 0;
 }
 
 /* A JWT is printable ASCII; anything else is not a token we could verify. */
-static int wshs__is_printable(const uint8_t *p, size_t n)
+static int is_printable(const uint8_t *p, size_t n)
 {
 	size_t i;
 
@@ -154,7 +154,7 @@ static int wshs__is_printable(const uint8_t *p, size_t n)
 
 /* Decodes a bearer entry's base64url part into o. The buffer is sized up
    front so no realloc leaves an unwiped copy of the token behind. */
-static int wshs__take_token(const char *enc, size_t n, struct wshs_offer *o)
+static int take_token(const char *enc, size_t n, struct wshs_offer *o)
 {
 	struct buf b = BUF_INIT;
 	int ret;
@@ -167,7 +167,7 @@ static int wshs__take_token(const char *enc, size_t n, struct wshs_offer *o)
 	ret = b64url_decode(enc, n, &b);
 	if (ret == 0 && buf_size(&b) > WSHS_TOKEN_MAX)
 		ret = -EMSGSIZE;
-	else if (ret == 0 && !wshs__is_printable(buf_head(&b), buf_size(&b)))
+	else if (ret == 0 && !is_printable(buf_head(&b), buf_size(&b)))
 		ret = -EINVAL;
 	if (ret < 0) {
 		sodium_memzero(b.data, b.cap);
@@ -180,7 +180,7 @@ static int wshs__take_token(const char *enc, size_t n, struct wshs_offer *o)
 
 int wshs_parse_protocols(const char *value, struct wshs_offer *o)
 {
-	struct wshs__span rest, elem;
+	struct span rest, elem;
 	size_t n;
 	int ret = 0;
 
@@ -190,17 +190,17 @@ int wshs_parse_protocols(const char *value, struct wshs_offer *o)
 	n = strnlen(value, WSHS_PROTOCOL_HEADER_MAX + 1);
 	if (n > WSHS_PROTOCOL_HEADER_MAX)
 		return -EMSGSIZE;
-	rest = (struct wshs__span){value, n};
-	while (ret == 0 && wshs__next_elem(&rest, &elem)) {
+	rest = (struct span){value, n};
+	while (ret == 0 && next_elem(&rest, &elem)) {
 		if (elem.n == 0)
 			continue; /* RFC 9110 5.6.1: empty list elements are ignored */
-		if (!wshs__is_token(elem))
+		if (!is_token(elem))
 			ret = -EINVAL;
-		else if (wshs__span_eq(elem, WSHS_PROTOCOL))
+		else if (span_eq(elem, WSHS_PROTOCOL))
 			o->v1 = true;
 		else if (elem.n > WSHS__BEARER_LEN &&
 			 memcmp(elem.p, WSHS__BEARER, WSHS__BEARER_LEN) == 0)
-			ret = wshs__take_token(elem.p + WSHS__BEARER_LEN,
+			ret = take_token(elem.p + WSHS__BEARER_LEN,
 					       elem.n - WSHS__BEARER_LEN, o);
 	}
 	if (ret < 0)
@@ -220,14 +220,14 @@ void wshs_offer_clear(struct wshs_offer *o)
 }
 
 /* Whether the comma-separated list s holds tok, case-insensitively. */
-static int wshs__list_has(const char *s, const char *tok)
+static int list_has(const char *s, const char *tok)
 {
-	struct wshs__span rest, elem;
+	struct span rest, elem;
 
-	if (!wshs__value(s, &rest))
+	if (!parse_value(s, &rest))
 		return 0;
-	while (wshs__next_elem(&rest, &elem))
-		if (wshs__span_ieq(elem, tok))
+	while (next_elem(&rest, &elem))
+		if (span_ieq(elem, tok))
 			return 1;
 	return 0;
 }
@@ -235,20 +235,20 @@ static int wshs__list_has(const char *s, const char *tok)
 const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 			       const char *version)
 {
-	struct wshs__span v;
+	struct span v;
 
-	if (!wshs__list_has(upgrade, "websocket"))
+	if (!list_has(upgrade, "websocket"))
 		return "Upgrade header must be websocket";
-	if (!wshs__list_has(connection, "upgrade"))
+	if (!list_has(connection, "upgrade"))
 		return "Connection header must contain upgrade";
-	if (!wshs__value(version, &v) || !wshs__span_eq(wshs__trim(v.p, v.n), "13"))
+	if (!parse_value(version, &v) || !span_eq(trim(v.p, v.n), "13"))
 		return "Sec-WebSocket-Version must be 13";
 	return NULL;
 }
 
 /* ---- Origin ---- */
 
-static const char *wshs__origin_scheme(const char *s, size_t n, size_t *skip,
+static const char *origin_scheme(const char *s, size_t n, size_t *skip,
 				       uint16_t *default_port)
 {
 	static const struct {
@@ -275,7 +275,7 @@ static const char *wshs__origin_scheme(const char *s, size_t n, size_t *skip,
 /* Whether a host parsed by addr_parse_hostport may stand in an origin:
    a name of unreserved characters (no '/', '?', '#' that would end the
    authority), or an IPv6 literal of hex digits, ':' and '.'. */
-static int wshs__origin_host_ok(const char *host)
+static int origin_host_ok(const char *host)
 {
 	int v6 = strchr(host, ':') != NULL;
 
@@ -298,12 +298,12 @@ int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
 	char *p;
 
 	out[0] = '\0';
-	scheme = wshs__origin_scheme(s, n, &skip, &def);
+	scheme = origin_scheme(s, n, &skip, &def);
 	port = def;
 	if (!scheme ||
 	    addr_parse_hostport(s + skip, n - skip, ADDR_PORT_OPTIONAL, host, sizeof(host),
 				&port, NULL, 0) < 0 ||
-	    !wshs__origin_host_ok(host))
+	    !origin_host_ok(host))
 		return -EINVAL;
 	if (port != def)
 		snprintf(port_text, sizeof(port_text), ":%u", (unsigned)port);
@@ -320,7 +320,7 @@ int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
 }
 
 /* The canonical origin a request's Host header names, under scheme. */
-static int wshs__host_origin(const char *canon_origin, const char *host,
+static int host_origin(const char *canon_origin, const char *host,
 			     char out[WSHS_ORIGIN_MAX + 1])
 {
 	char tmp[WSHS_ORIGIN_MAX + 16];
@@ -337,7 +337,7 @@ static int wshs__host_origin(const char *canon_origin, const char *host,
 }
 
 /* The origin of a public URL: its scheme and authority, path dropped. */
-static int wshs__url_origin(const char *url, char out[WSHS_ORIGIN_MAX + 1])
+static int url_origin(const char *url, char out[WSHS_ORIGIN_MAX + 1])
 {
 	const char *sep = strstr(url, "://"), *path;
 
@@ -362,8 +362,8 @@ bool wshs_origin_allowed(const char *origin, const char *host, const char *publi
 				return true;
 		return false;
 	}
-	if (wshs__host_origin(o, host, same) == 0 && !strcmp(o, same))
+	if (host_origin(o, host, same) == 0 && !strcmp(o, same))
 		return true;
-	return public_url && public_url[0] && wshs__url_origin(public_url, same) == 0 &&
+	return public_url && public_url[0] && url_origin(public_url, same) == 0 &&
 	       !strcmp(o, same);
 }

@@ -60,7 +60,7 @@ void bws_setup(const char *host, const char *port, const char *token)
 	buf_init(&scratch);
 }
 
-static void bws__fail(struct bws *c, const char *why)
+static void fail(struct bws *c, const char *why)
 {
 	if (c->st == BWS_DEAD)
 		return;
@@ -71,7 +71,7 @@ static void bws__fail(struct bws *c, const char *why)
 		epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
 }
 
-static void bws__want(struct bws *c, bool out)
+static void want(struct bws *c, bool out)
 {
 	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c };
 
@@ -91,7 +91,7 @@ int bws_open(struct bws *c, const char *path, int src)
 	inet_pton(AF_INET, gw_host, &sa.sin_addr);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		bws__fail(c, "socket");
+		fail(c, "socket");
 		return -errno;
 	}
 	c->fd = fd;
@@ -103,13 +103,13 @@ int bws_open(struct bws *c, const char *path, int src)
 		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
 		me.sin_addr.s_addr = htonl(0x7f000002u + (uint32_t)src);
 		if (bind(fd, (struct sockaddr *)&me, sizeof(me)) < 0) {
-			bws__fail(c, "bind");
+			fail(c, "bind");
 			return -errno;
 		}
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 && errno != EINPROGRESS) {
 		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(errno));
-		bws__fail(c, "connect");
+		fail(c, "connect");
 		return -errno;
 	}
 	epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
@@ -133,7 +133,7 @@ void bws_close(struct bws *c)
 
 /* ---- the upgrade ---- */
 
-static void bws__send_upgrade(struct bws *c)
+static void send_upgrade(struct bws *c)
 {
 	uint8_t nonce[16];
 	struct buf key = BUF_INIT, req = BUF_INIT;
@@ -144,7 +144,7 @@ static void bws__send_upgrade(struct bws *c)
 	getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &soerr, &len);
 	if (soerr) {
 		snprintf(c->err, sizeof(c->err), "connect: %s", strerror(soerr));
-		bws__fail(c, "connect");
+		fail(c, "connect");
 		return;
 	}
 	randombytes_buf(nonce, sizeof(nonce));
@@ -156,7 +156,7 @@ static void bws__send_upgrade(struct bws *c)
 	while (off < buf_size(&req)) { /* a few hundred bytes: the socket takes them */
 		ssize_t n = send(c->fd, buf_head(&req) + off, buf_size(&req) - off, MSG_NOSIGNAL);
 		if (n <= 0) {
-			bws__fail(c, "sending the upgrade");
+			fail(c, "sending the upgrade");
 			break;
 		}
 		off += (size_t)n;
@@ -165,14 +165,14 @@ static void bws__send_upgrade(struct bws *c)
 	buf_free(&key);
 	if (c->st == BWS_CONNECTING) {
 		c->st = BWS_HANDSHAKE;
-		bws__want(c, false);
+		want(c, false);
 	}
 }
 
-static void bws__on_msg(wslay_event_context_ptr ctx,
+static void on_msg(wslay_event_context_ptr ctx,
 			const struct wslay_event_on_msg_recv_arg *arg, void *user);
 
-static ssize_t bws__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
 			    void *user)
 {
 	struct bws *c = user;
@@ -208,7 +208,7 @@ static ssize_t bws__recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
 	return -1;
 }
 
-static ssize_t bws__send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
 			    int flags, void *user)
 {
 	struct bws *c = user;
@@ -221,30 +221,30 @@ static ssize_t bws__send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_
 	return -1;
 }
 
-static int bws__genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void *user)
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void *user)
 {
 	randombytes_buf(p, len);
 	return 0;
 }
 
-static void bws__flush(struct bws *c)
+static void flush(struct bws *c)
 {
 	if (c->st != BWS_OPEN)
 		return;
 	if (wslay_event_want_write(c->ctx) && wslay_event_send(c->ctx) != 0) {
-		bws__fail(c, "send");
+		fail(c, "send");
 		return;
 	}
-	bws__want(c, wslay_event_want_write(c->ctx));
+	want(c, wslay_event_want_write(c->ctx));
 }
 
-static void bws__read_handshake(struct bws *c)
+static void read_handshake(struct bws *c)
 {
 	static const struct wslay_event_callbacks cb = {
-		.recv_callback = bws__recv_cb,
-		.send_callback = bws__send_cb,
-		.genmask_callback = bws__genmask_cb,
-		.on_msg_recv_callback = bws__on_msg,
+		.recv_callback = recv_cb,
+		.send_callback = send_cb,
+		.genmask_callback = genmask_cb,
+		.on_msg_recv_callback = on_msg,
 	};
 	size_t head_len = 0;
 	uint8_t *p = buf_reserve(&c->in, 4096);
@@ -260,7 +260,7 @@ static void bws__read_handshake(struct bws *c)
 	if (rc == 0 && n > 0)
 		return;
 	if (rc != 1) {
-		bws__fail(c, "upgrade refused");
+		fail(c, "upgrade refused");
 		return;
 	}
 	c->t_101 = bws_now();
@@ -270,13 +270,13 @@ static void bws__read_handshake(struct bws *c)
 	wslay_event_config_set_max_recv_msg_length(c->ctx, 64u << 20);
 	c->st = BWS_OPEN;
 	if (buf_size(&c->in) && wslay_event_recv(c->ctx) != 0)
-		bws__fail(c, "recv");
+		fail(c, "recv");
 }
 
 /* ---- server frames ---- */
 
 /* The string value of "key":"..." within p[0, n), or "" (fast path). */
-static void bws__scan_str(const char *p, size_t n, const char *key, char *out, size_t outlen)
+static void scan_str(const char *p, size_t n, const char *key, char *out, size_t outlen)
 {
 	const char *k = memmem(p, n, key, strlen(key));
 	size_t i = 0;
@@ -290,20 +290,20 @@ static void bws__scan_str(const char *p, size_t n, const char *key, char *out, s
 	out[i] = '\0';
 }
 
-static void bws__scan(const char *p, size_t n, struct bws_frame *f)
+static void scan(const char *p, size_t n, struct bws_frame *f)
 {
 	size_t head = n < 256 ? n : 256; /* op, id, ts, sequence, then payload */
 	const char *s = memmem(p, head, "\"sequence\":", 11);
 
-	bws__scan_str(p, head, "\"op\":\"", f->op, sizeof(f->op));
-	bws__scan_str(p, n < 320 ? n : 320, "\"kind\":\"", f->kind, sizeof(f->kind));
+	scan_str(p, head, "\"op\":\"", f->op, sizeof(f->op));
+	scan_str(p, n < 320 ? n : 320, "\"kind\":\"", f->kind, sizeof(f->kind));
 	if (s) {
 		f->has_seq = true;
 		f->seq = strtoull(s + 11, NULL, 10);
 	}
 }
 
-static void bws__decode(json_t *payload, const char *field, struct bws_frame *f)
+static void decode(json_t *payload, const char *field, struct bws_frame *f)
 {
 	const char *s = json_string_value(json_object_get(payload, field));
 
@@ -318,7 +318,7 @@ static void bws__decode(json_t *payload, const char *field, struct bws_frame *f)
    its data (base64, no JSON escapes possible) decoded in place, so the
    client's CPU stays small beside the daemons'. Other frames go through
    jansson. */
-static void bws__output_data(struct bws *c, const char *p, size_t n, struct bws_frame *f)
+static void output_data(struct bws *c, const char *p, size_t n, struct bws_frame *f)
 {
 	const char *d = memmem(p, n, "\"data\":\"", 8), *end;
 
@@ -335,7 +335,7 @@ static void bws__output_data(struct bws *c, const char *p, size_t n, struct bws_
 	}
 }
 
-static json_t *bws__parse(struct bws *c, const char *p, size_t n, struct bws_frame *f)
+static json_t *parse(struct bws *c, const char *p, size_t n, struct bws_frame *f)
 {
 	json_t *root = json_loadb(p, n, 0, NULL), *payload, *seq;
 	const char *s;
@@ -354,9 +354,9 @@ static json_t *bws__parse(struct bws *c, const char *p, size_t n, struct bws_fra
 	f->current_sequence = (uint64_t)json_integer_value(
 		json_object_get(json_object_get(payload, "session"), "current_sequence"));
 	if (!strcmp(f->kind, "Output") && c->decode)
-		bws__decode(payload, "data", f);
+		decode(payload, "data", f);
 	if (!strcmp(f->kind, "Keyframe")) {
-		bws__decode(payload, "snapshot", f);
+		decode(payload, "snapshot", f);
 		f->cols = (unsigned)json_integer_value(json_object_get(payload, "snapshot_cols"));
 		f->rows = (unsigned)json_integer_value(json_object_get(payload, "snapshot_rows"));
 	}
@@ -364,7 +364,7 @@ static json_t *bws__parse(struct bws *c, const char *p, size_t n, struct bws_fra
 }
 
 /* What every connection records, whatever the mode. */
-static void bws__account(struct bws *c, const struct bws_frame *f, const char *text, size_t n)
+static void account(struct bws *c, const struct bws_frame *f, const char *text, size_t n)
 {
 	double t = bws_now();
 
@@ -400,7 +400,7 @@ static void bws__account(struct bws *c, const struct bws_frame *f, const char *t
 	}
 }
 
-static void bws__on_msg(wslay_event_context_ptr ctx,
+static void on_msg(wslay_event_context_ptr ctx,
 			const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct bws *c = user;
@@ -418,12 +418,12 @@ static void bws__on_msg(wslay_event_context_ptr ctx,
 	}
 	if (arg->opcode != WSLAY_TEXT_FRAME)
 		return;
-	bws__scan(p, n, &f);
+	scan(p, n, &f);
 	if (!c->fast && !strcmp(f.kind, "Output"))
-		bws__output_data(c, p, n, &f);
+		output_data(c, p, n, &f);
 	else if (!c->fast)
-		root = bws__parse(c, p, n, &f);
-	bws__account(c, &f, p, n);
+		root = parse(c, p, n, &f);
+	account(c, &f, p, n);
 	if (c->on_frame)
 		c->on_frame(c, &f);
 	json_decref(root);
@@ -431,25 +431,25 @@ static void bws__on_msg(wslay_event_context_ptr ctx,
 
 /* ---- the loop ---- */
 
-static void bws__event(struct bws *c, uint32_t events)
+static void event(struct bws *c, uint32_t events)
 {
 	if (c->st == BWS_CONNECTING && (events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
-		bws__send_upgrade(c);
+		send_upgrade(c);
 	else if (c->st == BWS_HANDSHAKE && (events & (EPOLLIN | EPOLLERR | EPOLLHUP)))
-		bws__read_handshake(c);
+		read_handshake(c);
 	else if (c->st == BWS_OPEN) {
 		errno = 0;
 		c->budget = 256 * 1024;
 		if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && wslay_event_recv(c->ctx) != 0) {
-			bws__fail(c, errno ? strerror(errno) : "closed");
+			fail(c, errno ? strerror(errno) : "closed");
 			return;
 		}
 		if (c->st == BWS_OPEN && wslay_event_get_close_received(c->ctx) &&
 		    !wslay_event_want_write(c->ctx)) {
-			bws__fail(c, "closed by the server");
+			fail(c, "closed by the server");
 			return;
 		}
-		bws__flush(c);
+		flush(c);
 	}
 }
 
@@ -466,7 +466,7 @@ bool bws_run(bool (*done)(void *arg), void *arg, double timeout_s)
 			return false;
 		n = epoll_wait(epfd, evs, 256, left > 0.05 ? 50 : (int)(left * 1000) + 1);
 		for (int i = 0; i < n; i++)
-			bws__event(evs[i].data.ptr, evs[i].events);
+			event(evs[i].data.ptr, evs[i].events);
 	}
 	return true;
 }
@@ -489,9 +489,9 @@ void bws_send(struct bws *c, const char *op, const char *extra, const char *payl
 	m.msg = buf_head(&b);
 	m.msg_length = buf_size(&b);
 	if (wslay_event_queue_msg(c->ctx, &m) != 0)
-		bws__fail(c, "queue");
+		fail(c, "queue");
 	buf_free(&b);
-	bws__flush(c);
+	flush(c);
 }
 
 void bws_join(struct bws *c, const char *role, int64_t replay_from)

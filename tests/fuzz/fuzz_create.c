@@ -16,14 +16,14 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int fuzz__streq(const char *a, const char *b)
+static int streq(const char *a, const char *b)
 {
 	if (!a || !b)
 		return (!a || !a[0]) && (!b || !b[0]); /* protobuf-c: "" and NULL alike */
 	return !strcmp(a, b);
 }
 
-static size_t fuzz__codepoints(const char *s)
+static size_t codepoints(const char *s)
 {
 	size_t n = 0;
 
@@ -32,7 +32,7 @@ static size_t fuzz__codepoints(const char *s)
 	return n;
 }
 
-static void fuzz__bounds(const Ptg__CreateSession *m)
+static void bounds(const Ptg__CreateSession *m)
 {
 	fuzz__assert(m->n_argv <= 256 && (m->n_argv == 0 || (m->argv[0] && m->argv[0][0])));
 	for (size_t i = 0; i < m->n_argv; i++)
@@ -44,10 +44,10 @@ static void fuzz__bounds(const Ptg__CreateSession *m)
 		fuzz__assert(m->env[i]->value && strlen(m->env[i]->value) <= 32768);
 	}
 	fuzz__assert(m->cols <= 1024 && m->rows <= 1024);
-	fuzz__assert(!m->label || fuzz__codepoints(m->label) <= PTG_LABEL_MAX_CHARS);
+	fuzz__assert(!m->label || codepoints(m->label) <= PTG_LABEL_MAX_CHARS);
 }
 
-static void fuzz__roundtrip(const Ptg__CreateSession *m)
+static void roundtrip(const Ptg__CreateSession *m)
 {
 	size_t n = ptg__create_session__get_packed_size(m);
 	uint8_t *buf = malloc(n ? n : 1);
@@ -64,7 +64,7 @@ static void fuzz__roundtrip(const Ptg__CreateSession *m)
 	for (size_t i = 0; i < m->n_env; i++)
 		fuzz__assert(!strcmp(u->env[i]->name, m->env[i]->name) &&
 			     !strcmp(u->env[i]->value, m->env[i]->value));
-	fuzz__assert(fuzz__streq(u->cwd, m->cwd) && fuzz__streq(u->label, m->label));
+	fuzz__assert(streq(u->cwd, m->cwd) && streq(u->label, m->label));
 	fuzz__assert(u->cols == m->cols && u->rows == m->rows && u->policy == m->policy);
 	ptg__create_session__free_unpacked(u, NULL);
 	free(buf);
@@ -79,8 +79,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	err[0] = '\0';
 	if (routes_parse_create((const char *)data, size, &rc, err, sizeof(err)) == 0) {
-		fuzz__bounds(&rc.msg);
-		fuzz__roundtrip(&rc.msg);
+		bounds(&rc.msg);
+		roundtrip(&rc.msg);
 	} else {
 		fuzz__assert(err[0] != '\0' && memchr(err, '\0', sizeof(err)));
 	}

@@ -22,7 +22,7 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* The built frame must be one JSON object. */
-static void fuzz__check(struct buf *b)
+static void check(struct buf *b)
 {
 	json_t *v = json_loadb((const char *)buf_head(b), buf_size(b), 0, NULL);
 
@@ -32,7 +32,7 @@ static void fuzz__check(struct buf *b)
 	buf_reset(b);
 }
 
-static void fuzz__validate(const struct envelope *env, struct buf *out)
+static void validate(const struct envelope *env, struct buf *out)
 {
 	struct envelope_error err;
 	struct envelope_join j;
@@ -44,7 +44,7 @@ static void fuzz__validate(const struct envelope *env, struct buf *out)
 
 	if (envelope_join(env, &j, &err)) {
 		frames_error(FRAMES_INVALID_REQUEST, err.id, err.message, 1, out);
-		fuzz__check(out);
+		check(out);
 	}
 	if (envelope_input(env, &in, &err) == 0 && buf_size(&in) > PTG_INPUT_MAX)
 		abort();
@@ -53,11 +53,11 @@ static void fuzz__validate(const struct envelope *env, struct buf *out)
 	envelope_no_fields(env, &err);
 	if (envelope_ping(env, &ts, &err) == 0) {
 		frames_pong(env->id, ts, 1, out);
-		fuzz__check(out);
+		check(out);
 	}
 	if (envelope_service_update(env, &sp, &err) == 0) {
 		frames_service_update_response(env->id, sp, 1, out);
-		fuzz__check(out);
+		check(out);
 	}
 	buf_free(&in);
 }
@@ -72,17 +72,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 1024 * 1024)
 		return 0;
 	if (envelope_parse((const char *)data, size, &env, &err) == 0) {
-		fuzz__validate(env, &out);
+		validate(env, &out);
 		envelope_free(env);
 	} else {
 		frames_error(FRAMES_INVALID_REQUEST, err.id, err.message, 1, &out);
-		fuzz__check(&out);
+		check(&out);
 	}
 	text = strndup((const char *)data, size);
 	if (!text)
 		abort();
 	frames_error(FRAMES_INTERNAL, text, text, 1, &out);
-	fuzz__check(&out);
+	check(&out);
 	free(text);
 	buf_free(&out);
 	return 0;

@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ__CAP 40 /* small, so the host length bound is reached */
 
-static int fuzz__host_ok(const char *h)
+static int host_ok(const char *h)
 {
 	size_t n = strlen(h);
 
@@ -32,14 +32,14 @@ static int fuzz__host_ok(const char *h)
 	return 1;
 }
 
-static void fuzz__check_accepted(const char *s, size_t n, unsigned flags,
+static void check_accepted(const char *s, size_t n, unsigned flags,
 				 const char *host, uint16_t port)
 {
 	char again[FUZZ__CAP], text[FUZZ__CAP + 16];
 	uint16_t port2 = 7;
 	int len;
 
-	fuzz__assert(fuzz__host_ok(host));
+	fuzz__assert(host_ok(host));
 	fuzz__assert(!!strchr(host, ':') == (n > 0 && s[0] == '['));
 	fuzz__assert(port != 0 || (flags & ADDR_PORT_ZERO));
 	len = snprintf(text, sizeof(text), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host,
@@ -51,7 +51,7 @@ static void fuzz__check_accepted(const char *s, size_t n, unsigned flags,
 }
 
 /* num_parse_u64_n against a digit-by-digit reading done here. */
-static void fuzz__check_num(const char *s, size_t n)
+static void check_num(const char *s, size_t n)
 {
 	uint64_t v = 7, want = 0;
 	int ok = n > 0 && n <= 19; /* 19 digits always fit in 64 bits */
@@ -82,11 +82,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	flags = data[0] & (ADDR_PORT_OPTIONAL | ADDR_PORT_ZERO);
 	n = size - 1;
-	fuzz__check_num(s, n);
+	check_num(s, n);
 	if (addr_parse_hostport(s, n, flags, host, sizeof(host), &port, NULL, 0) < 0) {
 		fuzz__assert(!strcmp(host, "unset") && port == 4321);
 		return 0;
 	}
-	fuzz__check_accepted(s, n, flags, host, port);
+	check_accepted(s, n, flags, host, port);
 	return 0;
 }

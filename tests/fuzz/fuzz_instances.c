@@ -20,7 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define FUZZ__MAX 8 /* small, so the "more than max" path is reached */
 
-static int fuzz__same_addr(const struct addr *a, const struct addr *b)
+static int same_addr(const struct addr *a, const struct addr *b)
 {
 	if (a->kind != b->kind)
 		return 0;
@@ -36,7 +36,7 @@ static int fuzz__same_addr(const struct addr *a, const struct addr *b)
 }
 
 /* Written back, the entries read the same. */
-static void fuzz__roundtrip(const struct gw_instance_cfg *in, size_t n)
+static void roundtrip(const struct gw_instance_cfg *in, size_t n)
 {
 	struct gw_instance_cfg again[FUZZ__MAX];
 	struct buf text = BUF_INIT;
@@ -56,7 +56,7 @@ static void fuzz__roundtrip(const struct gw_instance_cfg *in, size_t n)
 	fuzz__assert(m == n);
 	for (size_t i = 0; i < n; i++)
 		fuzz__assert(!strcmp(again[i].id, in[i].id) &&
-			     fuzz__same_addr(&again[i].addr, &in[i].addr));
+			     same_addr(&again[i].addr, &in[i].addr));
 	buf_free(&text);
 }
 
@@ -80,6 +80,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		for (size_t j = 0; j < i; j++)
 			fuzz__assert(strcmp(out[i].id, out[j].id) != 0);
 	}
-	fuzz__roundtrip(out, n);
+	roundtrip(out, n);
 	return 0;
 }

@@ -19,7 +19,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static struct keyset *fuzz__keys(void)
+static struct keyset *keys(void)
 {
 	static struct keyset *ks;
 	static const uint8_t seed[32] = {1, 2, 3};
@@ -44,8 +44,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct jwt_claims c;
 	uint8_t pk[32], sk[64];
 
-	(void)jwt_verify(fuzz__keys(), NULL, (const char *)data, size, 1700000000, &c);
-	(void)jwt_verify(fuzz__keys(), &pol, (const char *)data, size, 1700000000, &c);
+	(void)jwt_verify(keys(), NULL, (const char *)data, size, 1700000000, &c);
+	(void)jwt_verify(keys(), &pol, (const char *)data, size, 1700000000, &c);
 	(void)keys_parse_public((const char *)data, size, pk);
 	(void)keys_parse_private((const char *)data, size, sk);
 	return 0;

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 enum { F_TARGET, F_METHOD, F_UPGRADE, F_CONNECTION, F_VERSION, F_KEY, F_PROTOCOL,
        F_AUTH, F_COUNT };
 
-static void fuzz__check_static(const char *file)
+static void check_static(const char *file)
 {
 	const char *seg = file;
 
@@ -46,7 +46,7 @@ static void fuzz__check_static(const char *file)
 }
 
 /* The canonical path of an API route matches again, to the same route. */
-static void fuzz__check_canonical(const struct route_match *m)
+static void check_canonical(const struct route_match *m)
 {
 	static const char *const tails[] = {
 	    [ROUTE_AGENT_CARD] = "/.well-known/agent-card.json",
@@ -67,7 +67,7 @@ static void fuzz__check_canonical(const struct route_match *m)
 		     !strcmp(again.session, m->session));
 }
 
-static void fuzz__match(const char *target)
+static void match(const char *target)
 {
 	struct route_match m, ms;
 	const char *why = NULL, *why_s = NULL;
@@ -87,13 +87,13 @@ static void fuzz__match(const char *target)
 	if (rc == 0 && (m.id == ROUTE_SESSION || m.id == ROUTE_ATTACH))
 		fuzz__assert(fuzz__valid_id(m.session, PTG_ID_MAX));
 	if (rc == 0)
-		fuzz__check_canonical(&m);
+		check_canonical(&m);
 	if (rc_s == 0 && ms.id == ROUTE_STATIC)
-		fuzz__check_static(ms.file);
+		check_static(ms.file);
 }
 
 /* The Allow list, split on ", ", holds method exactly. */
-static int fuzz__allowed(const char *allow, const char *method)
+static int allowed(const char *allow, const char *method)
 {
 	size_t n = strlen(method);
 
@@ -109,14 +109,14 @@ static int fuzz__allowed(const char *allow, const char *method)
 	return 0;
 }
 
-static void fuzz__methods(const char *method)
+static void methods(const char *method)
 {
 	for (int id = ROUTE_HEALTHZ; id <= ROUTE_STATIC; id++)
 		fuzz__assert(routes_method_ok(id, method) ==
-			     fuzz__allowed(routes_allow(id), method));
+			     allowed(routes_allow(id), method));
 }
 
-static void fuzz__query(const char *target)
+static void query(const char *target)
 {
 	size_t n = strlen(target);
 	char *more;
@@ -135,7 +135,7 @@ static void fuzz__query(const char *target)
 	free(more);
 }
 
-static void fuzz__bearer(const char *h)
+static void bearer(const char *h)
 {
 	const char *tok;
 	size_t len;
@@ -148,7 +148,7 @@ static void fuzz__bearer(const char *h)
 		fuzz__assert(tok[i] != ' ' && tok[i] != '\t');
 }
 
-static void fuzz__attach(char **f)
+static void attach(char **f)
 {
 	struct route_req rq;
 	struct wshs_offer o = {0};
@@ -183,12 +183,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 64 * 1024)
 		return 0;
 	fuzz_fields(data, size, f, F_COUNT);
-	fuzz__match(f[F_TARGET]);
-	fuzz__query(f[F_TARGET]);
+	match(f[F_TARGET]);
+	query(f[F_TARGET]);
 	if (f[F_METHOD])
-		fuzz__methods(f[F_METHOD]);
-	fuzz__bearer(f[F_AUTH]);
-	fuzz__attach(f);
+		methods(f[F_METHOD]);
+	bearer(f[F_AUTH]);
+	attach(f);
 	fuzz_fields_free(f, F_COUNT);
 	return 0;
 }

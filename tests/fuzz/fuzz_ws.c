@@ -12,33 +12,33 @@
 #include "outq.h"
 #include "ws.h"
 
-struct fuzz__state {
+struct state {
 	struct outq out;
 	size_t text_bytes;
 	int closes;
 };
 
-static void fuzz__write(const uint8_t *p, size_t n, void *user)
+static void on_write(const uint8_t *p, size_t n, void *user)
 {
-	outq_push_bytes(&((struct fuzz__state *)user)->out, p, n);
+	outq_push_bytes(&((struct state *)user)->out, p, n);
 }
 
-static void fuzz__text(const char *p, size_t n, void *user)
+static void text(const char *p, size_t n, void *user)
 {
 	if (n > WS_MAX_MESSAGE)
 		abort();
-	((struct fuzz__state *)user)->text_bytes += n;
+	((struct state *)user)->text_bytes += n;
 }
 
-static void fuzz__close(uint16_t code, const char *reason, size_t n, void *user)
+static void on_close(uint16_t code, const char *reason, size_t n, void *user)
 {
 	if (n > 123)
 		abort();
-	((struct fuzz__state *)user)->closes++;
+	((struct state *)user)->closes++;
 }
 
 /* Walks the output: every frame must be whole, FIN, unmasked, unreserved. */
-static void fuzz__check_output(struct outq *q)
+static void check_output(struct outq *q)
 {
 	struct iovec iov[64];
 	uint8_t *all = malloc(outq_bytes(q) + 1);
@@ -71,8 +71,8 @@ static void fuzz__check_output(struct outq *q)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct ws_callbacks cb = {
-	    .on_write = fuzz__write, .on_text = fuzz__text, .on_close = fuzz__close};
-	struct fuzz__state st = {.text_bytes = 0};
+	    .on_write = on_write, .on_text = text, .on_close = on_close};
+	struct state st = {.text_bytes = 0};
 	size_t step, off = 1;
 	struct ws *ws;
 	int ret = 0;
@@ -97,7 +97,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Once the peer's close is in, nothing more is read. */
 	if (ws_close_received(ws) && ws_feed(ws, data, size) != -ESHUTDOWN)
 		abort();
-	fuzz__check_output(&st.out);
+	check_output(&st.out);
 	outq_clear(&st.out);
 	ws_free(ws);
 	return 0;

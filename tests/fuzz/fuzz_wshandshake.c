@@ -27,7 +27,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void fuzz__roundtrip(const struct wshs_offer *o)
+static void roundtrip(const struct wshs_offer *o)
 {
 	struct buf hdr = BUF_INIT;
 	struct wshs_offer again;
@@ -42,7 +42,7 @@ static void fuzz__roundtrip(const struct wshs_offer *o)
 	buf_free(&hdr);
 }
 
-static void fuzz__protocols(const char *value)
+static void protocols(const char *value)
 {
 	struct wshs_offer o;
 	int rc = wshs_parse_protocols(value, &o);
@@ -57,14 +57,14 @@ static void fuzz__protocols(const char *value)
 		fuzz__assert(strlen(o.token) == o.token_len);
 		for (size_t i = 0; i < o.token_len; i++)
 			fuzz__assert(o.token[i] > 0x20 && o.token[i] < 0x7f);
-		fuzz__roundtrip(&o);
+		roundtrip(&o);
 	}
 	wshs_offer_clear(&o);
 	fuzz__assert(!o.token && !o.v1);
 }
 
 /* RFC 9110 list of tokens with optional blanks: does it hold want? */
-static int fuzz__list_has(const char *s, const char *want)
+static int list_has(const char *s, const char *want)
 {
 	size_t n = strlen(want);
 
@@ -85,7 +85,7 @@ static int fuzz__list_has(const char *s, const char *want)
 	}
 }
 
-static int fuzz__version_ok(const char *v)
+static int version_ok(const char *v)
 {
 	size_t a, b;
 
@@ -98,17 +98,17 @@ static int fuzz__version_ok(const char *v)
 	return b - a == 2 && !memcmp(v + a, "13", 2);
 }
 
-static void fuzz__upgrade(const char *up, const char *conn, const char *ver)
+static void upgrade(const char *up, const char *conn, const char *ver)
 {
-	int want = fuzz__list_has(up, "websocket") && fuzz__list_has(conn, "upgrade") &&
-		   fuzz__version_ok(ver);
+	int want = list_has(up, "websocket") && list_has(conn, "upgrade") &&
+		   version_ok(ver);
 	const char *why = wshs_check_upgrade(up, conn, ver);
 
 	fuzz__assert((why == NULL) == want);
 	fuzz__assert(!why || why[0]);
 }
 
-static void fuzz__key(const char *key)
+static void check_key(const char *key)
 {
 	char out[WSHS_ACCEPT_LEN + 1], again[WSHS_ACCEPT_LEN + 1], padded[64];
 
@@ -136,11 +136,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	whole = strndup((const char *)data, size);
 	if (!whole)
 		abort();
-	fuzz__protocols(whole);
-	fuzz__upgrade(whole, whole, whole);
-	fuzz__key(whole);
+	protocols(whole);
+	upgrade(whole, whole, whole);
+	check_key(whole);
 	fuzz_fields(data, size, f, 3);
-	fuzz__upgrade(f[0], f[1], f[2]);
+	upgrade(f[0], f[1], f[2]);
 	fuzz_fields_free(f, 3);
 	free(whole);
 	return 0;
