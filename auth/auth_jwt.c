@@ -99,7 +99,7 @@ static int header(const json_t *h, enum jwt_alg *alg, char kid[KEYS_KID_MAX + 1]
 
 /* Checks one key's signature over msg; 1 if it verifies. */
 static int sig_ok(const struct keyset_key *k, const uint8_t *msg, size_t n,
-		       const uint8_t *sig)
+		  const uint8_t *sig)
 {
 	crypto_auth_hmacsha256_state st;
 	uint8_t mac[JWT__SIG_HS256];
@@ -120,7 +120,7 @@ static int sig_ok(const struct keyset_key *k, const uint8_t *msg, size_t n,
 /* With a kid, only that key and only if its alg matches; without, every
    key of alg. */
 static int check_keys(const struct keyset *ks, enum jwt_alg alg, const char *kid,
-			   const uint8_t *msg, size_t n, const uint8_t *sig)
+		      const uint8_t *msg, size_t n, const uint8_t *sig)
 {
 	size_t i, tried = 0;
 
@@ -253,8 +253,7 @@ static int issuer(const json_t *o, const char *want)
 		return JWT_BAD_CLAIMS;
 	if (!want)
 		return JWT_OK;
-	return v && cstr(v) && !strcmp(cstr(v), want) ? JWT_OK
-								: JWT_WRONG_ISSUER;
+	return v && cstr(v) && !strcmp(cstr(v), want) ? JWT_OK : JWT_WRONG_ISSUER;
 }
 
 /* The required and typed claims, before any time or audience check. */
@@ -271,14 +270,13 @@ static int identity(const json_t *o, struct jwt_claims *c)
 	if (!strcmp(c->session_id, "*"))
 		c->session_id[0] = '\0';
 	if (time_claim(o, "exp", 0, &c->exp) != 0 ||
-	    time_claim(o, "nbf", 1, &c->nbf) < 0 ||
-	    time_claim(o, "iat", 0, &c->iat) < 0)
+	    time_claim(o, "nbf", 1, &c->nbf) < 0 || time_claim(o, "iat", 0, &c->iat) < 0)
 		return JWT_BAD_CLAIMS;
 	return scopes(o, &c->scopes);
 }
 
 static int check_claims(const json_t *o, const struct jwt_policy *pol, int64_t now,
-		       struct jwt_claims *c)
+			struct jwt_claims *c)
 {
 	int64_t leeway = pol->leeway_s;
 	int rc;
@@ -302,8 +300,7 @@ static int check_claims(const json_t *o, const struct jwt_policy *pol, int64_t n
 
 /* Everything after the split: header, signature, key, payload. */
 static int verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
-			     const struct parts *p, int64_t now,
-			     struct jwt_claims *out)
+			const struct parts *p, int64_t now, struct jwt_claims *out)
 {
 	struct buf sig = BUF_INIT;
 	json_t *hdr, *pay = NULL;
@@ -321,8 +318,8 @@ static int verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
 		rc = JWT_MALFORMED;
 		goto out_free;
 	}
-	rc = check_keys(ks, out->alg, out->kid, (const uint8_t *)p->hdr,
-			     p->signed_len, buf_head(&sig));
+	rc = check_keys(ks, out->alg, out->kid, (const uint8_t *)p->hdr, p->signed_len,
+			buf_head(&sig));
 	if (rc < 0)
 		goto out_free;
 	pay = json_segment(p->pay, p->pay_len);
@@ -393,7 +390,7 @@ int jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
 
 /* Appends base64url(header) "." base64url(claims) to input. */
 static int signing_input(const char *alg, const char *kid, const char *claims_json,
-			      struct buf *input)
+			 struct buf *input)
 {
 	json_t *hdr, *claims;
 	char *h, *c;
@@ -424,8 +421,7 @@ out_claims:
 }
 
 /* Appends input "." base64url(sig) and a NUL outside the size. */
-static void finish(const struct buf *input, const uint8_t *sig, size_t n,
-			struct buf *out)
+static void finish(const struct buf *input, const uint8_t *sig, size_t n, struct buf *out)
 {
 	buf_append(out, buf_head(input), buf_size(input));
 	buf_append(out, ".", 1);

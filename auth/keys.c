@@ -100,7 +100,7 @@ static int kid_ok(const char *kid, size_t n)
 }
 
 static int add(struct keyset *ks, enum jwt_alg alg, const char *kid,
-		     const uint8_t *material, size_t len)
+	       const uint8_t *material, size_t len)
 {
 	struct keyset_key *k;
 	size_t i;
@@ -187,8 +187,7 @@ out_wipe:
 }
 
 /* Reports an add failure in words. */
-static int add_failed(int rc, const char *path, const char *kid, char *err,
-			    size_t errlen)
+static int add_failed(int rc, const char *path, const char *kid, char *err, size_t errlen)
 {
 	if (rc == -EEXIST)
 		set_error(err, errlen, "%s: kid \"%s\" is used twice", path, kid);
@@ -295,8 +294,7 @@ static ssize_t find(const char *text, size_t n, const char *s)
 /* Decodes the first PEM block labelled label into der (appended). Text
    around the block is ignored, as openssl does; inside, only base64 and
    line breaks. */
-static int pem_decode(const char *text, size_t n, const char *label,
-			    struct buf *der)
+static int pem_decode(const char *text, size_t n, const char *label, struct buf *der)
 {
 	char begin[64], end[64];
 	struct buf b64 = BUF_INIT;
@@ -399,8 +397,8 @@ int keys_load_private_file(const char *path, uint8_t sk[64], char *err, size_t e
 }
 
 /* Creates path (must not exist) with mode and writes data to it. */
-static int write_new(const char *path, mode_t mode, const struct buf *data,
-			   char *err, size_t errlen)
+static int write_new(const char *path, mode_t mode, const struct buf *data, char *err,
+		     size_t errlen)
 {
 	int fd, rc;
 

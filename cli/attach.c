@@ -29,19 +29,19 @@
 #include "utf8.h"
 #include "wsclient.h"
 
-#define ATTACH_CONNECT_MS   10000
-#define ATTACH_LEAVE_MS	    3000	  /* wait for binding_goodbye after leaving */
-#define ATTACH_CLOSE_MS	    1000	  /* then for the close echo */
-#define ATTACH_SETTLE_MS    500	  /* piped input ended: quiet screen before leaving */
-#define ATTACH_SETTLE_MAX_MS 5000	  /* ... but leave this long after the end at most */
-#define ATTACH_QUEUE_MAX    (1024 * 1024) /* stop reading stdin above this */
-#define ATTACH_DETACH_KEY   0x1d	  /* Ctrl-] */
-#define ATTACH_DEFAULT_COLS 80
-#define ATTACH_DEFAULT_ROWS 24
-#define ATTACH_RESIZE_MS    100 /* a window being dragged: one resize when it rests */
-#define ATTACH_BACKOFF_FIRST_MS 500   /* the first reconnect after a drop */
-#define ATTACH_BACKOFF_MAX_MS	30000 /* doubling up to this */
-#define ATTACH_RECONNECT_CONNECT_MS 5000 /* one reconnect attempt's handshake */
+#define ATTACH_CONNECT_MS	    10000
+#define ATTACH_LEAVE_MS		    3000 /* wait for binding_goodbye after leaving */
+#define ATTACH_CLOSE_MS		    1000 /* then for the close echo */
+#define ATTACH_SETTLE_MS	    500 /* piped input ended: quiet screen before leaving */
+#define ATTACH_SETTLE_MAX_MS	    5000 /* ... but leave this long after the end at most */
+#define ATTACH_QUEUE_MAX	    (1024 * 1024) /* stop reading stdin above this */
+#define ATTACH_DETACH_KEY	    0x1d	  /* Ctrl-] */
+#define ATTACH_DEFAULT_COLS	    80
+#define ATTACH_DEFAULT_ROWS	    24
+#define ATTACH_RESIZE_MS	    100 /* a window being dragged: one resize when it rests */
+#define ATTACH_BACKOFF_FIRST_MS	    500	  /* the first reconnect after a drop */
+#define ATTACH_BACKOFF_MAX_MS	    30000 /* doubling up to this */
+#define ATTACH_RECONNECT_CONNECT_MS 5000  /* one reconnect attempt's handshake */
 
 static const char attach_usage[] =
     "Usage: ptygate attach --session ID [options]\n"
@@ -56,7 +56,8 @@ static const char attach_usage[] =
     "sent until end of file, then the client leaves once the screen has been\n"
     "quiet for half a second (5 s at most); the screen still goes to stdout.\n"
     "\n"
-    "  --url URL            the attach URL, ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
+    "  --url URL            the attach URL, "
+    "ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
     "                       (in place of --gateway, --instance and --session)\n"
     "  --gateway URL        gateway base URL, http(s):// or ws(s):// (env\n"
     "                       PTYGATE_GATEWAY, default " CLI_DEFAULT_GATEWAY ")\n"
@@ -83,13 +84,13 @@ struct attach {
 	const char *session;
 	struct ptyc_join join;
 	char label[PTG_LABEL_MAX_BYTES + 1];
-	bool fixed_size; /* --cols/--rows given: do not follow the terminal */
-	struct tlsio_opts tls;  /* --ca-file, --insecure */
+	bool fixed_size;	/* --cols/--rows given: do not follow the terminal */
+	struct tlsio_opts tls;	/* --ca-file, --insecure */
 	char url_gateway[1024]; /* --url split: its base, instance and session */
 	char url_instance[PTG_ID_MAX + 1];
 	char url_session[PTG_ID_MAX + 1];
-	bool tty;	 /* stdin is a terminal: raw mode, resizes, detach key */
-	bool raw;	 /* raw mode is on: notices end in "\r\n" */
+	bool tty; /* stdin is a terminal: raw mode, resizes, detach key */
+	bool raw; /* raw mode is on: notices end in "\r\n" */
 	struct wsclient *ws;
 	struct ptyc *pc;
 	int sigfd;
@@ -99,12 +100,12 @@ struct attach {
 	bool close_sent; /* the leave timed out and we closed ourselves */
 	bool quit;	 /* stop now */
 	bool told_observer;
-	bool left;	 /* this client sent pty.leave_session */
-	bool rejoined;	 /* a reconnect: input waits for nothing, it is dropped */
-	unsigned attempt; /* reconnect attempts since the last join */
-	struct buf early; /* keys typed before RoleAssigned, sent after it */
-	int64_t deadline; /* while leaving: the next step is due at */
-	int64_t eof_ms;	  /* piped input ended (0: not yet) */
+	bool left;	   /* this client sent pty.leave_session */
+	bool rejoined;	   /* a reconnect: input waits for nothing, it is dropped */
+	unsigned attempt;  /* reconnect attempts since the last join */
+	struct buf early;  /* keys typed before RoleAssigned, sent after it */
+	int64_t deadline;  /* while leaving: the next step is due at */
+	int64_t eof_ms;	   /* piped input ended (0: not yet) */
 	int64_t output_ms; /* the last screen output arrived */
 	unsigned sent_cols, sent_rows;
 	int64_t resize_ms; /* a SIGWINCH is waiting to be sent then (0: none) */
@@ -234,10 +235,9 @@ static void input(struct attach *a, const uint8_t *p, size_t n)
 	}
 	if (!controls(a)) {
 		if (!a->told_observer)
-			notice(
-			    a->tty ? "observer: input is ignored (Ctrl-] detaches)"
-				   : "observer: input is ignored",
-			    a);
+			notice(a->tty ? "observer: input is ignored (Ctrl-] detaches)"
+				      : "observer: input is ignored",
+			       a);
 		a->told_observer = true;
 		return;
 	}
@@ -279,7 +279,8 @@ static void settle(struct attach *a)
 
 	if (!a->eof_ms || a->leaving)
 		return;
-	if ((now - a->output_ms >= ATTACH_SETTLE_MS && now - a->eof_ms >= ATTACH_SETTLE_MS) ||
+	if ((now - a->output_ms >= ATTACH_SETTLE_MS &&
+	     now - a->eof_ms >= ATTACH_SETTLE_MS) ||
 	    now - a->eof_ms >= ATTACH_SETTLE_MAX_MS)
 		leave(a);
 }
@@ -404,9 +405,10 @@ static int url_id(const char **p, char *out)
 {
 	size_t n = strcspn(*p, "/");
 
-	if (n == 0 || n > PTG_ID_MAX || strspn(*p, "abcdefghijklmnopqrstuvwxyz"
-						  "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-						  "0123456789._~:@-") < n)
+	if (n == 0 || n > PTG_ID_MAX ||
+	    strspn(*p, "abcdefghijklmnopqrstuvwxyz"
+		       "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+		       "0123456789._~:@-") < n)
 		return -1;
 	memcpy(out, *p, n);
 	out[n] = '\0';
@@ -428,7 +430,8 @@ static int parse_url(struct attach *a, const char *url)
 	p += 10;
 	if (url_id(&p, a->url_session) < 0)
 		goto bad;
-	if (*p && strcmp(p, "/attach") != 0 && strcmp(p, "/attach/") != 0 && strcmp(p, "/"))
+	if (*p && strcmp(p, "/attach") != 0 && strcmp(p, "/attach/") != 0 &&
+	    strcmp(p, "/"))
 		goto bad;
 	memcpy(a->url_gateway, url, base);
 	a->url_gateway[base] = '\0';
@@ -437,8 +440,10 @@ static int parse_url(struct attach *a, const char *url)
 	a->session = a->url_session;
 	return CLI_OK;
 bad:
-	return cli_usage_error("attach", "bad --url '%s': expected "
-			       "ws://HOST:PORT/agents/INSTANCE/sessions/SESSION/attach", url);
+	return cli_usage_error("attach",
+			       "bad --url '%s': expected "
+			       "ws://HOST:PORT/agents/INSTANCE/sessions/SESSION/attach",
+			       url);
 }
 
 static int option(struct attach *a, int c, const char *arg)
@@ -535,11 +540,12 @@ static int parse(struct attach *a, int argc, char **argv)
 	if (optind < argc)
 		return cli_usage_error("attach", "unexpected argument '%s'",
 				       argv[optind]);
-	if (a->url_session[0] && (a->session != a->url_session ||
-				  a->target.instance != a->url_instance ||
-				  a->target.gateway_arg != a->url_gateway))
-		return cli_usage_error("attach", "--url names the gateway, instance and "
-				       "session: give no --gateway, --instance or --session");
+	if (a->url_session[0] &&
+	    (a->session != a->url_session || a->target.instance != a->url_instance ||
+	     a->target.gateway_arg != a->url_gateway))
+		return cli_usage_error(
+		    "attach", "--url names the gateway, instance and "
+			      "session: give no --gateway, --instance or --session");
 	if (!a->session || !*a->session)
 		return cli_usage_error("attach", "--session is required");
 	rc = cli_target_finish(&a->target, "attach");
@@ -594,7 +600,8 @@ static int farewell(struct attach *a)
 
 	ptyc_goodbye(a->pc, &reason);
 	if (ptyc_closed(a->pc, &exit_code)) /* ptyc said "session ended: exit code N" */
-		return exit_code < 0 ? CLI_FAIL : exit_code & 0xff; /* ours, as with ssh */
+		return exit_code < 0 ? CLI_FAIL
+				     : exit_code & 0xff; /* ours, as with ssh */
 	if (a->detached) {
 		notice("detached; the session keeps running", a);
 		return CLI_OK;
@@ -633,9 +640,11 @@ static int dial(struct attach *a)
 	a->pc = ptyc_new(&pcb, a);
 	if (a->tls.insecure)
 		notice("warning: --insecure: the gateway's certificate is not "
-			       "checked; anyone on the path can read the session", a);
-	a->ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
-				     ATTACH_CONNECT_MS, &a->tls, &wcb, a, err, sizeof(err));
+		       "checked; anyone on the path can read the session",
+		       a);
+	a->ws =
+	    wsclient_connect_tls(a->target.gateway, path, a->target.token,
+				 ATTACH_CONNECT_MS, &a->tls, &wcb, a, err, sizeof(err));
 	free(path);
 	if (!a->ws) {
 		cli_error("%s", err);
@@ -655,8 +664,8 @@ static bool should_reconnect(struct attach *a)
 
 	if (a->quit || a->detached || a->left || ptyc_closed(a->pc, NULL))
 		return false;
-	if (ptyc_goodbye(a->pc, &reason) && (!strcmp(reason, "session_closed") ||
-					      !strcmp(reason, "principal_revoked")))
+	if (ptyc_goodbye(a->pc, &reason) &&
+	    (!strcmp(reason, "session_closed") || !strcmp(reason, "principal_revoked")))
 		return false;
 	return code != PTG_CLOSE_VIOLATIONS && code != PTG_CLOSE_REVOKED &&
 	       code != PTG_CLOSE_FORBIDDEN && code != PTG_CLOSE_GONE;
@@ -688,10 +697,12 @@ static void wait_away(struct attach *a, int64_t due)
 
 	while (!a->detached && (left = due - time_mono_ms()) > 0) {
 		p[0] = (struct pollfd){a->sigfd, POLLIN, 0};
-		p[1] = (struct pollfd){a->stdin_open && a->tty ? STDIN_FILENO : -1, POLLIN, 0};
+		p[1] = (struct pollfd){a->stdin_open && a->tty ? STDIN_FILENO : -1,
+				       POLLIN, 0};
 		if (poll(p, 2, (int)left) <= 0)
 			continue;
-		while (p[0].revents && read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
+		while (p[0].revents &&
+		       read(a->sigfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 			if (si.ssi_signo != SIGWINCH)
 				a->detached = true;
 		if (p[1].revents) {
@@ -727,15 +738,16 @@ static int reconnect(struct attach *a)
 	buf_free(&a->early); /* typed before the drop: never sent */
 	for (err[0] = '\0'; !a->detached; a->attempt++) {
 		wait = backoff_ms(a->attempt);
-		snprintf(line, sizeof(line), "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
+		snprintf(line, sizeof(line),
+			 "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
 			 err[0] ? ": " : "", err, (double)wait / 1000);
 		notice(line, a);
 		wait_away(a, time_mono_ms() + wait);
 		if (a->detached)
 			break;
 		ws = wsclient_connect_tls(a->target.gateway, path, a->target.token,
-					  ATTACH_RECONNECT_CONNECT_MS, &a->tls, &wcb, a, err,
-					  sizeof(err));
+					  ATTACH_RECONNECT_CONNECT_MS, &a->tls, &wcb, a,
+					  err, sizeof(err));
 		if (!ws && refusal_final(err)) {
 			cli_error("%s", err);
 			free(path);
@@ -793,8 +805,7 @@ static int run(struct attach *a)
 		loop(a);
 	if (a->raw && isatty(STDOUT_FILENO)) {
 		rawtty_reset_modes(STDOUT_FILENO);
-		screen((const uint8_t *)"\r\n", 2,
-			       a); /* farewell on its own line */
+		screen((const uint8_t *)"\r\n", 2, a); /* farewell on its own line */
 	}
 	rawtty_restore();
 	a->raw = false;

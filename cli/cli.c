@@ -89,8 +89,8 @@ static bool token_ok(const char *s, size_t n)
 }
 
 /* Copies the token out of text, without surrounding whitespace. */
-static int take_token(struct cli_target *t, const char *text, size_t n,
-			   const char *cmd, const char *from)
+static int take_token(struct cli_target *t, const char *text, size_t n, const char *cmd,
+		      const char *from)
 {
 	while (n && (*text == ' ' || *text == '\t' || *text == '\r' || *text == '\n'))
 		text++, n--;
@@ -117,10 +117,11 @@ static int load_token(struct cli_target *t, const char *cmd)
 		return cli_usage_error(cmd, "give --token or --token-file, not both");
 	if (t->token_arg) {
 		/* Kept for scripts, but a command line is public (ps, /proc). */
-		fprintf(stderr, "ptygate %s: warning: --token is visible to other users "
-				"(ps); prefer --token-file or PTYGATE_TOKEN\n", cmd);
-		return take_token(t, t->token_arg, strlen(t->token_arg), cmd,
-				       "--token");
+		fprintf(stderr,
+			"ptygate %s: warning: --token is visible to other users "
+			"(ps); prefer --token-file or PTYGATE_TOKEN\n",
+			cmd);
+		return take_token(t, t->token_arg, strlen(t->token_arg), cmd, "--token");
 	}
 	if (!t->token_file) {
 		if (!env || !*env)
@@ -136,7 +137,7 @@ static int load_token(struct cli_target *t, const char *cmd)
 		rc = CLI_FAIL;
 	} else {
 		rc = take_token(t, (const char *)buf_head(&b), buf_size(&b), cmd,
-				     t->token_file);
+				t->token_file);
 	}
 	if (b.data)
 		sodium_memzero(b.data, b.cap);

@@ -25,8 +25,7 @@ static size_t collect_body(char *p, size_t size, size_t nmemb, void *user)
 
 /* The request headers; auth is the caller's wiped storage for the
    Authorization line. */
-static struct curl_slist *headers(const char *bearer, const char *json,
-					 struct buf *auth)
+static struct curl_slist *headers(const char *bearer, const char *json, struct buf *auth)
 {
 	struct curl_slist *h = NULL;
 
@@ -42,7 +41,7 @@ static struct curl_slist *headers(const char *bearer, const char *json,
 }
 
 static void setup(CURL *c, const char *method, const char *url, const char *json,
-			 struct curl_slist *h, struct httpc_response *r, char *ebuf)
+		  struct curl_slist *h, struct httpc_response *r, char *ebuf)
 {
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);

@@ -25,7 +25,7 @@
    but never off (keypad, mouse reporting, focus events, bracketed paste,
    auto-wrap, cursor visible), and a clear of the visible screen. */
 #define PTYC_SOFT_RESET                                                                  \
-	"\033[!p\033>\033[?1l\033[?1000l\033[?1002l\033[?1003l\033[?1005l\033[?1006l"        \
+	"\033[!p\033>\033[?1l\033[?1000l\033[?1002l\033[?1003l\033[?1005l\033[?1006l"    \
 	"\033[?1015l\033[?1004l\033[?2004l\033[?7h\033[?25h\033[r\033[0m\033[H\033[2J"
 #define PTYC_RIS_WINDOW 32 /* how far into a snapshot its reset is looked for */
 
@@ -96,7 +96,8 @@ static void screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
 		return;
 	}
 	p->cb.on_screen(s, (size_t)(ris - s), p->user);
-	p->cb.on_screen((const uint8_t *)PTYC_SOFT_RESET, strlen(PTYC_SOFT_RESET), p->user);
+	p->cb.on_screen((const uint8_t *)PTYC_SOFT_RESET, strlen(PTYC_SOFT_RESET),
+			p->user);
 	p->cb.on_screen(ris + 2, n - (size_t)(ris + 2 - s), p->user);
 }
 
@@ -105,8 +106,8 @@ static void screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
    written only when the screen needs one: a connection that applied its
    join's Keyframe receives every frame after it (or PTY_OUTPUT_LAGGED),
    so a periodic Keyframe would only repaint the same screen. */
-static int apply(struct ptyc *p, const json_t *payload, const char *key,
-		       bool has_seq, uint64_t seq)
+static int apply(struct ptyc *p, const json_t *payload, const char *key, bool has_seq,
+		 uint64_t seq)
 {
 	bool snapshot = !strcmp(key, "snapshot");
 	const char *s = json_string_value(json_object_get(payload, key));
@@ -152,7 +153,7 @@ static int keyframe(struct ptyc *p, const json_t *env, const json_t *payload)
 
 	if (strcmp(str(payload, "snapshot_format"), PTYC_SNAPSHOT_FORMAT)) {
 		notice(p, "ignored a Keyframe in format '%s'",
-			     str(payload, "snapshot_format"));
+		       str(payload, "snapshot_format"));
 		return 0;
 	}
 	if (json_is_integer(anchor) && json_integer_value(anchor) >= 0) {
@@ -172,7 +173,7 @@ static int on_role(struct ptyc *p, const json_t *env, const json_t *payload)
 	snprintf(p->role, sizeof(p->role), "%s", role);
 	if (json_is_true(json_object_get(payload, "downgraded")))
 		notice(p, "joined as %s, downgraded%s%s", role, *reason ? ": " : "",
-			     reason);
+		       reason);
 	else if (*reason)
 		notice(p, "role is %s: %s", role, reason);
 	return 0;
@@ -187,10 +188,10 @@ static int on_closed(struct ptyc *p, const json_t *env, const json_t *payload)
 	p->exit_code = json_is_integer(code) ? (int)json_integer_value(code) : -1;
 	if (json_is_integer(code))
 		notice(p, "session ended: exit code %d (%s)%s%s", p->exit_code,
-			     str(payload, "reason"), *detail ? ": " : "", detail);
+		       str(payload, "reason"), *detail ? ": " : "", detail);
 	else
 		notice(p, "session ended (%s)%s%s", str(payload, "reason"),
-			     *detail ? ": " : "", detail);
+		       *detail ? ": " : "", detail);
 	return 0;
 }
 
@@ -198,19 +199,18 @@ static int frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	if (!strcmp(str(payload, "code"), "PTY_OUTPUT_LAGGED"))
 		p->synced = false; /* frames were dropped: the next Keyframe repairs */
-	notice(p, "session error %s: %s", str(payload, "code"),
-		     str(payload, "message"));
+	notice(p, "session error %s: %s", str(payload, "code"), str(payload, "message"));
 	return 0;
 }
 
 static const struct ptyc_handler ptyc_kinds[] = {
-    {"Output", output}, {"Keyframe", keyframe}, {"RoleAssigned", on_role},
+    {"Output", output},	   {"Keyframe", keyframe}, {"RoleAssigned", on_role},
     {"Closed", on_closed}, {"Error", frame_error},
     /* Resize and MembershipChanged change nothing this client shows. */
 };
 
 static int dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n,
-			  const char *name, const json_t *env, const json_t *payload)
+		    const char *name, const json_t *env, const json_t *payload)
 {
 	size_t i;
 
@@ -223,13 +223,12 @@ static int dispatch(struct ptyc *p, const struct ptyc_handler *t, size_t n,
 static int session_frame(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	return dispatch(p, ptyc_kinds, sizeof(ptyc_kinds) / sizeof(ptyc_kinds[0]),
-			      str(payload, "kind"), env, payload);
+			str(payload, "kind"), env, payload);
 }
 
 static int on_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	notice(p, "error %s: %s", str(payload, "code"),
-		     str(payload, "message"));
+	notice(p, "error %s: %s", str(payload, "code"), str(payload, "message"));
 	return 0;
 }
 
@@ -262,11 +261,11 @@ int ptyc_handle(struct ptyc *p, const char *text, size_t n)
 	int rc = -EPROTO;
 
 	if (op && json_is_object(payload))
-		rc = dispatch(p, ptyc_ops, sizeof(ptyc_ops) / sizeof(ptyc_ops[0]),
-				    op, env, payload);
+		rc = dispatch(p, ptyc_ops, sizeof(ptyc_ops) / sizeof(ptyc_ops[0]), op,
+			      env, payload);
 	if (rc < 0)
 		notice(p, "ignored a malformed frame from the gateway%s%s",
-			     op ? ": " : "", op ? op : "");
+		       op ? ": " : "", op ? op : "");
 	json_decref(env);
 	return rc;
 }

@@ -20,9 +20,9 @@
 #include "uuid.h"
 #include "wsclient.h"
 
-#define RUN_CONNECT_MS 10000
-#define RUN_CLOSE_MS   2000 /* after the end: the close handshake */
-#define RUN_EXIT_CANCELED 130 /* as a shell reports a Ctrl-C */
+#define RUN_CONNECT_MS	  10000
+#define RUN_CLOSE_MS	  2000 /* after the end: the close handshake */
+#define RUN_EXIT_CANCELED 130  /* as a shell reports a Ctrl-C */
 
 enum { RUN_OPT_SESSION = CLI_OPT_FIRST_FREE };
 
@@ -62,8 +62,8 @@ struct run {
 	char task_id[UUID_STRLEN + 1];
 	char request_id[UUID_STRLEN + 1];
 	char state[64];
-	size_t printed[2];   /* bytes of stdout and stderr written so far */
-	bool cancel_wanted;  /* Ctrl-C before the task id was known */
+	size_t printed[2];  /* bytes of stdout and stderr written so far */
+	bool cancel_wanted; /* Ctrl-C before the task id was known */
 	bool cancel_sent;
 	bool done;
 	bool quit;
@@ -76,7 +76,8 @@ static bool safe_word(const char *w)
 		return false;
 	for (; *w; w++)
 		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-			    "0123456789-_./=:,+@%", *w))
+			    "0123456789-_./=:,+@%",
+			    *w))
 			return false;
 	return true;
 }
@@ -130,7 +131,8 @@ static void send_msg(struct run *r, const char *op, json_t *payload, const char 
 		id = fresh;
 	}
 	time_format_ms(time_now_ms(), ts);
-	frame = json_pack("{s:s, s:s, s:s, s:o}", "op", op, "id", id, "ts", ts, "payload", payload);
+	frame = json_pack("{s:s, s:s, s:s, s:o}", "op", op, "id", id, "ts", ts, "payload",
+			  payload);
 	text = json_dumps(frame, JSON_COMPACT);
 	wsclient_send_text(r->ws, text, strlen(text));
 	free(text);
@@ -154,13 +156,16 @@ static void cancel(struct run *r)
 static void artifact(struct run *r, json_t *art)
 {
 	const char *name = json_string_value(json_object_get(art, "artifactId"));
-	int s = name && !strcmp(name, "stdout") ? 0 : name && !strcmp(name, "stderr") ? 1 : -1;
+	int s = name && !strcmp(name, "stdout")	  ? 0
+		: name && !strcmp(name, "stderr") ? 1
+						  : -1;
 	size_t off = 0, i;
 	json_t *part;
 
 	if (s < 0)
 		return;
-	json_array_foreach(json_object_get(art, "parts"), i, part) {
+	json_array_foreach(json_object_get(art, "parts"), i, part)
+	{
 		json_t *text = json_object_get(part, "text");
 		size_t n = json_string_length(text);
 		if (!json_is_string(text))
@@ -168,7 +173,7 @@ static void artifact(struct run *r, json_t *art)
 		if (off + n > r->printed[s]) {
 			size_t skip = r->printed[s] > off ? r->printed[s] - off : 0;
 			write_all(s ? STDERR_FILENO : STDOUT_FILENO,
-				   json_string_value(text) + skip, n - skip);
+				  json_string_value(text) + skip, n - skip);
 			r->printed[s] = off + n;
 		}
 		off += n;
@@ -195,22 +200,23 @@ static void update(struct run *r, json_t *payload)
 	json_t *task = json_object_get(payload, "task");
 	json_t *status = json_object_get(task, "status");
 	const char *state = json_string_value(json_object_get(status, "state"));
-	json_t *msg = json_object_get(json_object_get(json_object_get(status, "message"),
-						      "parts"), 0);
+	json_t *msg = json_object_get(
+	    json_object_get(json_object_get(status, "message"), "parts"), 0);
 	size_t i;
 	json_t *art;
 
-	if (!state || strcmp(json_string_value(json_object_get(task, "id")) ?: "", r->task_id))
+	if (!state ||
+	    strcmp(json_string_value(json_object_get(task, "id")) ?: "", r->task_id))
 		return;
-	json_array_foreach(json_object_get(task, "artifacts"), i, art)
-		artifact(r, art);
+	json_array_foreach(json_object_get(task, "artifacts"), i, art) artifact(r, art);
 	if (strcmp(state, r->state)) {
 		snprintf(r->state, sizeof(r->state), "%s", state);
 		fprintf(stderr, "ptygate: task %s %s%s%s\n", r->task_id, state,
 			json_is_string(json_object_get(msg, "text")) ? ": " : "",
 			json_string_value(json_object_get(msg, "text")) ?: "");
 	}
-	if (strcmp(state, "TASK_STATE_SUBMITTED") && strcmp(state, "TASK_STATE_WORKING")) {
+	if (strcmp(state, "TASK_STATE_SUBMITTED") &&
+	    strcmp(state, "TASK_STATE_WORKING")) {
 		r->done = true;
 		r->exit_code = run_exit_code(task, state);
 	}
@@ -287,8 +293,8 @@ static void loop(struct run *r)
 
 	while (!r->quit && !wsclient_done(r->ws)) {
 		struct pollfd p[2] = {
-			{wsclient_fd(r->ws), wsclient_events(r->ws), 0},
-			{r->sigfd, POLLIN, 0},
+		    {wsclient_fd(r->ws), wsclient_events(r->ws), 0},
+		    {r->sigfd, POLLIN, 0},
 		};
 		if (r->done && !close_by) {
 			wsclient_close(r->ws, 1000, NULL);
@@ -359,8 +365,8 @@ static int run(struct run *r)
 	char err[512], mid[UUID_STRLEN + 1], *path = url_path(r);
 
 	r->sigfd = -1;
-	r->ws = wsclient_connect(r->target.gateway, path, r->target.token, RUN_CONNECT_MS, &wcb,
-				 r, err, sizeof(err));
+	r->ws = wsclient_connect(r->target.gateway, path, r->target.token, RUN_CONNECT_MS,
+				 &wcb, r, err, sizeof(err));
 	free(path);
 	if (!r->ws) {
 		cli_error("%s", err);
@@ -373,9 +379,9 @@ static int run(struct run *r)
 	uuid7_new(mid);
 	uuid7_new(r->request_id);
 	send_msg(r, "SendStreamingMessage",
-		  json_pack("{s:{s:s, s:s, s:[{s:s}]}}", "message", "messageId", mid, "role",
-			    "ROLE_USER", "parts", "text", r->command),
-		  r->request_id);
+		 json_pack("{s:{s:s, s:s, s:[{s:s}]}}", "message", "messageId", mid,
+			   "role", "ROLE_USER", "parts", "text", r->command),
+		 r->request_id);
 	loop(r);
 	return r->exit_code;
 }

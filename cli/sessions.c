@@ -40,12 +40,15 @@ static const char sessions_usage[] =
     "  -h, --help          show this help\n"
     "\n"
     "Options of create:\n"
-    "  --cols N, --rows N  initial terminal size, " PTG_STR(PTG_DIM_MIN) ".." PTG_STR(PTG_DIM_MAX) "\n"
-    "  --cwd DIR           working directory of the command\n"
-    "  --env KEY=VALUE     environment variable; repeatable\n"
-    "  --policy POLICY     keep_running (default) or terminate_on_last_controller\n"
-    "  --label LABEL       a label for the session\n"
-    "  -- COMMAND ARG...   the program to run (default: the sidecar's)\n";
+    "  --cols N, --rows N  initial terminal size, " PTG_STR(PTG_DIM_MIN) ".." PTG_STR(
+	PTG_DIM_MAX) "\n"
+		     "  --cwd DIR           working directory of the command\n"
+		     "  --env KEY=VALUE     environment variable; repeatable\n"
+		     "  --policy POLICY     keep_running (default) or "
+		     "terminate_on_last_controller\n"
+		     "  --label LABEL       a label for the session\n"
+		     "  -- COMMAND ARG...   the program to run (default: the "
+		     "sidecar's)\n";
 
 enum sessions_verb { SESS_CREATE, SESS_LIST, SESS_GET, SESS_KILL };
 
@@ -96,8 +99,7 @@ static const char *opt_name(int c)
 }
 
 /* One of create's body options into a->body. Returns CLI_OK or CLI_USAGE. */
-static int body_option(struct sessions_args *a, int c, const char *arg,
-				 const char *cmd)
+static int body_option(struct sessions_args *a, int c, const char *arg, const char *cmd)
 {
 	json_t *env;
 	const char *eq;
@@ -169,8 +171,7 @@ static int rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
 
 /* Parses the options after the verb. Returns CLI_OK, CLI_USAGE, or -1
    after printing --help. */
-static int parse(struct sessions_args *a, int argc, char **argv,
-			   const char *cmd)
+static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd)
 {
 	int c, rc;
 
@@ -187,7 +188,8 @@ static int parse(struct sessions_args *a, int argc, char **argv,
 		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
 			a->json = !strcmp(optarg, "json");
 		else if (c == 'o')
-			return cli_usage_error(cmd, "bad --output '%s' (text or json)", optarg);
+			return cli_usage_error(cmd, "bad --output '%s' (text or json)",
+					       optarg);
 		else if (c == SESS_OPT_SESSION)
 			a->session = optarg;
 		else if (!cli_target_option(&a->target, c, optarg)) {
@@ -244,21 +246,22 @@ static void value(const json_t *v, char *out, size_t n)
 static void table(const json_t *o)
 {
 	static const char *const cols[] = {"session_id", "state",     "controllers",
-					   "observers",  "exit_code", "created_at"};
+					   "observers",	 "exit_code", "created_at"};
 	const json_t *s;
 	char v[6][160], size[32];
 	size_t i, k;
 
-	printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", "SESSION", "STATE", "SIZE", "CTL",
-	       "OBS", "EXIT", "CREATED");
-	json_array_foreach(json_object_get(o, "sessions"), i, s) {
+	printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", "SESSION", "STATE", "SIZE",
+	       "CTL", "OBS", "EXIT", "CREATED");
+	json_array_foreach(json_object_get(o, "sessions"), i, s)
+	{
 		for (k = 0; k < 6; k++)
 			value(json_object_get(s, cols[k]), v[k], sizeof(v[k]));
 		snprintf(size, sizeof(size), "%lldx%lld",
 			 (long long)json_integer_value(json_object_get(s, "cols")),
 			 (long long)json_integer_value(json_object_get(s, "rows")));
-		printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", v[0], v[1], size, v[2], v[3],
-		       v[4], v[5]);
+		printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", v[0], v[1], size, v[2],
+		       v[3], v[4], v[5]);
 	}
 }
 
@@ -269,7 +272,8 @@ static void fields(const json_t *o)
 	const json_t *v;
 	char text[1024];
 
-	json_object_foreach((json_t *)o, key, v) {
+	json_object_foreach((json_t *)o, key, v)
+	{
 		value(v, text, sizeof(text));
 		printf("%s: %s\n", key, text);
 	}

@@ -27,15 +27,14 @@ static bool ip_literal(const char *host)
 	return inet_pton(AF_INET, host, b) == 1 || inet_pton(AF_INET6, host, b) == 1;
 }
 
-static int trust(struct tlsio *t, const struct tlsio_opts *o, char *err,
-			size_t errlen)
+static int trust(struct tlsio *t, const struct tlsio_opts *o, char *err, size_t errlen)
 {
 	int rc;
 
 	if (o && o->insecure)
 		return 0;
 	rc = o && o->ca_file ? gnutls_certificate_set_x509_trust_file(t->cred, o->ca_file,
-								       GNUTLS_X509_FMT_PEM)
+								      GNUTLS_X509_FMT_PEM)
 			     : gnutls_certificate_set_x509_system_trust(t->cred);
 	if (rc <= 0) {
 		snprintf(err, errlen, "no trusted certificates in %s%s%s",
@@ -58,8 +57,9 @@ static void why(struct tlsio *t, int rc, char *err, size_t errlen)
 		status = gnutls_session_get_verify_cert_status(t->s);
 		if (gnutls_certificate_verification_status_print(
 			status, gnutls_certificate_type_get(t->s), &out, 0) == 0) {
-			snprintf(err, errlen, "TLS: the certificate of %s is not trusted: %s",
-				 t->host, out.data);
+			snprintf(err, errlen,
+				 "TLS: the certificate of %s is not trusted: %s", t->host,
+				 out.data);
 			gnutls_free(out.data);
 			return;
 		}
@@ -68,8 +68,7 @@ static void why(struct tlsio *t, int rc, char *err, size_t errlen)
 		 gnutls_strerror(rc));
 }
 
-static int handshake(struct tlsio *t, int fd, int64_t deadline, char *err,
-			    size_t errlen)
+static int handshake(struct tlsio *t, int fd, int64_t deadline, char *err, size_t errlen)
 {
 	struct pollfd p = {.fd = fd};
 	int64_t left;

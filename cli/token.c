@@ -213,7 +213,7 @@ static const struct option token_mint_opts[] = {
 
 /* One mint option into spec or k. Returns CLI_OK or CLI_USAGE. */
 static int mint_option(int c, const char *arg, struct token_spec *spec,
-			      struct token_key *k)
+		       struct token_key *k)
 {
 	const char *cmd = "token mint";
 
@@ -263,8 +263,7 @@ static int mint_option(int c, const char *arg, struct token_spec *spec,
 
 /* Parses mint's options into spec and k; CLI_OK, CLI_USAGE, or -1 for
    --help (already printed). */
-static int mint_parse(int argc, char **argv, struct token_spec *spec,
-			     struct token_key *k)
+static int mint_parse(int argc, char **argv, struct token_spec *spec, struct token_key *k)
 {
 	int c, rc;
 

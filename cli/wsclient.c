@@ -39,8 +39,8 @@ struct wsclient {
 	bool failed;	    /* a socket error: nothing more to do */
 };
 
-static int split_authority(const char *auth, size_t n, struct wsclient_addr *a,
-				     char *err, size_t errlen)
+static int split_authority(const char *auth, size_t n, struct wsclient_addr *a, char *err,
+			   size_t errlen)
 {
 	uint16_t port = a->tls ? 443 : 80;
 
@@ -71,7 +71,8 @@ int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size
 	else if (!strncasecmp(url, "ws://", 5))
 		rest = url + 5;
 	else {
-		snprintf(err, errlen, "gateway URL '%s' is not http(s):// or ws(s)://", url);
+		snprintf(err, errlen, "gateway URL '%s' is not http(s):// or ws(s)://",
+			 url);
 		return -EINVAL;
 	}
 	if (strpbrk(rest, "?# \t\r\n")) {
@@ -162,22 +163,18 @@ static bool has_token(const char *list, const char *tok)
 }
 
 /* The 101's headers against RFC 6455 4.1 and SPEC 1. */
-static int check_upgrade(const char *head, const char *accept, char *err,
-				   size_t errlen)
+static int check_upgrade(const char *head, const char *accept, char *err, size_t errlen)
 {
 	char v[256];
 
-	if (!header(head, "Upgrade", v, sizeof(v)) ||
-	    !has_token(v, "websocket") ||
-	    !header(head, "Connection", v, sizeof(v)) ||
-	    !has_token(v, "upgrade")) {
+	if (!header(head, "Upgrade", v, sizeof(v)) || !has_token(v, "websocket") ||
+	    !header(head, "Connection", v, sizeof(v)) || !has_token(v, "upgrade")) {
 		snprintf(err, errlen,
 			 "the gateway's 101 answer lacks Upgrade: websocket "
 			 "or Connection: upgrade");
 		return -EPROTO;
 	}
-	if (!header(head, "Sec-WebSocket-Accept", v, sizeof(v)) ||
-	    strcmp(v, accept)) {
+	if (!header(head, "Sec-WebSocket-Accept", v, sizeof(v)) || strcmp(v, accept)) {
 		snprintf(err, errlen,
 			 "the gateway's Sec-WebSocket-Accept does not match "
 			 "the key sent");
@@ -194,8 +191,8 @@ static int check_upgrade(const char *head, const char *accept, char *err,
 
 /* The refusal as one line: status, and the body's {code, message} when
    it is JSON (a chunked body is searched for its outermost braces). */
-static int refusal(int status, const char *head, const char *body, size_t n,
-			     char *err, size_t errlen)
+static int refusal(int status, const char *head, const char *body, size_t n, char *err,
+		   size_t errlen)
 {
 	const char *lb = memchr(body, '{', n), *rb = NULL, *code, *msg;
 	char retry[40] = "", ra[12];
@@ -270,8 +267,8 @@ int wsclient_check_response(const char *p, size_t n, bool eof, const char *accep
 	} else if (!body_complete(head, n - *head_len, eof)) {
 		rc = 0;
 	} else {
-		rc = refusal((int)status, head, p + *head_len, n - *head_len, err,
-				       errlen);
+		rc =
+		    refusal((int)status, head, p + *head_len, n - *head_len, err, errlen);
 	}
 	free(head);
 	return rc;
@@ -299,8 +296,7 @@ static int wait_fd(int fd, short events, int64_t deadline)
 
 /* A non-blocking TCP connection to a, within the deadline. Returns the fd
    or a negative errno with the reason in err. */
-static int dial(const struct wsclient_addr *a, int64_t deadline, char *err,
-			  size_t errlen)
+static int dial(const struct wsclient_addr *a, int64_t deadline, char *err, size_t errlen)
 {
 	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
 	struct addrinfo *res, *ai;
@@ -368,8 +364,7 @@ static short want(const struct tlsio *t, short plain)
 }
 
 /* Writes all of b to the non-blocking fd within the deadline. */
-static int send_all(int fd, struct tlsio *t, const struct buf *b,
-			      int64_t deadline)
+static int send_all(int fd, struct tlsio *t, const struct buf *b, int64_t deadline)
 {
 	size_t off = 0;
 	ssize_t n;
@@ -392,8 +387,7 @@ static int send_all(int fd, struct tlsio *t, const struct buf *b,
 
 /* Reads the answer into in until wsclient_check_response decides. */
 static int read_answer(int fd, struct tlsio *t, const char *accept, struct buf *in,
-				 size_t *head_len, int64_t deadline, char *err,
-				 size_t errlen)
+		       size_t *head_len, int64_t deadline, char *err, size_t errlen)
 {
 	bool eof = false;
 	ssize_t n;
@@ -426,9 +420,8 @@ static int read_answer(int fd, struct tlsio *t, const char *accept, struct buf *
 /* The handshake on a connected fd; leaves the data after the answer's
    header in *rest. */
 static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
-			       const char *path,
-			       const char *token, int64_t deadline, struct buf *rest,
-			       char *err, size_t errlen)
+		     const char *path, const char *token, int64_t deadline,
+		     struct buf *rest, char *err, size_t errlen)
 {
 	uint8_t nonce[16];
 	char accept[WSHS_ACCEPT_LEN + 1];
@@ -445,8 +438,7 @@ static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 	if (rc < 0)
 		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));
 	else
-		rc = read_answer(fd, t, accept, rest, &head_len, deadline, err,
-					   errlen);
+		rc = read_answer(fd, t, accept, rest, &head_len, deadline, err, errlen);
 	if (rc == 1) {
 		buf_consume(rest, head_len);
 		rc = 0;
@@ -457,8 +449,8 @@ static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 	return rc;
 }
 
-static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
-				 int flags, void *user)
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
+		       void *user)
 {
 	struct wsclient *c = user;
 	ssize_t n;
@@ -484,8 +476,8 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
 	return -1;
 }
 
-static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
-				 size_t len, int flags, void *user)
+static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
+		       int flags, void *user)
 {
 	struct wsclient *c = user;
 	ssize_t n;
@@ -503,15 +495,14 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p,
 }
 
 /* Client frames are masked (RFC 6455 5.3) with unpredictable keys. */
-static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len,
-				void *user)
+static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void *user)
 {
 	randombytes_buf(p, len);
 	return 0;
 }
 
 static void msg_cb(wslay_event_context_ptr ctx,
-			     const struct wslay_event_on_msg_recv_arg *arg, void *user)
+		   const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct wsclient *c = user;
 	const char *reason = "";
@@ -543,9 +534,8 @@ static int flush(struct wsclient *c)
 	return 0;
 }
 
-static struct wsclient *new(int fd, struct tlsio *t,
-				      const struct wsclient_callbacks *cb, void *user,
-				      struct buf *rest)
+static struct wsclient *new (int fd, struct tlsio *t, const struct wsclient_callbacks *cb,
+			     void *user, struct buf *rest)
 {
 	static const struct wslay_event_callbacks wcb = {
 	    .recv_callback = recv_cb,
@@ -575,8 +565,9 @@ struct wsclient *wsclient_connect(const char *url, const char *path, const char 
 				    errlen);
 }
 
-struct wsclient *wsclient_connect_tls(const char *url, const char *path, const char *token,
-				      int timeout_ms, const struct tlsio_opts *tls,
+struct wsclient *wsclient_connect_tls(const char *url, const char *path,
+				      const char *token, int timeout_ms,
+				      const struct tlsio_opts *tls,
 				      const struct wsclient_callbacks *cb, void *user,
 				      char *err, size_t errlen)
 {
@@ -599,7 +590,7 @@ struct wsclient *wsclient_connect_tls(const char *url, const char *path, const c
 		close(fd);
 		return NULL;
 	}
-	c = new(fd, t, cb, user, &rest);
+	c = new (fd, t, cb, user, &rest);
 	if (buf_size(&c->pending))
 		wsclient_handle(c, POLLIN);
 	return c;

@@ -77,8 +77,9 @@ struct wsclient *wsclient_connect(const char *url, const char *path, const char 
 /* The same, with TLS options for a wss:// url (NULL: verify against the
    system's trust store). */
 struct tlsio_opts;
-struct wsclient *wsclient_connect_tls(const char *url, const char *path, const char *token,
-				      int timeout_ms, const struct tlsio_opts *tls,
+struct wsclient *wsclient_connect_tls(const char *url, const char *path,
+				      const char *token, int timeout_ms,
+				      const struct tlsio_opts *tls,
 				      const struct wsclient_callbacks *cb, void *user,
 				      char *err, size_t errlen);
 /* Closes the socket and frees. NULL is a no-op. */

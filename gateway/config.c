@@ -35,102 +35,219 @@
 /* A config file: every key a few times over, with comments. */
 #define CONFIG__FILE_MAX (1u << 20)
 
-static const char usage[] =
-    "Usage: " CONFIG__PROG
-    " [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
-    "                       [options]\n"
-    "\n"
-    "Serves the terminal sessions of sandbox instances to WebSocket clients\n"
-    "(pty-ws/v1) and a session REST API, relaying to each instance's\n"
-    "ptygate-sidecar over one link per instance.\n"
-    "\n"
-    "At least one verification key (--hs256-secret-file or --ed25519-public-key)\n"
-    "and at least one instance (--instance or --instances-file) are required.\n"
-    "\n"
-    "Listening:\n"
-    "  --listen HOST:PORT            public HTTP/WebSocket address; [V6]:PORT for\n"
-    "                                IPv6; port 0 picks a free one (127.0.0.1:8080)\n"
-    "  --admin-listen HOST:PORT      serve /healthz /readyz /metrics and the\n"
-    "                                AgentCard here only (default: on --listen)\n"
-    "  --public-url URL              base URL clients reach this gateway at, for\n"
-    "                                attach_url and the AgentCard; http(s):// or\n"
-    "                                ws(s):// (default: http://HOST:PORT of --listen)\n"
-    "  --gateway-id ID               name sent to sidecars (default: hostname)\n"
-    "  --static-dir DIR              serve the web page files in DIR (default: none)\n"
-    "\n"
-    "Instances:\n"
-    "  --instance ID=ADDR            a sandbox and its sidecar's link address:\n"
-    "                                unix:/path, tcp:HOST:PORT or vsock:CID:PORT;\n"
-    "                                repeatable\n"
-    "  --instances-file FILE         \"ID ADDR\" lines, '#' comments; re-read on\n"
-    "                                SIGHUP (default: none)\n"
-    "\n"
-    "Authentication (SPEC 7):\n"
-    "  --hs256-secret-file [KID=]FILE  an HS256 secret (" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
-		KEYS_HS256_MAX) " bytes); repeatable\n"
-    "  --ed25519-public-key [KID=]FILE an Ed25519 public key (PEM or base64);\n"
-    "                                  repeatable\n"
-    "  --audience AUD                require this \"aud\" claim (default: not checked)\n"
-    "  --issuer ISS                  require this \"iss\" claim (default: not checked)\n"
-    "\n"
-    "Limits:\n"
-    "  --ping-interval S             WebSocket Ping after S idle seconds, 1-3600 (30)\n"
-    "  --pong-timeout S              close 1011 without a Pong in S s, 1-600 (10)\n"
-    "  --max-conns-per-principal N   connections per token subject, 1-100000 (16)\n"
-    "  --max-conns-per-instance N    connections per instance, 1-1000000 (256)\n"
-    "  --max-conns N                 connections in all, 1-1000000 (4096)\n"
-    "  --max-queue-bytes B           a connection's output queue before\n"
-    "                                PTY_OUTPUT_LAGGED, 65536-1073741824 (8388608)\n"
-    "  --max-frame-bytes B           largest client message, 1024-16777216 (1048576)\n"
-    "  --request-timeout-ms MS       a sidecar request's deadline, 100-600000 (10000)\n"
-    "  --violation-limit N           protocol violations before close " PTG_STR(
-		PTG_CLOSE_VIOLATIONS) ",\n"
-    "                                1-100000 (10)\n"
-    "  --queue-stall-timeout S       close " PTG_STR(
-		PTG_CLOSE_LIMITED) " a client whose queue stays over\n"
-    "                                --max-queue-bytes for S s, 1-3600 (10)\n"
-    "  --max-ops-per-sec N           client ops per second (bursts of 2 s), then\n"
-    "                                the client is not read, 1-100000 (200)\n"
-    "  --link-queue-bytes B          bytes queued toward one sidecar before the\n"
-    "                                link is dropped, 65536-1073741824 (16777216)\n"
-    "\n"
-    "HTTP clients:\n"
-    "  --max-conns-per-ip N          connections one client address (IPv6: its\n"
-    "                                /64) may hold, WebSockets included,\n"
-    "                                1-1000000 (32)\n"
-    "  --trusted-proxy CIDR          a reverse proxy (ADDR or ADDR/BITS): its\n"
-    "                                connections are not capped, its requests\n"
-    "                                count for the client in X-Forwarded-For\n"
-    "                                (last untrusted hop); repeatable, up to " PTG_STR(
-		PEERS_MAX_TRUSTED) "\n"
-    "  --request-head-timeout S      a request's head and body must arrive within\n"
-    "                                S seconds, however slowly it trickles,\n"
-    "                                1-3600 (10)\n"
-    "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
-    "                                PEM certificate chain (leaf first); re-read\n"
-    "                                on SIGHUP (default: plain HTTP)\n"
-    "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
-    "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
-    "                                --listen (behind a TLS-terminating proxy);\n"
-    "                                in a config file: allow-plaintext = true\n"
-    "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
-    "                                may attach; repeatable, up to " PTG_STR(
-		GW_MAX_ORIGINS) " (default:\n"
-    "                                a request with an Origin header must be same-\n"
-    "                                origin: its host and port those of Host or\n"
-    "                                --public-url; refused with 403)\n"
-    "\n"
-    "Process:\n"
-    "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
-    "                                without the dashes, '#' comments); flags on\n"
-    "                                the command line win\n"
-    "  --log-level LEVEL             debug, info, warn or error (info)\n"
-    "  --pid-file FILE               write the process id here (default: none)\n"
-    "  --help                        this text\n"
-    "  --version                     the version\n"
-    "\n"
-    "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
-    "failure, 2 for a usage error.\n";
+static const char
+    usage[] =
+	"Usage: " CONFIG__PROG
+	" [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
+	"                       [options]\n"
+	"\n"
+	"Serves the terminal sessions of sandbox instances to WebSocket clients\n"
+	"(pty-ws/v1) and a session REST API, relaying to each instance's\n"
+	"ptygate-sidecar over one link per instance.\n"
+	"\n"
+	"At least one verification key (--hs256-secret-file or --ed25519-public-key)\n"
+	"and at least one instance (--instance or --instances-file) are required.\n"
+	"\n"
+	"Listening:\n"
+	"  --listen HOST:PORT            public HTTP/WebSocket address; [V6]:PORT for\n"
+	"                                IPv6; port 0 picks a free one (127.0.0.1:8080)\n"
+	"  --admin-listen HOST:PORT      serve /healthz /readyz /metrics and the\n"
+	"                                AgentCard here only (default: on --listen)\n"
+	"  --public-url URL              base URL clients reach this gateway at, for\n"
+	"                                attach_url and the AgentCard; http(s):// or\n"
+	"                                ws(s):// (default: http://HOST:PORT of "
+	"--listen)\n"
+	"  --gateway-id ID               name sent to sidecars (default: hostname)\n"
+	"  --static-dir DIR              serve the web page files in DIR (default: "
+	"none)\n"
+	"\n"
+	"Instances:\n"
+	"  --instance ID=ADDR            a sandbox and its sidecar's link address:\n"
+	"                                unix:/path, tcp:HOST:PORT or vsock:CID:PORT;\n"
+	"                                repeatable\n"
+	"  --instances-file FILE         \"ID ADDR\" lines, '#' comments; re-read on\n"
+	"                                SIGHUP (default: none)\n"
+	"\n"
+	"Authentication (SPEC 7):\n"
+	"  --hs256-secret-file [KID=]FILE  an HS256 secret (" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
+	    KEYS_HS256_MAX) " bytes); repeatable\n"
+			    "  --ed25519-public-key [KID=]FILE an Ed25519 public key "
+			    "(PEM or base64);\n"
+			    "                                  repeatable\n"
+			    "  --audience AUD                require this \"aud\" claim "
+			    "(default: not checked)\n"
+			    "  --issuer ISS                  require this \"iss\" claim "
+			    "(default: not checked)\n"
+			    "\n"
+			    "Limits:\n"
+			    "  --ping-interval S             WebSocket Ping after S idle "
+			    "seconds, 1-3600 (30)\n"
+			    "  --pong-timeout S              close 1011 without a Pong "
+			    "in S s, 1-600 (10)\n"
+			    "  --max-conns-per-principal N   connections per token "
+			    "subject, 1-100000 (16)\n"
+			    "  --max-conns-per-instance N    connections per instance, "
+			    "1-1000000 (256)\n"
+			    "  --max-conns N                 connections in all, "
+			    "1-1000000 (4096)\n"
+			    "  --max-queue-bytes B           a connection's output queue "
+			    "before\n"
+			    "                                PTY_OUTPUT_LAGGED, "
+			    "65536-1073741824 (8388608)\n"
+			    "  --max-frame-bytes B           largest client message, "
+			    "1024-16777216 (1048576)\n"
+			    "  --request-timeout-ms MS       a sidecar request's "
+			    "deadline, 100-600000 (10000)\n"
+			    "  --violation-limit N           protocol violations before "
+			    "close " PTG_STR(
+				PTG_CLOSE_VIOLATIONS) ",\n"
+						      "                                "
+						      "1-100000 (10)\n"
+						      "  --queue-stall-timeout S       "
+						      "close " PTG_STR(
+							  PTG_CLOSE_LIMITED) " a client "
+									     "whose "
+									     "queue "
+									     "stays "
+									     "over\n"
+									     "           "
+									     "           "
+									     "          "
+									     "--max-"
+									     "queue-"
+									     "bytes for "
+									     "S s, "
+									     "1-3600 "
+									     "(10)\n"
+									     "  "
+									     "--max-ops-"
+									     "per-sec N  "
+									     "         "
+									     "client ops "
+									     "per second "
+									     "(bursts of "
+									     "2 s), "
+									     "then\n"
+									     "           "
+									     "           "
+									     "          "
+									     "the client "
+									     "is not "
+									     "read, "
+									     "1-100000 "
+									     "(200)\n"
+									     "  "
+									     "--link-"
+									     "queue-"
+									     "bytes B    "
+									     "      "
+									     "bytes "
+									     "queued "
+									     "toward one "
+									     "sidecar "
+									     "before "
+									     "the\n"
+									     "           "
+									     "           "
+									     "          "
+									     "link is "
+									     "dropped, "
+									     "65536-"
+									     "1073741824 "
+									     "(16777216)"
+									     "\n"
+									     "\n"
+									     "HTTP "
+									     "clients:\n"
+									     "  "
+									     "--max-"
+									     "conns-per-"
+									     "ip N       "
+									     "   "
+									     "connections"
+									     " one "
+									     "client "
+									     "address "
+									     "(IPv6: "
+									     "its\n"
+									     "           "
+									     "           "
+									     "          "
+									     "/64) may "
+									     "hold, "
+									     "WebSockets "
+									     "included,\n"
+									     "           "
+									     "           "
+									     "          "
+									     "1-1000000 "
+									     "(32)\n"
+									     "  "
+									     "--trusted-"
+									     "proxy CIDR "
+									     "         a "
+									     "reverse "
+									     "proxy "
+									     "(ADDR or "
+									     "ADDR/"
+									     "BITS): "
+									     "its\n"
+									     "           "
+									     "           "
+									     "          "
+									     "connections"
+									     " are not "
+									     "capped, "
+									     "its "
+									     "requests\n"
+									     "           "
+									     "           "
+									     "          "
+									     "count for "
+									     "the client "
+									     "in "
+									     "X-"
+									     "Forwarded-"
+									     "For\n"
+									     "           "
+									     "           "
+									     "          "
+									     "(last "
+									     "untrusted "
+									     "hop); "
+									     "repeatable,"
+									     " up "
+									     "to"
+									     " " PTG_STR(
+										 PEERS_MAX_TRUSTED) "\n"
+												    "  --request-head-timeout S      a request's head and body must arrive within\n"
+												    "                                S seconds, however slowly it trickles,\n"
+												    "                                1-3600 (10)\n"
+												    "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
+												    "                                PEM certificate chain (leaf first); re-read\n"
+												    "                                on SIGHUP (default: plain HTTP)\n"
+												    "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
+												    "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
+												    "                                --listen (behind a TLS-terminating proxy);\n"
+												    "                                in a config file: allow-plaintext = true\n"
+												    "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
+												    "                                may attach; repeatable, up to " PTG_STR(
+													GW_MAX_ORIGINS) " (default:\n"
+															"                                a request with an Origin header must be same-\n"
+															"                                origin: its host and port those of Host or\n"
+															"                                --public-url; refused with 403)\n"
+															"\n"
+															"Process:\n"
+															"  --config FILE                 read \"key = value\" lines (keys are these flags\n"
+															"                                without the dashes, '#' comments); flags on\n"
+															"                                the command line win\n"
+															"  --log-level LEVEL             debug, info, warn or error (info)\n"
+															"  --pid-file FILE               write the process id here (default: none)\n"
+															"  --help                        this text\n"
+															"  --version                     the version\n"
+															"\n"
+															"Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
+															"failure, 2 for a usage error.\n";
 
 enum {
 	OPT_CONFIG = 256,
@@ -246,11 +363,10 @@ struct source {
 	size_t n_file_instances; /* instances[0, n) came from the config file */
 };
 
-static void report(const struct source *src, const char *opt, const char *fmt,
-			...) __attribute__((format(printf, 3, 4)));
+static void report(const struct source *src, const char *opt, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
-static void report(const struct source *src, const char *opt, const char *fmt,
-			...)
+static void report(const struct source *src, const char *opt, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -297,16 +413,16 @@ static const char *option_name(int opt)
 	return "?";
 }
 
-static int num(struct gw_config *c, const struct source *src,
-		       const struct num *n, const char *s)
+static int num(struct gw_config *c, const struct source *src, const struct num *n,
+	       const char *s)
 {
 	uint64_t v;
 	uint8_t *field = (uint8_t *)c + n->off;
 
 	if (num_parse_u64(s, n->lo, n->hi, &v) < 0) {
 		report(src, option_name(n->opt),
-			    "expected a number from %" PRIu64 " to %" PRIu64 ", got '%s'",
-			    n->lo, n->hi, s);
+		       "expected a number from %" PRIu64 " to %" PRIu64 ", got '%s'",
+		       n->lo, n->hi, s);
 		return -EINVAL;
 	}
 	if (n->size == sizeof(uint64_t)) {
@@ -318,8 +434,7 @@ static int num(struct gw_config *c, const struct source *src,
 	return 0;
 }
 
-static int str(const struct source *src, int opt, const char *s, char *dst,
-		       size_t cap)
+static int str(const struct source *src, int opt, const char *s, char *dst, size_t cap)
 {
 	size_t n = strlen(s);
 
@@ -331,8 +446,8 @@ static int str(const struct source *src, int opt, const char *s, char *dst,
 	return 0;
 }
 
-static struct gw_instance_cfg *find(struct gw_config *c, const char *id,
-					    size_t from, size_t to)
+static struct gw_instance_cfg *find(struct gw_config *c, const char *id, size_t from,
+				    size_t to)
 {
 	for (size_t i = from; i < to; i++)
 		if (!strcmp(c->instances[i].id, id))
@@ -357,8 +472,8 @@ static int instance(struct gw_config *c, struct source *src, const char *s)
 	id[eq - s] = '\0';
 	if (!id_valid(id)) {
 		report(src, "instance",
-			    "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)",
-			    id, PTG_ID_MAX);
+		       "bad instance id '%s' (1 to %d of A-Z a-z 0-9 . _ ~ : @ -)", id,
+		       PTG_ID_MAX);
 		return -EINVAL;
 	}
 	if (addr_parse(eq + 1, &a, err, sizeof(err)) < 0) {
@@ -374,7 +489,7 @@ static int instance(struct gw_config *c, struct source *src, const char *s)
 	if (!slot) {
 		if (c->n_instances >= GW_MAX_INSTANCES) {
 			report(src, "instance", "more than %d instances",
-				    GW_MAX_INSTANCES);
+			       GW_MAX_INSTANCES);
 			return -EINVAL;
 		}
 		slot = &c->instances[c->n_instances++];
@@ -385,7 +500,7 @@ static int instance(struct gw_config *c, struct source *src, const char *s)
 }
 
 static int set_option(struct gw_config *c, const struct source *src, int opt,
-		       const char *s)
+		      const char *s)
 {
 	struct gw_key_spec *k;
 
@@ -403,8 +518,7 @@ static int set_option(struct gw_config *c, const struct source *src, int opt,
 
 /* http(s):// or ws(s)://, a host, no query or fragment; a trailing '/'
    is dropped so paths append cleanly. */
-static int public_url(struct gw_config *c, const struct source *src,
-			      const char *s)
+static int public_url(struct gw_config *c, const struct source *src, const char *s)
 {
 	static const char *const schemes[] = {"http://", "https://", "ws://", "wss://"};
 	size_t n = strlen(s), skip = 0;
@@ -415,8 +529,7 @@ static int public_url(struct gw_config *c, const struct source *src,
 	if (!skip || n == skip || s[skip] == '/' || strpbrk(s, "?# \t\r\n\"") ||
 	    n >= sizeof(c->public_url)) {
 		report(src, "public-url",
-			    "expected http(s):// or ws(s)://HOST[:PORT][/PATH], got '%s'",
-			    s);
+		       "expected http(s):// or ws(s)://HOST[:PORT][/PATH], got '%s'", s);
 		return -EINVAL;
 	}
 	while (n > skip && s[n - 1] == '/')
@@ -426,8 +539,7 @@ static int public_url(struct gw_config *c, const struct source *src,
 	return 0;
 }
 
-static int static_dir(struct gw_config *c, const struct source *src,
-			      const char *s)
+static int static_dir(struct gw_config *c, const struct source *src, const char *s)
 {
 	struct stat st;
 
@@ -440,17 +552,16 @@ static int static_dir(struct gw_config *c, const struct source *src,
 	return 0;
 }
 
-static int parse_listen(const struct source *src, int opt, const char *s,
-			  char *host, size_t cap, uint16_t *port)
+static int parse_listen(const struct source *src, int opt, const char *s, char *host,
+			size_t cap, uint16_t *port)
 {
 	char why[128];
 
 	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
 				sizeof(why)) < 0) {
-		report(
-		    src, option_name(opt),
-		    "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s", s,
-		    why);
+		report(src, option_name(opt),
+		       "expected HOST:PORT or [IPV6]:PORT (port 0-65535), got '%s': %s",
+		       s, why);
 		return -EINVAL;
 	}
 	return 0;
@@ -458,8 +569,7 @@ static int parse_listen(const struct source *src, int opt, const char *s,
 
 /* A flag without a value: on the command line arg is NULL; in a config
    file the value must be "true" or "false". */
-static int set_switch(const struct source *src, int opt, const char *arg,
-			  int *out)
+static int set_switch(const struct source *src, int opt, const char *arg, int *out)
 {
 	if (!arg || !strcmp(arg, "true")) {
 		*out = 1;
@@ -474,16 +584,16 @@ static int set_switch(const struct source *src, int opt, const char *arg,
 }
 
 /* http: one --allowed-origin, kept canonical for comparison. */
-static int allowed_origin(struct gw_config *c, const struct source *src,
-				  const char *s)
+static int allowed_origin(struct gw_config *c, const struct source *src, const char *s)
 {
 	if (c->n_allowed_origins >= GW_MAX_ORIGINS) {
 		report(src, "allowed-origin", "more than %d origins", GW_MAX_ORIGINS);
 		return -EINVAL;
 	}
-	if (wshs_origin_canon(s, strlen(s), c->allowed_origins[c->n_allowed_origins]) < 0) {
+	if (wshs_origin_canon(s, strlen(s), c->allowed_origins[c->n_allowed_origins]) <
+	    0) {
 		report(src, "allowed-origin",
-			    "expected http(s)://HOST[:PORT] without a path, got '%s'", s);
+		       "expected http(s)://HOST[:PORT] without a path, got '%s'", s);
 		return -EINVAL;
 	}
 	c->n_allowed_origins++;
@@ -491,8 +601,7 @@ static int allowed_origin(struct gw_config *c, const struct source *src,
 }
 
 /* http: one --trusted-proxy entry. */
-static int trusted_proxy(struct gw_config *c, const struct source *src,
-				 const char *s)
+static int trusted_proxy(struct gw_config *c, const struct source *src, const char *s)
 {
 	if (c->n_trusted_proxies >= PEERS_MAX_TRUSTED) {
 		report(src, "trusted-proxy", "more than %d entries", PEERS_MAX_TRUSTED);
@@ -500,40 +609,38 @@ static int trusted_proxy(struct gw_config *c, const struct source *src,
 	}
 	if (peer_cidr_parse(s, &c->trusted_proxies[c->n_trusted_proxies]) < 0) {
 		report(src, "trusted-proxy",
-			    "expected an IP address or ADDR/BITS, got '%s'", s);
+		       "expected an IP address or ADDR/BITS, got '%s'", s);
 		return -EINVAL;
 	}
 	c->n_trusted_proxies++;
 	return 0;
 }
 
-static int log_level(struct gw_config *c, const struct source *src,
-			     const char *s)
+static int log_level(struct gw_config *c, const struct source *src, const char *s)
 {
 	enum log_level lvl;
 
 	if (log_level_parse(s, &lvl) < 0) {
-		report(src, "log-level",
-			    "expected debug, info, warn or error, got '%s'", s);
+		report(src, "log-level", "expected debug, info, warn or error, got '%s'",
+		       s);
 		return -EINVAL;
 	}
 	c->log_level = lvl;
 	return 0;
 }
 
-static int apply(struct gw_config *c, struct source *src, int opt,
-			 const char *arg)
+static int apply(struct gw_config *c, struct source *src, int opt, const char *arg)
 {
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
 		if (nums[i].opt == opt)
 			return num(c, src, &nums[i], arg);
 	switch (opt) {
 	case OPT_LISTEN:
-		return parse_listen(src, opt, arg, c->listen_host,
-				      sizeof(c->listen_host), &c->listen_port);
+		return parse_listen(src, opt, arg, c->listen_host, sizeof(c->listen_host),
+				    &c->listen_port);
 	case OPT_ADMIN:
 		return parse_listen(src, opt, arg, c->admin_host, sizeof(c->admin_host),
-				      &c->admin_port);
+				    &c->admin_port);
 	case OPT_PUBLIC_URL:
 		return public_url(c, src, arg);
 	case OPT_GATEWAY_ID:
@@ -543,8 +650,7 @@ static int apply(struct gw_config *c, struct source *src, int opt,
 	case OPT_INSTANCE:
 		return instance(c, src, arg);
 	case OPT_INSTANCES_FILE:
-		return str(src, opt, arg, c->instances_file,
-				   sizeof(c->instances_file));
+		return str(src, opt, arg, c->instances_file, sizeof(c->instances_file));
 	case OPT_HS256:
 	case OPT_ED25519:
 		return set_option(c, src, opt, arg);
@@ -635,14 +741,13 @@ static int has_control(const char *line, size_t n)
 /* What a config or instances file line is given to: the line without its
    '\n', NUL-terminated (it may be changed), and its number. On failure it
    says why in why, or leaves why empty when it said so itself. */
-typedef int (*line_fn)(char *line, unsigned lineno, void *ctx, char *why,
-			       size_t whylen);
+typedef int (*line_fn)(char *line, unsigned lineno, void *ctx, char *why, size_t whylen);
 
 /* Calls fn on each line of text[0, len) until one fails; a line too long
    or holding a control byte is refused before fn sees it. Returns 0 or
    -EINVAL with *lineno the line that failed. */
-static int lines(const char *text, size_t len, line_fn fn, void *ctx,
-			 unsigned *lineno, char *why, size_t whylen)
+static int lines(const char *text, size_t len, line_fn fn, void *ctx, unsigned *lineno,
+		 char *why, size_t whylen)
 {
 	char line[CONFIG__LINE_MAX];
 	size_t off = 0;
@@ -676,8 +781,7 @@ struct file_ctx {
 	struct source *src;
 };
 
-static int file_each(char *line, unsigned lineno, void *ctx, char *why,
-			     size_t whylen)
+static int file_each(char *line, unsigned lineno, void *ctx, char *why, size_t whylen)
 {
 	struct file_ctx *f = ctx;
 
@@ -699,8 +803,8 @@ static int load_file(struct gw_config *c, struct source *src, const char *path)
 		return -EINVAL;
 	}
 	src->file = path;
-	rc = lines((const char *)buf_head(&text), buf_size(&text),
-			   file_each, &ctx, &lineno, why, sizeof(why));
+	rc = lines((const char *)buf_head(&text), buf_size(&text), file_each, &ctx,
+		   &lineno, why, sizeof(why));
 	if (rc < 0 && why[0])
 		fprintf(stderr, CONFIG__PROG ": %s:%u: %s\n", path, lineno, why);
 	buf_free(&text);
@@ -711,7 +815,7 @@ static int load_file(struct gw_config *c, struct source *src, const char *path)
 
 /* One "ID ADDR" line of an instances file into *out. */
 static int instances_line(char *line, struct gw_instance_cfg *out, char *why,
-				  size_t whylen)
+			  size_t whylen)
 {
 	char *id, *addr, *rest, *save = NULL;
 	char err[256];
@@ -737,8 +841,8 @@ static int instances_line(char *line, struct gw_instance_cfg *out, char *why,
 
 /* One line of an instances file: blank, a comment, or an entry appended
    to out[*n) unless its id is already there. */
-static int instances_entry(char *line, struct gw_instance_cfg *out, size_t max,
-				   size_t *n, char *why, size_t whylen)
+static int instances_entry(char *line, struct gw_instance_cfg *out, size_t max, size_t *n,
+			   char *why, size_t whylen)
 {
 	char *p = trim(line);
 	int rc;
@@ -765,7 +869,7 @@ struct instances_ctx {
 };
 
 static int instances_each(char *line, unsigned lineno, void *ctx, char *why,
-				  size_t whylen)
+			  size_t whylen)
 {
 	struct instances_ctx *in = ctx;
 
@@ -782,8 +886,7 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 	int rc;
 
 	*n = 0;
-	rc = lines(text, len, instances_each, &ctx, &lineno, why,
-			   sizeof(why));
+	rc = lines(text, len, instances_each, &ctx, &lineno, why, sizeof(why));
 	if (rc < 0) {
 		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
 		*n = 0;
@@ -872,7 +975,7 @@ struct opt_arg {
 /* Collects the options (getopt validates them), handling --help and
    --version at once. Returns 0, 1 (help or version) or -EINVAL. */
 static int collect(int argc, char **argv, struct opt_arg *args, size_t *n,
-			   const char **config_file)
+		   const char **config_file)
 {
 	int opt;
 

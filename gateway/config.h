@@ -13,8 +13,8 @@
 #include "wshandshake.h"
 
 #define GW_MAX_INSTANCES 1024
-#define GW_MAX_KEYS 64
-#define GW_MAX_ORIGINS 64
+#define GW_MAX_KEYS	 64
+#define GW_MAX_ORIGINS	 64
 
 struct gw_instance_cfg {
 	char id[PTG_ID_MAX + 1];
@@ -22,52 +22,53 @@ struct gw_instance_cfg {
 };
 
 struct gw_key_spec {
-	int ed25519;     /* 1: Ed25519 public key file; 0: HS256 secret file */
+	int ed25519;	 /* 1: Ed25519 public key file; 0: HS256 secret file */
 	char spec[4200]; /* "[KID=]FILE" as given */
 };
 
 struct gw_config {
-	char listen_host[256];       /* default 127.0.0.1 */
-	uint16_t listen_port;        /* default 8080; 0 picks a free port */
-	char admin_host[256];        /* "" : admin routes on the main port */
+	char listen_host[256]; /* default 127.0.0.1 */
+	uint16_t listen_port;  /* default 8080; 0 picks a free port */
+	char admin_host[256];  /* "" : admin routes on the main port */
 	uint16_t admin_port;
-	char public_url[512];        /* base of attach_url; "" derives http://HOST:PORT */
-	char gateway_id[129];        /* hostname by default */
+	char public_url[512]; /* base of attach_url; "" derives http://HOST:PORT */
+	char gateway_id[129]; /* hostname by default */
 
 	struct gw_instance_cfg instances[GW_MAX_INSTANCES];
-	size_t n_instances;          /* from --instance and the instances file */
-	size_t n_flag_instances;     /* the first ones, from --instance: a reload keeps them */
-	char instances_file[4096];   /* reloaded on SIGHUP */
+	size_t n_instances; /* from --instance and the instances file */
+	size_t
+	    n_flag_instances; /* the first ones, from --instance: a reload keeps them */
+	char instances_file[4096]; /* reloaded on SIGHUP */
 
 	struct gw_key_spec keys[GW_MAX_KEYS];
 	size_t n_keys;
-	char audience[256];          /* "" : not checked */
+	char audience[256]; /* "" : not checked */
 	char issuer[256];
 
-	uint32_t ping_interval_s;    /* 30 */
-	uint32_t pong_timeout_s;     /* 10 */
+	uint32_t ping_interval_s;	  /* 30 */
+	uint32_t pong_timeout_s;	  /* 10 */
 	uint32_t max_conns_per_principal; /* 16 */
 	uint32_t max_conns_per_instance;  /* 256 */
-	uint32_t max_conns;          /* 4096, all together */
+	uint32_t max_conns;		  /* 4096, all together */
 	uint64_t max_queue_bytes;    /* per connection before PTY_OUTPUT_LAGGED: 8 MiB */
 	uint32_t max_frame_bytes;    /* incoming WebSocket message: 1 MiB */
 	uint32_t request_timeout_ms; /* a sidecar request: 10000 */
 	uint32_t violation_limit;    /* protocol violations before 4400: 10 */
 	/* http: what one client address may hold, and for how long */
-	uint32_t max_conns_per_ip;       /* 32 */
+	uint32_t max_conns_per_ip;	 /* 32 */
 	uint32_t request_head_timeout_s; /* 10 */
 	struct peer_cidr trusted_proxies[PEERS_MAX_TRUSTED];
 	size_t n_trusted_proxies;
-	char tls_cert[4096];	     /* PEM chain; "" : plain HTTP */
+	char tls_cert[4096]; /* PEM chain; "" : plain HTTP */
 	char tls_key[4096];
-	int allow_plaintext;	     /* plain HTTP off loopback (behind a TLS proxy) */
+	int allow_plaintext; /* plain HTTP off loopback (behind a TLS proxy) */
 	char allowed_origins[GW_MAX_ORIGINS][WSHS_ORIGIN_MAX + 1]; /* canonical */
-	size_t n_allowed_origins;    /* 0: same origin only, when Origin is sent */
+	size_t n_allowed_origins; /* 0: same origin only, when Origin is sent */
 
-	uint32_t queue_stall_s;      /* over the queue cap this long: close 4429 (10) */
-	uint32_t max_ops_per_sec;    /* client ops per second, bursts of 2 s (200) */
-	uint64_t link_queue_bytes;   /* toward one sidecar before a re-dial: 16 MiB */
-	char static_dir[4096];       /* web page files; "" : none */
+	uint32_t queue_stall_s;	   /* over the queue cap this long: close 4429 (10) */
+	uint32_t max_ops_per_sec;  /* client ops per second, bursts of 2 s (200) */
+	uint64_t link_queue_bytes; /* toward one sidecar before a re-dial: 16 MiB */
+	char static_dir[4096];	   /* web page files; "" : none */
 	int log_level;
 	char pid_file[4096];
 };
@@ -78,8 +79,8 @@ void gw_config_defaults(struct gw_config *c);
 int gw_config_parse(struct gw_config *c, int argc, char **argv);
 /* Reads an instances file ("ID ADDR" lines, '#' comments) into
    out[0..*n). Returns 0 or -EINVAL with the file and line in err. */
-int gw_config_read_instances(const char *path, struct gw_instance_cfg *out,
-			     size_t max, size_t *n, char *err, size_t errlen);
+int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size_t max,
+			     size_t *n, char *err, size_t errlen);
 /* The same on the file's text[0, len) (any bytes; control characters
    other than tabs and a CRLF ending are refused);
    name stands for the file in err ("NAME:LINE: reason"). */

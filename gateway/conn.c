@@ -29,7 +29,7 @@
    as it can (WebSocket Pings, ops) costs every other connection at most
    this much parsing per turn (16 KiB: about 2,300 minimal Pings). */
 #define READ_CHUNK (16 * 1024)
-#define LINGER_MS 2000 /* how long we wait for the peer's close frame */
+#define LINGER_MS  2000 /* how long we wait for the peer's close frame */
 /* Reading resumes once a paused connection's queue is down to half the
    cap, so a client at the edge does not flip the epoll mask per frame. */
 #define RESUME_DIVISOR 2
@@ -79,7 +79,8 @@ static void refill_ops(struct conn *c)
 	int64_t rate = c->gw->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
 	int64_t now = time_mono_ms();
 
-	c->op_tokens = c->op_tokens_ms ? c->op_tokens + (now - c->op_tokens_ms) * rate : cap;
+	c->op_tokens =
+	    c->op_tokens_ms ? c->op_tokens + (now - c->op_tokens_ms) * rate : cap;
 	c->op_tokens_ms = now;
 	if (c->op_tokens > cap)
 		c->op_tokens = cap;
@@ -124,8 +125,8 @@ static void update_pressure(struct conn *c)
 		c->paused = 1;
 		c->over_since_ms = time_mono_ms();
 		c->gw->metrics.backpressure_events++;
-		log_info(c->log_ctx, "queue %zu bytes over the cap: not reading the client",
-			 queued);
+		log_info(c->log_ctx,
+			 "queue %zu bytes over the cap: not reading the client", queued);
 		if (!c->dead && c->state != CONN_CLOSING)
 			ev_timer_arm(c->heartbeat, (int64_t)cfg->queue_stall_s * 1000, 0);
 	} else if (c->paused && queued <= cfg->max_queue_bytes / RESUME_DIVISOR) {
@@ -228,11 +229,11 @@ static void on_ws_pong(const uint8_t *p, size_t n, void *user)
 }
 
 static const struct ws_callbacks ws_cbs = {
-	.on_write = on_ws_write,
-	.on_text = on_ws_text,
-	.on_binary = on_ws_binary,
-	.on_close = on_ws_close,
-	.on_pong = on_ws_pong,
+    .on_write = on_ws_write,
+    .on_text = on_ws_text,
+    .on_binary = on_ws_binary,
+    .on_close = on_ws_close,
+    .on_pong = on_ws_pong,
 };
 
 static void read_in(struct conn *c)
@@ -287,11 +288,11 @@ void conn_close(struct conn *c, uint16_t code, const char *reason)
 void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code)
 {
 	static const char *const text[] = {
-		[FRAMES_BYE_SERVER_SHUTDOWN] = "server shutting down",
-		[FRAMES_BYE_SESSION_CLOSED] = "session closed",
-		[FRAMES_BYE_PRINCIPAL_REVOKED] = "token expired",
-		[FRAMES_BYE_RATE_LIMITED] = "rate limited",
-		[FRAMES_BYE_OTHER] = "closing",
+	    [FRAMES_BYE_SERVER_SHUTDOWN] = "server shutting down",
+	    [FRAMES_BYE_SESSION_CLOSED] = "session closed",
+	    [FRAMES_BYE_PRINCIPAL_REVOKED] = "token expired",
+	    [FRAMES_BYE_RATE_LIMITED] = "rate limited",
+	    [FRAMES_BYE_OTHER] = "closing",
 	};
 	struct buf out = BUF_INIT;
 
@@ -336,13 +337,15 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 
 	if (c->paused) {
 		/* Not reading: no pong can be seen; the stall bound applies. */
-		int64_t left = c->over_since_ms + (int64_t)cfg->queue_stall_s * 1000 - now;
+		int64_t left =
+		    c->over_since_ms + (int64_t)cfg->queue_stall_s * 1000 - now;
 		if (left > 0) {
 			ev_timer_arm(t, left, 0);
 			return;
 		}
 		c->gw->metrics.queue_stall_closes++;
-		log_info(c->log_ctx, "queue over the cap for %us: closing", cfg->queue_stall_s);
+		log_info(c->log_ctx, "queue over the cap for %us: closing",
+			 cfg->queue_stall_s);
 		/* SPEC 7's "rate limited": it sends but does not read. */
 		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, PTG_CLOSE_LIMITED);
 		return;
@@ -394,7 +397,8 @@ static void on_expiry(struct ev_timer *t, void *user)
 
 static void arm_expiry(struct conn *c)
 {
-	int64_t left_ms = (c->ctx.claims.exp + c->gw->policy.leeway_s) * 1000 - time_now_ms();
+	int64_t left_ms =
+	    (c->ctx.claims.exp + c->gw->policy.leeway_s) * 1000 - time_now_ms();
 
 	ev_timer_arm(c->expiry, left_ms > 0 ? left_ms : 0, 0);
 }
@@ -477,7 +481,8 @@ struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
 	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
 	if (!c->ws) {
-		log_warn(c->log_ctx, "refusing the upgrade: cannot set up a connection: %s",
+		log_warn(c->log_ctx,
+			 "refusing the upgrade: cannot set up a connection: %s",
 			 strerror(errno ? errno : ENOMEM));
 		gw->metrics.conns_setup_failed++;
 		conn_destroy(c);
@@ -511,7 +516,8 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
 	if (!c->io) {
 		/* Past the 101 nothing can be refused any more: hang up. */
-		log_warn(c->log_ctx, "cannot watch the upgraded socket: %s", strerror(errno));
+		log_warn(c->log_ctx, "cannot watch the upgraded socket: %s",
+			 strerror(errno));
 		gw->metrics.conns_setup_failed++;
 		conn_kill(c, "cannot watch the socket");
 		return;

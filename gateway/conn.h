@@ -21,8 +21,8 @@ struct gateway;
 struct attach_ctx {
 	char instance_id[PTG_ID_MAX + 1];
 	char session_id[PTG_ID_MAX + 1];
-	struct jwt_claims claims;   /* the verified token */
-	uint64_t current_sequence;  /* for binding_hello */
+	struct jwt_claims claims;  /* the verified token */
+	uint64_t current_sequence; /* for binding_hello */
 };
 
 struct conn;

@@ -16,27 +16,27 @@
 #include "ws.h"
 
 enum conn_state {
-	CONN_OPEN,     /* hello sent, not joined */
-	CONN_JOINING,  /* Attach sent, waiting for the reply */
+	CONN_OPEN,    /* hello sent, not joined */
+	CONN_JOINING, /* Attach sent, waiting for the reply */
 	CONN_JOINED,
-	CONN_LEAVING,  /* Detach sent, waiting for the reply */
-	CONN_CLOSING,  /* our close frame is queued: no more data */
+	CONN_LEAVING, /* Detach sent, waiting for the reply */
+	CONN_CLOSING, /* our close frame is queued: no more data */
 };
 
 struct conn {
 	struct gateway *gw;
-	struct upstream *up;           /* the instance's link; NULL once it is gone */
-	int started;                   /* in the set, holding the connection slot */
-	struct conn *prev, *next;      /* gw->conns.all */
-	struct conn *dirty_next;       /* queued output to write */
+	struct upstream *up;	  /* the instance's link; NULL once it is gone */
+	int started;		  /* in the set, holding the connection slot */
+	struct conn *prev, *next; /* gw->conns.all */
+	struct conn *dirty_next;  /* queued output to write */
 	int dirty;
 	struct conn *dead_next;
-	int dead;                      /* freed by the before-poll hook */
-	int counted_role;              /* the metrics gauge it is in (0: pending) */
+	int dead;	  /* freed by the before-poll hook */
+	int counted_role; /* the metrics gauge it is in (0: pending) */
 
 	int fd;
 	struct ev_io *io;
-	struct http_hold hold;         /* the socket's and address count's owner */
+	struct http_hold hold; /* the socket's and address count's owner */
 	struct ws *ws;
 	struct outq q;
 	struct attach_ctx ctx;
@@ -44,31 +44,31 @@ struct conn {
 	unsigned serial;
 
 	enum conn_state state;
-	int spoke;                     /* the first client frame has arrived */
-	int pty_extension;             /* activated by the first frame */
+	int spoke;	   /* the first client frame has arrived */
+	int pty_extension; /* activated by the first frame */
 	json_t *service_params;
 	char trace_id[PTG_TASK_ID_MAX + 1];
 
-	uint64_t attach_id;            /* set at the join; 0 when there is none */
-	uint64_t pending_request;      /* Attach or Detach awaiting its reply */
+	uint64_t attach_id;	  /* set at the join; 0 when there is none */
+	uint64_t pending_request; /* Attach or Detach awaiting its reply */
 	char pending_op_id[PTG_MSG_ID_MAX_BYTES + 1];
-	int role;                      /* Ptg__Role */
+	int role; /* Ptg__Role */
 	char client_id[64];
-	int lagged;                    /* dropped output, awaiting the Keyframe */
+	int lagged; /* dropped output, awaiting the Keyframe */
 	unsigned violations;
-	struct task_conn *tasks;       /* task_ops.c; NULL until a task op */
+	struct task_conn *tasks; /* task_ops.c; NULL until a task op */
 
-	int paused;                    /* queue over the cap: not reading */
-	int64_t over_since_ms;         /* when it went over */
-	int throttled;                 /* over the op rate: not reading */
-	int64_t op_tokens;             /* the op rate bucket, in 1/1000 ops */
-	int64_t op_tokens_ms;          /* when it was last refilled */
+	int paused;	       /* queue over the cap: not reading */
+	int64_t over_since_ms; /* when it went over */
+	int throttled;	       /* over the op rate: not reading */
+	int64_t op_tokens;     /* the op rate bucket, in 1/1000 ops */
+	int64_t op_tokens_ms;  /* when it was last refilled */
 
-	int64_t last_rx_ms;            /* the last whole frame or pong read */
+	int64_t last_rx_ms; /* the last whole frame or pong read */
 	int64_t ping_sent_ms;
 	struct ev_timer *heartbeat;
 	struct ev_timer *expiry;
-	struct ev_timer *linger;       /* bounds the close handshake */
+	struct ev_timer *linger; /* bounds the close handshake */
 };
 
 /* How the instance's link reaches a joined connection (conn_ops.c). */

@@ -165,7 +165,8 @@ static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
 	if (f->target_attach_id &&
 	    (f->kind_case == PTG__FRAME__KIND_KEYFRAME ||
 	     (f->kind_case == PTG__FRAME__KIND_ERROR &&
-	      f->error->code == PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE))) {
+	      f->error->code ==
+		  PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE))) {
 		c->lagged = 0;
 		return 0;
 	}
@@ -179,7 +180,8 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 		return;
 	/* An empty queue takes any one frame, however large: lag means
 	   frames waiting behind others, not one big frame. */
-	if (outq_bytes(&c->q) && outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
+	if (outq_bytes(&c->q) &&
+	    outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
 		fall_behind(c);
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
 			return;
@@ -191,7 +193,8 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 		c->role = f->role_assigned->role;
 		conn_count_role(c, c->role);
 		log_info(c->log_ctx, "audit: role %s%s",
-			 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer",
+			 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller"
+							       : "observer",
 			 f->role_assigned->downgraded ? " (downgraded)" : "");
 	}
 	if (f->kind_case == PTG__FRAME__KIND_CLOSED)
@@ -209,9 +212,9 @@ static void sink_link_lost(void *user)
 }
 
 const struct upstream_sink conn_sink = {
-	.frame = sink_frame,
-	.reply = sink_reply,
-	.link_lost = sink_link_lost,
+    .frame = sink_frame,
+    .reply = sink_reply,
+    .link_lost = sink_link_lost,
 };
 
 /* ---- client ops ---- */
@@ -270,8 +273,8 @@ static void op_join(struct conn *c, const struct envelope *env)
 	m.msg_case = PTG__LINK_MESSAGE__MSG_ATTACH;
 	m.attach = &a;
 	if (upstream_request(c->up, &m, id, on_attach_reply, c) < 0) {
-		conn_send_error(c, FRAMES_INTERNAL,
-				env->id, "the sandbox is unreachable");
+		conn_send_error(c, FRAMES_INTERNAL, env->id,
+				"the sandbox is unreachable");
 		conn_goodbye(c, FRAMES_BYE_OTHER, WS_CLOSE_SERVER_ERROR);
 		return;
 	}
@@ -482,23 +485,23 @@ static void op_unknown(struct conn *c, const struct envelope *env)
 }
 
 static const op_fn ops[] = {
-	[ENVELOPE_OP_UNKNOWN] = op_unknown,
-	[ENVELOPE_OP_PTY_JOIN] = op_join,
-	[ENVELOPE_OP_PTY_INPUT] = op_input,
-	[ENVELOPE_OP_PTY_RESIZE] = op_resize,
-	[ENVELOPE_OP_PTY_REQUEST_ROLE] = op_request_role,
-	[ENVELOPE_OP_PTY_REQUEST_KEYFRAME] = op_request_keyframe,
-	[ENVELOPE_OP_PTY_LEAVE] = op_leave,
-	[ENVELOPE_OP_PING] = op_ping,
-	[ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS] = op_update_params,
-	[ENVELOPE_OP_SEND_MESSAGE] = op_task,
-	[ENVELOPE_OP_SEND_STREAMING_MESSAGE] = op_task,
-	[ENVELOPE_OP_GET_TASK] = op_task,
-	[ENVELOPE_OP_LIST_TASKS] = op_task,
-	[ENVELOPE_OP_CANCEL_TASK] = op_task,
-	[ENVELOPE_OP_SUBSCRIBE_TO_TASK] = op_task,
-	[ENVELOPE_OP_UNSUBSCRIBE] = op_task,
-	[ENVELOPE_OP_PUSH_CONFIG] = op_push_config,
+    [ENVELOPE_OP_UNKNOWN] = op_unknown,
+    [ENVELOPE_OP_PTY_JOIN] = op_join,
+    [ENVELOPE_OP_PTY_INPUT] = op_input,
+    [ENVELOPE_OP_PTY_RESIZE] = op_resize,
+    [ENVELOPE_OP_PTY_REQUEST_ROLE] = op_request_role,
+    [ENVELOPE_OP_PTY_REQUEST_KEYFRAME] = op_request_keyframe,
+    [ENVELOPE_OP_PTY_LEAVE] = op_leave,
+    [ENVELOPE_OP_PING] = op_ping,
+    [ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS] = op_update_params,
+    [ENVELOPE_OP_SEND_MESSAGE] = op_task,
+    [ENVELOPE_OP_SEND_STREAMING_MESSAGE] = op_task,
+    [ENVELOPE_OP_GET_TASK] = op_task,
+    [ENVELOPE_OP_LIST_TASKS] = op_task,
+    [ENVELOPE_OP_CANCEL_TASK] = op_task,
+    [ENVELOPE_OP_SUBSCRIBE_TO_TASK] = op_task,
+    [ENVELOPE_OP_UNSUBSCRIBE] = op_task,
+    [ENVELOPE_OP_PUSH_CONFIG] = op_push_config,
 };
 
 /* SPEC 2: `extensions` and `service_parameters` count on the first frame. */

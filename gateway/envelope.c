@@ -131,8 +131,7 @@ bool envelope_op_is_pty(enum envelope_op kind)
 }
 
 /* The id comes first so every later error can echo it. */
-static int take_id(json_t *root, struct envelope *env,
-			     struct envelope_error *err)
+static int take_id(json_t *root, struct envelope *env, struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "id");
 	const char *s;
@@ -142,9 +141,9 @@ static int take_id(json_t *root, struct envelope *env,
 		return fail(err, "missing field 'id'");
 	if (!short_string(v, PTG_MSG_ID_MAX_CHARS, &s, &n) || n == 0)
 		return fail(err,
-				      "field 'id' must be a string of 1 to %d "
-				      "characters",
-				      PTG_MSG_ID_MAX_CHARS);
+			    "field 'id' must be a string of 1 to %d "
+			    "characters",
+			    PTG_MSG_ID_MAX_CHARS);
 	memcpy(env->id, s, n + 1);
 	memcpy(err->id, s, n + 1);
 	return 0;
@@ -158,21 +157,19 @@ static int check_fields(json_t *root, struct envelope_error *err)
 
 	if (json_object_get(root, "sequence"))
 		return fail(err, "field 'sequence' must not be set by a "
-					   "client");
+				 "client");
 	json_object_foreach(root, key, v)
 	{
 		for (i = 0; fields[i]; i++)
 			if (strcmp(fields[i], key) == 0)
 				break;
 		if (!fields[i])
-			return fail(err, "unknown field '%.*s'",
-					      clip(key, 64), key);
+			return fail(err, "unknown field '%.*s'", clip(key, 64), key);
 	}
 	return 0;
 }
 
-static int take_op(json_t *root, struct envelope *env,
-			     struct envelope_error *err)
+static int take_op(json_t *root, struct envelope *env, struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "op");
 	json_t *ts = json_object_get(root, "ts");
@@ -190,7 +187,7 @@ static int take_op(json_t *root, struct envelope *env,
 }
 
 static int take_replay_from(json_t *root, struct envelope *env,
-				      struct envelope_error *err)
+			    struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "replay_from");
 
@@ -198,14 +195,13 @@ static int take_replay_from(json_t *root, struct envelope *env,
 		return 0;
 	if (!json_is_integer(v) || json_integer_value(v) < 0)
 		return fail(err, "field 'replay_from' must be a "
-					   "non-negative integer or null");
+				 "non-negative integer or null");
 	env->has_replay_from = true;
 	env->replay_from = (uint64_t)json_integer_value(v);
 	return 0;
 }
 
-static int take_extensions(json_t *root, struct envelope *env,
-				     struct envelope_error *err)
+static int take_extensions(json_t *root, struct envelope *env, struct envelope_error *err)
 {
 	json_t *v = json_object_get(root, "extensions"), *e;
 	size_t i, j;
@@ -214,21 +210,21 @@ static int take_extensions(json_t *root, struct envelope *env,
 		return 0;
 	if (!json_is_array(v))
 		return fail(err, "field 'extensions' must be an array "
-					   "of strings");
+				 "of strings");
 	if (json_array_size(v) > ENVELOPE_EXTENSIONS_MAX)
 		return fail(err,
-				      "field 'extensions' has more than %d "
-				      "entries",
-				      ENVELOPE_EXTENSIONS_MAX);
+			    "field 'extensions' has more than %d "
+			    "entries",
+			    ENVELOPE_EXTENSIONS_MAX);
 	json_array_foreach(v, i, e)
 	{
 		if (!json_is_string(e))
 			return fail(err, "field 'extensions' must be an "
-						   "array of strings");
+					 "array of strings");
 		for (j = 0; j < i; j++)
 			if (json_equal(e, json_array_get(v, j)))
 				return fail(err, "field 'extensions' "
-							   "repeats an entry");
+						 "repeats an entry");
 		if (strcmp(json_string_value(e), ENVELOPE_PTY_EXTENSION) == 0)
 			env->pty_extension = true;
 	}
@@ -237,8 +233,7 @@ static int take_extensions(json_t *root, struct envelope *env,
 }
 
 /* Typed and bounded, as the schema types the well-known keys. */
-static int check_service_params(json_t *v, const char *field,
-					  struct envelope_error *err)
+static int check_service_params(json_t *v, const char *field, struct envelope_error *err)
 {
 	static const char *const known[] = {"trace_id", "idempotency_key", "tenant_id"};
 	size_t i;
@@ -249,17 +244,16 @@ static int check_service_params(json_t *v, const char *field,
 	for (i = 0; i < sizeof(known) / sizeof(known[0]); i++) {
 		k = json_object_get(v, known[i]);
 		if (k && !json_is_string(k))
-			return fail(err, "field '%s.%s' must be a string",
-					      field, known[i]);
+			return fail(err, "field '%s.%s' must be a string", field,
+				    known[i]);
 	}
 	if (json_dumpb(v, NULL, 0, JSON_COMPACT) > ENVELOPE_SERVICE_PARAMS_MAX)
 		return fail(err, "field '%s' exceeds %d bytes encoded", field,
-				      ENVELOPE_SERVICE_PARAMS_MAX);
+			    ENVELOPE_SERVICE_PARAMS_MAX);
 	return 0;
 }
 
-static int take_rest(json_t *root, struct envelope *env,
-			       struct envelope_error *err)
+static int take_rest(json_t *root, struct envelope *env, struct envelope_error *err)
 {
 	json_t *sp = json_object_get(root, "service_parameters");
 	json_t *payload = json_object_get(root, "payload");
@@ -273,7 +267,7 @@ static int take_rest(json_t *root, struct envelope *env,
 		return fail(err, "missing field 'payload'");
 	if (!json_is_object(payload) && !json_is_null(payload))
 		return fail(err, "field 'payload' must be an object or "
-					   "null");
+				 "null");
 	env->payload = json_is_null(payload) ? NULL : payload;
 	return 0;
 }
@@ -285,10 +279,8 @@ static int fill(struct envelope *env, struct envelope_error *err)
 	if (!json_is_object(root))
 		return fail(err, "frame must be a JSON object");
 	if (take_id(root, env, err) || check_fields(root, err) ||
-	    take_op(root, env, err) ||
-	    take_replay_from(root, env, err) ||
-	    take_extensions(root, env, err) ||
-	    take_rest(root, env, err))
+	    take_op(root, env, err) || take_replay_from(root, env, err) ||
+	    take_extensions(root, env, err) || take_rest(root, env, err))
 		return -EINVAL;
 	return 0;
 }
@@ -307,8 +299,7 @@ int envelope_parse(const char *text, size_t len, struct envelope **out,
 	env->root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
 	if (!env->root) {
 		envelope_free(env);
-		return fail(err, "malformed JSON: %.*s",
-				      clip(jerr.text, 160), jerr.text);
+		return fail(err, "malformed JSON: %.*s", clip(jerr.text, 160), jerr.text);
 	}
 	if (fill(env, err)) {
 		envelope_free(env);
@@ -332,7 +323,7 @@ void envelope_free(struct envelope *env)
 /* Starts a validation: err echoes env's id; the payload must be an
    object with only the named fields. */
 static int check_payload(const struct envelope *env, const char *const *allowed,
-			     json_t **obj, struct envelope_error *err)
+			 json_t **obj, struct envelope_error *err)
 {
 	const char *key;
 	json_t *v;
@@ -351,15 +342,15 @@ static int check_payload(const struct envelope *env, const char *const *allowed,
 			if (strcmp(allowed[i], key) == 0)
 				break;
 		if (!allowed[i])
-			return fail(err, "unknown field 'payload.%.*s'",
-					      clip(key, 64), key);
+			return fail(err, "unknown field 'payload.%.*s'", clip(key, 64),
+				    key);
 	}
 	return 0;
 }
 
 /* An optional cols/rows value; *out stays 0 when absent. */
 static int dim(json_t *obj, const char *name, bool required, uint32_t *out,
-			 struct envelope_error *err)
+	       struct envelope_error *err)
 {
 	json_t *v = json_object_get(obj, name);
 	json_int_t n;
@@ -372,9 +363,9 @@ static int dim(json_t *obj, const char *name, bool required, uint32_t *out,
 	n = json_is_integer(v) ? json_integer_value(v) : 0;
 	if (n < 1 || n > PTG_DIM_MAX)
 		return fail(err,
-				      "field 'payload.%s' must be an integer "
-				      "from 1 to %d",
-				      name, PTG_DIM_MAX);
+			    "field 'payload.%s' must be an integer "
+			    "from 1 to %d",
+			    name, PTG_DIM_MAX);
 	*out = (uint32_t)n;
 	return 0;
 }
@@ -392,7 +383,7 @@ static int role(json_t *obj, Ptg__Role *out, struct envelope_error *err)
 		*out = PTG__ROLE__ROLE_OBSERVER;
 	else
 		return fail(err, "field 'payload.role' must be "
-					   "\"controller\" or \"observer\"");
+				 "\"controller\" or \"observer\"");
 	return 0;
 }
 
@@ -407,9 +398,9 @@ static int label(json_t *obj, char *out, struct envelope_error *err)
 		return 0;
 	if (!short_string(v, PTG_LABEL_MAX_CHARS, &s, &n))
 		return fail(err,
-				      "field 'payload.client_label' must be a "
-				      "string of at most %d characters",
-				      PTG_LABEL_MAX_CHARS);
+			    "field 'payload.client_label' must be a "
+			    "string of at most %d characters",
+			    PTG_LABEL_MAX_CHARS);
 	memcpy(out, s, n + 1);
 	return 0;
 }
@@ -422,15 +413,13 @@ int envelope_join(const struct envelope *env, struct envelope_join *out,
 	json_t *obj;
 
 	memset(out, 0, sizeof(*out));
-	if (check_payload(env, allowed, &obj, err) ||
-	    role(obj, &out->role, err) ||
+	if (check_payload(env, allowed, &obj, err) || role(obj, &out->role, err) ||
 	    dim(obj, "cols", false, &out->cols, err) ||
-	    dim(obj, "rows", false, &out->rows, err) ||
-	    label(obj, out->label, err))
+	    dim(obj, "rows", false, &out->rows, err) || label(obj, out->label, err))
 		return -EINVAL;
 	if (!out->cols != !out->rows)
 		return fail(err, "fields 'payload.cols' and "
-					   "'payload.rows' must be given together");
+				 "'payload.rows' must be given together");
 	return 0;
 }
 
@@ -458,18 +447,18 @@ int envelope_input(const struct envelope *env, struct buf *out,
 		return fail(err, "missing field 'payload.data'");
 	if (!json_is_string(v))
 		return fail(err, "field 'payload.data' must be a base64 "
-					   "string");
+				 "string");
 	s = json_string_value(v);
 	n = json_string_length(v);
 	/* Bound before decoding: never allocate for an oversized input. */
 	if (b64_size(s, n) > PTG_INPUT_MAX)
 		return fail(err,
-				      "oversized input: 'payload.data' "
-				      "decodes to more than %u bytes",
-				      PTG_INPUT_MAX);
+			    "oversized input: 'payload.data' "
+			    "decodes to more than %u bytes",
+			    PTG_INPUT_MAX);
 	if (b64_decode(s, n, out))
 		return fail(err, "field 'payload.data' is not valid "
-					   "base64");
+				 "base64");
 	return 0;
 }
 
@@ -524,7 +513,7 @@ int envelope_ping(const struct envelope *env, const char **client_ts,
 	if (!json_is_string(v) || json_string_length(v) > ENVELOPE__TS_MAX ||
 	    time_parse_rfc3339(json_string_value(v), &ms))
 		return fail(err, "field 'payload.client_ts' must be an "
-					   "RFC 3339 timestamp");
+				 "RFC 3339 timestamp");
 	*client_ts = json_string_value(v);
 	return 0;
 }
@@ -539,7 +528,7 @@ int envelope_service_update(const struct envelope *env, json_t **params,
 	v = json_object_get(obj, "service_parameters");
 	if (!v)
 		return fail(err, "missing field "
-					   "'payload.service_parameters'");
+				 "'payload.service_parameters'");
 	if (check_service_params(v, "payload.service_parameters", err))
 		return -EINVAL;
 	*params = v;

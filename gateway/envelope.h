@@ -58,7 +58,7 @@ struct envelope {
 	const char *op; /* borrowed */
 	enum envelope_op op_kind;
 	char id[PTG_MSG_ID_MAX_BYTES + 1]; /* the client's id, verbatim */
-	bool has_replay_from;		    /* false when absent or null */
+	bool has_replay_from;		   /* false when absent or null */
 	uint64_t replay_from;
 	bool has_extensions;	    /* the frame carried an `extensions` array */
 	bool pty_extension;	    /* ... which names ENVELOPE_PTY_EXTENSION */

@@ -149,8 +149,7 @@ static void json(struct buf *out, json_t *v)
 {
 	size_t mark = buf_size(out);
 
-	if (json_is_object(v) &&
-	    json_dump_callback(v, dump_cb, out, JSON_COMPACT) == 0)
+	if (json_is_object(v) && json_dump_callback(v, dump_cb, out, JSON_COMPACT) == 0)
 		return;
 	/* A failed dump may have written part of v: drop it. */
 	out->len = out->off + mark;
@@ -171,8 +170,8 @@ static void u64(struct buf *out, uint64_t v)
 	buf_append(out, d + i, sizeof(d) - i);
 }
 
-static void head(struct buf *out, const char *op, const char *suffix,
-			 const char *id, int64_t ts_ms, const uint64_t *sequence)
+static void head(struct buf *out, const char *op, const char *suffix, const char *id,
+		 int64_t ts_ms, const uint64_t *sequence)
 {
 	char fresh[UUID_STRLEN + 1], ts[TS_STRLEN + 1], name[128];
 	size_t n_op = strnlen(op, sizeof(name) - 1);
@@ -224,7 +223,7 @@ void frames_binding_hello(const char *id, const char *session_id,
 }
 
 static void a2a_error(struct buf *out, const struct frames_error_row *row,
-			      const char *message)
+		      const char *message)
 {
 	if (!row->a2a_type) {
 		buf_append_str(out, "null");
@@ -289,8 +288,7 @@ void frames_service_update_response(const char *id_echo, json_t *params, int64_t
 void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
 		  int64_t now_ms, struct buf *out)
 {
-	head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms,
-		     NULL);
+	head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms, NULL);
 	json(out, payload);
 	buf_append_str(out, "}");
 }
@@ -409,8 +407,7 @@ static bool frame_ok(const Ptg__Frame *f)
 {
 	switch (f->kind_case) {
 	case PTG__FRAME__KIND_OUTPUT:
-		return f->output &&
-		       (unsigned)f->output->stream < FRAMES__COUNT(streams);
+		return f->output && (unsigned)f->output->stream < FRAMES__COUNT(streams);
 	case PTG__FRAME__KIND_RESIZE:
 		return f->resize;
 	case PTG__FRAME__KIND_ROLE_ASSIGNED:
@@ -425,8 +422,7 @@ static bool frame_ok(const Ptg__Frame *f)
 		return f->closed &&
 		       (unsigned)f->closed->reason < FRAMES__COUNT(close_reasons);
 	case PTG__FRAME__KIND_ERROR:
-		return f->error &&
-		       (unsigned)f->error->code < FRAMES__COUNT(frame_errors);
+		return f->error && (unsigned)f->error->code < FRAMES__COUNT(frame_errors);
 	default:
 		return false;
 	}
@@ -469,7 +465,7 @@ int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 		return -EINVAL;
 	/* Replayed frames keep the ts they were made with (SPEC 2). */
 	head(out, "pty.session_frame", "", id, f->ts_ms ? f->ts_ms : now_ms,
-		     &f->sequence);
+	     &f->sequence);
 	kind(out, f);
 	buf_append_str(out, "}");
 	return 0;

@@ -86,8 +86,8 @@ static void slot_drop(struct conn_slots *cs, const char *key)
 		cs->v[i] = cs->v[--cs->n];
 }
 
-int gateway_slot_acquire(struct gateway *gw, const char *principal,
-			 const char *instance, const char **what)
+int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *instance,
+			 const char **what)
 {
 	char pkey[300], ikey[300];
 
@@ -108,8 +108,7 @@ int gateway_slot_acquire(struct gateway *gw, const char *principal,
 	return 0;
 }
 
-void gateway_slot_release(struct gateway *gw, const char *principal,
-			  const char *instance)
+void gateway_slot_release(struct gateway *gw, const char *principal, const char *instance)
 {
 	char key[300];
 
@@ -272,11 +271,15 @@ static int load_keys(struct gateway *gw)
 	}
 	for (size_t i = 0; i < gw->cfg->n_keys; i++) {
 		const struct gw_key_spec *k = &gw->cfg->keys[i];
-		int rc = k->ed25519 ? keyset_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
-				    : keyset_load_hs256_file(gw->keys, k->spec, err, sizeof(err));
+		int rc =
+		    k->ed25519
+			? keyset_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
+			: keyset_load_hs256_file(gw->keys, k->spec, err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "ptygate-gateway: %s: %s\n",
-				k->ed25519 ? "--ed25519-public-key" : "--hs256-secret-file", err);
+				k->ed25519 ? "--ed25519-public-key"
+					   : "--hs256-secret-file",
+				err);
 			return -1;
 		}
 	}
@@ -326,12 +329,14 @@ static int fit_fd_limit(struct gateway *gw)
 		rlim_t want = rl.rlim_max;
 		rl.rlim_cur = want;
 		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
-			log_warn(NULL, "cannot raise the open-file limit: %s", strerror(errno));
+			log_warn(NULL, "cannot raise the open-file limit: %s",
+				 strerror(errno));
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	per_conn = 1 + (c->admin_host[0] ? 1 : 0);
-	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX ? INT32_MAX
-									   : (int64_t)rl.rlim_cur) -
+	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX
+		      ? INT32_MAX
+		      : (int64_t)rl.rlim_cur) -
 		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
 		 FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
 	fit = budget / per_conn;
@@ -356,7 +361,8 @@ static int start_http(struct gateway *gw)
 	const struct gw_config *c = gw->cfg;
 	char err[512];
 
-	gw->http = http_new(gw, c->listen_host, c->listen_port, HTTP_PUBLIC, err, sizeof(err));
+	gw->http =
+	    http_new(gw, c->listen_host, c->listen_port, HTTP_PUBLIC, err, sizeof(err));
 	if (!gw->http) {
 		fprintf(stderr, "ptygate-gateway: --listen %s:%u: %s\n", c->listen_host,
 			c->listen_port, err);
@@ -365,13 +371,15 @@ static int start_http(struct gateway *gw)
 	log_info(NULL, "listening on http://%s:%u", c->listen_host, http_port(gw->http));
 	if (!c->admin_host[0])
 		return 0;
-	gw->admin = http_new(gw, c->admin_host, c->admin_port, HTTP_ADMIN, err, sizeof(err));
+	gw->admin =
+	    http_new(gw, c->admin_host, c->admin_port, HTTP_ADMIN, err, sizeof(err));
 	if (!gw->admin) {
-		fprintf(stderr, "ptygate-gateway: --admin-listen %s:%u: %s\n", c->admin_host,
-			c->admin_port, err);
+		fprintf(stderr, "ptygate-gateway: --admin-listen %s:%u: %s\n",
+			c->admin_host, c->admin_port, err);
 		return -1;
 	}
-	log_info(NULL, "admin routes on http://%s:%u", c->admin_host, http_port(gw->admin));
+	log_info(NULL, "admin routes on http://%s:%u", c->admin_host,
+		 http_port(gw->admin));
 	return 0;
 }
 

@@ -22,13 +22,13 @@ struct gateway {
 	struct jwt_policy policy;
 	struct upstream **ups;
 	size_t n_ups;
-	struct http *http;        /* the public listener */
-	struct http *admin;       /* --admin-listen, or NULL */
-	struct conn_set conns;    /* every upgraded connection */
+	struct http *http;     /* the public listener */
+	struct http *admin;    /* --admin-listen, or NULL */
+	struct conn_set conns; /* every upgraded connection */
 	struct metrics metrics;
 	struct conn_slots *slots; /* connection counts per principal/instance */
 	int stopping;
-	struct ev_timer *grace;   /* bounds the goodbye at shutdown */
+	struct ev_timer *grace; /* bounds the goodbye at shutdown */
 	struct ev_timer *tick;
 };
 
@@ -43,8 +43,8 @@ struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id);
 
 /* Reserves a connection slot for principal on instance before the 101.
    Returns 0, or -EBUSY with the limit that was hit in *what. */
-int gateway_slot_acquire(struct gateway *gw, const char *principal,
-			 const char *instance, const char **what);
+int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *instance,
+			 const char **what);
 void gateway_slot_release(struct gateway *gw, const char *principal,
 			  const char *instance);
 

@@ -47,8 +47,9 @@
 #include "wshandshake.h"
 #include "xalloc.h"
 
-#define HTTP__DISCARD_MAX (1u << 20) /* body bytes read past the cap before hanging up   \
-				      */
+#define HTTP__DISCARD_MAX                                                                \
+	(1u << 20) /* body bytes read past the cap before hanging up                     \
+		    */
 /* MHD's per-connection pool. It holds the request head; over TLS MHD
    keeps it (mostly touched) for the whole life of an upgraded WebSocket
    (a plain one leaves MHD at once: hand_out), where 64 KiB made
@@ -57,9 +58,9 @@
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
 #define HTTP__MEMORY_LIMIT (16 * 1024)
-#define HTTP__TIMEOUT_S	     30		 /* an idle HTTP connection */
-#define HTTP__EXTRA_CONNS    64		 /* HTTP requests beyond the WebSocket limit */
-#define HTTP__BACKLOG	     511	 /* the listen queue, as nginx's default */
+#define HTTP__TIMEOUT_S	   30  /* an idle HTTP connection */
+#define HTTP__EXTRA_CONNS  64  /* HTTP requests beyond the WebSocket limit */
+#define HTTP__BACKLOG	   511 /* the listen queue, as nginx's default */
 
 struct http {
 	struct gateway *gw;
@@ -68,13 +69,13 @@ struct http {
 	struct ev_io *io;
 	struct ev_timer *timer;
 	uint16_t port;
-	int kick;	   /* a request was resumed: run MHD before the next poll */
-	int64_t deadline;  /* of the armed timer (monotonic ms), 0: none */
-	struct peer_table *peers; /* connections per untrusted peer, requests
-				     per client behind a trusted proxy */
+	int kick;	  /* a request was resumed: run MHD before the next poll */
+	int64_t deadline; /* of the armed timer (monotonic ms), 0: none */
+	struct peer_table *peers;	      /* connections per untrusted peer, requests
+						 per client behind a trusted proxy */
 	struct http_sock *heads, *heads_tail; /* waiting for a request, by deadline */
 	struct ev_timer *head_timer;
-	int64_t head_timer_at; /* deadline the head timer is armed for, 0: none */
+	int64_t head_timer_at;	   /* deadline the head timer is armed for, 0: none */
 	int64_t refused_logged_ms; /* last per-address refusal logged */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
@@ -91,9 +92,10 @@ struct http_sock {
 	struct http *h;
 	int fd;
 	struct peer_addr peer;
-	int counted;	  /* holds one count of peer in h->peers */
-	int trusted;	  /* the peer is a --trusted-proxy */
-	int64_t deadline; /* the request must be whole by then (monotonic ms); 0: not waiting */
+	int counted;	       /* holds one count of peer in h->peers */
+	int trusted;	       /* the peer is a --trusted-proxy */
+	int64_t deadline;      /* the request must be whole by then (monotonic ms); 0: not
+				  waiting */
 	struct tls_cred *cred; /* what this connection's TLS session uses */
 	struct http_sock *prev, *next; /* in h->heads while deadline != 0 */
 };
@@ -106,10 +108,10 @@ struct http_req {
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
 	int started, handled, suspended, too_large, upgraded;
-	int client_counted;	  /* holds one count of client in h->peers */
+	int client_counted;	 /* holds one count of client in h->peers */
 	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
-	struct route_req *rq;	  /* NULL once upgraded: conn.c has what it needs */
-	struct conn *conn;	  /* made before the 101, started after it */
+	struct route_req *rq;	 /* NULL once upgraded: conn.c has what it needs */
+	struct conn *conn;	 /* made before the 101, started after it */
 };
 
 static void let_go(struct http *h);
@@ -179,8 +181,8 @@ static void head_timer_update(struct http *h)
 		return;
 	now = time_mono_ms();
 	h->head_timer_at = h->heads->deadline;
-	ev_timer_arm(h->head_timer, h->heads->deadline > now ? h->heads->deadline - now : 1,
-		     0);
+	ev_timer_arm(h->head_timer,
+		     h->heads->deadline > now ? h->heads->deadline - now : 1, 0);
 }
 
 static void head_disarm(struct http_sock *s)
@@ -286,7 +288,8 @@ static void tls_cred(struct http_sock *s, struct MHD_Connection *c)
 	struct tls_cred *cur = s->h->tls.current;
 
 	if (!tls || !tls->tls_session || !cur ||
-	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) < 0)
+	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) <
+		0)
 		return;
 	s->cred = tls_cred_ref(cur);
 }
@@ -325,7 +328,7 @@ static void sock_closed(struct http_sock *s)
 }
 
 static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
-			      enum MHD_ConnectionNotificationCode code)
+			enum MHD_ConnectionNotificationCode code)
 {
 	if (code == MHD_CONNECTION_NOTIFY_STARTED)
 		sock_start(cls, c, ctx);
@@ -346,7 +349,8 @@ static int count_client(struct http_req *r, struct http_sock *s)
 	if (!s || !s->trusted)
 		return 0;
 	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
-	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff, &r->client);
+	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff,
+		    &r->client);
 	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
 		log_refusal(r->h, &r->client, "request refused, client at its cap");
 		return -EBUSY;
@@ -368,7 +372,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 static struct http_req *req_new(struct http *h, struct MHD_Connection *c,
-				      const char *target)
+				const char *target)
 {
 	struct http_req *r = xcalloc(1, sizeof(*r));
 
@@ -424,7 +428,7 @@ static struct http_sock *sock_of(struct MHD_Connection *c)
 /* A keep-alive connection waits for its next request under the same
    deadline as its first one; an upgraded socket is conn.c's, never cut. */
 static void completed(void *cls, struct MHD_Connection *c, void **req_cls,
-			    enum MHD_RequestTerminationCode toe)
+		      enum MHD_RequestTerminationCode toe)
 {
 	struct http_req *r = *req_cls;
 	struct http_sock *s = sock_of(c);
@@ -454,7 +458,7 @@ static void let_go(struct http *h)
    behind a trusted proxy its client's), and MHD closes its fd. Returns
    the duplicate, or -1 (then MHD keeps the socket, as over TLS). */
 static int hand_out(struct http_req *r, MHD_socket sock,
-			  struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
+		    struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
 {
 	struct http *h = r->h;
 	struct http_sock *s = sock_of(r->c);
@@ -486,8 +490,8 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 
 /* conn.c takes the socket; the connection slot passes with it. */
 static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
-			   const char *extra, size_t extra_len, MHD_socket sock,
-			   struct MHD_UpgradeResponseHandle *urh)
+			const char *extra, size_t extra_len, MHD_socket sock,
+			struct MHD_UpgradeResponseHandle *urh)
 {
 	struct http_req *r = cls;
 	struct conn *conn = r->conn;
@@ -535,7 +539,8 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	if (!r->conn) {
 		r->h->gw->metrics.upgrades_refused++;
 		buf_reset(&r->rq->out);
-		routes_error_body("UNAVAILABLE", "the gateway cannot take another connection now",
+		routes_error_body("UNAVAILABLE",
+				  "the gateway cannot take another connection now",
 				  &r->rq->out);
 		r->rq->status = 503;
 		r->rq->content_type = "application/json";
@@ -630,8 +635,8 @@ static enum MHD_Result check_length(struct http_req *r, const char *cl)
 }
 
 /* Joins every Sec-WebSocket-Protocol line with ", " (RFC 9110 5.3). */
-static enum MHD_Result protocol_line(void *cls, enum MHD_ValueKind kind,
-					   const char *key, const char *value)
+static enum MHD_Result protocol_line(void *cls, enum MHD_ValueKind kind, const char *key,
+				     const char *value)
 {
 	struct buf *b = cls;
 
@@ -653,8 +658,7 @@ static void handle(struct http_req *r, const char *method)
 {
 	struct route_req *rq = r->rq;
 
-	MHD_get_connection_values(r->c, MHD_HEADER_KIND, protocol_line,
-				  &r->protocols);
+	MHD_get_connection_values(r->c, MHD_HEADER_KIND, protocol_line, &r->protocols);
 	buf_append(&r->protocols, "", 1);
 	rq->gw = r->h->gw;
 	rq->role = r->h->role;
@@ -733,9 +737,9 @@ static enum MHD_Result upload(struct http_req *r, const char *data, size_t *n)
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
-				    const char *method, const char *version,
-				    const char *upload_data, size_t *upload_data_size,
-				    void **req_cls)
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size,
+				  void **req_cls)
 {
 	struct http_req *r = *req_cls;
 
@@ -758,7 +762,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 
 /* Resolves host (a numeric address or a name) for binding exactly it. */
 static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
-			 char *err, size_t errlen)
+		   char *err, size_t errlen)
 {
 	struct addrinfo hints = {0}, *ai;
 	int rc;
@@ -786,8 +790,7 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
    binds at once over TIME_WAIT), never SO_REUSEPORT, so a second gateway
    on a busy port fails its start instead of silently sharing the port
    with the first (the kernel would split connections between them). */
-static int listen_socket(const struct sockaddr_storage *ss, char *err,
-			       size_t errlen)
+static int listen_socket(const struct sockaddr_storage *ss, char *err, size_t errlen)
 {
 	socklen_t len = ss->ss_family == AF_INET6 ? sizeof(struct sockaddr_in6)
 						  : sizeof(struct sockaddr_in);
@@ -850,8 +853,8 @@ static struct MHD_Daemon *start(struct http *h, int lfd)
 	}
 	HTTP__OPT(MHD_OPTION_END, 0, NULL);
 #undef HTTP__OPT
-	return MHD_start_daemon(flags, 0, on_accept, h, on_request, h,
-				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, on_accept, h, on_request, h, MHD_OPTION_ARRAY,
+				o, MHD_OPTION_END);
 }
 
 /* Plain HTTP carries bearer tokens in the clear: only on loopback,
@@ -869,7 +872,7 @@ static int loopback(const struct sockaddr_storage *ss)
 }
 
 static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
-			   size_t errlen)
+		     size_t errlen)
 {
 	const struct gw_config *cfg = h->gw->cfg;
 

@@ -16,7 +16,7 @@ struct MHD_UpgradeResponseHandle;
 
 enum http_role {
 	HTTP_PUBLIC = 1, /* attach, REST, and admin routes unless split off */
-	HTTP_ADMIN = 2,  /* only /healthz /readyz /metrics and the AgentCard */
+	HTTP_ADMIN = 2,	 /* only /healthz /readyz /metrics and the AgentCard */
 };
 
 /* Listens on host:port (port 0: a free one). Returns NULL and writes the
@@ -41,7 +41,7 @@ void http_reload(struct http *h);
 struct http_hold {
 	struct http *h;
 	struct MHD_UpgradeResponseHandle *urh; /* NULL: the fd is the connection's */
-	struct peer_addr peer;                 /* counted in h's table when counted */
+	struct peer_addr peer;		       /* counted in h's table when counted */
 	int counted;
 };
 /* The connection ended: closes fd (or has MHD close it) and gives the

@@ -45,28 +45,31 @@ static const struct family families[] = {
 	       "Connections closed for a missing Pong.", heartbeat_timeouts),
     METRICS__F("ptygate_http_requests_total", "counter", "HTTP requests received.",
 	       http_requests),
-    METRICS__F("ptygate_conn_setup_failures_total", "counter",
-	       "Upgrades refused (503) or dropped because a connection could not be set up.",
-	       conns_setup_failed),
+    METRICS__F(
+	"ptygate_conn_setup_failures_total", "counter",
+	"Upgrades refused (503) or dropped because a connection could not be set up.",
+	conns_setup_failed),
     METRICS__F("ptygate_backpressure_events_total", "counter",
 	       "Times a client's queue went over --max-queue-bytes and it was not read.",
 	       backpressure_events),
     METRICS__F("ptygate_queue_stall_closes_total", "counter",
 	       "Clients closed 4429 for staying over the queue cap.", queue_stall_closes),
     METRICS__F("ptygate_ops_throttled_total", "counter",
-	       "Times a client went over --max-ops-per-sec and was not read until its bucket refilled.", ops_throttled),
+	       "Times a client went over --max-ops-per-sec and was not read until its "
+	       "bucket refilled.",
+	       ops_throttled),
     METRICS__F("ptygate_link_instance_mismatches_total", "counter",
 	       "Sidecar links refused: the sidecar reported another instance id.",
 	       link_instance_mismatches),
     METRICS__F("ptygate_link_violations_total", "counter",
 	       "Sidecar links dropped for a message over its caps.", link_violations),
-    METRICS__F("ptygate_link_queue_overflows_total", "counter",
-	       "Sidecar links dropped: over --link-queue-bytes queued toward the sidecar.",
-	       link_queue_overflows),
+    METRICS__F(
+	"ptygate_link_queue_overflows_total", "counter",
+	"Sidecar links dropped: over --link-queue-bytes queued toward the sidecar.",
+	link_queue_overflows),
 };
 
-static void head(struct buf *out, const char *name, const char *type,
-			  const char *help)
+static void head(struct buf *out, const char *name, const char *type, const char *help)
 {
 	buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
@@ -89,7 +92,7 @@ static void label(struct buf *out, const char *v)
 static void connections(const struct metrics *m, struct buf *out)
 {
 	head(out, "ptygate_connections", "gauge",
-		      "Client WebSocket connections by role (pending: not joined yet).");
+	     "Client WebSocket connections by role (pending: not joined yet).");
 	buf_appendf(out, "ptygate_connections{role=\"controller\"} %" PRIu64 "\n",
 		    m->conns_controller);
 	buf_appendf(out, "ptygate_connections{role=\"observer\"} %" PRIu64 "\n",
@@ -102,8 +105,7 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		    unsigned n_links, struct buf *out)
 {
 	connections(m, out);
-	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]);
-	     i++) {
+	for (size_t i = 0; i < sizeof(families) / sizeof(families[0]); i++) {
 		const struct family *f = &families[i];
 		const uint64_t *v = (const uint64_t *)((const char *)m + f->off);
 
@@ -111,7 +113,7 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
 	}
 	head(out, "ptygate_link_up", "gauge",
-		      "1 when the instance's sidecar link is up and greeted.");
+	     "1 when the instance's sidecar link is up and greeted.");
 	for (unsigned i = 0; i < n_links; i++) {
 		buf_append_str(out, "ptygate_link_up{instance=\"");
 		label(out, links[i].instance ? links[i].instance : "");

@@ -10,35 +10,38 @@
 
 struct metrics {
 	/* gauges */
-	uint64_t conns_controller;   /* attached connections by role */
+	uint64_t conns_controller; /* attached connections by role */
 	uint64_t conns_observer;
-	uint64_t conns_pending;      /* upgraded, not yet joined */
-	uint64_t queue_bytes;        /* fan-out bytes queued, all connections */
-	uint64_t queue_bytes_max;    /* the deepest single queue right now */
+	uint64_t conns_pending;	  /* upgraded, not yet joined */
+	uint64_t queue_bytes;	  /* fan-out bytes queued, all connections */
+	uint64_t queue_bytes_max; /* the deepest single queue right now */
 	/* counters */
-	uint64_t frames_out;         /* WebSocket frames queued to clients */
-	uint64_t bytes_out;          /* bytes written to client sockets */
-	uint64_t frames_in;          /* client frames received */
-	uint64_t replays;            /* joins with replay_from in range */
+	uint64_t frames_out; /* WebSocket frames queued to clients */
+	uint64_t bytes_out;  /* bytes written to client sockets */
+	uint64_t frames_in;  /* client frames received */
+	uint64_t replays;    /* joins with replay_from in range */
 	uint64_t replays_out_of_range;
-	uint64_t lag_events;         /* PTY_OUTPUT_LAGGED sent */
-	uint64_t auth_failures;      /* refused tokens */
+	uint64_t lag_events;	     /* PTY_OUTPUT_LAGGED sent */
+	uint64_t auth_failures;	     /* refused tokens */
 	uint64_t upgrades_refused;   /* every non-101 answer to an attach */
 	uint64_t link_reconnects;    /* sidecar links re-established */
 	uint64_t heartbeat_timeouts; /* connections closed 1011 for no pong */
 	uint64_t http_requests;
 	uint64_t conns_setup_failed; /* upgrades refused (503) or dropped: no resources */
 	uint64_t backpressure_events; /* a client's queue went over the cap: not read */
-	uint64_t queue_stall_closes; /* closed 4429 after staying over the cap */
-	uint64_t ops_throttled;   /* times a client went over --max-ops-per-sec: not read */
+	uint64_t queue_stall_closes;  /* closed 4429 after staying over the cap */
+	uint64_t ops_throttled; /* times a client went over --max-ops-per-sec: not read */
 	uint64_t link_instance_mismatches; /* hellos refused: another instance id */
-	uint64_t link_violations;    /* links dropped for a message over its caps */
+	uint64_t link_violations;	   /* links dropped for a message over its caps */
 	uint64_t link_queue_overflows; /* links dropped: the sidecar was not reading */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists
    each instance's link state (instance id, 1 or 0). */
-struct metrics_link { const char *instance; int up; };
+struct metrics_link {
+	const char *instance;
+	int up;
+};
 void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		    unsigned n_links, struct buf *out);
 

@@ -209,8 +209,7 @@ static struct peer_addr key_of(const struct peer_addr *a)
 
 /* FNV-1a over the seed and the key: enough with a secret seed and
    chains bounded by the connection limit. */
-static struct entry **slot(const struct peer_table *t,
-					 const struct peer_addr *addr)
+static struct entry **slot(const struct peer_table *t, const struct peer_addr *addr)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
 	struct peer_addr key = key_of(addr);

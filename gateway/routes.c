@@ -65,8 +65,7 @@ static int decode(const char *s, size_t n, int plus_space, char *out, size_t cap
 
 /* Splits and decodes the path of target into segs. Returns the count or
    -EINVAL (*why set); an empty path segment is kept as "". */
-static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
-			 const char **why)
+static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1], const char **why)
 {
 	size_t end = strcspn(target, "?#"), i = 1;
 	int n = 0;
@@ -80,8 +79,8 @@ static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
 
 		if (len > end - i)
 			len = end - i;
-		if (n == ROUTES__SEGS_MAX || decode(target + i, len, 0, segs[n],
-							    ROUTES_FILE_MAX + 1) < 0) {
+		if (n == ROUTES__SEGS_MAX ||
+		    decode(target + i, len, 0, segs[n], ROUTES_FILE_MAX + 1) < 0) {
 			*why = n == ROUTES__SEGS_MAX ? "path too deep"
 						     : "bad percent-encoding in path";
 			return -EINVAL;
@@ -97,8 +96,8 @@ static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1],
 	return n;
 }
 
-static int match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
-				struct route_match *m, const char **why)
+static int match_agents(char segs[][ROUTES_FILE_MAX + 1], int n, struct route_match *m,
+			const char **why)
 {
 	if (n < 3)
 		return -ENOENT;
@@ -135,8 +134,7 @@ static int match_agents(char segs[][ROUTES_FILE_MAX + 1], int n,
 
 /* A static file path: no empty or hidden segments except a final "/"
    meaning index.html. */
-static int match_static(char segs[][ROUTES_FILE_MAX + 1], int n,
-				struct route_match *m)
+static int match_static(char segs[][ROUTES_FILE_MAX + 1], int n, struct route_match *m)
 {
 	size_t o = 0;
 

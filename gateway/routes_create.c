@@ -116,8 +116,7 @@ static int f_env(struct route_create *rc, json_t *v, char *err, size_t errlen)
 	return 0;
 }
 
-static int size(json_t *v, const char *name, uint32_t *out, char *err,
-			size_t errlen)
+static int size(json_t *v, const char *name, uint32_t *out, char *err, size_t errlen)
 {
 	json_int_t x = json_integer_value(v);
 
@@ -174,10 +173,8 @@ static const struct {
 	const char *name;
 	int (*fn)(struct route_create *rc, json_t *v, char *err, size_t errlen);
 } create_fields[] = {
-    {"command", f_command}, {"cwd", f_cwd},
-    {"env", f_env},	    {"cols", f_cols},
-    {"rows", f_rows},	    {"policy", f_policy},
-    {"label", f_label},
+    {"command", f_command}, {"cwd", f_cwd},	  {"env", f_env},     {"cols", f_cols},
+    {"rows", f_rows},	    {"policy", f_policy}, {"label", f_label},
 };
 
 int routes_parse_create(const char *body, size_t len, struct route_create *rc, char *err,
@@ -199,8 +196,7 @@ int routes_parse_create(const char *body, size_t len, struct route_create *rc, c
 	}
 	json_object_foreach(rc->doc, key, v)
 	{
-		size_t i,
-		    n = sizeof(create_fields) / sizeof(create_fields[0]);
+		size_t i, n = sizeof(create_fields) / sizeof(create_fields[0]);
 
 		for (i = 0; i < n && strcmp(create_fields[i].name, key); i++)
 			;

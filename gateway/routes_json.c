@@ -71,10 +71,8 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 			    json_integer((json_int_t)s->current_sequence));
 	json_object_set_new(o, "oldest_retained_sequence",
 			    json_integer((json_int_t)s->oldest_retained_sequence));
-	json_object_set_new(o, "controllers",
-			    members(s->controllers, s->n_controllers));
-	json_object_set_new(o, "observers",
-			    members(s->observers, s->n_observers));
+	json_object_set_new(o, "controllers", members(s->controllers, s->n_controllers));
+	json_object_set_new(o, "observers", members(s->observers, s->n_observers));
 	json_object_set_new(o, "exit_code",
 			    s->has_exit_code ? json_integer(s->exit_code) : json_null());
 	json_object_set_new(o, "created_at", iso_ts(s->created_at_ms));
@@ -190,10 +188,10 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 	    "streaming", 1, "pushNotifications", 0, "stateTransitionHistory", 0,
 	    "extensions", "uri", ROUTES_EXTENSION_URI, "description",
 	    "Live PTY sessions: observe, control, replay, keyframes.", "required", 0,
-	    "params", ext_params(lim), "additionalInterfaces", "url", attach,
-	    "transport", FRAMES_BINDING_URI, "binding_uri", FRAMES_BINDING_URI,
-	    "binding_version", "1.0.0", "subprotocol", WSHS_PROTOCOL, "operations",
-	    "SendMessage", "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask",
+	    "params", ext_params(lim), "additionalInterfaces", "url", attach, "transport",
+	    FRAMES_BINDING_URI, "binding_uri", FRAMES_BINDING_URI, "binding_version",
+	    "1.0.0", "subprotocol", WSHS_PROTOCOL, "operations", "SendMessage",
+	    "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask",
 	    "SubscribeToTask", "preference", "secondary", "defaultInputModes",
 	    "text/plain", "defaultOutputModes", "text/plain", "skills", skills(),
 	    "securitySchemes", "bearer", "type", "http", "scheme", "bearer",
@@ -202,8 +200,7 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 
 void routes_error_body(const char *code, const char *message, struct buf *out)
 {
-	json_t *o =
-	    json_pack("{s:s, s:o}", "code", code, "message", jstr(message));
+	json_t *o = json_pack("{s:s, s:o}", "code", code, "message", jstr(message));
 	char *s = json_dumps(o, JSON_COMPACT);
 
 	buf_append_str(out, s);

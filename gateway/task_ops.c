@@ -27,7 +27,7 @@ struct pending_op {
 };
 
 struct task_conn {
-	int link_gone;          /* the upstream may be freed: never touch it */
+	int link_gone; /* the upstream may be freed: never touch it */
 	uint64_t sub_id;
 	struct pending_op *pending;
 	unsigned n_pending;
@@ -35,32 +35,43 @@ struct task_conn {
 
 struct op_row {
 	Ptg__TaskOp link_op;
-	const char *name;   /* the reply's op, before .Response / .Accepted */
+	const char *name; /* the reply's op, before .Response / .Accepted */
 	bool accepted;
 };
 
 static const struct op_row *op_row(enum envelope_op op)
 {
-	static const struct op_row send = { PTG__TASK_OP__TASK_OP_SEND, "SendMessage", false };
-	static const struct op_row stream = { PTG__TASK_OP__TASK_OP_SEND_STREAMING,
-					      "SendStreamingMessage", true };
-	static const struct op_row get = { PTG__TASK_OP__TASK_OP_GET, "GetTask", false };
-	static const struct op_row list = { PTG__TASK_OP__TASK_OP_LIST, "ListTasks", false };
-	static const struct op_row cancel = { PTG__TASK_OP__TASK_OP_CANCEL, "CancelTask", false };
-	static const struct op_row sub = { PTG__TASK_OP__TASK_OP_SUBSCRIBE, "SubscribeToTask",
-					   true };
-	static const struct op_row unsub = { PTG__TASK_OP__TASK_OP_UNSUBSCRIBE, "Unsubscribe",
-					     false };
+	static const struct op_row send = {PTG__TASK_OP__TASK_OP_SEND, "SendMessage",
+					   false};
+	static const struct op_row stream = {PTG__TASK_OP__TASK_OP_SEND_STREAMING,
+					     "SendStreamingMessage", true};
+	static const struct op_row get = {PTG__TASK_OP__TASK_OP_GET, "GetTask", false};
+	static const struct op_row list = {PTG__TASK_OP__TASK_OP_LIST, "ListTasks",
+					   false};
+	static const struct op_row cancel = {PTG__TASK_OP__TASK_OP_CANCEL, "CancelTask",
+					     false};
+	static const struct op_row sub = {PTG__TASK_OP__TASK_OP_SUBSCRIBE,
+					  "SubscribeToTask", true};
+	static const struct op_row unsub = {PTG__TASK_OP__TASK_OP_UNSUBSCRIBE,
+					    "Unsubscribe", false};
 
 	switch (op) {
-	case ENVELOPE_OP_SEND_MESSAGE: return &send;
-	case ENVELOPE_OP_SEND_STREAMING_MESSAGE: return &stream;
-	case ENVELOPE_OP_GET_TASK: return &get;
-	case ENVELOPE_OP_LIST_TASKS: return &list;
-	case ENVELOPE_OP_CANCEL_TASK: return &cancel;
-	case ENVELOPE_OP_SUBSCRIBE_TO_TASK: return &sub;
-	case ENVELOPE_OP_UNSUBSCRIBE: return &unsub;
-	default: return NULL;
+	case ENVELOPE_OP_SEND_MESSAGE:
+		return &send;
+	case ENVELOPE_OP_SEND_STREAMING_MESSAGE:
+		return &stream;
+	case ENVELOPE_OP_GET_TASK:
+		return &get;
+	case ENVELOPE_OP_LIST_TASKS:
+		return &list;
+	case ENVELOPE_OP_CANCEL_TASK:
+		return &cancel;
+	case ENVELOPE_OP_SUBSCRIBE_TO_TASK:
+		return &sub;
+	case ENVELOPE_OP_UNSUBSCRIBE:
+		return &unsub;
+	default:
+		return NULL;
 	}
 }
 
@@ -87,8 +98,8 @@ static void sink_link_lost(void *user)
 }
 
 static const struct upstream_sink task_sink = {
-	.link_lost = sink_link_lost,
-	.task_update = sink_task_update,
+    .link_lost = sink_link_lost,
+    .task_update = sink_task_update,
 };
 
 static struct task_conn *task_conn_of(struct conn *c)
@@ -125,10 +136,12 @@ static void on_reply(const Ptg__Reply *r, void *user)
 		conn_send_error(c, FRAMES_INTERNAL, p->client_id,
 				"the sandbox did not answer the task request");
 	} else if (r->code != PTG__ERROR_CODE__OK) {
-		conn_send_error(c, frames_code_from_link(r->code), p->client_id, r->message);
+		conn_send_error(c, frames_code_from_link(r->code), p->client_id,
+				r->message);
 	} else {
 		payload = r->result_case == PTG__REPLY__RESULT_TASK_JSON
-				  ? json_loads(r->task_json, 0, NULL) : NULL;
+			      ? json_loads(r->task_json, 0, NULL)
+			      : NULL;
 		if (!json_is_object(payload)) {
 			conn_send_error(c, FRAMES_INTERNAL, p->client_id,
 					"the sandbox sent an unreadable task answer");
@@ -164,7 +177,8 @@ static int check_request(struct conn *c, const struct envelope *env, const char 
 		return -1;
 	}
 	if (env->payload && !json_is_object(env->payload)) {
-		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id, "payload must be an object");
+		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
+				"payload must be an object");
 		return -1;
 	}
 	*idem = idempotency_key(c);
@@ -196,7 +210,8 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	if (!row || check_request(c, env, &idem) < 0)
 		return;
 	if (!c->up || (c->tasks && c->tasks->link_gone)) {
-		conn_send_error(c, FRAMES_INTERNAL, env->id, "the link to the sandbox was lost");
+		conn_send_error(c, FRAMES_INTERNAL, env->id,
+				"the link to the sandbox was lost");
 		return;
 	}
 	tc = task_conn_of(c);
@@ -217,7 +232,8 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	p->request_id = tr.request_id;
 	snprintf(p->client_id, sizeof(p->client_id), "%s", env->id);
 	if (upstream_request(c->up, &m, tr.request_id, on_reply, p) < 0) {
-		conn_send_error(c, FRAMES_INTERNAL, env->id, "the sandbox is unreachable");
+		conn_send_error(c, FRAMES_INTERNAL, env->id,
+				"the sandbox is unreachable");
 		free(p);
 	} else {
 		p->next = tc->pending;
@@ -233,8 +249,8 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
    queue is over its limit, except a terminal one, which is the last. */
 static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
 {
-	const char *state = json_string_value(json_object_get(json_object_get(task, "status"),
-							      "state"));
+	const char *state =
+	    json_string_value(json_object_get(json_object_get(task, "status"), "state"));
 	bool terminal = state && strcmp(state, "TASK_STATE_SUBMITTED") &&
 			strcmp(state, "TASK_STATE_WORKING");
 
@@ -245,17 +261,21 @@ static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
 static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 {
 	json_t *task = json_loads(tu->task_json, 0, NULL);
-	json_t *delta = tu->delta_json[0] ? json_loads(tu->delta_json, 0, NULL) : json_object();
+	json_t *delta =
+	    tu->delta_json[0] ? json_loads(tu->delta_json, 0, NULL) : json_object();
 	struct buf out = BUF_INIT;
 
 	if (!json_is_object(task) || !json_is_object(delta)) {
 		log_warn(c->log_ctx, "dropping an unreadable task update");
-	} else if (skip_for_backlog(c, task, strlen(tu->task_json) + strlen(tu->delta_json))) {
-		log_debug(c->log_ctx, "task update skipped: the client is behind (the next "
+	} else if (skip_for_backlog(c, task,
+				    strlen(tu->task_json) + strlen(tu->delta_json))) {
+		log_debug(c->log_ctx,
+			  "task update skipped: the client is behind (the next "
 			  "one carries the whole task)");
 	} else {
 		json_t *payload = json_pack("{s:O, s:O}", "task", task, "delta", delta);
-		frames_task_status_update(NULL, payload, c->service_params, time_now_ms(), &out);
+		frames_task_status_update(NULL, payload, c->service_params, time_now_ms(),
+					  &out);
 		conn_send_json(c, &out);
 		json_decref(payload);
 	}

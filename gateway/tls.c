@@ -19,7 +19,7 @@ static void cred_free(struct tls_cred *c)
 }
 
 static int load(const char *cert_file, const char *key_file, struct tls_cred **out,
-		     char *err, size_t errlen)
+		char *err, size_t errlen)
 {
 	struct tls_cred *c = xcalloc(1, sizeof(*c));
 	int rc;
@@ -33,8 +33,8 @@ static int load(const char *cert_file, const char *key_file, struct tls_cred **o
 	rc = gnutls_certificate_set_x509_key_file2(c->x509, cert_file, key_file,
 						   GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (rc < 0) {
-		snprintf(err, errlen, "--tls-cert %s, --tls-key %s: %s", cert_file, key_file,
-			 gnutls_strerror(rc));
+		snprintf(err, errlen, "--tls-cert %s, --tls-key %s: %s", cert_file,
+			 key_file, gnutls_strerror(rc));
 		goto fail;
 	}
 	c->refs = 1;

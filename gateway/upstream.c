@@ -68,12 +68,12 @@ struct upstream {
 	struct pending *pending;
 	struct binding *binds;
 	size_t n_binds, cap_binds;
-	struct group **groups;      /* sorted by session id */
+	struct group **groups; /* sorted by session id */
 	size_t n_groups, cap_groups;
 	struct buf json;
 	Ptg__Limits limits;
 	int has_limits;
-	char refused[200];          /* why the last hello was refused, or "" */
+	char refused[200]; /* why the last hello was refused, or "" */
 };
 
 static void dial(struct upstream *u);
@@ -184,9 +184,11 @@ static struct group *group_join(struct upstream *u, const char *session_id, uint
 	} else {
 		if (u->n_groups == u->cap_groups) {
 			u->cap_groups = u->cap_groups ? u->cap_groups * 2 : 8;
-			u->groups = xrealloc(u->groups, u->cap_groups * sizeof(*u->groups));
+			u->groups =
+			    xrealloc(u->groups, u->cap_groups * sizeof(*u->groups));
 		}
-		memmove(&u->groups[i + 1], &u->groups[i], (u->n_groups - i) * sizeof(*u->groups));
+		memmove(&u->groups[i + 1], &u->groups[i],
+			(u->n_groups - i) * sizeof(*u->groups));
 		u->n_groups++;
 		g = u->groups[i] = xcalloc(1, sizeof(*g));
 		snprintf(g->session_id, sizeof(g->session_id), "%s", session_id);
@@ -213,7 +215,8 @@ static void group_leave(struct upstream *u, struct group *g, uint64_t id)
 	if (g->n)
 		return;
 	i = group_pos(u, g->session_id);
-	memmove(&u->groups[i], &u->groups[i + 1], (u->n_groups - i - 1) * sizeof(*u->groups));
+	memmove(&u->groups[i], &u->groups[i + 1],
+		(u->n_groups - i - 1) * sizeof(*u->groups));
 	u->n_groups--;
 	free(g->ids);
 	free(g);
@@ -233,7 +236,8 @@ void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_i
 			u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
 			u->binds = xrealloc(u->binds, u->cap_binds * sizeof(*u->binds));
 		}
-		memmove(&u->binds[i + 1], &u->binds[i], (u->n_binds - i) * sizeof(*u->binds));
+		memmove(&u->binds[i + 1], &u->binds[i],
+			(u->n_binds - i) * sizeof(*u->binds));
 		u->n_binds++;
 		b = &u->binds[i];
 	}
@@ -303,7 +307,8 @@ static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
 {
 	struct binding *b = find_binding(u, tu->attach_id);
 
-	if (b && b->sink->task_update && strcmp(b->group->session_id, tu->session_id) == 0)
+	if (b && b->sink->task_update &&
+	    strcmp(b->group->session_id, tu->session_id) == 0)
 		b->sink->task_update(tu, b->user);
 }
 
@@ -333,7 +338,8 @@ static int check_instance(struct upstream *u, const Ptg__HelloAck *a)
 	}
 	snprintf(u->refused, sizeof(u->refused),
 		 "refused: the sidecar reports instance '%.64s'", a->instance_id);
-	log_error(u->name, "link refused: the sidecar reports instance '%.128s', not '%s'",
+	log_error(u->name,
+		  "link refused: the sidecar reports instance '%.128s', not '%s'",
 		  a->instance_id, u->id);
 	u->gw->metrics.link_instance_mismatches++;
 	linkconn_close(u->lc, "instance id mismatch");
@@ -368,7 +374,8 @@ static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f
 		max_o = u->limits.max_observers;
 	switch (f->kind_case) {
 	case PTG__FRAME__KIND_OUTPUT:
-		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output" : NULL;
+		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output"
+								   : NULL;
 	case PTG__FRAME__KIND_MEMBERSHIP:
 		return f->membership->n_controllers > max_c ||
 			       f->membership->n_observers > max_o
@@ -416,7 +423,8 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 static void schedule_dial(struct upstream *u)
 {
 	ev_timer_arm(u->retry, u->backoff_ms, 0);
-	u->backoff_ms = u->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : u->backoff_ms * 2;
+	u->backoff_ms =
+	    u->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : u->backoff_ms * 2;
 }
 
 /* Every attachment on the link is gone with it; the clients reconnect
@@ -444,8 +452,8 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 }
 
 static const struct linkconn_ops link_ops = {
-	.on_message = on_link_message,
-	.on_close = on_link_close,
+    .on_message = on_link_message,
+    .on_close = on_link_close,
 };
 
 static void send_hello(struct upstream *u)
@@ -495,7 +503,8 @@ static void dial(struct upstream *u)
 	}
 	u->connect_io = ev_io_new(u->gw->loop, fd, EV_WRITE, on_connected, u);
 	if (!u->connect_io) {
-		log_warn(u->name, "connect: cannot watch the socket: %s", strerror(errno));
+		log_warn(u->name, "connect: cannot watch the socket: %s",
+			 strerror(errno));
 		close(fd);
 		schedule_dial(u);
 		return;
@@ -569,8 +578,14 @@ void upstream_set_addr(struct upstream *u, const struct addr *a)
 	dial(u);
 }
 
-const char *upstream_instance(const struct upstream *u) { return u->id; }
-int upstream_up(const struct upstream *u) { return u->up; }
+const char *upstream_instance(const struct upstream *u)
+{
+	return u->id;
+}
+int upstream_up(const struct upstream *u)
+{
+	return u->up;
+}
 const char *upstream_state(const struct upstream *u)
 {
 	return u->up ? "up" : u->refused[0] ? u->refused : "down";
@@ -579,8 +594,14 @@ const Ptg__Limits *upstream_limits(const struct upstream *u)
 {
 	return u->has_limits ? &u->limits : NULL;
 }
-uint64_t upstream_next_id(struct upstream *u) { return u->next_request++; }
-uint64_t upstream_attach_id(struct upstream *u) { return u->next_attach++; }
+uint64_t upstream_next_id(struct upstream *u)
+{
+	return u->next_request++;
+}
+uint64_t upstream_attach_id(struct upstream *u)
+{
+	return u->next_attach++;
+}
 
 /* Queues m toward the sidecar. A sidecar that does not read is not
    given more than --link-queue-bytes: the link is dropped (its clients
@@ -590,7 +611,8 @@ static void send_capped(struct upstream *u, const Ptg__LinkMessage *m)
 	linkconn_send(u->lc, m);
 	if (linkconn_pending(u->lc) <= u->gw->cfg->link_queue_bytes)
 		return;
-	log_error(u->name, "dropping the link: %zu bytes queued, the sidecar is not reading",
+	log_error(u->name,
+		  "dropping the link: %zu bytes queued, the sidecar is not reading",
 		  linkconn_pending(u->lc));
 	u->gw->metrics.link_queue_overflows++;
 	linkconn_close(u->lc, "the sidecar is not reading");

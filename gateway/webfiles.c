@@ -26,7 +26,8 @@ int webfiles_is_hashed(const char *file)
 
 const char *webfiles_cache_control(const char *file)
 {
-	return webfiles_is_hashed(file) ? "public, max-age=31536000, immutable" : "no-cache";
+	return webfiles_is_hashed(file) ? "public, max-age=31536000, immutable"
+					: "no-cache";
 }
 
 void webfiles_headers(struct MHD_Response *resp, const char *file)

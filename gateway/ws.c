@@ -129,7 +129,8 @@ static bool scan_header(struct frame_scan *s, uint8_t c)
    length. Close frames are held back and handed to wslay whole, because
    wslay validates a close reason per received chunk and gets it wrong
    when the payload arrives in pieces. */
-static enum seg_kind frame_scan(struct frame_scan *s, const uint8_t *p, size_t n, size_t *k)
+static enum seg_kind frame_scan(struct frame_scan *s, const uint8_t *p, size_t n,
+				size_t *k)
 {
 	bool hold = (s->have == 0 && s->skip == 0)
 			? (p[0] & 0x0f) == WSLAY_CONNECTION_CLOSE
@@ -163,8 +164,8 @@ static enum seg_kind frame_scan(struct frame_scan *s, const uint8_t *p, size_t n
 	return hold ? WS__HOLD : WS__PASS;
 }
 
-static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
-			   int flags, void *user)
+static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len, int flags,
+		       void *user)
 {
 	struct ws *ws = user;
 	size_t n = ws->in_len < len ? ws->in_len : len;
@@ -180,7 +181,7 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *buf, size_t len,
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *data, size_t len,
-			   int flags, void *user)
+		       int flags, void *user)
 {
 	struct ws *ws = user;
 
@@ -204,7 +205,7 @@ static void on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg *ar
 }
 
 static void msg_cb(wslay_event_context_ptr ctx,
-		       const struct wslay_event_on_msg_recv_arg *arg, void *user)
+		   const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct ws *ws = user;
 
@@ -407,8 +408,7 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
 	size_t n = reason ? strlen(reason) : 0;
 	int r;
 
-	if (n > WS__REASON_MAX || (code == 0 && n > 0) ||
-	    (code && !code_sendable(code)))
+	if (n > WS__REASON_MAX || (code == 0 && n > 0) || (code && !code_sendable(code)))
 		return -EINVAL;
 	r = wslay_event_queue_close(ctx_of(ws), code,
 				    (const uint8_t *)(reason ? reason : ""), n);

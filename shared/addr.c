@@ -70,7 +70,7 @@ static int host_ok(const char *s, size_t n)
 /* Splits s[0, n) into the host (brackets removed) and the port's text
    after its colon (NULL when there is no port). */
 static int split_hostport(const char *s, size_t n, const char **host, size_t *hlen,
-				const char **port, const char **why)
+			  const char **port, const char **why)
 {
 	const char *colon;
 
@@ -296,8 +296,8 @@ static int unlink_stale(const char *path, char *err, unsigned errlen)
 }
 
 /* Binds fd to sa and listens; closes fd on failure. */
-static int bind_listen(int fd, const struct sockaddr *sa, socklen_t len,
-			     const char *what, char *err, unsigned errlen)
+static int bind_listen(int fd, const struct sockaddr *sa, socklen_t len, const char *what,
+		       char *err, unsigned errlen)
 {
 	if (bind(fd, sa, len) < 0 || listen(fd, ADDR_BACKLOG) < 0) {
 		int e = errno;
@@ -352,8 +352,8 @@ static int is_loopback(const struct sockaddr *sa)
 	return 0;
 }
 
-static int resolve(const struct addr *a, int passive, struct addrinfo **res,
-			 char *err, unsigned errlen)
+static int resolve(const struct addr *a, int passive, struct addrinfo **res, char *err,
+		   unsigned errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
@@ -370,8 +370,8 @@ static int resolve(const struct addr *a, int passive, struct addrinfo **res,
 }
 
 /* Every address the name gives must be loopback, or none is used. */
-static int check_loopback(const struct addr *a, const struct addrinfo *res,
-				char *err, unsigned errlen)
+static int check_loopback(const struct addr *a, const struct addrinfo *res, char *err,
+			  unsigned errlen)
 {
 	for (; res; res = res->ai_next) {
 		if (!is_loopback(res->ai_addr)) {
@@ -405,8 +405,7 @@ static int listen_tcp(const struct addr *a, int flags, char *err, unsigned errle
 			continue;
 		}
 		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		fd = bind_listen(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
-				       errlen);
+		fd = bind_listen(fd, ai->ai_addr, ai->ai_addrlen, a->host, err, errlen);
 		if (fd >= 0)
 			break;
 	}
@@ -425,8 +424,7 @@ static int listen_vsock(const struct addr *a, char *err, unsigned errlen)
 		return fd;
 	}
 	vsock_sa(a, &sa);
-	return bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err,
-				 errlen);
+	return bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err, errlen);
 }
 
 int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
@@ -445,7 +443,7 @@ int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
 
 /* Starts connecting fd to sa; closes fd unless under way or done. */
 static int start_connect(int fd, const struct sockaddr *sa, socklen_t len,
-			       const char *what, char *err, unsigned errlen)
+			 const char *what, char *err, unsigned errlen)
 {
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		int e = errno;
@@ -473,8 +471,7 @@ static int connect_tcp(const struct addr *a, char *err, unsigned errlen)
 			set_error(err, errlen, "socket: %s", strerror(-fd));
 			continue;
 		}
-		fd = start_connect(fd, ai->ai_addr, ai->ai_addrlen, a->host, err,
-					 errlen);
+		fd = start_connect(fd, ai->ai_addr, ai->ai_addrlen, a->host, err, errlen);
 		if (fd >= 0)
 			break;
 	}
@@ -497,10 +494,10 @@ int addr_connect(const struct addr *a, char *err, unsigned errlen)
 	}
 	if (a->kind == ADDR_UNIX) {
 		unix_sa(a, &un);
-		return start_connect(fd, (struct sockaddr *)&un, sizeof(un),
-					   a->path, err, errlen);
+		return start_connect(fd, (struct sockaddr *)&un, sizeof(un), a->path, err,
+				     errlen);
 	}
 	vsock_sa(a, &vm);
 	return start_connect(fd, (struct sockaddr *)&vm, sizeof(vm), "vsock", err,
-				   errlen);
+			     errlen);
 }

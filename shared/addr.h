@@ -12,11 +12,11 @@ enum addr_kind { ADDR_UNIX, ADDR_TCP, ADDR_VSOCK };
 
 struct addr {
 	enum addr_kind kind;
-	char path[108];   /* unix */
-	char host[256];   /* tcp: as written, brackets removed */
-	uint16_t port;    /* tcp */
-	uint32_t cid;     /* vsock */
-	uint32_t vport;   /* vsock */
+	char path[108]; /* unix */
+	char host[256]; /* tcp: as written, brackets removed */
+	uint16_t port;	/* tcp */
+	uint32_t cid;	/* vsock */
+	uint32_t vport; /* vsock */
 };
 
 /* Parses s; on failure returns -EINVAL and writes a reason to err. */
@@ -41,7 +41,8 @@ void addr_format(const struct addr *a, char *out, unsigned outlen);
 
 /* Binds and listens, non-blocking, close-on-exec; a stale unix socket
    file is replaced, and a new one is readable and writable by its owner
-   only (the link is not authenticated). Returns the fd or a negative errno; err says why. */
+   only (the link is not authenticated). Returns the fd or a negative errno; err says why.
+ */
 int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen);
 /* Starts a non-blocking connect; returns the fd (connection may still be
    in progress: wait for EV_WRITE and check SO_ERROR) or a negative errno. */

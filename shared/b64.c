@@ -11,7 +11,7 @@ static const char url_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 static void encode(const uint8_t *src, size_t n, struct buf *out, const char *alpha,
-			int pad)
+		   int pad)
 {
 	size_t i;
 	char *p = (char *)buf_reserve(out, b64_encoded_len(n));

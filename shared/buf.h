@@ -14,11 +14,17 @@ struct buf {
 	size_t cap;
 };
 
-#define BUF_INIT { NULL, 0, 0, 0 }
+#define BUF_INIT                                                                         \
+	{                                                                                \
+		NULL, 0, 0, 0                                                            \
+	}
 
 /* Number of unread bytes and a pointer to the first. A buf that never
    held storage gives a valid empty span, not NULL + 0 (undefined). */
-static inline size_t buf_size(const struct buf *b) { return b->len - b->off; }
+static inline size_t buf_size(const struct buf *b)
+{
+	return b->len - b->off;
+}
 extern uint8_t buf__empty[]; /* the span of a buf without storage */
 static inline uint8_t *buf_head(const struct buf *b)
 {
@@ -37,7 +43,7 @@ void buf_commit(struct buf *b, size_t n);
 void buf_append(struct buf *b, const void *p, size_t n);
 void buf_append_str(struct buf *b, const char *s);
 void buf_appendf(struct buf *b, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 void buf_vappendf(struct buf *b, const char *fmt, va_list ap);
 /* Drops n bytes from the front (n <= buf_size). Compacts lazily. */
 void buf_consume(struct buf *b, size_t n);

@@ -48,7 +48,7 @@ struct ev_timer {
 	struct ev_loop *loop;
 	struct heap_node node; /* in loop->timers while armed and not due */
 	int64_t deadline;      /* CLOCK_MONOTONIC ns */
-	uint64_t seq;          /* arming order, breaks deadline ties */
+	uint64_t seq;	       /* arming order, breaks deadline ties */
 	int64_t repeat_ms;
 	int armed;
 	int due; /* in this turn's due list, not yet fired */
@@ -167,8 +167,7 @@ static uint32_t epoll_mask(unsigned events)
    events is removed so a hung-up fd does not spin the loop. */
 static int io_sync(struct ev_io *io)
 {
-	struct epoll_event ee = {.events = epoll_mask(io->events),
-				 .data.ptr = &io->src};
+	struct epoll_event ee = {.events = epoll_mask(io->events), .data.ptr = &io->src};
 	int op;
 
 	if (io->events == 0) {
@@ -407,7 +406,8 @@ static void run_timers(struct ev_loop *loop)
 		t->due = 1;
 		if (loop->ndue == loop->due_cap) {
 			loop->due_cap = loop->due_cap ? loop->due_cap * 2 : 16;
-			loop->due = xrealloc(loop->due, loop->due_cap * sizeof(*loop->due));
+			loop->due =
+			    xrealloc(loop->due, loop->due_cap * sizeof(*loop->due));
 		}
 		loop->due[loop->ndue++] = t;
 	}

@@ -31,8 +31,8 @@ void ev_loop_stop(struct ev_loop *loop);
 
 /* Watches fd (the caller keeps owning it, and frees the io before closing
    it) for events; NULL with errno set if fd cannot be watched. */
-struct ev_io *ev_io_new(struct ev_loop *loop, int fd, unsigned events,
-			ev_io_cb cb, void *user);
+struct ev_io *ev_io_new(struct ev_loop *loop, int fd, unsigned events, ev_io_cb cb,
+			void *user);
 void ev_io_set(struct ev_io *io, unsigned events);
 unsigned ev_io_events(const struct ev_io *io);
 /* Stops watching; safe to call from inside the io's own callback. */
@@ -48,8 +48,8 @@ void ev_io_free(struct ev_io *io);
 
 /* A timer firing after after_ms, then every repeat_ms (0: once). Not
    armed when after_ms < 0. Never fails (allocation aborts, STYLE 4). */
-struct ev_timer *ev_timer_new(struct ev_loop *loop, int64_t after_ms,
-			      int64_t repeat_ms, ev_timer_cb cb, void *user);
+struct ev_timer *ev_timer_new(struct ev_loop *loop, int64_t after_ms, int64_t repeat_ms,
+			      ev_timer_cb cb, void *user);
 /* (Re)arms t as ev_timer_new would, replacing any pending expiry;
    after_ms < 0 disarms. Safe from any callback, t's own included. */
 void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms);

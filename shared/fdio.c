@@ -27,7 +27,7 @@ int fd_write_all(int fd, const void *p, size_t n)
 
 /* Says why path was not read; returns rc. */
 static int fail(int rc, int not_regular, const char *path, size_t max, char *err,
-		      size_t errlen)
+		size_t errlen)
 {
 	if (!err || !errlen)
 		return rc;
@@ -75,9 +75,9 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 {
 	/* O_NONBLOCK: opening a FIFO for FDIO_REGULAR to refuse must not wait
 	   for a writer; it changes nothing for a regular file. */
-	int oflags =
-	    O_RDONLY | O_CLOEXEC | O_NOCTTY | (flags & FDIO_REGULAR ? O_NONBLOCK : 0) |
-	    (flags & FDIO_NOFOLLOW ? O_NOFOLLOW : 0);
+	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY |
+		     (flags & FDIO_REGULAR ? O_NONBLOCK : 0) |
+		     (flags & FDIO_NOFOLLOW ? O_NOFOLLOW : 0);
 	size_t before = buf_size(out); /* buf_reserve may move the content */
 	struct stat st;
 	int fd, rc, not_regular = 0;

@@ -16,8 +16,8 @@ int fd_write_all(int fd, const void *p, size_t n);
 
 /* Flags of fd_read_file. */
 #define FDIO_REGULAR                                                                     \
-	1 /* refuse anything but a regular file (a FIFO would                            \
-	     block, a device never end) */
+	1		/* refuse anything but a regular file (a FIFO would              \
+			   block, a device never end) */
 #define FDIO_NOFOLLOW 2 /* refuse a symbolic link as the last component (ELOOP) */
 
 /* Appends the whole file at path, at most max bytes, to out, retrying

@@ -155,7 +155,7 @@ void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
    memory, and returns how many bytes went; -1 after closing the link. */
 static ssize_t writev_direct(struct linkconn *lc, const struct iovec *iov, int cnt)
 {
-	struct msghdr mh = { .msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt };
+	struct msghdr mh = {.msg_iov = (struct iovec *)iov, .msg_iovlen = (size_t)cnt};
 	ssize_t n;
 
 	do
@@ -181,7 +181,8 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 		return;
 	/* Queue what the socket did not take, in order. */
 	for (int i = 0; i < cnt; i++) {
-		size_t skip = (size_t)done < iov[i].iov_len ? (size_t)done : iov[i].iov_len;
+		size_t skip =
+		    (size_t)done < iov[i].iov_len ? (size_t)done : iov[i].iov_len;
 		buf_append(&lc->out, (const uint8_t *)iov[i].iov_base + skip,
 			   iov[i].iov_len - skip);
 		done -= (ssize_t)skip;

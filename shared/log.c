@@ -73,8 +73,7 @@ void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
 	time_format_ms(time_now_ms(), ts);
 	r = ctx ? snprintf(line, sizeof(line), "%s %s %s [%s] ", ts, names[lvl],
 			   ident_buf, ctx)
-		: snprintf(line, sizeof(line), "%s %s %s ", ts, names[lvl],
-			   ident_buf);
+		: snprintf(line, sizeof(line), "%s %s %s ", ts, names[lvl], ident_buf);
 	head = r < 0 ? 0 : (size_t)r < sizeof(line) - 1 ? (size_t)r : sizeof(line) - 1;
 	va_start(ap, fmt);
 	r = vsnprintf(line + head, sizeof(line) - head, fmt, ap);

@@ -12,11 +12,11 @@ int log_level_parse(const char *s, enum log_level *out);
 void log_set_ident(const char *ident);
 /* ctx may be NULL. Never pass input as fmt. */
 void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 
 #define log_debug(ctx, ...) log_msg(LOG_DEBUG, ctx, __VA_ARGS__)
-#define log_info(ctx, ...) log_msg(LOG_INFO, ctx, __VA_ARGS__)
-#define log_warn(ctx, ...) log_msg(LOG_WARN, ctx, __VA_ARGS__)
+#define log_info(ctx, ...)  log_msg(LOG_INFO, ctx, __VA_ARGS__)
+#define log_warn(ctx, ...)  log_msg(LOG_WARN, ctx, __VA_ARGS__)
 #define log_error(ctx, ...) log_msg(LOG_ERROR, ctx, __VA_ARGS__)
 
 #endif

@@ -168,8 +168,8 @@ static int offset(const char **p, int *minutes)
 		return -EINVAL;
 	sign = **p == '-' ? -1 : 1;
 	(*p)++;
-	if (digits(p, 2, &hh) || expect(p, ':') ||
-	    digits(p, 2, &mm) || hh > 23 || mm > 59)
+	if (digits(p, 2, &hh) || expect(p, ':') || digits(p, 2, &mm) || hh > 23 ||
+	    mm > 59)
 		return -EINVAL;
 	*minutes = sign * (hh * 60 + mm);
 	return 0;
@@ -181,22 +181,20 @@ int time_parse_rfc3339(const char *s, int64_t *ms)
 	const char *p = s;
 	int64_t days;
 
-	if (digits(&p, 4, &y) || expect(&p, '-') ||
-	    digits(&p, 2, &mo) || expect(&p, '-') ||
-	    digits(&p, 2, &d))
+	if (digits(&p, 4, &y) || expect(&p, '-') || digits(&p, 2, &mo) ||
+	    expect(&p, '-') || digits(&p, 2, &d))
 		return -EINVAL;
 	if (*p != 'T' && *p != 't')
 		return -EINVAL;
 	p++;
-	if (digits(&p, 2, &h) || expect(&p, ':') ||
-	    digits(&p, 2, &mi) || expect(&p, ':') ||
-	    digits(&p, 2, &sec) || fraction(&p, &frac) ||
+	if (digits(&p, 2, &h) || expect(&p, ':') || digits(&p, 2, &mi) ||
+	    expect(&p, ':') || digits(&p, 2, &sec) || fraction(&p, &frac) ||
 	    offset(&p, &off) || *p != '\0')
 		return -EINVAL;
 	/* Second 60 is a leap second (RFC 3339 5.7); it counts as :59.999 on
 	   a clock that does not have it. */
-	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 ||
-	    mi > 59 || sec > 60)
+	if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo) || h > 23 || mi > 59 ||
+	    sec > 60)
 		return -EINVAL;
 	if (sec == 60) {
 		sec = 59;

@@ -16,58 +16,67 @@
 #include "ptg_limits.h"
 
 static const char usage[] =
-	"Usage: ptygate-sidecar --listen ADDR [options]\n"
-	"\n"
-	"Owns the terminal sessions of one sandbox and serves them to\n"
-	"ptygate-gateway over the link protocol.\n"
-	"\n"
-	"  --listen ADDR            unix:/path, tcp:127.0.0.1:PORT or vsock:CID:PORT\n"
-	"  --allow-public           allow a tcp listen address beyond loopback\n"
-	"  --instance-id ID         the instance this sidecar serves (default: hostname)\n"
-	"  --state-dir DIR          keep session records here (default: none)\n"
-	"  --replay-frames N        frames always retained per session (1000)\n"
-	"  --replay-seconds S       seconds of frames retained per session (86400)\n"
-	"  --replay-bytes B         byte budget of a session's history: the ring,\n"
-	"                           or the frame log with --state-dir (67108864)\n"
-	"  --max-controllers K      controllers per session (4)\n"
-	"  --max-observers M        observers per session (32)\n"
-	"  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
-	"  --keyframe-frames N      keyframe at least every N output frames (100)\n"
-	"  --keyframe-max-bytes B   largest snapshot sent, 1024-12582912; a larger\n"
-	"                           screen gets KEYFRAME_UNAVAILABLE (8388608)\n"
-	"  --default-size COLSxROWS size of a session created without one (120x30)\n"
-	"  --max-sessions N         sessions at once, exited ones included (256)\n"
-	"  --kill-grace-ms MS       hang-up to SIGKILL delay when ending (3000)\n"
-	"  --exited-keep-seconds S  an exited session stays attachable (600)\n"
-	"  --task-handler PATH      run task messages with PATH, the message as JSON\n"
-	"                           on its stdin (default: /bin/sh -c TEXT)\n"
-	"  --task-output-bytes B    stdout+stderr kept per task, 0-1048576 (1048576)\n"
-	"  --task-max-running N     running tasks per sidecar, 1-1024 (16)\n"
-	"  --task-max-running-session N  running tasks per session, 1-1024 (4)\n"
-	"  --task-max-message-bytes B    a task's command text, 1-262144 (65536)\n"
-	"  --task-page-max N        ListTasks page size cap, 1-1000 (100)\n"
-	"  --task-keep N            finished tasks kept per sidecar, 1-100000 (200)\n"
-	"  --state-key-file PATH    seals the state dir (libsodium secretstream);\n"
-	"                           created 0600 with a new key when absent\n"
-	"  --state-old-key-file PATH  an earlier key, to read what it sealed\n"
-	"                           (rotation; repeatable; with --state-key-file\n"
-	"                           at most " PTG_STR(SEAL_MAX_KEYS) " keys)\n"
-	"  --state-plaintext        keep state unsealed (checksums only)\n"
-	"  --fsync POLICY           frame log: interval:MS (interval:100ms),\n"
-	"                           every-frame or never\n"
-	"  --state-max-bytes B      frame logs of all sessions together; oldest\n"
-	"                           segments go first (0: no cap) (0)\n"
-	"  --state-segment-bytes B  frame log segment size, 65536-1073741824 (8388608)\n"
-	"  --replay-memory-bytes B  with --state-dir, the in-memory tail of each\n"
-	"                           session's history; older replays read the\n"
-	"                           disk (8388608)\n"
-	"  --export-asciicast ID    write session ID's history from --state-dir as\n"
-	"                           asciicast v2 to stdout, then exit\n"
-	"  --session-user USER      run every session's program as USER (the\n"
-	"                           sidecar must be root; default: its own user)\n"
-	"  --log-level LEVEL        debug, info, warn or error (info)\n"
-	"  --help                   this text\n"
-	"  --version                the version\n";
+    "Usage: ptygate-sidecar --listen ADDR [options]\n"
+    "\n"
+    "Owns the terminal sessions of one sandbox and serves them to\n"
+    "ptygate-gateway over the link protocol.\n"
+    "\n"
+    "  --listen ADDR            unix:/path, tcp:127.0.0.1:PORT or vsock:CID:PORT\n"
+    "  --allow-public           allow a tcp listen address beyond loopback\n"
+    "  --instance-id ID         the instance this sidecar serves (default: hostname)\n"
+    "  --state-dir DIR          keep session records here (default: none)\n"
+    "  --replay-frames N        frames always retained per session (1000)\n"
+    "  --replay-seconds S       seconds of frames retained per session (86400)\n"
+    "  --replay-bytes B         byte budget of a session's history: the ring,\n"
+    "                           or the frame log with --state-dir (67108864)\n"
+    "  --max-controllers K      controllers per session (4)\n"
+    "  --max-observers M        observers per session (32)\n"
+    "  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
+    "  --keyframe-frames N      keyframe at least every N output frames (100)\n"
+    "  --keyframe-max-bytes B   largest snapshot sent, 1024-12582912; a larger\n"
+    "                           screen gets KEYFRAME_UNAVAILABLE (8388608)\n"
+    "  --default-size COLSxROWS size of a session created without one (120x30)\n"
+    "  --max-sessions N         sessions at once, exited ones included (256)\n"
+    "  --kill-grace-ms MS       hang-up to SIGKILL delay when ending (3000)\n"
+    "  --exited-keep-seconds S  an exited session stays attachable (600)\n"
+    "  --task-handler PATH      run task messages with PATH, the message as JSON\n"
+    "                           on its stdin (default: /bin/sh -c TEXT)\n"
+    "  --task-output-bytes B    stdout+stderr kept per task, 0-1048576 (1048576)\n"
+    "  --task-max-running N     running tasks per sidecar, 1-1024 (16)\n"
+    "  --task-max-running-session N  running tasks per session, 1-1024 (4)\n"
+    "  --task-max-message-bytes B    a task's command text, 1-262144 (65536)\n"
+    "  --task-page-max N        ListTasks page size cap, 1-1000 (100)\n"
+    "  --task-keep N            finished tasks kept per sidecar, 1-100000 (200)\n"
+    "  --state-key-file PATH    seals the state dir (libsodium secretstream);\n"
+    "                           created 0600 with a new key when absent\n"
+    "  --state-old-key-file PATH  an earlier key, to read what it sealed\n"
+    "                           (rotation; repeatable; with --state-key-file\n"
+    "                           at most " PTG_STR(
+	SEAL_MAX_KEYS) " keys)\n"
+		       "  --state-plaintext        keep state unsealed (checksums only)\n"
+		       "  --fsync POLICY           frame log: interval:MS "
+		       "(interval:100ms),\n"
+		       "                           every-frame or never\n"
+		       "  --state-max-bytes B      frame logs of all sessions together; "
+		       "oldest\n"
+		       "                           segments go first (0: no cap) (0)\n"
+		       "  --state-segment-bytes B  frame log segment size, "
+		       "65536-1073741824 (8388608)\n"
+		       "  --replay-memory-bytes B  with --state-dir, the in-memory tail "
+		       "of each\n"
+		       "                           session's history; older replays read "
+		       "the\n"
+		       "                           disk (8388608)\n"
+		       "  --export-asciicast ID    write session ID's history from "
+		       "--state-dir as\n"
+		       "                           asciicast v2 to stdout, then exit\n"
+		       "  --session-user USER      run every session's program as USER "
+		       "(the\n"
+		       "                           sidecar must be root; default: its "
+		       "own user)\n"
+		       "  --log-level LEVEL        debug, info, warn or error (info)\n"
+		       "  --help                   this text\n"
+		       "  --version                the version\n";
 
 void config_defaults(struct sidecar_config *c)
 {
@@ -108,8 +117,10 @@ static int parse_u64(const char *opt, const char *s, uint64_t lo, uint64_t hi,
 		     uint64_t *out)
 {
 	if (num_parse_u64(s, lo, hi, out) < 0) {
-		fprintf(stderr, "ptygate-sidecar: %s: expected a number from %" PRIu64
-				" to %" PRIu64 ", got '%s'\n", opt, lo, hi, s);
+		fprintf(stderr,
+			"ptygate-sidecar: %s: expected a number from %" PRIu64
+			" to %" PRIu64 ", got '%s'\n",
+			opt, lo, hi, s);
 		return -EINVAL;
 	}
 	return 0;
@@ -157,53 +168,80 @@ static int copy_str(const char *opt, const char *s, char *dst, size_t cap)
 }
 
 enum {
-	OPT_LISTEN = 256, OPT_PUBLIC, OPT_INSTANCE, OPT_STATE, OPT_RFRAMES,
-	OPT_RSECONDS, OPT_RBYTES, OPT_MAXC, OPT_MAXO, OPT_KFS, OPT_KFF,
-	OPT_KFMAX, OPT_SIZE, OPT_MAXS, OPT_GRACE, OPT_KEEP, OPT_LOG, OPT_USER, OPT_HELP,
+	OPT_LISTEN = 256,
+	OPT_PUBLIC,
+	OPT_INSTANCE,
+	OPT_STATE,
+	OPT_RFRAMES,
+	OPT_RSECONDS,
+	OPT_RBYTES,
+	OPT_MAXC,
+	OPT_MAXO,
+	OPT_KFS,
+	OPT_KFF,
+	OPT_KFMAX,
+	OPT_SIZE,
+	OPT_MAXS,
+	OPT_GRACE,
+	OPT_KEEP,
+	OPT_LOG,
+	OPT_USER,
+	OPT_HELP,
 	OPT_VERSION,
-	OPT_TASK_HANDLER, OPT_TASK_OUT, OPT_TASK_RUN, OPT_TASK_RUN_SESSION, OPT_TASK_MSG,
-	OPT_TASK_PAGE, OPT_TASK_KEEP,
-	OPT_STATE_KEY, OPT_STATE_OLD_KEY, OPT_STATE_PLAIN, OPT_FSYNC, OPT_STATE_MAX,
-	OPT_STATE_SEG, OPT_REPLAY_MEM, OPT_EXPORT,
+	OPT_TASK_HANDLER,
+	OPT_TASK_OUT,
+	OPT_TASK_RUN,
+	OPT_TASK_RUN_SESSION,
+	OPT_TASK_MSG,
+	OPT_TASK_PAGE,
+	OPT_TASK_KEEP,
+	OPT_STATE_KEY,
+	OPT_STATE_OLD_KEY,
+	OPT_STATE_PLAIN,
+	OPT_FSYNC,
+	OPT_STATE_MAX,
+	OPT_STATE_SEG,
+	OPT_REPLAY_MEM,
+	OPT_EXPORT,
 };
 
 static const struct option options[] = {
-	{ "listen", required_argument, NULL, OPT_LISTEN },
-	{ "allow-public", no_argument, NULL, OPT_PUBLIC },
-	{ "instance-id", required_argument, NULL, OPT_INSTANCE },
-	{ "state-dir", required_argument, NULL, OPT_STATE },
-	{ "replay-frames", required_argument, NULL, OPT_RFRAMES },
-	{ "replay-seconds", required_argument, NULL, OPT_RSECONDS },
-	{ "replay-bytes", required_argument, NULL, OPT_RBYTES },
-	{ "max-controllers", required_argument, NULL, OPT_MAXC },
-	{ "max-observers", required_argument, NULL, OPT_MAXO },
-	{ "keyframe-seconds", required_argument, NULL, OPT_KFS },
-	{ "keyframe-frames", required_argument, NULL, OPT_KFF },
-	{ "keyframe-max-bytes", required_argument, NULL, OPT_KFMAX },
-	{ "default-size", required_argument, NULL, OPT_SIZE },
-	{ "max-sessions", required_argument, NULL, OPT_MAXS },
-	{ "kill-grace-ms", required_argument, NULL, OPT_GRACE },
-	{ "exited-keep-seconds", required_argument, NULL, OPT_KEEP },
-	{ "log-level", required_argument, NULL, OPT_LOG },
-	{ "task-handler", required_argument, NULL, OPT_TASK_HANDLER },
-	{ "task-output-bytes", required_argument, NULL, OPT_TASK_OUT },
-	{ "task-max-running", required_argument, NULL, OPT_TASK_RUN },
-	{ "task-max-running-session", required_argument, NULL, OPT_TASK_RUN_SESSION },
-	{ "task-max-message-bytes", required_argument, NULL, OPT_TASK_MSG },
-	{ "task-page-max", required_argument, NULL, OPT_TASK_PAGE },
-	{ "task-keep", required_argument, NULL, OPT_TASK_KEEP },
-	{ "state-key-file", required_argument, NULL, OPT_STATE_KEY },
-	{ "state-old-key-file", required_argument, NULL, OPT_STATE_OLD_KEY },
-	{ "state-plaintext", no_argument, NULL, OPT_STATE_PLAIN },
-	{ "fsync", required_argument, NULL, OPT_FSYNC },
-	{ "state-max-bytes", required_argument, NULL, OPT_STATE_MAX },
-	{ "state-segment-bytes", required_argument, NULL, OPT_STATE_SEG },
-	{ "replay-memory-bytes", required_argument, NULL, OPT_REPLAY_MEM },
-	{ "export-asciicast", required_argument, NULL, OPT_EXPORT },
-	{ "session-user", required_argument, NULL, OPT_USER },
-	{ "help", no_argument, NULL, OPT_HELP },
-	{ "version", no_argument, NULL, OPT_VERSION },
-	{ NULL, 0, NULL, 0 },
+    {"listen", required_argument, NULL, OPT_LISTEN},
+    {"allow-public", no_argument, NULL, OPT_PUBLIC},
+    {"instance-id", required_argument, NULL, OPT_INSTANCE},
+    {"state-dir", required_argument, NULL, OPT_STATE},
+    {"replay-frames", required_argument, NULL, OPT_RFRAMES},
+    {"replay-seconds", required_argument, NULL, OPT_RSECONDS},
+    {"replay-bytes", required_argument, NULL, OPT_RBYTES},
+    {"max-controllers", required_argument, NULL, OPT_MAXC},
+    {"max-observers", required_argument, NULL, OPT_MAXO},
+    {"keyframe-seconds", required_argument, NULL, OPT_KFS},
+    {"keyframe-frames", required_argument, NULL, OPT_KFF},
+    {"keyframe-max-bytes", required_argument, NULL, OPT_KFMAX},
+    {"default-size", required_argument, NULL, OPT_SIZE},
+    {"max-sessions", required_argument, NULL, OPT_MAXS},
+    {"kill-grace-ms", required_argument, NULL, OPT_GRACE},
+    {"exited-keep-seconds", required_argument, NULL, OPT_KEEP},
+    {"log-level", required_argument, NULL, OPT_LOG},
+    {"task-handler", required_argument, NULL, OPT_TASK_HANDLER},
+    {"task-output-bytes", required_argument, NULL, OPT_TASK_OUT},
+    {"task-max-running", required_argument, NULL, OPT_TASK_RUN},
+    {"task-max-running-session", required_argument, NULL, OPT_TASK_RUN_SESSION},
+    {"task-max-message-bytes", required_argument, NULL, OPT_TASK_MSG},
+    {"task-page-max", required_argument, NULL, OPT_TASK_PAGE},
+    {"task-keep", required_argument, NULL, OPT_TASK_KEEP},
+    {"state-key-file", required_argument, NULL, OPT_STATE_KEY},
+    {"state-old-key-file", required_argument, NULL, OPT_STATE_OLD_KEY},
+    {"state-plaintext", no_argument, NULL, OPT_STATE_PLAIN},
+    {"fsync", required_argument, NULL, OPT_FSYNC},
+    {"state-max-bytes", required_argument, NULL, OPT_STATE_MAX},
+    {"state-segment-bytes", required_argument, NULL, OPT_STATE_SEG},
+    {"replay-memory-bytes", required_argument, NULL, OPT_REPLAY_MEM},
+    {"export-asciicast", required_argument, NULL, OPT_EXPORT},
+    {"session-user", required_argument, NULL, OPT_USER},
+    {"help", no_argument, NULL, OPT_HELP},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
 };
 
 /* ---- durable state flags (issue 9) ---- */
@@ -232,29 +270,45 @@ static int parse_fsync(struct sidecar_config *c, const char *arg)
 			return 0;
 		}
 	}
-	fprintf(stderr, "ptygate-sidecar: --fsync: expected interval:MSms (1-60000), "
-			"every-frame or never, got '%s'\n", arg);
+	fprintf(stderr,
+		"ptygate-sidecar: --fsync: expected interval:MSms (1-60000), "
+		"every-frame or never, got '%s'\n",
+		arg);
 	return -EINVAL;
 }
 
 static int apply_state_option(struct sidecar_config *c, int opt, const char *arg)
 {
 	switch (opt) {
-	case OPT_STATE_KEY: new_key_file = arg; return 0;
+	case OPT_STATE_KEY:
+		new_key_file = arg;
+		return 0;
 	case OPT_STATE_OLD_KEY:
 		if (n_old_key_files >= SEAL_MAX_KEYS - 1) {
-			fprintf(stderr, "ptygate-sidecar: --state-old-key-file: at most %d\n",
+			fprintf(stderr,
+				"ptygate-sidecar: --state-old-key-file: at most %d\n",
 				SEAL_MAX_KEYS - 1);
 			return -EINVAL;
 		}
 		old_key_files[n_old_key_files++] = arg;
 		return 0;
-	case OPT_STATE_PLAIN: c->state_plaintext = 1; return 0;
-	case OPT_FSYNC: return parse_fsync(c, arg);
-	case OPT_STATE_MAX: return parse_u64("--state-max-bytes", arg, 0, 1ull << 50, &c->state_max_bytes);
-	case OPT_STATE_SEG: return parse_u64("--state-segment-bytes", arg, 65536, 1u << 30, &c->state_segment_bytes);
-	case OPT_REPLAY_MEM: return parse_u64("--replay-memory-bytes", arg, 1024, 1ull << 36, &c->replay_memory_bytes);
-	case OPT_EXPORT: c->export_session = arg; return 0;
+	case OPT_STATE_PLAIN:
+		c->state_plaintext = 1;
+		return 0;
+	case OPT_FSYNC:
+		return parse_fsync(c, arg);
+	case OPT_STATE_MAX:
+		return parse_u64("--state-max-bytes", arg, 0, 1ull << 50,
+				 &c->state_max_bytes);
+	case OPT_STATE_SEG:
+		return parse_u64("--state-segment-bytes", arg, 65536, 1u << 30,
+				 &c->state_segment_bytes);
+	case OPT_REPLAY_MEM:
+		return parse_u64("--replay-memory-bytes", arg, 1024, 1ull << 36,
+				 &c->replay_memory_bytes);
+	case OPT_EXPORT:
+		c->export_session = arg;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -285,7 +339,8 @@ static int load_state_keys(struct sidecar_config *c)
 					  !c->export_session, err, sizeof(err)) < 0)
 		goto bad;
 	for (size_t i = 0; i < n_old_key_files; i++)
-		if (seal_load_key(&c->state_keys, old_key_files[i], 0, err, sizeof(err)) < 0)
+		if (seal_load_key(&c->state_keys, old_key_files[i], 0, err, sizeof(err)) <
+		    0)
 			goto bad;
 	return 0;
 bad:
@@ -305,41 +360,88 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 			return -EINVAL;
 		}
 		return 1;
-	case OPT_PUBLIC: c->allow_public = 1; return 0;
-	case OPT_INSTANCE: return copy_str("--instance-id", arg, c->instance_id, sizeof(c->instance_id));
-	case OPT_STATE: return copy_str("--state-dir", arg, c->state_dir, sizeof(c->state_dir));
-	case OPT_RFRAMES: return parse_u32("--replay-frames", arg, 0, 10000000, &c->replay_frames);
-	case OPT_RSECONDS: return parse_u32("--replay-seconds", arg, 0, 30 * 86400, &c->replay_seconds);
-	case OPT_RBYTES: return parse_u64("--replay-bytes", arg, 1024, 1ull << 36, &c->replay_bytes);
-	case OPT_MAXC: return parse_u32("--max-controllers", arg, 0, 1024, &c->max_controllers);
-	case OPT_MAXO: return parse_u32("--max-observers", arg, 0, 4096, &c->max_observers);
-	case OPT_KFS: return parse_u32("--keyframe-seconds", arg, 1, 86400, &c->keyframe_seconds);
-	case OPT_KFF: return parse_u32("--keyframe-frames", arg, 1, 1000000, &c->keyframe_frames);
-	case OPT_KFMAX: return parse_u32("--keyframe-max-bytes", arg, 1024, 12u << 20, &c->keyframe_max_bytes);
-	case OPT_SIZE: return parse_size(arg, c);
-	case OPT_MAXS: return parse_u32("--max-sessions", arg, 1, 100000, &c->max_sessions);
-	case OPT_GRACE: return parse_u32("--kill-grace-ms", arg, 0, 600000, &c->kill_grace_ms);
-	case OPT_KEEP: return parse_u32("--exited-keep-seconds", arg, 0, 30 * 86400, &c->exited_keep_seconds);
+	case OPT_PUBLIC:
+		c->allow_public = 1;
+		return 0;
+	case OPT_INSTANCE:
+		return copy_str("--instance-id", arg, c->instance_id,
+				sizeof(c->instance_id));
+	case OPT_STATE:
+		return copy_str("--state-dir", arg, c->state_dir, sizeof(c->state_dir));
+	case OPT_RFRAMES:
+		return parse_u32("--replay-frames", arg, 0, 10000000, &c->replay_frames);
+	case OPT_RSECONDS:
+		return parse_u32("--replay-seconds", arg, 0, 30 * 86400,
+				 &c->replay_seconds);
+	case OPT_RBYTES:
+		return parse_u64("--replay-bytes", arg, 1024, 1ull << 36,
+				 &c->replay_bytes);
+	case OPT_MAXC:
+		return parse_u32("--max-controllers", arg, 0, 1024, &c->max_controllers);
+	case OPT_MAXO:
+		return parse_u32("--max-observers", arg, 0, 4096, &c->max_observers);
+	case OPT_KFS:
+		return parse_u32("--keyframe-seconds", arg, 1, 86400,
+				 &c->keyframe_seconds);
+	case OPT_KFF:
+		return parse_u32("--keyframe-frames", arg, 1, 1000000,
+				 &c->keyframe_frames);
+	case OPT_KFMAX:
+		return parse_u32("--keyframe-max-bytes", arg, 1024, 12u << 20,
+				 &c->keyframe_max_bytes);
+	case OPT_SIZE:
+		return parse_size(arg, c);
+	case OPT_MAXS:
+		return parse_u32("--max-sessions", arg, 1, 100000, &c->max_sessions);
+	case OPT_GRACE:
+		return parse_u32("--kill-grace-ms", arg, 0, 600000, &c->kill_grace_ms);
+	case OPT_KEEP:
+		return parse_u32("--exited-keep-seconds", arg, 0, 30 * 86400,
+				 &c->exited_keep_seconds);
 	case OPT_TASK_HANDLER:
 		if (arg[0] != '/') {
-			fprintf(stderr, "ptygate-sidecar: --task-handler: an absolute path, got '%s'\n", arg);
+			fprintf(stderr,
+				"ptygate-sidecar: --task-handler: an absolute path, got "
+				"'%s'\n",
+				arg);
 			return -EINVAL;
 		}
-		return copy_str("--task-handler", arg, c->task_handler, sizeof(c->task_handler));
-	case OPT_TASK_OUT: return parse_u64("--task-output-bytes", arg, 0, 1u << 20, &c->task_output_bytes);
-	case OPT_TASK_RUN: return parse_u32("--task-max-running", arg, 1, 1024, &c->task_max_running);
-	case OPT_TASK_RUN_SESSION: return parse_u32("--task-max-running-session", arg, 1, 1024, &c->task_max_running_session);
-	case OPT_TASK_MSG: return parse_u32("--task-max-message-bytes", arg, 1, 256u << 10, &c->task_max_message_bytes);
-	case OPT_TASK_PAGE: return parse_u32("--task-page-max", arg, 1, 1000, &c->task_page_max);
-	case OPT_TASK_KEEP: return parse_u32("--task-keep", arg, 1, 100000, &c->task_keep);
-	case OPT_STATE_KEY: case OPT_STATE_OLD_KEY: case OPT_STATE_PLAIN: case OPT_FSYNC:
-	case OPT_STATE_MAX: case OPT_STATE_SEG: case OPT_REPLAY_MEM: case OPT_EXPORT:
+		return copy_str("--task-handler", arg, c->task_handler,
+				sizeof(c->task_handler));
+	case OPT_TASK_OUT:
+		return parse_u64("--task-output-bytes", arg, 0, 1u << 20,
+				 &c->task_output_bytes);
+	case OPT_TASK_RUN:
+		return parse_u32("--task-max-running", arg, 1, 1024,
+				 &c->task_max_running);
+	case OPT_TASK_RUN_SESSION:
+		return parse_u32("--task-max-running-session", arg, 1, 1024,
+				 &c->task_max_running_session);
+	case OPT_TASK_MSG:
+		return parse_u32("--task-max-message-bytes", arg, 1, 256u << 10,
+				 &c->task_max_message_bytes);
+	case OPT_TASK_PAGE:
+		return parse_u32("--task-page-max", arg, 1, 1000, &c->task_page_max);
+	case OPT_TASK_KEEP:
+		return parse_u32("--task-keep", arg, 1, 100000, &c->task_keep);
+	case OPT_STATE_KEY:
+	case OPT_STATE_OLD_KEY:
+	case OPT_STATE_PLAIN:
+	case OPT_FSYNC:
+	case OPT_STATE_MAX:
+	case OPT_STATE_SEG:
+	case OPT_REPLAY_MEM:
+	case OPT_EXPORT:
 		return apply_state_option(c, opt, arg);
-	case OPT_USER: return copy_str("--session-user", arg, c->session_user, sizeof(c->session_user));
+	case OPT_USER:
+		return copy_str("--session-user", arg, c->session_user,
+				sizeof(c->session_user));
 	case OPT_LOG:
 		if (log_level_parse(arg, &lvl) < 0) {
-			fprintf(stderr, "ptygate-sidecar: --log-level: expected debug, "
-					"info, warn or error, got '%s'\n", arg);
+			fprintf(stderr,
+				"ptygate-sidecar: --log-level: expected debug, "
+				"info, warn or error, got '%s'\n",
+				arg);
 			return -EINVAL;
 		}
 		c->log_level = lvl;
@@ -365,19 +467,23 @@ static int check_session_user(const struct sidecar_config *c)
 		return -EINVAL;
 	}
 	if (geteuid() != 0) {
-		fprintf(stderr, "ptygate-sidecar: --session-user: the sidecar must run as "
-				"root to switch to '%s'\n", c->session_user);
+		fprintf(stderr,
+			"ptygate-sidecar: --session-user: the sidecar must run as "
+			"root to switch to '%s'\n",
+			c->session_user);
 		return -EINVAL;
 	}
 	if (pw->pw_uid == 0 || pw->pw_uid == geteuid()) {
-		fprintf(stderr, "ptygate-sidecar: --session-user: '%s' is the sidecar's own "
-				"user (uid %u); choose an unprivileged one\n", c->session_user,
-			(unsigned)pw->pw_uid);
+		fprintf(stderr,
+			"ptygate-sidecar: --session-user: '%s' is the sidecar's own "
+			"user (uid %u); choose an unprivileged one\n",
+			c->session_user, (unsigned)pw->pw_uid);
 		return -EINVAL;
 	}
 	if (c->listen.kind == ADDR_TCP) {
-		fprintf(stderr, "ptygate-sidecar: --session-user: a tcp link can be dialled "
-				"by any local user; use unix: or vsock:\n");
+		fprintf(stderr,
+			"ptygate-sidecar: --session-user: a tcp link can be dialled "
+			"by any local user; use unix: or vsock:\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -408,11 +514,13 @@ int config_parse(struct sidecar_config *c, int argc, char **argv)
 		have_listen |= rc == 1;
 	}
 	if (optind < argc) {
-		fprintf(stderr, "ptygate-sidecar: unexpected argument '%s'\n", argv[optind]);
+		fprintf(stderr, "ptygate-sidecar: unexpected argument '%s'\n",
+			argv[optind]);
 		goto bad;
 	}
 	if (c->export_session && !c->state_dir[0]) {
-		fprintf(stderr, "ptygate-sidecar: --export-asciicast needs --state-dir\n");
+		fprintf(stderr,
+			"ptygate-sidecar: --export-asciicast needs --state-dir\n");
 		goto bad;
 	}
 	if (load_state_keys(c) < 0)

@@ -12,12 +12,12 @@
 
 struct sidecar_config {
 	struct addr listen;
-	int allow_public;          /* tcp listen beyond loopback */
+	int allow_public; /* tcp listen beyond loopback */
 	char instance_id[PTG_ID_MAX + 1];
-	char state_dir[4096];      /* "" when not persisting */
-	uint32_t replay_frames;    /* SPEC 3: replay_buffer_frames */
-	uint32_t replay_seconds;   /* replay_buffer_retention_seconds */
-	uint64_t replay_bytes;     /* byte budget per session */
+	char state_dir[4096];	 /* "" when not persisting */
+	uint32_t replay_frames;	 /* SPEC 3: replay_buffer_frames */
+	uint32_t replay_seconds; /* replay_buffer_retention_seconds */
+	uint64_t replay_bytes;	 /* byte budget per session */
 	uint32_t max_controllers;
 	uint32_t max_observers;
 	uint32_t keyframe_seconds;
@@ -25,30 +25,30 @@ struct sidecar_config {
 	uint32_t keyframe_max_bytes; /* a larger snapshot: KEYFRAME_UNAVAILABLE */
 	uint32_t default_cols, default_rows;
 	uint32_t max_sessions;
-	uint32_t kill_grace_ms;    /* hang-up to SIGKILL */
+	uint32_t kill_grace_ms;	      /* hang-up to SIGKILL */
 	uint32_t exited_keep_seconds; /* an exited session stays attachable */
 	uint64_t input_buffer_bytes;  /* pending PTY input per session */
 	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
 	int log_level;
 	/* tasks (SPEC 6) */
-	char task_handler[4096];   /* "" : /bin/sh -c */
-	uint64_t task_output_bytes;   /* captured stdout+stderr per task */
-	uint32_t task_max_running;    /* per sidecar */
+	char task_handler[4096];    /* "" : /bin/sh -c */
+	uint64_t task_output_bytes; /* captured stdout+stderr per task */
+	uint32_t task_max_running;  /* per sidecar */
 	uint32_t task_max_running_session;
 	uint32_t task_max_message_bytes; /* the command's text */
-	uint32_t task_page_max;       /* ListTasks page size cap */
-	uint32_t task_keep;           /* finished tasks kept (oldest dropped) */
-	uint32_t task_max_subscribers; /* per task */
+	uint32_t task_page_max;		 /* ListTasks page size cap */
+	uint32_t task_keep;		 /* finished tasks kept (oldest dropped) */
+	uint32_t task_max_subscribers;	 /* per task */
 	/* durable state (issue 9) */
-	struct seal_keys state_keys;  /* n == 0: plaintext (--state-plaintext) */
+	struct seal_keys state_keys; /* n == 0: plaintext (--state-plaintext) */
 	int state_plaintext;
 	enum framelog_fsync fsync;
 	uint32_t fsync_interval_ms;
-	uint64_t state_max_bytes;     /* frame logs of all sessions; 0: no cap */
+	uint64_t state_max_bytes; /* frame logs of all sessions; 0: no cap */
 	uint64_t state_segment_bytes;
 	uint64_t replay_memory_bytes; /* the ring (a cache) with --state-dir */
 	const char *export_session;   /* --export-asciicast ID (argv) */
-	char session_user[64];     /* "" : programs run as the sidecar's user */
+	char session_user[64];	      /* "" : programs run as the sidecar's user */
 };
 
 /* Fills the defaults of SPEC 3 and 5. */

@@ -92,7 +92,8 @@ static void put_frame(FILE *out, const struct framelog_rec *rec, int64_t start,
 		buf_reset(text);
 		to_utf8(carry, f->output->data.data, f->output->data.len, text);
 		if (buf_size(text))
-			put_event(out, t, "o", (const char *)buf_head(text), buf_size(text));
+			put_event(out, t, "o", (const char *)buf_head(text),
+				  buf_size(text));
 	} else if (f->kind_case == PTG__FRAME__KIND_RESIZE) {
 		snprintf(size, sizeof(size), "%ux%u", f->resize->cols, f->resize->rows);
 		put_event(out, t, "r", size, strlen(size));
@@ -112,12 +113,15 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 	int rc;
 
 	if (!uuid_is_valid(id)) {
-		fprintf(stderr, "ptygate-sidecar: --export-asciicast: '%s' is not a session id\n", id);
+		fprintf(stderr,
+			"ptygate-sidecar: --export-asciicast: '%s' is not a session id\n",
+			id);
 		return 1;
 	}
 	recstore_seal_with(&cfg->state_keys);
 	if (find_record(cfg->state_dir, id, &all, &n, &r) < 0) {
-		fprintf(stderr, "ptygate-sidecar: no session %s in %s\n", id, cfg->state_dir);
+		fprintf(stderr, "ptygate-sidecar: no session %s in %s\n", id,
+			cfg->state_dir);
 		store_records_free(all, n);
 		return 1;
 	}
@@ -136,8 +140,10 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 	buf_free(&carry);
 	buf_free(&text);
 	if (rc < 0) {
-		fprintf(stderr, "ptygate-sidecar: the history of %s stops at a damaged or "
-			"unreadable record (%s)\n", id, strerror(-rc));
+		fprintf(stderr,
+			"ptygate-sidecar: the history of %s stops at a damaged or "
+			"unreadable record (%s)\n",
+			id, strerror(-rc));
 		return 1;
 	}
 	return fflush(out) == 0 ? 0 : 1;

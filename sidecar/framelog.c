@@ -36,16 +36,16 @@ struct framelog {
 	struct framelog_opts o;
 	struct seg *segs; /* oldest first */
 	size_t nsegs;
-	int fd;           /* the open (last) segment, -1 when none */
+	int fd; /* the open (last) segment, -1 when none */
 	struct seal_stream push;
 	struct buf pending; /* sealed records not yet written */
 	struct buf scratch;
 	uint64_t last_seq;
 	uint64_t disk_bytes;
 	uint64_t forgotten_through;
-	int failed;       /* a write failed: warned once */
+	int failed;		   /* a write failed: warned once */
 	struct syncer_status *wst; /* errors of the writer thread's batches */
-	int64_t last_ticket;       /* the last batch handed to it (0: none) */
+	int64_t last_ticket;	   /* the last batch handed to it (0: none) */
 };
 
 static void put_le(uint8_t *p, uint64_t v, int n)
@@ -102,7 +102,8 @@ static int parse_seg_name(const char *name, const char *suffix, uint64_t *first)
 	if (strlen(name) != 16 + strlen(suffix) || strcmp(name + 16, suffix))
 		return -EINVAL;
 	for (int i = 0; i < 16; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+		if (!((name[i] >= '0' && name[i] <= '9') ||
+		      (name[i] >= 'a' && name[i] <= 'f')))
 			return -EINVAL;
 	return num_parse_hex_u64_n(name, 16, first);
 }
@@ -143,10 +144,11 @@ struct segfile {
 	size_t cap;
 	uint64_t good_off; /* end of the last good record */
 	uint64_t prev_seq;
-	uint64_t limit;    /* bytes of the file that are whole records */
+	uint64_t limit; /* bytes of the file that are whole records */
 };
 
-static int segfile_open(struct segfile *sf, const char *path, const struct seal_keys *keys)
+static int segfile_open(struct segfile *sf, const char *path,
+			const struct seal_keys *keys)
 {
 	uint8_t hdr[SEAL_HEADER_BYTES];
 	int rc;
@@ -275,13 +277,17 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
 	if (stat(path, &st) < 0)
 		return;
 	if (!s->frames) {
-		log_warn(l->id, "frame log: segment %016" PRIx64 " has no good record "
-			 "(%s): deleted", s->first_seq, why);
+		log_warn(l->id,
+			 "frame log: segment %016" PRIx64 " has no good record "
+			 "(%s): deleted",
+			 s->first_seq, why);
 		unlink(path);
 		return;
 	}
-	log_warn(l->id, "frame log: segment %016" PRIx64 ": %s after sequence %" PRIu64
-		 ": cut %lld damaged bytes, never served", s->first_seq, why, s->last_seq,
+	log_warn(l->id,
+		 "frame log: segment %016" PRIx64 ": %s after sequence %" PRIu64
+		 ": cut %lld damaged bytes, never served",
+		 s->first_seq, why, s->last_seq,
 		 (long long)(st.st_size - (off_t)s->bytes));
 	if (truncate(path, (off_t)s->bytes) < 0)
 		log_warn(l->id, "frame log: cannot cut %s: %s", path, strerror(errno));
@@ -293,7 +299,7 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
    without reading it (its range, count, timestamps, length), sealed like
    the segment. */
 #define IDX_MAGIC "ptgidx1"
-#define IDX_LEN (8 + 8 + 8 + 4 + 8 + 8 + 8)
+#define IDX_LEN	  (8 + 8 + 8 + 4 + 8 + 8 + 8)
 
 static void write_index(struct framelog *l, const struct seg *s)
 {
@@ -390,8 +396,8 @@ static void load_segments(struct framelog *l)
 	for (size_t i = 0; i < n; i++) {
 		int rc = i + 1 < n ? load_closed_segment(l, firsts[i], &s)
 				   : verify_segment(l, firsts[i], &s);
-		const char *why = rc == -ENOKEY ? "sealed with a key not given" :
-				  "a torn or damaged record";
+		const char *why = rc == -ENOKEY ? "sealed with a key not given"
+						: "a torn or damaged record";
 
 		if (rc == 0 && s.frames && l->nsegs &&
 		    s.first_seq <= l->segs[l->nsegs - 1].last_seq)
@@ -410,7 +416,8 @@ static void load_segments(struct framelog *l)
 			/* The newest segment: a torn tail of a crash. */
 			cut_tail(l, &s, why);
 			if (s.frames) {
-				l->segs = xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
+				l->segs =
+				    xrealloc(l->segs, (l->nsegs + 1) * sizeof(*l->segs));
 				l->segs[l->nsegs++] = s;
 				l->disk_bytes += s.bytes;
 			}
@@ -418,8 +425,10 @@ static void load_segments(struct framelog *l)
 		}
 		/* Damage inside the history: what precedes it is no longer a
 		   contiguous range, so none of it is claimed. */
-		log_warn(l->id, "frame log: segment %016" PRIx64 ": %s after sequence %"
-			 PRIu64 "; history up to there dropped", firsts[i], why, s.last_seq);
+		log_warn(l->id,
+			 "frame log: segment %016" PRIx64 ": %s after sequence %" PRIu64
+			 "; history up to there dropped",
+			 firsts[i], why, s.last_seq);
 		drop_front(l, l->nsegs);
 		if (rc != -ENOKEY) {
 			char path[PATH_CAP];
@@ -482,7 +491,8 @@ static void sync_dir(struct framelog *l)
 	if (fd < 0)
 		return;
 	/* every-frame: durable before the segment's first frame goes out. */
-	ticket = l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_write(fd, NULL, 0, 1, l->wst);
+	ticket =
+	    l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_write(fd, NULL, 0, 1, l->wst);
 	if (ticket > 0)
 		l->last_ticket = ticket;
 	else
@@ -556,8 +566,10 @@ void framelog_remove(const char *state_dir, const char *id)
 static void write_failed(struct framelog *l, int err)
 {
 	if (!l->failed)
-		log_warn(l->id, "frame log: write failed: %s; history up to sequence %"
-			 PRIu64 " is no longer claimed", strerror(-err), l->last_seq);
+		log_warn(l->id,
+			 "frame log: write failed: %s; history up to sequence %" PRIu64
+			 " is no longer claimed",
+			 strerror(-err), l->last_seq);
 	l->failed = 1;
 	buf_reset(&l->pending);
 	/* The stream lost records: nothing more goes into this segment. */
@@ -771,9 +783,18 @@ uint64_t framelog_oldest_retained(const struct framelog *l)
 	return l->nsegs ? l->forgotten_through + 1 : 0;
 }
 
-uint64_t framelog_last_seq(const struct framelog *l) { return l->last_seq; }
-uint64_t framelog_disk_bytes(const struct framelog *l) { return l->disk_bytes; }
-uint64_t framelog_forgotten_through(const struct framelog *l) { return l->forgotten_through; }
+uint64_t framelog_last_seq(const struct framelog *l)
+{
+	return l->last_seq;
+}
+uint64_t framelog_disk_bytes(const struct framelog *l)
+{
+	return l->disk_bytes;
+}
+uint64_t framelog_forgotten_through(const struct framelog *l)
+{
+	return l->forgotten_through;
+}
 
 /* ---- replay ---- */
 

@@ -30,8 +30,8 @@ enum framelog_fsync { FSYNC_INTERVAL, FSYNC_EVERY_FRAME, FSYNC_NEVER };
 struct framelog_opts {
 	const struct seal_keys *keys;
 	enum framelog_fsync fsync;
-	uint64_t segment_bytes;  /* a segment is closed past this size */
-	uint64_t flush_bytes;    /* pending bytes that force a write */
+	uint64_t segment_bytes; /* a segment is closed past this size */
+	uint64_t flush_bytes;	/* pending bytes that force a write */
 	/* SPEC 3 retention, applied per segment: a segment goes once all
 	   its frames are outside the newest max_frames and older than
 	   max_age_ms, or while the log is over max_bytes. */
@@ -100,7 +100,8 @@ struct framelog_reader;
 struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after);
 /* Reads directly from a state dir (export, tests): no writer involved. */
 struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,
-					     const struct seal_keys *keys, uint64_t after);
+					     const struct seal_keys *keys,
+					     uint64_t after);
 /* 1 and the next record, 0 at the end, or a negative errno (a record
    that fails its check: the reader stops there). */
 int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out);

@@ -117,8 +117,7 @@ static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attac
 
 	if (a->role != PTG__ROLE__ROLE_CONTROLLER && a->role != PTG__ROLE__ROLE_OBSERVER)
 		why = "role must be controller or observer";
-	else if ((a->cols || a->rows) &&
-		 !PTG_DIM_OK(a->cols, a->rows))
+	else if ((a->cols || a->rows) && !PTG_DIM_OK(a->cols, a->rows))
 		why = "cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX);
 	else if (!a->attach_id || members_find(s->members, lc, a->attach_id))
 		why = "attach id missing or already in use";
@@ -129,19 +128,23 @@ static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attac
 	}
 	if (!why)
 		return 0;
-	wire_send_error(lc, a->request_id, a->attach_id, a->client_op_id, code, "%s", why);
+	wire_send_error(lc, a->request_id, a->attach_id, a->client_op_id, code, "%s",
+			why);
 	return -EINVAL;
 }
 
 static void describe_out_of_range(struct session *s, uint64_t n, char *out, size_t len)
 {
 	if (n > s->seq)
-		snprintf(out, len, "replay_from=%llu is ahead of the current sequence "
-			 "(sequence=%llu)", (unsigned long long)n,
-			 (unsigned long long)s->seq);
+		snprintf(out, len,
+			 "replay_from=%llu is ahead of the current sequence "
+			 "(sequence=%llu)",
+			 (unsigned long long)n, (unsigned long long)s->seq);
 	else
-		snprintf(out, len, "replay_from=%llu precedes oldest retained frame "
-			 "(sequence=%llu)", (unsigned long long)n,
+		snprintf(out, len,
+			 "replay_from=%llu precedes oldest retained frame "
+			 "(sequence=%llu)",
+			 (unsigned long long)n,
 			 (unsigned long long)session_state_oldest(s));
 }
 
@@ -165,11 +168,11 @@ static void send_attach_reply(struct session *s, struct linkconn *lc,
 	wire_send_reply(lc, &r);
 }
 
-static struct member *admit(struct session *s, struct linkconn *lc,
-			    const Ptg__Attach *a, int *downgraded, const char **reason)
+static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__Attach *a,
+			    int *downgraded, const char **reason)
 {
-	enum member_role want = a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER
-								       : MEMBER_OBSERVER;
+	enum member_role want =
+	    a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
 	int may_control = has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited;
 	struct member *m;
 
@@ -193,7 +196,8 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		return;
 	replay = a->has_replay_from;
 	if (replay && session_state_check_replay(s, a->replay_from) < 0) {
-		describe_out_of_range(s, a->replay_from, replay_error, sizeof(replay_error));
+		describe_out_of_range(s, a->replay_from, replay_error,
+				      sizeof(replay_error));
 		replay = 0;
 	}
 	m = admit(s, lc, a, &downgraded, &reason);
@@ -257,9 +261,11 @@ static int link_has_member(struct session *s, struct linkconn *lc)
 
 void session_after_leave(struct session *s, int was_controller)
 {
-	if (was_controller && s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER &&
+	if (was_controller &&
+	    s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER &&
 	    !members_count(s->members, MEMBER_CONTROLLER) && !s->exited)
-		session_kill(s, "the last controller left (terminate_on_last_controller)");
+		session_kill(s,
+			     "the last controller left (terminate_on_last_controller)");
 }
 
 int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
@@ -295,7 +301,8 @@ void session_drop_link(struct session *s, struct linkconn *lc)
 	if (!members_drop_link(s->members, lc))
 		return;
 	session_emit_membership(s);
-	session_after_leave(s, members_count(s->members, MEMBER_CONTROLLER) < controllers);
+	session_after_leave(s,
+			    members_count(s->members, MEMBER_CONTROLLER) < controllers);
 }
 
 /* ---- roles and keyframes ---- */
@@ -304,8 +311,8 @@ void session_request_role(struct session *s, struct linkconn *lc,
 			  const Ptg__RequestRole *rr)
 {
 	struct member *m = members_find(s->members, lc, rr->attach_id);
-	enum member_role want = rr->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER
-									: MEMBER_OBSERVER;
+	enum member_role want =
+	    rr->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
 	const char *reason;
 	int changed, downgraded;
 
@@ -316,9 +323,9 @@ void session_request_role(struct session *s, struct linkconn *lc,
 	}
 	if (m->replaying) {
 		/* Its RoleAssigned would overtake the history still coming. */
-		wire_send_error(lc, 0, rr->attach_id, rr->client_op_id,
-				PTG__ERROR_CODE__RATE_LIMITED,
-				"the join's replay is in progress: ask again after its Keyframe");
+		wire_send_error(
+		    lc, 0, rr->attach_id, rr->client_op_id, PTG__ERROR_CODE__RATE_LIMITED,
+		    "the join's replay is in progress: ask again after its Keyframe");
 		return;
 	}
 	if (s->exited && want == MEMBER_CONTROLLER) {
@@ -361,11 +368,12 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 	}
 	if (rk->lag_recovery) {
 		char msg[160];
-		snprintf(msg, sizeof(msg), "the connection fell behind: %llu bytes of "
+		snprintf(msg, sizeof(msg),
+			 "the connection fell behind: %llu bytes of "
 			 "output were dropped; a Keyframe follows",
 			 (unsigned long long)rk->lag_dropped_bytes);
-		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED,
-				   msg);
+		session_emit_error(
+		    s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED, msg);
 	} else {
 		m->last_keyframe_request_ms = now;
 	}

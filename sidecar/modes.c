@@ -26,7 +26,7 @@ struct modes {
 	unsigned cols, rows;
 	enum parse_state ps;
 	bool in_text;
-	uint8_t op;	   /* what the sequence just parsed did (modes_find_reset) */
+	uint8_t op;	  /* what the sequence just parsed did (modes_find_reset) */
 	bool csi_bad;	  /* a byte made the sequence invalid: drop it at the final */
 	bool csi_in_args; /* past the leader bytes */
 	uint8_t nleader, ninter;
@@ -314,7 +314,8 @@ static void esc_byte(struct modes *m, uint8_t c)
 	} else if (!m->ninter && c >= 0x40 && c < 0x60) {
 		m->ps = ST_GROUND; /* a 7-bit C1 control: nothing tracked */
 		if (c == 'N' || c == 'O')
-			m->op = OP_SHIFT; /* SS2, SS3: a decoder modes_find_reset does not follow */
+			m->op = OP_SHIFT; /* SS2, SS3: a decoder modes_find_reset does not
+					     follow */
 	} else if (c >= 0x30 && c < 0x7f) {
 		esc_dispatch(m, c);
 		m->ps = ST_GROUND;
@@ -431,7 +432,7 @@ struct u8_dec {
 
 static void u8_step(struct u8_dec *d, uint8_t c)
 {
-	static const uint8_t lead_more[8] = { 1, 1, 1, 1, 2, 2, 3, 4 }; /* by c >> 3 & 7 */
+	static const uint8_t lead_more[8] = {1, 1, 1, 1, 2, 2, 3, 4}; /* by c >> 3 & 7 */
 
 	if (c < 0x80) {
 		d->remaining = 0; /* an ASCII byte abandons a half-read character */
@@ -541,8 +542,12 @@ static void add_cand(struct reset_scan *r, const struct modes *m, const struct u
 		memmove(r->wait, r->wait + 1, sizeof(r->wait[0]) * (RESET_WAITING - 1));
 		r->nwait--;
 	}
-	r->wait[r->nwait++] = (struct reset_cand){
-		.at = at, .m = *m, .dec = *d, .first = *d, .need_save = true, .need_text = true };
+	r->wait[r->nwait++] = (struct reset_cand){.at = at,
+						  .m = *m,
+						  .dec = *d,
+						  .first = *d,
+						  .need_save = true,
+						  .need_text = true};
 }
 
 /* How many bytes from p on are text to libvterm's parser in the ground
@@ -595,7 +600,7 @@ size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
 {
 	struct reset_scan *r = xcalloc(1, sizeof(*r));
 	struct modes t = *m;
-	struct u8_dec dec = { 0 };
+	struct u8_dec dec = {0};
 	size_t found, i = 0, k;
 
 	while (i < n) {
@@ -624,7 +629,7 @@ size_t modes_find_reset(struct modes *m, const uint8_t *p, size_t n, bool alt,
 		if (t.op == OP_SHIFT)
 			dec.known = false;
 		if (t.op == OP_PRIVATE) {
-			alt = true; /* it may have switched screens */
+			alt = true;	/* it may have switched screens */
 			t.op = OP_READ; /* and restored the saved cursor */
 		}
 		if (r->nwait)

@@ -182,15 +182,17 @@ int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
 		rc = fd_read_file(path, FDIO_REGULAR | FDIO_NOFOLLOW,
 				  max_bytes + (seal_keys ? 64 : 0), &data, NULL, 0);
 		if (rc == 0)
-			rc = recstore_unseal(buf_head(&data), buf_size(&data), &plain, &len);
+			rc = recstore_unseal(buf_head(&data), buf_size(&data), &plain,
+					     &len);
 
 		if (rc == 0 && len > max_bytes)
 			rc = -EFBIG;
 
 		if (rc < 0) {
 			log_warn(NULL, "%s/%s: skipped: %s", dir, names[i],
-				 rc == -ENOKEY ? "sealed with a key not given" :
-				 rc == -EBADMSG ? "damaged (fails its seal)" : strerror(-rc));
+				 rc == -ENOKEY	  ? "sealed with a key not given"
+				 : rc == -EBADMSG ? "damaged (fails its seal)"
+						  : strerror(-rc));
 		} else {
 			each(names[i], (const char *)plain, len, user);
 			seen++;

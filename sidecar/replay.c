@@ -30,16 +30,16 @@
 /* Frame bytes read per loop turn, and the link queue above which the
    replay waits for the gateway to take what was sent. */
 #define REPLAY_TURN_BYTES (1u << 20)
-#define REPLAY_QUEUE_MAX (4u << 20)
-#define REPLAY_WAIT_MS 2
+#define REPLAY_QUEUE_MAX  (4u << 20)
+#define REPLAY_WAIT_MS	  2
 
 struct replay {
 	struct session *s;
 	struct member *m;
-	unsigned cols, rows;	     /* the join's size, applied at the end */
-	uint64_t sent;		     /* the last sequence sent */
-	struct framelog_reader *rd;  /* NULL while the ring serves */
-	int rd_fresh;		     /* rd has given nothing yet */
+	unsigned cols, rows;	    /* the join's size, applied at the end */
+	uint64_t sent;		    /* the last sequence sent */
+	struct framelog_reader *rd; /* NULL while the ring serves */
+	int rd_fresh;		    /* rd has given nothing yet */
 	struct ev_timer *timer;
 	uint64_t disk_frames, disk_bytes;
 	int64_t t0;
@@ -75,19 +75,23 @@ static void finish(struct replay *rp, const char *stop_why)
 	char msg[256];
 
 	if (rp->disk_frames || stop_why)
-		log_info(s->id, "replayed %llu frames (%llu bytes) from disk in %lld ms%s",
+		log_info(s->id,
+			 "replayed %llu frames (%llu bytes) from disk in %lld ms%s",
 			 (unsigned long long)rp->disk_frames,
 			 (unsigned long long)rp->disk_bytes,
-			 (long long)(time_mono_ms() - rp->t0), stop_why ? ", then stopped" : "");
+			 (long long)(time_mono_ms() - rp->t0),
+			 stop_why ? ", then stopped" : "");
 	if (stop_why) {
-		snprintf(msg, sizeof(msg), "the replay stopped after sequence %llu: %s; "
-			 "a Keyframe follows", (unsigned long long)rp->sent, stop_why);
+		snprintf(msg, sizeof(msg),
+			 "the replay stopped after sequence %llu: %s; "
+			 "a Keyframe follows",
+			 (unsigned long long)rp->sent, stop_why);
 		log_warn(s->id, "%s", msg);
 	}
 	free_replay(rp);
 	if (stop_why)
-		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED,
-				   msg);
+		session_emit_error(
+		    s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED, msg);
 	session_join_after_replay(s, m, cols, rows);
 }
 
@@ -110,14 +114,14 @@ static int send_ring_entry(const struct ring_entry *e, void *user)
    bytes sent; 0 means the ring had nothing more: caught up. */
 static size_t step_ring(struct replay *rp, size_t budget)
 {
-	struct ring_step st = { rp, budget, 0 };
+	struct ring_step st = {rp, budget, 0};
 
 	ring_foreach_after(rp->s->ring, rp->sent, send_ring_entry, &st);
 	return st.sent_bytes;
 }
 
 /* One record from the disk. Returns its bytes (at least 1), or 0 with
-   *why set when the replay cannot go on. */
+ *why set when the replay cannot go on. */
 static size_t step_disk(struct replay *rp, const char **why)
 {
 	struct framelog *log = rp->s->log;

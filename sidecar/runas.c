@@ -19,7 +19,8 @@ int runas_lookup(const char *name, struct run_as *ra, char *err, size_t errlen)
 	ra->uid = pw->pw_uid;
 	ra->gid = pw->pw_gid;
 	snprintf(ra->name, sizeof(ra->name), "%s", pw->pw_name);
-	snprintf(ra->home, sizeof(ra->home), "%s", pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
+	snprintf(ra->home, sizeof(ra->home), "%s",
+		 pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
 	snprintf(ra->shell, sizeof(ra->shell), "%s",
 		 pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh");
 	ra->n_groups = (int)(sizeof(ra->groups) / sizeof(ra->groups[0]));

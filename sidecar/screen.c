@@ -51,8 +51,8 @@ struct screen {
 	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
 	unsigned u8_len, u8_need;
 	uint32_t u8_cp;
-	uint8_t mark_head[2];	    /* E3 and maybe 80/82: a write ended in a wide mark */
-	unsigned mark_len;	    /* bytes of mark_head libvterm holds, 0 to 2 */
+	uint8_t mark_head[2]; /* E3 and maybe 80/82: a write ended in a wide mark */
+	unsigned mark_len;    /* bytes of mark_head libvterm holds, 0 to 2 */
 };
 
 /* libvterm callbacks */
@@ -305,8 +305,7 @@ static size_t finish_split_mark(struct screen *s, const uint8_t *p, size_t n,
 }
 
 /* Copies p to out without wide marks; notes a possible mark at the end. */
-static void drop_wide_marks(struct screen *s, const uint8_t *p, size_t n,
-			    struct buf *out)
+static void drop_wide_marks(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
 {
 	size_t i = finish_split_mark(s, p, n, out), from = i;
 	const uint8_t *q;
@@ -316,8 +315,8 @@ static void drop_wide_marks(struct screen *s, const uint8_t *p, size_t n,
 		if (i + 2 < n && wide_mark(p[i + 1], p[i + 2])) {
 			buf_append(out, p + from, i - from);
 			from = i += 3;
-		} else if (i + 2 >= n && (i + 1 == n || p[i + 1] == 0x80 ||
-					  p[i + 1] == 0x82)) {
+		} else if (i + 2 >= n &&
+			   (i + 1 == n || p[i + 1] == 0x80 || p[i + 1] == 0x82)) {
 			s->mark_len = (unsigned)(n - i);
 			s->mark_head[1] = s->mark_len == 2 ? p[i + 1] : 0;
 			break;
@@ -666,7 +665,8 @@ static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 		sgr_str(g, ";1");
 	if (a->italic)
 		sgr_str(g, ";3");
-	sgr_put(g, UNDERLINE_ON[a->underline & 3], strlen(UNDERLINE_ON[a->underline & 3]));
+	sgr_put(g, UNDERLINE_ON[a->underline & 3],
+		strlen(UNDERLINE_ON[a->underline & 3]));
 	if (a->blink)
 		sgr_str(g, ";5");
 	if (a->reverse)
@@ -684,7 +684,8 @@ static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 /* p's pen from the pen `from`: only what differs, each attribute turned
    off by its own code (22 bold, 23 italic, 24 underline, 25 blink, 27
    reverse, 29 strike, 10 font, 39/49 default colours). */
-static void sgr_delta(struct sgr *g, const VTermScreenCell *from, const VTermScreenCell *p)
+static void sgr_delta(struct sgr *g, const VTermScreenCell *from,
+		      const VTermScreenCell *p)
 {
 	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
 
@@ -719,8 +720,10 @@ static bool switches_off(const VTermScreenCell *from, const VTermScreenCell *p)
 	       (f->underline && !a->underline) || (f->blink && !a->blink) ||
 	       (f->reverse && !a->reverse) || (f->strike && !a->strike) ||
 	       (f->font && !a->font) ||
-	       (!VTERM_COLOR_IS_DEFAULT_FG(&from->fg) && VTERM_COLOR_IS_DEFAULT_FG(&p->fg)) ||
-	       (!VTERM_COLOR_IS_DEFAULT_BG(&from->bg) && VTERM_COLOR_IS_DEFAULT_BG(&p->bg));
+	       (!VTERM_COLOR_IS_DEFAULT_FG(&from->fg) &&
+		VTERM_COLOR_IS_DEFAULT_FG(&p->fg)) ||
+	       (!VTERM_COLOR_IS_DEFAULT_BG(&from->bg) &&
+		VTERM_COLOR_IS_DEFAULT_BG(&p->bg));
 }
 
 /* Sets B's pen to p's attributes and colours: the shorter of the change
@@ -1001,11 +1004,10 @@ void screen_snapshot(struct screen *s, struct buf *out)
    continuation byte. A table, as this runs over every byte of a flood. */
 enum { BYTE_PLAIN, BYTE_CONTROL, BYTE_MAYBE_C1 };
 static const uint8_t byte_kind[256] = {
-	[0x00 ... 0x09] = BYTE_CONTROL, /* LF (0x0a) is plain */
-	[0x0b ... 0x0c] = BYTE_CONTROL, /* CR (0x0d) is plain */
-	[0x0e ... 0x1f] = BYTE_CONTROL,
-	[0x7f] = BYTE_CONTROL,
-	[0x80 ... 0x9f] = BYTE_MAYBE_C1,
+    [0x00 ... 0x09] = BYTE_CONTROL, /* LF (0x0a) is plain */
+    [0x0b ... 0x0c] = BYTE_CONTROL, /* CR (0x0d) is plain */
+    [0x0e ... 0x1f] = BYTE_CONTROL,  [0x7f] = BYTE_CONTROL,
+    [0x80 ... 0x9f] = BYTE_MAYBE_C1,
 };
 
 /* Whether p[i] is plain, looking at p[i-1] for the C1 case. */
@@ -1032,7 +1034,7 @@ static bool simple_byte(uint8_t b)
    A byte below 0x20 sets its top bit when 0x20 is subtracted, 0x7F and up
    when 1 is added, 0x80 and up has it already; a borrow or carry only
    crosses into the next byte from a byte that is flagged itself. */
-#define SWAR_ONES 0x0101010101010101ULL
+#define SWAR_ONES  0x0101010101010101ULL
 #define SWAR_HIGHS 0x8080808080808080ULL
 
 static uint64_t load8(const uint8_t *p)
@@ -1154,7 +1156,8 @@ static size_t printable_len(const uint8_t *p, size_t n)
    after which at least `need` line advances follow, with the cursor's
    column known and no wrap pending at X; 0 when there is none. */
 static size_t run_skip_point(const uint8_t *p, size_t n, const struct run_cursor *c0,
-			     const struct run_rules *r, unsigned need, struct run_cursor *at)
+			     const struct run_rules *r, unsigned need,
+			     struct run_cursor *at)
 {
 	struct run_cursor c = *c0, next;
 	uint64_t total;
@@ -1225,7 +1228,7 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 {
 	const struct modes_state *ms = modes_state(s->modes);
 	unsigned need = 2 * s->rows + 1;
-	struct run_cursor c0 = { .known = true }, at;
+	struct run_cursor c0 = {.known = true}, at;
 	struct run_rules r;
 	char move[32];
 	VTermPos pos;
@@ -1246,8 +1249,8 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 	vterm_state_get_cursorpos(s->state, &pos);
 	c0.col = (unsigned)pos.col;
 	c0.pending = ms->pending_wrap;
-	r = (struct run_rules){ .cols = s->cols, .autowrap = ms->autowrap,
-				.newline = ms->newline };
+	r = (struct run_rules){
+	    .cols = s->cols, .autowrap = ms->autowrap, .newline = ms->newline};
 	x = run_skip_point(p + i, n - i, &c0, &r, need, &at);
 	if (!x) {
 		screen_feed(s, p + i, n - i);
@@ -1398,7 +1401,7 @@ struct redraw_tok {
 /* Parameters longer than this are not in the redraw language: libvterm
    keeps them in a long, the simulation in an unsigned. */
 #define REDRAW_DIGITS_MAX 5
-#define REDRAW_CSI_MAX 64
+#define REDRAW_CSI_MAX	  64
 /* Stretches shorter than this are fed as they are. */
 #define REDRAW_MIN (16 * 1024)
 
@@ -1423,7 +1426,8 @@ static enum redraw_kind redraw_lex(const uint8_t *p, size_t n, size_t *len,
 			if (++digits > REDRAW_DIGITS_MAX)
 				return RD_NONE;
 			if (params <= 2)
-				arg[params - 1] = arg[params - 1] * 10 + (unsigned)(p[i] - '0');
+				arg[params - 1] =
+				    arg[params - 1] * 10 + (unsigned)(p[i] - '0');
 		} else if (p[i] == ';') {
 			params++;
 			digits = 0;
@@ -1514,7 +1518,7 @@ static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
 	size_t i, len;
 
 	for (i = 0; i < n && i < UINT32_MAX - REDRAW_CSI_MAX; i += len) {
-		struct redraw_tok t = { .off = (uint32_t)i };
+		struct redraw_tok t = {.off = (uint32_t)i};
 		bool reset = false;
 
 		t.kind = (uint8_t)redraw_lex(p + i, n - i, &len, arg, &reset);
@@ -1558,8 +1562,9 @@ static long redraw_cover(const struct screen *s, const struct redraw_tok *t, siz
 	for (size_t k = count; k-- > 0 && found < 0;) {
 		if (t[k].kind != RD_GLYPHS)
 			continue;
-		unsigned last = t[k].col + t[k].len - 1 < s->cols ? t[k].col + t[k].len - 1
-								   : s->cols - 1;
+		unsigned last = t[k].col + t[k].len - 1 < s->cols
+				    ? t[k].col + t[k].len - 1
+				    : s->cols - 1;
 		uint8_t *row = seen + (size_t)t[k].row * s->cols;
 
 		for (unsigned c = t[k].col; c <= last; c++)
@@ -1603,7 +1608,7 @@ static size_t redraw_skip(struct screen *s, const uint8_t *p, const struct redra
    leaving out what it can; returns where feeding stopped. */
 static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n)
 {
-	struct redraw_toks toks = { 0 };
+	struct redraw_toks toks = {0};
 	size_t i = start, a, e, len, glyph;
 	unsigned arg[2];
 	bool reset;

@@ -13,9 +13,9 @@
 #include "fdio.h"
 #include "xalloc.h"
 
-#define SUM_BYTES 16 /* the plaintext checksum */
+#define SUM_BYTES    16	 /* the plaintext checksum */
 #define KEY_FILE_MAX 255 /* one line of hex, room for a comment after it */
-#define SS_ABYTES crypto_secretstream_xchacha20poly1305_ABYTES
+#define SS_ABYTES    crypto_secretstream_xchacha20poly1305_ABYTES
 
 static void key_id(const uint8_t key[SEAL_KEY_BYTES], uint8_t kid[SEAL_KID_BYTES])
 {
@@ -51,7 +51,8 @@ static int write_new_key(const char *path, char *err, size_t errlen)
 }
 
 /* Reads the key file's one line of hex into key; err says why not. */
-static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err, size_t errlen)
+static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err,
+		    size_t errlen)
 {
 	struct buf text = BUF_INIT;
 	struct stat st;
@@ -59,8 +60,9 @@ static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err, si
 	int rc;
 
 	if (stat(path, &st) == 0 && (st.st_mode & 077)) {
-		snprintf(err, errlen, "%s is readable by others (mode %03o); chmod 600 it",
-			 path, (unsigned)(st.st_mode & 0777));
+		snprintf(err, errlen,
+			 "%s is readable by others (mode %03o); chmod 600 it", path,
+			 (unsigned)(st.st_mode & 0777));
 		return -EPERM;
 	}
 	rc = fd_read_file(path, FDIO_REGULAR, KEY_FILE_MAX, &text, err, errlen);
@@ -69,8 +71,8 @@ static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err, si
 	*buf_reserve(&text, 1) = '\0'; /* ends the text for strcspn, not counted */
 	len = strcspn((const char *)buf_head(&text), "\r\n");
 	if (len != 2 * SEAL_KEY_BYTES ||
-	    sodium_hex2bin(key, SEAL_KEY_BYTES, (const char *)buf_head(&text), len, NULL, NULL,
-			   NULL) < 0) {
+	    sodium_hex2bin(key, SEAL_KEY_BYTES, (const char *)buf_head(&text), len, NULL,
+			   NULL, NULL) < 0) {
 		snprintf(err, errlen, "%s: expected %d hex digits on one line", path,
 			 2 * SEAL_KEY_BYTES);
 		rc = -EINVAL;
@@ -80,8 +82,8 @@ static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err, si
 	return rc;
 }
 
-int seal_load_key(struct seal_keys *keys, const char *path, int create,
-		  char *err, size_t errlen)
+int seal_load_key(struct seal_keys *keys, const char *path, int create, char *err,
+		  size_t errlen)
 {
 	int rc;
 
@@ -121,7 +123,8 @@ size_t seal_sealed_len(const struct seal_stream *s, size_t n)
 void seal_push(struct seal_stream *s, const uint8_t *m, size_t n, uint8_t *out)
 {
 	if (s->sealed) {
-		crypto_secretstream_xchacha20poly1305_push(&s->st, out, NULL, m, n, NULL, 0, 0);
+		crypto_secretstream_xchacha20poly1305_push(&s->st, out, NULL, m, n, NULL,
+							   0, 0);
 		return;
 	}
 	crypto_generichash(out, SUM_BYTES, m, n, NULL, 0);
@@ -142,7 +145,9 @@ int seal_pull_init(struct seal_stream *s, const struct seal_keys *keys,
 		if (memcmp(keys->k[i].kid, hdr + 1, SEAL_KID_BYTES))
 			continue;
 		return crypto_secretstream_xchacha20poly1305_init_pull(
-			       &s->st, hdr + 1 + SEAL_KID_BYTES, keys->k[i].key) ? -EBADMSG : 0;
+			   &s->st, hdr + 1 + SEAL_KID_BYTES, keys->k[i].key)
+			   ? -EBADMSG
+			   : 0;
 	}
 	return -ENOKEY;
 }
@@ -155,9 +160,8 @@ int seal_pull(struct seal_stream *s, const uint8_t *c, size_t n, uint8_t *out,
 	unsigned char tag;
 
 	if (s->sealed) {
-		if (n < SS_ABYTES ||
-		    crypto_secretstream_xchacha20poly1305_pull(&s->st, out, &ml, &tag, c, n,
-							       NULL, 0) < 0)
+		if (n < SS_ABYTES || crypto_secretstream_xchacha20poly1305_pull(
+					 &s->st, out, &ml, &tag, c, n, NULL, 0) < 0)
 			return -EBADMSG;
 		*mlen = (size_t)ml;
 		return 0;
@@ -172,8 +176,8 @@ int seal_pull(struct seal_stream *s, const uint8_t *c, size_t n, uint8_t *out,
 	return 0;
 }
 
-void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n,
-	       uint8_t **out, size_t *outlen)
+void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n, uint8_t **out,
+	       size_t *outlen)
 {
 	struct seal_stream s;
 	uint8_t *p;
@@ -185,8 +189,8 @@ void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n,
 	*outlen = SEAL_HEADER_BYTES + seal_sealed_len(&s, n);
 }
 
-int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n,
-		uint8_t **out, size_t *outlen)
+int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n, uint8_t **out,
+		size_t *outlen)
 {
 	struct seal_stream s;
 	uint8_t *p;

@@ -14,7 +14,8 @@
 #define SEAL_KEY_BYTES crypto_secretstream_xchacha20poly1305_KEYBYTES
 #define SEAL_KID_BYTES 8
 /* What a stream writes before its first record. */
-#define SEAL_HEADER_BYTES (1 + SEAL_KID_BYTES + crypto_secretstream_xchacha20poly1305_HEADERBYTES)
+#define SEAL_HEADER_BYTES                                                                \
+	(1 + SEAL_KID_BYTES + crypto_secretstream_xchacha20poly1305_HEADERBYTES)
 #define SEAL_MAX_KEYS 8
 
 /* The keys of a sidecar: keys[0] seals new streams, every one opens old
@@ -35,8 +36,8 @@ struct seal_stream {
 /* Loads a key file (32 random bytes, hex, one line), creating it 0600
    when absent and create is set. Appends it to keys. Returns 0, or a
    negative errno with the reason in err. */
-int seal_load_key(struct seal_keys *keys, const char *path, int create,
-		  char *err, size_t errlen);
+int seal_load_key(struct seal_keys *keys, const char *path, int create, char *err,
+		  size_t errlen);
 /* Starts a stream for writing with keys[0] (or plaintext); writes its
    header to hdr. */
 void seal_push_init(struct seal_stream *s, const struct seal_keys *keys,
@@ -56,11 +57,11 @@ int seal_pull(struct seal_stream *s, const uint8_t *c, size_t n, uint8_t *out,
 
 /* Whole small files (records, screens): one stream, one message. */
 /* Returns a malloc'd sealed copy of m in *out. */
-void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n,
-	       uint8_t **out, size_t *outlen);
+void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n, uint8_t **out,
+	       size_t *outlen);
 /* Opens what seal_file wrote. Returns 0 and a malloc'd plaintext, or
    -EBADMSG / -ENOKEY. */
-int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n,
-		uint8_t **out, size_t *outlen);
+int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n, uint8_t **out,
+		size_t *outlen);
 
 #endif

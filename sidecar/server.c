@@ -27,12 +27,12 @@
 #include "wire.h"
 #include "xalloc.h"
 
-#define MAX_LINKS 64
-#define MAX_ARGS 256
-#define MAX_ARG_BYTES 4096
+#define MAX_LINKS      64
+#define MAX_ARGS       256
+#define MAX_ARG_BYTES  4096
 #define MAX_ARGV_TOTAL (16 * 1024) /* keeps a list of every session small */
-#define MAX_ENV 256
-#define MAX_ENV_TOTAL (64 * 1024)
+#define MAX_ENV	       256
+#define MAX_ENV_TOTAL  (64 * 1024)
 
 struct link {
 	struct server *srv;
@@ -47,8 +47,8 @@ struct server {
 	int listen_fd;
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
-	uid_t session_uid;           /* --session-user's uid */
-	int accept_paused;           /* out of descriptors: listener off until the tick */
+	uid_t session_uid; /* --session-user's uid */
+	int accept_paused; /* out of descriptors: listener off until the tick */
 	struct session **sessions;
 	size_t n_sessions;
 	struct link *links;
@@ -167,8 +167,10 @@ static const char *check_create(const Ptg__CreateSession *c)
 		return "the command name is empty";
 	for (size_t i = 0; i < c->n_env; i++) {
 		const char *n = c->env[i]->name;
-		if (!n[0] || strchr(n, '=') || strlen(n) + strlen(c->env[i]->value) > MAX_ARG_BYTES)
-			return "bad environment variable (empty name, '=' in name, or too long)";
+		if (!n[0] || strchr(n, '=') ||
+		    strlen(n) + strlen(c->env[i]->value) > MAX_ARG_BYTES)
+			return "bad environment variable (empty name, '=' in name, or "
+			       "too long)";
 	}
 	if ((c->cols || c->rows) && !PTG_DIM_OK(c->cols, c->rows))
 		return "cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX);
@@ -194,8 +196,11 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	const Ptg__CreateSession *c = m->create_session;
 	struct server *srv = l->srv;
 	struct session_params p = {
-		.cwd = c->cwd, .cols = c->cols, .rows = c->rows,
-		.policy = c->policy, .label = c->label,
+	    .cwd = c->cwd,
+	    .cols = c->cols,
+	    .rows = c->rows,
+	    .policy = c->policy,
+	    .label = c->label,
 	};
 	const char *bad = check_create(c);
 	char err[512];
@@ -209,8 +214,9 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	}
 	reap_sessions(srv, INT64_MAX / 2);
 	if (srv->n_sessions >= srv->cfg->max_sessions) {
-		wire_send_error(l->lc, c->request_id, 0, NULL, PTG__ERROR_CODE__RATE_LIMITED,
-				"too many sessions (%u)", srv->cfg->max_sessions);
+		wire_send_error(l->lc, c->request_id, 0, NULL,
+				PTG__ERROR_CODE__RATE_LIMITED, "too many sessions (%u)",
+				srv->cfg->max_sessions);
 		return;
 	}
 	env = make_env(c);
@@ -230,7 +236,8 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 				PTG__ERROR_CODE__INVALID_REQUEST, "%s", err);
 		return;
 	}
-	srv->sessions = xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
+	srv->sessions =
+	    xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
 	srv->sessions[srv->n_sessions++] = s;
 	reply_session(l, c->request_id, s);
 }
@@ -295,7 +302,8 @@ static void on_detach(struct link *l, const Ptg__LinkMessage *m)
 	struct session *s = find_session(l->srv, d->session_id);
 
 	if ((!s || session_detach(s, l->lc, d->attach_id, d->request_id,
-				  d->client_op_id) < 0) && d->request_id)
+				  d->client_op_id) < 0) &&
+	    d->request_id)
 		wire_send_error(l->lc, d->request_id, d->attach_id, d->client_op_id,
 				PTG__ERROR_CODE__NOT_FOUND, "not attached");
 }
@@ -303,8 +311,8 @@ static void on_detach(struct link *l, const Ptg__LinkMessage *m)
 static void on_input(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__Input *in = m->input;
-	struct session *s = session_or_reply(l, in->session_id, 0, in->attach_id,
-					     in->client_op_id);
+	struct session *s =
+	    session_or_reply(l, in->session_id, 0, in->attach_id, in->client_op_id);
 
 	if (s)
 		session_input(s, l->lc, in);
@@ -313,8 +321,8 @@ static void on_input(struct link *l, const Ptg__LinkMessage *m)
 static void on_resize(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__Resize *rz = m->resize;
-	struct session *s = session_or_reply(l, rz->session_id, 0, rz->attach_id,
-					     rz->client_op_id);
+	struct session *s =
+	    session_or_reply(l, rz->session_id, 0, rz->attach_id, rz->client_op_id);
 
 	if (s)
 		session_resize(s, l->lc, rz);
@@ -323,8 +331,8 @@ static void on_resize(struct link *l, const Ptg__LinkMessage *m)
 static void on_request_role(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__RequestRole *rr = m->request_role;
-	struct session *s = session_or_reply(l, rr->session_id, 0, rr->attach_id,
-					     rr->client_op_id);
+	struct session *s =
+	    session_or_reply(l, rr->session_id, 0, rr->attach_id, rr->client_op_id);
 
 	if (s)
 		session_request_role(s, l->lc, rr);
@@ -333,8 +341,8 @@ static void on_request_role(struct link *l, const Ptg__LinkMessage *m)
 static void on_request_keyframe(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__RequestKeyframe *rk = m->request_keyframe;
-	struct session *s = session_or_reply(l, rk->session_id, 0, rk->attach_id,
-					     rk->client_op_id);
+	struct session *s =
+	    session_or_reply(l, rk->session_id, 0, rk->attach_id, rk->client_op_id);
 
 	if (s)
 		session_request_keyframe(s, l->lc, rk);
@@ -347,18 +355,18 @@ static void on_task(struct link *l, const Ptg__LinkMessage *m)
 }
 
 static const handler_fn handlers[] = {
-	[PTG__LINK_MESSAGE__MSG_HELLO] = on_hello,
-	[PTG__LINK_MESSAGE__MSG_CREATE_SESSION] = on_create,
-	[PTG__LINK_MESSAGE__MSG_LIST_SESSIONS] = on_list,
-	[PTG__LINK_MESSAGE__MSG_GET_SESSION] = on_get,
-	[PTG__LINK_MESSAGE__MSG_KILL_SESSION] = on_kill,
-	[PTG__LINK_MESSAGE__MSG_ATTACH] = on_attach,
-	[PTG__LINK_MESSAGE__MSG_DETACH] = on_detach,
-	[PTG__LINK_MESSAGE__MSG_INPUT] = on_input,
-	[PTG__LINK_MESSAGE__MSG_RESIZE] = on_resize,
-	[PTG__LINK_MESSAGE__MSG_REQUEST_ROLE] = on_request_role,
-	[PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME] = on_request_keyframe,
-	[PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
+    [PTG__LINK_MESSAGE__MSG_HELLO] = on_hello,
+    [PTG__LINK_MESSAGE__MSG_CREATE_SESSION] = on_create,
+    [PTG__LINK_MESSAGE__MSG_LIST_SESSIONS] = on_list,
+    [PTG__LINK_MESSAGE__MSG_GET_SESSION] = on_get,
+    [PTG__LINK_MESSAGE__MSG_KILL_SESSION] = on_kill,
+    [PTG__LINK_MESSAGE__MSG_ATTACH] = on_attach,
+    [PTG__LINK_MESSAGE__MSG_DETACH] = on_detach,
+    [PTG__LINK_MESSAGE__MSG_INPUT] = on_input,
+    [PTG__LINK_MESSAGE__MSG_RESIZE] = on_resize,
+    [PTG__LINK_MESSAGE__MSG_REQUEST_ROLE] = on_request_role,
+    [PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME] = on_request_keyframe,
+    [PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
 };
 
 /* ---- links ---- */
@@ -397,8 +405,8 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 }
 
 static const struct linkconn_ops link_ops = {
-	.on_message = on_link_message,
-	.on_close = on_link_close,
+    .on_message = on_link_message,
+    .on_close = on_link_close,
 };
 
 /* With --session-user, session code must not reach the link. The unix
@@ -435,7 +443,8 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 
 	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
 		if (!peer_allowed(srv, cfd)) {
-			log_warn(NULL, "refusing a link from the session user or this VM");
+			log_warn(NULL,
+				 "refusing a link from the session user or this VM");
 			close(cfd);
 			continue;
 		}
@@ -450,7 +459,8 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
 		if (!l->lc) {
 			/* linkconn_new closed cfd; the gateway re-dials. */
-			log_warn(name, "refusing a link: cannot watch it: %s", strerror(errno));
+			log_warn(name, "refusing a link: cannot watch it: %s",
+				 strerror(errno));
 			free(l);
 			continue;
 		}
@@ -463,7 +473,8 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		/* Out of descriptors: the pending connection stays queued and
 		   the listener would wake the loop at once, forever. Stop
 		   watching it until the next tick. */
-		log_warn(NULL, "accept: %s; not accepting links for a second", strerror(errno));
+		log_warn(NULL, "accept: %s; not accepting links for a second",
+			 strerror(errno));
 		ev_io_set(srv->listen_io, 0);
 		srv->accept_paused = 1;
 	} else if (errno != EAGAIN && errno != EINTR) {
@@ -480,7 +491,8 @@ static void check_link_backlog(void *user)
 
 	for (struct link *l = srv->links; l; l = l->next)
 		if (linkconn_pending(l->lc) > srv->cfg->link_buffer_bytes)
-			linkconn_close(l->lc, "gateway is not reading (link buffer full)");
+			linkconn_close(l->lc,
+				       "gateway is not reading (link buffer full)");
 }
 
 /* ---- signals and upkeep ---- */
@@ -545,7 +557,8 @@ static int restore_sessions(struct server *srv)
 	}
 	srv->sessions = xcalloc(n + 1, sizeof(*srv->sessions));
 	for (size_t i = 0; i < n; i++)
-		srv->sessions[srv->n_sessions++] = session_restore(srv->cfg, srv->loop, &recs[i]);
+		srv->sessions[srv->n_sessions++] =
+		    session_restore(srv->cfg, srv->loop, &recs[i]);
 	store_records_free(recs, n);
 	return 0;
 }
@@ -569,8 +582,8 @@ struct server *server_new(const struct sidecar_config *cfg)
 		srv->session_uid = pw ? pw->pw_uid : 0;
 	}
 	addr_format(&cfg->listen, where, sizeof(where));
-	srv->listen_fd = addr_listen(&cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0,
-				     err, sizeof(err));
+	srv->listen_fd = addr_listen(
+	    &cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0, err, sizeof(err));
 	if (srv->listen_fd < 0) {
 		log_error(NULL, "cannot listen on %s: %s", where, err);
 		ev_loop_free(srv->loop);
@@ -586,8 +599,7 @@ struct server *server_new(const struct sidecar_config *cfg)
 	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
 	if (!srv->listen_io) {
-		log_error(NULL, "cannot watch the listener: %s",
-			  strerror(errno));
+		log_error(NULL, "cannot watch the listener: %s", strerror(errno));
 		server_free(srv);
 		return NULL;
 	}

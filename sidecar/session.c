@@ -57,7 +57,7 @@ static char **default_argv(const struct sidecar_config *cfg)
 {
 	const char *sh = cfg->session_user[0] ? NULL : getenv("SHELL");
 	struct passwd *pw;
-	char *argv[2] = { NULL, NULL };
+	char *argv[2] = {NULL, NULL};
 
 	if (cfg->session_user[0]) {
 		pw = getpwnam(cfg->session_user);
@@ -74,9 +74,9 @@ static char **default_argv(const struct sidecar_config *cfg)
 struct ring *new_ring(const struct sidecar_config *cfg)
 {
 	struct ring_limits lim = {
-		.max_frames = cfg->replay_frames,
-		.max_age_ms = (int64_t)cfg->replay_seconds * 1000,
-		.max_bytes = cfg->replay_bytes,
+	    .max_frames = cfg->replay_frames,
+	    .max_age_ms = (int64_t)cfg->replay_seconds * 1000,
+	    .max_bytes = cfg->replay_bytes,
 	};
 
 	/* With a frame log the ring is only a cache of the recent tail. */
@@ -86,13 +86,16 @@ struct ring *new_ring(const struct sidecar_config *cfg)
 	return ring_new(&lim);
 }
 
-static int start_process(struct session *s, const struct session_params *p,
-			 char *err, size_t errlen)
+static int start_process(struct session *s, const struct session_params *p, char *err,
+			 size_t errlen)
 {
 	struct tty_spec spec = {
-		.argv = s->argv, .cwd = p->cwd, .env_extra = p->env_extra,
-		.cols = s->cols, .rows = s->rows,
-		.user = s->cfg->session_user[0] ? s->cfg->session_user : NULL,
+	    .argv = s->argv,
+	    .cwd = p->cwd,
+	    .env_extra = p->env_extra,
+	    .cols = s->cols,
+	    .rows = s->rows,
+	    .user = s->cfg->session_user[0] ? s->cfg->session_user : NULL,
 	};
 	int rc = tty_spawn(&spec, &s->master, &s->pid, err, errlen);
 
@@ -133,8 +136,8 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->screen = screen_new(s->cols, s->rows);
 	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
-	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
-		 s->cols, s->rows);
+	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0], s->cols,
+		 s->rows);
 	session_state_start(s);
 	return s;
 }
@@ -171,9 +174,18 @@ void session_free(struct session *s)
 	free(s);
 }
 
-const char *session_id(const struct session *s) { return s->id; }
-pid_t session_pid(const struct session *s) { return s->pid; }
-int session_exited(const struct session *s) { return s->exited; }
+const char *session_id(const struct session *s)
+{
+	return s->id;
+}
+pid_t session_pid(const struct session *s)
+{
+	return s->pid;
+}
+int session_exited(const struct session *s)
+{
+	return s->exited;
+}
 
 int session_reapable(const struct session *s, int64_t now_ms)
 {
@@ -191,7 +203,8 @@ static int is_retained(const Ptg__Frame *f)
 /* 1 when a member on link is still replaying (replay.c). */
 static int link_replaying(struct session *s, const void *link)
 {
-	for (struct member *m = members_first(s->members); m; m = members_next(s->members, m))
+	for (struct member *m = members_first(s->members); m;
+	     m = members_next(s->members, m))
 		if (m->link == link && m->replaying)
 			return 1;
 	return 0;
@@ -212,7 +225,8 @@ static void broadcast(struct session *s, const uint8_t *p, size_t n)
 			continue;
 		}
 		/* One copy per link: skip links an earlier member already had. */
-		for (o = members_first(s->members); o != m; o = members_next(s->members, o))
+		for (o = members_first(s->members); o != m;
+		     o = members_next(s->members, o))
 			if (o->link == m->link)
 				break;
 		if (o == m)
@@ -268,13 +282,15 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 		/* A huge screen of distinct colours can outgrow a link message
 		   (--keyframe-max-bytes stays below it); SPEC 5.3 has an Error
 		   for a Keyframe that cannot be made. */
-		snprintf(msg, sizeof(msg), "the screen (%ux%u) takes %zu bytes to snapshot, "
-			 "more than %u", s->cols, s->rows, buf_size(&snap),
-			 s->cfg->keyframe_max_bytes);
+		snprintf(msg, sizeof(msg),
+			 "the screen (%ux%u) takes %zu bytes to snapshot, "
+			 "more than %u",
+			 s->cols, s->rows, buf_size(&snap), s->cfg->keyframe_max_bytes);
 		log_warn(s->id, "%s", msg);
 		buf_free(&snap);
-		session_emit_error(s, target,
-				   PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE, msg);
+		session_emit_error(
+		    s, target, PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE,
+		    msg);
 		return s->seq;
 	}
 	kf.snapshot.data = buf_head(&snap);
@@ -492,8 +508,9 @@ static void flush_input(struct session *s)
 		log_warn(s->id, "writing to the PTY: %s; %zu input bytes lost",
 			 strerror(-rc), buf_size(&s->input));
 		buf_reset(&s->input);
-		session_emit_error(s, NULL, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
-				 "the terminal stopped accepting input");
+		session_emit_error(s, NULL,
+				   PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+				   "the terminal stopped accepting input");
 	}
 	update_io(s);
 }
@@ -514,15 +531,17 @@ void session_input(struct session *s, struct linkconn *lc, const Ptg__Input *in)
 		return;
 	}
 	if (s->master < 0 || s->reaped) {
-		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
-				 "the program has exited");
+		session_emit_error(s, m,
+				   PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+				   "the program has exited");
 		return;
 	}
 	if (buf_size(&s->input) + in->data.len > s->cfg->input_buffer_bytes) {
 		/* Never dropped silently: the sender learns this input was not
 		   applied, and nothing already accepted is lost. */
-		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
-				 "input buffer full: the program is not reading its input");
+		session_emit_error(
+		    s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_WRITE_FAILED,
+		    "input buffer full: the program is not reading its input");
 		return;
 	}
 	buf_append(&s->input, in->data.data, in->data.len);
@@ -580,8 +599,8 @@ void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *r
 	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "resize to %ux%u failed: %s", rz->cols,
 			 rz->rows, s->exited ? "the program has exited" : strerror(-rc));
-		session_emit_error(s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_RESIZE_FAILED,
-				 msg);
+		session_emit_error(
+		    s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_RESIZE_FAILED, msg);
 	}
 }
 

@@ -18,10 +18,10 @@
 struct session;
 
 struct session_params {
-	char *const *argv;      /* NULL or empty: the login shell */
+	char *const *argv; /* NULL or empty: the login shell */
 	const char *cwd;
 	char *const *env_extra; /* NAME=VALUE */
-	unsigned cols, rows;    /* 0: the configured default */
+	unsigned cols, rows;	/* 0: the configured default */
 	Ptg__Policy policy;
 	const char *label;
 };

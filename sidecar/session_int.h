@@ -16,25 +16,25 @@
    further joins share one MembershipChanged broadcast at the window's
    end. */
 #define MEMBERSHIP_COALESCE_MS 50
-#define MEMBERSHIP_BURST 16
+#define MEMBERSHIP_BURST       16
 
 struct session {
 	char id[UUID_STRLEN + 1];
 	const struct sidecar_config *cfg;
 	struct ev_loop *loop;
 
-	int master;                 /* -1 once closed */
+	int master; /* -1 once closed */
 	pid_t pid;
 	struct ev_io *io;
-	struct buf input;           /* bytes waiting for the PTY */
+	struct buf input; /* bytes waiting for the PTY */
 
 	struct screen *screen;
-	struct buf screen_backlog;  /* output not yet fed to the screen */
-	int output_since_tick;      /* output came since the last session_tick */
+	struct buf screen_backlog; /* output not yet fed to the screen */
+	int output_since_tick;	   /* output came since the last session_tick */
 	struct ring *ring;
 	struct members *members;
-	uint64_t seq;               /* last sequence issued */
-	int numbered;               /* output becomes frames (a client has joined) */
+	uint64_t seq; /* last sequence issued */
+	int numbered; /* output becomes frames (a client has joined) */
 	unsigned cols, rows;
 
 	Ptg__Policy policy;
@@ -42,8 +42,8 @@ struct session {
 	char **argv;
 	int64_t created_ms;
 
-	int exited;                 /* Closed has been broadcast */
-	int reaped;                 /* the child's status is known */
+	int exited; /* Closed has been broadcast */
+	int reaped; /* the child's status is known */
 	int wait_status;
 	int has_exit_code, exit_code;
 	Ptg__CloseReason close_reason;
@@ -55,18 +55,18 @@ struct session {
 	uint32_t frames_since_keyframe;
 	struct ev_timer *keyframe_timer;
 
-	int64_t membership_window_ms; /* start of the coalescing window (mono) */
+	int64_t membership_window_ms;  /* start of the coalescing window (mono) */
 	unsigned membership_in_window; /* join broadcasts in it */
-	int membership_dirty;        /* joins since then wait for the timer */
+	int membership_dirty;	       /* joins since then wait for the timer */
 	struct ev_timer *membership_timer;
 
-	struct buf pack;            /* scratch for packing frames */
+	struct buf pack; /* scratch for packing frames */
 
 	/* durability (session_state.c) */
-	uint64_t seq_reserved;      /* numbers up to here are reserved on disk */
-	uint64_t screen_saved_seq;  /* s->seq when the screen was last saved */
+	uint64_t seq_reserved;	   /* numbers up to here are reserved on disk */
+	uint64_t screen_saved_seq; /* s->seq when the screen was last saved */
 	int64_t screen_saved_ms;
-	struct framelog *log;       /* NULL without --state-dir */
+	struct framelog *log; /* NULL without --state-dir */
 	struct ev_timer *flush_timer;
 
 	/* replays streaming from disk (replay.c) */
@@ -123,7 +123,6 @@ void session_replay_free_all(struct session *s);
    MembershipChanged, and Closed for an exited session. */
 void session_join_after_replay(struct session *s, struct member *m, unsigned cols,
 			       unsigned rows);
-
 
 /* Numbers f, stamps it, packs it once, retains it when it is a retained
    broadcast kind, and sends it to target (NULL: every member's link).

@@ -54,7 +54,8 @@ void session_state_persist(struct session *s)
 	snprintf(r.detail, sizeof(r.detail), "%s", s->detail);
 	r.argv = s->argv;
 	if (store_write(s->cfg->state_dir, &r) < 0)
-		log_warn(s->id, "cannot write the session record in %s", s->cfg->state_dir);
+		log_warn(s->id, "cannot write the session record in %s",
+			 s->cfg->state_dir);
 }
 
 void session_state_reserve(struct session *s)
@@ -135,13 +136,13 @@ static void open_log(struct session *s)
 {
 	const struct sidecar_config *c = s->cfg;
 	struct framelog_opts o = {
-		.keys = &c->state_keys,
-		.fsync = c->fsync,
-		.segment_bytes = c->state_segment_bytes,
-		.flush_bytes = LOG_FLUSH_BYTES,
-		.max_frames = c->replay_frames,
-		.max_age_ms = (int64_t)c->replay_seconds * 1000,
-		.max_bytes = c->replay_bytes,
+	    .keys = &c->state_keys,
+	    .fsync = c->fsync,
+	    .segment_bytes = c->state_segment_bytes,
+	    .flush_bytes = LOG_FLUSH_BYTES,
+	    .max_frames = c->replay_frames,
+	    .max_age_ms = (int64_t)c->replay_seconds * 1000,
+	    .max_bytes = c->replay_bytes,
 	};
 
 	if (!has_state(s))
@@ -208,7 +209,7 @@ static int replay_entry(const struct ring_entry *e, void *user)
 void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attach_id,
 			  uint64_t after)
 {
-	struct ring_replay rr = { lc, attach_id };
+	struct ring_replay rr = {lc, attach_id};
 
 	ring_foreach_after(s->ring, after, replay_entry, &rr);
 }
@@ -241,13 +242,15 @@ static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
 		return;
 	rd = framelog_reader_new(s->log, screen_seq);
 	while (framelog_reader_next(rd, &rec) == 1) {
-		if (rec.kind != PTG__FRAME__KIND_OUTPUT && rec.kind != PTG__FRAME__KIND_RESIZE)
+		if (rec.kind != PTG__FRAME__KIND_OUTPUT &&
+		    rec.kind != PTG__FRAME__KIND_RESIZE)
 			continue;
 		f = ptg__frame__unpack(NULL, rec.len, rec.frame);
 		if (!f)
 			continue;
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
-			buf_append(&s->screen_backlog, f->output->data.data, f->output->data.len);
+			buf_append(&s->screen_backlog, f->output->data.data,
+				   f->output->data.len);
 		if (f->kind_case == PTG__FRAME__KIND_RESIZE &&
 		    PTG_DIM_OK(f->resize->cols, f->resize->rows)) {
 			session_screen_sync(s);
@@ -275,17 +278,22 @@ static void state_the_boundary(struct session *s, uint64_t saved_through)
 	char line[256];
 
 	if (saved_through)
-		snprintf(line, sizeof(line), "\r\n[ptygate] the sidecar restarted: this "
-			 "session's program was lost in the restart; its history was saved "
-			 "up to sequence %llu.\r\n", (unsigned long long)saved_through);
+		snprintf(
+		    line, sizeof(line),
+		    "\r\n[ptygate] the sidecar restarted: this "
+		    "session's program was lost in the restart; its history was saved "
+		    "up to sequence %llu.\r\n",
+		    (unsigned long long)saved_through);
 	else
-		snprintf(line, sizeof(line), "\r\n[ptygate] the sidecar restarted: this "
+		snprintf(line, sizeof(line),
+			 "\r\n[ptygate] the sidecar restarted: this "
 			 "session's program was lost in the restart; none of its history "
 			 "was saved.\r\n");
 	emit_log_line(s, line);
 	s->has_exit_code = 0;
 	s->close_reason = PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED;
-	snprintf(s->detail, sizeof(s->detail), "the sidecar restarted; the program was lost");
+	snprintf(s->detail, sizeof(s->detail),
+		 "the sidecar restarted; the program was lost");
 	session_emit_closed(s, NULL);
 }
 
@@ -328,8 +336,10 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	if (r->running)
 		state_the_boundary(s, saved);
 	session_state_persist(s);
-	log_info(s->id, "restored from the state dir at sequence %llu, history on disk "
-		 "%llu-%llu%s", (unsigned long long)s->seq,
+	log_info(s->id,
+		 "restored from the state dir at sequence %llu, history on disk "
+		 "%llu-%llu%s",
+		 (unsigned long long)s->seq,
 		 (unsigned long long)(s->log ? framelog_first_seq(s->log) : 0),
 		 (unsigned long long)saved, r->running ? " (its program was lost)" : "");
 	return s;

@@ -23,7 +23,7 @@
 #include "recstore.h"
 #include "xalloc.h"
 
-#define STORE_MAGIC "ptygate-session 1"
+#define STORE_MAGIC    "ptygate-session 1"
 #define STORE_MAX_FILE (4u << 20)
 #define STORE_MAX_ARGS 256
 
@@ -93,11 +93,14 @@ int store_write(const char *dir, const struct store_record *r)
 	char name[64];
 	int rc;
 
-	buf_appendf(&b, STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
-		    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n"
-		    "reserved %" PRIu64 "\n",
-		    r->sequence, r->running, r->has_exit_code, r->exit_code, r->close_reason,
-		    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms, r->reserved);
+	buf_appendf(&b,
+		    STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
+				"reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64
+				"\nexited %" PRId64 "\n"
+				"reserved %" PRIu64 "\n",
+		    r->sequence, r->running, r->has_exit_code, r->exit_code,
+		    r->close_reason, r->cols, r->rows, r->policy, r->created_ms,
+		    r->exited_ms, r->reserved);
 	put_str(&b, "label", r->label);
 	put_str(&b, "detail", r->detail);
 	for (char **a = r->argv; a && *a; a++)
@@ -112,8 +115,8 @@ int store_write(const char *dir, const struct store_record *r)
    the snapshot alone. */
 #define SCREEN_MAGIC "ptygate-screen 1 "
 
-int store_write_screen(const char *dir, const char *id, uint64_t seq,
-		       unsigned cols, unsigned rows, const uint8_t *p, size_t n)
+int store_write_screen(const char *dir, const char *id, uint64_t seq, unsigned cols,
+		       unsigned rows, const uint8_t *p, size_t n)
 {
 	struct buf b = BUF_INIT;
 	char name[64];
@@ -303,7 +306,8 @@ static int parse_record(const char *dir, const char *id, struct store_record *r)
 	snprintf(path, sizeof(path), "%s/%s.session", dir, id);
 	rc = read_file(path, &b);
 	buf_append(&b, "", 1);
-	if (!rc && strncmp((char *)buf_head(&b), STORE_MAGIC "\n", strlen(STORE_MAGIC) + 1))
+	if (!rc &&
+	    strncmp((char *)buf_head(&b), STORE_MAGIC "\n", strlen(STORE_MAGIC) + 1))
 		rc = -EINVAL;
 	for (char *l = (char *)buf_head(&b) + strlen(STORE_MAGIC) + 1; !rc && *l;) {
 		char *end = strchr(l, '\n');
@@ -347,7 +351,8 @@ int store_read_all(const char *dir, struct store_record **out, size_t *n)
 			continue;
 		*out = xrealloc(*out, (*n + 1) * sizeof(**out));
 		if (parse_record(dir, id, &(*out)[*n]) < 0) {
-			log_warn(NULL, "state dir: skipping unreadable record %s", e->d_name);
+			log_warn(NULL, "state dir: skipping unreadable record %s",
+				 e->d_name);
 			continue;
 		}
 		(*n)++;

@@ -20,18 +20,18 @@ struct store_record {
 	   any number in the block goes out, so a restart continues above it
 	   even after a SIGKILL (SPEC 3: never reused). 0 in old records. */
 	uint64_t reserved;
-	int running;              /* the program was alive when last written */
+	int running; /* the program was alive when last written */
 	int has_exit_code, exit_code;
-	int close_reason;         /* Ptg__CloseReason */
+	int close_reason; /* Ptg__CloseReason */
 	unsigned cols, rows;
-	int policy;               /* Ptg__Policy */
+	int policy; /* Ptg__Policy */
 	int64_t created_ms, exited_ms;
 	char label[PTG_LABEL_MAX_BYTES + 1];
 	char detail[256];
-	char **argv;              /* NULL-terminated; owned */
-	uint8_t *screen;          /* the last snapshot; owned, NULL if none */
+	char **argv;	 /* NULL-terminated; owned */
+	uint8_t *screen; /* the last snapshot; owned, NULL if none */
 	size_t screen_len;
-	uint64_t screen_seq;      /* the sequence it was saved at (0: unknown) */
+	uint64_t screen_seq;		   /* the sequence it was saved at (0: unknown) */
 	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };
 
@@ -44,8 +44,8 @@ int store_open(const char *dir);
 int store_write(const char *dir, const struct store_record *r);
 /* Writes a session's last snapshot, taken at sequence seq, atomically.
    0 or a negative errno. */
-int store_write_screen(const char *dir, const char *id, uint64_t seq,
-		       unsigned cols, unsigned rows, const uint8_t *p, size_t n);
+int store_write_screen(const char *dir, const char *id, uint64_t seq, unsigned cols,
+		       unsigned rows, const uint8_t *p, size_t n);
 /* Reads every record in dir with its screen; a file that does not parse
    is logged and skipped. Returns 0 and a malloc'd array, or a negative
    errno when dir cannot be read. */

@@ -22,7 +22,7 @@ struct syncer_status {
 };
 
 struct batch {
-	int fd;           /* -1 for a whole file (path) */
+	int fd; /* -1 for a whole file (path) */
 	char *path;
 	uint8_t *data;
 	size_t len;
@@ -192,7 +192,8 @@ static int64_t enqueue_locked(struct batch *b)
 	return b->ticket;
 }
 
-int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync, struct syncer_status *st)
+int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync,
+		     struct syncer_status *st)
 {
 	struct batch *b;
 	int rc, dup_fd = -1;

@@ -32,7 +32,8 @@ int syncer_status_error(const struct syncer_status *st);
    the thread cannot start or fd cannot be duplicated (data stays the
    caller's, which writes it itself). Blocks while the queue is full (see
    above). */
-int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync, struct syncer_status *st);
+int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync,
+		     struct syncer_status *st);
 /* Queues a small file to be written whole by the thread: data (malloc'd,
    the thread frees it) into path + ".tmp", then renamed to path, not
    synced (what the frame log's segment indexes need: one lost in a crash

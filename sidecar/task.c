@@ -18,15 +18,12 @@
 #define MAX_PARTS 64
 
 static const char *const state_names[] = {
-	[TASK_SUBMITTED] = "TASK_STATE_SUBMITTED",
-	[TASK_WORKING] = "TASK_STATE_WORKING",
-	[TASK_COMPLETED] = "TASK_STATE_COMPLETED",
-	[TASK_FAILED] = "TASK_STATE_FAILED",
-	[TASK_CANCELED] = "TASK_STATE_CANCELED",
-	[TASK_REJECTED] = "TASK_STATE_REJECTED",
+    [TASK_SUBMITTED] = "TASK_STATE_SUBMITTED", [TASK_WORKING] = "TASK_STATE_WORKING",
+    [TASK_COMPLETED] = "TASK_STATE_COMPLETED", [TASK_FAILED] = "TASK_STATE_FAILED",
+    [TASK_CANCELED] = "TASK_STATE_CANCELED",   [TASK_REJECTED] = "TASK_STATE_REJECTED",
 };
 
-static const char *const stream_names[] = { "stdout", "stderr" };
+static const char *const stream_names[] = {"stdout", "stderr"};
 
 const char *task_state_name(enum task_state s)
 {
@@ -35,8 +32,8 @@ const char *task_state_name(enum task_state s)
 
 int task_state_parse(const char *s, enum task_state *out)
 {
-	static const char *const older[] = { "submitted", "working", "completed",
-					     "failed", "canceled", "rejected" };
+	static const char *const older[] = {"submitted", "working",  "completed",
+					    "failed",	 "canceled", "rejected"};
 
 	for (size_t i = 0; i < sizeof(state_names) / sizeof(state_names[0]); i++) {
 		if (strcmp(s, state_names[i]) == 0 || strcmp(s, older[i]) == 0) {
@@ -70,7 +67,8 @@ json_t *task_json_text(const char *p, size_t n)
 			i++;
 		}
 	}
-	s = json_stringn_nocheck(buf_size(&b) ? (const char *)buf_head(&b) : "", buf_size(&b));
+	s = json_stringn_nocheck(buf_size(&b) ? (const char *)buf_head(&b) : "",
+				 buf_size(&b));
 	buf_free(&b);
 	return s;
 }
@@ -93,7 +91,7 @@ static size_t complete_prefix(const char *p, size_t n)
 /* ---- the inbound message ---- */
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
 {
 	va_list ap;
@@ -112,7 +110,8 @@ static const char *part_text(json_t *part, size_t *len)
 
 	if (!json_is_object(part) || !json_is_string(text))
 		return NULL;
-	if (kind && !(json_is_string(kind) && strcmp(json_string_value(kind), "text") == 0))
+	if (kind &&
+	    !(json_is_string(kind) && strcmp(json_string_value(kind), "text") == 0))
 		return NULL;
 	*len = json_string_length(text);
 	return json_string_value(text);
@@ -130,8 +129,9 @@ static int check_id(json_t *v, const char *name, char *out, char *err, size_t er
 	const char *s = json_string_value(v);
 
 	if (!s || !s[0] || strlen(s) > PTG_TASK_ID_MAX)
-		return fail(err, errlen, 1, "message.%s must be a string of 1 to %d bytes",
-			    name, PTG_TASK_ID_MAX);
+		return fail(err, errlen, 1,
+			    "message.%s must be a string of 1 to %d bytes", name,
+			    PTG_TASK_ID_MAX);
 	snprintf(out, PTG_TASK_ID_MAX + 1, "%s", s);
 	return 0;
 }
@@ -146,24 +146,31 @@ static int join_parts(json_t *parts, size_t max, struct task_send *out, char *er
 
 	if (!json_is_array(parts) || json_array_size(parts) == 0 ||
 	    json_array_size(parts) > MAX_PARTS)
-		return fail(err, errlen, 1, "message.parts must be an array of 1 to %d "
-			    "text parts", MAX_PARTS);
-	json_array_foreach(parts, i, part) {
+		return fail(err, errlen, 1,
+			    "message.parts must be an array of 1 to %d "
+			    "text parts",
+			    MAX_PARTS);
+	json_array_foreach(parts, i, part)
+	{
 		const char *text = part_text(part, &len);
 		if (!text || memchr(text, 0, len)) {
 			buf_free(&cmd);
-			return fail(err, errlen, 1, "message.parts[%zu] must be a text part "
-				    "{\"text\": ...} without NUL characters", i);
+			return fail(err, errlen, 1,
+				    "message.parts[%zu] must be a text part "
+				    "{\"text\": ...} without NUL characters",
+				    i);
 		}
 		buf_append(&cmd, text, len);
 		if (buf_size(&cmd) > max) {
 			buf_free(&cmd);
-			return fail(err, errlen, 1, "the message's text is longer than %zu bytes", max);
+			return fail(err, errlen, 1,
+				    "the message's text is longer than %zu bytes", max);
 		}
 	}
 	if (buf_size(&cmd) == 0) {
 		buf_free(&cmd);
-		return fail(err, errlen, 1, "the message's text is empty: nothing to run");
+		return fail(err, errlen, 1,
+			    "the message's text is empty: nothing to run");
 	}
 	buf_append(&cmd, "", 1);
 	out->command = xstrdup((const char *)buf_head(&cmd));
@@ -175,7 +182,8 @@ static json_t *canonical_message(const char *message_id, const char *session_id,
 				 const char *command)
 {
 	return json_pack("{s:s, s:s, s:s, s:[{s:s}]}", "messageId", message_id,
-			 "contextId", session_id, "role", "ROLE_USER", "parts", "text", command);
+			 "contextId", session_id, "role", "ROLE_USER", "parts", "text",
+			 command);
 }
 
 static int check_message(json_t *m, const char *session_id, size_t max,
@@ -187,25 +195,32 @@ static int check_message(json_t *m, const char *session_id, size_t max,
 
 	if (!json_is_object(m))
 		return fail(err, errlen, 1, "payload.message must be an object");
-	json_object_foreach(m, key, v) {
-		static const char *const known[] = { "messageId", "role", "parts", "contextId",
-			"taskId", "metadata", "extensions", "kind", "referenceTaskIds", NULL };
+	json_object_foreach(m, key, v)
+	{
+		static const char *const known[] = {
+		    "messageId", "role",       "parts", "contextId",	    "taskId",
+		    "metadata",	 "extensions", "kind",	"referenceTaskIds", NULL};
 		size_t i;
 		for (i = 0; known[i] && strcmp(known[i], key) != 0; i++)
 			;
 		if (!known[i])
-			return fail(err, errlen, 1, "payload.message has an unknown field '%.64s'", key);
+			return fail(err, errlen, 1,
+				    "payload.message has an unknown field '%.64s'", key);
 	}
-	if (check_id(json_object_get(m, "messageId"), "messageId", out->message_id, err, errlen))
+	if (check_id(json_object_get(m, "messageId"), "messageId", out->message_id, err,
+		     errlen))
 		return 1;
 	if (!role_is_user(json_object_get(m, "role")))
-		return fail(err, errlen, 1, "message.role must be ROLE_USER (or \"user\")");
+		return fail(err, errlen, 1,
+			    "message.role must be ROLE_USER (or \"user\")");
 	if (ctx && !json_is_null(ctx) &&
 	    !(json_is_string(ctx) && strcmp(json_string_value(ctx), session_id) == 0))
-		return fail(err, errlen, 3, "message.contextId names another session; a "
+		return fail(err, errlen, 3,
+			    "message.contextId names another session; a "
 			    "connection's tasks belong to its own session");
 	if (json_object_get(m, "taskId") && !json_is_null(json_object_get(m, "taskId")))
-		return fail(err, errlen, 1, "message.taskId: a task takes one message; "
+		return fail(err, errlen, 1,
+			    "message.taskId: a task takes one message; "
 			    "send a new message for a new command");
 	return join_parts(json_object_get(m, "parts"), max, out, err, errlen);
 }
@@ -222,17 +237,21 @@ int task_parse_send(const char *params_json, const char *session_id, size_t max_
 	memset(out, 0, sizeof(*out));
 	if (!json_is_object(root)) {
 		json_decref(root);
-		return fail(err, errlen, 1, "the payload must be an object {message: {...}}");
+		return fail(err, errlen, 1,
+			    "the payload must be an object {message: {...}}");
 	}
-	json_object_foreach(root, key, v) {
-		if (strcmp(key, "message") && strcmp(key, "configuration") && strcmp(key, "metadata")) {
-			rc = fail(err, errlen, 1, "payload has an unknown field '%.64s'", key);
+	json_object_foreach(root, key, v)
+	{
+		if (strcmp(key, "message") && strcmp(key, "configuration") &&
+		    strcmp(key, "metadata")) {
+			rc = fail(err, errlen, 1, "payload has an unknown field '%.64s'",
+				  key);
 			break;
 		}
 	}
 	if (!rc)
-		rc = check_message(json_object_get(root, "message"), session_id, max_command,
-				   out, err, errlen);
+		rc = check_message(json_object_get(root, "message"), session_id,
+				   max_command, out, err, errlen);
 	json_decref(root);
 	if (rc) {
 		task_send_release(out);
@@ -291,7 +310,8 @@ void task_free(struct task *t)
 	free(t);
 }
 
-void task_set_state(struct task *t, enum task_state state, const char *text, int64_t now_ms)
+void task_set_state(struct task *t, enum task_state state, const char *text,
+		    int64_t now_ms)
 {
 	t->state = state;
 	t->updated_ms = now_ms;
@@ -327,17 +347,20 @@ void task_set_exit(struct task *t, int status, int64_t now_ms)
 	if (WIFSIGNALED(status)) {
 		const char *abbrev = sigabbrev_np(WTERMSIG(status));
 		t->signal = WTERMSIG(status);
-		snprintf(text, sizeof(text), "the command was killed by signal %d (SIG%s)",
-			 t->signal, abbrev ? abbrev : "?");
+		snprintf(text, sizeof(text),
+			 "the command was killed by signal %d (SIG%s)", t->signal,
+			 abbrev ? abbrev : "?");
 	} else {
 		t->has_exit_code = 1;
 		t->exit_code = WEXITSTATUS(status);
-		snprintf(text, sizeof(text), "the command exited with code %d", t->exit_code);
+		snprintf(text, sizeof(text), "the command exited with code %d",
+			 t->exit_code);
 	}
 	if (task_is_terminal(t))
 		return; /* canceled first: the kill was ours and is said already */
-	task_set_state(t, t->has_exit_code && t->exit_code == 0 ? TASK_COMPLETED : TASK_FAILED,
-		       text, now_ms);
+	task_set_state(
+	    t, t->has_exit_code && t->exit_code == 0 ? TASK_COMPLETED : TASK_FAILED, text,
+	    now_ms);
 }
 
 /* ---- JSON out ---- */
@@ -349,8 +372,8 @@ static json_t *agent_message(const struct task *t, const char *text, const char 
 	/* Stable per status so every copy of the task names it the same. */
 	snprintf(mid, sizeof(mid), "%s-%s", t->id, suffix);
 	return json_pack("{s:s, s:s, s:s, s:s, s:[{s:o}]}", "messageId", mid, "contextId",
-			 t->session_id, "taskId", t->id, "role", "ROLE_AGENT", "parts", "text",
-			 task_json_text(text, strlen(text)));
+			 t->session_id, "taskId", t->id, "role", "ROLE_AGENT", "parts",
+			 "text", task_json_text(text, strlen(text)));
 }
 
 static json_t *status_json(const struct task *t)
@@ -361,7 +384,8 @@ static json_t *status_json(const struct task *t)
 	time_format_ms(t->updated_ms, ts);
 	st = json_pack("{s:s, s:s}", "state", task_state_name(t->state), "timestamp", ts);
 	if (t->status_text)
-		json_object_set_new(st, "message", agent_message(t, t->status_text, "status"));
+		json_object_set_new(st, "message",
+				    agent_message(t, t->status_text, "status"));
 	return st;
 }
 
@@ -402,9 +426,11 @@ json_t *task_json(const struct task *t, long history_length)
 		if (!o->total)
 			continue;
 		a = artifact_json(t, (enum task_stream_id)s, 0, o->len);
-		json_object_set_new(a, "metadata", json_pack("{s:s, s:I, s:I, s:b}", "stream",
-			stream_names[s], "bytes", (json_int_t)o->total, "kept_bytes",
-			(json_int_t)o->len, "truncated", o->truncated));
+		json_object_set_new(
+		    a, "metadata",
+		    json_pack("{s:s, s:I, s:I, s:b}", "stream", stream_names[s], "bytes",
+			      (json_int_t)o->total, "kept_bytes", (json_int_t)o->len,
+			      "truncated", o->truncated));
 		json_array_append_new(arts, a);
 	}
 	json_array_append(hist, t->message);
@@ -413,13 +439,14 @@ json_t *task_json(const struct task *t, long history_length)
 	while (history_length >= 0 && json_array_size(hist) > (size_t)history_length)
 		json_array_remove(hist, 0);
 	return json_pack("{s:s, s:s, s:o, s:o, s:o, s:o}", "id", t->id, "contextId",
-			 t->session_id, "status", status_json(t), "artifacts", arts, "history",
-			 hist, "metadata", metadata_json(t));
+			 t->session_id, "status", status_json(t), "artifacts", arts,
+			 "history", hist, "metadata", metadata_json(t));
 }
 
 json_t *task_status_delta(const struct task *t)
 {
-	return json_pack("{s:o, s:b}", "status", status_json(t), "final", task_is_terminal(t));
+	return json_pack("{s:o, s:b}", "status", status_json(t), "final",
+			 task_is_terminal(t));
 }
 
 json_t *task_output_delta(struct task *t)
@@ -431,8 +458,8 @@ json_t *task_output_delta(struct task *t)
 		size_t end = complete_prefix(o->data, o->len);
 		if (end <= o->announced)
 			continue;
-		json_array_append_new(arts, artifact_json(t, (enum task_stream_id)s, o->announced,
-							  end));
+		json_array_append_new(
+		    arts, artifact_json(t, (enum task_stream_id)s, o->announced, end));
 		o->announced = end;
 	}
 	if (!json_array_size(arts)) {
@@ -446,19 +473,21 @@ json_t *task_output_delta(struct task *t)
 
 static json_t *stream_record(const struct task_stream *o)
 {
-	return json_pack("{s:o, s:I, s:b}", "text", task_json_text(o->data ? o->data : "", o->len),
-			 "total", (json_int_t)o->total, "truncated", o->truncated);
+	return json_pack("{s:o, s:I, s:b}", "text",
+			 task_json_text(o->data ? o->data : "", o->len), "total",
+			 (json_int_t)o->total, "truncated", o->truncated);
 }
 
 char *task_record(const struct task *t)
 {
-	json_t *r = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:O, s:s, s:o, s:o}",
-		"version", 1, "id", t->id, "session_id", t->session_id, "message_id",
-		t->message_id, "idempotency_key", t->idem_key, "trace_id", t->trace_id,
-		"state", task_state_name(t->state), "created_ms", (json_int_t)t->created_ms,
-		"updated_ms", (json_int_t)t->updated_ms, "message", t->message, "command",
-		t->command, "stdout", stream_record(&t->out[0]), "stderr",
-		stream_record(&t->out[1]));
+	json_t *r = json_pack(
+	    "{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:O, s:s, s:o, s:o}",
+	    "version", 1, "id", t->id, "session_id", t->session_id, "message_id",
+	    t->message_id, "idempotency_key", t->idem_key, "trace_id", t->trace_id,
+	    "state", task_state_name(t->state), "created_ms", (json_int_t)t->created_ms,
+	    "updated_ms", (json_int_t)t->updated_ms, "message", t->message, "command",
+	    t->command, "stdout", stream_record(&t->out[0]), "stderr",
+	    stream_record(&t->out[1]));
 	char *text;
 
 	if (t->status_text)

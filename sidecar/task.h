@@ -35,31 +35,31 @@ struct task_stream {
 	size_t len, cap;
 	uint64_t total;
 	int truncated;
-	size_t announced;        /* bytes already sent in output deltas */
+	size_t announced; /* bytes already sent in output deltas */
 };
 
 struct task {
 	char id[UUID_STRLEN + 1];
 	char session_id[PTG_ID_MAX + 1];
 	char message_id[PTG_TASK_ID_MAX + 1];
-	char idem_key[PTG_TASK_ID_MAX + 1];  /* "" when none */
-	char trace_id[PTG_TASK_ID_MAX + 1];  /* "" when none */
-	char log_ctx[320];               /* "session/task trace=..." */
+	char idem_key[PTG_TASK_ID_MAX + 1]; /* "" when none */
+	char trace_id[PTG_TASK_ID_MAX + 1]; /* "" when none */
+	char log_ctx[320];		    /* "session/task trace=..." */
 	enum task_state state;
-	int64_t created_ms, updated_ms;  /* updated: the last status change */
-	json_t *message;                 /* the user's message, canonical */
-	char *command;                   /* its text parts joined */
-	char *status_text;               /* the status message; NULL: none */
+	int64_t created_ms, updated_ms; /* updated: the last status change */
+	json_t *message;		/* the user's message, canonical */
+	char *command;			/* its text parts joined */
+	char *status_text;		/* the status message; NULL: none */
 	struct task_stream out[2];
 	int has_exit_code, exit_code;
-	int signal;                      /* 0: not ended by a signal */
-	void *run;                       /* tasks.c: process, pipes, subscribers */
+	int signal; /* 0: not ended by a signal */
+	void *run;  /* tasks.c: process, pipes, subscribers */
 };
 
 /* What task_parse_send found in a SendMessage payload. */
 struct task_send {
-	json_t *message;                 /* canonical; owned */
-	char *command;                   /* owned */
+	json_t *message; /* canonical; owned */
+	char *command;	 /* owned */
 	char message_id[PTG_TASK_ID_MAX + 1];
 };
 
@@ -82,7 +82,8 @@ const char *task_state_name(enum task_state s);
 int task_state_parse(const char *s, enum task_state *out);
 
 /* Moves to state with a status message (text may be NULL). */
-void task_set_state(struct task *t, enum task_state state, const char *text, int64_t now_ms);
+void task_set_state(struct task *t, enum task_state state, const char *text,
+		    int64_t now_ms);
 /* Keeps what fits under cap bytes for both streams together; the rest is
    counted and the stream marked truncated. */
 void task_append_output(struct task *t, enum task_stream_id s, const char *p, size_t n,

@@ -128,14 +128,15 @@ static char *session_cwd(pid_t pid, char *buf, size_t cap)
 	return buf;
 }
 
-pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, size_t errlen)
+pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err,
+		      size_t errlen)
 {
-	char *sh_argv[] = { "/bin/sh", "-c", (char *)sp->command, NULL };
-	char *h_argv[] = { (char *)sp->handler, NULL };
+	char *sh_argv[] = {"/bin/sh", "-c", (char *)sp->command, NULL};
+	char *h_argv[] = {(char *)sp->handler, NULL};
 	int use_handler = sp->handler && sp->handler[0];
 	char cwd_buf[4096], *cwd = NULL, *block = NULL;
 	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
-	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, in = -1, rc = 0;
+	int o[2] = {-1, -1}, e[2] = {-1, -1}, in = -1, rc = 0;
 	struct run_as ra;
 	pid_t pid = -1;
 
@@ -153,7 +154,8 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 			 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 	/* Only our read ends are non-blocking: the command writes as usual. */
 	if (in < 0 || pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 ||
-	    fcntl(o[0], F_SETFL, O_NONBLOCK) < 0 || fcntl(e[0], F_SETFL, O_NONBLOCK) < 0) {
+	    fcntl(o[0], F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(e[0], F_SETFL, O_NONBLOCK) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "cannot set up the task's input and output: %s",
 			 strerror(errno));
@@ -166,7 +168,8 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err, si
 		goto done;
 	}
 	if (pid == 0)
-		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp, sp->user ? &ra : NULL);
+		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp,
+		      sp->user ? &ra : NULL);
 	setpgid(pid, pid); /* also here: no race with a kill of the group */
 	out[0] = o[0];
 	out[1] = e[0];

@@ -20,11 +20,11 @@
 #include "wire.h"
 #include "xalloc.h"
 
-#define OUTPUT_FLUSH_MS 150          /* output updates are coalesced */
-#define READ_CHUNK (64 * 1024)
-#define READS_PER_WAKE 16            /* fairness between busy tasks */
-#define RECORD_MAX (16u << 20)
-#define LIST_BUDGET (8u << 20)        /* a ListTasks reply stays under the link cap */
+#define OUTPUT_FLUSH_MS 150 /* output updates are coalesced */
+#define READ_CHUNK	(64 * 1024)
+#define READS_PER_WAKE	16 /* fairness between busy tasks */
+#define RECORD_MAX	(16u << 20)
+#define LIST_BUDGET	(8u << 20) /* a ListTasks reply stays under the link cap */
 
 struct sub {
 	struct linkconn *lc;
@@ -34,7 +34,7 @@ struct sub {
 struct run {
 	struct tasks *ts;
 	struct task *t;
-	pid_t pid;                   /* 0: reaped (or never started) */
+	pid_t pid; /* 0: reaped (or never started) */
 	int fd[2];
 	struct ev_io *io[2];
 	struct sub *subs;
@@ -44,7 +44,7 @@ struct run {
 struct tasks {
 	const struct sidecar_config *cfg;
 	struct ev_loop *loop;
-	char dir[4200];              /* "" when not persisting */
+	char dir[4200]; /* "" when not persisting */
 	struct task **v;
 	size_t n, cap;
 	struct ev_timer *flush;
@@ -62,8 +62,8 @@ static void reply_error(const struct req *q, Ptg__ErrorCode code, const char *ms
 {
 	if (!q->r->request_id)
 		return;
-	wire_send_error(q->lc, q->r->request_id, q->r->attach_id, q->r->client_op_id, code,
-			"%s", msg);
+	wire_send_error(q->lc, q->r->request_id, q->r->attach_id, q->r->client_op_id,
+			code, "%s", msg);
 }
 
 /* Answers with payload (consumed). */
@@ -136,10 +136,14 @@ static void on_record(const char *name, const char *data, size_t n, void *user)
 		return;
 	}
 	if (!task_is_terminal(t)) {
-		task_set_state(t, TASK_FAILED, "the task's process was lost in a sidecar "
-			       "restart; how it ended is unknown, and its output after the "
-			       "last save is gone", time_now_ms());
-		log_warn(t->log_ctx, "was running when the sidecar stopped: now FAILED (lost)");
+		task_set_state(
+		    t, TASK_FAILED,
+		    "the task's process was lost in a sidecar "
+		    "restart; how it ended is unknown, and its output after the "
+		    "last save is gone",
+		    time_now_ms());
+		log_warn(t->log_ctx,
+			 "was running when the sidecar stopped: now FAILED (lost)");
 		save(ts, t);
 	}
 	add(ts, t);
@@ -246,7 +250,8 @@ static void notify(struct task *t, json_t *delta)
 	}
 }
 
-static int subscribe(struct tasks *ts, struct task *t, struct linkconn *lc, uint64_t attach_id)
+static int subscribe(struct tasks *ts, struct task *t, struct linkconn *lc,
+		     uint64_t attach_id)
 {
 	struct run *r = ensure_run(ts, t);
 
@@ -259,7 +264,7 @@ static int subscribe(struct tasks *ts, struct task *t, struct linkconn *lc, uint
 		r->cap_subs = r->cap_subs ? r->cap_subs * 2 : 4;
 		r->subs = xrealloc(r->subs, r->cap_subs * sizeof(*r->subs));
 	}
-	r->subs[r->n_subs++] = (struct sub){ lc, attach_id };
+	r->subs[r->n_subs++] = (struct sub){lc, attach_id};
 	return 0;
 }
 
@@ -271,7 +276,8 @@ static void unsubscribe(struct task *t, struct linkconn *lc, uint64_t attach_id)
 	if (!r)
 		return;
 	for (size_t i = 0; i < r->n_subs;) {
-		if (r->subs[i].lc == lc && (!attach_id || r->subs[i].attach_id == attach_id))
+		if (r->subs[i].lc == lc &&
+		    (!attach_id || r->subs[i].attach_id == attach_id))
 			r->subs[i] = r->subs[--r->n_subs];
 		else
 			i++;
@@ -282,7 +288,7 @@ static void unsubscribe(struct task *t, struct linkconn *lc, uint64_t attach_id)
 /* The full task to one subscriber (SubscribeToTask, a repeated send). */
 static void send_snapshot(struct task *t, struct linkconn *lc, uint64_t attach_id)
 {
-	struct sub s = { lc, attach_id };
+	struct sub s = {lc, attach_id};
 	json_t *full = task_json(t, -1);
 	char *text = json_dumps(full, JSON_COMPACT);
 
@@ -426,9 +432,10 @@ static void start(struct tasks *ts, struct task *t, pid_t session_pid)
 	struct run *r = ensure_run(ts, t);
 	char err[256], *input = NULL;
 	struct task_proc_spec sp = {
-		.command = t->command, .handler = ts->cfg->task_handler,
-		.session_pid = session_pid,
-		.user = ts->cfg->session_user[0] ? ts->cfg->session_user : NULL,
+	    .command = t->command,
+	    .handler = ts->cfg->task_handler,
+	    .session_pid = session_pid,
+	    .user = ts->cfg->session_user[0] ? ts->cfg->session_user : NULL,
 	};
 	int fds[2];
 	pid_t pid;
@@ -462,7 +469,8 @@ static void start(struct tasks *ts, struct task *t, pid_t session_pid)
 static struct task *find(struct tasks *ts, const char *session_id, const char *id)
 {
 	for (size_t i = 0; i < ts->n; i++)
-		if (strcmp(ts->v[i]->id, id) == 0 && strcmp(ts->v[i]->session_id, session_id) == 0)
+		if (strcmp(ts->v[i]->id, id) == 0 &&
+		    strcmp(ts->v[i]->session_id, session_id) == 0)
 			return ts->v[i];
 	return NULL;
 }
@@ -500,8 +508,10 @@ static int streaming(const struct req *q)
 /* A repeated messageId or idempotency key: the existing task, nothing run. */
 static void answer_repeat(const struct req *q, struct task *t)
 {
-	log_info(t->log_ctx, "repeated message%s%.128s: the existing task is returned, "
-		 "nothing is run", q->r->trace_id[0] ? " trace=" : "", q->r->trace_id);
+	log_info(t->log_ctx,
+		 "repeated message%s%.128s: the existing task is returned, "
+		 "nothing is run",
+		 q->r->trace_id[0] ? " trace=" : "", q->r->trace_id);
 	if (!streaming(q)) {
 		reply_json(q, json_pack("{s:o}", "task", task_json(t, -1)));
 		return;
@@ -519,11 +529,15 @@ static int check_limits(const struct req *q)
 	char msg[160];
 
 	if (count_running(q->ts, q->r->session_id) >= cfg->task_max_running_session) {
-		snprintf(msg, sizeof(msg), "%u tasks are running in this session already; "
-			 "try again when one ends", cfg->task_max_running_session);
+		snprintf(msg, sizeof(msg),
+			 "%u tasks are running in this session already; "
+			 "try again when one ends",
+			 cfg->task_max_running_session);
 	} else if (count_running(q->ts, NULL) >= cfg->task_max_running) {
-		snprintf(msg, sizeof(msg), "%u tasks are running in this sandbox already; "
-			 "try again when one ends", cfg->task_max_running);
+		snprintf(msg, sizeof(msg),
+			 "%u tasks are running in this sandbox already; "
+			 "try again when one ends",
+			 cfg->task_max_running);
 	} else {
 		return 0;
 	}
@@ -545,8 +559,10 @@ static void op_send(const struct req *q)
 	rc = task_parse_send(q->r->params_json, q->r->session_id,
 			     q->ts->cfg->task_max_message_bytes, &in, err, sizeof(err));
 	if (rc) {
-		reply_error(q, rc == 3 ? PTG__ERROR_CODE__PERMISSION_DENIED
-				       : PTG__ERROR_CODE__INVALID_REQUEST, err);
+		reply_error(q,
+			    rc == 3 ? PTG__ERROR_CODE__PERMISSION_DENIED
+				    : PTG__ERROR_CODE__INVALID_REQUEST,
+			    err);
 		return;
 	}
 	t = find_repeat(q->ts, q->r->session_id, in.message_id, q->r->idempotency_key);
@@ -559,7 +575,8 @@ static void op_send(const struct req *q)
 		task_send_release(&in);
 		return;
 	}
-	t = task_new(q->r->session_id, &in, q->r->idempotency_key, q->r->trace_id, time_now_ms());
+	t = task_new(q->r->session_id, &in, q->r->idempotency_key, q->r->trace_id,
+		     time_now_ms());
 	add(q->ts, t);
 	log_info(t->log_ctx, "submitted (message %.128s)", t->message_id);
 	save(q->ts, t);
@@ -584,7 +601,8 @@ static void op_send(const struct req *q)
 /* params: the payload object; its keys must be among names (NULL-ended). */
 static json_t *parse_params(const struct req *q, const char *const *names)
 {
-	json_t *p = q->r->params_json[0] ? json_loads(q->r->params_json, 0, NULL) : json_object();
+	json_t *p =
+	    q->r->params_json[0] ? json_loads(q->r->params_json, 0, NULL) : json_object();
 	const char *key;
 	json_t *v;
 	char msg[160];
@@ -595,15 +613,18 @@ static json_t *parse_params(const struct req *q, const char *const *names)
 	}
 	if (!json_is_object(p)) {
 		json_decref(p);
-		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, "the payload must be an object");
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+			    "the payload must be an object");
 		return NULL;
 	}
-	json_object_foreach(p, key, v) {
+	json_object_foreach(p, key, v)
+	{
 		size_t i;
 		for (i = 0; names[i] && strcmp(names[i], key) != 0; i++)
 			;
 		if (!names[i]) {
-			snprintf(msg, sizeof(msg), "payload has an unknown field '%.64s'", key);
+			snprintf(msg, sizeof(msg), "payload has an unknown field '%.64s'",
+				 key);
 			reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, msg);
 			json_decref(p);
 			return NULL;
@@ -646,15 +667,16 @@ static long opt_count(json_t *p, const char *a, const char *b, long max)
 
 	if (!v || json_is_null(v))
 		return -1;
-	if (!json_is_integer(v) || json_integer_value(v) < 0 || json_integer_value(v) > max)
+	if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+	    json_integer_value(v) > max)
 		return -2;
 	return (long)json_integer_value(v);
 }
 
 static void op_get(const struct req *q)
 {
-	static const char *const names[] = { "task_id", "id", "history_length",
-					     "historyLength", "metadata", NULL };
+	static const char *const names[] = {"task_id",	     "id",	 "history_length",
+					    "historyLength", "metadata", NULL};
 	json_t *p = parse_params(q, names);
 	struct task *t = p ? named_task(q, p) : NULL;
 	long hl;
@@ -672,7 +694,7 @@ static void op_get(const struct req *q)
 
 static void op_cancel(const struct req *q)
 {
-	static const char *const names[] = { "task_id", "id", "metadata", NULL };
+	static const char *const names[] = {"task_id", "id", "metadata", NULL};
 	json_t *p = parse_params(q, names);
 	struct task *t = p ? named_task(q, p) : NULL;
 	struct run *r;
@@ -696,7 +718,8 @@ static void op_cancel(const struct req *q)
 		}
 	}
 	flush_output(t);
-	task_set_state(t, TASK_CANCELED, "canceled by a client: the process group was killed",
+	task_set_state(t, TASK_CANCELED,
+		       "canceled by a client: the process group was killed",
 		       time_now_ms());
 	reply_json(q, json_pack("{s:o}", "task", task_json(t, -1)));
 	finish(q->ts, t);
@@ -704,7 +727,7 @@ static void op_cancel(const struct req *q)
 
 static void op_subscribe(const struct req *q)
 {
-	static const char *const names[] = { "task_id", "id", "metadata", NULL };
+	static const char *const names[] = {"task_id", "id", "metadata", NULL};
 	json_t *p = parse_params(q, names);
 	struct task *t = p ? named_task(q, p) : NULL;
 	Ptg__SessionInfo info;
@@ -715,7 +738,8 @@ static void op_subscribe(const struct req *q)
 		return;
 	flush_output(t); /* the snapshot below is where this subscriber's deltas start */
 	if (!task_is_terminal(t) && subscribe(q->ts, t, q->lc, q->r->attach_id) < 0) {
-		reply_error(q, PTG__ERROR_CODE__RATE_LIMITED, "too many subscribers on this task");
+		reply_error(q, PTG__ERROR_CODE__RATE_LIMITED,
+			    "too many subscribers on this task");
 		return;
 	}
 	if (q->s) {
@@ -729,7 +753,7 @@ static void op_subscribe(const struct req *q)
 
 static void op_unsubscribe(const struct req *q)
 {
-	static const char *const names[] = { "task_id", "id", NULL };
+	static const char *const names[] = {"task_id", "id", NULL};
 	json_t *p;
 	struct task *t;
 
@@ -758,10 +782,12 @@ static int list_filter(const struct req *q, json_t *f, int *state)
 	if (!f || json_is_null(f))
 		return 0;
 	if (!json_is_object(f) || json_object_size(f) > (size_t)(!!st + !!ctx) ||
-	    (st && (!json_is_string(st) || task_state_parse(json_string_value(st), &s) < 0)) ||
+	    (st &&
+	     (!json_is_string(st) || task_state_parse(json_string_value(st), &s) < 0)) ||
 	    (ctx && !json_is_string(ctx))) {
-		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
-			    "payload.filter may hold state (TASK_STATE_*) and contextId only");
+		reply_error(
+		    q, PTG__ERROR_CODE__INVALID_REQUEST,
+		    "payload.filter may hold state (TASK_STATE_*) and contextId only");
 		return -1;
 	}
 	if (ctx && strcmp(json_string_value(ctx), q->r->session_id) != 0) {
@@ -794,9 +820,11 @@ static int page_start(const struct tasks *ts, const json_t *tok, size_t *end)
 /* Newest first; page_token is the id of the last task of the page before. */
 static void op_list(const struct req *q)
 {
-	static const char *const names[] = { "page_size", "pageSize", "page_token", "pageToken",
-		"filter", "history_length", "historyLength", "include_artifacts",
-		"includeArtifacts", NULL };
+	static const char *const names[] = {"page_size",	"pageSize",
+					    "page_token",	"pageToken",
+					    "filter",		"history_length",
+					    "historyLength",	"include_artifacts",
+					    "includeArtifacts", NULL};
 	json_t *p = parse_params(q, names), *tok, *page, *t_json;
 	long size, hl;
 	size_t i, budget = 0;
@@ -808,8 +836,10 @@ static void op_list(const struct req *q)
 	hl = opt_count(p, "history_length", "historyLength", 1000000);
 	tok = get2(p, "page_token", "pageToken");
 	arts = !json_is_false(get2(p, "include_artifacts", "includeArtifacts"));
-	if (size == -2 || hl == -2 || (tok && !json_is_string(tok) && !json_is_null(tok))) {
-		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST, "payload.page_size and "
+	if (size == -2 || hl == -2 ||
+	    (tok && !json_is_string(tok) && !json_is_null(tok))) {
+		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
+			    "payload.page_size and "
 			    "history_length must be integers >= 0, page_token a string");
 		json_decref(p);
 		return;
@@ -856,7 +886,7 @@ static void op_list(const struct req *q)
 void tasks_request(struct tasks *ts, struct linkconn *lc, const Ptg__TaskRequest *r,
 		   struct session *s)
 {
-	struct req q = { ts, lc, r, s };
+	struct req q = {ts, lc, r, s};
 
 	switch (r->op) {
 	case PTG__TASK_OP__TASK_OP_SEND:

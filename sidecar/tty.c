@@ -22,7 +22,7 @@ struct child_error {
 
 static void child_fail(int fd, const char *what)
 {
-	struct child_error ce = { .err = errno };
+	struct child_error ce = {.err = errno};
 	snprintf(ce.what, sizeof(ce.what), "%s", what);
 	if (write(fd, &ce, sizeof(ce)) < 0) {
 		/* nothing more a dying child can do */
@@ -74,8 +74,8 @@ static void child_exec(const struct tty_spec *spec, const struct run_as *ra, int
 
 /* Waits for the child's verdict: EOF on the close-on-exec pipe means the
    exec succeeded. */
-static int read_child_verdict(int fd, const struct tty_spec *spec,
-			      char *err, size_t errlen)
+static int read_child_verdict(int fd, const struct tty_spec *spec, char *err,
+			      size_t errlen)
 {
 	struct child_error ce;
 	ssize_t n;
@@ -86,8 +86,9 @@ static int read_child_verdict(int fd, const struct tty_spec *spec,
 	if (n != (ssize_t)sizeof(ce))
 		return 0;
 	snprintf(err, errlen, "%s %s: %s", ce.what,
-		 strcmp(ce.what, "exec") != 0 ? (spec->cwd && strcmp(ce.what, "chdir") == 0
-						  ? spec->cwd : "") : spec->argv[0],
+		 strcmp(ce.what, "exec") != 0
+		     ? (spec->cwd && strcmp(ce.what, "chdir") == 0 ? spec->cwd : "")
+		     : spec->argv[0],
 		 strerror(ce.err));
 	return -(ce.err ? ce.err : EIO);
 }
@@ -95,7 +96,7 @@ static int read_child_verdict(int fd, const struct tty_spec *spec,
 int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen)
 {
-	struct winsize ws = { .ws_row = spec->rows, .ws_col = spec->cols };
+	struct winsize ws = {.ws_row = spec->rows, .ws_col = spec->cols};
 	struct run_as ra;
 	int pipefd[2], fd, rc;
 	pid_t p;
@@ -141,7 +142,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 
 int tty_set_size(int master, unsigned cols, unsigned rows)
 {
-	struct winsize ws = { .ws_row = rows, .ws_col = cols };
+	struct winsize ws = {.ws_row = rows, .ws_col = cols};
 
 	return ioctl(master, TIOCSWINSZ, &ws) < 0 ? -errno : 0;
 }

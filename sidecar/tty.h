@@ -6,13 +6,13 @@
 #include <sys/types.h>
 
 struct tty_spec {
-	char *const *argv;      /* NULL-terminated; argv[0] looked up in PATH */
-	const char *cwd;        /* NULL or "": inherit */
+	char *const *argv;	/* NULL-terminated; argv[0] looked up in PATH */
+	const char *cwd;	/* NULL or "": inherit */
 	char *const *env_extra; /* NULL-terminated NAME=VALUE, set on top of ours */
 	unsigned cols, rows;
-	const char *user;       /* NULL: ours; else the program runs as this
-				   user (we must be root), with its HOME, USER,
-				   LOGNAME and SHELL, in its HOME unless cwd */
+	const char *user; /* NULL: ours; else the program runs as this
+			     user (we must be root), with its HOME, USER,
+			     LOGNAME and SHELL, in its HOME unless cwd */
 };
 
 /* Forks a child in its own session with the new PTY as its controlling

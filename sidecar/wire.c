@@ -10,7 +10,7 @@
 #include "log.h"
 
 enum {
-	TAG_LINK_FRAME = (21 << 3) | 2,  /* length-delimited */
+	TAG_LINK_FRAME = (21 << 3) | 2,	 /* length-delimited */
 	TAG_FRAME_TARGET = (4 << 3) | 0, /* varint */
 };
 
@@ -57,12 +57,13 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 	if (body > LINK_MAX_MESSAGE) {
 		/* Frames are bounded where they are made (Output 64 KiB, Keyframe
 		   --keyframe-max-bytes); this is the last line of defence of the link. */
-		log_error(linkconn_name(lc), "dropping a %zu-byte frame over the link cap", body);
+		log_error(linkconn_name(lc),
+			  "dropping a %zu-byte frame over the link cap", body);
 		return;
 	}
-	iov[0] = (struct iovec){ head, hlen };
-	iov[1] = (struct iovec){ (void *)frame, len };
-	iov[2] = (struct iovec){ tail, tlen };
+	iov[0] = (struct iovec){head, hlen};
+	iov[1] = (struct iovec){(void *)frame, len};
+	iov[2] = (struct iovec){tail, tlen};
 	linkconn_send_iov(lc, iov, tlen ? 3 : 2);
 }
 

@@ -21,8 +21,8 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 		     uint64_t target);
 /* Sends a Reply with only a code and message (and the echoes). */
 void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
-		     const char *client_op_id, Ptg__ErrorCode code,
-		     const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+		     const char *client_op_id, Ptg__ErrorCode code, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
 /* Sends a filled Reply. */
 void wire_send_reply(struct linkconn *lc, Ptg__Reply *r);
 

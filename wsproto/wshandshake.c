@@ -201,7 +201,7 @@ int wshs_parse_protocols(const char *value, struct wshs_offer *o)
 		else if (elem.n > WSHS__BEARER_LEN &&
 			 memcmp(elem.p, WSHS__BEARER, WSHS__BEARER_LEN) == 0)
 			ret = take_token(elem.p + WSHS__BEARER_LEN,
-					       elem.n - WSHS__BEARER_LEN, o);
+					 elem.n - WSHS__BEARER_LEN, o);
 	}
 	if (ret < 0)
 		wshs_offer_clear(o);
@@ -249,7 +249,7 @@ const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 /* ---- Origin ---- */
 
 static const char *origin_scheme(const char *s, size_t n, size_t *skip,
-				       uint16_t *default_port)
+				 uint16_t *default_port)
 {
 	static const struct {
 		const char *prefix, *scheme;
@@ -301,15 +301,15 @@ int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
 	scheme = origin_scheme(s, n, &skip, &def);
 	port = def;
 	if (!scheme ||
-	    addr_parse_hostport(s + skip, n - skip, ADDR_PORT_OPTIONAL, host, sizeof(host),
-				&port, NULL, 0) < 0 ||
+	    addr_parse_hostport(s + skip, n - skip, ADDR_PORT_OPTIONAL, host,
+				sizeof(host), &port, NULL, 0) < 0 ||
 	    !origin_host_ok(host))
 		return -EINVAL;
 	if (port != def)
 		snprintf(port_text, sizeof(port_text), ":%u", (unsigned)port);
-	len = (size_t)snprintf(out, WSHS_ORIGIN_MAX + 1, strchr(host, ':') ? "%s://[%s]%s"
-									 : "%s://%s%s",
-			       scheme, host, port_text);
+	len = (size_t)snprintf(out, WSHS_ORIGIN_MAX + 1,
+			       strchr(host, ':') ? "%s://[%s]%s" : "%s://%s%s", scheme,
+			       host, port_text);
 	if (len > WSHS_ORIGIN_MAX) {
 		out[0] = '\0';
 		return -EINVAL;
@@ -321,7 +321,7 @@ int wshs_origin_canon(const char *s, size_t n, char out[WSHS_ORIGIN_MAX + 1])
 
 /* The canonical origin a request's Host header names, under scheme. */
 static int host_origin(const char *canon_origin, const char *host,
-			     char out[WSHS_ORIGIN_MAX + 1])
+		       char out[WSHS_ORIGIN_MAX + 1])
 {
 	char tmp[WSHS_ORIGIN_MAX + 16];
 	const char *sep = strstr(canon_origin, "://");
@@ -329,8 +329,8 @@ static int host_origin(const char *canon_origin, const char *host,
 
 	if (!host || !sep)
 		return -EINVAL;
-	n = snprintf(tmp, sizeof(tmp), "%.*s%s", (int)(sep + 3 - canon_origin), canon_origin,
-		     host);
+	n = snprintf(tmp, sizeof(tmp), "%.*s%s", (int)(sep + 3 - canon_origin),
+		     canon_origin, host);
 	if (n < 0 || (size_t)n >= sizeof(tmp))
 		return -EINVAL;
 	return wshs_origin_canon(tmp, (size_t)n, out);

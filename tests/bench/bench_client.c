@@ -42,7 +42,7 @@
 #include "bench_ws.h"
 
 #define MARKER "PTG-BENCH-END"
-#define READY "PTG-READY"
+#define READY  "PTG-READY"
 
 static const char *instance = "bench";
 static long gateway_pid, sidecar_pid;
@@ -101,8 +101,8 @@ static double cpu_seconds(long pid)
 	p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
 	fclose(f);
 	/* After "(comm)": state is field 3; utime and stime are 14 and 15. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut,
-			 &st) != 2)
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			 &ut, &st) != 2)
 		return 0;
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -157,7 +157,8 @@ static bool all_keyframe(void *arg)
 	struct group *g = arg;
 
 	for (size_t i = 0; i < g->n; i++)
-		if (!g->c[i].got_keyframe && !g->c[i].join_failed && g->c[i].st != BWS_DEAD)
+		if (!g->c[i].got_keyframe && !g->c[i].join_failed &&
+		    g->c[i].st != BWS_DEAD)
 			return false;
 	return true;
 }
@@ -178,7 +179,8 @@ static size_t count_dead(const struct group *g)
 	for (size_t i = 0; i < g->n; i++)
 		if (g->c[i].st == BWS_DEAD && !g->c[i].got_closed) {
 			if (dead++ < 3)
-				fprintf(stderr, "bench_client: conn %zu: %s\n", i, g->c[i].err);
+				fprintf(stderr, "bench_client: conn %zu: %s\n", i,
+					g->c[i].err);
 		}
 	return dead;
 }
@@ -191,7 +193,7 @@ static void open_all(struct group *g, char **sids, size_t per, bool fast, int so
 	const size_t batch = 200;
 
 	for (size_t i = 0; i < g->n; i += batch) {
-		struct group part = { g->c + i, g->n - i < batch ? g->n - i : batch };
+		struct group part = {g->c + i, g->n - i < batch ? g->n - i : batch};
 
 		for (size_t j = 0; j < part.n; j++) {
 			struct bws *c = &part.c[j];
@@ -199,7 +201,8 @@ static void open_all(struct group *g, char **sids, size_t per, bool fast, int so
 			c->idx = (int)(i + j);
 			c->fast = fast;
 			attach_path(sids[(i + j) / per], path, sizeof(path));
-			bws_open(c, path, sources ? (int)((i + j) % (size_t)sources) : -1);
+			bws_open(c, path,
+				 sources ? (int)((i + j) % (size_t)sources) : -1);
 		}
 		if (!bws_run(all_hello, &part, 60))
 			die("connections did not all get binding_hello in 60 s");
@@ -245,11 +248,12 @@ static void attach_one(struct bws *c, const char *sid, const char *role, int64_t
 
 static int mode_attach(const char *sid, size_t samples)
 {
-	double *up = calloc(samples, sizeof(double)), *hello = calloc(samples, sizeof(double));
+	double *up = calloc(samples, sizeof(double)),
+	       *hello = calloc(samples, sizeof(double));
 	double *kf = calloc(samples, sizeof(double));
 
 	for (size_t i = 0; i < samples; i++) {
-		struct bws c = { .idx = (int)i };
+		struct bws c = {.idx = (int)i};
 
 		attach_one(&c, sid, "observer", -1);
 		up[i] = c.t_101 - c.t_upgrade;
@@ -288,8 +292,9 @@ static void echo_frame(struct bws *c, const struct bws_frame *f)
 {
 	struct echo *e = c->user;
 
-	if (!strcmp(f->kind, "Error") && memmem(f->text, f->wire_len, "PTY_OUTPUT_LAGGED", 17) &&
-	    e->ready && c->want >= 0) {
+	if (!strcmp(f->kind, "Error") &&
+	    memmem(f->text, f->wire_len, "PTY_OUTPUT_LAGGED", 17) && e->ready &&
+	    c->want >= 0) {
 		/* The echo may have been among the dropped frames: a new sample. */
 		e->lost++;
 		echo_send(c, e);
@@ -325,8 +330,8 @@ static bool echo_done(void *arg)
    READY; exec cat`: one byte starts it, then cat echoes every keystroke. */
 static int mode_echo(const char *sid, size_t samples)
 {
-	struct echo e = { .lat = calloc(samples, sizeof(double)), .max = samples };
-	struct bws c = { .decode = true, .user = &e };
+	struct echo e = {.lat = calloc(samples, sizeof(double)), .max = samples};
+	struct bws c = {.decode = true, .user = &e};
 
 	attach_one(&c, sid, "controller", -1);
 	c.on_frame = echo_frame;
@@ -342,8 +347,8 @@ static int mode_echo(const char *sid, size_t samples)
 
 static void tp_frame(struct bws *c, const struct bws_frame *f)
 {
-	if (!strcmp(f->kind, "Output") && bws_scan_marker(c, f->data, f->data_len, MARKER) &&
-	    !c->t_mark)
+	if (!strcmp(f->kind, "Output") &&
+	    bws_scan_marker(c, f->data, f->data_len, MARKER) && !c->t_mark)
 		c->t_mark = bws_now();
 }
 
@@ -358,7 +363,7 @@ static bool tp_done(void *arg)
    MARKER`: the clock runs from the newline that starts it to the marker. */
 static int mode_throughput(const char *sid)
 {
-	struct bws c = { .decode = true };
+	struct bws c = {.decode = true};
 	double t0, gw0, sc0, me0, dt;
 	uint64_t start_bytes;
 
@@ -426,8 +431,8 @@ static void set_window(const char *start, size_t window_s)
 static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 				 size_t window_s)
 {
-	struct group obs = { calloc(n, sizeof(struct bws)), n };
-	char *sids[] = { (char *)sid };
+	struct group obs = {calloc(n, sizeof(struct bws)), n};
+	char *sids[] = {(char *)sid};
 	uint64_t wire = 0, seq_errors = 0, lagged = 0;
 
 	set_window(start, window_s);
@@ -435,9 +440,12 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 	for (size_t i = 0; i < n; i++)
 		bws_join(&obs.c[i], "observer", -1);
 	if (!bws_run(all_keyframe, &obs, window_start - bws_now() + 60))
-		fprintf(stderr, "bench_client: observers did not all get an answer to their join\n");
+		fprintf(
+		    stderr,
+		    "bench_client: observers did not all get an answer to their join\n");
 	if (bws_now() > window_start)
-		fprintf(stderr, "bench_client: the joins ended %.1f s after the window's start\n",
+		fprintf(stderr,
+			"bench_client: the joins ended %.1f s after the window's start\n",
 			bws_now() - window_start);
 	bws_run(reached_start, NULL, window_start - bws_now() + 1);
 	for (size_t i = 0; i < n; i++)
@@ -465,8 +473,9 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
    gateway's CPU over it. */
 static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
 {
-	struct echo e = { .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true };
-	struct bws ctl = { .decode = true, .user = &e, .idx = -1 };
+	struct echo e = {
+	    .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true};
+	struct bws ctl = {.decode = true, .user = &e, .idx = -1};
 	uint64_t session_out;
 	double gw0, dt;
 
@@ -497,7 +506,7 @@ static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
    as they have, so the fan-out can start. */
 static int mode_hold(size_t n, size_t per, size_t seconds, char **sids, size_t nsids)
 {
-	struct group g = { calloc(n, sizeof(struct bws)), n };
+	struct group g = {calloc(n, sizeof(struct bws)), n};
 
 	if ((n + per - 1) / per > nsids)
 		die("hold needs enough sessions");
@@ -519,8 +528,8 @@ static int mode_hold(size_t n, size_t per, size_t seconds, char **sids, size_t n
 
 static int mode_joins(const char *sid, size_t n)
 {
-	struct group g = { calloc(n, sizeof(struct bws)), n };
-	char *sids[] = { (char *)sid };
+	struct group g = {calloc(n, sizeof(struct bws)), n};
+	char *sids[] = {(char *)sid};
 	uint64_t wire = 0, done = 0;
 	double t0, last = 0;
 	bool ok;
@@ -552,7 +561,7 @@ static int mode_joins(const char *sid, size_t n)
 
 static int mode_memory(size_t n, size_t per, char **sids, size_t nsids)
 {
-	struct group g = { calloc(n, sizeof(struct bws)), n };
+	struct group g = {calloc(n, sizeof(struct bws)), n};
 	long before, after;
 
 	if (gateway_pid <= 0 || (n + per - 1) / per > nsids)
@@ -581,7 +590,7 @@ static int mode_memory(size_t n, size_t per, char **sids, size_t nsids)
    waits until the screen is complete. */
 static void prime(const char *sid)
 {
-	struct bws c = { .decode = true, .idx = -1 };
+	struct bws c = {.decode = true, .idx = -1};
 
 	attach_one(&c, sid, "controller", -1);
 	c.on_frame = tp_frame;
@@ -596,8 +605,8 @@ static void prime(const char *sid)
    sample is one join -> Keyframe on an otherwise quiet session. */
 static struct group open_samples(const char *sid, size_t samples)
 {
-	struct group g = { calloc(samples, sizeof(struct bws)), samples };
-	char *sids[] = { (char *)sid };
+	struct group g = {calloc(samples, sizeof(struct bws)), samples};
+	char *sids[] = {(char *)sid};
 
 	open_all(&g, sids, samples, false, 0);
 	return g;
@@ -624,8 +633,8 @@ static int mode_replay(const char *sid, size_t samples, int64_t back)
 		/* The hello's current_sequence is stale once earlier samples
 		   joined and left: the reference is the session's now. */
 		g.c[i].hello_seq = g.c[i ? i - 1 : 0].last_seq > g.c[i].hello_seq
-					   ? g.c[i ? i - 1 : 0].last_seq
-					   : g.c[i].hello_seq;
+				       ? g.c[i ? i - 1 : 0].last_seq
+				       : g.c[i].hello_seq;
 		t[i] = join_sample(&g.c[i], back);
 		frames = g.c[i].frames;
 	}
@@ -659,7 +668,7 @@ static int mode_keyframe(const char *sid, size_t samples)
 /* forkpty of sh -c script, 120x30 like the sessions. */
 static pid_t pty_spawn(const char *script, int *fd)
 {
-	struct winsize ws = { .ws_row = 30, .ws_col = 120 };
+	struct winsize ws = {.ws_row = 30, .ws_col = 120};
 	pid_t p = forkpty(fd, NULL, NULL, &ws);
 
 	if (p < 0)
@@ -725,7 +734,8 @@ static int mode_pty_echo(size_t samples)
 	double *lat = calloc(samples, sizeof(double));
 	int fd;
 	pid_t p = pty_spawn("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-			    "printf " READY "; exec cat", &fd);
+			    "printf " READY "; exec cat",
+			    &fd);
 
 	if (write(fd, "s", 1) != 1)
 		die("pty write");
@@ -748,7 +758,8 @@ static int mode_pty_echo(size_t samples)
 
 static int mode_tcp_echo(size_t samples)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
 	socklen_t len = sizeof(sa);
 	double *lat = calloc(samples, sizeof(double));
 	int one = 1, ls = socket(AF_INET, SOCK_STREAM, 0), fd;
@@ -820,19 +831,22 @@ static int run_mode(int argc, char **argv)
 	if (!strcmp(m, "fanout-echo") && argc == 4)
 		return mode_fanout_echo(argv[1], argv[2], count_arg(argv[3]));
 	if (!strcmp(m, "hold") && argc >= 5)
-		return mode_hold(count_arg(argv[1]), count_arg(argv[2]), count_arg(argv[3]),
-				 argv + 4, (size_t)argc - 4);
+		return mode_hold(count_arg(argv[1]), count_arg(argv[2]),
+				 count_arg(argv[3]), argv + 4, (size_t)argc - 4);
 	if (!strcmp(m, "joins") && argc == 3)
 		return mode_joins(argv[1], count_arg(argv[2]));
 	if (!strcmp(m, "memory") && argc >= 4)
 		return mode_memory(count_arg(argv[1]), count_arg(argv[2]), argv + 3,
 				   (size_t)argc - 3);
 	if (!strcmp(m, "replay") && argc == 4)
-		return mode_replay(argv[1], count_arg(argv[2]), (int64_t)count_arg(argv[3]));
+		return mode_replay(argv[1], count_arg(argv[2]),
+				   (int64_t)count_arg(argv[3]));
 	if (!strcmp(m, "keyframe") && argc == 3)
 		return mode_keyframe(argv[1], count_arg(argv[2]));
-	fprintf(stderr, "bench_client: unknown mode or wrong arguments: %s (see the "
-			"comment at the top of bench_client.c)\n", m);
+	fprintf(stderr,
+		"bench_client: unknown mode or wrong arguments: %s (see the "
+		"comment at the top of bench_client.c)\n",
+		m);
 	return 2;
 }
 
@@ -858,7 +872,8 @@ int main(int argc, char **argv)
 			break;
 	}
 	if (i >= argc)
-		die("usage: bench_client [--gateway HOST:PORT] [--instance ID] [--token T] "
+		die("usage: bench_client [--gateway HOST:PORT] [--instance ID] [--token "
+		    "T] "
 		    "[--gateway-pid P] [--sidecar-pid P] MODE ARGS...");
 	snprintf(host, sizeof(host), "%s", gw);
 	port = strrchr(host, ':');

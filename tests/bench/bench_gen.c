@@ -24,7 +24,8 @@ static void tui(unsigned long long bytes, unsigned cols, unsigned rows)
 	while (done < bytes) {
 		n = (size_t)snprintf(out, sizeof(out), "\033[H");
 		for (unsigned r = 0; r < rows && n + 64 < sizeof(out); r++) {
-			n += (size_t)snprintf(out + n, sizeof(out) - n, "\033[%u;1H", r + 1);
+			n += (size_t)snprintf(out + n, sizeof(out) - n, "\033[%u;1H",
+					      r + 1);
 			for (unsigned c = 0; c < cols && n + 32 < sizeof(out); c++) {
 				if (c % 8 == 0)
 					n += (size_t)snprintf(out + n, sizeof(out) - n,
@@ -71,14 +72,16 @@ static void lines(unsigned n, unsigned delay_us)
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "tui"))
-		tui(strtoull(argv[2], NULL, 10), (unsigned)atoi(argv[3]), (unsigned)atoi(argv[4]));
+		tui(strtoull(argv[2], NULL, 10), (unsigned)atoi(argv[3]),
+		    (unsigned)atoi(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "colour"))
 		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 	else if (argc == 4 && !strcmp(argv[1], "lines"))
 		lines((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 	else {
-		fprintf(stderr, "usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
-				"lines N DELAY_US\n");
+		fprintf(stderr,
+			"usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
+			"lines N DELAY_US\n");
 		return 2;
 	}
 	return 0;

@@ -68,9 +68,10 @@ static void make_tui(FILE *f, size_t bytes)
 		for (unsigned r = 1; r <= 30 && done < bytes; r++) {
 			done += (size_t)fprintf(f, "\033[%u;1H", r);
 			for (unsigned c = 0; c < 120; c += 6)
-				done += (size_t)fprintf(f, "\033[38;5;%u;48;5;%um%06u",
-							(frame + r + c) % 256, (frame * 7 + c) % 256,
-							(frame * 1000 + r * 120 + c) % 1000000);
+				done += (size_t)fprintf(
+				    f, "\033[38;5;%u;48;5;%um%06u", (frame + r + c) % 256,
+				    (frame * 7 + c) % 256,
+				    (frame * 1000 + r * 120 + c) % 1000000);
 			done += (size_t)fprintf(f, "\033[0m");
 		}
 		frame++;
@@ -90,7 +91,8 @@ static void make_random(FILE *f, size_t bytes)
 			x ^= x << 17;
 			blk[i] = x;
 		}
-		fwrite(blk, 1, bytes - done < sizeof(blk) ? bytes - done : sizeof(blk), f);
+		fwrite(blk, 1, bytes - done < sizeof(blk) ? bytes - done : sizeof(blk),
+		       f);
 	}
 }
 
@@ -111,17 +113,20 @@ static void make_data(size_t bytes)
 		else if (strcmp(w, "random") == 0)
 			make_random(f, bytes);
 		else {
-			fprintf(stderr, "bench_sidecar: PTG_BENCH_WORKLOAD: hex, long, tui or random\n");
+			fprintf(stderr, "bench_sidecar: PTG_BENCH_WORKLOAD: hex, long, "
+					"tui or random\n");
 			exit(2);
 		}
 		fclose(f);
 		return;
 	}
 	while (done < bytes) {
-		int n = fprintf(f, "%08lx  %02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx  "
-				"%02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx\n", row * 16,
-				row & 0xff, (row >> 3) & 0xff, 7ul, 0x41ul, row % 251, 3ul, 9ul,
-				0x7eul, 1ul, 2ul, 3ul, 4ul, row % 13, 6ul, 7ul, 8ul);
+		int n = fprintf(f,
+				"%08lx  %02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx  "
+				"%02lx %02lx %02lx %02lx %02lx %02lx %02lx %02lx\n",
+				row * 16, row & 0xff, (row >> 3) & 0xff, 7ul, 0x41ul,
+				row % 251, 3ul, 9ul, 0x7eul, 1ul, 2ul, 3ul, 4ul, row % 13,
+				6ul, 7ul, 8ul);
 		done += (size_t)n;
 		row++;
 	}
@@ -132,7 +137,7 @@ static void make_data(size_t bytes)
 
 static double run_plain(size_t *got)
 {
-	struct winsize ws = { .ws_row = 30, .ws_col = 120 };
+	struct winsize ws = {.ws_row = 30, .ws_col = 120};
 	static char b[65536];
 	double t0 = now_s();
 	ssize_t n;
@@ -196,7 +201,7 @@ static Ptg__LinkMessage *recv_msg(struct client *c)
 
 static void connect_link(struct client *c)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Hello h = PTG__HELLO__INIT;
 
@@ -249,7 +254,8 @@ static void attach_and_start(struct client *c, const char *sid)
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Attach a = PTG__ATTACH__INIT;
 	Ptg__Input in = PTG__INPUT__INIT;
-	Ptg__Scope scopes[] = { PTG__SCOPE__SCOPE_PTY_OBSERVE, PTG__SCOPE__SCOPE_PTY_CONTROL };
+	Ptg__Scope scopes[] = {PTG__SCOPE__SCOPE_PTY_OBSERVE,
+			       PTG__SCOPE__SCOPE_PTY_CONTROL};
 
 	a.request_id = 99;
 	a.attach_id = 1;
@@ -274,7 +280,7 @@ static void attach_and_start(struct client *c, const char *sid)
 static double run_sidecar(struct client *c, uint64_t req, size_t *got, unsigned *frames)
 {
 	char script[600];
-	char *argv[] = { "sh", "-c", script };
+	char *argv[] = {"sh", "-c", script};
 	Ptg__LinkMessage *r;
 	double t0;
 	int closed = 0;
@@ -327,15 +333,15 @@ static long rss_kib(pid_t pid)
 
 static void idle_sessions(struct client *c, pid_t sidecar)
 {
-	char *argv[] = { "sleep", "600" };
+	char *argv[] = {"sleep", "600"};
 	long before = rss_kib(sidecar);
 
 	for (int i = 0; i < 100; i++)
 		free(create(c, argv, 2, 1000 + i));
 	sleep(1);
 	printf("memory: sidecar RSS %ld KiB at start, %ld KiB with 100 idle sessions "
-	       "(%.1f KiB per session)\n", before, rss_kib(sidecar),
-	       (rss_kib(sidecar) - before) / 100.0);
+	       "(%.1f KiB per session)\n",
+	       before, rss_kib(sidecar), (rss_kib(sidecar) - before) / 100.0);
 }
 
 static pid_t start_sidecar(const char *bin)
@@ -363,7 +369,8 @@ int main(int argc, char **argv)
 	pid_t sidecar;
 
 	if (argc < 2 || runs < 1 || runs > 16 || !mib) {
-		fprintf(stderr, "usage: bench_sidecar PATH/TO/ptygate-sidecar [MiB] [runs]\n");
+		fprintf(stderr,
+			"usage: bench_sidecar PATH/TO/ptygate-sidecar [MiB] [runs]\n");
 		return 2;
 	}
 	if (!mkdtemp(dir))
@@ -380,8 +387,10 @@ int main(int argc, char **argv)
 		ps = got / plain[i] / 1e6;
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
 		ss = got / side[i] / 1e6;
-		printf("run %d: plain %.1f MB/s, sidecar %.1f MB/s, ratio %.2f (%zu bytes in "
-		       "%u Output frames, %.1f KiB each)\n", i + 1, ps, ss, ss / ps, got, frames,
+		printf("run %d: plain %.1f MB/s, sidecar %.1f MB/s, ratio %.2f (%zu "
+		       "bytes in "
+		       "%u Output frames, %.1f KiB each)\n",
+		       i + 1, ps, ss, ss / ps, got, frames,
 		       got / 1024.0 / (frames ? frames : 1));
 		plain[i] = ps;
 		side[i] = ss;
@@ -392,8 +401,9 @@ int main(int argc, char **argv)
 	qsort(ratio, (size_t)runs, sizeof(double), cmp_double);
 	printf("throughput (median of %d, %zu MiB): plain forkpty loop %.1f MB/s, "
 	       "sidecar to link %.1f MB/s; median of the paired ratios %.2f, range "
-	       "%.2f-%.2f (target >= 0.80)\n", runs, mib, plain[runs / 2], side[runs / 2],
-	       ratio[runs / 2], ratio[0], ratio[runs - 1]);
+	       "%.2f-%.2f (target >= 0.80)\n",
+	       runs, mib, plain[runs / 2], side[runs / 2], ratio[runs / 2], ratio[0],
+	       ratio[runs - 1]);
 	kill(sidecar, SIGTERM);
 	waitpid(sidecar, NULL, 0);
 	unlink(data_path);

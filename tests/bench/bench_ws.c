@@ -73,15 +73,16 @@ static void fail(struct bws *c, const char *why)
 
 static void want(struct bws *c, bool out)
 {
-	struct epoll_event ev = { .events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c };
+	struct epoll_event ev = {.events = EPOLLIN | (out ? EPOLLOUT : 0), .data.ptr = c};
 
 	epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &ev);
 }
 
 int bws_open(struct bws *c, const char *path, int src)
 {
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons((uint16_t)atoi(gw_port)) };
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLOUT, .data.ptr = c };
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_port = htons((uint16_t)atoi(gw_port))};
+	struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT, .data.ptr = c};
 	int one = 1, fd;
 
 	c->st = BWS_CONNECTING;
@@ -97,7 +98,7 @@ int bws_open(struct bws *c, const char *path, int src)
 	c->fd = fd;
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (src >= 0) {
-		struct sockaddr_in me = { .sin_family = AF_INET };
+		struct sockaddr_in me = {.sin_family = AF_INET};
 
 		/* The port is chosen at connect time, per source address. */
 		setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
@@ -154,7 +155,8 @@ static void send_upgrade(struct bws *c)
 	wsclient_request(&addr, c->path, (const char *)key.data, bearer, &req);
 	c->t_upgrade = bws_now();
 	while (off < buf_size(&req)) { /* a few hundred bytes: the socket takes them */
-		ssize_t n = send(c->fd, buf_head(&req) + off, buf_size(&req) - off, MSG_NOSIGNAL);
+		ssize_t n =
+		    send(c->fd, buf_head(&req) + off, buf_size(&req) - off, MSG_NOSIGNAL);
 		if (n <= 0) {
 			fail(c, "sending the upgrade");
 			break;
@@ -170,10 +172,10 @@ static void send_upgrade(struct bws *c)
 }
 
 static void on_msg(wslay_event_context_ptr ctx,
-			const struct wslay_event_on_msg_recv_arg *arg, void *user);
+		   const struct wslay_event_on_msg_recv_arg *arg, void *user);
 
 static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int flags,
-			    void *user)
+		       void *user)
 {
 	struct bws *c = user;
 	ssize_t n = 0;
@@ -209,15 +211,16 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int 
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
-			    int flags, void *user)
+		       int flags, void *user)
 {
 	struct bws *c = user;
 	ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
 
 	if (n >= 0)
 		return n;
-	wslay_event_set_error(ctx, errno == EAGAIN || errno == EINTR ? WSLAY_ERR_WOULDBLOCK
-								    : WSLAY_ERR_CALLBACK_FAILURE);
+	wslay_event_set_error(ctx, errno == EAGAIN || errno == EINTR
+				       ? WSLAY_ERR_WOULDBLOCK
+				       : WSLAY_ERR_CALLBACK_FAILURE);
 	return -1;
 }
 
@@ -241,10 +244,10 @@ static void flush(struct bws *c)
 static void read_handshake(struct bws *c)
 {
 	static const struct wslay_event_callbacks cb = {
-		.recv_callback = recv_cb,
-		.send_callback = send_cb,
-		.genmask_callback = genmask_cb,
-		.on_msg_recv_callback = on_msg,
+	    .recv_callback = recv_cb,
+	    .send_callback = send_cb,
+	    .genmask_callback = genmask_cb,
+	    .on_msg_recv_callback = on_msg,
 	};
 	size_t head_len = 0;
 	uint8_t *p = buf_reserve(&c->in, 4096);
@@ -255,8 +258,9 @@ static void read_handshake(struct bws *c)
 		return;
 	if (n > 0)
 		buf_commit(&c->in, (size_t)n);
-	rc = wsclient_check_response((const char *)buf_head(&c->in), buf_size(&c->in), n <= 0,
-				     c->accept, &head_len, c->err, sizeof(c->err));
+	rc =
+	    wsclient_check_response((const char *)buf_head(&c->in), buf_size(&c->in),
+				    n <= 0, c->accept, &head_len, c->err, sizeof(c->err));
 	if (rc == 0 && n > 0)
 		return;
 	if (rc != 1) {
@@ -331,7 +335,9 @@ static void output_data(struct bws *c, const char *p, size_t n, struct bws_frame
 		f->data = buf_head(&scratch);
 		f->data_len = buf_size(&scratch);
 	} else {
-		fprintf(stderr, "bench: conn %d: an Output frame without valid base64 data\n", c->idx);
+		fprintf(stderr,
+			"bench: conn %d: an Output frame without valid base64 data\n",
+			c->idx);
 	}
 }
 
@@ -343,7 +349,8 @@ static json_t *parse(struct bws *c, const char *p, size_t n, struct bws_frame *f
 	if (!root)
 		return NULL;
 	payload = json_object_get(root, "payload");
-	snprintf(f->op, sizeof(f->op), "%s", json_string_value(json_object_get(root, "op")) ?: "");
+	snprintf(f->op, sizeof(f->op), "%s",
+		 json_string_value(json_object_get(root, "op")) ?: "");
 	s = json_string_value(json_object_get(payload, "kind"));
 	snprintf(f->kind, sizeof(f->kind), "%s", s ?: "");
 	seq = json_object_get(root, "sequence");
@@ -352,13 +359,15 @@ static json_t *parse(struct bws *c, const char *p, size_t n, struct bws_frame *f
 		f->seq = (uint64_t)json_integer_value(seq);
 	}
 	f->current_sequence = (uint64_t)json_integer_value(
-		json_object_get(json_object_get(payload, "session"), "current_sequence"));
+	    json_object_get(json_object_get(payload, "session"), "current_sequence"));
 	if (!strcmp(f->kind, "Output") && c->decode)
 		decode(payload, "data", f);
 	if (!strcmp(f->kind, "Keyframe")) {
 		decode(payload, "snapshot", f);
-		f->cols = (unsigned)json_integer_value(json_object_get(payload, "snapshot_cols"));
-		f->rows = (unsigned)json_integer_value(json_object_get(payload, "snapshot_rows"));
+		f->cols = (unsigned)json_integer_value(
+		    json_object_get(payload, "snapshot_cols"));
+		f->rows = (unsigned)json_integer_value(
+		    json_object_get(payload, "snapshot_rows"));
 	}
 	return root;
 }
@@ -396,23 +405,25 @@ static void account(struct bws *c, const struct bws_frame *f, const char *text, 
 		if (memmem(text, n, "PTY_OUTPUT_LAGGED", 17))
 			c->lagged++;
 		else if (c->errors <= 3)
-			fprintf(stderr, "bench: conn %d: %.*s\n", c->idx, (int)(n < 300 ? n : 300), text);
+			fprintf(stderr, "bench: conn %d: %.*s\n", c->idx,
+				(int)(n < 300 ? n : 300), text);
 	}
 }
 
 static void on_msg(wslay_event_context_ptr ctx,
-			const struct wslay_event_on_msg_recv_arg *arg, void *user)
+		   const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct bws *c = user;
 	const char *p = (const char *)arg->msg;
 	size_t n = arg->msg_length;
-	struct bws_frame f = { .wire_len = n, .text = p };
+	struct bws_frame f = {.wire_len = n, .text = p};
 	json_t *root = NULL;
 
 	c->frames++;
 	c->wire_bytes += n;
 	if (arg->opcode == WSLAY_CONNECTION_CLOSE) {
-		snprintf(c->err, sizeof(c->err), "close %u from the server (%s)", arg->status_code,
+		snprintf(c->err, sizeof(c->err), "close %u from the server (%s)",
+			 arg->status_code,
 			 c->got_closed ? "after Closed" : "before Closed");
 		return;
 	}
@@ -440,7 +451,8 @@ static void event(struct bws *c, uint32_t events)
 	else if (c->st == BWS_OPEN) {
 		errno = 0;
 		c->budget = 256 * 1024;
-		if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) && wslay_event_recv(c->ctx) != 0) {
+		if ((events & (EPOLLIN | EPOLLERR | EPOLLHUP)) &&
+		    wslay_event_recv(c->ctx) != 0) {
 			fail(c, errno ? strerror(errno) : "closed");
 			return;
 		}
@@ -483,8 +495,8 @@ void bws_send(struct bws *c, const char *op, const char *extra, const char *payl
 	if (c->st != BWS_OPEN)
 		return;
 	time_format_ms(time_now_ms(), ts);
-	buf_appendf(&b, "{\"op\":\"%s\",\"id\":\"b%lu\",\"ts\":\"%s\"%s,\"payload\":%s}", op,
-		    ++next_id, ts, extra ? extra : "", payload);
+	buf_appendf(&b, "{\"op\":\"%s\",\"id\":\"b%lu\",\"ts\":\"%s\"%s,\"payload\":%s}",
+		    op, ++next_id, ts, extra ? extra : "", payload);
 	m.opcode = WSLAY_TEXT_FRAME;
 	m.msg = buf_head(&b);
 	m.msg_length = buf_size(&b);
@@ -500,10 +512,10 @@ void bws_join(struct bws *c, const char *role, int64_t replay_from)
 	int k = snprintf(extra, sizeof(extra), ",\"extensions\":[\"" EXTENSION_URI "\"]");
 
 	if (replay_from >= 0)
-		snprintf(extra + k, sizeof(extra) - (size_t)k, ",\"replay_from\":%" PRId64,
-			 replay_from);
-	snprintf(payload, sizeof(payload), "{\"role\":\"%s\",\"client_label\":\"bench-%d\"}", role,
-		 c->idx);
+		snprintf(extra + k, sizeof(extra) - (size_t)k,
+			 ",\"replay_from\":%" PRId64, replay_from);
+	snprintf(payload, sizeof(payload),
+		 "{\"role\":\"%s\",\"client_label\":\"bench-%d\"}", role, c->idx);
 	c->t_join = bws_now();
 	bws_send(c, "pty.join_session", extra, payload);
 }

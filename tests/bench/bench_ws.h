@@ -29,11 +29,11 @@ struct bws_frame {
 	bool has_seq;
 	uint64_t seq;
 	uint64_t current_sequence; /* binding_hello's session.current_sequence */
-	const uint8_t *data;       /* decoded Output data or Keyframe snapshot */
+	const uint8_t *data;	   /* decoded Output data or Keyframe snapshot */
 	size_t data_len;
-	unsigned cols, rows;       /* a Keyframe's snapshot size */
-	size_t wire_len;           /* the WebSocket message's length */
-	const char *text;          /* the raw JSON text */
+	unsigned cols, rows; /* a Keyframe's snapshot size */
+	size_t wire_len;     /* the WebSocket message's length */
+	const char *text;    /* the raw JSON text */
 };
 
 struct bws;
@@ -42,8 +42,8 @@ typedef void (*bws_frame_cb)(struct bws *c, const struct bws_frame *f);
 struct bws {
 	int fd, idx;
 	enum bws_state st;
-	bool fast;   /* scan, do not parse (no data decoded) */
-	bool decode; /* decode Output data and Keyframe snapshots */
+	bool fast;     /* scan, do not parse (no data decoded) */
+	bool decode;   /* decode Output data and Keyframe snapshots */
 	struct buf in; /* the handshake answer, then bytes not yet given to wslay */
 	size_t budget; /* bytes this connection may still read in this loop round */
 	char accept[32];

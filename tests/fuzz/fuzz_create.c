@@ -34,7 +34,8 @@ static size_t codepoints(const char *s)
 
 static void bounds(const Ptg__CreateSession *m)
 {
-	fuzz__assert(m->n_argv <= 256 && (m->n_argv == 0 || (m->argv[0] && m->argv[0][0])));
+	fuzz__assert(m->n_argv <= 256 &&
+		     (m->n_argv == 0 || (m->argv[0] && m->argv[0][0])));
 	for (size_t i = 0; i < m->n_argv; i++)
 		fuzz__assert(m->argv[i] && strlen(m->argv[i]) <= 4096);
 	for (size_t i = 0; i < m->n_env; i++) {

@@ -32,8 +32,8 @@ static int host_ok(const char *h)
 	return 1;
 }
 
-static void check_accepted(const char *s, size_t n, unsigned flags,
-				 const char *host, uint16_t port)
+static void check_accepted(const char *s, size_t n, unsigned flags, const char *host,
+			   uint16_t port)
 {
 	char again[FUZZ__CAP], text[FUZZ__CAP + 16];
 	uint16_t port2 = 7;

@@ -50,9 +50,9 @@ static void roundtrip(const struct gw_instance_cfg *in, size_t n)
 		buf_append_str(&text, addr);
 		buf_append_str(&text, "\n");
 	}
-	fuzz__assert(gw_config_parse_instances((const char *)buf_head(&text), buf_size(&text),
-					       "again", again, FUZZ__MAX, &m, err,
-					       sizeof(err)) == 0);
+	fuzz__assert(gw_config_parse_instances((const char *)buf_head(&text),
+					       buf_size(&text), "again", again, FUZZ__MAX,
+					       &m, err, sizeof(err)) == 0);
 	fuzz__assert(m == n);
 	for (size_t i = 0; i < n; i++)
 		fuzz__assert(!strcmp(again[i].id, in[i].id) &&
@@ -69,8 +69,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size > 256 * 1024)
 		return 0;
 	err[0] = '\0';
-	if (gw_config_parse_instances((const char *)data, size, "fuzz", out, FUZZ__MAX, &n,
-				      err, sizeof(err)) < 0) {
+	if (gw_config_parse_instances((const char *)data, size, "fuzz", out, FUZZ__MAX,
+				      &n, err, sizeof(err)) < 0) {
 		fuzz__assert(n == 0 && !strncmp(err, "fuzz:", 5));
 		return 0;
 	}

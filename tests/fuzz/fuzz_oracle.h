@@ -12,7 +12,8 @@
 #define fuzz__assert(cond)                                                               \
 	do {                                                                             \
 		if (!(cond)) {                                                           \
-			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond, __LINE__); \
+			fprintf(stderr, "oracle failed: %s (line %d)\n", #cond,          \
+				__LINE__);                                               \
 			abort();                                                         \
 		}                                                                        \
 	} while (0)

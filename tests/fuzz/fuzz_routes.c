@@ -26,8 +26,17 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-enum { F_TARGET, F_METHOD, F_UPGRADE, F_CONNECTION, F_VERSION, F_KEY, F_PROTOCOL,
-       F_AUTH, F_COUNT };
+enum {
+	F_TARGET,
+	F_METHOD,
+	F_UPGRADE,
+	F_CONNECTION,
+	F_VERSION,
+	F_KEY,
+	F_PROTOCOL,
+	F_AUTH,
+	F_COUNT
+};
 
 static void check_static(const char *file)
 {
@@ -79,7 +88,8 @@ static void match(const char *target)
 	fuzz__assert(rc != 0 || m.id != ROUTE_STATIC);
 	if (rc == 0 || rc == -EINVAL) {
 		/* --static-dir serves only what the API does not claim */
-		fuzz__assert(rc_s == rc && ms.id == m.id && !strcmp(ms.instance, m.instance) &&
+		fuzz__assert(rc_s == rc && ms.id == m.id &&
+			     !strcmp(ms.instance, m.instance) &&
 			     !strcmp(ms.session, m.session));
 	}
 	if (rc == 0 && m.id >= ROUTE_AGENT_CARD && m.id <= ROUTE_ATTACH)
@@ -130,7 +140,8 @@ static void query(const char *target)
 	more = malloc(n + 16);
 	if (!more)
 		abort();
-	snprintf(more, n + 16, "%s%caccess_token=1", target, strchr(target, '?') ? '&' : '?');
+	snprintf(more, n + 16, "%s%caccess_token=1", target,
+		 strchr(target, '?') ? '&' : '?');
 	fuzz__assert(routes_query_has_token(more));
 	free(more);
 }
@@ -168,7 +179,8 @@ static void attach(char **f)
 		fuzz__assert(!o.token || strlen(o.token) == o.token_len);
 	} else {
 		fuzz__assert(rq.status == 400);
-		body = json_loadb((const char *)buf_head(&rq.out), buf_size(&rq.out), 0, NULL);
+		body = json_loadb((const char *)buf_head(&rq.out), buf_size(&rq.out), 0,
+				  NULL);
 		fuzz__assert(json_is_object(body));
 		json_decref(body);
 	}

@@ -100,8 +100,8 @@ static int version_ok(const char *v)
 
 static void upgrade(const char *up, const char *conn, const char *ver)
 {
-	int want = list_has(up, "websocket") && list_has(conn, "upgrade") &&
-		   version_ok(ver);
+	int want =
+	    list_has(up, "websocket") && list_has(conn, "upgrade") && version_ok(ver);
 	const char *why = wshs_check_upgrade(up, conn, ver);
 
 	fuzz__assert((why == NULL) == want);

@@ -14,7 +14,7 @@
 
 int linkclient_connect(struct linkclient *c, const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct sockaddr_un sa = {.sun_family = AF_UNIX};
 	int err;
 
 	c->fd = -1;
@@ -74,7 +74,7 @@ int linkclient_send(struct linkclient *c, const Ptg__LinkMessage *m)
    0 on timeout, -EPIPE at end of stream, or a negative errno. */
 static ssize_t fill(struct linkclient *c, int timeout_ms)
 {
-	struct pollfd pfd = { .fd = c->fd, .events = POLLIN };
+	struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
 	ssize_t n;
 	int rc;
 

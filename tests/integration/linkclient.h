@@ -11,8 +11,8 @@
 #include "link.h"
 
 struct linkclient {
-	int fd;         /* -1 when closed */
-	struct buf in;  /* bytes read but not yet decoded */
+	int fd;	       /* -1 when closed */
+	struct buf in; /* bytes read but not yet decoded */
 };
 
 /* Connects to the unix socket at path. Returns 0 or a negative errno;

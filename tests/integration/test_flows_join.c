@@ -519,7 +519,8 @@ static void test_replay_thousand(void **state)
 			continue;
 		if (m->frame->sequence <= info->current_sequence) {
 			assert_int_equal(live, 0);
-			assert_int_equal(m->frame->sequence, a.replay_from + 1 + replayed);
+			assert_int_equal(m->frame->sequence,
+					 a.replay_from + 1 + replayed);
 			replayed++;
 		} else {
 			live++;
@@ -535,12 +536,9 @@ static void test_replay_thousand(void **state)
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
-	    FLOWS_TEST(test_controller_lifecycle),
-	    FLOWS_TEST(test_reconnect_replay),
-	    FLOWS_TEST(test_replay_out_of_range),
-	    FLOWS_TEST(test_observer_mid_session),
-	    FLOWS_TEST(test_join_burst),
-	    FLOWS_TEST(test_replay_thousand),
+	    FLOWS_TEST(test_controller_lifecycle), FLOWS_TEST(test_reconnect_replay),
+	    FLOWS_TEST(test_replay_out_of_range),  FLOWS_TEST(test_observer_mid_session),
+	    FLOWS_TEST(test_join_burst),	   FLOWS_TEST(test_replay_thousand),
 	};
 
 	return FLOWS_RUN("integration.flows_join", tests);

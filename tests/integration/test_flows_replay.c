@@ -25,7 +25,7 @@
 /* Bytes of history written before the replay: far more than the memory
    tail (1 MiB here), so nearly all of it comes from the disk. */
 #define HISTORY_BYTES 48000000
-#define MAX_ECHO_MS 500
+#define MAX_ECHO_MS   500
 
 struct seen {
 	uint64_t *seq;
@@ -46,7 +46,8 @@ static void seen_add(struct seen *v, uint64_t seq, int64_t ts)
 	v->ts[v->n++] = ts;
 }
 
-static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+			struct FTW *ftw)
 {
 	(void)sb;
 	(void)flag;
@@ -145,9 +146,11 @@ static void check_against_log(const char *statedir, const char *sid, uint64_t fr
 	assert_true(got->n >= 2);
 	while ((rc = framelog_reader_next(rd, &rec)) == 1 && i + 1 < got->n) {
 		if (rec.seq != got->seq[i] || rec.ts_ms != got->ts[i])
-			fail_msg("frame %zu: got seq %llu ts %lld, the log has seq %llu ts %lld",
-				 i, (unsigned long long)got->seq[i], (long long)got->ts[i],
-				 (unsigned long long)rec.seq, (long long)rec.ts_ms);
+			fail_msg("frame %zu: got seq %llu ts %lld, the log has seq %llu "
+				 "ts %lld",
+				 i, (unsigned long long)got->seq[i],
+				 (long long)got->ts[i], (unsigned long long)rec.seq,
+				 (long long)rec.ts_ms);
 		i++;
 	}
 	assert_int_equal(i, got->n - 1);
@@ -160,13 +163,18 @@ static void test_disk_replay_streams_exactly(void **state)
 {
 	struct fixture *fx = *state;
 	char statedir[] = "/tmp/ptg-it-replay-XXXXXX", done[96], cmd[256], echo[32];
-	const char *extra[] = {"--state-dir", statedir, "--state-plaintext",
-			       "--replay-memory-bytes", "1048576", "--replay-bytes",
-			       "134217728", NULL};
-	struct attach_req a = {.attach_id = 1, .role = PTG__ROLE__ROLE_OBSERVER,
-			       .label = "back", .scopes = SC_OBSERVE, .has_replay = 1};
-	struct attach_req fresh = {.attach_id = 2, .role = PTG__ROLE__ROLE_OBSERVER,
-				   .label = "live", .scopes = SC_OBSERVE};
+	const char *extra[] = {
+	    "--state-dir", statedir,	     "--state-plaintext", "--replay-memory-bytes",
+	    "1048576",	   "--replay-bytes", "134217728",	  NULL};
+	struct attach_req a = {.attach_id = 1,
+			       .role = PTG__ROLE__ROLE_OBSERVER,
+			       .label = "back",
+			       .scopes = SC_OBSERVE,
+			       .has_replay = 1};
+	struct attach_req fresh = {.attach_id = 2,
+				   .role = PTG__ROLE__ROLE_OBSERVER,
+				   .label = "live",
+				   .scopes = SC_OBSERVE};
 	struct peer *p1, *p2, *p3;
 	struct joined j, jb;
 	struct watch w = {0};
@@ -178,8 +186,10 @@ static void test_disk_replay_streams_exactly(void **state)
 	assert_non_null(mkdtemp(statedir));
 	snprintf(done, sizeof(done), "%s/history-written", statedir);
 	p1 = start_shell_controller(fx, extra, sa, &j);
-	snprintf(cmd, sizeof(cmd), "stty -echo; head -c %d /dev/zero | tr '\\0' x; "
-		 ": > %s; while :; do echo tick; sleep 0.01; done\n", HISTORY_BYTES, done);
+	snprintf(cmd, sizeof(cmd),
+		 "stty -echo; head -c %d /dev/zero | tr '\\0' x; "
+		 ": > %s; while :; do echo tick; sleep 0.01; done\n",
+		 HISTORY_BYTES, done);
 	send_input(p1, sa, 1, cmd, NULL);
 	detach_ok(p1, sa, 1);
 	wait_file(done, 15000);
@@ -235,8 +245,8 @@ static struct peer *history_on_disk(struct fixture *fx, const char *const *extra
 
 	snprintf(done, sizeof(done), "%s/history-written", statedir);
 	p = start_shell_controller(fx, extra, sid, &j);
-	snprintf(cmd, sizeof(cmd), "stty -echo; head -c %d /dev/zero | tr '\\0' x; : > %s\n",
-		 bytes, done);
+	snprintf(cmd, sizeof(cmd),
+		 "stty -echo; head -c %d /dev/zero | tr '\\0' x; : > %s\n", bytes, done);
 	send_input(p, sid, 1, cmd, NULL);
 	detach_ok(p, sid, 1);
 	wait_file(done, 15000);
@@ -252,10 +262,13 @@ static void test_requests_during_a_disk_replay(void **state)
 {
 	struct fixture *fx = *state;
 	char statedir[] = "/tmp/ptg-it-replay-XXXXXX";
-	const char *extra[] = {"--state-dir", statedir, "--state-plaintext",
+	const char *extra[] = {"--state-dir",		statedir,  "--state-plaintext",
 			       "--replay-memory-bytes", "1048576", NULL};
-	struct attach_req a = {.attach_id = 1, .role = PTG__ROLE__ROLE_OBSERVER,
-			       .label = "back", .scopes = SC_OBSERVE, .has_replay = 1};
+	struct attach_req a = {.attach_id = 1,
+			       .role = PTG__ROLE__ROLE_OBSERVER,
+			       .label = "back",
+			       .scopes = SC_OBSERVE,
+			       .has_replay = 1};
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
 	Ptg__Frame *err, *kf, *f;
@@ -303,7 +316,8 @@ static void test_requests_during_a_disk_replay(void **state)
 		last = f->sequence;
 	}
 	err = f;
-	assert_int_equal(err->error->code, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED);
+	assert_int_equal(err->error->code,
+			 PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED);
 	assert_non_null(strstr(err->error->message, "fell behind"));
 	assert_true(refused);
 	kf = next_frame(p, PTG__FRAME__KIND_KEYFRAME, 1);
@@ -324,6 +338,6 @@ int main(int argc, char **argv)
 					    teardown),
 	};
 
-	return flows_run("integration.flows_replay", tests, sizeof(tests) / sizeof(tests[0]),
-			 argc, argv);
+	return flows_run("integration.flows_replay", tests,
+			 sizeof(tests) / sizeof(tests[0]), argc, argv);
 }

@@ -46,7 +46,8 @@ static inline char *help_capture(void (*show_help)(void))
    cmocka reports a failure). */
 static inline int help_try_number(help_try_fn try, const char *opt, uint64_t v)
 {
-	int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC), rc;
+	int saved = dup(STDERR_FILENO), null = open("/dev/null", O_WRONLY | O_CLOEXEC),
+	    rc;
 	char s[24];
 
 	snprintf(s, sizeof(s), "%" PRIu64, v);
@@ -83,17 +84,20 @@ static inline int help_check_entry(const char *opt, const char *p, const char *e
 			    !help_refused(try, opt, hi + 1) ||
 			    (lo > 0 && !help_refused(try, opt, lo - 1))) {
 				fail_msg("%s: the range %" PRIu64 "-%" PRIu64
-					 " in --help is not the parser's", opt, lo, hi);
+					 " in --help is not the parser's",
+					 opt, lo, hi);
 			}
 			found++;
 			break;
 		}
 	}
 	for (const char *q = p; q < end; q++) {
-		if (*q == '(' &&
-		    sscanf(q, "(%" SCNu64 ")%n", &def, &used) == 1 && q[used - 1] == ')') {
+		if (*q == '(' && sscanf(q, "(%" SCNu64 ")%n", &def, &used) == 1 &&
+		    q[used - 1] == ')') {
 			if (help_refused(try, opt, def))
-				fail_msg("%s: the default %" PRIu64 " in --help is refused", opt, def);
+				fail_msg("%s: the default %" PRIu64
+					 " in --help is refused",
+					 opt, def);
 			found++;
 		}
 	}
@@ -111,10 +115,12 @@ static inline int help_check_ranges(const char *text, help_try_fn try)
 
 		/* An entry is "  --opt" and the lines indented deeper after it
 		   (which may name other options in their text). */
-		if (!strncmp(line, "  --", 4) && sscanf(line + 2, "%63[a-z0-9-]", opt) == 1) {
+		if (!strncmp(line, "  --", 4) &&
+		    sscanf(line + 2, "%63[a-z0-9-]", opt) == 1) {
 			for (end = next; end && strspn(end + 1, " ") > 2;)
 				end = strchr(end + 1, '\n');
-			checked += help_check_entry(opt, line, end ? end : line + strlen(line), try);
+			checked += help_check_entry(opt, line,
+						    end ? end : line + strlen(line), try);
 		}
 		line = next ? next + 1 : NULL;
 	}

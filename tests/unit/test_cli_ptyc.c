@@ -154,7 +154,10 @@ static void test_lag_makes_the_next_keyframe_written(void **state)
 
 	KEYFRAME(3, 3, B_KF1);
 	OUTPUT(4, B_A);
-	feed(p, FRAME "{\"kind\":\"Error\",\"code\":\"PTY_OUTPUT_LAGGED\",\"message\":\"m\"}}", 9);
+	feed(p,
+	     FRAME
+	     "{\"kind\":\"Error\",\"code\":\"PTY_OUTPUT_LAGGED\",\"message\":\"m\"}}",
+	     9);
 	KEYFRAME(10, 10, B_KF2);
 	KEYFRAME(11, 11, B_KF1); /* in sync again: not written */
 	OUTPUT(12, B_B);

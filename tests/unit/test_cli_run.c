@@ -7,7 +7,6 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-
 #include "run.h"
 
 static void check(char *const *words, int n, const char *want)
@@ -22,9 +21,9 @@ static void check(char *const *words, int n, const char *want)
 
 static void test_command_text(void **state)
 {
-	char *one[] = { "echo a; echo b" };
-	char *plain[] = { "ls", "-l", "/tmp" };
-	char *quoted[] = { "sh", "-c", "echo it's $HOME", "" };
+	char *one[] = {"echo a; echo b"};
+	char *plain[] = {"ls", "-l", "/tmp"};
+	char *quoted[] = {"sh", "-c", "echo it's $HOME", ""};
 
 	check(one, 1, "echo a; echo b");
 	check(plain, 3, "ls -l /tmp");
@@ -50,8 +49,8 @@ static void test_exit_codes(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_command_text),
-		cmocka_unit_test(test_exit_codes),
+	    cmocka_unit_test(test_command_text),
+	    cmocka_unit_test(test_exit_codes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,7 +17,6 @@
 #include "cli.h"
 #include "token.h"
 
-
 static char tmpdir[64];
 
 static int setup_dir(void **state)

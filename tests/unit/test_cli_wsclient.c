@@ -64,7 +64,8 @@ static void test_split_url(void **state)
 	assert_int_equal(wsclient_split_url("wss://gw", &a, err, sizeof(err)), 0);
 	assert_true(a.tls);
 	assert_string_equal(a.port, "443");
-	assert_int_equal(wsclient_split_url("HTTPS://gw:8443/p", &a, err, sizeof(err)), 0);
+	assert_int_equal(wsclient_split_url("HTTPS://gw:8443/p", &a, err, sizeof(err)),
+			 0);
 	assert_true(a.tls);
 	assert_string_equal(a.port, "8443");
 	assert_string_equal(a.prefix, "/p");

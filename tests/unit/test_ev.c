@@ -301,7 +301,7 @@ struct ordered {
 	struct ev_loop *loop;
 	struct ev_timer *t;
 	int64_t after_ms;
-	int64_t armed_from; /* ns just before arming */
+	int64_t armed_from;  /* ns just before arming */
 	int64_t armed_until; /* ns just after arming */
 	int id;
 	int *fired; /* shared: the ids in firing order */
@@ -347,8 +347,8 @@ static void test_timer_order_random(void **state)
 
 	srand(42);
 	for (i = 0; i < N; i++) {
-		os[i] = (struct ordered){.loop = loop, .id = i, .fired = fired,
-					 .nfired = &nfired, .total = N};
+		os[i] = (struct ordered){
+		    .loop = loop, .id = i, .fired = fired, .nfired = &nfired, .total = N};
 		os[i].after_ms = rand() % 300; /* ~7 timers per ms: many ties */
 		os[i].armed_from = now_ns();
 		os[i].t = ev_timer_new(loop, os[i].after_ms, 0, ordered_cb, &os[i]);
@@ -406,13 +406,13 @@ static void script_first_cb(struct ev_timer *t, void *user)
 	s->n_first++;
 	if (s->n_first > 1)
 		return;
-	ev_timer_disarm(s->cancelled);  /* due later in this turn: dropped */
-	ev_timer_arm(s->moved, 60, 0);  /* due now, moved into the future */
+	ev_timer_disarm(s->cancelled); /* due later in this turn: dropped */
+	ev_timer_arm(s->moved, 60, 0); /* due now, moved into the future */
 	s->moved_at = now_ns();
-	ev_timer_free(s->freed);        /* due later in this turn: never runs */
-	ev_timer_arm(s->again, 0, 0);   /* due again, but not in this turn */
+	ev_timer_free(s->freed);      /* due later in this turn: never runs */
+	ev_timer_arm(s->again, 0, 0); /* due again, but not in this turn */
 	s->turn_again_armed = s->turns;
-	ev_timer_arm(t, 0, 0);          /* its own re-arm: next turn */
+	ev_timer_arm(t, 0, 0); /* its own re-arm: next turn */
 	assert_true(ev_timer_armed(t));
 }
 
@@ -661,7 +661,8 @@ static void test_timers_cost_no_fd(void **state)
 	before = count_fds();
 	for (i = 0; i < N; i++) {
 		/* A tenth due during the run, the rest far in the future. */
-		ts[i] = ev_timer_new(loop, i % 10 ? 60000 + i : i % 20, 0, count_timer_cb, &c);
+		ts[i] = ev_timer_new(loop, i % 10 ? 60000 + i : i % 20, 0, count_timer_cb,
+				     &c);
 		assert_non_null(ts[i]);
 	}
 	assert_int_equal(count_fds(), before);

@@ -84,8 +84,8 @@ static const struct read_case {
 
 /* Makes the source of c under dir; returns the path to read. A pipe's
    read end is left in *pipe_fd to close after. */
-static void make_source(const struct read_case *c, const char *dir, char *path, size_t cap,
-			int *pipe_fd)
+static void make_source(const struct read_case *c, const char *dir, char *path,
+			size_t cap, int *pipe_fd)
 {
 	char target[128];
 	int p[2];

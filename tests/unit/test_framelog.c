@@ -44,16 +44,21 @@ static int teardown(void **st)
 static struct framelog_opts opts(const struct seal_keys *k)
 {
 	struct framelog_opts o = {
-		.keys = k, .fsync = FSYNC_NEVER, .segment_bytes = 4096,
-		.flush_bytes = 1024, .max_frames = 1000000, .max_age_ms = 1000000,
-		.max_bytes = 1u << 30,
+	    .keys = k,
+	    .fsync = FSYNC_NEVER,
+	    .segment_bytes = 4096,
+	    .flush_bytes = 1024,
+	    .max_frames = 1000000,
+	    .max_age_ms = 1000000,
+	    .max_bytes = 1u << 30,
 	};
 	return o;
 }
 
 static void payload(uint64_t seq, char *out, size_t cap)
 {
-	snprintf(out, cap, "frame-%llu-%0*d", (unsigned long long)seq, (int)(seq % 50), 7);
+	snprintf(out, cap, "frame-%llu-%0*d", (unsigned long long)seq, (int)(seq % 50),
+		 7);
 }
 
 static void append_range(struct framelog *l, uint64_t from, uint64_t to)
@@ -62,7 +67,8 @@ static void append_range(struct framelog *l, uint64_t from, uint64_t to)
 
 	for (uint64_t s = from; s <= to; s++) {
 		payload(s, p, sizeof(p));
-		assert_int_equal(framelog_append(l, s, 1000 + (int64_t)s, 3, p, strlen(p)), 0);
+		assert_int_equal(
+		    framelog_append(l, s, 1000 + (int64_t)s, 3, p, strlen(p)), 0);
 	}
 }
 
@@ -133,7 +139,7 @@ static void test_round_trip_sealed(void **st)
 
 static void test_round_trip_plaintext(void **st)
 {
-	struct seal_keys k = { 0 };
+	struct seal_keys k = {0};
 
 	(void)st;
 	round_trip(&k);
@@ -219,7 +225,7 @@ static void test_torn_tail_sealed(void **st)
 
 static void test_torn_tail_plaintext(void **st)
 {
-	struct seal_keys k = { 0 };
+	struct seal_keys k = {0};
 
 	(void)st;
 	torn_tail(&k);
@@ -340,7 +346,8 @@ static void test_retention_deletes_whole_segments(void **st)
 	assert_true(framelog_first_seq(l) <= 901);
 	assert_int_equal(framelog_forgotten_through(l), framelog_first_seq(l) - 1);
 	assert_int_equal(read_all(framelog_reader_new(l, framelog_first_seq(l) - 1),
-				  framelog_first_seq(l) - 1, &n, &err), 1000);
+				  framelog_first_seq(l) - 1, &n, &err),
+			 1000);
 	/* The disk budget: dropping the oldest frees bytes until one is left. */
 	before = framelog_disk_bytes(l);
 	assert_true(framelog_drop_oldest(l) > 0);
@@ -457,22 +464,24 @@ static void test_seal_file_round_trip_and_tamper(void **st)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip_sealed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_round_trip_plaintext, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_torn_tail_sealed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_torn_tail_plaintext, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_damage_inside_history_drops_what_precedes,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_retention_deletes_whole_segments, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_wrong_key_is_not_served, setup, teardown),
-		cmocka_unit_test(test_seal_file_round_trip_and_tamper),
-		cmocka_unit_test_setup_teardown(test_index_spares_the_check_and_bad_ones_fall_back,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_index_round_trip, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_full_writer_queue_waits_and_loses_nothing,
-						setup, teardown),
-		cmocka_unit_test_setup_teardown(test_reader_during_writes_sees_whole_records,
-						setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_round_trip_sealed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_round_trip_plaintext, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_torn_tail_sealed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_torn_tail_plaintext, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_damage_inside_history_drops_what_precedes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_retention_deletes_whole_segments, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_wrong_key_is_not_served, setup,
+					    teardown),
+	    cmocka_unit_test(test_seal_file_round_trip_and_tamper),
+	    cmocka_unit_test_setup_teardown(
+		test_index_spares_the_check_and_bad_ones_fall_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_index_round_trip, setup, teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_full_writer_queue_waits_and_loses_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reader_during_writes_sees_whole_records,
+					    setup, teardown),
 	};
 
 	if (sodium_init() < 0)

@@ -343,33 +343,33 @@ static void test_instances_text(void **state)
 	char err[512], *long_line;
 	size_t n = 99;
 
-	assert_int_equal(gw_config_parse_instances(crlf, sizeof(crlf) - 1, "t", out, 4, &n, err,
-						   sizeof(err)),
+	assert_int_equal(gw_config_parse_instances(crlf, sizeof(crlf) - 1, "t", out, 4,
+						   &n, err, sizeof(err)),
 			 0);
 	assert_int_equal(n, 2);
 	assert_string_equal(out[1].addr.path, "/two.sock");
-	assert_int_equal(gw_config_parse_instances(nul, sizeof(nul) - 1, "t", out, 4, &n, err,
-						   sizeof(err)),
+	assert_int_equal(gw_config_parse_instances(nul, sizeof(nul) - 1, "t", out, 4, &n,
+						   err, sizeof(err)),
 			 -EINVAL);
 	assert_int_equal(n, 0);
 	assert_non_null(strstr(err, "t:2:"));
-	assert_int_equal(gw_config_parse_instances(cr_inside, sizeof(cr_inside) - 1, "t", out,
-						   4, &n, err, sizeof(err)),
+	assert_int_equal(gw_config_parse_instances(cr_inside, sizeof(cr_inside) - 1, "t",
+						   out, 4, &n, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "t:1: control character"));
-	assert_int_equal(gw_config_parse_instances(ctl, sizeof(ctl) - 1, "t", out, 4, &n, err,
-						   sizeof(err)),
+	assert_int_equal(gw_config_parse_instances(ctl, sizeof(ctl) - 1, "t", out, 4, &n,
+						   err, sizeof(err)),
 			 -EINVAL);
 	long_line = malloc(9000);
 	assert_non_null(long_line);
 	memset(long_line, 'a', 9000);
-	assert_int_equal(gw_config_parse_instances(long_line, 9000, "t", out, 4, &n, err,
-						   sizeof(err)),
-			 -EINVAL);
+	assert_int_equal(
+	    gw_config_parse_instances(long_line, 9000, "t", out, 4, &n, err, sizeof(err)),
+	    -EINVAL);
 	assert_non_null(strstr(err, "line too long"));
 	free(long_line);
-	assert_int_equal(gw_config_parse_instances("", 0, "t", out, 4, &n, err, sizeof(err)),
-			 0);
+	assert_int_equal(
+	    gw_config_parse_instances("", 0, "t", out, 4, &n, err, sizeof(err)), 0);
 	assert_int_equal(n, 0);
 }
 
@@ -408,11 +408,11 @@ static void test_http_flags(void **state)
 	assert_int_equal(c->allow_plaintext, 0);
 	assert_int_equal(c->n_allowed_origins, 0);
 
-	assert_int_equal(parse(c, BASE, "--max-conns-per-ip", "1", "--request-head-timeout",
-			       "3600", "--trusted-proxy", "10.0.0.0/8", "--trusted-proxy",
-			       "::1", "--tls-cert", "/c.pem", "--tls-key", "/k.pem",
-			       "--allow-plaintext", "--allowed-origin", "HTTPS://App.Example:443",
-			       NULL),
+	assert_int_equal(parse(c, BASE, "--max-conns-per-ip", "1",
+			       "--request-head-timeout", "3600", "--trusted-proxy",
+			       "10.0.0.0/8", "--trusted-proxy", "::1", "--tls-cert",
+			       "/c.pem", "--tls-key", "/k.pem", "--allow-plaintext",
+			       "--allowed-origin", "HTTPS://App.Example:443", NULL),
 			 0);
 	assert_int_equal(c->max_conns_per_ip, 1);
 	assert_int_equal(c->request_head_timeout_s, 3600);
@@ -428,7 +428,8 @@ static void test_http_flags(void **state)
 	assert_int_equal(parse(c, BASE, "--max-conns-per-ip", "0", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--request-head-timeout", "3601", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--trusted-proxy", "10.0.0.0/33", NULL), -EINVAL);
-	assert_int_equal(parse(c, BASE, "--trusted-proxy", "proxy.example", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--trusted-proxy", "proxy.example", NULL),
+			 -EINVAL);
 	assert_int_equal(parse(c, BASE, "--tls-cert", "/c.pem", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--tls-key", "/k.pem", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "https://a.example/x", NULL),
@@ -436,7 +437,8 @@ static void test_http_flags(void **state)
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "null", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--allow-plaintext=yes", NULL), -EINVAL);
 
-	file = tmpfile_with(0, "http.conf", "allow-plaintext = true\ntrusted-proxy = 127.0.0.1\n");
+	file = tmpfile_with(0, "http.conf",
+			    "allow-plaintext = true\ntrusted-proxy = 127.0.0.1\n");
 	assert_int_equal(parse(c, BASE, "--config", file, NULL), 0);
 	assert_int_equal(c->allow_plaintext, 1);
 	assert_int_equal(c->n_trusted_proxies, 1);

@@ -78,7 +78,8 @@ static void test_random_against_reference(void **state)
 		if (in == 0)
 			assert_null(min);
 		else
-			assert_int_equal(((struct item *)min)->key, ref_min_key(items, N));
+			assert_int_equal(((struct item *)min)->key,
+					 ref_min_key(items, N));
 	}
 	/* Draining by the minimum yields the keys in order. */
 	{

@@ -15,8 +15,8 @@
 static void test_valid_ids(void **state)
 {
 	static const char *const good[] = {
-	    "a", "inst-1", "A.b_c~d:e@f-g", "0", "...", ".a", "a..b",
-	    "0190a4b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b",
+	    "a",   "inst-1", "A.b_c~d:e@f-g", "0",
+	    "...", ".a",     "a..b",	      "0190a4b2-7c3d-7e4f-8a9b-0c1d2e3f4a5b",
 	};
 	char longest[PTG_ID_MAX + 1];
 
@@ -35,8 +35,8 @@ static void test_invalid_ids(void **state)
 	/* Empty, the two dot segments, path and query bytes, escapes, space,
 	   a non-ASCII byte, and the other URL-reserved characters. */
 	static const char *const bad[] = {
-	    "", ".", "..", "a/b", "a?b", "a#b", "a%2f", "a b", "caf\xc3\xa9",
-	    "a+b", "a,b", "a;b", "a=b", "a&b", "a$b", "a!b", "a*b", "a'b", "a(b", "a[b",
+	    "",	   ".",	  "..",	 "a/b", "a?b", "a#b", "a%2f", "a b", "caf\xc3\xa9", "a+b",
+	    "a,b", "a;b", "a=b", "a&b", "a$b", "a!b", "a*b",  "a'b", "a(b",	    "a[b",
 	};
 	char over[PTG_ID_MAX + 2];
 

@@ -198,9 +198,10 @@ static void test_pem_rejects(void **state)
 					    "-----END PRIVATE KEY-----\n",
 					    54, sk),
 			 -EINVAL);
-	assert_int_equal(keys_parse_public("-----BEGIN PUBLIC KEY----------END PUBLIC KEY-----",
-					   50, pk),
-			 -EINVAL);
+	assert_int_equal(
+	    keys_parse_public("-----BEGIN PUBLIC KEY----------END PUBLIC KEY-----", 50,
+			      pk),
+	    -EINVAL);
 	/* A public PEM's length is honoured: the END line cut off by n fails. */
 	assert_int_equal(keys_parse_public(rfc_pub, strlen(rfc_pub) - 10, pk), -EINVAL);
 	/* The raw base64 form, with whitespace around it. */

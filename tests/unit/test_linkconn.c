@@ -279,9 +279,9 @@ static void test_send_iov(void **state)
 	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
 	m.hello = &h;
 	link_encode(&m, &pre);
-	iov[0] = (struct iovec){ buf_head(&pre), 3 };
-	iov[1] = (struct iovec){ buf_head(&pre) + 3, 5 };
-	iov[2] = (struct iovec){ buf_head(&pre) + 8, buf_size(&pre) - 8 };
+	iov[0] = (struct iovec){buf_head(&pre), 3};
+	iov[1] = (struct iovec){buf_head(&pre) + 3, 5};
+	iov[2] = (struct iovec){buf_head(&pre) + 8, buf_size(&pre) - 8};
 	linkconn_send_iov(f.a.lc, iov, 3);
 	send_big(f.a.lc);
 	linkconn_send_iov(f.a.lc, iov, 3);

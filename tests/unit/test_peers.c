@@ -31,8 +31,8 @@ static void assert_addr(const struct peer_addr *a, const char *want)
 static void test_parses_both_families(void **state)
 {
 	struct peer_addr a;
-	static const char *const bad[] = {"", "1.2.3", "1.2.3.4:80", "::g", "[::1", "host",
-					  "1.2.3.4 ", " 1.2.3.4"};
+	static const char *const bad[] = {"",	  "1.2.3", "1.2.3.4:80", "::g",
+					  "[::1", "host",  "1.2.3.4 ",	 " 1.2.3.4"};
 
 	a = addr("192.0.2.7");
 	assert_addr(&a, "192.0.2.7");

@@ -46,7 +46,7 @@ static void put(const char *dir, const char *name, const char *text)
 static void test_write_read_remove(void **state)
 {
 	char tmpl[] = "/tmp/ptg-recstore-XXXXXX", dir[256], path[300];
-	struct seen s = { 0 };
+	struct seen s = {0};
 
 	assert_non_null(mkdtemp(tmpl));
 	snprintf(dir, sizeof(dir), "%s/a/b", tmpl);
@@ -54,7 +54,7 @@ static void test_write_read_remove(void **state)
 	assert_int_equal(recstore_write(dir, "2.task", "two", 3), 0);
 	assert_int_equal(recstore_write(dir, "1.task", "one", 3), 0);
 	assert_int_equal(recstore_write(dir, "1.task", "uno", 3), 0); /* replaced */
-	put(dir, ".3.task.tmp", "torn");  /* an interrupted write */
+	put(dir, ".3.task.tmp", "torn"); /* an interrupted write */
 	put(dir, "other.txt", "not ours");
 	put(dir, "big.task", "0123456789abcdef");
 	assert_int_equal(recstore_read_all(dir, ".task", 8, each, &s), 2);
@@ -82,7 +82,7 @@ static void test_write_read_remove(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_write_read_remove),
+	    cmocka_unit_test(test_write_read_remove),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -428,7 +428,8 @@ static double now_us(void)
    every colour form, round-trip exactly. */
 static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 {
-	static const char *const attr_on[] = { "1", "3", "4", "21", "4:3", "5", "7", "9", "11" };
+	static const char *const attr_on[] = {"1", "3", "4", "21", "4:3",
+					      "5", "7", "9", "11"};
 	struct buf in = BUF_INIT;
 
 	for (int r = 0; r < 60; r++) {
@@ -438,14 +439,17 @@ static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 			unsigned x = *rng >> 8;
 
 			if (kind == 0)
-				buf_appendf(&in, CSI "38;5;%um", (unsigned)(r * 200 + c) % 256);
+				buf_appendf(&in, CSI "38;5;%um",
+					    (unsigned)(r * 200 + c) % 256);
 			else if (kind == 1)
-				buf_appendf(&in, CSI "38;2;%u;%u;%um", x & 255, (x >> 8) & 255, c);
+				buf_appendf(&in, CSI "38;2;%u;%u;%um", x & 255,
+					    (x >> 8) & 255, c);
 			else if (kind == 2)
 				buf_appendf(&in, CSI "3%u;4%um", x % 8, (x >> 3) % 8);
 			else
 				buf_appendf(&in, CSI "%s;%s%u;48;5;%um", attr_on[x % 9],
-					    x & 512 ? "0;" : "", 30 + (x >> 4) % 8, (x >> 10) % 256);
+					    x & 512 ? "0;" : "", 30 + (x >> 4) % 8,
+					    (x >> 10) % 256);
 			buf_appendf(&in, "%c", 'a' + (r + c) % 26);
 		}
 	}
@@ -455,7 +459,7 @@ static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 
 static void test_colour_per_cell(void **state)
 {
-	static const char *const names[] = { "256 fg", "rgb fg", "16 fg+bg", "attrs" };
+	static const char *const names[] = {"256 fg", "rgb fg", "16 fg+bg", "attrs"};
 	uint32_t rng = 7;
 
 	for (int kind = 0; kind < 4; kind++) {

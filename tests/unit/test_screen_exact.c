@@ -54,9 +54,10 @@ static void ref_feed(struct ref *r, const uint8_t *p, size_t n)
 
 static bool attrs_eq(const VTermScreenCellAttrs *a, const VTermScreenCellAttrs *b)
 {
-	return a->bold == b->bold && a->underline == b->underline && a->italic == b->italic &&
-	       a->blink == b->blink && a->reverse == b->reverse && a->strike == b->strike &&
-	       a->font == b->font && a->dwl == b->dwl && a->dhl == b->dhl;
+	return a->bold == b->bold && a->underline == b->underline &&
+	       a->italic == b->italic && a->blink == b->blink &&
+	       a->reverse == b->reverse && a->strike == b->strike && a->font == b->font &&
+	       a->dwl == b->dwl && a->dhl == b->dhl;
 }
 
 /* libvterm 0.1.4 leaves some cells holding whatever its stack held after
@@ -72,17 +73,19 @@ static void assert_cell_eq(const VTermScreenCell *a, const VTermScreenCell *b, i
 			   int col, const char *what)
 {
 	bool same = a->width == b->width && attrs_eq(&a->attrs, &b->attrs) &&
-		    vterm_color_is_equal(&a->fg, &b->fg) && vterm_color_is_equal(&a->bg, &b->bg);
+		    vterm_color_is_equal(&a->fg, &b->fg) &&
+		    vterm_color_is_equal(&a->bg, &b->bg);
 
 	for (int i = 0; same && i < VTERM_MAX_CHARS_PER_CELL; i++) {
-		same = a->chars[i] == b->chars[i] || (junk(a->chars[i]) && junk(b->chars[i]));
+		same = a->chars[i] == b->chars[i] ||
+		       (junk(a->chars[i]) && junk(b->chars[i]));
 		if (!a->chars[i])
 			break;
 	}
 
 	if (!same)
-		fail_msg("%s: cell %d,%d differs: U+%04X/%d against U+%04X/%d", what, row, col,
-			 a->chars[0], a->width, b->chars[0], b->width);
+		fail_msg("%s: cell %d,%d differs: U+%04X/%d against U+%04X/%d", what, row,
+			 col, a->chars[0], a->width, b->chars[0], b->width);
 }
 
 /* Cells, cursor and pen of the model against the reference. */
@@ -104,7 +107,8 @@ static void assert_same(struct screen *s, struct ref *r, unsigned cols, unsigned
 	vterm_state_get_cursorpos(st, &a);
 	vterm_state_get_cursorpos(r->state, &b);
 	if (a.row != b.row || a.col != b.col)
-		fail_msg("%s: cursor %d,%d against %d,%d", what, a.row, a.col, b.row, b.col);
+		fail_msg("%s: cursor %d,%d against %d,%d", what, a.row, a.col, b.row,
+			 b.col);
 	for (VTermAttr at = VTERM_ATTR_BOLD; at <= VTERM_ATTR_BACKGROUND; at++) {
 		VTermValue x, y;
 
@@ -125,7 +129,9 @@ static void assert_same(struct screen *s, struct ref *r, unsigned cols, unsigned
 static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chunk,
 		  bool plain, const char *what)
 {
-	static const char probe[] = "\xcc\x81" "Z\xcc\x81" "\x1b[7mQ";
+	static const char probe[] = "\xcc\x81"
+				    "Z\xcc\x81"
+				    "\x1b[7mQ";
 	struct screen *s = screen_new(cols, rows), *slow = NULL;
 	struct ref r;
 
@@ -165,7 +171,7 @@ static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chu
    scroll regions and the alternate screen. */
 static void make_random(struct buf *out, size_t n)
 {
-	static const char *const seq[] = { "\x1b[", "\x1b[?", "\x1b", "\r\n", "\xc2\x9b" };
+	static const char *const seq[] = {"\x1b[", "\x1b[?", "\x1b", "\r\n", "\xc2\x9b"};
 
 	while (buf_size(out) < n) {
 		uint32_t r = next_rand();
@@ -194,13 +200,13 @@ static unsigned gcd(unsigned a, unsigned b)
    hidden cursor, auto-wrap off, a charset). */
 static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes)
 {
-	static const char *const between[] = { "\x1b[1m", "\x1b[?25l", "\x1b[?7l", "\x1b[?7h",
-					       "\x1b(0", "\x1b(B", "\x1b[4m", "\x1b[?1049h",
-					       "\x1b[?1049l", "\x1b[3;5r", "\x1b[r" };
+	static const char *const between[] = {
+	    "\x1b[1m", "\x1b[?25l",   "\x1b[?7l",    "\x1b[?7h",  "\x1b(0", "\x1b(B",
+	    "\x1b[4m", "\x1b[?1049h", "\x1b[?1049l", "\x1b[3;5r", "\x1b[r"};
 
 	/* Attributes an SGR sets or clears beside the colours: a pen that
 	   depends on every SGR since the last reset. */
-	static const char *const attrs[] = { "0;", "1;", "4;", "7;", "22;", "24;27;" };
+	static const char *const attrs[] = {"0;", "1;", "4;", "7;", "22;", "24;27;"};
 
 	while (buf_size(out) < bytes) {
 		unsigned skip_row = next_rand() % 5 == 0 ? next_rand() % rows : rows;
@@ -212,13 +218,15 @@ static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes
 			step = 2 + next_rand() % (rows - 1);
 
 		if (next_rand() % 40 == 0)
-			buf_append_str(out, between[next_rand() % (sizeof(between) / sizeof(between[0]))]);
+			buf_append_str(out, between[next_rand() % (sizeof(between) /
+								   sizeof(between[0]))]);
 		buf_append_str(out, next_rand() % 2 ? "\x1b[H" : "\x1b[1;1f");
 		for (unsigned i = 1, r; i <= rows; i++) {
 			/* Rows in order, or in a shuffled one: a glyph that wraps on
 			   the last row scrolls rows already written. */
 			r = shuffled ? 1 + (i * step) % rows : i;
-			unsigned width = cols - (r - 1 == skip_row) - (r == rows && !full_last);
+			unsigned width =
+			    cols - (r - 1 == skip_row) - (r == rows && !full_last);
 
 			buf_appendf(out, "\x1b[%u;%uH", r, next_rand() % 7 ? 1 : 0);
 			for (unsigned c = 0; c < width; c += 4) {
@@ -228,7 +236,8 @@ static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes
 					    next_rand() % 3 ? "" : attrs[next_rand() % 6],
 					    next_rand() % 256, next_rand() % 256);
 				for (unsigned j = 0; j < k; j++)
-					buf_appendf(out, "%c", 'a' + (char)(next_rand() % 26));
+					buf_appendf(out, "%c",
+						    'a' + (char)(next_rand() % 26));
 				if (next_rand() % 50 == 0)
 					buf_append_str(out, "\x1b[m");
 			}
@@ -247,8 +256,8 @@ static void make_long_lines(struct buf *out, size_t n)
 	}
 }
 
-static const size_t chunks[] = { 1, 100, 4096, 65536, 1 << 20 };
-static const unsigned sizes[][2] = { { 120, 30 }, { 80, 24 }, { 20, 5 }, { 7, 3 }, { 2, 2 } };
+static const size_t chunks[] = {1, 100, 4096, 65536, 1 << 20};
+static const unsigned sizes[][2] = {{120, 30}, {80, 24}, {20, 5}, {7, 3}, {2, 2}};
 
 static void test_random_bytes(void **state)
 {
@@ -256,15 +265,15 @@ static void test_random_bytes(void **state)
 		struct buf in = BUF_INIT;
 
 		make_random(&in, 20000 + next_rand() % 200000);
-		check(&in, sizes[round % 5][0], sizes[round % 5][1], chunks[1 + round % 4],
-		      false, "random");
+		check(&in, sizes[round % 5][0], sizes[round % 5][1],
+		      chunks[1 + round % 4], false, "random");
 		buf_free(&in);
 	}
 }
 
 static void test_tui_redraws(void **state)
 {
-	static const size_t big[] = { 65536, 1 << 20, 300000, 4096 };
+	static const size_t big[] = {65536, 1 << 20, 300000, 4096};
 
 	for (int round = 0; round < 20; round++) {
 		struct buf in = BUF_INIT;
@@ -273,9 +282,11 @@ static void test_tui_redraws(void **state)
 		make_tui(&in, cols, rows, 100000 + next_rand() % 500000);
 		check(&in, cols, rows, big[round % 4], true, "tui");
 		/* Frames made for another width wrap, or leave cells alone. */
-		check(&in, cols + 1, rows, big[(round + 1) % 4], true, "tui, one column more");
+		check(&in, cols + 1, rows, big[(round + 1) % 4], true,
+		      "tui, one column more");
 		if (cols > 2) {
-			check(&in, cols - 1, rows, big[(round + 2) % 4], true, "tui, narrower");
+			check(&in, cols - 1, rows, big[(round + 2) % 4], true,
+			      "tui, narrower");
 			check(&in, cols - 1, rows + 1, big[(round + 3) % 4], true,
 			      "tui, narrower and taller");
 		}
@@ -289,8 +300,8 @@ static void test_long_lines(void **state)
 		struct buf in = BUF_INIT;
 
 		make_long_lines(&in, 100000 + next_rand() % 400000);
-		check(&in, sizes[round % 5][0], sizes[round % 5][1], chunks[1 + round % 4],
-		      true, "long lines");
+		check(&in, sizes[round % 5][0], sizes[round % 5][1],
+		      chunks[1 + round % 4], true, "long lines");
 		buf_free(&in);
 	}
 }
@@ -308,8 +319,9 @@ static void test_redraws_are_skipped(void **state)
 		for (unsigned r = 1; r <= 30; r++) {
 			buf_appendf(&in, "\x1b[%u;1H", r);
 			for (unsigned c = 0; c < 120; c += 6)
-				buf_appendf(&in, "\x1b[38;5;%u;48;5;%um%06u", (f + r + c) % 256,
-					    (f * 7 + c) % 256, (f * 1000 + r * 120 + c) % 1000000);
+				buf_appendf(&in, "\x1b[38;5;%u;48;5;%um%06u",
+					    (f + r + c) % 256, (f * 7 + c) % 256,
+					    (f * 1000 + r * 120 + c) % 1000000);
 			buf_append_str(&in, "\x1b[0m");
 		}
 	}
@@ -327,10 +339,10 @@ static void test_redraws_are_skipped(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_bytes),
-		cmocka_unit_test(test_tui_redraws),
-		cmocka_unit_test(test_long_lines),
-		cmocka_unit_test(test_redraws_are_skipped),
+	    cmocka_unit_test(test_random_bytes),
+	    cmocka_unit_test(test_tui_redraws),
+	    cmocka_unit_test(test_long_lines),
+	    cmocka_unit_test(test_redraws_are_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -40,8 +40,10 @@ static size_t marked_text(uint8_t *out, unsigned n, const uint8_t mark[3])
 /* The marks take no column, as on a terminal: A and B side by side. */
 static void test_wide_marks_take_no_column(void **state)
 {
-	static const uint8_t marks[][3] = {{0xe3, 0x80, 0xaa}, {0xe3, 0x80, 0xaf},
-					   {0xe3, 0x82, 0x99}, {0xe3, 0x82, 0x9a}};
+	static const uint8_t marks[][3] = {{0xe3, 0x80, 0xaa},
+					   {0xe3, 0x80, 0xaf},
+					   {0xe3, 0x82, 0x99},
+					   {0xe3, 0x82, 0x9a}};
 	uint8_t text[1 + 45 * 3 + 1];
 	VTermScreenCell c;
 	VTermPos pos;

@@ -43,7 +43,8 @@ static bool junk(uint32_t c)
 static bool chars_eq(const VTermScreenCell *x, const VTermScreenCell *y)
 {
 	for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL; i++) {
-		if (x->chars[i] != y->chars[i] && !(junk(x->chars[i]) && junk(y->chars[i])))
+		if (x->chars[i] != y->chars[i] &&
+		    !(junk(x->chars[i]) && junk(y->chars[i])))
 			return false;
 		if (!x->chars[i])
 			break;
@@ -65,14 +66,17 @@ static void assert_cells_eq(struct screen *a, struct screen *b, const char *what
 			vterm_screen_get_cell(va, pos, &x);
 			vterm_screen_get_cell(vb, pos, &y);
 			if (x.width != y.width || !chars_eq(&x, &y) ||
-			    !vterm_color_is_equal(&x.fg, &y.fg) || !vterm_color_is_equal(&x.bg, &y.bg))
-				fail_msg("%s: cell %d,%d: U+%04X/%d against U+%04X/%d", what, pos.row,
-					 pos.col, x.chars[0], x.width, y.chars[0], y.width);
+			    !vterm_color_is_equal(&x.fg, &y.fg) ||
+			    !vterm_color_is_equal(&x.bg, &y.bg))
+				fail_msg("%s: cell %d,%d: U+%04X/%d against U+%04X/%d",
+					 what, pos.row, pos.col, x.chars[0], x.width,
+					 y.chars[0], y.width);
 		}
 	vterm_state_get_cursorpos(screen_vterm_state(a), &ca);
 	vterm_state_get_cursorpos(screen_vterm_state(b), &cb);
 	if (ca.row != cb.row || ca.col != cb.col)
-		fail_msg("%s: cursor %d,%d against %d,%d", what, ca.row, ca.col, cb.row, cb.col);
+		fail_msg("%s: cursor %d,%d against %d,%d", what, ca.row, ca.col, cb.row,
+			 cb.col);
 }
 
 static void assert_same(struct screen *a, struct screen *b, const char *what)
@@ -82,7 +86,8 @@ static void assert_same(struct screen *a, struct screen *b, const char *what)
 	assert_cells_eq(a, b, what);
 	screen_snapshot(a, &sa);
 	screen_snapshot(b, &sb);
-	if (buf_size(&sa) != buf_size(&sb) || memcmp(buf_head(&sa), buf_head(&sb), buf_size(&sa)))
+	if (buf_size(&sa) != buf_size(&sb) ||
+	    memcmp(buf_head(&sa), buf_head(&sb), buf_size(&sa)))
 		fail_msg("%s: snapshots differ (%zu and %zu bytes)", what, buf_size(&sa),
 			 buf_size(&sb));
 	buf_free(&sa);
@@ -94,11 +99,19 @@ static void assert_same(struct screen *a, struct screen *b, const char *what)
    part of the input), compares, then probes hidden state: the end of a
    half-read character, a combining character, the saved cursor, leaving
    the alternate screen. Returns the bytes libvterm was spared. */
-static uint64_t check(const struct buf *in, unsigned cols, unsigned rows, const size_t *chunks,
-		      size_t nchunks, const char *what)
+static uint64_t check(const struct buf *in, unsigned cols, unsigned rows,
+		      const size_t *chunks, size_t nchunks, const char *what)
 {
-	static const char *const probe[] = { "\xb8\xad", "\xcc\x81", "Z\xcc\x81", "\x1b" "8",
-					     "Q", "\x1b[?1049l", "R", "\x1b[u", "S" };
+	static const char *const probe[] = {"\xb8\xad",
+					    "\xcc\x81",
+					    "Z\xcc\x81",
+					    "\x1b"
+					    "8",
+					    "Q",
+					    "\x1b[?1049l",
+					    "R",
+					    "\x1b[u",
+					    "S"};
 	struct screen *fast = screen_new(cols, rows), *slow = screen_new(cols, rows);
 	uint64_t spared;
 	size_t off = 0, k = 0;
@@ -138,17 +151,49 @@ static void make_random(struct buf *out, size_t n)
 static void make_spiced(struct buf *out, size_t n, unsigned every)
 {
 	static const char *const spice[] = {
-		"\x1b" "c", "\x1b" "c", "\x1b" "c", "\x1b" "7", "\x1b" "8", "\x1b[u", "\x1b[s",
-		"\xe4", "\xe4\xb8", "\xcc\x81", "\xf8", "\xfe", "\x7f", "\x00", "\x1b[?1049h",
-		"\x1b[?1049l", "\x1b[?1047h", "\x1b]0;title", "\x1bP", "\x1bN", "\x1b\xe4" "c",
-		"\x1b\x0a" "c", "\x1b(0", "\x0e", "\x1b[5;10H", "\x1b[31;44m", "\r\n", "AAAA",
+	    "\x1b"
+	    "c",
+	    "\x1b"
+	    "c",
+	    "\x1b"
+	    "c",
+	    "\x1b"
+	    "7",
+	    "\x1b"
+	    "8",
+	    "\x1b[u",
+	    "\x1b[s",
+	    "\xe4",
+	    "\xe4\xb8",
+	    "\xcc\x81",
+	    "\xf8",
+	    "\xfe",
+	    "\x7f",
+	    "\x00",
+	    "\x1b[?1049h",
+	    "\x1b[?1049l",
+	    "\x1b[?1047h",
+	    "\x1b]0;title",
+	    "\x1bP",
+	    "\x1bN",
+	    "\x1b\xe4"
+	    "c",
+	    "\x1b\x0a"
+	    "c",
+	    "\x1b(0",
+	    "\x0e",
+	    "\x1b[5;10H",
+	    "\x1b[31;44m",
+	    "\r\n",
+	    "AAAA",
 	};
 
 	while (buf_size(out) < n) {
 		uint32_t r = next_rand();
 
 		if (r % every == 0) {
-			const char *s = spice[(r >> 8) % (sizeof(spice) / sizeof(spice[0]))];
+			const char *s =
+			    spice[(r >> 8) % (sizeof(spice) / sizeof(spice[0]))];
 
 			/* The NUL spice is one byte long. */
 			buf_append(out, s, *s ? strlen(s) : 1);
@@ -158,13 +203,15 @@ static void make_spiced(struct buf *out, size_t n, unsigned every)
 	}
 }
 
-static const unsigned sizes[][2] = { { 120, 30 }, { 80, 24 }, { 20, 5 }, { 7, 3 } };
+static const unsigned sizes[][2] = {{120, 30}, {80, 24}, {20, 5}, {7, 3}};
 
 static void test_random_bytes(void **state)
 {
 	static const size_t chunks[][3] = {
-		{ 1 << 20, 1 << 20, 1 << 20 }, { 65536, 65536, 65536 }, { 4097, 70001, 9999 },
-		{ 300000, 5000, 123457 },
+	    {1 << 20, 1 << 20, 1 << 20},
+	    {65536, 65536, 65536},
+	    {4097, 70001, 9999},
+	    {300000, 5000, 123457},
 	};
 
 	for (int round = 0; round < 8; round++) {
@@ -180,16 +227,18 @@ static void test_random_bytes(void **state)
 static void test_spiced_random(void **state)
 {
 	static const size_t chunks[][3] = {
-		{ 1 << 20, 1 << 20, 1 << 20 }, { 65536, 8191, 65536 }, { 4097, 70001, 9999 },
-		{ 300000, 5000, 123457 },
+	    {1 << 20, 1 << 20, 1 << 20},
+	    {65536, 8191, 65536},
+	    {4097, 70001, 9999},
+	    {300000, 5000, 123457},
 	};
 
 	for (int round = 0; round < 24; round++) {
 		struct buf in = BUF_INIT;
 
 		make_spiced(&in, 200000 + next_rand() % 600000, round % 3 ? 40 : 400);
-		check(&in, sizes[round % 4][0], sizes[round % 4][1], chunks[(round / 4) % 4], 3,
-		      "spiced random");
+		check(&in, sizes[round % 4][0], sizes[round % 4][1],
+		      chunks[(round / 4) % 4], 3, "spiced random");
 		buf_free(&in);
 	}
 }
@@ -199,15 +248,29 @@ static void test_spiced_random(void **state)
 static void test_state_ris_keeps(void **state)
 {
 	static const char *const cases[][2] = {
-		/* before the RIS, after it */
-		{ "\x1b[5;9H\x1b" "7", "X\x1b" "8Y\x1b" "7" },	      /* the saved cursor */
-		{ "\x1b[5;9H\x1b" "7", "X\x1b[uY\x1b" "7" },	      /* SCORC reads it too */
-		{ "\xe4\x1b[m", "X\x1b" "7\xb8\xad" },		      /* a half-read character */
-		{ "\xe4\xb8\x1b[mA", "X\x1b" "7\xad" },		      /* behind an ASCII write */
-		{ "\x1b[3;4HA", "\x1b" "7\x1b[3;5H\xcc\x81" "B" },   /* a combining character */
-		{ "\x1b[?1049hALT", "X\x1b" "7" },		      /* the alternate screen */
-		{ "\x1b]0;title", "X\x1b" "7" },		      /* RIS inside a string */
-		{ "\x1bN", "\xe4X\x1b" "7\xb8\xad" },		      /* a single shift */
+	    /* before the RIS, after it */
+	    {"\x1b[5;9H\x1b"
+	     "7",
+	     "X\x1b"
+	     "8Y\x1b"
+	     "7"}, /* the saved cursor */
+	    {"\x1b[5;9H\x1b"
+	     "7",
+	     "X\x1b[uY\x1b"
+	     "7"}, /* SCORC reads it too */
+	    {"\xe4\x1b[m", "X\x1b"
+			   "7\xb8\xad"}, /* a half-read character */
+	    {"\xe4\xb8\x1b[mA", "X\x1b"
+				"7\xad"}, /* behind an ASCII write */
+	    {"\x1b[3;4HA", "\x1b"
+			   "7\x1b[3;5H\xcc\x81"
+			   "B"}, /* a combining character */
+	    {"\x1b[?1049hALT", "X\x1b"
+			       "7"}, /* the alternate screen */
+	    {"\x1b]0;title", "X\x1b"
+			     "7"}, /* RIS inside a string */
+	    {"\x1bN", "\xe4X\x1b"
+		      "7\xb8\xad"}, /* a single shift */
 	};
 
 	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
@@ -219,7 +282,8 @@ static void test_state_ris_keeps(void **state)
 		for (int i = 0; i < 300; i++)
 			buf_append_str(&in, "text\r\n");
 		buf_append_str(&in, cases[c][0]);
-		buf_append_str(&in, "\x1b" "c");
+		buf_append_str(&in, "\x1b"
+				    "c");
 		buf_append_str(&in, cases[c][1]);
 		for (int i = 0; i < 100; i++)
 			buf_append_str(&in, "tail\r\n");
@@ -235,12 +299,12 @@ static void test_state_ris_keeps(void **state)
 static void test_line_skip_keeps_half_read_character(void **state)
 {
 	static const char *const cases[][2] = {
-		/* before the lines that scroll off, their first line */
-		{ "\xe4\x1b[m", "\xb8\xad" },   /* ends a character */
-		{ "\xe4\x1b[m", "x" },	     /* an ASCII write leaves it */
-		{ "x\xe4\x1b[m", "y" },	     /* abandons one */
-		{ "x\x1b[m", "y\xe4" },	     /* starts one */
-		{ "x\x1b[m", "\xe4" },	     /* starts one alone */
+	    /* before the lines that scroll off, their first line */
+	    {"\xe4\x1b[m", "\xb8\xad"}, /* ends a character */
+	    {"\xe4\x1b[m", "x"},	/* an ASCII write leaves it */
+	    {"x\xe4\x1b[m", "y"},	/* abandons one */
+	    {"x\x1b[m", "y\xe4"},	/* starts one */
+	    {"x\x1b[m", "\xe4"},	/* starts one alone */
 	};
 
 	/* Lines of text, or empty ones, which leave both decoders alone. */
@@ -276,21 +340,26 @@ static void test_restart_then_wait(void **state)
 		else
 			make_random(&in, 3000000);
 		while (off < buf_size(&in)) {
-			size_t n = buf_size(&in) - off < read ? buf_size(&in) - off : read, x;
+			size_t n = buf_size(&in) - off < read ? buf_size(&in) - off
+							      : read,
+			       x;
 
 			buf_append(&backlog, buf_head(&in) + off, n);
 			off += n;
 			if (buf_size(&backlog) < max)
 				continue;
-			x = screen_skip_to_reset(fast, buf_head(&backlog), buf_size(&backlog));
+			x = screen_skip_to_reset(fast, buf_head(&backlog),
+						 buf_size(&backlog));
 			if (x) {
-				screen_feed(slow, buf_head(&in) + fed, off - buf_size(&backlog) + x - fed);
+				screen_feed(slow, buf_head(&in) + fed,
+					    off - buf_size(&backlog) + x - fed);
 				fed = off - buf_size(&backlog) + x;
 				buf_consume(&backlog, x);
 				waited++;
 			}
 			if (buf_size(&backlog) > max / 2) {
-				screen_feed_tail(fast, buf_head(&backlog), buf_size(&backlog));
+				screen_feed_tail(fast, buf_head(&backlog),
+						 buf_size(&backlog));
 				screen_feed(slow, buf_head(&in) + fed, off - fed);
 				fed = off;
 				buf_reset(&backlog);
@@ -319,20 +388,20 @@ static void test_random_is_skipped(void **state)
 	make_random(&in, 8u << 20);
 	spared = check(&in, 120, 30, &chunk, 1, "random, skipped");
 	if (spared < buf_size(&in) / 2)
-		fail_msg("libvterm was spared %llu of %zu bytes", (unsigned long long)spared,
-			 buf_size(&in));
+		fail_msg("libvterm was spared %llu of %zu bytes",
+			 (unsigned long long)spared, buf_size(&in));
 	buf_free(&in);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_random_bytes),
-		cmocka_unit_test(test_spiced_random),
-		cmocka_unit_test(test_state_ris_keeps),
-		cmocka_unit_test(test_line_skip_keeps_half_read_character),
-		cmocka_unit_test(test_restart_then_wait),
-		cmocka_unit_test(test_random_is_skipped),
+	    cmocka_unit_test(test_random_bytes),
+	    cmocka_unit_test(test_spiced_random),
+	    cmocka_unit_test(test_state_ris_keeps),
+	    cmocka_unit_test(test_line_skip_keeps_half_read_character),
+	    cmocka_unit_test(test_restart_then_wait),
+	    cmocka_unit_test(test_random_is_skipped),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -31,19 +31,36 @@ static uint32_t next_rand(void)
 static void make_stream(struct buf *out, size_t lines, int spice)
 {
 	static const char *const seq[] = {
-		"\x1b[31m", "\x1b[0m", "\x1b[1;44m", "\x1b[5;10H", "\x1b[2J",
-		"\x1b[3;20r", "\x1b[r", "\x1b[?1049h", "\x1b[?1049l", "\x1b[?7l",
-		"\x1b[?7h", "h\xc3\xa9llo \xe4\xb8\xad", "\xc2\x9b" "31m", "\x1b(0qqq\x1b(B",
-		"\x1b[38;2;1;2;3m", "\t", "\x08", "partial-no-newline",
+	    "\x1b[31m",
+	    "\x1b[0m",
+	    "\x1b[1;44m",
+	    "\x1b[5;10H",
+	    "\x1b[2J",
+	    "\x1b[3;20r",
+	    "\x1b[r",
+	    "\x1b[?1049h",
+	    "\x1b[?1049l",
+	    "\x1b[?7l",
+	    "\x1b[?7h",
+	    "h\xc3\xa9llo \xe4\xb8\xad",
+	    "\xc2\x9b"
+	    "31m",
+	    "\x1b(0qqq\x1b(B",
+	    "\x1b[38;2;1;2;3m",
+	    "\t",
+	    "\x08",
+	    "partial-no-newline",
 	};
 
 	for (size_t l = 0; l < lines; l++) {
 		if (spice && next_rand() % spice == 0)
-			buf_append_str(out, seq[next_rand() % (sizeof(seq) / sizeof(seq[0]))]);
-		buf_appendf(out, "line %zu %.*s", l, (int)(next_rand() % 150),
-			    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"
-			    "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopq"
-			    "rstuvwxyz0123456789");
+			buf_append_str(out,
+				       seq[next_rand() % (sizeof(seq) / sizeof(seq[0]))]);
+		buf_appendf(
+		    out, "line %zu %.*s", l, (int)(next_rand() % 150),
+		    "abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopqrstuvwxyz"
+		    "0123456789abcdefghijklmnopqrstuvwxyz0123456789abcdefghijklmnopq"
+		    "rstuvwxyz0123456789");
 		buf_append_str(out, next_rand() % 9 ? "\r\n" : "\n");
 	}
 }
@@ -81,7 +98,7 @@ static void test_plain_flood(void **state)
 
 static void test_spiced_streams(void **state)
 {
-	static const size_t chunks[] = { 1, 13, 500, 4096, 65536, 1 << 20 };
+	static const size_t chunks[] = {1, 13, 500, 4096, 65536, 1 << 20};
 
 	for (int round = 0; round < 40; round++) {
 		struct buf in = BUF_INIT;
@@ -101,7 +118,8 @@ static void test_flood_skips_unseen_lines(void **state)
 
 	make_stream(&in, 200000, 0);
 	for (size_t off = 0; off < buf_size(&in); off += 1 << 20) {
-		size_t n = buf_size(&in) - off < (1 << 20) ? buf_size(&in) - off : 1 << 20;
+		size_t n =
+		    buf_size(&in) - off < (1 << 20) ? buf_size(&in) - off : 1 << 20;
 		screen_feed_tail(s, buf_head(&in) + off, n);
 	}
 	/* About 17 MB of lines, fed a MiB at a time: only each chunk's last
@@ -122,13 +140,52 @@ static void test_flood_skips_unseen_lines(void **state)
 static void make_wrapped_stream(struct buf *out, size_t pieces, int spice)
 {
 	static const char *const seq[] = {
-		"\x1b[?7l", "\x1b[?7h", "\x1b[4h", "\x1b[4l", "\x1b[20h", "\x1b[20l",
-		"\x1b[?6h", "\x1b[?6l", "\x1b[3;20r", "\x1b[r", "\x1b[2;9r\x1b[?6h",
-		"\x1b[?69h\x1b[5;40s", "\x1b[?69l", "\x1b[5;10H", "\x1b[2J", "\x1b[H\x1b[J",
-		"\x1b[?1049h", "\x1b[?1049l", "\x1b[31;44m", "\x1b[0m", "\x1b[38;5;200m",
-		"\xe4\xb8\xad\xe6\x96\x87", "\xc3\xa9", "\xe4", "\xcc\x81", "e\xcc\x81", "\t", "\x08", "\x1b[K",
-		"\x1b[3C", "\x1b[2A", "\x1b" "7", "\x1b" "8", "\x1b(0lqk\x1b(B", "\x1b[5@",
-		"\x1b[2P", "\x1b[L", "\x1b[M", "\x1bM", "\x1b" "D", "\x1b" "E", "\x1b[1;1H\x1b[?7l",
+	    "\x1b[?7l",
+	    "\x1b[?7h",
+	    "\x1b[4h",
+	    "\x1b[4l",
+	    "\x1b[20h",
+	    "\x1b[20l",
+	    "\x1b[?6h",
+	    "\x1b[?6l",
+	    "\x1b[3;20r",
+	    "\x1b[r",
+	    "\x1b[2;9r\x1b[?6h",
+	    "\x1b[?69h\x1b[5;40s",
+	    "\x1b[?69l",
+	    "\x1b[5;10H",
+	    "\x1b[2J",
+	    "\x1b[H\x1b[J",
+	    "\x1b[?1049h",
+	    "\x1b[?1049l",
+	    "\x1b[31;44m",
+	    "\x1b[0m",
+	    "\x1b[38;5;200m",
+	    "\xe4\xb8\xad\xe6\x96\x87",
+	    "\xc3\xa9",
+	    "\xe4",
+	    "\xcc\x81",
+	    "e\xcc\x81",
+	    "\t",
+	    "\x08",
+	    "\x1b[K",
+	    "\x1b[3C",
+	    "\x1b[2A",
+	    "\x1b"
+	    "7",
+	    "\x1b"
+	    "8",
+	    "\x1b(0lqk\x1b(B",
+	    "\x1b[5@",
+	    "\x1b[2P",
+	    "\x1b[L",
+	    "\x1b[M",
+	    "\x1bM",
+	    "\x1b"
+	    "D",
+	    "\x1b"
+	    "E",
+	    "\x1b[1;1H\x1b[?7l",
 	};
 	static const char letters[] = "abcdefghijklmnopqrstuvwxyz0123456789 .,;:-_=+";
 
@@ -136,7 +193,8 @@ static void make_wrapped_stream(struct buf *out, size_t pieces, int spice)
 		uint32_t r = next_rand();
 
 		if (spice && r % spice == 0) {
-			buf_append_str(out, seq[next_rand() % (sizeof(seq) / sizeof(seq[0]))]);
+			buf_append_str(out,
+				       seq[next_rand() % (sizeof(seq) / sizeof(seq[0]))]);
 			continue;
 		}
 		if (r % 17 == 1) {
@@ -144,7 +202,8 @@ static void make_wrapped_stream(struct buf *out, size_t pieces, int spice)
 			for (unsigned row = 1; row <= 12; row++) {
 				buf_appendf(out, "\x1b[%u;1H", row);
 				for (unsigned c = 0; c < 30; c += 5)
-					buf_appendf(out, "\x1b[3%u;4%um%05u", (row + c) % 8, c % 8,
+					buf_appendf(out, "\x1b[3%u;4%um%05u",
+						    (row + c) % 8, c % 8,
 						    next_rand() % 100000);
 			}
 			buf_append_str(out, "\x1b[0m");
@@ -153,25 +212,33 @@ static void make_wrapped_stream(struct buf *out, size_t pieces, int spice)
 		for (uint32_t n = next_rand() % 3000; n--;)
 			buf_append(out, &letters[next_rand() % (sizeof(letters) - 1)], 1);
 		switch (next_rand() % 6) {
-		case 0: buf_append_str(out, "\r\n"); break;
-		case 1: buf_append_str(out, "\n"); break;
-		case 2: buf_append_str(out, "\r"); break;
-		default: break;
+		case 0:
+			buf_append_str(out, "\r\n");
+			break;
+		case 1:
+			buf_append_str(out, "\n");
+			break;
+		case 2:
+			buf_append_str(out, "\r");
+			break;
+		default:
+			break;
 		}
 	}
 }
 
 static void test_wrapped_streams(void **state)
 {
-	static const size_t chunks[] = { 1, 7, 500, 4096, 65536, 1 << 20 };
-	static const unsigned sizes[][2] = { { 1, 1 }, { 1, 5 }, { 7, 1 }, { 80, 24 },
-					      { 120, 30 }, { 13, 3 } };
+	static const size_t chunks[] = {1, 7, 500, 4096, 65536, 1 << 20};
+	static const unsigned sizes[][2] = {{1, 1},   {1, 5},	 {7, 1},
+					    {80, 24}, {120, 30}, {13, 3}};
 
 	for (int round = 0; round < 40; round++) {
 		struct buf in = BUF_INIT;
 		unsigned cols, rows;
 
-		make_wrapped_stream(&in, 100 + next_rand() % 600, 1 + (int)(next_rand() % 20));
+		make_wrapped_stream(&in, 100 + next_rand() % 600,
+				    1 + (int)(next_rand() % 20));
 		if (round < 12) {
 			cols = sizes[round % 6][0];
 			rows = sizes[round % 6][1];
@@ -190,7 +257,7 @@ static void test_wrapped_streams(void **state)
    nothing, before and after LF-only lines. */
 static void test_wrap_edges(void **state)
 {
-	static const char *const ends[] = { "", "\n", "\r", "\r\n", "\n\n", "x\n" };
+	static const char *const ends[] = {"", "\n", "\r", "\r\n", "\n\n", "x\n"};
 
 	for (unsigned cols = 1; cols <= 9; cols += 4)
 		for (int delta = -1; delta <= 1; delta++)
@@ -198,7 +265,8 @@ static void test_wrap_edges(void **state)
 				struct buf in = BUF_INIT;
 
 				for (int rep = 0; rep < 400; rep++) {
-					for (int i = 0; i < (int)cols * (1 + rep % 3) + delta; i++)
+					for (int i = 0;
+					     i < (int)cols * (1 + rep % 3) + delta; i++)
 						buf_append_str(&in, "w");
 					buf_append_str(&in, ends[(e + (size_t)rep) % 6]);
 				}
@@ -261,13 +329,13 @@ static void test_one_column_wide_char(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_plain_flood),
-		cmocka_unit_test(test_spiced_streams),
-		cmocka_unit_test(test_flood_skips_unseen_lines),
-		cmocka_unit_test(test_wrapped_streams),
-		cmocka_unit_test(test_wrap_edges),
-		cmocka_unit_test(test_long_line_is_skipped),
-		cmocka_unit_test(test_one_column_wide_char),
+	    cmocka_unit_test(test_plain_flood),
+	    cmocka_unit_test(test_spiced_streams),
+	    cmocka_unit_test(test_flood_skips_unseen_lines),
+	    cmocka_unit_test(test_wrapped_streams),
+	    cmocka_unit_test(test_wrap_edges),
+	    cmocka_unit_test(test_long_line_is_skipped),
+	    cmocka_unit_test(test_one_column_wide_char),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

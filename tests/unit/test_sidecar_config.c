@@ -65,8 +65,8 @@ static void show_help(void)
 static int try_option(const char *opt, const char *value)
 {
 	struct sidecar_config c;
-	char *argv[] = {"ptygate-sidecar", "--listen", "unix:/tmp/ptg-unit-never.sock",
-			(char *)opt, (char *)value, NULL};
+	char *argv[] = {"ptygate-sidecar", "--listen",	  "unix:/tmp/ptg-unit-never.sock",
+			(char *)opt,	   (char *)value, NULL};
 
 	config_defaults(&c);
 	return config_parse(&c, 5, argv);

@@ -51,7 +51,7 @@ static long file_has(const char *path, const char *needle)
 static void test_sealed_round_trip(void **st)
 {
 	char dir[] = "/tmp/ptg-store-XXXXXX", path[300];
-	char *argv[] = { "/bin/sh", "-c", "echo hi", NULL };
+	char *argv[] = {"/bin/sh", "-c", "echo hi", NULL};
 	static struct seal_keys keys;
 	struct store_record r, *all;
 	size_t n;
@@ -65,7 +65,8 @@ static void test_sealed_round_trip(void **st)
 	make_record(&r, argv);
 	assert_int_equal(store_write(dir, &r), 0);
 	assert_int_equal(store_write_screen(dir, ID, 40, 90, 25,
-					    (const uint8_t *)"\033cscreen-text", 13), 0);
+					    (const uint8_t *)"\033cscreen-text", 13),
+			 0);
 	snprintf(path, sizeof(path), "%s/%s.session", dir, ID);
 	assert_false(file_has(path, "secret label"));
 	assert_false(file_has(path, "/bin/sh"));
@@ -107,7 +108,7 @@ static void test_sealed_round_trip(void **st)
 static void test_plaintext_and_legacy_screen(void **st)
 {
 	char dir[] = "/tmp/ptg-store-XXXXXX", path[300];
-	char *argv[] = { "/bin/sh", NULL };
+	char *argv[] = {"/bin/sh", NULL};
 	static struct seal_keys none;
 	struct store_record r, *all;
 	size_t n;

@@ -35,7 +35,8 @@ static struct task *make(const char *command)
 
 	snprintf(json, sizeof(json),
 		 "{\"message\":{\"messageId\":\"m1\",\"role\":\"ROLE_USER\","
-		 "\"parts\":[{\"text\":\"%s\"}]}}", command);
+		 "\"parts\":[{\"text\":\"%s\"}]}}",
+		 command);
 	assert_int_equal(parse(json, &s), 0);
 	return task_new(SID, &s, "", "trace-1", 1000);
 }
@@ -45,14 +46,20 @@ static void test_parse_forms(void **state)
 	struct task_send s;
 
 	assert_int_equal(parse("{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\","
-			       "\"parts\":[{\"text\":\"echo \"},{\"text\":\"hi\"}]}}", &s), 0);
+			       "\"parts\":[{\"text\":\"echo \"},{\"text\":\"hi\"}]}}",
+			       &s),
+			 0);
 	assert_string_equal(s.command, "echo hi");
 	assert_string_equal(s.message_id, "a");
-	assert_string_equal(json_string_value(json_object_get(s.message, "role")), "ROLE_USER");
+	assert_string_equal(json_string_value(json_object_get(s.message, "role")),
+			    "ROLE_USER");
 	task_send_release(&s);
-	assert_int_equal(parse("{\"message\":{\"messageId\":\"b\",\"role\":\"user\",\"kind\":"
-			       "\"message\",\"contextId\":\"" SID "\",\"parts\":[{\"kind\":\"text\","
-			       "\"text\":\"ls\"}]},\"configuration\":{}}", &s), 0);
+	assert_int_equal(
+	    parse("{\"message\":{\"messageId\":\"b\",\"role\":\"user\",\"kind\":"
+		  "\"message\",\"contextId\":\"" SID "\",\"parts\":[{\"kind\":\"text\","
+		  "\"text\":\"ls\"}]},\"configuration\":{}}",
+		  &s),
+	    0);
 	assert_string_equal(s.command, "ls");
 	task_send_release(&s);
 }
@@ -60,20 +67,34 @@ static void test_parse_forms(void **state)
 static void test_parse_refusals(void **state)
 {
 	static const char *const bad[] = {
-		"[]", "{}", "{\"message\":1}", "{\"other\":1,\"message\":{}}",
-		"{\"message\":{\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_AGENT\",\"parts\":[{\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{\"data\":{}}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{\"kind\":\"file\",\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"a\\u0000b\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"taskId\":\"t\",\"parts\":[{\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"bogus\":1,\"parts\":[{\"text\":\"x\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":"
-		"\"0123456789012345678901234567890123456789012345678901234567890123456789\"}]}}",
-		"{\"message\":{\"messageId\":\"a\",\"messageId\":\"b\",\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}}",
+	    "[]",
+	    "{}",
+	    "{\"message\":1}",
+	    "{\"other\":1,\"message\":{}}",
+	    "{\"message\":{\"role\":\"ROLE_USER\",\"parts\":[{\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_AGENT\",\"parts\":[{"
+	    "\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"data\":{}}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"kind\":\"file\",\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"text\":\"\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"text\":\"a\\u0000b\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"taskId\":\"t\","
+	    "\"parts\":[{\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"bogus\":1,"
+	    "\"parts\":[{\"text\":\"x\"}]}}",
+	    "{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\",\"parts\":[{"
+	    "\"text\":"
+	    "\"0123456789012345678901234567890123456789012345678901234567890123456789\"}]"
+	    "}}",
+	    "{\"message\":{\"messageId\":\"a\",\"messageId\":\"b\",\"role\":\"ROLE_"
+	    "USER\",\"parts\":[{\"text\":\"x\"}]}}",
 	};
 	struct task_send s;
 
@@ -84,7 +105,9 @@ static void test_parse_refusals(void **state)
 	}
 	/* Another session's contextId: PERMISSION_DENIED's code (3). */
 	assert_int_equal(parse("{\"message\":{\"messageId\":\"a\",\"role\":\"ROLE_USER\","
-			       "\"contextId\":\"other\",\"parts\":[{\"text\":\"x\"}]}}", &s), 3);
+			       "\"contextId\":\"other\",\"parts\":[{\"text\":\"x\"}]}}",
+			       &s),
+			 3);
 }
 
 static void test_canonical_json(void **state)
@@ -94,24 +117,28 @@ static void test_canonical_json(void **state)
 
 	assert_string_equal(json_string_value(json_object_get(j, "contextId")), SID);
 	st = json_object_get(j, "status");
-	assert_string_equal(json_string_value(json_object_get(st, "state")), "TASK_STATE_SUBMITTED");
+	assert_string_equal(json_string_value(json_object_get(st, "state")),
+			    "TASK_STATE_SUBMITTED");
 	assert_string_equal(json_string_value(json_object_get(st, "timestamp")),
 			    "1970-01-01T00:00:01.000Z");
 	assert_int_equal(json_array_size(json_object_get(j, "artifacts")), 0);
 	hist = json_object_get(j, "history");
 	assert_int_equal(json_array_size(hist), 1);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(hist, 0), "taskId")), t->id);
+	assert_string_equal(
+	    json_string_value(json_object_get(json_array_get(hist, 0), "taskId")), t->id);
 	json_decref(j);
 
 	task_set_state(t, TASK_WORKING, NULL, 2000);
 	task_set_exit(t, 3 << 8, 3000);
 	assert_int_equal(t->state, TASK_FAILED);
 	j = task_json(t, -1);
-	assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "metadata"),
-							    "exit_code")), 3);
+	assert_int_equal(json_integer_value(json_object_get(
+			     json_object_get(j, "metadata"), "exit_code")),
+			 3);
 	st = json_object_get(j, "status");
-	assert_string_equal(json_string_value(json_object_get(json_object_get(st, "message"), "role")),
-			    "ROLE_AGENT");
+	assert_string_equal(
+	    json_string_value(json_object_get(json_object_get(st, "message"), "role")),
+	    "ROLE_AGENT");
 	assert_int_equal(json_array_size(json_object_get(j, "history")), 2);
 	json_decref(j);
 	j = task_json(t, 0);
@@ -172,13 +199,25 @@ static void test_delta_keeps_characters_whole(void **state)
 	/* "é" is C3 A9: the first byte alone waits for the second. */
 	task_append_output(t, TASK_STDOUT, "ab\xC3", 3, 100);
 	d = task_output_delta(t);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
-		json_array_get(json_object_get(d, "artifacts"), 0), "parts"), 0), "text")), "ab");
+	assert_string_equal(
+	    json_string_value(json_object_get(
+		json_array_get(
+		    json_object_get(json_array_get(json_object_get(d, "artifacts"), 0),
+				    "parts"),
+		    0),
+		"text")),
+	    "ab");
 	json_decref(d);
 	task_append_output(t, TASK_STDOUT, "\xA9", 1, 100);
 	d = task_output_delta(t);
-	assert_string_equal(json_string_value(json_object_get(json_array_get(json_object_get(
-		json_array_get(json_object_get(d, "artifacts"), 0), "parts"), 0), "text")), "\xC3\xA9");
+	assert_string_equal(
+	    json_string_value(json_object_get(
+		json_array_get(
+		    json_object_get(json_array_get(json_object_get(d, "artifacts"), 0),
+				    "parts"),
+		    0),
+		"text")),
+	    "\xC3\xA9");
 	json_decref(d);
 	assert_null(task_output_delta(t));
 	task_free(t);
@@ -186,9 +225,12 @@ static void test_delta_keeps_characters_whole(void **state)
 
 static void test_invalid_utf8_replaced(void **state)
 {
-	json_t *s = task_json_text("a\xFF" "b\xC0\x80", 5);
+	json_t *s = task_json_text("a\xFF"
+				   "b\xC0\x80",
+				   5);
 
-	assert_string_equal(json_string_value(s), "a\xEF\xBF\xBD" "b\xEF\xBF\xBD\xEF\xBF\xBD");
+	assert_string_equal(json_string_value(s), "a\xEF\xBF\xBD"
+						  "b\xEF\xBF\xBD\xEF\xBF\xBD");
 	json_decref(s);
 }
 
@@ -232,15 +274,15 @@ static void test_state_names(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_parse_forms),
-		cmocka_unit_test(test_parse_refusals),
-		cmocka_unit_test(test_canonical_json),
-		cmocka_unit_test(test_exit_and_cancel),
-		cmocka_unit_test(test_output_cap),
-		cmocka_unit_test(test_delta_keeps_characters_whole),
-		cmocka_unit_test(test_invalid_utf8_replaced),
-		cmocka_unit_test(test_record_round_trip),
-		cmocka_unit_test(test_state_names),
+	    cmocka_unit_test(test_parse_forms),
+	    cmocka_unit_test(test_parse_refusals),
+	    cmocka_unit_test(test_canonical_json),
+	    cmocka_unit_test(test_exit_and_cancel),
+	    cmocka_unit_test(test_output_cap),
+	    cmocka_unit_test(test_delta_keeps_characters_whole),
+	    cmocka_unit_test(test_invalid_utf8_replaced),
+	    cmocka_unit_test(test_record_round_trip),
+	    cmocka_unit_test(test_state_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

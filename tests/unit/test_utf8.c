@@ -17,14 +17,14 @@ static size_t len_of(const char *s)
 static void test_valid_sequences(void **state)
 {
 	assert_int_equal(len_of("a"), 1);
-	assert_int_equal(len_of("\xC2\x80"), 2);            /* U+0080 */
-	assert_int_equal(len_of("\xDF\xBF"), 2);            /* U+07FF */
-	assert_int_equal(len_of("\xE0\xA0\x80"), 3);        /* U+0800 */
-	assert_int_equal(len_of("\xED\x9F\xBF"), 3);        /* U+D7FF */
-	assert_int_equal(len_of("\xEE\x80\x80"), 3);        /* U+E000 */
-	assert_int_equal(len_of("\xEF\xBF\xBD"), 3);        /* U+FFFD */
-	assert_int_equal(len_of("\xF0\x90\x80\x80"), 4);    /* U+10000 */
-	assert_int_equal(len_of("\xF4\x8F\xBF\xBF"), 4);    /* U+10FFFF */
+	assert_int_equal(len_of("\xC2\x80"), 2);	 /* U+0080 */
+	assert_int_equal(len_of("\xDF\xBF"), 2);	 /* U+07FF */
+	assert_int_equal(len_of("\xE0\xA0\x80"), 3);	 /* U+0800 */
+	assert_int_equal(len_of("\xED\x9F\xBF"), 3);	 /* U+D7FF */
+	assert_int_equal(len_of("\xEE\x80\x80"), 3);	 /* U+E000 */
+	assert_int_equal(len_of("\xEF\xBF\xBD"), 3);	 /* U+FFFD */
+	assert_int_equal(len_of("\xF0\x90\x80\x80"), 4); /* U+10000 */
+	assert_int_equal(len_of("\xF4\x8F\xBF\xBF"), 4); /* U+10FFFF */
 	/* Only the first sequence counts. */
 	assert_int_equal(len_of("\xC3\xA9tail"), 2);
 }
@@ -32,14 +32,19 @@ static void test_valid_sequences(void **state)
 static void test_invalid_sequences(void **state)
 {
 	static const char *const bad[] = {
-	    "\x80", "\xBF",                 /* stray continuation bytes */
-	    "\xC0\x80", "\xC1\xBF",         /* overlong two-byte forms */
-	    "\xE0\x9F\xBF",                 /* overlong three-byte form */
-	    "\xF0\x8F\xBF\xBF",             /* overlong four-byte form */
-	    "\xED\xA0\x80", "\xED\xBF\xBF", /* surrogates */
-	    "\xF4\x90\x80\x80",             /* past U+10FFFF */
-	    "\xF5\x80\x80\x80", "\xFF",     /* never lead bytes */
-	    "\xC3(", "\xE2\x82(",           /* a continuation missing */
+	    "\x80",
+	    "\xBF", /* stray continuation bytes */
+	    "\xC0\x80",
+	    "\xC1\xBF",		/* overlong two-byte forms */
+	    "\xE0\x9F\xBF",	/* overlong three-byte form */
+	    "\xF0\x8F\xBF\xBF", /* overlong four-byte form */
+	    "\xED\xA0\x80",
+	    "\xED\xBF\xBF",	/* surrogates */
+	    "\xF4\x90\x80\x80", /* past U+10FFFF */
+	    "\xF5\x80\x80\x80",
+	    "\xFF", /* never lead bytes */
+	    "\xC3(",
+	    "\xE2\x82(", /* a continuation missing */
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)

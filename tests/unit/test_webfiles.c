@@ -22,12 +22,12 @@ static void test_hashed_names(void **state)
 	assert_true(webfiles_is_hashed("vendor/x-0123456789ab.css"));
 	assert_false(webfiles_is_hashed("index.html"));
 	assert_false(webfiles_is_hashed("app.js"));
-	assert_false(webfiles_is_hashed("app-04d85ab6054.js"));   /* 11 hex */
-	assert_false(webfiles_is_hashed("app-04D85AB60541.js"));  /* upper case */
-	assert_false(webfiles_is_hashed("app_04d85ab60541.js"));  /* no dash */
-	assert_false(webfiles_is_hashed("-04d85ab60541.js"));     /* no name */
-	assert_false(webfiles_is_hashed("04d85ab60541"));	  /* no extension */
-	assert_false(webfiles_is_hashed("d-0123456789ab.x/y"));  /* dot in a directory */
+	assert_false(webfiles_is_hashed("app-04d85ab6054.js"));	 /* 11 hex */
+	assert_false(webfiles_is_hashed("app-04D85AB60541.js")); /* upper case */
+	assert_false(webfiles_is_hashed("app_04d85ab60541.js")); /* no dash */
+	assert_false(webfiles_is_hashed("-04d85ab60541.js"));	 /* no name */
+	assert_false(webfiles_is_hashed("04d85ab60541"));	 /* no extension */
+	assert_false(webfiles_is_hashed("d-0123456789ab.x/y"));	 /* dot in a directory */
 }
 
 static void test_cache_control(void **state)
@@ -49,7 +49,8 @@ static void test_page_routes(void **state)
 	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/", 1, &m, &why), 0);
 	assert_int_equal(m.id, ROUTE_STATIC);
 	assert_string_equal(m.file, "index.html");
-	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/?role=observer", 1, &m, &why), 0);
+	assert_int_equal(
+	    routes_match("/agents/i-1/sessions/s-2/?role=observer", 1, &m, &why), 0);
 	assert_int_equal(m.id, ROUTE_STATIC);
 	assert_int_equal(routes_match("/", 1, &m, &why), 0);
 	assert_string_equal(m.file, "index.html");
@@ -61,7 +62,8 @@ static void test_page_routes(void **state)
 	assert_int_equal(m.id, ROUTE_ATTACH);
 	/* Other shapes under /agents are never files. */
 	assert_int_equal(routes_match("/agents/i-1/other/s-2/", 1, &m, &why), -ENOENT);
-	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/x", 1, &m, &why), -ENOENT);
+	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/x", 1, &m, &why),
+			 -ENOENT);
 	assert_int_equal(routes_match("/agents/i 1/sessions/s-2/", 1, &m, &why), -EINVAL);
 }
 

@@ -219,11 +219,25 @@ static void assert_canon(const char *in, const char *want)
 static void test_origin_canon(void **state)
 {
 	static const char *const bad[] = {
-	    "null", "", "http://", "ftp://a.example", "http://a.example/", "http://a.example/x",
-	    "http://u@a.example", "http://a.example:", "http://a.example:65536",
-	    "http://a.example:8x", "http://a.example?q", "http://a b", "http://[::1",
-	    "http://[::1]x", "http://a:1:2", "http://a.example:0", "http://[a.b]",
-	    "http://[::1%25eth0]", "http://a.example#x",
+	    "null",
+	    "",
+	    "http://",
+	    "ftp://a.example",
+	    "http://a.example/",
+	    "http://a.example/x",
+	    "http://u@a.example",
+	    "http://a.example:",
+	    "http://a.example:65536",
+	    "http://a.example:8x",
+	    "http://a.example?q",
+	    "http://a b",
+	    "http://[::1",
+	    "http://[::1]x",
+	    "http://a:1:2",
+	    "http://a.example:0",
+	    "http://[a.b]",
+	    "http://[::1%25eth0]",
+	    "http://a.example#x",
 	};
 	char out[WSHS_ORIGIN_MAX + 1];
 
@@ -249,11 +263,15 @@ static void test_origin_allowed(void **state)
 	/* No Origin: not a browser page; tokens are never cookies. */
 	assert_true(wshs_origin_allowed(NULL, "gw.example", "", NULL, 0));
 	/* Same origin by Host, default ports equal to none. */
-	assert_true(wshs_origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", "", NULL, 0));
-	assert_true(wshs_origin_allowed("https://gw.example", "gw.example:443", "", NULL, 0));
+	assert_true(
+	    wshs_origin_allowed("http://127.0.0.1:8080", "127.0.0.1:8080", "", NULL, 0));
+	assert_true(
+	    wshs_origin_allowed("https://gw.example", "gw.example:443", "", NULL, 0));
 	assert_true(wshs_origin_allowed("https://GW.example", "gw.EXAMPLE", "", NULL, 0));
-	assert_false(wshs_origin_allowed("http://127.0.0.1:8081", "127.0.0.1:8080", "", NULL, 0));
-	assert_false(wshs_origin_allowed("https://evil.example", "gw.example", "", NULL, 0));
+	assert_false(
+	    wshs_origin_allowed("http://127.0.0.1:8081", "127.0.0.1:8080", "", NULL, 0));
+	assert_false(
+	    wshs_origin_allowed("https://evil.example", "gw.example", "", NULL, 0));
 	assert_false(wshs_origin_allowed("https://evil.example", NULL, "", NULL, 0));
 	assert_false(wshs_origin_allowed("null", "gw.example", "", NULL, 0));
 	/* Same origin by --public-url (a proxy rewrote Host). */
@@ -262,10 +280,14 @@ static void test_origin_allowed(void **state)
 	assert_false(wshs_origin_allowed("https://term.example:8443", "10.0.0.5:8080",
 					 "wss://term.example/base", NULL, 0));
 	/* An allow-list replaces same-origin. */
-	assert_true(wshs_origin_allowed("https://app.example:443", "gw.example", "", list, 2));
-	assert_true(wshs_origin_allowed("http://localhost:3000", "gw.example", "", list, 2));
-	assert_false(wshs_origin_allowed("https://gw.example", "gw.example", "", list, 2));
-	assert_false(wshs_origin_allowed("https://app.example.evil", "gw.example", "", list, 2));
+	assert_true(
+	    wshs_origin_allowed("https://app.example:443", "gw.example", "", list, 2));
+	assert_true(
+	    wshs_origin_allowed("http://localhost:3000", "gw.example", "", list, 2));
+	assert_false(
+	    wshs_origin_allowed("https://gw.example", "gw.example", "", list, 2));
+	assert_false(
+	    wshs_origin_allowed("https://app.example.evil", "gw.example", "", list, 2));
 }
 
 /* A list of WSHS_PROTOCOL_HEADER_MAX + 1 bytes whose element tok ends
@@ -292,7 +314,8 @@ static void test_upgrade_whole_value(void **state)
 {
 	char *up = list_cut_after("websocket"), *conn = list_cut_after("upgrade");
 
-	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "13\t\t\t\t\t\t\t\t\t\t\t\t\t\t x"));
+	assert_non_null(wshs_check_upgrade("websocket", "Upgrade",
+					   "13\t\t\t\t\t\t\t\t\t\t\t\t\t\t x"));
 	assert_non_null(wshs_check_upgrade("websocket", "Upgrade", "13              8"));
 	assert_null(wshs_check_upgrade("websocket", "Upgrade", " 13              "));
 	assert_non_null(wshs_check_upgrade(up, "Upgrade", "13"));
