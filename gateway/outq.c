@@ -13,31 +13,31 @@
 /* Room a private chunk gets at least: a whole control frame (2 + 125). */
 #define OUTQ__PRIVATE_MIN 256
 
-struct outq__chunk {
-	struct outq__chunk *next;
+struct outq_chunk {
+	struct outq_chunk *next;
 	struct wsframe *frame; /* shared data, or NULL for private bytes */
 	size_t len;	       /* private bytes used */
 	size_t cap;	       /* private bytes allocated */
 	uint8_t bytes[];
 };
 
-static const uint8_t *data(const struct outq__chunk *c)
+static const uint8_t *data(const struct outq_chunk *c)
 {
 	return c->frame ? c->frame->data : c->bytes;
 }
 
-static size_t chunk_len(const struct outq__chunk *c)
+static size_t chunk_len(const struct outq_chunk *c)
 {
 	return c->frame ? c->frame->len : c->len;
 }
 
-static void chunk_free(struct outq__chunk *c)
+static void chunk_free(struct outq_chunk *c)
 {
 	wsframe_unref(c->frame);
 	free(c);
 }
 
-static void append(struct outq *q, struct outq__chunk *c)
+static void append(struct outq *q, struct outq_chunk *c)
 {
 	c->next = NULL;
 	if (q->tail)
@@ -58,7 +58,7 @@ void outq_init(struct outq *q)
 
 void outq_clear(struct outq *q)
 {
-	struct outq__chunk *c, *next;
+	struct outq_chunk *c, *next;
 
 	if (q == NULL)
 		return;
@@ -71,7 +71,7 @@ void outq_clear(struct outq *q)
 
 void outq_push_frame(struct outq *q, struct wsframe *f)
 {
-	struct outq__chunk *c = xmalloc(sizeof(*c));
+	struct outq_chunk *c = xmalloc(sizeof(*c));
 
 	c->frame = wsframe_ref(f);
 	c->len = 0;
@@ -81,7 +81,7 @@ void outq_push_frame(struct outq *q, struct wsframe *f)
 
 void outq_push_bytes(struct outq *q, const void *p, size_t n)
 {
-	struct outq__chunk *c = q->tail;
+	struct outq_chunk *c = q->tail;
 	size_t cap;
 
 	if (n == 0)
@@ -108,7 +108,7 @@ bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
 
 int outq_iov(const struct outq *q, struct iovec *iov, int max)
 {
-	const struct outq__chunk *c;
+	const struct outq_chunk *c;
 	size_t off = q->head_off;
 	int i = 0;
 
@@ -126,7 +126,7 @@ void outq_consume(struct outq *q, size_t n)
 		abort();
 	q->bytes -= n;
 	while (n > 0) {
-		struct outq__chunk *c = q->head;
+		struct outq_chunk *c = q->head;
 		size_t left = chunk_len(c) - q->head_off;
 
 		if (n < left) {
@@ -144,7 +144,7 @@ void outq_consume(struct outq *q, size_t n)
 
 size_t outq_drop_data(struct outq *q)
 {
-	struct outq__chunk *c = q->head, *next;
+	struct outq_chunk *c = q->head, *next;
 	size_t before = q->bytes;
 	bool first = true;
 

@@ -15,11 +15,11 @@
 
 #include "ws.h"
 
-struct outq__chunk;
+struct outq_chunk;
 
 struct outq {
-	struct outq__chunk *head;
-	struct outq__chunk *tail;
+	struct outq_chunk *head;
+	struct outq_chunk *tail;
 	size_t head_off; /* bytes of the head chunk already written */
 	size_t bytes;	 /* bytes queued and not yet written */
 };

@@ -4,7 +4,7 @@
 set -eu
 
 PACKAGES="
-  build-essential cmake pkg-config clang libclang-rt-14-dev
+  build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
   libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
   libwslay-dev nettle-dev libgnutls28-dev openssl

@@ -7,6 +7,9 @@ set -eu
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
+# Every C file as the committed .clang-format lays it out (fails first,
+# before minutes of building).
+./scripts/check-format.sh
 # The browser terminal's files (npm ci from web/package-lock.json), served
 # by the gateway in e2e.web and driven there in headless chromium.
 ./scripts/build-web.sh
