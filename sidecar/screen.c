@@ -51,8 +51,8 @@ struct screen {
 	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
 	unsigned u8_len, u8_need;
 	uint32_t u8_cp;
-	uint8_t mark_head[2]; /* E3 and maybe 80/82: a write ended in a wide mark */
-	unsigned mark_len;    /* bytes of mark_head libvterm holds, 0 to 2 */
+	uint8_t held[2]; /* the start of a bad sequence a write ended in */
+	unsigned held_len;
 };
 
 /* libvterm callbacks */
@@ -136,7 +136,7 @@ static void vt_open(struct screen *s)
 	if (!s->vt)
 		abort();
 	vterm_set_utf8(s->vt, 1);
-	s->mark_len = 0;
+	s->held_len = 0;
 	vterm_output_set_callback(s->vt, on_output, s);
 	s->vs = vterm_obtain_screen(s->vt);
 	s->state = vterm_obtain_state(s->vt);
@@ -262,83 +262,102 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* U+302A..U+302F and U+3099..U+309A (E3 80 AA..AF, E3 82 99..9A) are
-   combining marks that libvterm 0.1.4 also counts two columns wide, each:
-   a character carrying a few of them is wider than the screen, and
-   libvterm writes past the end of its row (any program could crash the
-   sidecar with its output). Terminals draw them zero columns wide, so
-   dropping them keeps the screen's layout the real one. */
-static bool wide_mark(uint8_t b1, uint8_t b2)
+/* Characters libvterm 0.1.4 mishandles, dropped before it sees them (any
+   program could otherwise crash the sidecar with its output):
+   - U+302A..U+302F and U+3099..U+309A (E3 80 AA..AF, E3 82 99..9A)
+     combine, yet libvterm counts each two columns wide: a character
+     carrying a few is wider than the screen and libvterm writes past its
+     row. Terminals draw them zero columns wide.
+   - U+0080..U+009F (C2 80..9F) are C1 controls that libvterm, reading
+     them as UTF-8, draws with width -1: at the end of a line that moves
+     its cursor to column -1, and a tab stop set there (ESC H) is written
+     before libvterm's table. They print nothing on a terminal.
+   Returns the length of the sequence to drop at p (n bytes left), 0 for
+   none, or -1 when p's n bytes may be the start of one. */
+static int bad_sequence(const uint8_t *p, size_t n)
 {
-	return (b1 == 0x80 && b2 >= 0xaa && b2 <= 0xaf) ||
-	       (b1 == 0x82 && (b2 == 0x99 || b2 == 0x9a));
+	if (p[0] == 0xc2) {
+		if (n < 2)
+			return -1;
+		return p[1] >= 0x80 && p[1] <= 0x9f ? 2 : 0;
+	}
+	if (n < 2)
+		return -1;
+	if (p[1] != 0x80 && p[1] != 0x82)
+		return 0;
+	if (n < 3)
+		return -1;
+	if (p[1] == 0x80)
+		return p[2] >= 0xaa && p[2] <= 0xaf ? 3 : 0;
+	return p[2] == 0x99 || p[2] == 0x9a ? 3 : 0;
 }
 
-/* A mark split by the previous write: libvterm holds its first bytes, so
-   its last byte is dropped here and libvterm sees a broken character
-   (drawn as U+FFFD) instead of the mark. Returns the bytes of p used. */
-static size_t finish_split_mark(struct screen *s, const uint8_t *p, size_t n,
-				struct buf *out)
+/* The next C2 or E3 at or after i (n if none); ASCII eight bytes at a
+   time, as most output is. */
+static size_t next_lead(const uint8_t *p, size_t i, size_t n)
 {
-	if (!n)
-		return 0;
-	if (s->mark_len == 2 && wide_mark(s->mark_head[1], p[0])) {
-		s->mark_len = 0;
-		return 1;
-	}
-	if (s->mark_len == 1 && (p[0] == 0x80 || p[0] == 0x82)) {
-		if (n == 1) {
-			s->mark_head[1] = p[0];
-			s->mark_len = 2;
-			buf_append(out, p, 1);
-			return 1;
+	uint64_t x;
+
+	for (;;) {
+		while (i + 8 <= n) {
+			memcpy(&x, p + i, 8);
+			if (x & 0x8080808080808080u)
+				break;
+			i += 8;
 		}
-		s->mark_len = 0;
-		if (wide_mark(p[0], p[1])) {
-			buf_append(out, p, 1);
-			return 2;
-		}
-		return 0;
+		if (i >= n)
+			return n;
+		if (p[i] == 0xc2 || p[i] == 0xe3)
+			return i;
+		i++;
 	}
-	s->mark_len = 0;
-	return 0;
 }
 
-/* Copies p to out without wide marks; notes a possible mark at the end. */
-static void drop_wide_marks(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
+/* Copies p to out without bad sequences; holds back a possible start of
+   one at the end (libvterm would keep it pending anyway). */
+static void drop_bad_sequences(struct screen *s, const uint8_t *p, size_t n,
+			       struct buf *out)
 {
-	size_t i = finish_split_mark(s, p, n, out), from = i;
-	const uint8_t *q;
+	size_t from = 0, i = next_lead(p, 0, n);
 
-	while (i < n && (q = memchr(p + i, 0xe3, n - i))) {
-		i = (size_t)(q - p);
-		if (i + 2 < n && wide_mark(p[i + 1], p[i + 2])) {
-			buf_append(out, p + from, i - from);
-			from = i += 3;
-		} else if (i + 2 >= n &&
-			   (i + 1 == n || p[i + 1] == 0x80 || p[i + 1] == 0x82)) {
-			s->mark_len = (unsigned)(n - i);
-			s->mark_head[1] = s->mark_len == 2 ? p[i + 1] : 0;
+	while (i < n) {
+		int k = bad_sequence(p + i, n - i);
+
+		if (k < 0) {
+			s->held_len = (unsigned)(n - i);
+			memcpy(s->held, p + i, s->held_len);
+			n = i;
 			break;
-		} else {
-			i++;
 		}
+		if (k > 0) {
+			buf_append(out, p + from, i - from);
+			from = i + (size_t)k;
+		}
+		i = next_lead(p, i + (k > 0 ? (size_t)k : 1), n);
 	}
 	buf_append(out, p + from, n - from);
 }
 
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
-	struct buf out = BUF_INIT;
+	struct buf in = BUF_INIT, out = BUF_INIT;
 
 	s->vterm_bytes += n;
-	if (!s->mark_len && !memchr(p, 0xe3, n)) {
+	if (!s->held_len && next_lead(p, 0, n) == n) {
 		vt_write(s, p, n);
 		return;
 	}
-	drop_wide_marks(s, p, n, &out);
+	if (s->held_len) {
+		buf_append(&in, s->held, s->held_len);
+		buf_append(&in, p, n);
+		s->held_len = 0;
+		p = buf_head(&in);
+		n = buf_size(&in);
+	}
+	drop_bad_sequences(s, p, n, &out);
 	vt_write(s, buf_head(&out), buf_size(&out));
 	buf_free(&out);
+	buf_free(&in);
 }
 
 /* The UTF-8 character held back in s->u8 is complete: on a one-column

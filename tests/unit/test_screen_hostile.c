@@ -1,10 +1,13 @@
 /* unit: sidecar */
-/* The screen model against output meant to break it: libvterm 0.1.4
+/* The screen model against output meant to break it. libvterm 0.1.4
    writes past a row for a character wider than the screen, which a
    program could make with combining marks libvterm counts two columns
    wide (U+302A..U+302F, U+3099..U+309A), or on a one-column screen with a
-   broken UTF-8 sequence libvterm completes across an escape sequence.
-   Each case crashed the sidecar before the filter in screen.c. */
+   broken UTF-8 sequence libvterm completes across an escape sequence; and
+   it moves its cursor to column -1 for a C1 control sent as UTF-8 at the
+   end of a line, where a tab stop set is written before its table. Each
+   case crashed the sidecar or corrupted its heap before screen.c's
+   filters. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -100,12 +103,70 @@ static void test_one_column_broken_utf8(void **state)
 	screen_free(s);
 }
 
+/* A C1 control as UTF-8 in the last column, then a tab stop set (HTS):
+   the cursor stays on the screen and the tab stop is where it is. */
+static void test_c1_controls_are_dropped(void **state)
+{
+	static const char *const at_end[] = {"K>\xc2\x8c\033H", "K>\xc2\x80\033H",
+					     "K>\xc2\x9f\033H"};
+	VTermPos pos;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(at_end) / sizeof(at_end[0]); i++) {
+		for (size_t cut = 1; cut < strlen(at_end[i]); cut++) {
+			struct screen *s = screen_new(2, 3);
+
+			screen_feed(s, (const uint8_t *)at_end[i], cut);
+			screen_feed(s, (const uint8_t *)at_end[i] + cut,
+				    strlen(at_end[i]) - cut);
+			cursor(s, &pos);
+			assert_true(pos.col >= 0 && pos.col < 2);
+			screen_free(s);
+		}
+	}
+}
+
+/* Random output at small sizes, where the edge cases live (each of the
+   cases above was found this way); valgrind sees no access outside
+   libvterm's tables either. */
+static void test_random_output_small_screens(void **state)
+{
+	static uint8_t buf[1 << 16];
+	uint32_t x = 2463534242u;
+
+	(void)state;
+	for (unsigned cols = 1; cols <= 4; cols++) {
+		for (unsigned rows = 1; rows <= 3; rows++) {
+			struct screen *s = screen_new(cols, rows);
+			struct buf snap = BUF_INIT;
+
+			for (int round = 0; round < 24; round++) {
+				size_t n = 1 + (x % sizeof(buf));
+
+				for (size_t i = 0; i < n; i++) {
+					x ^= x << 13;
+					x ^= x >> 17;
+					x ^= x << 5;
+					buf[i] = (uint8_t)x;
+				}
+				screen_feed(s, buf, n);
+			}
+			screen_snapshot(s, &snap);
+			assert_true(buf_size(&snap) > 0);
+			buf_free(&snap);
+			screen_free(s);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_wide_marks_take_no_column),
 	    cmocka_unit_test(test_split_marks_do_not_crash),
 	    cmocka_unit_test(test_one_column_broken_utf8),
+	    cmocka_unit_test(test_c1_controls_are_dropped),
+	    cmocka_unit_test(test_random_output_small_screens),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
