@@ -16,6 +16,7 @@
    which it drops; the DECSC saved cursor (except the one ?1049h saved);
    double-width/height lines; G2/G3 single shifts. */
 #include "screen.h"
+#include "utf8.h"
 
 #include "xalloc.h"
 
@@ -51,7 +52,8 @@ struct screen {
 	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
 	unsigned u8_len, u8_need;
 	uint32_t u8_cp;
-	uint8_t held[2]; /* the start of a bad sequence a write ended in */
+	unsigned narrow_esc; /* one column: 1 after ESC, 2 after ESC # */
+	uint8_t held[3];     /* a character a write ended inside, for the next */
 	unsigned held_len;
 };
 
@@ -262,80 +264,100 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* Characters libvterm 0.1.4 mishandles, dropped before it sees them (any
-   program could otherwise crash the sidecar with its output):
+/* What libvterm 0.1.4 is handed is valid UTF-8 only, without the
+   characters it mishandles; anything else could let a program crash the
+   sidecar with its output:
+   - a UTF-8 character's first bytes stay pending in libvterm across
+     controls and escape sequences, so later bytes complete them into
+     characters the program never sent: a broken or stray sequence is
+     U+FFFD here, and a character a write ends inside is held for the next;
+   - U+0080..U+009F (C2 80..9F), C1 controls, are drawn with width -1: in
+     the last column that moves the cursor to column -1, and a tab stop set
+     there is written before libvterm's table. Dropped: they print nothing
+     on a terminal;
    - U+302A..U+302F and U+3099..U+309A (E3 80 AA..AF, E3 82 99..9A)
      combine, yet libvterm counts each two columns wide: a character
      carrying a few is wider than the screen and libvterm writes past its
-     row. Terminals draw them zero columns wide.
-   - U+0080..U+009F (C2 80..9F) are C1 controls that libvterm, reading
-     them as UTF-8, draws with width -1: at the end of a line that moves
-     its cursor to column -1, and a tab stop set there (ESC H) is written
-     before libvterm's table. They print nothing on a terminal.
-   Returns the length of the sequence to drop at p (n bytes left), 0 for
-   none, or -1 when p's n bytes may be the start of one. */
-static int bad_sequence(const uint8_t *p, size_t n)
+     row. Dropped: terminals draw them zero columns wide. */
+static bool mishandled(const uint8_t *p, size_t k)
 {
-	if (p[0] == 0xc2) {
-		if (n < 2)
-			return -1;
-		return p[1] >= 0x80 && p[1] <= 0x9f ? 2 : 0;
-	}
-	if (n < 2)
-		return -1;
-	if (p[1] != 0x80 && p[1] != 0x82)
-		return 0;
-	if (n < 3)
-		return -1;
-	if (p[1] == 0x80)
-		return p[2] >= 0xaa && p[2] <= 0xaf ? 3 : 0;
-	return p[2] == 0x99 || p[2] == 0x9a ? 3 : 0;
+	if (k == 2)
+		return p[0] == 0xc2 && p[1] <= 0x9f;
+	if (k != 3 || p[0] != 0xe3)
+		return false;
+	return (p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xaf) ||
+	       (p[1] == 0x82 && (p[2] == 0x99 || p[2] == 0x9a));
 }
 
-/* The next C2 or E3 at or after i (n if none); ASCII eight bytes at a
-   time, as most output is. */
-static size_t next_lead(const uint8_t *p, size_t i, size_t n)
+/* p's n bytes could begin a character: a lead byte and continuations. */
+static bool char_start(const uint8_t *p, size_t n)
+{
+	size_t need = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
+
+	if (p[0] > 0xf4 || n >= need)
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return false;
+	return true;
+}
+
+/* The next byte at or after i that is not ASCII (n if none), eight bytes
+   at a time, as most output is ASCII. */
+static size_t next_high(const uint8_t *p, size_t i, size_t n)
 {
 	uint64_t x;
 
-	for (;;) {
-		while (i + 8 <= n) {
-			memcpy(&x, p + i, 8);
-			if (x & 0x8080808080808080u)
-				break;
-			i += 8;
-		}
-		if (i >= n)
-			return n;
-		if (p[i] == 0xc2 || p[i] == 0xe3)
-			return i;
-		i++;
+	while (i + 8 <= n) {
+		memcpy(&x, p + i, 8);
+		if (x & 0x8080808080808080u)
+			break;
+		i += 8;
 	}
+	while (i < n && p[i] < 0x80)
+		i++;
+	return i;
 }
 
-/* Copies p to out without bad sequences; holds back a possible start of
-   one at the end (libvterm would keep it pending anyway). */
-static void drop_bad_sequences(struct screen *s, const uint8_t *p, size_t n,
-			       struct buf *out)
+/* Copies p to out as libvterm may see it (above); holds back a character
+   the write ends inside. */
+static void sanitize(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
 {
-	size_t from = 0, i = next_lead(p, 0, n);
+	size_t from = 0, i = next_high(p, 0, n);
 
 	while (i < n) {
-		int k = bad_sequence(p + i, n - i);
+		size_t k = utf8_seq_len(p + i, n - i);
 
-		if (k < 0) {
+		if (!k && char_start(p + i, n - i)) {
 			s->held_len = (unsigned)(n - i);
 			memcpy(s->held, p + i, s->held_len);
 			n = i;
 			break;
 		}
-		if (k > 0) {
+		if (!k || mishandled(p + i, k)) {
 			buf_append(out, p + from, i - from);
-			from = i + (size_t)k;
+			if (!k)
+				buf_append(out, "\xef\xbf\xbd", 3);
+			k = k ? k : 1;
+			from = i + k;
 		}
-		i = next_lead(p, i + (k > 0 ? (size_t)k : 1), n);
+		i = next_high(p, i + k, n);
 	}
 	buf_append(out, p + from, n - from);
+}
+
+/* Whether a write ended in ESC or ESC #, so that a one-column screen
+   still sees a double-width line asked for across a write or a resize. */
+static void note_esc_tail(struct screen *s, const uint8_t *p, size_t n)
+{
+	if (!n)
+		return;
+	if (p[n - 1] == 0x1b)
+		s->narrow_esc = 1;
+	else if (p[n - 1] == '#' && (n >= 2 ? p[n - 2] == 0x1b : s->narrow_esc == 1))
+		s->narrow_esc = 2;
+	else
+		s->narrow_esc = 0;
 }
 
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
@@ -343,7 +365,8 @@ static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 	struct buf in = BUF_INIT, out = BUF_INIT;
 
 	s->vterm_bytes += n;
-	if (!s->held_len && next_lead(p, 0, n) == n) {
+	note_esc_tail(s, p, n);
+	if (!s->held_len && next_high(p, 0, n) == n) {
 		vt_write(s, p, n);
 		return;
 	}
@@ -354,24 +377,40 @@ static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 		p = buf_head(&in);
 		n = buf_size(&in);
 	}
-	drop_bad_sequences(s, p, n, &out);
+	sanitize(s, p, n, &out);
 	vt_write(s, buf_head(&out), buf_size(&out));
 	buf_free(&out);
 	buf_free(&in);
 }
 
-/* The UTF-8 character held back in s->u8 is complete: on a one-column
-   screen, U+1100 and above (a superset of what libvterm 0.1.4 draws two
-   columns wide) becomes U+FFFD, as libvterm crashes placing a wide
-   character where none fits. */
+/* One column: libvterm 0.1.4 writes past the row when it places a wide
+   character where none fits, and it keeps a UTF-8 character's first bytes
+   pending across escape sequences (from before a resize to one column,
+   say), so any continuation byte it is handed could complete one. On a
+   one-column screen the model therefore gets ASCII only: each non-ASCII
+   character, whole, broken or stray, is one '?' (a screen one column wide
+   is a curiosity; a crash is not). */
 static void narrow_emit(struct screen *s, struct buf *out)
 {
-	if (s->u8_cp >= 0x1100)
-		buf_append(out, "\xef\xbf\xbd", 3);
-	else
-		buf_append(out, s->u8, s->u8_len);
+	buf_append(out, "?", 1);
 	s->u8_len = 0;
 	s->u8_need = 0;
+}
+
+/* One column: a double-width or double-height line (ESC # 3, 4, 6) is
+   zero columns wide to libvterm, whose cursor then goes to column -1 on
+   a back tab; the line stays single width (ESC # 5) instead. b was just
+   appended to out. */
+static void no_double_width(struct screen *s, struct buf *out, uint8_t b)
+{
+	if (s->narrow_esc == 2 && (b == '3' || b == '4' || b == '6'))
+		out->data[out->len - 1] = '5';
+	if (b == 0x1b)
+		s->narrow_esc = 1;
+	else if (s->narrow_esc == 1 && b == '#')
+		s->narrow_esc = 2;
+	else
+		s->narrow_esc = 0;
 }
 
 static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
@@ -388,19 +427,10 @@ static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
 				narrow_emit(s, &out);
 			continue;
 		}
-		if (s->u8_need) {
-			/* A broken sequence: handed over raw, libvterm would keep
-			   its start pending across an escape sequence and could
-			   complete it with later bytes into a wide character. */
-			buf_append(&out, "\xef\xbf\xbd", 3);
-			s->u8_len = 0;
-			s->u8_need = 0;
-		}
+		if (s->u8_need)
+			narrow_emit(s, &out); /* a broken sequence */
 		if ((b & 0xc0) == 0x80 || b >= 0xf8) {
-			/* A stray continuation byte could complete a character
-			   libvterm holds from before a resize to one column; F8
-			   and above start no character. */
-			buf_append(&out, "\xef\xbf\xbd", 3);
+			narrow_emit(s, &out); /* stray, or starts nothing */
 			continue;
 		}
 		if (b >= 0xc0 && b < 0xf8) {
@@ -411,6 +441,7 @@ static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
 			continue;
 		}
 		buf_append(&out, &b, 1);
+		no_double_width(s, &out, b);
 	}
 	vt_put(s, buf_head(&out), buf_size(&out));
 	buf_free(&out);
@@ -493,6 +524,51 @@ static void resize_saved(struct saved_screen *n, unsigned cols, unsigned rows)
 		n->cursor.col = (int)cols - 1;
 }
 
+/* libvterm 0.1.4 scrolls the lines below the cursor off the top when the
+   rows shrink and leaves its cursor above the screen (row -1 and less),
+   where the next output is written before its buffers. The cursor is put
+   back on the screen, through the parser like any output; CAN first ends
+   a sequence the program may be in the middle of (which it loses). */
+static void cursor_onto_screen(struct screen *s)
+{
+	VTermPos pos;
+	char cup[48];
+	int n;
+
+	vterm_state_get_cursorpos(s->state, &pos);
+	if (pos.row >= 0 && pos.row < (int)s->rows && pos.col >= 0 &&
+	    pos.col < (int)s->cols)
+		return;
+	pos.row = pos.row < 0 ? 0 : pos.row >= (int)s->rows ? (int)s->rows - 1 : pos.row;
+	pos.col = pos.col < 0 ? 0 : pos.col >= (int)s->cols ? (int)s->cols - 1 : pos.col;
+	n = snprintf(cup, sizeof(cup), "\x18\033[%d;%dH", pos.row + 1, pos.col + 1);
+	screen_feed(s, (const uint8_t *)cup, (size_t)n);
+}
+
+/* On one column a double-width line is zero columns wide to libvterm,
+   whose cursor then goes to column -1 on a back tab: such lines (new ones
+   are refused in write_vt_narrow) become single width (ESC # 5) when the
+   screen narrows to one column. Through the parser, CAN first, as above. */
+static void single_width_lines(struct screen *s)
+{
+	struct buf seq = BUF_INIT;
+	VTermPos pos;
+
+	for (int row = 0; row < (int)s->rows; row++) {
+		const VTermLineInfo *li = vterm_state_get_lineinfo(s->state, row);
+
+		if (li->doublewidth || li->doubleheight)
+			buf_appendf(&seq, "\033[%d;1H\033#5", row + 1);
+	}
+	if (buf_size(&seq)) {
+		vterm_state_get_cursorpos(s->state, &pos);
+		screen_feed(s, (const uint8_t *)"\x18", 1);
+		buf_appendf(&seq, "\033[%d;%dH", pos.row + 1, pos.col + 1);
+		screen_feed(s, buf_head(&seq), buf_size(&seq));
+	}
+	buf_free(&seq);
+}
+
 void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 {
 	cols = cols ? cols : 1;
@@ -516,6 +592,9 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	modes_resize(s->modes, cols, rows);
 	if (s->normal.cells)
 		resize_saved(&s->normal, cols, rows);
+	cursor_onto_screen(s);
+	if (cols == 1)
+		single_width_lines(s);
 }
 
 /* introspection */

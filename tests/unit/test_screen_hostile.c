@@ -126,6 +126,69 @@ static void test_c1_controls_are_dropped(void **state)
 	}
 }
 
+static void feed_str(struct screen *s, const char *t)
+{
+	screen_feed(s, (const uint8_t *)t, strlen(t));
+}
+
+static void assert_cursor_on(struct screen *s, int cols, int rows)
+{
+	VTermPos pos;
+
+	cursor(s, &pos);
+	assert_true(pos.col >= 0 && pos.col < cols);
+	assert_true(pos.row >= 0 && pos.row < rows);
+}
+
+/* A character's first byte, a control, then what would complete it: the
+   control ends it (U+FFFD), as libvterm would otherwise make U+0097 of
+   C2 05 97, a C1 control drawn at width -1. */
+static void test_broken_utf8_across_a_control(void **state)
+{
+	struct screen *s = screen_new(2, 3);
+
+	(void)state;
+	feed_str(s, "K>\xc2\x05\x97");
+	assert_cursor_on(s, 2, 3);
+	screen_free(s);
+}
+
+/* Shrinking the rows with text below the cursor: libvterm scrolled the
+   lines off the top and left its cursor at row -1. */
+static void test_resize_keeps_the_cursor_on_screen(void **state)
+{
+	struct screen *s = screen_new(8, 6);
+
+	(void)state;
+	feed_str(s, "\033[3;1Hred\033[0H\n");
+	screen_resize(s, 8, 1);
+	assert_cursor_on(s, 8, 1);
+	feed_str(s, "after");
+	assert_cursor_on(s, 8, 1);
+	screen_free(s);
+}
+
+/* A double-width line made on two columns, then one column: libvterm's
+   back tab (CSI Z) went to column -1 on a line zero columns wide. Also
+   when ESC # and 6 come in separate writes around the resize. */
+static void test_one_column_double_width_line(void **state)
+{
+	struct screen *s = screen_new(2, 2);
+
+	(void)state;
+	feed_str(s, "\033#6A");
+	screen_resize(s, 1, 1);
+	feed_str(s, "\033[Z\033[gx");
+	assert_cursor_on(s, 1, 1);
+	screen_free(s);
+	s = screen_new(2, 2);
+	feed_str(s, "\033#");
+	screen_resize(s, 1, 1);
+	feed_str(s, "6Z\tx\033[g\033[Zk");
+	assert_cursor_on(s, 1, 1);
+	screen_free(s);
+}
+
 /* Random output at small sizes, where the edge cases live (each of the
    cases above was found this way); valgrind sees no access outside
    libvterm's tables either. */
@@ -166,6 +229,9 @@ int main(void)
 	    cmocka_unit_test(test_split_marks_do_not_crash),
 	    cmocka_unit_test(test_one_column_broken_utf8),
 	    cmocka_unit_test(test_c1_controls_are_dropped),
+	    cmocka_unit_test(test_broken_utf8_across_a_control),
+	    cmocka_unit_test(test_resize_keeps_the_cursor_on_screen),
+	    cmocka_unit_test(test_one_column_double_width_line),
 	    cmocka_unit_test(test_random_output_small_screens),
 	};
 
