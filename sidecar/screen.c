@@ -35,6 +35,18 @@ struct saved_screen {
 	VTermScreenCell pen; /* chars unused: attrs and colours only */
 };
 
+/* Where the parser libvterm runs over the output stands, as far as
+   guard_csi needs to know (a sequence may span writes). */
+enum { GUARD_GROUND, GUARD_ESC, GUARD_CSI };
+
+struct csi_guard {
+	uint8_t st;	 /* GUARD_GROUND, GUARD_ESC or GUARD_CSI */
+	uint8_t seps;	 /* parameter separators seen, at most 255 */
+	bool odd;	 /* a leader or intermediate byte: not DECSTBM */
+	int arg[2];	 /* the first two parameters, -1 when missing */
+	bool ascii_last; /* the last glyph libvterm drew was printable ASCII */
+};
+
 struct screen {
 	VTerm *vt;
 	VTermScreen *vs;
@@ -54,6 +66,7 @@ struct screen {
 	uint32_t u8_cp;
 	unsigned narrow_esc; /* one column: 1 after ESC, 2 after ESC # */
 	uint8_t held[3];     /* a character a write ended inside, for the next */
+	struct csi_guard csi;
 	unsigned held_len;
 };
 
@@ -139,6 +152,8 @@ static void vt_open(struct screen *s)
 		abort();
 	vterm_set_utf8(s->vt, 1);
 	s->held_len = 0;
+	s->csi.st = GUARD_GROUND;
+	s->csi.ascii_last = false;
 	vterm_output_set_callback(s->vt, on_output, s);
 	s->vs = vterm_obtain_screen(s->vt);
 	s->state = vterm_obtain_state(s->vt);
@@ -360,12 +375,180 @@ static void note_esc_tail(struct screen *s, const uint8_t *p, size_t n)
 		s->narrow_esc = 0;
 }
 
+#define GUARD_MAX_SEPS 15 /* libvterm 0.1.4 holds 16 CSI parameters */
+
+static void guard_start_csi(struct csi_guard *g)
+{
+	g->st = GUARD_CSI;
+	g->seps = 0;
+	g->odd = false;
+	g->arg[0] = g->arg[1] = -1;
+}
+
+/* DECSTBM's margins as libvterm 0.1.4 would set them are an empty or
+   inverted region (it then scrolls with negative counts): the same test
+   as the modes tracker's set_margins, which resets such a region. */
+static bool margins_invalid(const struct csi_guard *g, int rows)
+{
+	int a = (g->arg[0] < 1 ? 1 : g->arg[0]) - 1;
+	int b = g->seps >= 1 ? g->arg[1] : -1;
+
+	if (a > rows)
+		a = rows;
+	if (a == 0 && b == rows)
+		b = -1;
+	else if (b > rows)
+		b = rows;
+	return (b == -1 ? rows : b) <= a;
+}
+
+enum guard_action { GUARD_KEEP, GUARD_DROP, GUARD_RESET_MARGINS, GUARD_IGNORE };
+
+/* One byte of a CSI sequence: whether libvterm gets it as it is, not at
+   all, or an ignored final byte and a margin reset in its place. */
+static enum guard_action guard_csi_byte(struct screen *s, uint8_t c)
+{
+	struct csi_guard *g = &s->csi;
+
+	if (c >= '0' && c <= '9') {
+		if (g->seps > GUARD_MAX_SEPS)
+			return GUARD_DROP;
+		if (g->seps < 2 && !g->odd) {
+			int *v = &g->arg[g->seps];
+
+			*v = (*v < 0 ? 0 : *v) * 10 + (c - '0');
+			if (*v > 100000)
+				*v = 100000;
+		}
+	} else if (c == ';' || c == ':') {
+		if (g->seps < 255)
+			g->seps++;
+		if (g->seps > GUARD_MAX_SEPS)
+			return GUARD_DROP;
+	} else if ((c >= 0x3c && c <= 0x3f) || (c >= 0x20 && c <= 0x2f)) {
+		g->odd = true;
+	} else if (c >= 0x40 && c <= 0x7e) {
+		g->st = GUARD_GROUND;
+		if (c == 'r' && !g->odd && margins_invalid(g, (int)s->rows))
+			return GUARD_RESET_MARGINS;
+		/* REP repeats the last glyph at its width: with none since a
+		   reset, or one of width 0, libvterm loops forever. It is kept
+		   after printable ASCII only (what curses repeats). */
+		if (c == 'b' && !g->odd && !g->ascii_last)
+			return GUARD_IGNORE;
+		if (c == 'p' && g->odd)
+			g->ascii_last = false; /* DECSTR, a soft reset */
+	} else if (c == 0x1b) {
+		g->st = GUARD_ESC;
+	} else if (c == 0x18 || c == 0x1a || c >= 0x80) {
+		g->st = GUARD_GROUND; /* DEL is ignored, C0 controls act */
+	}
+	return GUARD_KEEP;
+}
+
+/* Text between escape sequences: its last glyph, if it has one (C0
+   controls draw nothing and leave libvterm's last glyph as it was). */
+static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
+{
+	while (n && (p[n - 1] < 0x20 || p[n - 1] == 0x7f))
+		n--;
+	if (n)
+		g->ascii_last = p[n - 1] < 0x80;
+}
+
+/* One pass of the guard over p: with out NULL it only says whether a
+   byte needs a change; with out it writes what libvterm gets. */
+static bool guard_pass(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
+{
+	struct csi_guard *g = &s->csi;
+	size_t i = 0, from = 0;
+	bool changed = false;
+
+	while (i < n) {
+		if (g->st == GUARD_GROUND) {
+			const uint8_t *e = memchr(p + i, 0x1b, n - i);
+
+			note_last_glyph(g, p + i, e ? (size_t)(e - (p + i)) : n - i);
+			if (!e)
+				break;
+			i = (size_t)(e - p) + 1;
+			g->st = GUARD_ESC;
+		} else if (g->st == GUARD_ESC) {
+			/* Like libvterm's parser (and the modes tracker): '['
+			   starts a CSI even after intermediate bytes, and C0
+			   controls act without ending the escape. */
+			if (p[i] == 'c')
+				g->ascii_last = false; /* RIS */
+			if (p[i] == '[')
+				guard_start_csi(g);
+			else if (p[i] == 0x18 || p[i] == 0x1a ||
+				 (p[i] >= 0x30 && p[i] < 0x7f))
+				g->st = GUARD_GROUND; /* bytes from 0x80 are ignored */
+			i++;
+		} else {
+			enum guard_action a = guard_csi_byte(s, p[i]);
+
+			if (a != GUARD_KEEP) {
+				changed = true;
+				if (out) {
+					buf_append(out, p + from, i - from);
+					if (a == GUARD_RESET_MARGINS)
+						buf_append(out, "}\033[r", 4);
+					else if (a == GUARD_IGNORE)
+						buf_append(out, "}", 1);
+				}
+				from = i + 1;
+			}
+			i++;
+		}
+	}
+	if (out)
+		buf_append(out, p + from, n - from);
+	return changed;
+}
+
+/* Keeps CSI sequences inside what libvterm 0.1.4 handles: at most 16
+   parameters (more overflowed its array) and no DECSTBM region it would
+   leave empty or inverted. Returns true with what libvterm gets in out, or
+   false when p needs no change (out untouched). */
+static bool guard_csi(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
+{
+	struct csi_guard before = s->csi;
+
+	if (!guard_pass(s, p, n, NULL))
+		return false;
+	s->csi = before;
+	guard_pass(s, p, n, out);
+	return true;
+}
+
+static void vt_put_sane(struct screen *s, const uint8_t *p, size_t n);
+
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
+{
+	s->vterm_bytes += n;
+	if (s->cols > 1) /* one column follows every byte itself */
+		note_esc_tail(s, p, n);
+	if (s->csi.st != GUARD_GROUND || memchr(p, 0x1b, n)) {
+		struct buf guarded = BUF_INIT;
+
+		if (guard_csi(s, p, n, &guarded)) {
+			vt_put_sane(s, buf_head(&guarded), buf_size(&guarded));
+			buf_free(&guarded);
+			return;
+		}
+		buf_free(&guarded);
+	} else {
+		note_last_glyph(&s->csi, p, n);
+	}
+	vt_put_sane(s, p, n);
+}
+
+/* vt_put, after the CSI guard: the UTF-8 sanitizer, then libvterm. */
+static void vt_put_sane(struct screen *s, const uint8_t *p, size_t n)
 {
 	struct buf in = BUF_INIT, out = BUF_INIT;
 
-	s->vterm_bytes += n;
-	note_esc_tail(s, p, n);
 	if (!s->held_len && next_high(p, 0, n) == n) {
 		vt_write(s, p, n);
 		return;
@@ -405,6 +588,9 @@ static void no_double_width(struct screen *s, struct buf *out, uint8_t b)
 {
 	if (s->narrow_esc == 2 && (b == '3' || b == '4' || b == '6'))
 		out->data[out->len - 1] = '5';
+	/* C0 controls inside a sequence act and leave it going on. */
+	if ((b < 0x20 && b != 0x1b && b != 0x18 && b != 0x1a) || b == 0x7f)
+		return;
 	if (b == 0x1b)
 		s->narrow_esc = 1;
 	else if (s->narrow_esc == 1 && b == '#')
@@ -569,8 +755,32 @@ static void single_width_lines(struct screen *s)
 	buf_free(&seq);
 }
 
+/* libvterm 0.1.4 keeps a saved cursor (DECSC, mode 1049) and the margins
+   (DECSTBM, DECSLRM) as they were when the screen shrinks: restoring the
+   cursor puts it outside the screen, and margins past the last row make
+   it scroll with negative counts, both writing outside its buffers. After
+   a shrink the margins are reset, as xterm does, and the saved cursor is
+   the current one (programs redraw after a resize anyway). Through the
+   parser, CAN first (see cursor_onto_screen). */
+static void after_shrink(struct screen *s)
+{
+	const struct modes_state *m = modes_state(s->modes);
+	struct buf seq = BUF_INIT;
+	VTermPos pos;
+
+	vterm_state_get_cursorpos(s->state, &pos);
+	buf_append_str(&seq, "\x18\033[r");
+	if (m->lr_margins)
+		buf_append_str(&seq, "\033[s");
+	buf_appendf(&seq, "\033[%d;%dH\0337", pos.row + 1, pos.col + 1);
+	screen_feed(s, buf_head(&seq), buf_size(&seq));
+	buf_free(&seq);
+}
+
 void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 {
+	unsigned old_cols, old_rows;
+
 	cols = cols ? cols : 1;
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
@@ -580,6 +790,8 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 		vt_put(s, s->u8, s->u8_len);
 		s->u8_len = s->u8_need = 0;
 	}
+	old_cols = s->cols;
+	old_rows = s->rows;
 	s->cols = cols;
 	s->rows = rows;
 	/* The cursor motion a resize makes cancels a pending wrap, even in
@@ -593,6 +805,8 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	if (s->normal.cells)
 		resize_saved(&s->normal, cols, rows);
 	cursor_onto_screen(s);
+	if (cols < old_cols || rows < old_rows)
+		after_shrink(s);
 	if (cols == 1)
 		single_width_lines(s);
 }
