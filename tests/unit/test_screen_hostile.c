@@ -248,9 +248,9 @@ static void test_repeat_without_a_glyph_returns(void **state)
 }
 
 /* Random output at small sizes, where the edge cases live (the cases
-   above were found this way). It runs without a crash; valgrind still
-   sees libvterm's parser copy a string sequence past its buffer on one
-   column (the open defect README names). */
+   above were found this way). It runs without a crash under ASan;
+   valgrind still sees libvterm's string-sequence copy read bytes it never
+   set (the open defect README names). */
 static void test_random_output_small_screens(void **state)
 {
 	static uint8_t buf[1 << 16];
