@@ -16,7 +16,7 @@
    which it drops; the DECSC saved cursor (except the one ?1049h saved);
    double-width/height lines; G2/G3 single shifts. */
 #include "screen.h"
-#include "utf8.h"
+#include "vtguard.h"
 
 #include "xalloc.h"
 
@@ -35,18 +35,6 @@ struct saved_screen {
 	VTermScreenCell pen; /* chars unused: attrs and colours only */
 };
 
-/* Where the parser libvterm runs over the output stands, as far as
-   guard_csi needs to know (a sequence may span writes). */
-enum { GUARD_GROUND, GUARD_ESC, GUARD_CSI };
-
-struct csi_guard {
-	uint8_t st;	 /* GUARD_GROUND, GUARD_ESC or GUARD_CSI */
-	uint8_t seps;	 /* parameter separators seen, at most 255 */
-	bool odd;	 /* a leader or intermediate byte: not DECSTBM */
-	int arg[2];	 /* the first two parameters, -1 when missing */
-	bool ascii_last; /* the last glyph libvterm drew was printable ASCII */
-};
-
 struct screen {
 	VTerm *vt;
 	VTermScreen *vs;
@@ -61,13 +49,7 @@ struct screen {
 	struct saved_screen normal; /* cells == NULL when not on the alt screen */
 	struct buf *probe;	    /* where screen_probe collects answers */
 	uint64_t vterm_bytes;	    /* fed to libvterm, for screen_vterm_bytes */
-	uint8_t u8[4];		    /* one column: a UTF-8 character held back */
-	unsigned u8_len, u8_need;
-	uint32_t u8_cp;
-	unsigned narrow_esc; /* one column: 1 after ESC, 2 after ESC # */
-	uint8_t held[3];     /* a character a write ended inside, for the next */
-	struct csi_guard csi;
-	unsigned held_len;
+	struct vtguard guard;	    /* between the output and libvterm */
 };
 
 /* libvterm callbacks */
@@ -151,9 +133,7 @@ static void vt_open(struct screen *s)
 	if (!s->vt)
 		abort();
 	vterm_set_utf8(s->vt, 1);
-	s->held_len = 0;
-	s->csi.st = GUARD_GROUND;
-	s->csi.ascii_last = false;
+	vtguard_reset(&s->guard);
 	vterm_output_set_callback(s->vt, on_output, s);
 	s->vs = vterm_obtain_screen(s->vt);
 	s->state = vterm_obtain_state(s->vt);
@@ -279,356 +259,22 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* What libvterm 0.1.4 is handed is valid UTF-8 only, without the
-   characters it mishandles; anything else could let a program crash the
-   sidecar with its output:
-   - a UTF-8 character's first bytes stay pending in libvterm across
-     controls and escape sequences, so later bytes complete them into
-     characters the program never sent: a broken or stray sequence is
-     U+FFFD here, and a character a write ends inside is held for the next;
-   - U+0080..U+009F (C2 80..9F), C1 controls, are drawn with width -1: in
-     the last column that moves the cursor to column -1, and a tab stop set
-     there is written before libvterm's table. Dropped: they print nothing
-     on a terminal;
-   - U+302A..U+302F and U+3099..U+309A (E3 80 AA..AF, E3 82 99..9A)
-     combine, yet libvterm counts each two columns wide: a character
-     carrying a few is wider than the screen and libvterm writes past its
-     row. Dropped: terminals draw them zero columns wide. */
-static bool mishandled(const uint8_t *p, size_t k)
-{
-	if (k == 2)
-		return p[0] == 0xc2 && p[1] <= 0x9f;
-	if (k != 3 || p[0] != 0xe3)
-		return false;
-	return (p[1] == 0x80 && p[2] >= 0xaa && p[2] <= 0xaf) ||
-	       (p[1] == 0x82 && (p[2] == 0x99 || p[2] == 0x9a));
-}
-
-/* p's n bytes could begin a character: a lead byte and continuations. */
-static bool char_start(const uint8_t *p, size_t n)
-{
-	size_t need = p[0] >= 0xf0 ? 4 : p[0] >= 0xe0 ? 3 : p[0] >= 0xc2 ? 2 : 0;
-
-	if (p[0] > 0xf4 || n >= need)
-		return false;
-	for (size_t i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return false;
-	return true;
-}
-
-/* The next byte at or after i that is not ASCII (n if none), eight bytes
-   at a time, as most output is ASCII. */
-static size_t next_high(const uint8_t *p, size_t i, size_t n)
-{
-	uint64_t x;
-
-	while (i + 8 <= n) {
-		memcpy(&x, p + i, 8);
-		if (x & 0x8080808080808080u)
-			break;
-		i += 8;
-	}
-	while (i < n && p[i] < 0x80)
-		i++;
-	return i;
-}
-
-/* Copies p to out as libvterm may see it (above); holds back a character
-   the write ends inside. */
-static void sanitize(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
-{
-	size_t from = 0, i = next_high(p, 0, n);
-
-	while (i < n) {
-		size_t k = utf8_seq_len(p + i, n - i);
-
-		if (!k && char_start(p + i, n - i)) {
-			s->held_len = (unsigned)(n - i);
-			memcpy(s->held, p + i, s->held_len);
-			n = i;
-			break;
-		}
-		if (!k || mishandled(p + i, k)) {
-			buf_append(out, p + from, i - from);
-			if (!k)
-				buf_append(out, "\xef\xbf\xbd", 3);
-			k = k ? k : 1;
-			from = i + k;
-		}
-		i = next_high(p, i + k, n);
-	}
-	buf_append(out, p + from, n - from);
-}
-
-/* Whether a write ended in ESC or ESC #, so that a one-column screen
-   still sees a double-width line asked for across a write or a resize. */
-static void note_esc_tail(struct screen *s, const uint8_t *p, size_t n)
-{
-	if (!n)
-		return;
-	if (p[n - 1] == 0x1b)
-		s->narrow_esc = 1;
-	else if (p[n - 1] == '#' && (n >= 2 ? p[n - 2] == 0x1b : s->narrow_esc == 1))
-		s->narrow_esc = 2;
-	else
-		s->narrow_esc = 0;
-}
-
-#define GUARD_MAX_SEPS 15 /* libvterm 0.1.4 holds 16 CSI parameters */
-
-static void guard_start_csi(struct csi_guard *g)
-{
-	g->st = GUARD_CSI;
-	g->seps = 0;
-	g->odd = false;
-	g->arg[0] = g->arg[1] = -1;
-}
-
-/* DECSTBM's margins as libvterm 0.1.4 would set them are an empty or
-   inverted region (it then scrolls with negative counts): the same test
-   as the modes tracker's set_margins, which resets such a region. */
-static bool margins_invalid(const struct csi_guard *g, int rows)
-{
-	int a = (g->arg[0] < 1 ? 1 : g->arg[0]) - 1;
-	int b = g->seps >= 1 ? g->arg[1] : -1;
-
-	if (a > rows)
-		a = rows;
-	if (a == 0 && b == rows)
-		b = -1;
-	else if (b > rows)
-		b = rows;
-	return (b == -1 ? rows : b) <= a;
-}
-
-enum guard_action { GUARD_KEEP, GUARD_DROP, GUARD_RESET_MARGINS, GUARD_IGNORE };
-
-/* One byte of a CSI sequence: whether libvterm gets it as it is, not at
-   all, or an ignored final byte and a margin reset in its place. */
-static enum guard_action guard_csi_byte(struct screen *s, uint8_t c)
-{
-	struct csi_guard *g = &s->csi;
-
-	if (c >= '0' && c <= '9') {
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-		if (g->seps < 2 && !g->odd) {
-			int *v = &g->arg[g->seps];
-
-			*v = (*v < 0 ? 0 : *v) * 10 + (c - '0');
-			if (*v > 100000)
-				*v = 100000;
-		}
-	} else if (c == ';' || c == ':') {
-		if (g->seps < 255)
-			g->seps++;
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-	} else if ((c >= 0x3c && c <= 0x3f) || (c >= 0x20 && c <= 0x2f)) {
-		g->odd = true;
-	} else if (c >= 0x40 && c <= 0x7e) {
-		g->st = GUARD_GROUND;
-		if (c == 'r' && !g->odd && margins_invalid(g, (int)s->rows))
-			return GUARD_RESET_MARGINS;
-		/* REP repeats the last glyph at its width: with none since a
-		   reset, or one of width 0, libvterm loops forever. It is kept
-		   after printable ASCII only (what curses repeats). */
-		if (c == 'b' && !g->odd && !g->ascii_last)
-			return GUARD_IGNORE;
-		if (c == 'p' && g->odd)
-			g->ascii_last = false; /* DECSTR, a soft reset */
-	} else if (c == 0x1b) {
-		g->st = GUARD_ESC;
-	} else if (c == 0x18 || c == 0x1a || c >= 0x80) {
-		g->st = GUARD_GROUND; /* DEL is ignored, C0 controls act */
-	}
-	return GUARD_KEEP;
-}
-
-/* Text between escape sequences: its last glyph, if it has one (C0
-   controls draw nothing and leave libvterm's last glyph as it was). */
-static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
-{
-	while (n && (p[n - 1] < 0x20 || p[n - 1] == 0x7f))
-		n--;
-	if (n)
-		g->ascii_last = p[n - 1] < 0x80;
-}
-
-/* One pass of the guard over p: with out NULL it only says whether a
-   byte needs a change; with out it writes what libvterm gets. */
-static bool guard_pass(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard *g = &s->csi;
-	size_t i = 0, from = 0;
-	bool changed = false;
-
-	while (i < n) {
-		if (g->st == GUARD_GROUND) {
-			const uint8_t *e = memchr(p + i, 0x1b, n - i);
-
-			note_last_glyph(g, p + i, e ? (size_t)(e - (p + i)) : n - i);
-			if (!e)
-				break;
-			i = (size_t)(e - p) + 1;
-			g->st = GUARD_ESC;
-		} else if (g->st == GUARD_ESC) {
-			/* Like libvterm's parser (and the modes tracker): '['
-			   starts a CSI even after intermediate bytes, and C0
-			   controls act without ending the escape. */
-			if (p[i] == 'c')
-				g->ascii_last = false; /* RIS */
-			if (p[i] == '[')
-				guard_start_csi(g);
-			else if (p[i] == 0x18 || p[i] == 0x1a ||
-				 (p[i] >= 0x30 && p[i] < 0x7f))
-				g->st = GUARD_GROUND; /* bytes from 0x80 are ignored */
-			i++;
-		} else {
-			enum guard_action a = guard_csi_byte(s, p[i]);
-
-			if (a != GUARD_KEEP) {
-				changed = true;
-				if (out) {
-					buf_append(out, p + from, i - from);
-					if (a == GUARD_RESET_MARGINS)
-						buf_append(out, "}\033[r", 4);
-					else if (a == GUARD_IGNORE)
-						buf_append(out, "}", 1);
-				}
-				from = i + 1;
-			}
-			i++;
-		}
-	}
-	if (out)
-		buf_append(out, p + from, n - from);
-	return changed;
-}
-
-/* Keeps CSI sequences inside what libvterm 0.1.4 handles: at most 16
-   parameters (more overflowed its array) and no DECSTBM region it would
-   leave empty or inverted. Returns true with what libvterm gets in out, or
-   false when p needs no change (out untouched). */
-static bool guard_csi(struct screen *s, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard before = s->csi;
-
-	if (!guard_pass(s, p, n, NULL))
-		return false;
-	s->csi = before;
-	guard_pass(s, p, n, out);
-	return true;
-}
-
-static void vt_put_sane(struct screen *s, const uint8_t *p, size_t n);
-
+/* Everything reaches libvterm here, through the guard (vtguard.h). */
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
+	struct buf out = BUF_INIT;
+
 	s->vterm_bytes += n;
-	if (s->cols > 1) /* one column follows every byte itself */
-		note_esc_tail(s, p, n);
-	if (s->csi.st != GUARD_GROUND || memchr(p, 0x1b, n)) {
-		struct buf guarded = BUF_INIT;
-
-		if (guard_csi(s, p, n, &guarded)) {
-			vt_put_sane(s, buf_head(&guarded), buf_size(&guarded));
-			buf_free(&guarded);
-			return;
-		}
-		buf_free(&guarded);
-	} else {
-		note_last_glyph(&s->csi, p, n);
-	}
-	vt_put_sane(s, p, n);
-}
-
-/* vt_put, after the CSI guard: the UTF-8 sanitizer, then libvterm. */
-static void vt_put_sane(struct screen *s, const uint8_t *p, size_t n)
-{
-	struct buf in = BUF_INIT, out = BUF_INIT;
-
-	if (!s->held_len && next_high(p, 0, n) == n) {
-		vt_write(s, p, n);
-		return;
-	}
-	if (s->held_len) {
-		buf_append(&in, s->held, s->held_len);
-		buf_append(&in, p, n);
-		s->held_len = 0;
-		p = buf_head(&in);
-		n = buf_size(&in);
-	}
-	sanitize(s, p, n, &out);
-	vt_write(s, buf_head(&out), buf_size(&out));
+	p = vtguard_filter(&s->guard, s->cols, s->rows, p, &n, &out);
+	vt_write(s, p, n);
 	buf_free(&out);
-	buf_free(&in);
-}
-
-/* One column: libvterm 0.1.4 writes past the row when it places a wide
-   character where none fits, and it keeps a UTF-8 character's first bytes
-   pending across escape sequences (from before a resize to one column,
-   say), so any continuation byte it is handed could complete one. On a
-   one-column screen the model therefore gets ASCII only: each non-ASCII
-   character, whole, broken or stray, is one '?' (a screen one column wide
-   is a curiosity; a crash is not). */
-static void narrow_emit(struct screen *s, struct buf *out)
-{
-	buf_append(out, "?", 1);
-	s->u8_len = 0;
-	s->u8_need = 0;
-}
-
-/* One column: a double-width or double-height line (ESC # 3, 4, 6) is
-   zero columns wide to libvterm, whose cursor then goes to column -1 on
-   a back tab; the line stays single width (ESC # 5) instead. b was just
-   appended to out. */
-static void no_double_width(struct screen *s, struct buf *out, uint8_t b)
-{
-	if (s->narrow_esc == 2 && (b == '3' || b == '4' || b == '6'))
-		out->data[out->len - 1] = '5';
-	/* C0 controls inside a sequence act and leave it going on. */
-	if ((b < 0x20 && b != 0x1b && b != 0x18 && b != 0x1a) || b == 0x7f)
-		return;
-	if (b == 0x1b)
-		s->narrow_esc = 1;
-	else if (s->narrow_esc == 1 && b == '#')
-		s->narrow_esc = 2;
-	else
-		s->narrow_esc = 0;
 }
 
 static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
 {
 	struct buf out = BUF_INIT;
 
-	for (size_t i = 0; i < n; i++) {
-		uint8_t b = p[i];
-
-		if (s->u8_need && (b & 0xc0) == 0x80) {
-			s->u8[s->u8_len++] = b;
-			s->u8_cp = (s->u8_cp << 6) | (b & 0x3f);
-			if (--s->u8_need == 0)
-				narrow_emit(s, &out);
-			continue;
-		}
-		if (s->u8_need)
-			narrow_emit(s, &out); /* a broken sequence */
-		if ((b & 0xc0) == 0x80 || b >= 0xf8) {
-			narrow_emit(s, &out); /* stray, or starts nothing */
-			continue;
-		}
-		if (b >= 0xc0 && b < 0xf8) {
-			s->u8_need = b >= 0xf0 ? 3 : b >= 0xe0 ? 2 : 1;
-			s->u8_cp = b & (0x3f >> s->u8_need);
-			s->u8[0] = b;
-			s->u8_len = 1;
-			continue;
-		}
-		buf_append(&out, &b, 1);
-		no_double_width(s, &out, b);
-	}
+	vtguard_narrow(&s->guard, p, n, &out);
 	vt_put(s, buf_head(&out), buf_size(&out));
 	buf_free(&out);
 }
@@ -785,10 +431,10 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
 		return;
-	if (s->u8_len) {
+	if (s->guard.u8_len) {
 		/* A character held back on one column goes on as it came. */
-		vt_put(s, s->u8, s->u8_len);
-		s->u8_len = s->u8_need = 0;
+		vt_put(s, s->guard.u8, s->guard.u8_len);
+		s->guard.u8_len = s->guard.u8_need = 0;
 	}
 	old_cols = s->cols;
 	old_rows = s->rows;
@@ -1783,7 +1429,8 @@ static bool redraw_state_ok(struct screen *s)
 {
 	const struct modes_state *m = modes_state(s->modes);
 
-	if (!modes_idle(s->modes) || m->origin || m->insert || m->lr_margins || s->u8_len)
+	if (!modes_idle(s->modes) || m->origin || m->insert || m->lr_margins ||
+	    s->guard.u8_len)
 		return false;
 	for (unsigned r = 0; r < s->rows; r++) {
 		const VTermLineInfo *li = vterm_state_get_lineinfo(s->state, (int)r);
