@@ -24,8 +24,8 @@ struct csi_guard {
 
 struct vtguard {
 	struct csi_guard csi;
-	unsigned rows;	     /* the screen's, for DECSTBM */
-	uint8_t held[3];     /* a character a write ended inside, for the next */
+	unsigned rows;	 /* the screen's, for DECSTBM */
+	uint8_t held[3]; /* a character a write ended inside, for the next */
 	unsigned held_len;
 	unsigned narrow_esc; /* 1 after ESC, 2 after ESC # */
 	/* One column: a UTF-8 character held back until it is whole. */
