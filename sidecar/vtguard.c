@@ -288,7 +288,6 @@ static void no_double_width(struct vtguard *v, struct buf *out, uint8_t b)
 
 void vtguard_narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
 {
-
 	for (size_t i = 0; i < n; i++) {
 		uint8_t b = p[i];
 
