@@ -164,11 +164,10 @@ size_t ring_bytes(const struct ring *r)
 	return r->bytes;
 }
 
-int ring_check_replay(const struct ring *r, uint64_t replay_from,
-		      uint64_t current_sequence)
+int replay_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current)
 {
-	/* replay_from + 1 >= evicted_through + 1, written without overflow. */
-	if (replay_from < r->evicted_through || replay_from > current_sequence)
+	/* replay_from + 1 >= oldest, written without overflow. */
+	if (replay_from > current || replay_from + 1 < oldest)
 		return -ERANGE;
 	return 0;
 }

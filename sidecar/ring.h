@@ -52,11 +52,11 @@ uint64_t ring_oldest_retained(const struct ring *r);
 size_t ring_count(const struct ring *r);
 /* Bytes charged for retained entries: sum of len + RING_ENTRY_OVERHEAD. */
 size_t ring_bytes(const struct ring *r);
-/* 0 when a replay from (exclusive) replay_from is in range:
-   replay_from + 1 >= oldest retained and replay_from <= current_sequence
-   (the session counter); -ERANGE otherwise. */
-int ring_check_replay(const struct ring *r, uint64_t replay_from,
-		      uint64_t current_sequence);
+/* SPEC 3's replay range, the one rule for memory and disk: 0 when a
+   replay from (exclusive) replay_from can be served, i.e. replay_from + 1
+   >= oldest (the oldest sequence retained anywhere) and replay_from <=
+   current (the session counter); -ERANGE otherwise. */
+int replay_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current);
 /* Calls cb for each retained entry with sequence > after, oldest first.
    Stops at the first non-zero cb result and returns it; else 0. The ring
    must not be modified from cb. Entries are owned by the ring. */

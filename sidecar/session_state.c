@@ -187,10 +187,7 @@ uint64_t session_state_oldest(const struct session *s)
 
 int session_state_check_replay(const struct session *s, uint64_t replay_from)
 {
-	/* replay_from + 1 >= oldest, written without overflow. */
-	if (replay_from > s->seq || replay_from + 1 < session_state_oldest(s))
-		return -ERANGE;
-	return 0;
+	return replay_check_range(replay_from, session_state_oldest(s), s->seq);
 }
 
 struct ring_replay {
