@@ -22,7 +22,10 @@
      keyframe SESSION SAMPLES      join->Keyframe time and bytes per cell
      plain-throughput SCRIPT       baseline: forkpty sh -c SCRIPT read to EOF
      pty-echo SAMPLES              baseline: keystroke->echo on a bare PTY
-     tcp-echo SAMPLES              baseline: one-byte loopback TCP round trip */
+     tcp-echo SAMPLES              baseline: one-byte loopback TCP round trip
+     onehop-echo SAMPLES           echo, through bench_onehop at --gateway
+     onehop-throughput             throughput, through bench_onehop at --gateway
+				   (results named onehop.*; --gateway-pid: its pid) */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -45,13 +48,15 @@
 #define READY  "PTG-READY"
 
 static const char *instance = "bench";
+static bool onehop;		       /* the one-hop reference, not a gateway */
+static const char *result_prefix = ""; /* "onehop." for its results */
 static long gateway_pid, sidecar_pid;
 
 /* ---- results ---- */
 
 static void result(const char *name, double v)
 {
-	printf("RESULT %s %.6g\n", name, v);
+	printf("RESULT %s%s %.6g\n", result_prefix, name, v);
 	fflush(stdout);
 }
 
@@ -244,6 +249,26 @@ static void attach_one(struct bws *c, const char *sid, const char *role, int64_t
 		die(c->err[0] ? c->err : "no Keyframe in 30 s");
 }
 
+static bool one_open(void *arg)
+{
+	struct bws *c = arg;
+
+	return c->st == BWS_OPEN || c->st == BWS_DEAD;
+}
+
+/* A controller's terminal: a session joined through the gateway, or, for
+   the one-hop reference, the connection itself (its own fresh PTY). */
+static void open_terminal(struct bws *c, const char *sid)
+{
+	if (!onehop) {
+		attach_one(c, sid, "controller", -1);
+		return;
+	}
+	bws_open(c, "/", -1);
+	if (!bws_run(one_open, c, 30) || c->st != BWS_OPEN)
+		die(c->err[0] ? c->err : "the one-hop reference did not answer in 30 s");
+}
+
 /* ---- (a) attach latency ---- */
 
 static int mode_attach(const char *sid, size_t samples)
@@ -333,7 +358,7 @@ static int mode_echo(const char *sid, size_t samples)
 	struct echo e = {.lat = calloc(samples, sizeof(double)), .max = samples};
 	struct bws c = {.decode = true, .user = &e};
 
-	attach_one(&c, sid, "controller", -1);
+	open_terminal(&c, sid);
 	c.on_frame = echo_frame;
 	bws_input(&c, "s", 1);
 	if (!bws_run(echo_done, &c, 600) || e.n < samples)
@@ -367,7 +392,7 @@ static int mode_throughput(const char *sid)
 	double t0, gw0, sc0, me0, dt;
 	uint64_t start_bytes;
 
-	attach_one(&c, sid, "controller", -1);
+	open_terminal(&c, sid);
 	c.on_frame = tp_frame;
 	start_bytes = c.out_bytes;
 	gw0 = cpu_seconds(gateway_pid);
@@ -819,6 +844,15 @@ static int run_mode(int argc, char **argv)
 		return mode_pty_echo(count_arg(argv[1]));
 	if (!strcmp(m, "tcp-echo") && argc == 2)
 		return mode_tcp_echo(count_arg(argv[1]));
+	if (!strncmp(m, "onehop-", 7)) {
+		onehop = true;
+		result_prefix = "onehop.";
+		bws_set_onehop();
+		if (!strcmp(m, "onehop-echo") && argc == 2)
+			return mode_echo("-", count_arg(argv[1]));
+		if (!strcmp(m, "onehop-throughput") && argc == 1)
+			return mode_throughput("-");
+	}
 	if (!strcmp(m, "attach") && argc == 3)
 		return mode_attach(argv[1], count_arg(argv[2]));
 	if (!strcmp(m, "echo") && argc == 3)

@@ -70,6 +70,9 @@ struct bws {
 /* Sets the gateway address and the bearer token for every connection;
    raises RLIMIT_NOFILE to its hard limit. */
 void bws_setup(const char *host, const char *port, const char *token);
+/* Speak the one-hop reference's framing (tests/bench/bench_onehop.c:
+   binary '0' + bytes both ways) instead of pty-ws/v1's JSON. */
+void bws_set_onehop(void);
 /* Monotonic time in seconds. */
 double bws_now(void);
 
