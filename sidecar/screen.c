@@ -1,6 +1,6 @@
 /* screen: libvterm 0.1.4 fed every output byte that can reach the final
-   screen, the modes tracker beside it, and the vt100-screen-state-v1
-   encoder.
+   screen and the modes tracker beside it; the vt100-screen-state-v1
+   encoder that reads them is screen_snapshot.c.
 
    Three things libvterm 0.1.4 cannot tell us are rebuilt here:
    - the pending wrap: feeding libvterm text runs alone (the tracker marks
@@ -16,6 +16,7 @@
    which it drops; the DECSC saved cursor (except the one ?1049h saved);
    double-width/height lines; G2/G3 single shifts. */
 #include "screen.h"
+#include "screen_int.h"
 #include "vtguard.h"
 
 #include "xalloc.h"
@@ -23,17 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* The right half of a wide character, as libvterm 0.1.4 reports it. */
-#define WIDE_TAIL ((uint32_t)-1)
-
-/* A copy of the normal screen taken when the alternate one is entered. */
-struct saved_screen {
-	VTermScreenCell *cells; /* rows * cols */
-	unsigned cols, rows;
-	VTermPos cursor;
-	VTermScreenCell pen; /* chars unused: attrs and colours only */
-};
 
 struct screen {
 	VTerm *vt;
@@ -173,7 +163,7 @@ void screen_size(const struct screen *s, unsigned *cols, unsigned *rows)
 
 /* feeding */
 
-static void get_pen(const struct screen *s, VTermScreenCell *pen)
+void screen__pen(const struct screen *s, VTermScreenCell *pen)
 {
 	VTermValue v;
 
@@ -220,7 +210,7 @@ static void save_normal(struct screen *s)
 				c->attrs.reverse = !c->attrs.reverse;
 		}
 	vterm_state_get_cursorpos(s->state, &n->cursor);
-	get_pen(s, &n->pen);
+	screen__pen(s, &n->pen);
 }
 
 /* A text run has ended: did it leave the cursor pending a wrap? */
@@ -324,7 +314,7 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 	}
 }
 
-static void blank_cell(VTermScreenCell *c)
+void screen__blank_cell(VTermScreenCell *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->width = 1;
@@ -342,10 +332,10 @@ static void resize_saved(struct saved_screen *n, unsigned cols, unsigned rows)
 			if (r < n->rows && c < n->cols)
 				cells[r * cols + c] = n->cells[r * n->cols + c];
 			else
-				blank_cell(&cells[r * cols + c]);
+				screen__blank_cell(&cells[r * cols + c]);
 	for (unsigned r = 0; r < rows && cols < n->cols; r++)
 		if (cells[r * cols + cols - 1].width == 2)
-			blank_cell(&cells[r * cols + cols - 1]);
+			screen__blank_cell(&cells[r * cols + cols - 1]);
 	free(n->cells);
 	n->cells = cells;
 	n->cols = cols;
@@ -499,458 +489,16 @@ bool screen_reverse(const struct screen *s)
 	return s->reverse;
 }
 
+const struct saved_screen *screen__normal(const struct screen *s)
+{
+	return s->normal.cells ? &s->normal : NULL;
+}
+
 void screen_probe(struct screen *s, const char *q, struct buf *reply)
 {
 	s->probe = reply;
 	vterm_input_write(s->vt, q, strlen(q));
 	s->probe = NULL;
-}
-
-/* snapshot encoding */
-
-/* What the encoder has made of terminal B so far. */
-struct enc {
-	struct buf *out;
-	VTermScreenCell pen; /* B's current pen */
-	int row, col;	     /* B's cursor, row -1 when unknown */
-};
-
-/* Default colours are equal whatever RGB value the palette gives them. */
-static bool color_eq(const VTermColor *a, const VTermColor *b)
-{
-	if ((a->type & VTERM_COLOR_DEFAULT_MASK) != (b->type & VTERM_COLOR_DEFAULT_MASK))
-		return false;
-	if (a->type & VTERM_COLOR_DEFAULT_MASK)
-		return true;
-	if (a->type != b->type)
-		return false;
-	if (VTERM_COLOR_IS_INDEXED(a))
-		return a->indexed.idx == b->indexed.idx;
-	return a->rgb.red == b->rgb.red && a->rgb.green == b->rgb.green &&
-	       a->rgb.blue == b->rgb.blue;
-}
-
-static bool attrs_eq(const VTermScreenCell *a, const VTermScreenCell *b)
-{
-	const VTermScreenCellAttrs *x = &a->attrs, *y = &b->attrs;
-
-	return x->bold == y->bold && x->underline == y->underline &&
-	       x->italic == y->italic && x->blink == y->blink &&
-	       x->reverse == y->reverse && x->strike == y->strike && x->font == y->font &&
-	       color_eq(&a->fg, &b->fg) && color_eq(&a->bg, &b->bg);
-}
-
-static bool attrs_default(const VTermScreenCell *c)
-{
-	const VTermScreenCellAttrs *x = &c->attrs;
-
-	return !x->bold && !x->underline && !x->italic && !x->blink && !x->reverse &&
-	       !x->strike && !x->font && VTERM_COLOR_IS_DEFAULT_FG(&c->fg) &&
-	       VTERM_COLOR_IS_DEFAULT_BG(&c->bg);
-}
-
-/* SGR parameters being put together, each with a leading ';'. The longest
-   (every attribute, two RGB colours) is about 60 bytes. */
-struct sgr {
-	char b[128];
-	size_t n;
-};
-
-static void sgr_put(struct sgr *g, const char *s, size_t k)
-{
-	memcpy(g->b + g->n, s, k);
-	g->n += k;
-}
-
-/* A literal's length is known at compile time. */
-#define sgr_str(g, lit) sgr_put((g), (lit), sizeof(lit) - 1)
-
-/* ";n", by hand: this runs for every pen change of a snapshot, and
-   parameters are below 1000 (colours up to 255, codes up to 107). */
-static void sgr_num(struct sgr *g, unsigned n)
-{
-	char *p = g->b + g->n;
-
-	*p++ = ';';
-	if (n >= 1000)
-		n = 999; /* not reached: no SGR parameter is this large */
-	if (n >= 100) {
-		*p++ = (char)('0' + n / 100);
-		n %= 100;
-		*p++ = (char)('0' + n / 10);
-	} else if (n >= 10) {
-		*p++ = (char)('0' + n / 10);
-	}
-	*p++ = (char)('0' + n % 10);
-	g->n = (size_t)(p - g->b);
-}
-
-/* base is 30 for foreground, 40 for background. */
-static void sgr_color(struct sgr *g, const VTermColor *c, unsigned base)
-{
-	if (VTERM_COLOR_IS_DEFAULT_FG(c) || VTERM_COLOR_IS_DEFAULT_BG(c)) {
-		sgr_num(g, base + 9);
-		return;
-	}
-	if (VTERM_COLOR_IS_INDEXED(c)) {
-		unsigned i = c->indexed.idx;
-
-		if (i < 16) {
-			sgr_num(g, i < 8 ? base + i : base + 60 + i - 8);
-			return;
-		}
-		sgr_num(g, base + 8);
-		sgr_num(g, 5);
-		sgr_num(g, i);
-		return;
-	}
-	sgr_num(g, base + 8);
-	sgr_num(g, 2);
-	sgr_num(g, c->rgb.red);
-	sgr_num(g, c->rgb.green);
-	sgr_num(g, c->rgb.blue);
-}
-
-static const char *const UNDERLINE_ON[] = {"", ";4", ";21", ";4:3"};
-
-/* p's pen from a clean slate: "0" and what p has on. */
-static void sgr_full(struct sgr *g, const VTermScreenCell *p)
-{
-	const VTermScreenCellAttrs *a = &p->attrs;
-
-	sgr_str(g, ";0");
-	if (a->bold)
-		sgr_str(g, ";1");
-	if (a->italic)
-		sgr_str(g, ";3");
-	sgr_put(g, UNDERLINE_ON[a->underline & 3],
-		strlen(UNDERLINE_ON[a->underline & 3]));
-	if (a->blink)
-		sgr_str(g, ";5");
-	if (a->reverse)
-		sgr_str(g, ";7");
-	if (a->strike)
-		sgr_str(g, ";9");
-	if (a->font)
-		sgr_num(g, 10 + (unsigned)a->font);
-	if (!VTERM_COLOR_IS_DEFAULT_FG(&p->fg))
-		sgr_color(g, &p->fg, 30);
-	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
-		sgr_color(g, &p->bg, 40);
-}
-
-/* p's pen from the pen `from`: only what differs, each attribute turned
-   off by its own code (22 bold, 23 italic, 24 underline, 25 blink, 27
-   reverse, 29 strike, 10 font, 39/49 default colours). */
-static void sgr_delta(struct sgr *g, const VTermScreenCell *from,
-		      const VTermScreenCell *p)
-{
-	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
-
-	if (a->bold != f->bold)
-		sgr_num(g, a->bold ? 1 : 22);
-	if (a->italic != f->italic)
-		sgr_num(g, a->italic ? 3 : 23);
-	if (a->underline != f->underline) {
-		const char *u = a->underline ? UNDERLINE_ON[a->underline & 3] : ";24";
-
-		sgr_put(g, u, strlen(u));
-	}
-	if (a->blink != f->blink)
-		sgr_num(g, a->blink ? 5 : 25);
-	if (a->reverse != f->reverse)
-		sgr_num(g, a->reverse ? 7 : 27);
-	if (a->strike != f->strike)
-		sgr_num(g, a->strike ? 9 : 29);
-	if (a->font != f->font)
-		sgr_num(g, 10 + (unsigned)a->font);
-	if (!color_eq(&from->fg, &p->fg))
-		sgr_color(g, &p->fg, 30);
-	if (!color_eq(&from->bg, &p->bg))
-		sgr_color(g, &p->bg, 40);
-}
-
-static bool switches_off(const VTermScreenCell *from, const VTermScreenCell *p)
-{
-	const VTermScreenCellAttrs *a = &p->attrs, *f = &from->attrs;
-
-	return (f->bold && !a->bold) || (f->italic && !a->italic) ||
-	       (f->underline && !a->underline) || (f->blink && !a->blink) ||
-	       (f->reverse && !a->reverse) || (f->strike && !a->strike) ||
-	       (f->font && !a->font) ||
-	       (!VTERM_COLOR_IS_DEFAULT_FG(&from->fg) &&
-		VTERM_COLOR_IS_DEFAULT_FG(&p->fg)) ||
-	       (!VTERM_COLOR_IS_DEFAULT_BG(&from->bg) &&
-		VTERM_COLOR_IS_DEFAULT_BG(&p->bg));
-}
-
-/* Sets B's pen to p's attributes and colours: the shorter of the change
-   from B's current pen and a reset with p's pen, so a screen with a new
-   colour in every cell costs one colour per cell. */
-static void set_pen(struct enc *e, const VTermScreenCell *p)
-{
-	struct sgr full, delta; /* not zeroed: this runs for every cell */
-	const struct sgr *g;
-
-	if (attrs_eq(&e->pen, p))
-		return;
-	full.n = delta.n = 0;
-	sgr_delta(&delta, &e->pen, p);
-	g = &delta;
-	/* With nothing switched off, the delta is a part of the reset's
-	   parameters and never longer. */
-	if (switches_off(&e->pen, p)) {
-		sgr_full(&full, p);
-		if (full.n < delta.n)
-			g = &full;
-	}
-	buf_append_str(e->out, "\033[");
-	buf_append(e->out, g->b + 1, g->n - 1);
-	buf_append_str(e->out, "m");
-	e->pen = *p;
-}
-
-static void put_utf8(struct buf *out, uint32_t cp)
-{
-	uint8_t *d = buf_reserve(out, 4);
-	size_t n;
-
-	if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff) || cp < 0x20)
-		cp = 0xfffd;
-	if (cp < 0x80) {
-		d[0] = (uint8_t)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		d[0] = (uint8_t)(0xc0 | cp >> 6);
-		d[1] = (uint8_t)(0x80 | (cp & 0x3f));
-		n = 2;
-	} else if (cp < 0x10000) {
-		d[0] = (uint8_t)(0xe0 | cp >> 12);
-		d[1] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
-		d[2] = (uint8_t)(0x80 | (cp & 0x3f));
-		n = 3;
-	} else {
-		d[0] = (uint8_t)(0xf0 | cp >> 18);
-		d[1] = (uint8_t)(0x80 | (cp >> 12 & 0x3f));
-		d[2] = (uint8_t)(0x80 | (cp >> 6 & 0x3f));
-		d[3] = (uint8_t)(0x80 | (cp & 0x3f));
-		n = 4;
-	}
-	buf_commit(out, n);
-}
-
-/* Moves B's cursor (absolute, origin mode off) as cheaply as it can. */
-static void move_to(struct enc *e, int row, int col)
-{
-	if (e->row == row && e->col == col)
-		return;
-	if (e->row == row && col > e->col)
-		buf_appendf(e->out, "\033[%dC", col - e->col);
-	else if (col == 0)
-		buf_appendf(e->out, "\033[%dH", row + 1);
-	else
-		buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
-	e->row = row;
-	e->col = col;
-}
-
-/* Writes one cell's characters; B's cursor advances past them. */
-static void put_cell(struct enc *e, const VTermScreenCell *c, int cols)
-{
-	for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && c->chars[i]; i++)
-		put_utf8(e->out, c->chars[i]);
-	e->col += c->width > 0 ? c->width : 1;
-	if (e->col >= cols)
-		e->row = -1; /* pending wrap: the next move must be absolute */
-}
-
-/* A source of cells: the live screen or a saved copy. */
-struct grid {
-	const VTermScreen *vs;
-	const struct saved_screen *saved;
-	int cols, rows;
-	bool unreverse; /* libvterm shows DECSCNM by flipping every cell */
-};
-
-static void grid_cell(const struct grid *g, int row, int col, VTermScreenCell *c)
-{
-	if (g->saved)
-		*c = g->saved->cells[row * g->cols + col];
-	else
-		vterm_screen_get_cell(g->vs, (VTermPos){.row = row, .col = col}, c);
-	if (g->unreverse)
-		c->attrs.reverse = !c->attrs.reverse;
-}
-
-/* Writes a row: glyphs as text, blank cells with attributes by ECH (which
-   gives them B's pen without moving), default blank cells not at all. */
-static void write_row(struct enc *e, const struct grid *g, int row)
-{
-	VTermScreenCell c, next;
-	int col = 0;
-
-	while (col < g->cols) {
-		grid_cell(g, row, col, &c);
-		if (c.chars[0] == WIDE_TAIL || (!c.chars[0] && attrs_default(&c))) {
-			col++;
-			continue;
-		}
-		move_to(e, row, col);
-		set_pen(e, &c);
-		if (c.chars[0]) {
-			put_cell(e, &c, g->cols);
-			col += c.width > 0 ? c.width : 1;
-			continue;
-		}
-		int n = 1;
-		while (col + n < g->cols) {
-			grid_cell(g, row, col + n, &next);
-			if (next.chars[0] || !attrs_eq(&next, &c))
-				break;
-			n++;
-		}
-		buf_appendf(e->out, "\033[%dX", n);
-		col += n;
-	}
-}
-
-static void write_grid(struct enc *e, const struct grid *g)
-{
-	for (int row = 0; row < g->rows; row++)
-		write_row(e, g, row);
-}
-
-/* The normal screen under the alternate one, then the switch. */
-static void write_normal_under_alt(struct screen *s, struct enc *e)
-{
-	const struct saved_screen *n = &s->normal;
-	struct grid g = {.saved = n, .cols = (int)n->cols, .rows = (int)n->rows};
-
-	if (n->cells) {
-		write_grid(e, &g);
-		move_to(e, n->cursor.row, n->cursor.col);
-		set_pen(e, &n->pen);
-	}
-	buf_appendf(e->out, "\033[?%uh", modes_state(s->modes)->alt_variant);
-	e->row = -1; /* ?1049h may have moved it (xterm homes on 1047) */
-	/* Entering erased the alternate screen with the saved pen; start its
-	   cells from a default one. */
-	if (!attrs_default(&e->pen)) {
-		buf_append_str(e->out, "\033[0m\033[2J");
-		blank_cell(&e->pen);
-	}
-}
-
-/* Scroll region, margins and origin mode: all of them home B's cursor. */
-static void write_region(struct screen *s, struct enc *e)
-{
-	const struct modes_state *m = modes_state(s->modes);
-
-	if (m->top != 0 || m->bottom != -1)
-		buf_appendf(e->out, "\033[%d;%dr", m->top + 1,
-			    m->bottom == -1 ? (int)s->rows : m->bottom);
-	if (m->lr_margins) {
-		buf_append_str(e->out, "\033[?69h");
-		if (m->left != 0 || m->right != -1)
-			buf_appendf(e->out, "\033[%d;%ds", m->left + 1,
-				    m->right == -1 ? (int)s->cols : m->right);
-	}
-	if (m->origin)
-		buf_append_str(e->out, "\033[?6h");
-	e->row = -1;
-}
-
-/* Puts B's cursor in place; a pending wrap is restored by writing the
-   glyph under the cursor again, which leaves it pending exactly so. */
-static void write_cursor(struct screen *s, struct enc *e)
-{
-	const struct modes_state *m = modes_state(s->modes);
-	VTermScreenCell c;
-	VTermPos pos;
-	int row, col;
-
-	vterm_state_get_cursorpos(s->state, &pos);
-	row = pos.row;
-	col = pos.col;
-	if (m->origin) {
-		row -= m->top;
-		if (m->lr_margins)
-			col -= m->left;
-	}
-	buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
-	if (!m->pending_wrap)
-		return;
-	vterm_screen_get_cell(s->vs, pos, &c);
-	if (s->reverse)
-		c.attrs.reverse = !c.attrs.reverse;
-	if (!c.chars[0] || c.chars[0] == WIDE_TAIL || pos.col + c.width != (int)s->cols)
-		return;
-	set_pen(e, &c);
-	put_cell(e, &c, (int)s->cols);
-}
-
-static void mode_if(struct buf *out, bool on, const char *seq)
-{
-	if (on)
-		buf_append_str(out, seq);
-}
-
-/* Modes that do not move the cursor, so they can follow it. */
-static void write_modes(struct screen *s, struct enc *e)
-{
-	static const int shape_code[] = {1, 1, 3, 5}; /* blinking forms */
-	const struct modes_state *m = modes_state(s->modes);
-	struct buf *out = e->out;
-
-	mode_if(out, !m->autowrap, "\033[?7l");
-	mode_if(out, m->insert, "\033[4h");
-	mode_if(out, m->newline, "\033[20h");
-	mode_if(out, m->cursor_keys, "\033[?1h");
-	mode_if(out, m->keypad, "\033=");
-	mode_if(out, m->bracketed_paste, "\033[?2004h");
-	mode_if(out, m->focus_events, "\033[?1004h");
-	if (m->mouse)
-		buf_appendf(out, "\033[?%uh", m->mouse);
-	if (m->mouse_enc)
-		buf_appendf(out, "\033[?%uh", m->mouse_enc);
-	mode_if(out, s->reverse, "\033[?5h");
-	if (s->cursor_shape != VTERM_PROP_CURSORSHAPE_BLOCK || !s->cursor_blink) {
-		int shape =
-		    s->cursor_shape >= 1 && s->cursor_shape <= 3 ? s->cursor_shape : 1;
-
-		buf_appendf(out, "\033[%d q", shape_code[shape] + !s->cursor_blink);
-	}
-	for (int i = 0; i < 4; i++)
-		if (m->g[i] != 'B')
-			buf_appendf(out, "\033%c%c", "()*+"[i], m -> g[i]);
-	if (m->gl)
-		buf_append_str(out, m->gl == 1 ? "\016" : m->gl == 2 ? "\033n" : "\033o");
-}
-
-void screen_snapshot(struct screen *s, struct buf *out)
-{
-	struct enc e = {.out = out, .row = 0, .col = 0};
-	struct grid live = {.vs = s->vs,
-			    .cols = (int)s->cols,
-			    .rows = (int)s->rows,
-			    .unreverse = s->reverse};
-	VTermScreenCell pen;
-
-	/* Leave a libvterm-like client's alternate screen (RIS does not),
-	   then reset: B's cursor is home with a default pen. */
-	buf_append_str(out, "\033[?1049l\033c");
-	blank_cell(&e.pen);
-	if (s->altscreen)
-		write_normal_under_alt(s, &e);
-	write_grid(&e, &live);
-	set_pen(&e, &(VTermScreenCell){.fg.type = VTERM_COLOR_DEFAULT_FG,
-				       .bg.type = VTERM_COLOR_DEFAULT_BG});
-	write_region(s, &e);
-	write_cursor(s, &e);
-	write_modes(s, &e);
-	get_pen(s, &pen);
-	set_pen(&e, &pen);
-	mode_if(out, !s->cursor_visible, "\033[?25l");
 }
 
 /* ---- skipping text that scrolls off (screen_feed_tail) ---- */

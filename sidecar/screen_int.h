@@ -1,0 +1,24 @@
+/* screen_int: what the files of the screen module share and nothing
+   else sees: screen.c (the model) and screen_snapshot.c (its encoder). */
+#ifndef PTG_SCREEN_INT_H
+#define PTG_SCREEN_INT_H
+
+#include "screen.h"
+
+/* A copy of the normal screen taken when the alternate one is entered. */
+struct saved_screen {
+	VTermScreenCell *cells; /* rows * cols */
+	unsigned cols, rows;
+	VTermPos cursor;
+	VTermScreenCell pen; /* chars unused: attrs and colours only */
+};
+
+/* The normal screen under the alternate one, NULL when the normal screen
+   is the one shown. */
+const struct saved_screen *screen__normal(const struct screen *s);
+/* The pen (attributes and colours) libvterm writes with now. */
+void screen__pen(const struct screen *s, VTermScreenCell *pen);
+/* An erased cell with the default pen. */
+void screen__blank_cell(VTermScreenCell *c);
+
+#endif
