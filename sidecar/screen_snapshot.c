@@ -52,10 +52,12 @@ static bool attrs_default(const VTermScreenCell *c)
 	       VTERM_COLOR_IS_DEFAULT_BG(&c->bg);
 }
 
-/* SGR parameters being put together, each with a leading ';'. The longest
-   (every attribute, two RGB colours) is about 60 bytes. */
+/* SGR parameters being put together, each with a leading ';', in b[0,
+   SGR_MAX). The longest (every attribute, two RGB colours) is about 60
+   bytes. */
+#define SGR_MAX 128
 struct sgr {
-	char b[128];
+	char *b;
 	size_t n;
 };
 
@@ -114,7 +116,10 @@ static void sgr_color(struct sgr *g, const VTermColor *c, unsigned base)
 	sgr_num(g, c->rgb.blue);
 }
 
-static const char *const UNDERLINE_ON[] = {"", ";4", ";21", ";4:3"};
+static const struct {
+	const char *s;
+	size_t n;
+} UNDERLINE_ON[] = {{"", 0}, {";4", 2}, {";21", 3}, {";4:3", 4}};
 
 /* p's pen from a clean slate: "0" and what p has on. */
 static void sgr_full(struct sgr *g, const VTermScreenCell *p)
@@ -126,8 +131,7 @@ static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 		sgr_str(g, ";1");
 	if (a->italic)
 		sgr_str(g, ";3");
-	sgr_put(g, UNDERLINE_ON[a->underline & 3],
-		strlen(UNDERLINE_ON[a->underline & 3]));
+	sgr_put(g, UNDERLINE_ON[a->underline & 3].s, UNDERLINE_ON[a->underline & 3].n);
 	if (a->blink)
 		sgr_str(g, ";5");
 	if (a->reverse)
@@ -154,11 +158,11 @@ static void sgr_delta(struct sgr *g, const VTermScreenCell *from,
 		sgr_num(g, a->bold ? 1 : 22);
 	if (a->italic != f->italic)
 		sgr_num(g, a->italic ? 3 : 23);
-	if (a->underline != f->underline) {
-		const char *u = a->underline ? UNDERLINE_ON[a->underline & 3] : ";24";
-
-		sgr_put(g, u, strlen(u));
-	}
+	if (a->underline != f->underline && a->underline)
+		sgr_put(g, UNDERLINE_ON[a->underline & 3].s,
+			UNDERLINE_ON[a->underline & 3].n);
+	else if (a->underline != f->underline)
+		sgr_str(g, ";24");
 	if (a->blink != f->blink)
 		sgr_num(g, a->blink ? 5 : 25);
 	if (a->reverse != f->reverse)
@@ -192,24 +196,31 @@ static bool switches_off(const VTermScreenCell *from, const VTermScreenCell *p)
    colour in every cell costs one colour per cell. */
 static void set_pen(struct enc *e, const VTermScreenCell *p)
 {
-	struct sgr full, delta; /* not zeroed: this runs for every cell */
-	const struct sgr *g;
+	char room[SGR_MAX]; /* not zeroed: this runs for every cell */
+	struct sgr full = {room, 0}, delta;
+	char *d;
 
 	if (attrs_eq(&e->pen, p))
 		return;
-	full.n = delta.n = 0;
+	/* The delta is put together in place, one byte into the output: its
+	   leading ';' becomes the '[' after ESC, so the common case copies
+	   nothing. */
+	d = (char *)buf_reserve(e->out, SGR_MAX + 2);
+	delta = (struct sgr){d + 1, 0};
 	sgr_delta(&delta, &e->pen, p);
-	g = &delta;
 	/* With nothing switched off, the delta is a part of the reset's
 	   parameters and never longer. */
 	if (switches_off(&e->pen, p)) {
 		sgr_full(&full, p);
-		if (full.n < delta.n)
-			g = &full;
+		if (full.n < delta.n) {
+			memcpy(delta.b, full.b, full.n);
+			delta.n = full.n;
+		}
 	}
-	buf_append_str(e->out, "\033[");
-	buf_append(e->out, g->b + 1, g->n - 1);
-	buf_append_str(e->out, "m");
+	d[0] = '\033';
+	d[1] = '[';
+	d[delta.n + 1] = 'm';
+	buf_commit(e->out, delta.n + 2);
 	e->pen = *p;
 }
 
@@ -242,17 +253,51 @@ static void put_utf8(struct buf *out, uint32_t cp)
 	buf_commit(out, n);
 }
 
+/* Writes n's digits at p; returns the end. */
+static char *put_digits(char *p, unsigned n)
+{
+	char t[10];
+	int k = 0;
+
+	do
+		t[k++] = (char)('0' + n % 10);
+	while (n /= 10);
+	while (k)
+		*p++ = t[--k];
+	return p;
+}
+
+/* "ESC [ a ; b final", b left out when 0, and a (or b) when it is 1,
+   the default of each sequence this writes (CUP, CUF, ECH). By hand, not
+   printf: a screen of short runs moves and erases often. */
+static void put_csi(struct buf *out, unsigned a, unsigned b, char final)
+{
+	char *d = (char *)buf_reserve(out, 32), *p = d;
+
+	*p++ = '\033';
+	*p++ = '[';
+	if (a != 1)
+		p = put_digits(p, a);
+	if (b) {
+		*p++ = ';';
+		if (b != 1)
+			p = put_digits(p, b);
+	}
+	*p++ = final;
+	buf_commit(out, (size_t)(p - d));
+}
+
 /* Moves B's cursor (absolute, origin mode off) as cheaply as it can. */
 static void move_to(struct enc *e, int row, int col)
 {
 	if (e->row == row && e->col == col)
 		return;
 	if (e->row == row && col > e->col)
-		buf_appendf(e->out, "\033[%dC", col - e->col);
+		put_csi(e->out, (unsigned)(col - e->col), 0, 'C');
 	else if (col == 0)
-		buf_appendf(e->out, "\033[%dH", row + 1);
+		put_csi(e->out, (unsigned)row + 1, 0, 'H');
 	else
-		buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
+		put_csi(e->out, (unsigned)row + 1, (unsigned)col + 1, 'H');
 	e->row = row;
 	e->col = col;
 }
@@ -312,7 +357,7 @@ static void write_row(struct enc *e, const struct grid *g, int row)
 				break;
 			n++;
 		}
-		buf_appendf(e->out, "\033[%dX", n);
+		put_csi(e->out, (unsigned)n, 0, 'X');
 		col += n;
 	}
 }
