@@ -671,7 +671,7 @@ static int mode_replay(const char *sid, size_t samples, int64_t back)
 static int mode_keyframe(const char *sid, size_t samples)
 {
 	double *t = calloc(samples, sizeof(double));
-	size_t bytes = 0;
+	size_t bytes = 0, wire = 0;
 	unsigned cells = 1;
 	struct group g;
 
@@ -680,10 +680,13 @@ static int mode_keyframe(const char *sid, size_t samples)
 	for (size_t i = 0; i < samples; i++) {
 		t[i] = join_sample(&g.c[i], -1);
 		bytes = g.c[i].keyframe_bytes;
+		wire = g.c[i].keyframe_wire_bytes;
 		cells = g.c[i].keyframe_cells ? g.c[i].keyframe_cells : 1;
 	}
 	result("keyframe.bytes", (double)bytes);
 	result("keyframe.bytes_per_cell", (double)bytes / cells);
+	result("keyframe.wire_bytes", (double)wire);
+	result("keyframe.wire_bytes_per_cell", (double)wire / cells);
 	percentiles("keyframe.join_to_keyframe_ms", t, samples, 1e3, 0);
 	return 0;
 }

@@ -4,8 +4,10 @@
 				     every row addressed with CUP, a 256-colour
 				     SGR change every 8 cells, text that moves
 				     each frame (a TUI's redraw loop)
-     bench_gen colour COLS ROWS      paints the screen once with a different
-				     foreground and background on every cell
+     bench_gen colour COLS ROWS      paints the screen once with a new
+				     256-colour foreground on every cell
+     bench_gen fgbg COLS ROWS        the same with a new foreground and a new
+				     background on every cell
      bench_gen lines N DELAY_US      N short lines, DELAY_US apart (one
 				     Output frame each) */
 #include <stdio.h>
@@ -44,7 +46,9 @@ static void tui(unsigned long long bytes, unsigned cols, unsigned rows)
 	fflush(stdout);
 }
 
-static void colour(unsigned cols, unsigned rows)
+/* Every cell's foreground differs from the one before it (and, with bg,
+   its background too), cycling through the 256 colours. */
+static void colour(unsigned cols, unsigned rows, int bg)
 {
 	printf("\033[H\033[2J");
 	for (unsigned r = 0; r < rows; r++) {
@@ -52,8 +56,12 @@ static void colour(unsigned cols, unsigned rows)
 		for (unsigned c = 0; c < cols; c++) {
 			unsigned i = r * cols + c;
 
-			printf("\033[38;5;%u;48;5;%um%c", i % 256, (i * 7 + 3) % 256,
-			       'A' + (int)(i % 26));
+			if (bg)
+				printf("\033[38;5;%u;48;5;%um", i % 256,
+				       (i * 7 + 3) % 256);
+			else
+				printf("\033[38;5;%um", i % 256);
+			putchar('A' + (int)(i % 26));
 		}
 	}
 	printf("\033[0m\033[1;1H");
@@ -75,12 +83,15 @@ int main(int argc, char **argv)
 		tui(strtoull(argv[2], NULL, 10), (unsigned)atoi(argv[3]),
 		    (unsigned)atoi(argv[4]));
 	else if (argc == 4 && !strcmp(argv[1], "colour"))
-		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]), 0);
+	else if (argc == 4 && !strcmp(argv[1], "fgbg"))
+		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]), 1);
 	else if (argc == 4 && !strcmp(argv[1], "lines"))
 		lines((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 	else {
 		fprintf(stderr,
 			"usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
+			"fgbg COLS ROWS | "
 			"lines N DELAY_US\n");
 		return 2;
 	}

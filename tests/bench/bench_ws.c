@@ -408,6 +408,7 @@ static void account(struct bws *c, const struct bws_frame *f, const char *text, 
 		c->got_keyframe = true;
 		c->t_keyframe = t;
 		c->keyframe_bytes = f->data_len;
+		c->keyframe_wire_bytes = f->wire_len;
 		c->keyframe_cells = f->cols * f->rows;
 	} else if (!strcmp(f->kind, "Closed")) {
 		c->got_closed = true;

@@ -53,8 +53,9 @@ struct bws {
 	uint64_t hello_seq, last_seq, seq_errors, frames, wire_bytes, out_bytes;
 	uint64_t lagged, errors;
 	bool got_hello, got_keyframe, got_closed;
-	bool join_failed; /* an Error before the Keyframe */
-	size_t keyframe_bytes;
+	bool join_failed;	    /* an Error before the Keyframe */
+	size_t keyframe_bytes;	    /* the snapshot, decoded */
+	size_t keyframe_wire_bytes; /* its WebSocket message (the JSON text) */
 	unsigned keyframe_cells;
 	char err[160];
 	bws_frame_cb on_frame;

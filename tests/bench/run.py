@@ -14,7 +14,10 @@ numbers are (non-zero only when the suite itself could not run).
 
 Usage: tests/bench/run.py [--runs N] [--mib M] [--only a,b,...] [--quick]
 Environment: PTG_SIDECAR, PTG_GATEWAY (default: build-release), PTG_BENCH_BIN
-(the directory of bench_client and bench_gen).
+(the directory of bench_client and bench_gen). With PTG_BASE_SIDECAR and
+PTG_BASE_GATEWAY (an older build, say) a second stack runs those, and the
+attach and keyframe benchmarks run on both in every run, the order
+alternating: the baseline column is then that build.
 """
 import argparse
 import os
@@ -49,6 +52,17 @@ FANOUT_PER_PROCESS = 250
 # many joined connections on other sessions.
 SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
 ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe"]
+# The benchmarks a PTG_BASE_* build is paired with.
+PAIRED = ["attach", "keyframe"]
+# The Keyframe screens, 200x60: name, what the table calls it, the command
+# that draws it (GEN is bench_gen).
+KF_SCREENS = [
+    ("colour", "colour per cell (256-colour fg)", "{gen} colour 200 60"),
+    ("fgbg", "fg+bg colour per cell", "{gen} fgbg 200 60"),
+    ("hexdump", "hex dump text", "head -c 20000 /dev/urandom | od -An -tx1 -v"),
+    ("tui", "TUI redraw", "{gen} tui 200000 200 60"),
+    ("empty", "empty screen", "true"),
+]
 
 
 def note(text):
@@ -61,11 +75,13 @@ class Suite:
         self.args = args
         self.samples = {}  # name -> [per-run values]
         self.stack = None
+        self.stacks = []  # (record prefix, stack, token): ptygate, then the base build
+        self.prefix = ""  # what record() puts before names: "base." on the base build
 
     # -- plumbing
 
     def record(self, name, value):
-        self.samples.setdefault(name, []).append(value)
+        self.samples.setdefault(self.prefix + name, []).append(value)
 
     def start(self):
         # A private parent directory: other test runs on a shared machine
@@ -73,7 +89,22 @@ class Suite:
         tempfile.tempdir = tempfile.mkdtemp(prefix="ptgbench-")
         soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by the daemons
-        self.stack = harness.Stack(
+        self.stacks.append(("",) + self.start_stack())
+        if os.environ.get("PTG_BASE_SIDECAR") and os.environ.get("PTG_BASE_GATEWAY"):
+            mine = os.environ["PTG_SIDECAR"], os.environ["PTG_GATEWAY"]
+            os.environ["PTG_SIDECAR"] = os.environ["PTG_BASE_SIDECAR"]
+            os.environ["PTG_GATEWAY"] = os.environ["PTG_BASE_GATEWAY"]
+            try:
+                self.stacks.append(("base.",) + self.start_stack())
+            finally:
+                os.environ["PTG_SIDECAR"], os.environ["PTG_GATEWAY"] = mine
+        self.use(self.stacks[0])
+
+    def use(self, entry):
+        self.prefix, self.stack, self.token = entry
+
+    def start_stack(self):
+        stack = harness.Stack(
             sidecar_args=["--max-observers", "1100", "--max-sessions", "2000",
                           "--log-level", "warn"],
             gateway_args=["--max-conns", "20000", "--max-conns-per-instance", "20000",
@@ -83,15 +114,26 @@ class Suite:
                           "--max-conns-per-ip", "100000", "--max-ops-per-sec", "100000",
                           "--log-level", "warn"],
             instance="bench").start()
-        self.token = self.stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
+        return stack, stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
 
     def stop(self):
-        if self.stack:
-            problems = self.stack.stop()
-            for p in problems:
+        for _, stack, _ in self.stacks:
+            for p in stack.stop():
                 note("daemon problem: " + p)
-            self.stack.cleanup()
+            stack.cleanup()
+        if self.stacks:
             shutil.rmtree(tempfile.tempdir, ignore_errors=True)
+
+    def run(self, bench, i):
+        """One run of bench; a paired one on every stack, the order
+        alternating from run to run."""
+        order = self.stacks if bench in PAIRED else self.stacks[:1]
+        for entry in (order if i % 2 == 0 else order[::-1]):
+            self.use(entry)
+            try:
+                getattr(self, "run_" + bench)(i)
+            finally:
+                self.use(self.stacks[0])
 
     def session(self, script, cols=120, rows=30):
         return self.stack.create_session(command=["/bin/sh", "-c", script], env=ENV,
@@ -364,9 +406,8 @@ class Suite:
         self.drop(sid)
 
     def run_keyframe(self, i):
-        for name, cmd in (("colour", "%s colour 200 60" % GEN),
-                          ("hexdump", "head -c 20000 /dev/urandom | od -An -tx1 -v"),
-                          ("tui", "%s tui 200000 200 60" % GEN)):
+        for name, _, cmd in KF_SCREENS:
+            cmd = cmd.format(gen=GEN)
             sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; %s; %s; exec cat"
                                % (cmd, TITLE_MARK), cols=200, rows=60)
             res = self.client("keyframe", sid, self.args.keyframe_samples)
@@ -404,6 +445,8 @@ class Suite:
         def row(what, name, base=None, digits=1, ratio=None, base_cell=None):
             if self.stat(name) is None:
                 return
+            if base is None and ("base." + name) in self.samples:
+                base = "base." + name  # the PTG_BASE_* build
             r = self.ratio(name, base) if base else None
             rows.append("| %s | %s | %s | %s |" % (
                 what, self.cell(name, digits),
@@ -474,12 +517,15 @@ class Suite:
         for p in ("p50", "p99"):
             row("replay_from 1,000 frames back -> Keyframe, %s (ms)" % p,
                 "replay.join_to_keyframe_ms.%s" % p, digits=2)
-        for name, what in (("colour", "colour per cell"), ("hexdump", "hex dump text"),
-                           ("tui", "TUI redraw")):
+        for name, what, _ in KF_SCREENS:
             for p in ("p50", "p99"):
                 row("join -> Keyframe, 200x60, %s, %s (ms)" % (what, p),
                     "kf.%s.keyframe.join_to_keyframe_ms.%s" % (name, p), digits=2)
-            row("  Keyframe bytes per cell (%s)" % what, "kf.%s.keyframe.bytes_per_cell" % name, digits=2)
+            row("  Keyframe snapshot bytes (%s)" % what, "kf.%s.keyframe.bytes" % name, digits=0)
+            row("  Keyframe snapshot bytes per cell (%s)" % what,
+                "kf.%s.keyframe.bytes_per_cell" % name, digits=2)
+            row("  Keyframe WebSocket message bytes per cell (%s)" % what,
+                "kf.%s.keyframe.wire_bytes_per_cell" % name, digits=2)
         head = ["| what | ptygate: median (min-max) | baseline: median (min-max) | ratio (median of pairs) |",
                 "|---|---|---|---|"]
         return "\n".join(head + rows)
@@ -490,7 +536,7 @@ def replay_log(suite, path):
     result its workload), so a table can be printed for an invocation that
     was interrupted or to re-render one."""
     tp_names = ["longline", "hexdump", "tui", "random"]
-    kf_names = ["colour", "hexdump", "tui"]
+    kf_names = [k[0] for k in KF_SCREENS]
     tp = {}  # mode -> workloads seen: each gives one line per mode, in any order
     kf = 0
     sessions = None  # the "sessions" benchmark whose echo comes next
@@ -525,7 +571,7 @@ def replay_log(suite, path):
                 suite.keep("memory%d." % n, res, list(res))
                 suite.record("memory%d.crashed" % n, 0)
         elif mode == "keyframe":
-            suite.keep("kf.%s." % kf_names[kf % 3], res, list(res))
+            suite.keep("kf.%s." % kf_names[kf % len(kf_names)], res, list(res))
             kf += 1
         elif mode in ("attach", "joins"):
             suite.keep(mode + ".", res, list(res))
@@ -571,7 +617,7 @@ def main():
             for b in only:
                 note("run %d/%d: %s" % (i + 1, args.runs, b))
                 try:
-                    getattr(suite, "run_" + b)(i)
+                    suite.run(b, i)
                 except Exception as e:  # one broken benchmark must not end the suite
                     note("%s failed in run %d: %s" % (b, i + 1, str(e)[:500]))
     finally:
