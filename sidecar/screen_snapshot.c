@@ -121,7 +121,8 @@ static const struct {
 	size_t n;
 } UNDERLINE_ON[] = {{"", 0}, {";4", 2}, {";21", 3}, {";4:3", 4}};
 
-/* p's pen from a clean slate: "0" and what p has on. */
+/* p's pen from a clean slate: "0" and what p has on (";0..." in g, or
+   ";" alone for the reset alone). */
 static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 {
 	const VTermScreenCellAttrs *a = &p->attrs;
@@ -144,6 +145,9 @@ static void sgr_full(struct sgr *g, const VTermScreenCell *p)
 		sgr_color(g, &p->fg, 30);
 	if (!VTERM_COLOR_IS_DEFAULT_BG(&p->bg))
 		sgr_color(g, &p->bg, 40);
+	/* A reset alone is "ESC [ m": an empty parameter is 0. */
+	if (g->n == 2)
+		g->n = 1;
 }
 
 /* p's pen from the pen `from`: only what differs, each attribute turned
@@ -267,9 +271,10 @@ static char *put_digits(char *p, unsigned n)
 	return p;
 }
 
-/* "ESC [ a ; b final", b left out when 0, and a (or b) when it is 1,
-   the default of each sequence this writes (CUP, CUF, ECH). By hand, not
-   printf: a screen of short runs moves and erases often. */
+/* "ESC [ a ; b final" with the defaults left out: a when it is 1, b
+   (and its ';') when it is 0 or 1 (for CUP, CUF and ECH, 1 is the
+   default). By hand, not printf: a screen of short runs moves and erases
+   often. */
 static void put_csi(struct buf *out, unsigned a, unsigned b, char final)
 {
 	char *d = (char *)buf_reserve(out, 32), *p = d;
@@ -278,10 +283,9 @@ static void put_csi(struct buf *out, unsigned a, unsigned b, char final)
 	*p++ = '[';
 	if (a != 1)
 		p = put_digits(p, a);
-	if (b) {
+	if (b > 1) {
 		*p++ = ';';
-		if (b != 1)
-			p = put_digits(p, b);
+		p = put_digits(p, b);
 	}
 	*p++ = final;
 	buf_commit(out, (size_t)(p - d));
@@ -294,8 +298,6 @@ static void move_to(struct enc *e, int row, int col)
 		return;
 	if (e->row == row && col > e->col)
 		put_csi(e->out, (unsigned)(col - e->col), 0, 'C');
-	else if (col == 0)
-		put_csi(e->out, (unsigned)row + 1, 0, 'H');
 	else
 		put_csi(e->out, (unsigned)row + 1, (unsigned)col + 1, 'H');
 	e->row = row;
@@ -385,7 +387,7 @@ static void write_normal_under_alt(const struct screen *s, struct enc *e)
 	/* Entering erased the alternate screen with the saved pen; start its
 	   cells from a default one. */
 	if (!attrs_default(&e->pen)) {
-		buf_append_str(e->out, "\033[0m\033[2J");
+		buf_append_str(e->out, "\033[m\033[2J");
 		screen__blank_cell(&e->pen);
 	}
 }
@@ -431,7 +433,7 @@ static void write_cursor(const struct screen *s, struct enc *e)
 		if (m->lr_margins)
 			col -= m->left;
 	}
-	buf_appendf(e->out, "\033[%d;%dH", row + 1, col + 1);
+	put_csi(e->out, (unsigned)row + 1, (unsigned)col + 1, 'H');
 	if (!m->pending_wrap)
 		return;
 	vterm_screen_get_cell(screen_vterm_screen(s), pos, &c);

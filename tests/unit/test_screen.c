@@ -424,8 +424,9 @@ static double now_us(void)
 /* A pen change in every cell: the snapshot sends what changed from the
    previous cell, not a reset and the whole pen (it took 260 KB for a
    200x60 screen). One new 256-colour foreground per cell stays within
-   12 bytes a cell; random attributes switched on and off per cell, in
-   every colour form, round-trip exactly. */
+   12 bytes a cell, and is exactly the shortest SGR of each colour; random
+   attributes switched on and off per cell, in every colour form, and a
+   new 256-colour foreground and background per cell round-trip exactly. */
 static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 {
 	static const char *const attr_on[] = {"1", "3", "4", "21", "4:3",
@@ -446,6 +447,10 @@ static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 					    (x >> 8) & 255, c);
 			else if (kind == 2)
 				buf_appendf(&in, CSI "3%u;4%um", x % 8, (x >> 3) % 8);
+			else if (kind == 4)
+				buf_appendf(&in, CSI "38;5;%u;48;5;%um",
+					    (unsigned)(r * 200 + c) % 256,
+					    (unsigned)(r * 200 + c) * 7 % 256);
 			else
 				buf_appendf(&in, CSI "%s;%s%u;48;5;%um", attr_on[x % 9],
 					    x & 512 ? "0;" : "", 30 + (x >> 4) % 8,
@@ -457,12 +462,33 @@ static void paint_cells(struct screen *a, int kind, uint32_t *rng)
 	buf_free(&in);
 }
 
+/* The shortest snapshot of kind 0's screen: per cell the shortest SGR of
+   its colour (3x and 9x for the first 16, 38;5;N for the rest) and its
+   glyph, per row after the first a CUP to its start, and a fixed part:
+   the reset before (10 bytes), the pen put back to the default (3), the
+   cursor (ESC [ 60;200H, 9) and, as it stands at a pending wrap, the last
+   glyph written again with its colour (12). */
+static size_t shortest_256_fg(void)
+{
+	size_t n = 10 + 3 + 9 + 12;
+
+	for (unsigned i = 0; i < 200 * 60; i++) {
+		unsigned idx = i % 256;
+
+		n += 1 + (idx < 16 ? 5 : idx < 100 ? 10 : 11);
+	}
+	for (unsigned r = 1; r < 60; r++)
+		n += r + 1 < 10 ? 4 : 5;
+	return n;
+}
+
 static void test_colour_per_cell(void **state)
 {
-	static const char *const names[] = {"256 fg", "rgb fg", "16 fg+bg", "attrs"};
+	static const char *const names[] = {"256 fg", "rgb fg", "16 fg+bg", "attrs",
+					    "256 fg+bg"};
 	uint32_t rng = 7;
 
-	for (int kind = 0; kind < 4; kind++) {
+	for (int kind = 0; kind < 5; kind++) {
 		struct screen *a = screen_new(200, 60), *b;
 		struct buf snap = BUF_INIT;
 
@@ -472,6 +498,8 @@ static void test_colour_per_cell(void **state)
 		       buf_size(&snap), buf_size(&snap) / 12000.0);
 		if (kind == 0 && buf_size(&snap) > 12 * 12000)
 			fail_msg("%zu bytes: over 12 a cell", buf_size(&snap));
+		if (kind == 0)
+			assert_int_equal(buf_size(&snap), shortest_256_fg());
 		b = replay(a);
 		assert_same(names[kind], a, b);
 		buf_free(&snap);
@@ -543,6 +571,28 @@ static void test_pending_wrap_tracking(void **state)
 	screen_free(s);
 }
 
+/* Parameters at their defaults are left out (CUF 1, ECH 1, CUP to a first
+   row or column, the SGR reset), and nothing else is written. */
+static void test_snapshot_defaults(void **state)
+{
+	static const char want[] =
+	    CSI "?1049l" ESC "c"
+		"a" CSI "Cb" CSI "2Cxy" CSI "2H" CSI "41m" CSI "X" CSI "m" CSI ";7H";
+	struct screen *s = screen_new(20, 5), *b;
+	struct buf snap = BUF_INIT;
+
+	feed_str(s, "a" CSI "Cb" CSI "2;1H" CSI "41m" CSI "X" CSI "m" CSI "1;6Hx" CSI
+		    "7Gy" CSI "1;7H");
+	screen_snapshot(s, &snap);
+	assert_int_equal(buf_size(&snap), sizeof(want) - 1);
+	assert_memory_equal(buf_head(&snap), want, sizeof(want) - 1);
+	buf_free(&snap);
+	b = replay(s);
+	assert_same("defaults", s, b);
+	screen_free(s);
+	screen_free(b);
+}
+
 static void test_snapshot_shape(void **state)
 {
 	struct screen *s = screen_new(20, 5);
@@ -570,6 +620,7 @@ int main(void)
 	    cmocka_unit_test(test_split_invariance),
 	    cmocka_unit_test(test_pending_wrap_tracking),
 	    cmocka_unit_test(test_snapshot_shape),
+	    cmocka_unit_test(test_snapshot_defaults),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_performance),
 	    cmocka_unit_test(test_colour_per_cell),
