@@ -518,9 +518,12 @@ class Suite:
             row("replay_from 1,000 frames back -> Keyframe, %s (ms)" % p,
                 "replay.join_to_keyframe_ms.%s" % p, digits=2)
         for name, what, _ in KF_SCREENS:
-            for p in ("p50", "p99"):
-                row("join -> Keyframe, 200x60, %s, %s (ms)" % (what, p),
+            for p in ("p50", "p99", "max"):
+                row("join -> Keyframe, 200x60, %s, %s of %d (ms)"
+                    % (what, p, self.args.keyframe_samples),
                     "kf.%s.keyframe.join_to_keyframe_ms.%s" % (name, p), digits=2)
+            row("  the first of them, which has libvterm parse the screen's output (ms)",
+                "kf.%s.keyframe.first_join_ms" % name, digits=2)
             row("  Keyframe snapshot bytes (%s)" % what, "kf.%s.keyframe.bytes" % name, digits=0)
             row("  Keyframe snapshot bytes per cell (%s)" % what,
                 "kf.%s.keyframe.bytes_per_cell" % name, digits=2)
