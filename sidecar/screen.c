@@ -40,6 +40,10 @@ struct screen {
 	struct buf *probe;	    /* where screen_probe collects answers */
 	uint64_t vterm_bytes;	    /* fed to libvterm, for screen_vterm_bytes */
 	struct vtguard guard;	    /* between the output and libvterm */
+	/* Bumped by every call that may change what a snapshot shows: the
+	   cached snapshot is good while it stands still. */
+	uint64_t changes;
+	struct snapshot_cache cache;
 };
 
 /* libvterm callbacks */
@@ -152,6 +156,7 @@ void screen_free(struct screen *s)
 	saved_free(&s->normal);
 	modes_free(s->modes);
 	vterm_free(s->vt);
+	buf_free(&s->cache.bytes);
 	free(s);
 }
 
@@ -286,6 +291,7 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t done = 0, start = 0;
 
+	s->changes++;
 	while (done < n) {
 		enum modes_event ev;
 		size_t at;
@@ -421,6 +427,7 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
 		return;
+	s->changes++;
 	if (s->guard.u8_len) {
 		/* A character held back on one column goes on as it came. */
 		vt_put(s, s->guard.u8, s->guard.u8_len);
@@ -494,8 +501,19 @@ const struct saved_screen *screen__normal(const struct screen *s)
 	return s->normal.cells ? &s->normal : NULL;
 }
 
+struct snapshot_cache *screen__cache(struct screen *s)
+{
+	return &s->cache;
+}
+
+uint64_t screen__changes(const struct screen *s)
+{
+	return s->changes;
+}
+
 void screen_probe(struct screen *s, const char *q, struct buf *reply)
 {
+	s->changes++;
 	s->probe = reply;
 	vterm_input_write(s->vt, q, strlen(q));
 	s->probe = NULL;
@@ -1188,6 +1206,7 @@ size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
 	uint8_t held[6];
 	size_t x, held_len = 0;
 
+	s->changes++;
 	if (s->cols == 1 || n < 4096 || !may_hold_reset(p, n))
 		return 0;
 	x = modes_find_reset(s->modes, p, n, s->altscreen, held, &held_len);
@@ -1212,6 +1231,7 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 	unsigned need = 2 * s->rows + 1;
 	size_t start, a, e, x;
 
+	s->changes++;
 	/* A hard reset first: nothing before it needs feeding. */
 	x = screen_skip_to_reset(s, p, n);
 	p += x;

@@ -484,7 +484,7 @@ static void write_modes(const struct screen *s, struct enc *e)
 		buf_append_str(out, m->gl == 1 ? "\016" : m->gl == 2 ? "\033n" : "\033o");
 }
 
-void screen_snapshot(struct screen *s, struct buf *out)
+static void encode(const struct screen *s, struct buf *out)
 {
 	struct enc e = {.out = out, .row = 0, .col = 0};
 	unsigned cols, rows;
@@ -511,4 +511,20 @@ void screen_snapshot(struct screen *s, struct buf *out)
 	screen__pen(s, &pen);
 	set_pen(&e, &pen);
 	mode_if(out, !screen_cursor_visible(s), "\033[?25l");
+}
+
+void screen_snapshot(struct screen *s, struct buf *out)
+{
+	struct snapshot_cache *c = screen__cache(s);
+	size_t start = buf_size(out);
+
+	if (c->valid && c->changes == screen__changes(s)) {
+		buf_append(out, buf_head(&c->bytes), buf_size(&c->bytes));
+		return;
+	}
+	encode(s, out);
+	buf_reset(&c->bytes);
+	buf_append(&c->bytes, buf_head(out) + start, buf_size(out) - start);
+	c->changes = screen__changes(s);
+	c->valid = true;
 }

@@ -593,6 +593,79 @@ static void test_snapshot_defaults(void **state)
 	screen_free(b);
 }
 
+/* The steps of test_snapshot_cache: each changes the screen a different
+   way (feed, feed_tail, a resize, a restart at a RIS). */
+static void cache_step(struct screen *s, int step)
+{
+	struct buf big = BUF_INIT;
+	size_t x;
+
+	switch (step) {
+	case 0:
+		feed_str(s, "hello" CSI "31m world");
+		break;
+	case 1:
+		for (int i = 0; i < 100; i++)
+			buf_appendf(&big, "line %d\r\n", i);
+		screen_feed_tail(s, buf_head(&big), buf_size(&big));
+		break;
+	case 2:
+		screen_resize(s, 30, 8);
+		break;
+	case 3:
+		/* Past 4 KiB with a RIS the model can restart from (modes.c:
+		   UTF-8 text before it, a DECSC after it), and the rest fed. */
+		for (int i = 0; i < 600; i++)
+			buf_append_str(&big, "filler\r\n");
+		buf_append_str(&big, "\xc3\xa9" ESC "c" ESC "7");
+		for (int i = 0; i < 20; i++)
+			buf_append_str(&big, "after the reset\r\n");
+		x = screen_skip_to_reset(s, buf_head(&big), buf_size(&big));
+		assert_true(x > 0);
+		screen_feed(s, buf_head(&big) + x, buf_size(&big) - x);
+		break;
+	case 4:
+		feed_str(s,
+			 "after the reset" CSI "?1049h" CSI "44mon the alternate screen");
+		break;
+	default:
+		feed_str(s, CSI "?1049l" CSI "7mback");
+		break;
+	}
+	buf_free(&big);
+}
+
+/* A snapshot taken after each step, twice (the second from the cache),
+   is the one a screen that saw the same steps and was never snapshotted
+   makes. */
+static void test_snapshot_cache(void **state)
+{
+	struct screen *a = screen_new(40, 10);
+
+	for (int step = 0; step < 6; step++) {
+		struct screen *fresh = screen_new(40, 10);
+		struct buf sa = BUF_INIT, sa2 = BUF_INIT, sf = BUF_INIT;
+
+		cache_step(a, step);
+		for (int i = 0; i <= step; i++)
+			cache_step(fresh, i);
+		buf_append_str(&sa, "kept");
+		screen_snapshot(a, &sa);
+		screen_snapshot(a, &sa2);
+		screen_snapshot(fresh, &sf);
+		assert_int_equal(buf_size(&sa), 4 + buf_size(&sf));
+		assert_memory_equal(buf_head(&sa), "kept", 4);
+		assert_memory_equal(buf_head(&sa) + 4, buf_head(&sf), buf_size(&sf));
+		assert_int_equal(buf_size(&sa2), buf_size(&sf));
+		assert_memory_equal(buf_head(&sa2), buf_head(&sf), buf_size(&sf));
+		buf_free(&sa);
+		buf_free(&sa2);
+		buf_free(&sf);
+		screen_free(fresh);
+	}
+	screen_free(a);
+}
+
 static void test_snapshot_shape(void **state)
 {
 	struct screen *s = screen_new(20, 5);
@@ -621,6 +694,7 @@ int main(void)
 	    cmocka_unit_test(test_pending_wrap_tracking),
 	    cmocka_unit_test(test_snapshot_shape),
 	    cmocka_unit_test(test_snapshot_defaults),
+	    cmocka_unit_test(test_snapshot_cache),
 	    cmocka_unit_test(test_sizes),
 	    cmocka_unit_test(test_performance),
 	    cmocka_unit_test(test_colour_per_cell),
