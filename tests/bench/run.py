@@ -179,7 +179,9 @@ class Suite:
         if proc.returncode != 0:
             note("bench_client %s exited %d" % (argv[0], proc.returncode))
         if self.args.verbose:
-            note("%s: %s" % (argv[0], " ".join("%s=%g" % kv for kv in sorted(out.items()))))
+            # The base build's results say so (and --from-log leaves them out).
+            note("%s%s: %s" % ("(base build) " if self.prefix else "", argv[0],
+                               " ".join("%s=%g" % kv for kv in sorted(out.items()))))
         return out
 
     def client(self, *argv, timeout=1800):
