@@ -594,27 +594,30 @@ static void test_snapshot_defaults(void **state)
 }
 
 /* The steps of test_snapshot_cache: each changes the screen a different
-   way (feed, feed_tail, a resize, a restart at a RIS). */
+   way (feed, feed_tail, a resize, a restart at a RIS, the alternate
+   screen), on a screen of colours and at last a near-empty one. */
 static void cache_step(struct screen *s, int step)
 {
 	struct buf big = BUF_INIT;
+	uint32_t rng = 1;
 	size_t x;
 
 	switch (step) {
 	case 0:
-		feed_str(s, "hello" CSI "31m world");
+		paint_cells(s, 0, &rng);
 		break;
 	case 1:
-		for (int i = 0; i < 100; i++)
-			buf_appendf(&big, "line %d\r\n", i);
+		for (int i = 0; i < 5; i++)
+			buf_appendf(&big, "\r\nline %d", i);
 		screen_feed_tail(s, buf_head(&big), buf_size(&big));
 		break;
 	case 2:
-		screen_resize(s, 30, 8);
+		screen_resize(s, 180, 50);
 		break;
 	case 3:
 		/* Past 4 KiB with a RIS the model can restart from (modes.c:
-		   UTF-8 text before it, a DECSC after it), and the rest fed. */
+		   UTF-8 text before it, a DECSC after it), the rest fed, then
+		   the colours again. */
 		for (int i = 0; i < 600; i++)
 			buf_append_str(&big, "filler\r\n");
 		buf_append_str(&big, "\xc3\xa9" ESC "c" ESC "7");
@@ -623,27 +626,33 @@ static void cache_step(struct screen *s, int step)
 		x = screen_skip_to_reset(s, buf_head(&big), buf_size(&big));
 		assert_true(x > 0);
 		screen_feed(s, buf_head(&big) + x, buf_size(&big) - x);
+		paint_cells(s, 0, &rng);
 		break;
 	case 4:
-		feed_str(s,
-			 "after the reset" CSI "?1049h" CSI "44mon the alternate screen");
+		feed_str(s, CSI "?1049h" CSI "44mon the alternate screen");
+		break;
+	case 5:
+		feed_str(s, CSI "?1049l" CSI "7mback");
+		break;
+	case 6:
+		feed_str(s, CSI "2J");
 		break;
 	default:
-		feed_str(s, CSI "?1049l" CSI "7mback");
+		feed_str(s, "small");
 		break;
 	}
 	buf_free(&big);
 }
 
-/* A snapshot taken after each step, twice (the second from the cache),
-   is the one a screen that saw the same steps and was never snapshotted
+/* A snapshot taken after each step, twice (the second from the cache), is
+   the one a screen that saw the same steps and was never snapshotted
    makes. */
 static void test_snapshot_cache(void **state)
 {
-	struct screen *a = screen_new(40, 10);
+	struct screen *a = screen_new(200, 60);
 
-	for (int step = 0; step < 6; step++) {
-		struct screen *fresh = screen_new(40, 10);
+	for (int step = 0; step < 8; step++) {
+		struct screen *fresh = screen_new(200, 60);
 		struct buf sa = BUF_INIT, sa2 = BUF_INIT, sf = BUF_INIT;
 
 		cache_step(a, step);
