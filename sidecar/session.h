@@ -24,8 +24,10 @@
    every client's output (and a controller's echo) waiting behind seconds
    of queued output. A link that stays over it without the gateway reading
    a byte for SESSION_LINK_STALL_MS is dropped (server.c), so a gateway
-   that stops reading holds the PTY no longer than that. */
-#define SESSION_LINK_HIGH_WATER (256 * 1024)
+   that stops reading holds the PTY no longer than that. 64 KiB is one
+   PTY read: with the socket's own buffer (some 200 KiB) the gateway never
+   finds the link dry, and no more than that waits ahead of an echo. */
+#define SESSION_LINK_HIGH_WATER (64 * 1024)
 #define SESSION_LINK_STALL_MS	10000
 
 struct session;

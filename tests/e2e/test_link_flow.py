@@ -14,7 +14,7 @@ import time
 import harness
 from harness import E2ETestCase
 
-# Far more than the link's high-water mark (256 KiB), and little enough
+# Far more than the link's high-water mark (64 KiB), and little enough
 # that an unheld sidecar takes it all in about a second (its screen model
 # digests "y" lines at some 5 MB/s on a loaded two-core machine).
 FLOOD_BYTES = 4000000
