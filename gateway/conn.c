@@ -80,6 +80,11 @@ void conn_mark_dirty(struct conn *c)
 
 	if (c->dirty || c->dead)
 		return;
+	/* EV_WRITE armed: the socket was full at the last write, and epoll
+	   says when it takes more (on_io); trying before is a wasted writev
+	   per frame per connection, a thousand a frame in a big fan-out. */
+	if (c->io && (ev_io_events(c->io) & EV_WRITE))
+		return;
 	fifo_push(c->state == CONN_JOINED && c->role == PTG__ROLE__ROLE_OBSERVER
 		      ? &s->fan
 		      : &s->first,
