@@ -93,7 +93,7 @@ static const char
 			    "  --max-queue-bytes B           a connection's output queue "
 			    "before\n"
 			    "                                PTY_OUTPUT_LAGGED, "
-			    "65536-1073741824 (8388608)\n"
+			    "65536-1073741824 (12582912)\n"
 			    "  --max-queue-ms MS             output waiting in a "
 			    "connection's queue this long\n"
 			    "                                before PTY_OUTPUT_LAGGED "
@@ -397,7 +397,7 @@ void gw_config_defaults(struct gw_config *c)
 	c->max_conns_per_principal = 16;
 	c->max_conns_per_instance = 256;
 	c->max_conns = 4096;
-	c->max_queue_bytes = 8ull << 20;
+	c->max_queue_bytes = 12ull << 20;
 	c->max_queue_ms = 2000;
 	c->max_frame_bytes = 1u << 20;
 	c->request_timeout_ms = 10000;
