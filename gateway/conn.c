@@ -40,6 +40,7 @@
 #define RESUME_DIVISOR 2
 
 static void conn_kill(struct conn *c, const char *why);
+static void update_pressure(struct conn *c);
 
 /* ---- output ---- */
 
@@ -82,9 +83,12 @@ void conn_mark_dirty(struct conn *c)
 		return;
 	/* EV_WRITE armed: the socket was full at the last write, and epoll
 	   says when it takes more (on_io); trying before is a wasted writev
-	   per frame per connection, a thousand a frame in a big fan-out. */
-	if (c->io && (ev_io_events(c->io) & EV_WRITE))
+	   per frame per connection, a thousand a frame in a big fan-out. The
+	   queue's growth still counts for backpressure. */
+	if (c->io && (ev_io_events(c->io) & EV_WRITE)) {
+		update_pressure(c);
 		return;
+	}
 	fifo_push(c->state == CONN_JOINED && c->role == PTG__ROLE__ROLE_OBSERVER
 		      ? &s->fan
 		      : &s->first,
