@@ -93,7 +93,12 @@ static const char
 			    "  --max-queue-bytes B           a connection's output queue "
 			    "before\n"
 			    "                                PTY_OUTPUT_LAGGED, "
-			    "65536-1073741824 (8388608)\n"
+			    "65536-1073741824 (12582912)\n"
+			    "  --max-queue-ms MS             how long output may wait in "
+			    "a connection's queue\n"
+			    "                                before PTY_OUTPUT_LAGGED "
+			    "(0: no bound),\n"
+			    "                                0-3600000 (2000)\n"
 			    "  --max-frame-bytes B           largest client message, "
 			    "1024-16777216 (1048576)\n"
 			    "  --request-timeout-ms MS       a sidecar request's "
@@ -268,6 +273,7 @@ enum {
 	OPT_PER_INSTANCE,
 	OPT_MAX_CONNS,
 	OPT_QUEUE,
+	OPT_QUEUE_MS,
 	OPT_FRAME,
 	OPT_REQ_TIMEOUT,
 	OPT_VIOLATIONS,
@@ -306,6 +312,7 @@ static const struct option options[] = {
     {"max-conns-per-instance", required_argument, NULL, OPT_PER_INSTANCE},
     {"max-conns", required_argument, NULL, OPT_MAX_CONNS},
     {"max-queue-bytes", required_argument, NULL, OPT_QUEUE},
+    {"max-queue-ms", required_argument, NULL, OPT_QUEUE_MS},
     {"max-frame-bytes", required_argument, NULL, OPT_FRAME},
     {"request-timeout-ms", required_argument, NULL, OPT_REQ_TIMEOUT},
     {"violation-limit", required_argument, NULL, OPT_VIOLATIONS},
@@ -346,6 +353,7 @@ static const struct num nums[] = {
     CONFIG__NUM(OPT_PER_INSTANCE, 1, 1000000, max_conns_per_instance),
     CONFIG__NUM(OPT_MAX_CONNS, 1, 1000000, max_conns),
     CONFIG__NUM(OPT_QUEUE, 65536, 1ull << 30, max_queue_bytes),
+    CONFIG__NUM(OPT_QUEUE_MS, 0, 3600000, max_queue_ms),
     CONFIG__NUM(OPT_FRAME, 1024, 16u << 20, max_frame_bytes),
     CONFIG__NUM(OPT_REQ_TIMEOUT, 100, 600000, request_timeout_ms),
     CONFIG__NUM(OPT_VIOLATIONS, 1, 100000, violation_limit),
@@ -390,7 +398,8 @@ void gw_config_defaults(struct gw_config *c)
 	c->max_conns_per_principal = 16;
 	c->max_conns_per_instance = 256;
 	c->max_conns = 4096;
-	c->max_queue_bytes = 8ull << 20;
+	c->max_queue_bytes = 12ull << 20;
+	c->max_queue_ms = 2000;
 	c->max_frame_bytes = 1u << 20;
 	c->request_timeout_ms = 10000;
 	c->violation_limit = 10;

@@ -50,7 +50,8 @@ struct gw_config {
 	uint32_t max_conns_per_principal; /* 16 */
 	uint32_t max_conns_per_instance;  /* 256 */
 	uint32_t max_conns;		  /* 4096, all together */
-	uint64_t max_queue_bytes;    /* per connection before PTY_OUTPUT_LAGGED: 8 MiB */
+	uint64_t max_queue_bytes;    /* per connection before PTY_OUTPUT_LAGGED: 12 MiB */
+	uint32_t max_queue_ms;	     /* oldest waiting output before it, 0: off (2000) */
 	uint32_t max_frame_bytes;    /* incoming WebSocket message: 1 MiB */
 	uint32_t request_timeout_ms; /* a sidecar request: 10000 */
 	uint32_t violation_limit;    /* protocol violations before 4400: 10 */

@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gateway.h"
@@ -30,21 +31,68 @@
    this much parsing per turn (16 KiB: about 2,300 minimal Pings). */
 #define READ_CHUNK (16 * 1024)
 #define LINGER_MS  2000 /* how long we wait for the peer's close frame */
+/* Unsent bytes the kernel may hold per client socket (TCP_NOTSENT_LOWAT):
+   enough for a full-speed writer to never find the socket dry between
+   two turns of the loop. */
+#define NOTSENT_LOWAT (128 * 1024)
 /* Reading resumes once a paused connection's queue is down to half the
    cap, so a client at the edge does not flip the epoll mask per frame. */
 #define RESUME_DIVISOR 2
 
 static void conn_kill(struct conn *c, const char *why);
+static void update_pressure(struct conn *c);
 
 /* ---- output ---- */
 
+static void fifo_push(struct conn_fifo *q, struct conn *c)
+{
+	c->dirty = q;
+	c->dirty_next = NULL;
+	c->dirty_prev = q->tail;
+	if (q->tail)
+		q->tail->dirty_next = c;
+	else
+		q->head = c;
+	q->tail = c;
+}
+
+static void fifo_remove(struct conn *c)
+{
+	struct conn_fifo *q = c->dirty;
+
+	if (!q)
+		return;
+	if (c->dirty_prev)
+		c->dirty_prev->dirty_next = c->dirty_next;
+	else
+		q->head = c->dirty_next;
+	if (c->dirty_next)
+		c->dirty_next->dirty_prev = c->dirty_prev;
+	else
+		q->tail = c->dirty_prev;
+	c->dirty = NULL;
+}
+
+/* Joined observers share the fan-out slice; everyone else (controllers,
+   connections not yet joined, closing ones) is written every turn. */
 void conn_mark_dirty(struct conn *c)
 {
+	struct conn_set *s = &c->gw->conns;
+
 	if (c->dirty || c->dead)
 		return;
-	c->dirty = 1;
-	c->dirty_next = c->gw->conns.dirty;
-	c->gw->conns.dirty = c;
+	/* EV_WRITE armed: the socket was full at the last write, and epoll
+	   says when it takes more (on_io); trying before is a wasted writev
+	   per frame per connection, a thousand a frame in a big fan-out. The
+	   queue's growth still counts for backpressure. */
+	if (c->io && (ev_io_events(c->io) & EV_WRITE)) {
+		update_pressure(c);
+		return;
+	}
+	fifo_push(c->state == CONN_JOINED && c->role == PTG__ROLE__ROLE_OBSERVER
+		      ? &s->fan
+		      : &s->first,
+		  c);
 }
 
 static void on_ws_write(const uint8_t *p, size_t n, void *user)
@@ -265,8 +313,12 @@ static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 
 	if (events & EV_READ)
 		read_in(c);
-	if (!c->dead && (events & EV_WRITE))
-		flush(c);
+	/* Written by the before-poll hook, in its order and slice; until
+	   then the socket's readiness is known and need not be reported. */
+	if (!c->dead && (events & EV_WRITE)) {
+		ev_io_set(c->io, ev_io_events(c->io) & ~EV_WRITE);
+		conn_mark_dirty(c);
+	}
 	if (!c->dead)
 		maybe_finish(c);
 }
@@ -525,6 +577,11 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	/* Frames are whole writes already: Nagle would only hold a lone
 	   keystroke's echo back until the peer's delayed ACK (~40 ms). */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	/* What the peer has not yet been sent stays in our queue, where lag
+	   can drop it (SPEC 5.3), instead of megabytes of it in the kernel
+	   ahead of the next frame; what is in flight is the path's own. */
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){NOTSENT_LOWAT},
+		   sizeof(int));
 	log_info(c->log_ctx, "upgraded");
 	/* Looked up now, not before the 101: a reload in between may have
 	   removed the instance. */
@@ -547,6 +604,7 @@ static void conn_free(struct conn *c)
 
 	conn_detach_quietly(c);
 	task_ops_conn_gone(c);
+	fifo_remove(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -563,16 +621,37 @@ static void conn_free(struct conn *c)
 	conn_destroy(c);
 }
 
+static void flush_next(struct conn_fifo *q)
+{
+	struct conn *c = q->head;
+
+	fifo_remove(c);
+	if (!c->dead)
+		flush(c);
+}
+
+static int64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void conn_set_flush(struct conn_set *s)
 {
+	int64_t end = now_us() + CONN_FAN_SLICE_US;
 	struct conn *c;
 
-	while ((c = s->dirty)) {
-		s->dirty = c->dirty_next;
-		c->dirty = 0;
-		if (!c->dead)
-			flush(c);
-	}
+	while (s->first.head)
+		flush_next(&s->first);
+	/* At least one observer a turn, so the slice always moves on. */
+	do {
+		if (s->fan.head)
+			flush_next(&s->fan);
+	} while (s->fan.head && now_us() < end);
+	if (s->fan.head)
+		ev_loop_again(s->fan.head->gw->loop);
 	while ((c = s->dead)) {
 		s->dead = c->dead_next;
 		conn_free(c);
@@ -581,7 +660,6 @@ void conn_set_flush(struct conn_set *s)
 
 void conn_set_free(struct conn_set *s)
 {
-	s->dirty = NULL;
 	s->dead = NULL;
 	while (s->all)
 		conn_free(s->all);

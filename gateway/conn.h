@@ -27,13 +27,24 @@ struct attach_ctx {
 
 struct conn;
 
+/* How long one conn_set_flush writes to observers (see there). */
+#define CONN_FAN_SLICE_US 2000
+
+/* Connections with output to write, oldest first. */
+struct conn_fifo {
+	struct conn *head, *tail;
+};
+
 /* The connection set: the one owner of every upgraded connection of the
    gateway. A connection is never freed inside its own callbacks: it is
-   moved to `dead` and freed by conn_set_flush before the next poll. */
+   moved to `dead` and freed by conn_set_flush before the next poll.
+   Output is written controllers first: an observer's write waits for the
+   turn's fan-out slice, a controller's never (see conn_set_flush). */
 struct conn_set {
-	struct conn *all;   /* every started connection */
-	struct conn *dirty; /* connections with output to write */
-	struct conn *dead;  /* connections to free before the next poll */
+	struct conn *all;	/* every started connection */
+	struct conn_fifo first; /* to write this turn: all but joined observers */
+	struct conn_fifo fan;	/* joined observers, written within the slice */
+	struct conn *dead;	/* connections to free before the next poll */
 };
 
 /* Before the 101: a connection for ctx with everything it needs but its
@@ -52,7 +63,13 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 		const struct http_hold *hold);
 
 /* The gateway's before-poll hook: writes what connections queued and
-   frees the ones that ended. */
+   frees the ones that ended. Every connection but joined observers is
+   written in full; observers, oldest first, for at most
+   CONN_FAN_SLICE_US a call, so a turn stays short with a thousand of them
+   and the link and the controllers are served every few milliseconds.
+   Observers left over are written on the next turns (the loop does not
+   sleep meanwhile); while they wait their queues grow, and one that
+   overflows falls behind (SPEC 5.3) like any slow client. */
 void conn_set_flush(struct conn_set *s);
 /* Frees every connection at once (the loop is over). */
 void conn_set_free(struct conn_set *s);

@@ -28,8 +28,8 @@ struct conn {
 	struct upstream *up;	  /* the instance's link; NULL once it is gone */
 	int started;		  /* in the set, holding the connection slot */
 	struct conn *prev, *next; /* gw->conns.all */
-	struct conn *dirty_next;  /* queued output to write */
-	int dirty;
+	struct conn *dirty_prev, *dirty_next; /* in a conn_set FIFO */
+	struct conn_fifo *dirty;	      /* which one; NULL: none */
 	struct conn *dead_next;
 	int dead;	  /* freed by the before-poll hook */
 	int counted_role; /* the metrics gauge it is in (0: pending) */

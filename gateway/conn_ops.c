@@ -152,7 +152,7 @@ static void fall_behind(struct conn *c)
 
 	c->gw->metrics.lag_events++;
 	c->lagged = 1;
-	log_info(c->log_ctx, "output queue full: dropped %zu bytes", dropped);
+	log_info(c->log_ctx, "output queue over its bound: dropped %zu bytes", dropped);
 	request_keyframe(c, NULL, dropped ? dropped : 1);
 }
 
@@ -174,19 +174,37 @@ static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
 	       f->kind_case == PTG__FRAME__KIND_KEYFRAME;
 }
 
+/* The latency bound (--max-queue-ms): output that has waited this long
+   for a client is worth less to it than a Keyframe of the screen now,
+   as a tmux client that falls behind gets a redraw instead of its
+   backlog. A client that keeps up never holds output that old. */
+static int too_old(const struct conn *c, int64_t now_ms)
+{
+	uint32_t max_ms = c->gw->cfg->max_queue_ms;
+	int64_t queued_ms;
+
+	/* Lagged, it has asked for its Keyframe already. */
+	return max_ms && !c->lagged && outq_oldest_waiting(&c->q, &queued_ms) &&
+	       now_ms - queued_ms >= (int64_t)max_ms;
+}
+
 void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 {
+	int64_t now_ms;
+
 	if (c->dead || ws_close_sent(c->ws) || skip_while_lagged(c, f))
 		return;
+	now_ms = time_mono_ms();
 	/* An empty queue takes any one frame, however large: lag means
 	   frames waiting behind others, not one big frame. */
 	if (outq_bytes(&c->q) &&
-	    outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes)) {
+	    (outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes) ||
+	     too_old(c, now_ms))) {
 		fall_behind(c);
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
 			return;
 	}
-	outq_push_frame(&c->q, wf);
+	outq_push_frame(&c->q, wf, now_ms);
 	c->gw->metrics.frames_out++;
 	conn_mark_dirty(c);
 	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {

@@ -16,6 +16,7 @@
 struct outq_chunk {
 	struct outq_chunk *next;
 	struct wsframe *frame; /* shared data, or NULL for private bytes */
+	int64_t queued_ms;     /* when a frame was pushed */
 	size_t len;	       /* private bytes used */
 	size_t cap;	       /* private bytes allocated */
 	uint8_t bytes[];
@@ -69,11 +70,12 @@ void outq_clear(struct outq *q)
 	outq_init(q);
 }
 
-void outq_push_frame(struct outq *q, struct wsframe *f)
+void outq_push_frame(struct outq *q, struct wsframe *f, int64_t now_ms)
 {
 	struct outq_chunk *c = xmalloc(sizeof(*c));
 
 	c->frame = wsframe_ref(f);
+	c->queued_ms = now_ms;
 	c->len = 0;
 	c->cap = 0;
 	append(q, c);
@@ -104,6 +106,24 @@ void outq_push_bytes(struct outq *q, const void *p, size_t n)
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
 {
 	return q->bytes > limit || add > limit - q->bytes;
+}
+
+bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms)
+{
+	const struct outq_chunk *c = q->head;
+
+	/* A started head is on its way. Only a few chunks are looked at, so
+	   a client whose own replies fill its queue cannot make every
+	   delivery a walk: its frames then wait for the byte cap instead. */
+	if (c && q->head_off > 0)
+		c = c->next;
+	for (int i = 0; c && i < 4; c = c->next, i++) {
+		if (c->frame) {
+			*queued_ms = c->queued_ms;
+			return true;
+		}
+	}
+	return false;
 }
 
 int outq_iov(const struct outq *q, struct iovec *iov, int max)

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/uio.h>
 
 #include "ws.h"
@@ -30,8 +31,9 @@ void outq_init(struct outq *q);
    no-op. */
 void outq_clear(struct outq *q);
 
-/* Queues frame f, taking a reference of its own (the caller keeps its). */
-void outq_push_frame(struct outq *q, struct wsframe *f);
+/* Queues frame f, taking a reference of its own (the caller keeps its),
+   at now_ms (any monotonic clock; see outq_oldest_waiting). */
+void outq_push_frame(struct outq *q, struct wsframe *f, int64_t now_ms);
 /* Queues a private copy of n bytes, appended to the tail chunk when that
    is private too. */
 void outq_push_bytes(struct outq *q, const void *p, size_t n);
@@ -43,6 +45,11 @@ static inline size_t outq_bytes(const struct outq *q)
 }
 /* Whether queuing add more bytes would take q past limit. */
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit);
+
+/* When the oldest data frame nobody has started writing was queued (the
+   now_ms of its push), for the latency bound of SPEC 5.3's lag; false
+   when there is none. */
+bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms);
 
 /* Fills up to max iovecs with the queued bytes, in order, for writev;
    returns how many were filled (0 when empty). */

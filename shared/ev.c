@@ -76,6 +76,7 @@ struct ev_loop {
 	size_t nhooks;
 	int in_hooks;
 	int stop;
+	int again; /* a hook left work: the next wait does not block */
 	int dispatching;
 	struct source *dead;
 	struct heap timers;
@@ -543,6 +544,11 @@ static void dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 	reap(loop);
 }
 
+void ev_loop_again(struct ev_loop *loop)
+{
+	loop->again = 1;
+}
+
 int ev_loop_run(struct ev_loop *loop)
 {
 	struct epoll_event ev[EV_BATCH];
@@ -554,7 +560,9 @@ int ev_loop_run(struct ev_loop *loop)
 		run_hooks(loop);
 		if (loop->stop)
 			return 0;
-		n = epoll_wait(loop->epfd, ev, EV_BATCH, poll_timeout(loop));
+		n = epoll_wait(loop->epfd, ev, EV_BATCH,
+			       loop->again ? 0 : poll_timeout(loop));
+		loop->again = 0;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

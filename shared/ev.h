@@ -28,6 +28,9 @@ void ev_loop_free(struct ev_loop *loop);
    ready ios and signal handlers, then the expired timers. */
 int ev_loop_run(struct ev_loop *loop);
 void ev_loop_stop(struct ev_loop *loop);
+/* For a hook that left work for the next turn: that turn's wait for fds
+   does not block (it only collects what is ready). */
+void ev_loop_again(struct ev_loop *loop);
 
 /* Watches fd (the caller keeps owning it, and frees the io before closing
    it) for events; NULL with errno set if fd cannot be watched. */

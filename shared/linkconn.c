@@ -30,6 +30,7 @@ struct linkconn {
 	void *user;
 	struct buf in;
 	struct buf out;
+	uint64_t written; /* bytes the socket took, in all */
 	int closing;
 	char reason[160];
 };
@@ -103,6 +104,11 @@ size_t linkconn_pending(const struct linkconn *lc)
 	return buf_size(&lc->out);
 }
 
+uint64_t linkconn_written(const struct linkconn *lc)
+{
+	return lc->written;
+}
+
 const char *linkconn_name(const struct linkconn *lc)
 {
 	return lc->name;
@@ -126,6 +132,7 @@ static void flush(struct linkconn *lc)
 
 		if (n > 0) {
 			buf_consume(&lc->out, (size_t)n);
+			lc->written += (size_t)n;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -161,8 +168,10 @@ static ssize_t writev_direct(struct linkconn *lc, const struct iovec *iov, int c
 	do
 		n = sendmsg(lc->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
 	while (n < 0 && errno == EINTR);
-	if (n >= 0)
+	if (n >= 0) {
+		lc->written += (size_t)n;
 		return n;
+	}
 	if (errno == EAGAIN || errno == EWOULDBLOCK)
 		return 0;
 	close_errno(lc, "write error", errno);

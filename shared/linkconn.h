@@ -6,6 +6,7 @@
 #define PTG_LINKCONN_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ev.h"
 #include "link.pb-c.h"
@@ -39,6 +40,9 @@ struct iovec;
 void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt);
 /* Bytes queued but not yet written (for back-pressure decisions). */
 size_t linkconn_pending(const struct linkconn *lc);
+/* Bytes the socket has taken since the link opened (progress, for
+   telling a slow peer from one that stopped reading). */
+uint64_t linkconn_written(const struct linkconn *lc);
 /* Closes after on_close(reason); safe from inside callbacks (deferred to
    the loop's before-poll hook). */
 void linkconn_close(struct linkconn *lc, const char *reason);

@@ -28,9 +28,12 @@
 #include "xalloc.h"
 
 /* Frame bytes read per loop turn, and the link queue above which the
-   replay waits for the gateway to take what was sent. */
+   replay waits for the gateway to take what was sent: the mark at which
+   the sessions on the link stop reading their PTYs, so a replay takes
+   its share of the link and live output the rest (a higher one held
+   every session of the link for as long as a replay streamed). */
 #define REPLAY_TURN_BYTES (1u << 20)
-#define REPLAY_QUEUE_MAX  (4u << 20)
+#define REPLAY_QUEUE_MAX  SESSION_LINK_HIGH_WATER
 #define REPLAY_WAIT_MS	  2
 
 struct replay {

@@ -38,6 +38,8 @@ struct link {
 	struct server *srv;
 	struct linkconn *lc;
 	int said_hello;
+	uint64_t stall_written; /* linkconn_written when the stall began */
+	int64_t stall_since_ms; /* backed up and no progress since; 0: not */
 	struct link *next;
 };
 
@@ -483,16 +485,38 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 }
 
 /* A gateway that stops reading would make the sidecar buffer without
-   bound; past the configured limit its link is dropped and its clients
-   reconnect with replay_from. */
+   bound, or hold the PTYs its sessions stopped reading for it
+   (SESSION_LINK_HIGH_WATER); past the configured limit, or backed up
+   with no byte taken for SESSION_LINK_STALL_MS, its link is dropped and
+   its clients reconnect with replay_from. */
+static void check_link_stall(struct link *l, int64_t now)
+{
+	uint64_t written = linkconn_written(l->lc);
+
+	if (linkconn_pending(l->lc) <= SESSION_LINK_HIGH_WATER ||
+	    written != l->stall_written) {
+		l->stall_since_ms = 0;
+		l->stall_written = written;
+		return;
+	}
+	if (!l->stall_since_ms)
+		l->stall_since_ms = now;
+	else if (now - l->stall_since_ms >= SESSION_LINK_STALL_MS)
+		linkconn_close(l->lc, "gateway is not reading (link stalled)");
+}
+
 static void check_link_backlog(void *user)
 {
 	struct server *srv = user;
+	int64_t now = time_mono_ms();
 
-	for (struct link *l = srv->links; l; l = l->next)
+	for (struct link *l = srv->links; l; l = l->next) {
 		if (linkconn_pending(l->lc) > srv->cfg->link_buffer_bytes)
 			linkconn_close(l->lc,
 				       "gateway is not reading (link buffer full)");
+		else
+			check_link_stall(l, now);
+	}
 }
 
 /* ---- signals and upkeep ---- */

@@ -31,6 +31,7 @@
 #define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
+static void release_output(struct session *s);
 
 char **strv_dup(char *const *v)
 {
@@ -157,6 +158,7 @@ void session_free(struct session *s)
 		return;
 	if (!s->reaped && s->pid > 0)
 		kill(-s->pid, SIGKILL);
+	release_output(s);
 	close_pty(s);
 	session_replay_free_all(s);
 	session_state_free(s);
@@ -431,8 +433,50 @@ static ssize_t read_batch(struct session *s, uint8_t *batch)
 	return (ssize_t)got;
 }
 
+/* ---- flow control toward the gateways (SESSION_LINK_HIGH_WATER) ---- */
+
+static void update_io(struct session *s);
+
+static int links_backed_up(struct session *s, size_t mark)
+{
+	for (struct member *m = members_first(s->members); m;
+	     m = members_next(s->members, m))
+		if (linkconn_pending(m->link) > mark)
+			return 1;
+	return 0;
+}
+
+static void resume_when_drained(void *user);
+
+static void hold_output(struct session *s)
+{
+	s->output_held = 1;
+	ev_hook_add(s->loop, resume_when_drained, s);
+	update_io(s);
+}
+
+static void release_output(struct session *s)
+{
+	if (!s->output_held)
+		return;
+	s->output_held = 0;
+	ev_hook_remove(s->loop, resume_when_drained, s);
+	update_io(s);
+}
+
+/* A before-poll hook while output is held: the links' writes of this
+   turn are done, so their queues are as short as they get. */
+static void resume_when_drained(void *user)
+{
+	struct session *s = user;
+
+	if (!links_backed_up(s, SESSION_LINK_HIGH_WATER / 2))
+		release_output(s);
+}
+
 /* Drains the PTY. The PTY is read whether or not anyone is attached, so
-   a session nobody watches never stalls its program. */
+   a session nobody watches never stalls its program; only a backed-up
+   link of a member holds it (SESSION_LINK_HIGH_WATER). */
 static void drain_output(struct session *s)
 {
 	static uint8_t batch[OUTPUT_BATCH];
@@ -441,6 +485,10 @@ static void drain_output(struct session *s)
 	/* Level-triggered: after a few full batches the loop comes back here,
 	   so other sessions and links get their turn. */
 	for (int i = 0; i < 4 && s->io; i++) {
+		if (links_backed_up(s, SESSION_LINK_HIGH_WATER)) {
+			hold_output(s);
+			return;
+		}
 		n = read_batch(s, batch);
 		if (n > 0)
 			emit_output(s, batch, (size_t)n);
@@ -476,7 +524,8 @@ static void on_pty(struct ev_io *io, int fd, unsigned events, void *user)
 static void update_io(struct session *s)
 {
 	if (s->io)
-		ev_io_set(s->io, EV_READ | (buf_size(&s->input) ? EV_WRITE : 0));
+		ev_io_set(s->io, (s->output_held ? 0 : EV_READ) |
+				     (buf_size(&s->input) ? EV_WRITE : 0));
 }
 
 /* Writes pending input without blocking; what the PTY does not take

@@ -15,6 +15,21 @@
 #include "link.pb-c.h"
 #include "linkconn.h"
 
+/* Flow control toward the gateways. A gateway never makes the link wait
+   for a slow client (it drops what such a client has not received, SPEC
+   5.3), so a link's queue grows only while the gateway as a whole reads
+   slower than the PTYs produce. Past this many queued bytes on a link of
+   one of its members, a session stops reading its PTY until the link is
+   under half of it: its program waits, as on any terminal, instead of
+   every client's output (and a controller's echo) waiting behind seconds
+   of queued output. A link that stays over it without the gateway reading
+   a byte for SESSION_LINK_STALL_MS is dropped (server.c), so a gateway
+   that stops reading holds the PTY no longer than that. 64 KiB is one
+   PTY read: with the socket's own buffer (some 200 KiB) the gateway never
+   finds the link dry, and no more than that waits ahead of an echo. */
+#define SESSION_LINK_HIGH_WATER (64 * 1024)
+#define SESSION_LINK_STALL_MS	10000
+
 struct session;
 
 struct session_params {

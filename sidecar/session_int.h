@@ -31,6 +31,7 @@ struct session {
 	struct screen *screen;
 	struct buf screen_backlog; /* output not yet fed to the screen */
 	int output_since_tick;	   /* output came since the last session_tick */
+	int output_held;	   /* a member's link is backed up: the PTY is not read */
 	struct ring *ring;
 	struct members *members;
 	uint64_t seq; /* last sequence issued */

@@ -157,8 +157,8 @@ class Suite:
             time.sleep(0.2)
         raise RuntimeError("session %s did not settle (sequence %s)" % (sid, last))
 
-    def client_start(self, *argv):
-        cmd = [CLIENT, "--gateway", "127.0.0.1:%d" % self.stack.port, "--instance", "bench",
+    def client_start(self, *argv, nice=0):
+        cmd = (["nice", "-n", str(nice)] if nice else []) + [CLIENT, "--gateway", "127.0.0.1:%d" % self.stack.port, "--instance", "bench",
                "--token", self.token, "--gateway-pid", str(self.stack.gateway.pid),
                "--sidecar-pid", str(self.stack.sidecar.pid)] + [str(a) for a in argv]
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -305,7 +305,8 @@ class Suite:
         shares = [FANOUT_PER_PROCESS] * (n // FANOUT_PER_PROCESS)
         if n % FANOUT_PER_PROCESS:
             shares.append(n % FANOUT_PER_PROCESS)
-        procs = [(self.client_start("fanout-observers", sid, k, "%.3f" % start, window),
+        procs = [(self.client_start("fanout-observers", sid, k, "%.3f" % start, window,
+                                    nice=self.args.nice_observers),
                   ("fanout-observers",)) for k in shares]
         procs.append((self.client_start("fanout-echo", sid, "%.3f" % start, window),
                       ("fanout-echo",)))
@@ -594,6 +595,10 @@ def main():
     ap.add_argument("--verbose", action="store_true", help="every run's raw results on stderr")
     ap.add_argument("--observers", default=None, help="fan-out sizes, e.g. 100,1000")
     ap.add_argument("--conns", default=None, help="connection counts, e.g. 1000,10000")
+    ap.add_argument("--nice-observers", type=int, default=0, metavar="N",
+                    help="run the fan-out's observer load clients under nice -n N: they "
+                    "stand for browsers on other machines, and on a small box they "
+                    "otherwise take the CPU from the gateway they measure")
     ap.add_argument("--from-log", help="print the table of a --verbose log instead of running")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the suite runs")
     args = ap.parse_args()

@@ -442,8 +442,9 @@ class Measure(DurableCase):
     SIDECAR_ARGS = DurableCase.SIDECAR_ARGS + ("--replay-memory-bytes", "65536",
                                                "--replay-bytes", "1073741824")
     # A replay streams at the pace its client reads; this client is slow,
-    # so its queue at the gateway may hold a whole replay rather than lag.
-    GATEWAY_ARGS = ("--max-queue-bytes", "1073741824")
+    # so its queue at the gateway may hold a whole replay, however long it
+    # waits, rather than lag.
+    GATEWAY_ARGS = ("--max-queue-bytes", "1073741824", "--max-queue-ms", "0")
 
     def timed_restart(self):
         """Restarts the stopped sidecar; ms until it logs that it listens

@@ -788,6 +788,40 @@ static void test_hooks(void **state)
 	ev_loop_free(c.loop);
 }
 
+/* A hook with work left calls ev_loop_again: the next wait does not
+   block, so twenty such turns pass long before the only timer (1 s). */
+struct again {
+	struct ev_loop *loop;
+	int turns;
+};
+
+static void again_hook(void *user)
+{
+	struct again *a = user;
+
+	if (++a->turns < 20)
+		ev_loop_again(a->loop);
+	else
+		ev_loop_stop(a->loop);
+}
+
+static void test_loop_again(void **state)
+{
+	struct again a = {.loop = ev_loop_new()};
+	struct ctx fired = {0};
+	struct ev_timer *late = ev_timer_new(a.loop, 1000, 0, count_timer_cb, &fired);
+	int64_t t0 = now_ns();
+
+	ev_hook_add(a.loop, again_hook, &a);
+	assert_int_equal(ev_loop_run(a.loop), 0);
+	assert_int_equal(a.turns, 20);
+	assert_int_equal(fired.count, 0);
+	assert_true(now_ns() - t0 < 500 * 1000000LL);
+	ev_hook_remove(a.loop, again_hook, &a);
+	ev_timer_free(late);
+	ev_loop_free(a.loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -807,6 +841,7 @@ int main(void)
 	    cmocka_unit_test(test_timer_timing),
 	    cmocka_unit_test(test_signals),
 	    cmocka_unit_test(test_hooks),
+	    cmocka_unit_test(test_loop_again),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

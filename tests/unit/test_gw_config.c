@@ -86,7 +86,8 @@ static void test_defaults(void **state)
 	assert_int_equal(c->max_conns_per_principal, 16);
 	assert_int_equal(c->max_conns_per_instance, 256);
 	assert_int_equal(c->max_conns, 4096);
-	assert_int_equal(c->max_queue_bytes, 8u << 20);
+	assert_int_equal(c->max_queue_bytes, 12u << 20);
+	assert_int_equal(c->max_queue_ms, 2000);
 	assert_int_equal(c->max_frame_bytes, 1u << 20);
 	assert_int_equal(c->request_timeout_ms, 10000);
 	assert_int_equal(c->violation_limit, 10);

@@ -45,9 +45,9 @@ static void test_fanout_refs(void **state)
 
 	outq_init(&a);
 	outq_init(&b);
-	outq_push_frame(&a, f);
-	outq_push_frame(&b, f);
-	outq_push_frame(&b, f);
+	outq_push_frame(&a, f, 0);
+	outq_push_frame(&b, f, 0);
+	outq_push_frame(&b, f, 0);
 	assert_int_equal(f->refs, 4);
 	wsframe_unref(f); /* the producer's reference */
 	assert_int_equal(outq_bytes(&a), 9);
@@ -75,7 +75,7 @@ static void test_iov_partial(void **state)
 
 	outq_init(&q);
 	outq_push_bytes(&q, "HTTP", 4);
-	outq_push_frame(&q, f);
+	outq_push_frame(&q, f, 0);
 	outq_push_bytes(&q, "\x89\x00", 2);
 	wsframe_unref(f);
 	assert_int_equal(outq_bytes(&q), 4 + 7 + 2);
@@ -141,10 +141,10 @@ static void test_drop_data(void **state)
 	struct outq q;
 
 	outq_init(&q);
-	outq_push_frame(&q, f1);
+	outq_push_frame(&q, f1, 0);
 	outq_push_bytes(&q, "\x8a\x00", 2); /* a pong */
-	outq_push_frame(&q, f2);
-	outq_push_frame(&q, f1);
+	outq_push_frame(&q, f2, 0);
+	outq_push_frame(&q, f1, 0);
 	outq_push_bytes(&q, "\x88\x02\x03\xe8", 4); /* a close */
 	assert_int_equal(f1->refs, 3);
 	assert_int_equal(drain(&q, 2, &sink), 2); /* f1's header is out */
@@ -159,16 +159,16 @@ static void test_drop_data(void **state)
 
 	/* An unstarted head frame goes; a started private head stays. */
 	buf_reset(&sink);
-	outq_push_frame(&q, f2);
+	outq_push_frame(&q, f2, 0);
 	outq_push_bytes(&q, "\x8a\x00", 2);
 	assert_int_equal(outq_drop_data(&q), 5);
 	assert_int_equal(f2->refs, 1);
 	assert_int_equal(drain(&q, 1, &sink), 1);
-	outq_push_frame(&q, f1);
+	outq_push_frame(&q, f1, 0);
 	assert_int_equal(outq_drop_data(&q), 5);
 	assert_int_equal(outq_bytes(&q), 1);
 	/* New data after a drop goes behind what was kept. */
-	outq_push_frame(&q, f2);
+	outq_push_frame(&q, f2, 0);
 	drain_all(&q, 100, &sink);
 	assert_memory_equal(buf_head(&sink), "\x8a\x00\x81\x03two", 7);
 	assert_int_equal(outq_drop_data(&q), 0);
@@ -185,8 +185,8 @@ static void test_clear_unrefs(void **state)
 	struct outq q;
 
 	outq_init(&q);
-	outq_push_frame(&q, f);
-	outq_push_frame(&q, f);
+	outq_push_frame(&q, f, 0);
+	outq_push_frame(&q, f, 0);
 	outq_push_bytes(&q, "p", 1);
 	outq_consume(&q, 1);
 	assert_int_equal(f->refs, 3);
@@ -212,6 +212,31 @@ static void test_would_overflow(void **state)
 	outq_clear(&q);
 }
 
+/* The latency bound looks at the oldest frame nobody started writing:
+   not a partly written head, not private bytes, none after a drop. */
+static void test_oldest_waiting(void **state)
+{
+	struct wsframe *f = wsframe_text("abc", 3);
+	int64_t at = -1;
+	struct outq q;
+
+	outq_init(&q);
+	assert_false(outq_oldest_waiting(&q, &at));
+	outq_push_bytes(&q, "p", 1);
+	assert_false(outq_oldest_waiting(&q, &at));
+	outq_push_frame(&q, f, 100);
+	outq_push_frame(&q, f, 200);
+	assert_true(outq_oldest_waiting(&q, &at));
+	assert_int_equal(at, 100);
+	outq_consume(&q, 2); /* the private byte and part of the first frame */
+	assert_true(outq_oldest_waiting(&q, &at));
+	assert_int_equal(at, 200);
+	outq_drop_data(&q);
+	assert_false(outq_oldest_waiting(&q, &at));
+	outq_clear(&q);
+	wsframe_unref(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +246,7 @@ int main(void)
 	    cmocka_unit_test(test_drop_data),
 	    cmocka_unit_test(test_clear_unrefs),
 	    cmocka_unit_test(test_would_overflow),
+	    cmocka_unit_test(test_oldest_waiting),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
