@@ -135,8 +135,9 @@ static bool margins_invalid(const struct csi_guard *g, int rows)
 
 enum guard_action { GUARD_KEEP, GUARD_DROP, GUARD_RESET_MARGINS, GUARD_IGNORE };
 
-/* One byte of a CSI sequence: whether libvterm gets it as it is, not at
-   all, or an ignored final byte and a margin reset in its place. */
+/* One byte of a CSI sequence other than a C0 control: whether libvterm
+   gets it as it is, not at all, or an ignored final byte and a margin
+   reset in its place. */
 static enum guard_action guard_csi_byte(struct vtguard *v, uint8_t c)
 {
 	struct csi_guard *g = &v->csi;
@@ -163,16 +164,77 @@ static enum guard_action guard_csi_byte(struct vtguard *v, uint8_t c)
 		if (c == 'r' && !g->odd && margins_invalid(g, (int)v->rows))
 			return GUARD_RESET_MARGINS;
 		/* REP repeats the last glyph at its width: with none since a
-		   reset, or one of width 0, libvterm loops forever. It is kept
-		   after printable ASCII only (what curses repeats). */
+		   reset, or one of width 0, libvterm loops forever; one two
+		   columns wide, in the last column, it writes past the row. It
+		   is kept after printable ASCII only (what curses repeats). */
 		if (c == 'b' && !g->odd && !g->ascii_last)
 			return GUARD_IGNORE;
 		if (c == 'p' && g->odd)
 			g->ascii_last = false; /* DECSTR, a soft reset */
-	} else if (c == 0x1b) {
-		g->st = GUARD_ESC;
-	} else if (c == 0x18 || c == 0x1a || c >= 0x80) {
-		g->st = GUARD_GROUND; /* DEL is ignored, C0 controls act */
+	} else if (c >= 0x80) {
+		g->st = GUARD_GROUND; /* DEL is ignored */
+	}
+	return GUARD_KEEP;
+}
+
+/* C0 controls act in every state of libvterm's parser (NUL and DEL are
+   dropped): CAN and SUB abort a sequence, ESC starts one (or, in a
+   string, maybe its ST), BEL ends a string. False if c is none. */
+static bool guard_control(struct csi_guard *g, uint8_t c)
+{
+	if (c == 0x00 || c == 0x7f)
+		return true;
+	if (c >= 0x20)
+		return false;
+	if (c == 0x18 || c == 0x1a)
+		g->st = GUARD_GROUND;
+	else if (c == 0x1b)
+		g->st = g->st == GUARD_STRING ? GUARD_STRING_ESC : GUARD_ESC;
+	else if (c == 0x07 && g->st == GUARD_STRING)
+		g->st = GUARD_GROUND;
+	return true;
+}
+
+/* The byte after ESC (and its intermediates), as libvterm 0.1.4's parser
+   takes it (and the modes tracker): '[' starts a CSI, 'P' and ']' a DCS
+   or OSC string, even after intermediate bytes; bytes from 0x80 are
+   ignored. */
+static void guard_esc_byte(struct csi_guard *g, uint8_t c)
+{
+	if (c == 'c')
+		g->ascii_last = false; /* RIS */
+	if (c == '[')
+		guard_start_csi(g);
+	else if (c == 'P' || c == ']')
+		g->st = GUARD_STRING;
+	else if (c >= 0x30 && c < 0x7f)
+		g->st = GUARD_GROUND;
+}
+
+/* One byte outside text: where libvterm's parser goes with it, and what
+   the guard does to it. */
+static enum guard_action guard_seq_byte(struct vtguard *v, uint8_t c)
+{
+	struct csi_guard *g = &v->csi;
+
+	if (guard_control(g, c))
+		return GUARD_KEEP;
+	switch (g->st) {
+	case GUARD_CSI:
+		return guard_csi_byte(v, c);
+	case GUARD_STRING_ESC:
+		if (c == '\\') {
+			g->st = GUARD_GROUND; /* ST */
+			break;
+		}
+		g->st = GUARD_ESC; /* the string is abandoned */
+		guard_esc_byte(g, c);
+		break;
+	case GUARD_ESC:
+		guard_esc_byte(g, c);
+		break;
+	default:
+		break; /* a string's content */
 	}
 	return GUARD_KEEP;
 }
@@ -204,34 +266,22 @@ static bool guard_pass(struct vtguard *v, const uint8_t *p, size_t n, struct buf
 				break;
 			i = (size_t)(e - p) + 1;
 			g->st = GUARD_ESC;
-		} else if (g->st == GUARD_ESC) {
-			/* Like libvterm's parser (and the modes tracker): '['
-			   starts a CSI even after intermediate bytes, and C0
-			   controls act without ending the escape. */
-			if (p[i] == 'c')
-				g->ascii_last = false; /* RIS */
-			if (p[i] == '[')
-				guard_start_csi(g);
-			else if (p[i] == 0x18 || p[i] == 0x1a ||
-				 (p[i] >= 0x30 && p[i] < 0x7f))
-				g->st = GUARD_GROUND; /* bytes from 0x80 are ignored */
-			i++;
-		} else {
-			enum guard_action a = guard_csi_byte(v, p[i]);
-
-			if (a != GUARD_KEEP) {
-				changed = true;
-				if (out) {
-					buf_append(out, p + from, i - from);
-					if (a == GUARD_RESET_MARGINS)
-						buf_append(out, "}\033[r", 4);
-					else if (a == GUARD_IGNORE)
-						buf_append(out, "}", 1);
-				}
-				from = i + 1;
-			}
-			i++;
+			continue;
 		}
+		enum guard_action a = guard_seq_byte(v, p[i]);
+
+		if (a != GUARD_KEEP) {
+			changed = true;
+			if (out) {
+				buf_append(out, p + from, i - from);
+				if (a == GUARD_RESET_MARGINS)
+					buf_append(out, "}\033[r", 4);
+				else if (a == GUARD_IGNORE)
+					buf_append(out, "}", 1);
+			}
+			from = i + 1;
+		}
+		i++;
 	}
 	if (out)
 		buf_append(out, p + from, n - from);
@@ -323,40 +373,49 @@ void vtguard_reset(struct vtguard *v)
 	v->csi.ascii_last = false;
 }
 
+/* The UTF-8 sanitizer's part of vtguard_filter: p as is, or its
+   sanitized copy in out. */
+static const uint8_t *sanitized(struct vtguard *v, const uint8_t *p, size_t *n,
+				struct buf *out)
+{
+	struct buf in = BUF_INIT;
+
+	if (!v->held_len && next_high(p, 0, *n) == *n)
+		return p;
+	if (v->held_len) {
+		buf_append(&in, v->held, v->held_len);
+		buf_append(&in, p, *n);
+		v->held_len = 0;
+		p = buf_head(&in);
+		*n = buf_size(&in);
+	}
+	sanitize(v, p, *n, out);
+	buf_free(&in);
+	*n = buf_size(out);
+	return buf_head(out);
+}
+
+/* The sanitizer goes first, so that the CSI guard reads exactly the bytes
+   libvterm does: a character it drops inside a CSI sequence (a C1 control
+   as UTF-8) would otherwise end the sequence for the guard and not for
+   libvterm, whose parameters then overflowed. */
 const uint8_t *vtguard_filter(struct vtguard *v, unsigned cols, unsigned rows,
 			      const uint8_t *p, size_t *n, struct buf *out)
 {
-	struct buf mid = BUF_INIT, in = BUF_INIT;
-	bool copied = false;
+	struct buf mid = BUF_INIT;
 
 	v->rows = rows;
 	if (cols > 1) /* one column follows every byte itself */
 		note_esc_tail(v, p, *n);
-	if (v->csi.st != GUARD_GROUND || memchr(p, 0x1b, *n)) {
-		if (guard_csi(v, p, *n, &mid)) {
-			p = buf_head(&mid);
-			*n = buf_size(&mid);
-			copied = true;
-		}
-	} else {
+	p = sanitized(v, p, n, &mid);
+	if (v->csi.st == GUARD_GROUND && !memchr(p, 0x1b, *n)) {
 		note_last_glyph(&v->csi, p, *n);
+	} else if (guard_csi(v, p, *n, out)) {
+		buf_free(&mid);
+		*n = buf_size(out);
+		return buf_head(out);
 	}
-	if (v->held_len || next_high(p, 0, *n) < *n) {
-		if (v->held_len) {
-			buf_append(&in, v->held, v->held_len);
-			buf_append(&in, p, *n);
-			v->held_len = 0;
-			p = buf_head(&in);
-			*n = buf_size(&in);
-		}
-		sanitize(v, p, *n, out);
-	} else if (copied) {
-		buf_append(out, p, *n);
-	} else {
-		return p;
-	}
-	buf_free(&in);
-	buf_free(&mid);
-	*n = buf_size(out);
-	return buf_head(out);
+	if (p == buf_head(&mid))
+		*out = mid; /* out starts empty: it takes mid's storage */
+	return p;
 }

@@ -12,10 +12,10 @@
 
 /* Where the parser libvterm runs over the output stands, as far as
    guard_csi needs to know (a sequence may span writes). */
-enum { GUARD_GROUND, GUARD_ESC, GUARD_CSI };
+enum { GUARD_GROUND, GUARD_ESC, GUARD_CSI, GUARD_STRING, GUARD_STRING_ESC };
 
 struct csi_guard {
-	uint8_t st;	 /* GUARD_GROUND, GUARD_ESC or GUARD_CSI */
+	uint8_t st;	 /* GUARD_GROUND ... GUARD_STRING_ESC */
 	uint8_t seps;	 /* parameter separators seen, at most 255 */
 	bool odd;	 /* a leader or intermediate byte: not DECSTBM */
 	int arg[2];	 /* the first two parameters, -1 when missing */

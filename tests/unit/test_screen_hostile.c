@@ -247,6 +247,58 @@ static void test_repeat_without_a_glyph_returns(void **state)
 	screen_free(s);
 }
 
+/* Feeds t in two writes cut at each byte in turn, each to a fresh
+   cols x rows screen, and checks the cursor and the last column of the
+   first row after each. */
+static void feed_cut_everywhere(const char *t, int cols, int rows, uint32_t last_cell)
+{
+	size_t n = strlen(t);
+
+	for (size_t cut = 0; cut < n; cut++) {
+		struct screen *s = screen_new((unsigned)cols, (unsigned)rows);
+		VTermScreenCell c;
+
+		screen_feed(s, (const uint8_t *)t, cut);
+		screen_feed(s, (const uint8_t *)t + cut, n - cut);
+		assert_cursor_on(s, cols, rows);
+		cell_at(s, 0, cols - 1, &c);
+		assert_int_equal(c.chars[0], last_cell);
+		screen_free(s);
+	}
+}
+
+/* A wide glyph, a string sequence (a window title, say) whose text the
+   guard took for glyphs, then REP in the last column: libvterm repeated
+   the wide glyph there and wrote past the row. Strings end at BEL or
+   ST, and begin even after intermediate bytes (ESC # ], which fuzz_screen
+   found). REP is ignored after the wide glyph, kept after ASCII. */
+static void test_repeat_after_a_string_sequence(void **state)
+{
+	(void)state;
+	feed_cut_everywhere("\xe4\xb8\xad\033]0;t\a\033[8G\033[b", 8, 2, 0);
+	feed_cut_everywhere("\xe4\xb8\xad\033P1;t\033\\\033[8G\033[b", 8, 2, 0);
+	feed_cut_everywhere("\xe4\xb8\xad\033#]x\033[8G\033[b", 8, 2, 0);
+	feed_cut_everywhere("x\033]0;t\a\033[8G\033[b", 8, 2, 'x');
+}
+
+/* A C1 control as UTF-8 (dropped) inside a CSI sequence with too many
+   parameters: the guard took the dropped character for the end of the
+   sequence while libvterm, which never saw it, went on reading
+   parameters past its array. */
+static void test_csi_hiding_behind_a_dropped_character(void **state)
+{
+	char seq[128] = "\033[\xc2\x85";
+	struct screen *s = screen_new(9, 1);
+
+	(void)state;
+	for (size_t i = 0; i < 40; i++)
+		strcat(seq, "1;");
+	strcat(seq, "7mx");
+	feed_str(s, seq);
+	assert_cursor_on(s, 9, 1);
+	screen_free(s);
+}
+
 /* Random output at small sizes, where the edge cases live (the cases
    above were found this way). It runs without a crash under ASan;
    valgrind still sees libvterm's string-sequence copy read bytes it never
@@ -294,6 +346,8 @@ int main(void)
 	    cmocka_unit_test(test_csi_with_many_parameters),
 	    cmocka_unit_test(test_margins_and_saved_cursor_after_a_shrink),
 	    cmocka_unit_test(test_repeat_without_a_glyph_returns),
+	    cmocka_unit_test(test_repeat_after_a_string_sequence),
+	    cmocka_unit_test(test_csi_hiding_behind_a_dropped_character),
 	    cmocka_unit_test(test_random_output_small_screens),
 	};
 
