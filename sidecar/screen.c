@@ -380,7 +380,9 @@ static void cursor_onto_screen(struct screen *s)
 /* On one column a double-width line is zero columns wide to libvterm,
    whose cursor then goes to column -1 on a back tab: such lines (new ones
    are refused in write_vt_narrow) become single width (ESC # 5) when the
-   screen narrows to one column. Through the parser, CAN first, as above. */
+   screen narrows to one column. Through the parser, CAN first, as above.
+   The cursor after_shrink saved (DECSC) is saved again: on such a line
+   libvterm had put it in column -1, where DECRC would put it back. */
 static void single_width_lines(struct screen *s)
 {
 	struct buf seq = BUF_INIT;
@@ -395,7 +397,7 @@ static void single_width_lines(struct screen *s)
 	if (buf_size(&seq)) {
 		vterm_state_get_cursorpos(s->state, &pos);
 		screen_feed(s, (const uint8_t *)"\x18", 1);
-		buf_appendf(&seq, "\033[%d;%dH", pos.row + 1, pos.col + 1);
+		buf_appendf(&seq, "\033[%d;%dH\0337", pos.row + 1, pos.col + 1);
 		screen_feed(s, buf_head(&seq), buf_size(&seq));
 	}
 	buf_free(&seq);

@@ -249,6 +249,59 @@ static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
 		g->ascii_last = p[n - 1] < 0x80;
 }
 
+/* In a string, libvterm 0.1.4 takes ESC \\ for ST even with a control,
+   NUL or DEL between the two, and then copies the string from one byte
+   before the start of its write: strncpy reads past the end of the
+   output, up to its string buffer's size. So a string's ESC is held back
+   until the byte after it: controls pass before it (as they act in the
+   string), BEL, NUL and DEL, which do nothing there, are dropped, and
+   any other byte goes after it. Returns whether c is taken here. */
+static bool held_esc_byte(struct csi_guard *g, uint8_t c, bool *release)
+{
+	*release = false;
+	if (g->st == GUARD_STRING && c == 0x1b) {
+		g->st = GUARD_STRING_ESC;
+		g->esc_held = true;
+		return true;
+	}
+	if (!g->esc_held)
+		return false;
+	if (c == 0x07 || c == 0x00 || c == 0x7f)
+		return true;
+	if (c < 0x20 && c != 0x1b && c != 0x18 && c != 0x1a)
+		return false;
+	g->esc_held = false;
+	*release = true;
+	return false;
+}
+
+/* What a sequence byte p[i] becomes in out, from p[*from] on: a held ESC
+   first when it is released, the guard's change if it makes one.
+   Returns whether anything differs from p. */
+static bool guard_byte(struct vtguard *v, const uint8_t *p, size_t i, size_t *from,
+		       struct buf *out)
+{
+	bool release, taken = held_esc_byte(&v->csi, p[i], &release);
+	enum guard_action a = taken ? GUARD_DROP : guard_seq_byte(v, p[i]);
+
+	if (release && out) {
+		buf_append(out, p + *from, i - *from);
+		buf_append(out, "\033", 1);
+		*from = i;
+	}
+	if (a == GUARD_KEEP)
+		return release;
+	if (out) {
+		buf_append(out, p + *from, i - *from);
+		if (a == GUARD_RESET_MARGINS)
+			buf_append(out, "}\033[r", 4);
+		else if (a == GUARD_IGNORE)
+			buf_append(out, "}", 1);
+	}
+	*from = i + 1;
+	return true;
+}
+
 /* One pass of the guard over p: with out NULL it only says whether a
    byte needs a change; with out it writes what libvterm gets. */
 static bool guard_pass(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
@@ -268,19 +321,7 @@ static bool guard_pass(struct vtguard *v, const uint8_t *p, size_t n, struct buf
 			g->st = GUARD_ESC;
 			continue;
 		}
-		enum guard_action a = guard_seq_byte(v, p[i]);
-
-		if (a != GUARD_KEEP) {
-			changed = true;
-			if (out) {
-				buf_append(out, p + from, i - from);
-				if (a == GUARD_RESET_MARGINS)
-					buf_append(out, "}\033[r", 4);
-				else if (a == GUARD_IGNORE)
-					buf_append(out, "}", 1);
-			}
-			from = i + 1;
-		}
+		changed |= guard_byte(v, p, i, &from, out);
 		i++;
 	}
 	if (out)
@@ -371,6 +412,7 @@ void vtguard_reset(struct vtguard *v)
 	v->held_len = 0;
 	v->csi.st = GUARD_GROUND;
 	v->csi.ascii_last = false;
+	v->csi.esc_held = false;
 }
 
 /* The UTF-8 sanitizer's part of vtguard_filter: p as is, or its

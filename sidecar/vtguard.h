@@ -20,6 +20,7 @@ struct csi_guard {
 	bool odd;	 /* a leader or intermediate byte: not DECSTBM */
 	int arg[2];	 /* the first two parameters, -1 when missing */
 	bool ascii_last; /* the last glyph libvterm drew was printable ASCII */
+	bool esc_held;	 /* a string's ESC, held until the byte after it */
 };
 
 struct vtguard {

@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "screen.h"
@@ -299,6 +301,70 @@ static void test_csi_hiding_behind_a_dropped_character(void **state)
 	screen_free(s);
 }
 
+/* n bytes at the very end of a readable page, with an unreadable one
+   after it: reading past them faults. */
+static uint8_t *at_page_end(uint8_t *pages, size_t page, const char *t, size_t n)
+{
+	memcpy(pages + page - n, t, n);
+	return pages + page - n;
+}
+
+/* In a string, ESC, a control (or NUL, DEL, BEL), then \: libvterm took
+   it for ST and copied the string from before the start of the write, so
+   strncpy read past the end of the output (valgrind saw the bytes after
+   it; at a page's end it faults). Also with the ESC ending one write.
+   The string ends there and the control still acts. */
+static void test_string_terminator_after_a_control(void **state)
+{
+	static const char controls[] = {0x00, 0x01, 0x07, 0x0a, 0x7f};
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	uint8_t *pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	VTermScreenCell c;
+
+	(void)state;
+	assert_true(pages != MAP_FAILED);
+	assert_int_equal(mprotect(pages + page, page, PROT_NONE), 0);
+	for (size_t k = 0; k < sizeof(controls); k++) {
+		char t[] = "\033]0;ab\033?\\";
+		int row = controls[k] == 0x0a;
+
+		for (int split = 0; split < 2; split++) {
+			struct screen *s = screen_new(8, 2);
+
+			t[7] = controls[k];
+			if (split) {
+				feed_str(s, "\033]0;ab\033");
+				screen_feed(s, at_page_end(pages, page, t + 7, 2), 2);
+			} else {
+				screen_feed(s, at_page_end(pages, page, t, 9), 9);
+			}
+			feed_str(s, "x");
+			cell_at(s, row, 0, &c);
+			assert_int_equal(c.chars[0], 'x');
+			screen_free(s);
+		}
+	}
+	munmap(pages, 2 * page);
+}
+
+/* A double-width line on two columns, then one column: after_shrink saved
+   the cursor while the line was zero columns wide, in column -1, where
+   DECRC put it back. */
+static void test_one_column_saved_cursor(void **state)
+{
+	struct screen *s = screen_new(2, 2);
+
+	(void)state;
+	feed_str(s, "\033#4");
+	screen_resize(s, 1, 4);
+	feed_str(s, "\0338");
+	assert_cursor_on(s, 1, 4);
+	feed_str(s, "x");
+	assert_cursor_on(s, 1, 4);
+	screen_free(s);
+}
+
 /* Random output at small sizes, where the edge cases live (the cases
    above were found this way). It runs without a crash under ASan;
    valgrind still sees libvterm's string-sequence copy read bytes it never
@@ -348,6 +414,8 @@ int main(void)
 	    cmocka_unit_test(test_repeat_without_a_glyph_returns),
 	    cmocka_unit_test(test_repeat_after_a_string_sequence),
 	    cmocka_unit_test(test_csi_hiding_behind_a_dropped_character),
+	    cmocka_unit_test(test_string_terminator_after_a_control),
+	    cmocka_unit_test(test_one_column_saved_cursor),
 	    cmocka_unit_test(test_random_output_small_screens),
 	};
 
