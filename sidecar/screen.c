@@ -259,32 +259,16 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* Everything reaches libvterm here, through the guard (vtguard.h). */
+/* Everything reaches libvterm here, through the CSI guard (vtguard.h),
+   cleaned by vtguard_clean first. */
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
 	struct buf out = BUF_INIT;
 
 	s->vterm_bytes += n;
-	p = vtguard_filter(&s->guard, s->cols, s->rows, p, &n, &out);
+	p = vtguard_filter(&s->guard, s->rows, p, &n, &out);
 	vt_write(s, p, n);
 	buf_free(&out);
-}
-
-static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
-{
-	struct buf out = BUF_INIT;
-
-	vtguard_narrow(&s->guard, p, n, &out);
-	vt_put(s, buf_head(&out), buf_size(&out));
-	buf_free(&out);
-}
-
-static void write_vt(struct screen *s, const uint8_t *p, size_t n)
-{
-	if (s->cols == 1)
-		write_vt_narrow(s, p, n);
-	else
-		vt_put(s, p, n);
 }
 
 uint64_t screen_vterm_bytes(const struct screen *s)
@@ -292,7 +276,9 @@ uint64_t screen_vterm_bytes(const struct screen *s)
 	return s->vterm_bytes;
 }
 
-void screen_feed(struct screen *s, const uint8_t *p, size_t n)
+/* Cleaned bytes p[0..n) through the modes tracker to libvterm, cut where
+   the tracker reports a text run's ends or a switch of screens. */
+static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t done = 0, start = 0;
 
@@ -302,7 +288,7 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 		size_t k = modes_feed(s->modes, p + done, n - done, &ev, &at);
 
 		if (ev != MODES_EV_NONE) {
-			write_vt(s, p + start, done + at - start);
+			vt_put(s, p + start, done + at - start);
 			start = done + at;
 			if (ev == MODES_EV_TEXT_START) {
 				s->in_run = true;
@@ -315,13 +301,36 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 		}
 		done += k;
 	}
-	write_vt(s, p + start, n - start);
+	vt_put(s, p + start, n - start);
 	/* A run cut by the end of the chunk is judged now, and again later
 	   if it goes on. */
 	if (s->in_run) {
 		end_run(s);
 		s->in_run = true;
 	}
+}
+
+/* To libvterm alone, cleaned (the tracker has read these bytes). */
+static void put_clean(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf clean = BUF_INIT;
+
+	p = vtguard_clean(&s->guard, s->cols, p, &n, &clean);
+	vt_put(s, p, n);
+	buf_free(&clean);
+}
+
+/* The tracker reads the cleaned bytes: a character vtguard_clean drops
+   inside a sequence (a C1 control as UTF-8) would otherwise end the
+   sequence for the tracker and not for libvterm, and hide a mode or a
+   switch of screens from it. */
+void screen_feed(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf clean = BUF_INIT;
+
+	p = vtguard_clean(&s->guard, s->cols, p, &n, &clean);
+	feed_clean(s, p, n);
+	buf_free(&clean);
 }
 
 static void blank_cell(VTermScreenCell *c)
@@ -379,7 +388,7 @@ static void cursor_onto_screen(struct screen *s)
 
 /* On one column a double-width line is zero columns wide to libvterm,
    whose cursor then goes to column -1 on a back tab: such lines (new ones
-   are refused in write_vt_narrow) become single width (ESC # 5) when the
+   are refused in vtguard_clean) become single width (ESC # 5) when the
    screen narrows to one column. Through the parser, CAN first, as above.
    The cursor after_shrink saved (DECSC) is saved again: on such a line
    libvterm had put it in column -1, where DECRC would put it back. */
@@ -425,6 +434,24 @@ static void after_shrink(struct screen *s)
 	buf_free(&seq);
 }
 
+/* The repairs after a resize, which a character the output ended inside
+   (held back from libvterm) must not precede: given first, a broken one,
+   it was drawn with the margins of the old size (a U+FFFD that wrapped
+   scrolled a region below a one-row screen, with negative counts). It is
+   set aside and goes on with the program's next write. */
+static void repair_after_resize(struct screen *s, unsigned old_cols, unsigned old_rows)
+{
+	struct vtguard aside;
+
+	vtguard_set_aside(&s->guard, &aside);
+	cursor_onto_screen(s);
+	if (s->cols < old_cols || s->rows < old_rows)
+		after_shrink(s);
+	if (s->cols == 1)
+		single_width_lines(s);
+	vtguard_put_back(&s->guard, &aside);
+}
+
 void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 {
 	unsigned old_cols, old_rows;
@@ -433,11 +460,6 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	rows = rows ? rows : 1;
 	if (cols == s->cols && rows == s->rows)
 		return;
-	if (s->guard.u8_len) {
-		/* A character held back on one column goes on as it came. */
-		vt_put(s, s->guard.u8, s->guard.u8_len);
-		s->guard.u8_len = s->guard.u8_need = 0;
-	}
 	old_cols = s->cols;
 	old_rows = s->rows;
 	s->cols = cols;
@@ -452,11 +474,7 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	modes_resize(s->modes, cols, rows);
 	if (s->normal.cells)
 		resize_saved(&s->normal, cols, rows);
-	cursor_onto_screen(s);
-	if (cols < old_cols || rows < old_rows)
-		after_shrink(s);
-	if (cols == 1)
-		single_width_lines(s);
+	repair_after_resize(s, old_cols, old_rows);
 }
 
 /* introspection */
@@ -1655,8 +1673,8 @@ size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
 	s->in_run = s->glyph_seen = false;
 	vt_open(s);
 	if (held_len)
-		vt_put(s, held, held_len);
-	vt_put(s, (const uint8_t *)"\033c", 2);
+		put_clean(s, held, held_len);
+	put_clean(s, (const uint8_t *)"\033c", 2);
 	modes_state(s->modes)->pending_wrap = false;
 	return x;
 }

@@ -377,7 +377,7 @@ static void no_double_width(struct vtguard *v, struct buf *out, uint8_t b)
 		v->narrow_esc = 0;
 }
 
-void vtguard_narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
+static void narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t b = p[i];
@@ -437,27 +437,59 @@ static const uint8_t *sanitized(struct vtguard *v, const uint8_t *p, size_t *n,
 	return buf_head(out);
 }
 
-/* The sanitizer goes first, so that the CSI guard reads exactly the bytes
-   libvterm does: a character it drops inside a CSI sequence (a C1 control
-   as UTF-8) would otherwise end the sequence for the guard and not for
-   libvterm, whose parameters then overflowed. */
-const uint8_t *vtguard_filter(struct vtguard *v, unsigned cols, unsigned rows,
-			      const uint8_t *p, size_t *n, struct buf *out)
+void vtguard_set_aside(struct vtguard *v, struct vtguard *aside)
 {
-	struct buf mid = BUF_INIT;
+	*aside = *v;
+	v->held_len = 0;
+	v->u8_len = v->u8_need = 0;
+}
 
-	v->rows = rows;
-	if (cols > 1) /* one column follows every byte itself */
-		note_esc_tail(v, p, *n);
-	p = sanitized(v, p, n, &mid);
-	if (v->csi.st == GUARD_GROUND && !memchr(p, 0x1b, *n)) {
-		note_last_glyph(&v->csi, p, *n);
-	} else if (guard_csi(v, p, *n, out)) {
-		buf_free(&mid);
+void vtguard_put_back(struct vtguard *v, const struct vtguard *aside)
+{
+	memcpy(v->held, aside->held, sizeof(v->held));
+	v->held_len = aside->held_len;
+	memcpy(v->u8, aside->u8, sizeof(v->u8));
+	v->u8_len = aside->u8_len;
+	v->u8_need = aside->u8_need;
+	v->u8_cp = aside->u8_cp;
+}
+
+const uint8_t *vtguard_clean(struct vtguard *v, unsigned cols, const uint8_t *p,
+			     size_t *n, struct buf *out)
+{
+	/* A character held across a resize to or from one column goes on
+	   as it came, in the other filter. */
+	if (cols == 1) {
+		if (v->held_len)
+			narrow(v, v->held, v->held_len, out);
+		v->held_len = 0;
+		narrow(v, p, *n, out);
 		*n = buf_size(out);
 		return buf_head(out);
 	}
-	if (p == buf_head(&mid))
-		*out = mid; /* out starts empty: it takes mid's storage */
-	return p;
+	if (v->u8_len) {
+		memcpy(v->held, v->u8, v->u8_len);
+		v->held_len = v->u8_len;
+		v->u8_len = v->u8_need = 0;
+	}
+	note_esc_tail(v, p, *n);
+	return sanitized(v, p, n, out);
+}
+
+/* The guard reads the cleaned bytes, exactly what libvterm does: a
+   character the sanitizer drops inside a CSI sequence (a C1 control as
+   UTF-8) would otherwise end the sequence for the guard and not for
+   libvterm, whose parameters then overflowed. */
+const uint8_t *vtguard_filter(struct vtguard *v, unsigned rows, const uint8_t *p,
+			      size_t *n, struct buf *out)
+{
+	v->rows = rows;
+	if (v->csi.st == GUARD_GROUND && !memchr(p, 0x1b, *n)) {
+		note_last_glyph(&v->csi, p, *n);
+		return p;
+	}
+	if (!guard_csi(v, p, *n, out))
+		return p;
+	*n = buf_size(out);
+	return buf_head(out);
 }

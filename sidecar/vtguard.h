@@ -37,13 +37,24 @@ struct vtguard {
 
 /* A fresh libvterm: nothing of an earlier one's is pending. */
 void vtguard_reset(struct vtguard *v);
-/* What libvterm may get for the n bytes at p on a cols x rows screen:
-   p itself, or out's content (out must start empty); *n is set to the
-   length. A character p ends inside is held for the next call. */
-const uint8_t *vtguard_filter(struct vtguard *v, unsigned cols, unsigned rows,
-			      const uint8_t *p, size_t *n, struct buf *out);
-/* One column: p as that screen's model takes it (ASCII only, no
-   double-width lines), appended to out; vtguard_filter follows. */
-void vtguard_narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out);
+/* Moves the character the output ended inside (held back from libvterm)
+   from v to aside, while the screen writes repairs of its own, which it
+   must not precede (see screen_resize); vtguard_put_back returns it to v
+   for the program's next write, where it goes on as it came. */
+void vtguard_set_aside(struct vtguard *v, struct vtguard *aside);
+void vtguard_put_back(struct vtguard *v, const struct vtguard *aside);
+/* The characters libvterm may get for the n bytes at p on a screen cols
+   wide (valid UTF-8 without those it mishandles; ASCII only on one
+   column): p itself, or out's content (out must start empty); *n is set
+   to the length. A character p ends inside is held for the next call.
+   Everything a session prints goes through here first, so the modes
+   tracker and the guard read what libvterm does. */
+const uint8_t *vtguard_clean(struct vtguard *v, unsigned cols, const uint8_t *p,
+			     size_t *n, struct buf *out);
+/* The CSI guard over cleaned bytes about to reach libvterm, on a screen
+   rows high: p itself, or out's content (out must start empty); *n is set
+   to the length. A string's ESC may be held for the next call. */
+const uint8_t *vtguard_filter(struct vtguard *v, unsigned rows, const uint8_t *p,
+			      size_t *n, struct buf *out);
 
 #endif

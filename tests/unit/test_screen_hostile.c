@@ -365,6 +365,70 @@ static void test_one_column_saved_cursor(void **state)
 	screen_free(s);
 }
 
+/* Row 0's first n characters as ASCII ('.' for a blank). */
+static void row0(struct screen *s, char *out, int n)
+{
+	VTermScreenCell c;
+
+	for (int col = 0; col < n; col++) {
+		cell_at(s, 0, col, &c);
+		out[col] = c.chars[0] ? (char)c.chars[0] : '.';
+	}
+	out[n] = 0;
+}
+
+/* A C1 control as UTF-8 (dropped) inside the CSI that enters the
+   alternate screen: libvterm entered it, the modes tracker, which read
+   the character and took it for the sequence's end, did not see the
+   switch and kept no copy of the normal screen, so a snapshot lost it.
+   Back on the normal screen, a screen made from the snapshot shows what
+   the model does. */
+static void test_hidden_switch_of_screens(void **state)
+{
+	struct screen *s = screen_new(8, 2), *again = screen_new(8, 2);
+	struct buf snap = BUF_INIT;
+	char a[9], b[9];
+
+	(void)state;
+	feed_str(s, "hello\033[?\xc2\x80"
+		    "1049halt");
+	assert_true(screen_altscreen(s));
+	screen_snapshot(s, &snap);
+	screen_feed(again, buf_head(&snap), buf_size(&snap));
+	feed_str(s, "\033[?1049l");
+	feed_str(again, "\033[?1049l");
+	row0(s, a, 8);
+	row0(again, b, 8);
+	assert_string_equal(a, "hello...");
+	assert_string_equal(b, a);
+	buf_free(&snap);
+	screen_free(again);
+	screen_free(s);
+}
+
+/* A scroll region low on the screen, a character the output ends inside,
+   then a shrink to one row: the character went to libvterm, broken, ahead
+   of the repairs, and was drawn with the old margins; wrapping, it
+   scrolled a region below the screen with negative counts (fuzz_screen).
+   Also on one column, where the character is held as well. */
+static void test_character_held_across_a_shrink(void **state)
+{
+	static const unsigned from[][2] = {{5, 4}, {1, 4}};
+	static const unsigned to[][2] = {{2, 1}, {1, 1}};
+
+	(void)state;
+	for (size_t k = 0; k < 2; k++) {
+		struct screen *s = screen_new(from[k][0], from[k][1]);
+
+		feed_str(s, "\033[4r\xc3\xe9\xb9");
+		screen_resize(s, to[k][0], to[k][1]);
+		assert_cursor_on(s, (int)to[k][0], (int)to[k][1]);
+		feed_str(s, "\x01xyz");
+		assert_cursor_on(s, (int)to[k][0], (int)to[k][1]);
+		screen_free(s);
+	}
+}
+
 /* Random output at small sizes, where the edge cases live (the cases
    above were found this way). It runs without a crash under ASan;
    valgrind still sees libvterm's string-sequence copy read bytes it never
@@ -416,6 +480,8 @@ int main(void)
 	    cmocka_unit_test(test_csi_hiding_behind_a_dropped_character),
 	    cmocka_unit_test(test_string_terminator_after_a_control),
 	    cmocka_unit_test(test_one_column_saved_cursor),
+	    cmocka_unit_test(test_hidden_switch_of_screens),
+	    cmocka_unit_test(test_character_held_across_a_shrink),
 	    cmocka_unit_test(test_random_output_small_screens),
 	};
 
