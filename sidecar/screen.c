@@ -259,16 +259,31 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* Everything reaches libvterm here, through the CSI guard (vtguard.h),
-   cleaned by vtguard_clean first. */
+/* Everything reaches libvterm here: cleaned by vtguard_clean, through
+   the modes tracker, which applies the CSI guard's rules (vtguard.h). */
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
-	struct buf out = BUF_INIT;
-
 	s->vterm_bytes += n;
-	p = vtguard_filter(&s->guard, s->rows, p, &n, &out);
 	vt_write(s, p, n);
-	buf_free(&out);
+}
+
+/* What libvterm gets for the byte of a MODES_EV_GUARD event, put first;
+   returns how many bytes from it on have been dealt with (0 or 1). */
+static size_t guard_byte(struct screen *s)
+{
+	switch (modes_guard(s->modes)) {
+	case MODES_GUARD_IGNORE:
+		vt_put(s, (const uint8_t *)"}", 1);
+		return 1;
+	case MODES_GUARD_RESET_MARGINS:
+		vt_put(s, (const uint8_t *)"}\033[r", 4);
+		return 1;
+	case MODES_GUARD_ESC_FIRST:
+		vt_put(s, (const uint8_t *)"\033", 1);
+		return 0;
+	default:
+		return 1; /* dropped */
+	}
 }
 
 uint64_t screen_vterm_bytes(const struct screen *s)
@@ -277,7 +292,8 @@ uint64_t screen_vterm_bytes(const struct screen *s)
 }
 
 /* Cleaned bytes p[0..n) through the modes tracker to libvterm, cut where
-   the tracker reports a text run's ends or a switch of screens. */
+   the tracker reports a text run's ends, a switch of screens, or a byte
+   the CSI guard changes. */
 static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t done = 0, start = 0;
@@ -290,7 +306,9 @@ static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 		if (ev != MODES_EV_NONE) {
 			vt_put(s, p + start, done + at - start);
 			start = done + at;
-			if (ev == MODES_EV_TEXT_START) {
+			if (ev == MODES_EV_GUARD) {
+				start += guard_byte(s);
+			} else if (ev == MODES_EV_TEXT_START) {
 				s->in_run = true;
 				s->glyph_seen = false;
 			} else if (ev == MODES_EV_TEXT_END) {

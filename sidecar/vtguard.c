@@ -1,16 +1,15 @@
 /* vtguard: what stands between a session's output and libvterm 0.1.4,
-   whose parser and screen are not safe against hostile output: a CSI
-   guard that mirrors its parser (parameters, scroll regions, REP), a
-   UTF-8 sanitizer (valid UTF-8 only, without the characters it
-   mishandles) and, on a one-column screen, an ASCII-only filter. Each
-   rule names the libvterm defect it keeps a program from reaching
-   (tests/unit/test_screen_hostile.c has a case for each). */
+   whose parser and screen are not safe against hostile output: a UTF-8
+   sanitizer (valid UTF-8 only, without the characters it mishandles)
+   or, on a one-column screen, an ASCII-only filter, which every byte goes
+   through first; then the CSI guard's rules (parameters, scroll regions,
+   REP, a string's ESC), which the modes tracker applies as it parses
+   (modes.c). Each rule names the libvterm defect it keeps a program from
+   reaching (tests/unit/test_screen_hostile.c has a case for each). */
 #include <string.h>
 
 #include "utf8.h"
 #include "vtguard.h"
-
-#define GUARD_MAX_SEPS 15 /* libvterm 0.1.4 holds 16 CSI parameters */
 
 /* What libvterm 0.1.4 is handed is valid UTF-8 only, without the
    characters it mishandles; anything else could let a program crash the
@@ -108,145 +107,23 @@ static void note_esc_tail(struct vtguard *v, const uint8_t *p, size_t n)
 		v->narrow_esc = 0;
 }
 
-static void guard_start_csi(struct csi_guard *g)
+/* The CSI guard's rules. The modes tracker applies them as it parses
+   (it reads each sequence once, exactly as libvterm will get it). */
+
+/* - DECSTBM: margins libvterm 0.1.4 would set to an empty or inverted
+     region (it then scrolls with negative counts) are a reset instead,
+     as the tracker's own margins are.
+   - REP repeats the last glyph at its width: with none since a reset, or
+     one of width 0, libvterm loops forever; one two columns wide, in the
+     last column, it writes past the row. It is kept after printable ASCII
+     only (what curses repeats). */
+enum vtguard_final vtguard_final(uint8_t final, bool margins_invalid, bool glyph_ascii)
 {
-	g->st = GUARD_CSI;
-	g->seps = 0;
-	g->odd = false;
-	g->arg[0] = g->arg[1] = -1;
-}
-
-/* DECSTBM's margins as libvterm 0.1.4 would set them are an empty or
-   inverted region (it then scrolls with negative counts): the same test
-   as the modes tracker's set_margins, which resets such a region. */
-static bool margins_invalid(const struct csi_guard *g, int rows)
-{
-	int a = (g->arg[0] < 1 ? 1 : g->arg[0]) - 1;
-	int b = g->seps >= 1 ? g->arg[1] : -1;
-
-	if (a > rows)
-		a = rows;
-	if (a == 0 && b == rows)
-		b = -1;
-	else if (b > rows)
-		b = rows;
-	return (b == -1 ? rows : b) <= a;
-}
-
-enum guard_action { GUARD_KEEP, GUARD_DROP, GUARD_RESET_MARGINS, GUARD_IGNORE };
-
-/* One byte of a CSI sequence other than a C0 control: whether libvterm
-   gets it as it is, not at all, or an ignored final byte and a margin
-   reset in its place. */
-static enum guard_action guard_csi_byte(struct vtguard *v, uint8_t c)
-{
-	struct csi_guard *g = &v->csi;
-
-	if (c >= '0' && c <= '9') {
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-		if (g->seps < 2 && !g->odd) {
-			int *a = &g->arg[g->seps];
-
-			*a = (*a < 0 ? 0 : *a) * 10 + (c - '0');
-			if (*a > 100000)
-				*a = 100000;
-		}
-	} else if (c == ';' || c == ':') {
-		if (g->seps < 255)
-			g->seps++;
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-	} else if ((c >= 0x3c && c <= 0x3f) || (c >= 0x20 && c <= 0x2f)) {
-		g->odd = true;
-	} else if (c >= 0x40 && c <= 0x7e) {
-		g->st = GUARD_GROUND;
-		if (c == 'r' && !g->odd && margins_invalid(g, (int)v->rows))
-			return GUARD_RESET_MARGINS;
-		/* REP repeats the last glyph at its width: with none since a
-		   reset, or one of width 0, libvterm loops forever; one two
-		   columns wide, in the last column, it writes past the row. It
-		   is kept after printable ASCII only (what curses repeats). */
-		if (c == 'b' && !g->odd && !g->ascii_last)
-			return GUARD_IGNORE;
-		if (c == 'p' && g->odd)
-			g->ascii_last = false; /* DECSTR, a soft reset */
-	} else if (c >= 0x80) {
-		g->st = GUARD_GROUND; /* DEL is ignored */
-	}
-	return GUARD_KEEP;
-}
-
-/* C0 controls act in every state of libvterm's parser (NUL and DEL are
-   dropped): CAN and SUB abort a sequence, ESC starts one (or, in a
-   string, maybe its ST), BEL ends a string. False if c is none. */
-static bool guard_control(struct csi_guard *g, uint8_t c)
-{
-	if (c == 0x00 || c == 0x7f)
-		return true;
-	if (c >= 0x20)
-		return false;
-	if (c == 0x18 || c == 0x1a)
-		g->st = GUARD_GROUND;
-	else if (c == 0x1b)
-		g->st = g->st == GUARD_STRING ? GUARD_STRING_ESC : GUARD_ESC;
-	else if (c == 0x07 && g->st == GUARD_STRING)
-		g->st = GUARD_GROUND;
-	return true;
-}
-
-/* The byte after ESC (and its intermediates), as libvterm 0.1.4's parser
-   takes it (and the modes tracker): '[' starts a CSI, 'P' and ']' a DCS
-   or OSC string, even after intermediate bytes; bytes from 0x80 are
-   ignored. */
-static void guard_esc_byte(struct csi_guard *g, uint8_t c)
-{
-	if (c == 'c')
-		g->ascii_last = false; /* RIS */
-	if (c == '[')
-		guard_start_csi(g);
-	else if (c == 'P' || c == ']')
-		g->st = GUARD_STRING;
-	else if (c >= 0x30 && c < 0x7f)
-		g->st = GUARD_GROUND;
-}
-
-/* One byte outside text: where libvterm's parser goes with it, and what
-   the guard does to it. */
-static enum guard_action guard_seq_byte(struct vtguard *v, uint8_t c)
-{
-	struct csi_guard *g = &v->csi;
-
-	if (guard_control(g, c))
-		return GUARD_KEEP;
-	switch (g->st) {
-	case GUARD_CSI:
-		return guard_csi_byte(v, c);
-	case GUARD_STRING_ESC:
-		if (c == '\\') {
-			g->st = GUARD_GROUND; /* ST */
-			break;
-		}
-		g->st = GUARD_ESC; /* the string is abandoned */
-		guard_esc_byte(g, c);
-		break;
-	case GUARD_ESC:
-		guard_esc_byte(g, c);
-		break;
-	default:
-		break; /* a string's content */
-	}
-	return GUARD_KEEP;
-}
-
-/* Text between escape sequences: its last glyph, if it has one (C0
-   controls draw nothing and leave libvterm's last glyph as it was). */
-static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
-{
-	while (n && (p[n - 1] < 0x20 || p[n - 1] == 0x7f))
-		n--;
-	if (n)
-		g->ascii_last = p[n - 1] < 0x80;
+	if (final == 'r' && margins_invalid)
+		return VTGUARD_RESET_MARGINS;
+	if (final == 'b' && !glyph_ascii)
+		return VTGUARD_IGNORE;
+	return VTGUARD_KEEP;
 }
 
 /* In a string, libvterm 0.1.4 takes ESC \\ for ST even with a control,
@@ -254,94 +131,15 @@ static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
    before the start of its write: strncpy reads past the end of the
    output, up to its string buffer's size. So a string's ESC is held back
    until the byte after it: controls pass before it (as they act in the
-   string), BEL, NUL and DEL, which do nothing there, are dropped, and
-   any other byte goes after it. Returns whether c is taken here. */
-static bool held_esc_byte(struct csi_guard *g, uint8_t c, bool *release)
+   string), BEL, NUL and DEL, which do nothing there, are dropped, and any
+   other byte goes after it. */
+enum vtguard_held vtguard_held_esc(uint8_t c)
 {
-	*release = false;
-	if (g->st == GUARD_STRING && c == 0x1b) {
-		g->st = GUARD_STRING_ESC;
-		g->esc_held = true;
-		return true;
-	}
-	if (!g->esc_held)
-		return false;
 	if (c == 0x07 || c == 0x00 || c == 0x7f)
-		return true;
+		return VTGUARD_HELD_DROP;
 	if (c < 0x20 && c != 0x1b && c != 0x18 && c != 0x1a)
-		return false;
-	g->esc_held = false;
-	*release = true;
-	return false;
-}
-
-/* What a sequence byte p[i] becomes in out, from p[*from] on: a held ESC
-   first when it is released, the guard's change if it makes one.
-   Returns whether anything differs from p. */
-static bool guard_byte(struct vtguard *v, const uint8_t *p, size_t i, size_t *from,
-		       struct buf *out)
-{
-	bool release, taken = held_esc_byte(&v->csi, p[i], &release);
-	enum guard_action a = taken ? GUARD_DROP : guard_seq_byte(v, p[i]);
-
-	if (release && out) {
-		buf_append(out, p + *from, i - *from);
-		buf_append(out, "\033", 1);
-		*from = i;
-	}
-	if (a == GUARD_KEEP)
-		return release;
-	if (out) {
-		buf_append(out, p + *from, i - *from);
-		if (a == GUARD_RESET_MARGINS)
-			buf_append(out, "}\033[r", 4);
-		else if (a == GUARD_IGNORE)
-			buf_append(out, "}", 1);
-	}
-	*from = i + 1;
-	return true;
-}
-
-/* One pass of the guard over p: with out NULL it only says whether a
-   byte needs a change; with out it writes what libvterm gets. */
-static bool guard_pass(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard *g = &v->csi;
-	size_t i = 0, from = 0;
-	bool changed = false;
-
-	while (i < n) {
-		if (g->st == GUARD_GROUND) {
-			const uint8_t *e = memchr(p + i, 0x1b, n - i);
-
-			note_last_glyph(g, p + i, e ? (size_t)(e - (p + i)) : n - i);
-			if (!e)
-				break;
-			i = (size_t)(e - p) + 1;
-			g->st = GUARD_ESC;
-			continue;
-		}
-		changed |= guard_byte(v, p, i, &from, out);
-		i++;
-	}
-	if (out)
-		buf_append(out, p + from, n - from);
-	return changed;
-}
-
-/* Keeps CSI sequences inside what libvterm 0.1.4 handles: at most 16
-   parameters (more overflowed its array) and no DECSTBM region it would
-   leave empty or inverted. Returns true with what libvterm gets in out, or
-   false when p needs no change (out untouched). */
-static bool guard_csi(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard before = v->csi;
-
-	if (!guard_pass(v, p, n, NULL))
-		return false;
-	v->csi = before;
-	guard_pass(v, p, n, out);
-	return true;
+		return VTGUARD_HELD_PASS;
+	return VTGUARD_HELD_RELEASE;
 }
 
 /* One column: libvterm 0.1.4 writes past the row when it places a wide
@@ -410,12 +208,9 @@ static void narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *ou
 void vtguard_reset(struct vtguard *v)
 {
 	v->held_len = 0;
-	v->csi.st = GUARD_GROUND;
-	v->csi.ascii_last = false;
-	v->csi.esc_held = false;
 }
 
-/* The UTF-8 sanitizer's part of vtguard_filter: p as is, or its
+/* The UTF-8 sanitizer's part of vtguard_clean: p as is, or its
    sanitized copy in out. */
 static const uint8_t *sanitized(struct vtguard *v, const uint8_t *p, size_t *n,
 				struct buf *out)
@@ -474,22 +269,4 @@ const uint8_t *vtguard_clean(struct vtguard *v, unsigned cols, const uint8_t *p,
 	}
 	note_esc_tail(v, p, *n);
 	return sanitized(v, p, n, out);
-}
-
-/* The guard reads the cleaned bytes, exactly what libvterm does: a
-   character the sanitizer drops inside a CSI sequence (a C1 control as
-   UTF-8) would otherwise end the sequence for the guard and not for
-   libvterm, whose parameters then overflowed. */
-const uint8_t *vtguard_filter(struct vtguard *v, unsigned rows, const uint8_t *p,
-			      size_t *n, struct buf *out)
-{
-	v->rows = rows;
-	if (v->csi.st == GUARD_GROUND && !memchr(p, 0x1b, *n)) {
-		note_last_glyph(&v->csi, p, *n);
-		return p;
-	}
-	if (!guard_csi(v, p, *n, out))
-		return p;
-	*n = buf_size(out);
-	return buf_head(out);
 }
