@@ -267,9 +267,28 @@ static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 	vt_write(s, p, n);
 }
 
+/* A slice of cleaned output; a string's held ESC, released, goes in the
+   same write as the byte after it: libvterm 0.1.4 took an ST (ESC \\)
+   split across two writes after a control in the string for a string
+   that began before its write, and read past the output. */
+static void put_slice(struct screen *s, const uint8_t *p, size_t n, bool *esc_first)
+{
+	struct buf b = BUF_INIT;
+
+	if (!*esc_first || !n) {
+		vt_put(s, p, n);
+		return;
+	}
+	buf_append(&b, "\033", 1);
+	buf_append(&b, p, n);
+	vt_put(s, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	*esc_first = false;
+}
+
 /* What libvterm gets for the byte of a MODES_EV_GUARD event, put first;
    returns how many bytes from it on have been dealt with (0 or 1). */
-static size_t guard_byte(struct screen *s)
+static size_t guard_byte(struct screen *s, bool *esc_first)
 {
 	switch (modes_guard(s->modes)) {
 	case MODES_GUARD_IGNORE:
@@ -279,7 +298,7 @@ static size_t guard_byte(struct screen *s)
 		vt_put(s, (const uint8_t *)"}\033[r", 4);
 		return 1;
 	case MODES_GUARD_ESC_FIRST:
-		vt_put(s, (const uint8_t *)"\033", 1);
+		*esc_first = true; /* with the byte, in the next slice */
 		return 0;
 	default:
 		return 1; /* dropped */
@@ -297,6 +316,7 @@ uint64_t screen_vterm_bytes(const struct screen *s)
 static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t done = 0, start = 0;
+	bool esc_first = false;
 
 	while (done < n) {
 		enum modes_event ev;
@@ -304,10 +324,10 @@ static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 		size_t k = modes_feed(s->modes, p + done, n - done, &ev, &at);
 
 		if (ev != MODES_EV_NONE) {
-			vt_put(s, p + start, done + at - start);
+			put_slice(s, p + start, done + at - start, &esc_first);
 			start = done + at;
 			if (ev == MODES_EV_GUARD) {
-				start += guard_byte(s);
+				start += guard_byte(s, &esc_first);
 			} else if (ev == MODES_EV_TEXT_START) {
 				s->in_run = true;
 				s->glyph_seen = false;
@@ -319,7 +339,7 @@ static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 		}
 		done += k;
 	}
-	vt_put(s, p + start, n - start);
+	put_slice(s, p + start, n - start, &esc_first);
 	/* A run cut by the end of the chunk is judged now, and again later
 	   if it goes on. */
 	if (s->in_run) {

@@ -312,8 +312,10 @@ static uint8_t *at_page_end(uint8_t *pages, size_t page, const char *t, size_t n
 /* In a string, ESC, a control (or NUL, DEL, BEL), then \: libvterm took
    it for ST and copied the string from before the start of the write, so
    strncpy read past the end of the output (valgrind saw the bytes after
-   it; at a page's end it faults). Also with the ESC ending one write.
-   The string ends there and the control still acts. */
+   it; at a page's end it faults). Also with the ESC ending one write,
+   and with ESC and \\ in writes of their own after the control: libvterm
+   must get the two in one write. The string ends there and the control
+   still acts. */
 static void test_string_terminator_after_a_control(void **state)
 {
 	static const char controls[] = {0x00, 0x01, 0x07, 0x0a, 0x7f};
@@ -329,11 +331,23 @@ static void test_string_terminator_after_a_control(void **state)
 		char t[] = "\033]0;ab\033?\\";
 		int row = controls[k] == 0x0a;
 
-		for (int split = 0; split < 2; split++) {
-			struct screen *s = screen_new(8, 2);
+		for (int split = 0; split < 3; split++) {
+			struct screen *s;
 
+			if (split == 2 && controls[k] == 0x07)
+				continue; /* BEL in the string ends it */
+			s = screen_new(8, 2);
 			t[7] = controls[k];
-			if (split) {
+			if (split == 2) {
+				/* The string and the control in a write, ESC
+				   and \\ in two more. */
+				char u[] = "\033]0;a?";
+
+				u[6] = controls[k];
+				screen_feed(s, (const uint8_t *)u, 7);
+				feed_str(s, "\033");
+				screen_feed(s, at_page_end(pages, page, "\\", 1), 1);
+			} else if (split) {
 				feed_str(s, "\033]0;ab\033");
 				screen_feed(s, at_page_end(pages, page, t + 7, 2), 2);
 			} else {
