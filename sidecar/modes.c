@@ -1,9 +1,11 @@
 /* modes: the escape-sequence tracker beside libvterm (see modes.h). The
    parser mirrors libvterm 0.1.4's: C0 controls act inside sequences, CAN
    and SUB abort them, ESC starts over, OSC and DCS strings end at BEL or
-   ESC \, and in UTF-8 mode bytes 0x80-0x9f are text, not C1 controls. */
+   ESC \, and in UTF-8 mode bytes 0x80-0x9f are text, not C1 controls.
+   It applies the CSI guard's rules (vtguard.h) as it goes. */
 #include "modes.h"
 
+#include "vtguard.h"
 #include "xalloc.h"
 
 #include <stdlib.h>
@@ -33,7 +35,14 @@ struct modes {
 	char leader, inter;
 	int nargs;
 	int args[MODES_MAX_ARGS];
+	/* The CSI guard's view (its rules are vtguard's). */
+	uint8_t nseps;	  /* parameter separators in the CSI, at most 255 */
+	bool glyph_ascii; /* the last glyph printed was printable ASCII */
+	bool esc_held;	  /* a string's ESC, held back from libvterm */
+	int guard;	  /* enum modes_guard for the last byte, or -1 */
 };
+
+#define GUARD_NONE (-1)
 
 static void reset_hard(struct modes *m)
 {
@@ -67,6 +76,11 @@ struct modes_state *modes_state(struct modes *m)
 	return &m->st;
 }
 
+enum modes_guard modes_guard(const struct modes *m)
+{
+	return (enum modes_guard)m->guard;
+}
+
 bool modes_in_text(const struct modes *m)
 {
 	return m->in_text;
@@ -94,8 +108,9 @@ static int arg(const struct modes *m, int i, int dflt)
 	return m->args[i];
 }
 
-/* DECSTBM and DECSLRM share libvterm's clamping rules. */
-static void set_margins(const struct modes *m, int limit, int *lo, int *hi)
+/* DECSTBM and DECSLRM share libvterm's clamping rules; false when the
+   region they set is empty or inverted. */
+static bool margins_of(const struct modes *m, int limit, int *lo, int *hi)
 {
 	int a = arg(m, 0, 1) - 1;
 	int b = arg(m, 1, -1);
@@ -108,12 +123,18 @@ static void set_margins(const struct modes *m, int limit, int *lo, int *hi)
 		b = -1;
 	else if (b > limit)
 		b = limit;
-	if ((b == -1 ? limit : b) <= a) {
-		a = 0;
-		b = -1;
-	}
 	*lo = a;
 	*hi = b;
+	return (b == -1 ? limit : b) > a;
+}
+
+/* An empty or inverted region is a reset (as the guard makes it). */
+static void set_margins(const struct modes *m, int limit, int *lo, int *hi)
+{
+	if (!margins_of(m, limit, lo, hi)) {
+		*lo = 0;
+		*hi = -1;
+	}
 }
 
 /* Modes that only change how the client encodes input: every parameter. */
@@ -262,6 +283,7 @@ static void csi_start(struct modes *m)
 	m->inter = 0;
 	m->nargs = 1;
 	m->args[0] = MODES_ARG_MISSING;
+	m->nseps = 0;
 }
 
 static void csi_digit(struct modes *m, uint8_t c)
@@ -275,6 +297,32 @@ static void csi_digit(struct modes *m, uint8_t c)
 		*a = MODES_ARG_LIMIT;
 }
 
+/* The guard's rules on a CSI's final byte (vtguard_final). */
+static void csi_guard_final(struct modes *m, uint8_t c)
+{
+	int lo, hi;
+	bool invalid;
+
+	if (m->nleader || m->ninter) {
+		if (c == 'p')
+			m->glyph_ascii = false; /* DECSTR, a soft reset */
+		return;
+	}
+	if (c != 'r' && c != 'b')
+		return;
+	invalid = c == 'r' && !margins_of(m, (int)m->rows, &lo, &hi);
+	switch (vtguard_final(c, invalid, m->glyph_ascii)) {
+	case VTGUARD_IGNORE:
+		m->guard = MODES_GUARD_IGNORE;
+		break;
+	case VTGUARD_RESET_MARGINS:
+		m->guard = MODES_GUARD_RESET_MARGINS;
+		break;
+	default:
+		break;
+	}
+}
+
 /* Returns true when the byte ends a sequence that enters the alt screen. */
 static bool csi_byte(struct modes *m, uint8_t c)
 {
@@ -285,15 +333,23 @@ static bool csi_byte(struct modes *m, uint8_t c)
 	}
 	m->csi_in_args = true;
 	if (c >= '0' && c <= '9' && !m->ninter) {
-		csi_digit(m, c);
+		if (!vtguard_param_ok(m->nseps))
+			m->guard = MODES_GUARD_DROP; /* for libvterm and here */
+		else
+			csi_digit(m, c);
 	} else if ((c == ';' || c == ':') && !m->ninter) {
-		if (m->nargs < MODES_MAX_ARGS)
+		if (m->nseps < 255)
+			m->nseps++;
+		if (!vtguard_param_ok(m->nseps))
+			m->guard = MODES_GUARD_DROP;
+		else if (m->nargs < MODES_MAX_ARGS)
 			m->args[m->nargs++] = MODES_ARG_MISSING;
 	} else if (c >= 0x20 && c <= 0x2f) {
 		if (m->ninter++ == 0)
 			m->inter = (char)c;
 	} else if (c >= 0x40 && c <= 0x7e) {
 		m->ps = ST_GROUND;
+		csi_guard_final(m, c);
 		return csi_dispatch(m, (char)c);
 	} else {
 		m->csi_bad = true;
@@ -304,6 +360,8 @@ static bool csi_byte(struct modes *m, uint8_t c)
 
 static void esc_byte(struct modes *m, uint8_t c)
 {
+	if (c == 'c')
+		m->glyph_ascii = false; /* RIS (or not: the guard errs safe) */
 	if (c == 'P' || c == ']') {
 		m->ps = ST_STRING;
 	} else if (c == '[') {
@@ -332,6 +390,10 @@ static bool control_byte(struct modes *m, uint8_t c)
 	if (c == 0x18 || c == 0x1a) {
 		m->ps = ST_GROUND;
 	} else if (c == 0x1b) {
+		if (m->ps == ST_STRING) {
+			m->esc_held = true; /* see vtguard_held_esc */
+			m->guard = MODES_GUARD_DROP;
+		}
 		m->ps = m->ps == ST_STRING ? ST_STRING_ESC : ST_ESC;
 		m->ninter = 0;
 		m->inter = 0;
@@ -345,9 +407,30 @@ static bool control_byte(struct modes *m, uint8_t c)
 	return true;
 }
 
-/* Parses one byte; returns true if it completes an alt-screen switch. */
+/* A byte after a string's ESC held back from libvterm. Returns true when
+   libvterm never gets it. */
+static bool after_held_esc(struct modes *m, uint8_t c)
+{
+	switch (vtguard_held_esc(c)) {
+	case VTGUARD_HELD_DROP:
+		m->guard = MODES_GUARD_DROP;
+		return true;
+	case VTGUARD_HELD_RELEASE:
+		m->esc_held = false;
+		m->guard = MODES_GUARD_ESC_FIRST;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* Parses one byte; returns true if it completes an alt-screen switch.
+   m->guard says what libvterm gets for it, if not the byte. */
 static bool parse_byte(struct modes *m, uint8_t c)
 {
+	m->guard = GUARD_NONE;
+	if (m->esc_held && after_held_esc(m, c))
+		return false;
 	if (control_byte(m, c))
 		return false;
 	switch (m->ps) {
@@ -384,11 +467,26 @@ size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event 
 	*at = 0;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t c = p[i];
-		bool text = is_text(m, c);
+		bool text;
 
-		if (c == 0x00 || c == 0x7f)
+		if (m->in_text && c >= 0x20 && c != 0x7f) {
+			/* More of a run (the ground state): only its last glyph
+			   matters (REP). */
+			size_t j = i + 1;
+
+			while (j < n && p[j] >= 0x20 && p[j] != 0x7f)
+				j++;
+			m->glyph_ascii = p[j - 1] < 0x80;
+			i = j - 1;
+			continue;
+		}
+		text = is_text(m, c);
+		if ((c == 0x00 || c == 0x7f) && !m->esc_held)
 			continue; /* libvterm drops these without ending a run */
+		if (text)
+			m->glyph_ascii = c < 0x80;
 		if (text != m->in_text) {
+			/* The byte after a run is in the ground state: no guard. */
 			m->in_text = text;
 			*ev = text ? MODES_EV_TEXT_START : MODES_EV_TEXT_END;
 			*at = i;
@@ -396,11 +494,16 @@ size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event 
 				parse_byte(m, c);
 			return i + 1;
 		}
-		if (!text && parse_byte(m, c)) {
+		if (text)
+			continue;
+		if (parse_byte(m, c))
 			*ev = MODES_EV_ALT_ENTER;
-			*at = i;
-			return i + 1;
-		}
+		else if (m->guard != GUARD_NONE)
+			*ev = MODES_EV_GUARD;
+		else
+			continue;
+		*at = i;
+		return i + 1;
 	}
 	return n;
 }

@@ -6,9 +6,11 @@
    tracker and model never disagree. Modes that only change how a client
    encodes input (cursor keys, keypad, bracketed paste, focus, mouse) follow
    xterm: every parameter counts, RIS and DECSTR reset what xterm resets.
-   The parser also reports where text runs start and end and where an
-   alternate-screen switch is about to happen, so the screen can act at
-   exactly those bytes. No allocation after modes_new. */
+   The parser also reports where text runs start and end, where an
+   alternate-screen switch is about to happen and which bytes the CSI
+   guard's rules change (vtguard.h: it reads what libvterm will get, so
+   one parser reads each sequence once), so the screen can act at exactly
+   those bytes. No allocation after modes_new. */
 #ifndef PTG_MODES_H
 #define PTG_MODES_H
 
@@ -43,6 +45,17 @@ enum modes_event {
 	MODES_EV_TEXT_START, /* the byte at *at begins a text run */
 	MODES_EV_TEXT_END,   /* the byte at *at is the first after a text run */
 	MODES_EV_ALT_ENTER,  /* the byte at *at is the final byte of ?1047h/?1049h */
+	MODES_EV_GUARD,	     /* libvterm gets the byte at *at as modes_guard says */
+};
+
+/* What libvterm gets for the byte of a MODES_EV_GUARD event, as the CSI
+   guard's rules decide (vtguard.h); the tracker parses the output once
+   for both, as libvterm will read it. */
+enum modes_guard {
+	MODES_GUARD_DROP,	   /* nothing (the tracker skips it too) */
+	MODES_GUARD_IGNORE,	   /* a final byte libvterm ignores ('}') */
+	MODES_GUARD_RESET_MARGINS, /* that, then CSI r */
+	MODES_GUARD_ESC_FIRST,	   /* a string's held ESC, then the byte */
 };
 
 struct modes;
@@ -55,6 +68,8 @@ void modes_free(struct modes *m);
    value) say what happened where, *ev is MODES_EV_NONE if nothing did. */
 size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event *ev,
 		  size_t *at);
+/* What the byte of the last MODES_EV_GUARD event becomes. */
+enum modes_guard modes_guard(const struct modes *m);
 /* True while the last byte parsed was part of a text run. */
 bool modes_in_text(const struct modes *m);
 /* True when no escape, control or string sequence is half parsed. */

@@ -254,32 +254,50 @@ static void vt_write(struct screen *s, const uint8_t *p, size_t n)
 		vterm_input_write(s->vt, (const char *)p, n);
 }
 
-/* Everything reaches libvterm here, through the guard (vtguard.h). */
+/* Everything reaches libvterm here: cleaned by vtguard_clean, through
+   the modes tracker, which applies the CSI guard's rules (vtguard.h). */
 static void vt_put(struct screen *s, const uint8_t *p, size_t n)
 {
-	struct buf out = BUF_INIT;
-
 	s->vterm_bytes += n;
-	p = vtguard_filter(&s->guard, s->cols, s->rows, p, &n, &out);
 	vt_write(s, p, n);
-	buf_free(&out);
 }
 
-static void write_vt_narrow(struct screen *s, const uint8_t *p, size_t n)
+/* A slice of cleaned output; a string's held ESC, released, goes in the
+   same write as the byte after it: libvterm 0.1.4 took an ST (ESC \\)
+   split across two writes after a control in the string for a string
+   that began before its write, and read past the output. */
+static void put_slice(struct screen *s, const uint8_t *p, size_t n, bool *esc_first)
 {
-	struct buf out = BUF_INIT;
+	struct buf b = BUF_INIT;
 
-	vtguard_narrow(&s->guard, p, n, &out);
-	vt_put(s, buf_head(&out), buf_size(&out));
-	buf_free(&out);
-}
-
-static void write_vt(struct screen *s, const uint8_t *p, size_t n)
-{
-	if (s->cols == 1)
-		write_vt_narrow(s, p, n);
-	else
+	if (!*esc_first || !n) {
 		vt_put(s, p, n);
+		return;
+	}
+	buf_append(&b, "\033", 1);
+	buf_append(&b, p, n);
+	vt_put(s, buf_head(&b), buf_size(&b));
+	buf_free(&b);
+	*esc_first = false;
+}
+
+/* What libvterm gets for the byte of a MODES_EV_GUARD event, put first;
+   returns how many bytes from it on have been dealt with (0 or 1). */
+static size_t guard_byte(struct screen *s, bool *esc_first)
+{
+	switch (modes_guard(s->modes)) {
+	case MODES_GUARD_IGNORE:
+		vt_put(s, (const uint8_t *)"}", 1);
+		return 1;
+	case MODES_GUARD_RESET_MARGINS:
+		vt_put(s, (const uint8_t *)"}\033[r", 4);
+		return 1;
+	case MODES_GUARD_ESC_FIRST:
+		*esc_first = true; /* with the byte, in the next slice */
+		return 0;
+	default:
+		return 1; /* dropped */
+	}
 }
 
 uint64_t screen_vterm_bytes(const struct screen *s)
@@ -287,9 +305,13 @@ uint64_t screen_vterm_bytes(const struct screen *s)
 	return s->vterm_bytes;
 }
 
-void screen_feed(struct screen *s, const uint8_t *p, size_t n)
+/* Cleaned bytes p[0..n) through the modes tracker to libvterm, cut where
+   the tracker reports a text run's ends, a switch of screens, or a byte
+   the CSI guard changes. */
+static void feed_clean(struct screen *s, const uint8_t *p, size_t n)
 {
 	size_t done = 0, start = 0;
+	bool esc_first = false;
 
 	s->changes++;
 	while (done < n) {
@@ -298,9 +320,11 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 		size_t k = modes_feed(s->modes, p + done, n - done, &ev, &at);
 
 		if (ev != MODES_EV_NONE) {
-			write_vt(s, p + start, done + at - start);
+			put_slice(s, p + start, done + at - start, &esc_first);
 			start = done + at;
-			if (ev == MODES_EV_TEXT_START) {
+			if (ev == MODES_EV_GUARD) {
+				start += guard_byte(s, &esc_first);
+			} else if (ev == MODES_EV_TEXT_START) {
 				s->in_run = true;
 				s->glyph_seen = false;
 			} else if (ev == MODES_EV_TEXT_END) {
@@ -311,13 +335,36 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n)
 		}
 		done += k;
 	}
-	write_vt(s, p + start, n - start);
+	put_slice(s, p + start, n - start, &esc_first);
 	/* A run cut by the end of the chunk is judged now, and again later
 	   if it goes on. */
 	if (s->in_run) {
 		end_run(s);
 		s->in_run = true;
 	}
+}
+
+/* To libvterm alone, cleaned (the tracker has read these bytes). */
+static void put_clean(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf clean = BUF_INIT;
+
+	p = vtguard_clean(&s->guard, s->cols, p, &n, &clean);
+	vt_put(s, p, n);
+	buf_free(&clean);
+}
+
+/* The tracker reads the cleaned bytes: a character vtguard_clean drops
+   inside a sequence (a C1 control as UTF-8) would otherwise end the
+   sequence for the tracker and not for libvterm, and hide a mode or a
+   switch of screens from it. */
+void screen_feed(struct screen *s, const uint8_t *p, size_t n)
+{
+	struct buf clean = BUF_INIT;
+
+	p = vtguard_clean(&s->guard, s->cols, p, &n, &clean);
+	feed_clean(s, p, n);
+	buf_free(&clean);
 }
 
 void screen__blank_cell(VTermScreenCell *c)
@@ -375,8 +422,10 @@ static void cursor_onto_screen(struct screen *s)
 
 /* On one column a double-width line is zero columns wide to libvterm,
    whose cursor then goes to column -1 on a back tab: such lines (new ones
-   are refused in write_vt_narrow) become single width (ESC # 5) when the
-   screen narrows to one column. Through the parser, CAN first, as above. */
+   are refused in vtguard_clean) become single width (ESC # 5) when the
+   screen narrows to one column. Through the parser, CAN first, as above.
+   The cursor after_shrink saved (DECSC) is saved again: on such a line
+   libvterm had put it in column -1, where DECRC would put it back. */
 static void single_width_lines(struct screen *s)
 {
 	struct buf seq = BUF_INIT;
@@ -391,7 +440,7 @@ static void single_width_lines(struct screen *s)
 	if (buf_size(&seq)) {
 		vterm_state_get_cursorpos(s->state, &pos);
 		screen_feed(s, (const uint8_t *)"\x18", 1);
-		buf_appendf(&seq, "\033[%d;%dH", pos.row + 1, pos.col + 1);
+		buf_appendf(&seq, "\033[%d;%dH\0337", pos.row + 1, pos.col + 1);
 		screen_feed(s, buf_head(&seq), buf_size(&seq));
 	}
 	buf_free(&seq);
@@ -419,6 +468,24 @@ static void after_shrink(struct screen *s)
 	buf_free(&seq);
 }
 
+/* The repairs after a resize, which a character the output ended inside
+   (held back from libvterm) must not precede: given first, a broken one,
+   it was drawn with the margins of the old size (a U+FFFD that wrapped
+   scrolled a region below a one-row screen, with negative counts). It is
+   set aside and goes on with the program's next write. */
+static void repair_after_resize(struct screen *s, unsigned old_cols, unsigned old_rows)
+{
+	struct vtguard aside;
+
+	vtguard_set_aside(&s->guard, &aside);
+	cursor_onto_screen(s);
+	if (s->cols < old_cols || s->rows < old_rows)
+		after_shrink(s);
+	if (s->cols == 1)
+		single_width_lines(s);
+	vtguard_put_back(&s->guard, &aside);
+}
+
 void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 {
 	unsigned old_cols, old_rows;
@@ -428,11 +495,6 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	if (cols == s->cols && rows == s->rows)
 		return;
 	s->changes++;
-	if (s->guard.u8_len) {
-		/* A character held back on one column goes on as it came. */
-		vt_put(s, s->guard.u8, s->guard.u8_len);
-		s->guard.u8_len = s->guard.u8_need = 0;
-	}
 	old_cols = s->cols;
 	old_rows = s->rows;
 	s->cols = cols;
@@ -447,11 +509,7 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	modes_resize(s->modes, cols, rows);
 	if (s->normal.cells)
 		resize_saved(&s->normal, cols, rows);
-	cursor_onto_screen(s);
-	if (cols < old_cols || rows < old_rows)
-		after_shrink(s);
-	if (cols == 1)
-		single_width_lines(s);
+	repair_after_resize(s, old_cols, old_rows);
 }
 
 /* introspection */
@@ -1220,8 +1278,8 @@ size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
 	s->in_run = s->glyph_seen = false;
 	vt_open(s);
 	if (held_len)
-		vt_put(s, held, held_len);
-	vt_put(s, (const uint8_t *)"\033c", 2);
+		put_clean(s, held, held_len);
+	put_clean(s, (const uint8_t *)"\033c", 2);
 	modes_state(s->modes)->pending_wrap = false;
 	return x;
 }

@@ -1,16 +1,15 @@
 /* vtguard: what stands between a session's output and libvterm 0.1.4,
-   whose parser and screen are not safe against hostile output: a CSI
-   guard that mirrors its parser (parameters, scroll regions, REP), a
-   UTF-8 sanitizer (valid UTF-8 only, without the characters it
-   mishandles) and, on a one-column screen, an ASCII-only filter. Each
-   rule names the libvterm defect it keeps a program from reaching
-   (tests/unit/test_screen_hostile.c has a case for each). */
+   whose parser and screen are not safe against hostile output: a UTF-8
+   sanitizer (valid UTF-8 only, without the characters it mishandles)
+   or, on a one-column screen, an ASCII-only filter, which every byte goes
+   through first; then the CSI guard's rules (parameters, scroll regions,
+   REP, a string's ESC), which the modes tracker applies as it parses
+   (modes.c). Each rule names the libvterm defect it keeps a program from
+   reaching (tests/unit/test_screen_hostile.c has a case for each). */
 #include <string.h>
 
 #include "utf8.h"
 #include "vtguard.h"
-
-#define GUARD_MAX_SEPS 15 /* libvterm 0.1.4 holds 16 CSI parameters */
 
 /* What libvterm 0.1.4 is handed is valid UTF-8 only, without the
    characters it mishandles; anything else could let a program crash the
@@ -108,149 +107,39 @@ static void note_esc_tail(struct vtguard *v, const uint8_t *p, size_t n)
 		v->narrow_esc = 0;
 }
 
-static void guard_start_csi(struct csi_guard *g)
+/* The CSI guard's rules. The modes tracker applies them as it parses
+   (it reads each sequence once, exactly as libvterm will get it). */
+
+/* - DECSTBM: margins libvterm 0.1.4 would set to an empty or inverted
+     region (it then scrolls with negative counts) are a reset instead,
+     as the tracker's own margins are.
+   - REP repeats the last glyph at its width: with none since a reset, or
+     one of width 0, libvterm loops forever; one two columns wide, in the
+     last column, it writes past the row. It is kept after printable ASCII
+     only (what curses repeats). */
+enum vtguard_final vtguard_final(uint8_t final, bool margins_invalid, bool glyph_ascii)
 {
-	g->st = GUARD_CSI;
-	g->seps = 0;
-	g->odd = false;
-	g->arg[0] = g->arg[1] = -1;
+	if (final == 'r' && margins_invalid)
+		return VTGUARD_RESET_MARGINS;
+	if (final == 'b' && !glyph_ascii)
+		return VTGUARD_IGNORE;
+	return VTGUARD_KEEP;
 }
 
-/* DECSTBM's margins as libvterm 0.1.4 would set them are an empty or
-   inverted region (it then scrolls with negative counts): the same test
-   as the modes tracker's set_margins, which resets such a region. */
-static bool margins_invalid(const struct csi_guard *g, int rows)
+/* In a string, libvterm 0.1.4 takes ESC \\ for ST even with a control,
+   NUL or DEL between the two, and then copies the string from one byte
+   before the start of its write: strncpy reads past the end of the
+   output, up to its string buffer's size. So a string's ESC is held back
+   until the byte after it: controls pass before it (as they act in the
+   string), BEL, NUL and DEL, which do nothing there, are dropped, and any
+   other byte goes after it. */
+enum vtguard_held vtguard_held_esc(uint8_t c)
 {
-	int a = (g->arg[0] < 1 ? 1 : g->arg[0]) - 1;
-	int b = g->seps >= 1 ? g->arg[1] : -1;
-
-	if (a > rows)
-		a = rows;
-	if (a == 0 && b == rows)
-		b = -1;
-	else if (b > rows)
-		b = rows;
-	return (b == -1 ? rows : b) <= a;
-}
-
-enum guard_action { GUARD_KEEP, GUARD_DROP, GUARD_RESET_MARGINS, GUARD_IGNORE };
-
-/* One byte of a CSI sequence: whether libvterm gets it as it is, not at
-   all, or an ignored final byte and a margin reset in its place. */
-static enum guard_action guard_csi_byte(struct vtguard *v, uint8_t c)
-{
-	struct csi_guard *g = &v->csi;
-
-	if (c >= '0' && c <= '9') {
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-		if (g->seps < 2 && !g->odd) {
-			int *a = &g->arg[g->seps];
-
-			*a = (*a < 0 ? 0 : *a) * 10 + (c - '0');
-			if (*a > 100000)
-				*a = 100000;
-		}
-	} else if (c == ';' || c == ':') {
-		if (g->seps < 255)
-			g->seps++;
-		if (g->seps > GUARD_MAX_SEPS)
-			return GUARD_DROP;
-	} else if ((c >= 0x3c && c <= 0x3f) || (c >= 0x20 && c <= 0x2f)) {
-		g->odd = true;
-	} else if (c >= 0x40 && c <= 0x7e) {
-		g->st = GUARD_GROUND;
-		if (c == 'r' && !g->odd && margins_invalid(g, (int)v->rows))
-			return GUARD_RESET_MARGINS;
-		/* REP repeats the last glyph at its width: with none since a
-		   reset, or one of width 0, libvterm loops forever. It is kept
-		   after printable ASCII only (what curses repeats). */
-		if (c == 'b' && !g->odd && !g->ascii_last)
-			return GUARD_IGNORE;
-		if (c == 'p' && g->odd)
-			g->ascii_last = false; /* DECSTR, a soft reset */
-	} else if (c == 0x1b) {
-		g->st = GUARD_ESC;
-	} else if (c == 0x18 || c == 0x1a || c >= 0x80) {
-		g->st = GUARD_GROUND; /* DEL is ignored, C0 controls act */
-	}
-	return GUARD_KEEP;
-}
-
-/* Text between escape sequences: its last glyph, if it has one (C0
-   controls draw nothing and leave libvterm's last glyph as it was). */
-static void note_last_glyph(struct csi_guard *g, const uint8_t *p, size_t n)
-{
-	while (n && (p[n - 1] < 0x20 || p[n - 1] == 0x7f))
-		n--;
-	if (n)
-		g->ascii_last = p[n - 1] < 0x80;
-}
-
-/* One pass of the guard over p: with out NULL it only says whether a
-   byte needs a change; with out it writes what libvterm gets. */
-static bool guard_pass(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard *g = &v->csi;
-	size_t i = 0, from = 0;
-	bool changed = false;
-
-	while (i < n) {
-		if (g->st == GUARD_GROUND) {
-			const uint8_t *e = memchr(p + i, 0x1b, n - i);
-
-			note_last_glyph(g, p + i, e ? (size_t)(e - (p + i)) : n - i);
-			if (!e)
-				break;
-			i = (size_t)(e - p) + 1;
-			g->st = GUARD_ESC;
-		} else if (g->st == GUARD_ESC) {
-			/* Like libvterm's parser (and the modes tracker): '['
-			   starts a CSI even after intermediate bytes, and C0
-			   controls act without ending the escape. */
-			if (p[i] == 'c')
-				g->ascii_last = false; /* RIS */
-			if (p[i] == '[')
-				guard_start_csi(g);
-			else if (p[i] == 0x18 || p[i] == 0x1a ||
-				 (p[i] >= 0x30 && p[i] < 0x7f))
-				g->st = GUARD_GROUND; /* bytes from 0x80 are ignored */
-			i++;
-		} else {
-			enum guard_action a = guard_csi_byte(v, p[i]);
-
-			if (a != GUARD_KEEP) {
-				changed = true;
-				if (out) {
-					buf_append(out, p + from, i - from);
-					if (a == GUARD_RESET_MARGINS)
-						buf_append(out, "}\033[r", 4);
-					else if (a == GUARD_IGNORE)
-						buf_append(out, "}", 1);
-				}
-				from = i + 1;
-			}
-			i++;
-		}
-	}
-	if (out)
-		buf_append(out, p + from, n - from);
-	return changed;
-}
-
-/* Keeps CSI sequences inside what libvterm 0.1.4 handles: at most 16
-   parameters (more overflowed its array) and no DECSTBM region it would
-   leave empty or inverted. Returns true with what libvterm gets in out, or
-   false when p needs no change (out untouched). */
-static bool guard_csi(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
-{
-	struct csi_guard before = v->csi;
-
-	if (!guard_pass(v, p, n, NULL))
-		return false;
-	v->csi = before;
-	guard_pass(v, p, n, out);
-	return true;
+	if (c == 0x07 || c == 0x00 || c == 0x7f)
+		return VTGUARD_HELD_DROP;
+	if (c < 0x20 && c != 0x1b && c != 0x18 && c != 0x1a)
+		return VTGUARD_HELD_PASS;
+	return VTGUARD_HELD_RELEASE;
 }
 
 /* One column: libvterm 0.1.4 writes past the row when it places a wide
@@ -286,7 +175,7 @@ static void no_double_width(struct vtguard *v, struct buf *out, uint8_t b)
 		v->narrow_esc = 0;
 }
 
-void vtguard_narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
+static void narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *out)
 {
 	for (size_t i = 0; i < n; i++) {
 		uint8_t b = p[i];
@@ -319,44 +208,65 @@ void vtguard_narrow(struct vtguard *v, const uint8_t *p, size_t n, struct buf *o
 void vtguard_reset(struct vtguard *v)
 {
 	v->held_len = 0;
-	v->csi.st = GUARD_GROUND;
-	v->csi.ascii_last = false;
 }
 
-const uint8_t *vtguard_filter(struct vtguard *v, unsigned cols, unsigned rows,
-			      const uint8_t *p, size_t *n, struct buf *out)
+/* The UTF-8 sanitizer's part of vtguard_clean: p as is, or its
+   sanitized copy in out. */
+static const uint8_t *sanitized(struct vtguard *v, const uint8_t *p, size_t *n,
+				struct buf *out)
 {
-	struct buf mid = BUF_INIT, in = BUF_INIT;
-	bool copied = false;
+	struct buf in = BUF_INIT;
 
-	v->rows = rows;
-	if (cols > 1) /* one column follows every byte itself */
-		note_esc_tail(v, p, *n);
-	if (v->csi.st != GUARD_GROUND || memchr(p, 0x1b, *n)) {
-		if (guard_csi(v, p, *n, &mid)) {
-			p = buf_head(&mid);
-			*n = buf_size(&mid);
-			copied = true;
-		}
-	} else {
-		note_last_glyph(&v->csi, p, *n);
-	}
-	if (v->held_len || next_high(p, 0, *n) < *n) {
-		if (v->held_len) {
-			buf_append(&in, v->held, v->held_len);
-			buf_append(&in, p, *n);
-			v->held_len = 0;
-			p = buf_head(&in);
-			*n = buf_size(&in);
-		}
-		sanitize(v, p, *n, out);
-	} else if (copied) {
-		buf_append(out, p, *n);
-	} else {
+	if (!v->held_len && next_high(p, 0, *n) == *n)
 		return p;
+	if (v->held_len) {
+		buf_append(&in, v->held, v->held_len);
+		buf_append(&in, p, *n);
+		v->held_len = 0;
+		p = buf_head(&in);
+		*n = buf_size(&in);
 	}
+	sanitize(v, p, *n, out);
 	buf_free(&in);
-	buf_free(&mid);
 	*n = buf_size(out);
 	return buf_head(out);
+}
+
+void vtguard_set_aside(struct vtguard *v, struct vtguard *aside)
+{
+	*aside = *v;
+	v->held_len = 0;
+	v->u8_len = v->u8_need = 0;
+}
+
+void vtguard_put_back(struct vtguard *v, const struct vtguard *aside)
+{
+	memcpy(v->held, aside->held, sizeof(v->held));
+	v->held_len = aside->held_len;
+	memcpy(v->u8, aside->u8, sizeof(v->u8));
+	v->u8_len = aside->u8_len;
+	v->u8_need = aside->u8_need;
+	v->u8_cp = aside->u8_cp;
+}
+
+const uint8_t *vtguard_clean(struct vtguard *v, unsigned cols, const uint8_t *p,
+			     size_t *n, struct buf *out)
+{
+	/* A character held across a resize to or from one column goes on
+	   as it came, in the other filter. */
+	if (cols == 1) {
+		if (v->held_len)
+			narrow(v, v->held, v->held_len, out);
+		v->held_len = 0;
+		narrow(v, p, *n, out);
+		*n = buf_size(out);
+		return buf_head(out);
+	}
+	if (v->u8_len) {
+		memcpy(v->held, v->u8, v->u8_len);
+		v->held_len = v->u8_len;
+		v->u8_len = v->u8_need = 0;
+	}
+	note_esc_tail(v, p, *n);
+	return sanitized(v, p, n, out);
 }

@@ -6,8 +6,8 @@
    beyond the sanitizers: libvterm's cursor stays on the screen after every
    write (a cursor off it is how libvterm 0.1.4 came to write outside its
    tables), and a snapshot can always be taken and fed to a fresh screen.
-   Built but not yet run by the test command: see tests/fuzz/CMakeLists.txt
-   for the libvterm defects it still finds. */
+   The libvterm defects it found are cases in
+   tests/unit/test_screen_hostile.c. */
 #include <stdint.h>
 #include <string.h>
 

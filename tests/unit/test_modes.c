@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 #include <cmocka.h>
 
@@ -270,6 +271,48 @@ static void test_hostile_input(void **state)
 	modes_free(m);
 }
 
+/* The guard events of p fed whole, as "action@index" joined by spaces. */
+static void guard_events(const char *p, char *out, size_t cap)
+{
+	static const char *const names[] = {"drop", "ignore", "margins", "esc"};
+	struct modes *m = modes_new(80, 24);
+	size_t off = 0, n = strlen(p), len = 0;
+
+	out[0] = 0;
+	while (off < n) {
+		enum modes_event ev;
+		size_t at, k = modes_feed(m, (const uint8_t *)p + off, n - off, &ev, &at);
+
+		if (ev == MODES_EV_GUARD)
+			len += (size_t)snprintf(out + len, cap - len, "%s%s@%zu",
+						len ? " " : "", names[modes_guard(m)],
+						off + at);
+		off += k;
+	}
+	modes_free(m);
+}
+
+/* The CSI guard's rules as the tracker applies them (vtguard.h): past
+   16 parameters, REP after a glyph that is not printable ASCII, an empty
+   scroll region, a string's ESC held until the byte after it. */
+static void test_guard_events(void **state)
+{
+	char seq[64] = CSI, got[128];
+
+	(void)state;
+	for (int i = 0; i < 15; i++)
+		strcat(seq, "1;");
+	strcat(seq, "1;2m");
+	guard_events(seq, got, sizeof(got));
+	assert_string_equal(got, "drop@33 drop@34");
+	guard_events("x" CSI "b\xe4\xb8\xad" CSI "2b", got, sizeof(got));
+	assert_string_equal(got, "ignore@10");
+	guard_events(CSI "5;3r" CSI "2;3r", got, sizeof(got));
+	assert_string_equal(got, "margins@5");
+	guard_events("\033]0;t\033\001\\x\033]0;\033\a\033\\", got, sizeof(got));
+	assert_string_equal(got, "drop@5 esc@7 drop@13 drop@14 esc@15");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -284,6 +327,7 @@ int main(void)
 	    cmocka_unit_test(test_events),
 	    cmocka_unit_test(test_pending_wrap_cancel),
 	    cmocka_unit_test(test_hostile_input),
+	    cmocka_unit_test(test_guard_events),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
