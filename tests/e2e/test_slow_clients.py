@@ -36,8 +36,10 @@ class Trickle(harness.E2ETestCase):
 
     async def trickler(self, source, cut_after):
         """Opens from source, sends one byte a second; records when it was cut."""
-        r, w = await asyncio.open_connection("127.0.0.1", self.stack.port, local_addr=(source, 0))
+        # The clock starts before the connect: the gateway's head timer
+        # cannot start earlier, however late this coroutine runs again.
         start = time.monotonic()
+        r, w = await asyncio.open_connection("127.0.0.1", self.stack.port, local_addr=(source, 0))
         head = b"GET /healthz HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"a" * 60
         try:
             for i in range(len(head)):
