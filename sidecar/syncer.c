@@ -248,24 +248,25 @@ void syncer_wait(int64_t ticket)
 	pthread_mutex_unlock(&mu);
 }
 
-size_t syncer_queued_bytes(void)
+/* A counter the writer thread updates, read under its lock. */
+static size_t read_locked(const size_t *counter)
 {
 	size_t n;
 
 	pthread_mutex_lock(&mu);
-	n = queued;
+	n = *counter;
 	pthread_mutex_unlock(&mu);
 	return n;
 }
 
+size_t syncer_queued_bytes(void)
+{
+	return read_locked(&queued);
+}
+
 size_t syncer_queued_peak(void)
 {
-	size_t n;
-
-	pthread_mutex_lock(&mu);
-	n = peak;
-	pthread_mutex_unlock(&mu);
-	return n;
+	return read_locked(&peak);
 }
 
 void syncer_set_limit(size_t bytes)
