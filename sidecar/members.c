@@ -1,6 +1,8 @@
 /* members: membership and roles of one session (SPEC 5.1). A session holds
    a few dozen members at most, so a doubly linked list in join order with
-   linear lookups is both the simplest and fast enough. */
+   linear lookups is both the simplest and fast enough. The distinct links
+   of the members are counted beside it: every frame goes once per link,
+   and a thousand observers on one gateway are one link. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +18,11 @@ struct members {
 	unsigned max[3]; /* indexed by enum member_role */
 	unsigned count[3];
 	struct member *first, *last;
+	struct link_count {
+		void *link;
+		unsigned members; /* of this session on the link, >= 1 */
+	} * links;
+	unsigned nlinks, links_cap;
 	char ctl_full[48]; /* "controller capacity reached (N)" */
 	char obs_full[48];
 };
@@ -43,6 +50,7 @@ void members_free(struct members *m)
 		next = mb->next;
 		free(mb);
 	}
+	free(m->links);
 	free(m);
 }
 
@@ -111,6 +119,30 @@ static int has_room(const struct members *m, enum member_role r)
 	return m->count[r] < m->max[r];
 }
 
+static void count_link(struct members *m, void *link)
+{
+	for (unsigned i = 0; i < m->nlinks; i++)
+		if (m->links[i].link == link) {
+			m->links[i].members++;
+			return;
+		}
+	if (m->nlinks == m->links_cap) {
+		m->links_cap = m->links_cap ? 2 * m->links_cap : 4;
+		m->links = xrealloc(m->links, m->links_cap * sizeof(*m->links));
+	}
+	m->links[m->nlinks++] = (struct link_count){link, 1};
+}
+
+static void uncount_link(struct members *m, void *link)
+{
+	for (unsigned i = 0; i < m->nlinks; i++)
+		if (m->links[i].link == link) {
+			if (--m->links[i].members == 0)
+				m->links[i] = m->links[--m->nlinks];
+			return;
+		}
+}
+
 static void link_in(struct members *m, struct member *mb)
 {
 	mb->prev = m->last;
@@ -121,6 +153,7 @@ static void link_in(struct members *m, struct member *mb)
 		m->first = mb;
 	m->last = mb;
 	m->count[mb->role]++;
+	count_link(m, mb->link);
 }
 
 struct member *members_join(struct members *m, void *link, uint64_t attach_id,
@@ -178,7 +211,18 @@ void members_leave(struct members *m, struct member *mb)
 	else
 		m->last = mb->prev;
 	m->count[mb->role]--;
+	uncount_link(m, mb->link);
 	free(mb);
+}
+
+unsigned members_nlinks(const struct members *m)
+{
+	return m->nlinks;
+}
+
+void *members_link(const struct members *m, unsigned i)
+{
+	return m->links[i].link;
 }
 
 int members_request_role(struct members *m, struct member *mb, enum member_role want,

@@ -60,6 +60,11 @@ unsigned members_count(const struct members *m, enum member_role r);
 struct member *members_first(struct members *m);
 /* The member joined after mb, or NULL. */
 struct member *members_next(struct members *m, struct member *mb);
+/* The distinct links the members are on: members_link(m, 0 ..
+   members_nlinks(m) - 1), in no particular order, valid until the next
+   join or leave. */
+unsigned members_nlinks(const struct members *m);
+void *members_link(const struct members *m, unsigned i);
 /* Removes and frees every member owned by link (the link dropped);
    returns how many. */
 unsigned members_drop_link(struct members *m, void *link);

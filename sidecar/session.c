@@ -216,13 +216,18 @@ static void broadcast(struct session *s, const uint8_t *p, size_t n)
 {
 	struct member *m, *o;
 
+	if (!s->n_replaying) { /* the common case: one copy per link */
+		for (unsigned i = 0; i < members_nlinks(s->members); i++)
+			wire_send_frame(members_link(s->members, i), p, n, 0);
+		return;
+	}
 	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
 		/* A replaying member gets this frame through its replay. Its
 		   link's other members get their own copy: the gateway would
 		   hand a link-wide one to every attachment on the link. */
-		if (s->n_replaying && m->replaying)
+		if (m->replaying)
 			continue;
-		if (s->n_replaying && link_replaying(s, m->link)) {
+		if (link_replaying(s, m->link)) {
 			wire_send_frame(m->link, p, n, m->attach_id);
 			continue;
 		}
@@ -439,9 +444,8 @@ static void update_io(struct session *s);
 
 static int links_backed_up(struct session *s, size_t mark)
 {
-	for (struct member *m = members_first(s->members); m;
-	     m = members_next(s->members, m))
-		if (linkconn_pending(m->link) > mark)
+	for (unsigned i = 0; i < members_nlinks(s->members); i++)
+		if (linkconn_pending(members_link(s->members, i)) > mark)
 			return 1;
 	return 0;
 }

@@ -277,6 +277,39 @@ static void test_drop_link(void **state)
 	members_free(m);
 }
 
+/* Whether link is among the distinct links members_link lists. */
+static int has_link(const struct members *m, void *link)
+{
+	for (unsigned i = 0; i < members_nlinks(m); i++)
+		if (members_link(m, i) == link)
+			return 1;
+	return 0;
+}
+
+/* Frames go once per distinct link: the set follows joins and leaves. */
+static void test_distinct_links(void **state)
+{
+	struct members *m = members_new(4, 32);
+	struct member *a1, *a2;
+
+	assert_int_equal(members_nlinks(m), 0);
+	a1 = join(m, &link_a, 1, MEMBER_CONTROLLER, 1, 0, NULL);
+	join(m, &link_b, 2, MEMBER_OBSERVER, 1, 0, NULL);
+	a2 = join(m, &link_a, 3, MEMBER_OBSERVER, 1, 0, NULL);
+	assert_int_equal(members_nlinks(m), 2);
+	assert_true(has_link(m, &link_a) && has_link(m, &link_b));
+	members_leave(m, a1);
+	assert_int_equal(members_nlinks(m), 2); /* a2 is still on link_a */
+	members_leave(m, a2);
+	assert_int_equal(members_nlinks(m), 1);
+	assert_false(has_link(m, &link_a));
+	join(m, &link_a, 4, MEMBER_OBSERVER, 1, 0, NULL);
+	assert_int_equal(members_drop_link(m, &link_b), 1);
+	assert_int_equal(members_nlinks(m), 1);
+	assert_true(has_link(m, &link_a));
+	members_free(m);
+}
+
 static void test_client_id_format_and_uniqueness(void **state)
 {
 	struct members *m = members_new(4, 300);
@@ -390,6 +423,7 @@ int main(void)
 	    cmocka_unit_test(test_leave_frees_slot),
 	    cmocka_unit_test(test_join_order_and_find),
 	    cmocka_unit_test(test_drop_link),
+	    cmocka_unit_test(test_distinct_links),
 	    cmocka_unit_test(test_client_id_format_and_uniqueness),
 	    cmocka_unit_test(test_label),
 	};
