@@ -23,12 +23,6 @@
    so a busy program yields few large frames while a keystroke echo still
    goes out alone, at once. */
 #define OUTPUT_BATCH (64 * 1024)
-/* The screen model (libvterm) is far slower than a PTY can produce, so it
-   is fed lazily: output waits here until a Keyframe or a resize needs the
-   screen, this much has piled up (see screen_catch_up), or the session is
-   quiet for a tick; screen_feed_tail then skips what cannot reach the
-   final screen. */
-#define SCREEN_BACKLOG_MAX (1024 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
@@ -129,12 +123,12 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->created_ms = time_now_ms();
 	buf_init(&s->input);
 	buf_init(&s->pack);
-	buf_init(&s->screen_backlog);
 	if (start_process(s, p, err, errlen) < 0) {
 		session_free(s);
 		return NULL;
 	}
 	s->screen = screen_new(s->cols, s->rows);
+	s->feeder = feeder_new(s->screen);
 	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0], s->cols,
@@ -165,12 +159,12 @@ void session_free(struct session *s)
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
 	ev_timer_free(s->membership_timer);
+	feeder_free(s->feeder);
 	screen_free(s->screen);
 	ring_free(s->ring);
 	members_free(s->members);
 	buf_free(&s->input);
 	buf_free(&s->pack);
-	buf_free(&s->screen_backlog);
 	strv_free(s->argv);
 	free(s->label);
 	free(s);
@@ -341,15 +335,14 @@ void session_emit_error(struct session *s, const struct member *target,
 
 /* ---- output and keyframe cadence ---- */
 
+/* The screen model (libvterm) is far slower than a PTY can produce, so it
+   is fed off the loop (feeder.h) and lazily: output waits until a batch
+   is worth feeding, the PTY runs dry, a Keyframe or a resize needs the
+   screen, or the session is quiet for a tick; screen_feed_tail then
+   skips what cannot reach the final screen. */
 void session_screen_sync(struct session *s)
 {
-	if (!buf_size(&s->screen_backlog))
-		return;
-	screen_feed_tail(s->screen, buf_head(&s->screen_backlog),
-			 buf_size(&s->screen_backlog));
-	/* The storage stays while output flows (growing it again for every
-	   megabyte cost copies and page faults); session_tick returns it. */
-	buf_reset(&s->screen_backlog);
+	feeder_sync(s->feeder);
 }
 
 static void on_keyframe_due(struct ev_timer *t, void *user)
@@ -377,30 +370,13 @@ static void keyframe_cadence(struct session *s)
 		ev_timer_arm(s->keyframe_timer, due, 0);
 }
 
-/* The backlog is full. Random output holds a point the model can restart
-   from every 64 KiB or so (screen_skip_to_reset): what precedes it is
-   dropped and the rest waits, as the next Keyframe may well come after
-   the next such point; libvterm then never sees most of a flood. Without
-   one, or with too much after it, the screen catches up now. */
-static void screen_catch_up(struct session *s)
-{
-	struct buf *b = &s->screen_backlog;
-	size_t x = screen_skip_to_reset(s->screen, buf_head(b), buf_size(b));
-
-	buf_consume(b, x);
-	if (buf_size(b) > SCREEN_BACKLOG_MAX / 2)
-		session_screen_sync(s);
-}
-
 static void emit_output(struct session *s, const uint8_t *p, size_t n)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
 	s->output_since_tick = 1;
-	buf_append(&s->screen_backlog, p, n);
-	if (buf_size(&s->screen_backlog) >= SCREEN_BACKLOG_MAX)
-		screen_catch_up(s);
+	feeder_append(s->feeder, p, n);
 	/* Before anyone first joins, output only paints the screen: the first
 	   joiner's Keyframe shows it, and a fresh session's first frames are
 	   the join's own (seed: controller attach, sequences 1, 2, 3). */
@@ -502,8 +478,12 @@ static void drain_output(struct session *s)
 			ev_io_free(s->io);
 			s->io = NULL;
 		}
-		if (n < OUTPUT_BATCH)
+		if (n < OUTPUT_BATCH) {
+			/* Dry: the output went out; the model may follow. */
+			if (s->io)
+				feeder_kick(s->feeder);
 			break;
+		}
 	}
 }
 
@@ -737,8 +717,7 @@ void session_tick(struct session *s, int64_t now_ms)
 		   now rather than on the next join, and an idle session does
 		   not keep a flood's worth of storage. */
 		session_screen_sync(s);
-		if (s->screen_backlog.cap > 4 * OUTPUT_BATCH)
-			buf_free(&s->screen_backlog);
+		feeder_trim(s->feeder);
 	}
 	s->output_since_tick = 0;
 	ring_expire(s->ring, now_ms);

@@ -5,6 +5,7 @@
 #define PTG_SESSION_INT_H
 
 #include "buf.h"
+#include "feeder.h"
 #include "framelog.h"
 #include "members.h"
 #include "ring.h"
@@ -29,9 +30,9 @@ struct session {
 	struct buf input; /* bytes waiting for the PTY */
 
 	struct screen *screen;
-	struct buf screen_backlog; /* output not yet fed to the screen */
-	int output_since_tick;	   /* output came since the last session_tick */
-	int output_held;	   /* a member's link is backed up: the PTY is not read */
+	struct feeder *feeder; /* output on its way to the screen */
+	int output_since_tick; /* output came since the last session_tick */
+	int output_held;       /* a member's link is backed up: the PTY is not read */
 	struct ring *ring;
 	struct members *members;
 	uint64_t seq; /* last sequence issued */

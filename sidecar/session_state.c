@@ -91,7 +91,7 @@ static void save_current_screen(struct session *s)
 
 static int screen_changed(const struct session *s)
 {
-	return buf_size(&s->screen_backlog) || s->seq != s->screen_saved_seq;
+	return feeder_unsynced(s->feeder) || s->seq != s->screen_saved_seq;
 }
 
 void session_state_tick(struct session *s, int64_t now_ms)
@@ -218,7 +218,7 @@ static void emit_log_line(struct session *s, const char *text)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
-	buf_append_str(&s->screen_backlog, text);
+	feeder_append(s->feeder, (const uint8_t *)text, strlen(text));
 	o.stream = PTG__STREAM__STREAM_LOG;
 	o.data.data = (uint8_t *)text;
 	o.data.len = strlen(text);
@@ -246,8 +246,8 @@ static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
 		if (!f)
 			continue;
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
-			buf_append(&s->screen_backlog, f->output->data.data,
-				   f->output->data.len);
+			feeder_append(s->feeder, f->output->data.data,
+				      f->output->data.len);
 		if (f->kind_case == PTG__FRAME__KIND_RESIZE &&
 		    PTG_DIM_OK(f->resize->cols, f->resize->rows)) {
 			session_screen_sync(s);
@@ -320,6 +320,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->screen = screen_new(s->cols, s->rows);
 	if (r->screen)
 		screen_feed(s->screen, r->screen, r->screen_len);
+	s->feeder = feeder_new(s->screen);
 	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	open_log(s);

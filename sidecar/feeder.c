@@ -1,0 +1,228 @@
+/* feeder: see feeder.h. One thread, a FIFO of feeders whose batch waits
+   for it, one mutex. A feeder's batch is the thread's from the moment it
+   is queued until the thread has fed it (state QUEUED, then FEEDING);
+   its pending output is always the loop's. */
+#include "feeder.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "buf.h"
+#include "xalloc.h"
+
+/* What a drained feeder keeps for the next output (feeder_trim). */
+#define FEEDER_RESERVE (64u << 10)
+
+enum batch_state { NO_BATCH, QUEUED, FEEDING };
+
+struct feeder {
+	struct screen *scr;
+	struct buf pending;	/* the loop's */
+	struct buf batch;	/* the thread's while state is not NO_BATCH */
+	size_t unsynced;	/* the loop's */
+	enum batch_state state; /* under mu */
+	struct feeder *next;	/* under mu: the FIFO */
+	struct feeder_stats st; /* thread_bytes under mu, the rest the loop's */
+};
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t fed = PTHREAD_COND_INITIALIZER;
+static struct feeder *head, *tail;
+static int started; /* 1 running, -1 could not start: the loop feeds */
+
+static void *run(void *arg)
+{
+	struct feeder *f;
+
+	(void)arg;
+	pthread_mutex_lock(&mu);
+	for (;;) {
+		while (!head)
+			pthread_cond_wait(&work, &mu);
+		f = head;
+		head = f->next;
+		if (!head)
+			tail = NULL;
+		f->next = NULL;
+		f->state = FEEDING;
+		pthread_mutex_unlock(&mu);
+		screen_feed_tail(f->scr, buf_head(&f->batch), buf_size(&f->batch));
+		pthread_mutex_lock(&mu);
+		f->st.thread_bytes += buf_size(&f->batch);
+		buf_reset(&f->batch);
+		f->state = NO_BATCH;
+		pthread_cond_broadcast(&fed);
+	}
+	return NULL;
+}
+
+/* Starts the thread once. It takes no signal: the loop handles them all
+   (as with the syncer's thread). */
+static bool thread_running_locked(void)
+{
+	pthread_t t;
+	pthread_attr_t a;
+	sigset_t all, old;
+
+	if (started)
+		return started > 0;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	started = pthread_create(&t, &a, run, NULL) == 0 ? 1 : -1;
+	pthread_attr_destroy(&a);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return started > 0;
+}
+
+enum handoff { HANDED, BUSY, NO_THREAD };
+
+/* Gives the pending output to the thread as f's batch. */
+static enum handoff hand_over(struct feeder *f)
+{
+	enum handoff r = HANDED;
+	struct buf empty;
+
+	pthread_mutex_lock(&mu);
+	if (!thread_running_locked()) {
+		r = NO_THREAD;
+	} else if (f->state != NO_BATCH) {
+		r = BUSY;
+	} else {
+		/* The drained batch's storage becomes the new pending's. */
+		empty = f->batch;
+		f->batch = f->pending;
+		f->pending = empty;
+		f->state = QUEUED;
+		if (tail)
+			tail->next = f;
+		else
+			head = f;
+		tail = f;
+		pthread_cond_signal(&work);
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* Afterwards the thread has no batch of f's: a queued one is taken off
+   the FIFO (the loop feeds it), a batch being fed is waited for. */
+static void take_back_locked(struct feeder *f)
+{
+	struct feeder **pp, *prev = NULL;
+
+	if (f->state == QUEUED) {
+		for (pp = &head; *pp != f; pp = &(*pp)->next)
+			prev = *pp;
+		*pp = f->next;
+		if (tail == f)
+			tail = prev;
+		f->next = NULL;
+		f->state = NO_BATCH;
+	}
+	if (f->state == FEEDING)
+		f->st.waits++;
+	while (f->state != NO_BATCH)
+		pthread_cond_wait(&fed, &mu);
+}
+
+static void feed_here(struct feeder *f, struct buf *b)
+{
+	if (!buf_size(b))
+		return;
+	screen_feed_tail(f->scr, buf_head(b), buf_size(b));
+	f->st.loop_bytes += buf_size(b);
+	buf_reset(b);
+}
+
+struct feeder *feeder_new(struct screen *scr)
+{
+	struct feeder *f = xcalloc(1, sizeof(*f));
+
+	f->scr = scr;
+	buf_init(&f->pending);
+	buf_init(&f->batch);
+	return f;
+}
+
+void feeder_free(struct feeder *f)
+{
+	if (!f)
+		return;
+	pthread_mutex_lock(&mu);
+	take_back_locked(f);
+	pthread_mutex_unlock(&mu);
+	buf_free(&f->pending);
+	buf_free(&f->batch);
+	free(f);
+}
+
+void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
+{
+	enum handoff r;
+
+	buf_append(&f->pending, p, n);
+	f->unsynced += n;
+	if (buf_size(&f->pending) > f->st.pending_peak)
+		f->st.pending_peak = buf_size(&f->pending);
+	if (buf_size(&f->pending) < FEEDER_HANDOFF)
+		return;
+	r = hand_over(f);
+	if (r == HANDED || (r == BUSY && buf_size(&f->pending) < FEEDER_PENDING_MAX))
+		return;
+	if (r == NO_THREAD) {
+		feed_here(f, &f->pending);
+		return;
+	}
+	/* The model is a whole batch behind: wait for the thread to feed
+	   it (not take it back: what is pending comes after it). */
+	pthread_mutex_lock(&mu);
+	f->st.waits++;
+	while (f->state != NO_BATCH)
+		pthread_cond_wait(&fed, &mu);
+	pthread_mutex_unlock(&mu);
+	hand_over(f);
+}
+
+void feeder_kick(struct feeder *f)
+{
+	if (buf_size(&f->pending) >= FEEDER_KICK_MIN)
+		hand_over(f);
+}
+
+void feeder_sync(struct feeder *f)
+{
+	pthread_mutex_lock(&mu);
+	take_back_locked(f);
+	pthread_mutex_unlock(&mu);
+	/* A batch taken back from the FIFO came first. */
+	feed_here(f, &f->batch);
+	feed_here(f, &f->pending);
+	f->unsynced = 0;
+}
+
+size_t feeder_unsynced(const struct feeder *f)
+{
+	return f->unsynced;
+}
+
+void feeder_trim(struct feeder *f)
+{
+	pthread_mutex_lock(&mu);
+	if (f->state == NO_BATCH && f->batch.cap > FEEDER_RESERVE)
+		buf_free(&f->batch);
+	pthread_mutex_unlock(&mu);
+	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
+		buf_free(&f->pending);
+}
+
+void feeder_stats(const struct feeder *f, struct feeder_stats *out)
+{
+	pthread_mutex_lock(&mu);
+	*out = f->st;
+	pthread_mutex_unlock(&mu);
+}

@@ -1,0 +1,69 @@
+/* feeder: feeds a session's screen model (libvterm) on one background
+   thread shared by every session, so the loop that reads the PTY and
+   forwards its output does not wait for the model during a flood.
+
+   The loop appends output as it forwards it. The bytes wait in the
+   feeder until a batch is worth handing over (feeder_append) or the PTY
+   runs dry (feeder_kick); the thread then feeds the batch with
+   screen_feed_tail while the loop carries on. A session has at most one
+   batch with the thread: what comes meanwhile waits and goes over next,
+   in one larger batch, so the thread falls behind by batches, never by
+   an unbounded queue (past FEEDER_PENDING_MAX the loop waits for it).
+
+   Ownership of the screen: the thread touches it only while a batch of
+   its feeder is with the thread. feeder_sync takes it back and feeds the
+   rest on the loop; from then on, until the next feeder_append or
+   feeder_kick, the loop may read, snapshot or resize the screen. */
+#ifndef PTG_FEEDER_H
+#define PTG_FEEDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "screen.h"
+
+/* A batch this large goes to the thread without waiting for the PTY to
+   run dry; small enough that a Keyframe's wait for the model stays short,
+   large enough that screen_feed_tail can skip most of a flood. */
+#define FEEDER_HANDOFF (256u << 10)
+/* A batch smaller than this waits for the next Keyframe, resize or quiet
+   tick (a lone keystroke's echo costs the thread no wake-up). */
+#define FEEDER_KICK_MIN (4u << 10)
+/* Output waiting beside a batch still with the thread: past this the loop
+   waits for the thread (the model then sets the pace, as it did when the
+   loop fed it). */
+#define FEEDER_PENDING_MAX (4u << 20)
+
+struct feeder;
+
+struct feeder_stats {
+	uint64_t thread_bytes; /* output the thread fed */
+	uint64_t loop_bytes;   /* output feeder_sync fed on the loop */
+	uint64_t waits;	       /* times the loop waited for the thread */
+	size_t pending_peak;   /* the most output waiting beside a batch */
+};
+
+/* A feeder for scr, which the caller keeps and frees after feeder_free. */
+struct feeder *feeder_new(struct screen *scr);
+/* Takes the screen back from the thread (waiting if it is feeding it)
+   and frees the feeder; output not yet fed is dropped. NULL: no-op. */
+void feeder_free(struct feeder *f);
+/* Queues output for the screen (any split); hands a batch to the thread
+   once FEEDER_HANDOFF bytes wait and it has none of this feeder's. */
+void feeder_append(struct feeder *f, const uint8_t *p, size_t n);
+/* The PTY ran dry: hands what waits to the thread when that is at least
+   FEEDER_KICK_MIN bytes and the thread has no batch of this feeder's. */
+void feeder_kick(struct feeder *f);
+/* Brings the screen up to every byte appended: waits for the thread's
+   batch, or takes it back if the thread has not started it, and feeds
+   the rest here. */
+void feeder_sync(struct feeder *f);
+/* Bytes appended since the last feeder_sync (the screen may not show
+   them yet). */
+size_t feeder_unsynced(const struct feeder *f);
+/* Returns the storage of a drained feeder above a small reserve (an idle
+   session does not keep a flood's worth of it). Call after feeder_sync. */
+void feeder_trim(struct feeder *f);
+void feeder_stats(const struct feeder *f, struct feeder_stats *out);
+
+#endif
