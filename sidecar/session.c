@@ -23,6 +23,9 @@
    so a busy program yields few large frames while a keystroke echo still
    goes out alone, at once. */
 #define OUTPUT_BATCH (64 * 1024)
+/* Less than this from a PTY's first read means it was all but empty (its
+   line discipline hands out up to 4 KiB per read). */
+#define OUTPUT_SHORT_READ 1024
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
@@ -403,6 +406,12 @@ static ssize_t read_batch(struct session *s, uint8_t *batch)
 		n = read(s->master, batch + got, OUTPUT_BATCH - got);
 		if (n > 0) {
 			got += (size_t)n;
+			/* A first read this short found the PTY all but empty
+			   (a keystroke's echo, a prompt): the frame goes now,
+			   without a read only to see EAGAIN; the level-triggered
+			   poll reports anything newer. */
+			if (got < OUTPUT_SHORT_READ)
+				break;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
