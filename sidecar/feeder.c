@@ -32,6 +32,9 @@ static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t fed = PTHREAD_COND_INITIALIZER;
 static struct feeder *head, *tail;
 static int started; /* 1 running, -1 could not start: the loop feeds */
+/* Output waiting for the model: in every pending buffer (the loop's), in
+   every batch queued or being fed (under mu); the largest sum seen. */
+static size_t pending_total, batched_total, total_peak;
 
 static void *run(void *arg)
 {
@@ -52,6 +55,7 @@ static void *run(void *arg)
 		screen_feed_tail(f->scr, buf_head(&f->batch), buf_size(&f->batch));
 		pthread_mutex_lock(&mu);
 		f->st.thread_bytes += buf_size(&f->batch);
+		batched_total -= buf_size(&f->batch);
 		buf_reset(&f->batch);
 		f->state = NO_BATCH;
 		pthread_cond_broadcast(&fed);
@@ -81,6 +85,15 @@ static bool thread_running_locked(void)
 
 enum handoff { HANDED, BUSY, NO_THREAD };
 
+static size_t waiting_total_locked(void)
+{
+	size_t total = pending_total + batched_total;
+
+	if (total > total_peak)
+		total_peak = total;
+	return total;
+}
+
 /* Gives the pending output to the thread as f's batch. */
 static enum handoff hand_over(struct feeder *f)
 {
@@ -88,6 +101,7 @@ static enum handoff hand_over(struct feeder *f)
 	struct buf empty;
 
 	pthread_mutex_lock(&mu);
+	waiting_total_locked();
 	if (!thread_running_locked()) {
 		r = NO_THREAD;
 	} else if (f->state != NO_BATCH) {
@@ -98,6 +112,8 @@ static enum handoff hand_over(struct feeder *f)
 		f->batch = f->pending;
 		f->pending = empty;
 		f->state = QUEUED;
+		pending_total -= buf_size(&f->batch);
+		batched_total += buf_size(&f->batch);
 		if (tail)
 			tail->next = f;
 		else
@@ -123,6 +139,7 @@ static void take_back_locked(struct feeder *f)
 			tail = prev;
 		f->next = NULL;
 		f->state = NO_BATCH;
+		batched_total -= buf_size(&f->batch);
 	}
 	if (f->state == FEEDING)
 		f->st.waits++;
@@ -156,9 +173,37 @@ void feeder_free(struct feeder *f)
 	pthread_mutex_lock(&mu);
 	take_back_locked(f);
 	pthread_mutex_unlock(&mu);
+	pending_total -= buf_size(&f->pending);
 	buf_free(&f->pending);
 	buf_free(&f->batch);
 	free(f);
+}
+
+/* Whether the model is too far behind f's output, or everyone's. */
+static bool too_far_behind_locked(const struct feeder *f)
+{
+	return buf_size(&f->pending) >= FEEDER_PENDING_MAX ||
+	       waiting_total_locked() >= FEEDER_TOTAL_MAX;
+}
+
+/* The thread has f's previous batch; f's output keeps waiting beside it
+   unless the model is too far behind: then the loop waits for the thread
+   to feed that batch (not take it back: what is pending comes after it)
+   and hands the pending output over. */
+static void beside_busy_batch(struct feeder *f)
+{
+	bool waited = false;
+
+	pthread_mutex_lock(&mu);
+	if (too_far_behind_locked(f)) {
+		f->st.waits++;
+		while (f->state != NO_BATCH)
+			pthread_cond_wait(&fed, &mu);
+		waited = true;
+	}
+	pthread_mutex_unlock(&mu);
+	if (waited)
+		hand_over(f);
 }
 
 void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
@@ -166,26 +211,19 @@ void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
 	enum handoff r;
 
 	buf_append(&f->pending, p, n);
+	pending_total += n;
 	f->unsynced += n;
 	if (buf_size(&f->pending) > f->st.pending_peak)
 		f->st.pending_peak = buf_size(&f->pending);
 	if (buf_size(&f->pending) < FEEDER_HANDOFF)
 		return;
 	r = hand_over(f);
-	if (r == HANDED || (r == BUSY && buf_size(&f->pending) < FEEDER_PENDING_MAX))
-		return;
+	if (r == BUSY)
+		beside_busy_batch(f);
 	if (r == NO_THREAD) {
+		pending_total -= buf_size(&f->pending);
 		feed_here(f, &f->pending);
-		return;
 	}
-	/* The model is a whole batch behind: wait for the thread to feed
-	   it (not take it back: what is pending comes after it). */
-	pthread_mutex_lock(&mu);
-	f->st.waits++;
-	while (f->state != NO_BATCH)
-		pthread_cond_wait(&fed, &mu);
-	pthread_mutex_unlock(&mu);
-	hand_over(f);
 }
 
 void feeder_kick(struct feeder *f)
@@ -201,6 +239,7 @@ void feeder_sync(struct feeder *f)
 	pthread_mutex_unlock(&mu);
 	/* A batch taken back from the FIFO came first. */
 	feed_here(f, &f->batch);
+	pending_total -= buf_size(&f->pending);
 	feed_here(f, &f->pending);
 	f->unsynced = 0;
 }
@@ -218,6 +257,16 @@ void feeder_trim(struct feeder *f)
 	pthread_mutex_unlock(&mu);
 	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
 		buf_free(&f->pending);
+}
+
+size_t feeder_total_peak(void)
+{
+	size_t peak;
+
+	pthread_mutex_lock(&mu);
+	peak = total_peak;
+	pthread_mutex_unlock(&mu);
+	return peak;
 }
 
 void feeder_stats(const struct feeder *f, struct feeder_stats *out)

@@ -33,6 +33,10 @@
    waits for the thread (the model then sets the pace, as it did when the
    loop fed it). */
 #define FEEDER_PENDING_MAX (4u << 20)
+/* The same for every session together (many sessions flooding at once
+   share the one thread): past this, output waiting for the model, with
+   the thread or beside it, makes the loop wait for the session's batch. */
+#define FEEDER_TOTAL_MAX (16u << 20)
 
 struct feeder;
 
@@ -65,5 +69,8 @@ size_t feeder_unsynced(const struct feeder *f);
    session does not keep a flood's worth of it). Call after feeder_sync. */
 void feeder_trim(struct feeder *f);
 void feeder_stats(const struct feeder *f, struct feeder_stats *out);
+/* The most output of all feeders together that has waited for the model,
+   as seen when a batch was handed over or found busy (tests). */
+size_t feeder_total_peak(void);
 
 #endif

@@ -44,7 +44,8 @@ static void tui_frames(struct buf *out, size_t frames, unsigned cols, unsigned r
 	for (size_t f = 0; f < frames; f++) {
 		buf_appendf(out, "\x1b[H\x1b[3%um", (unsigned)(f % 8));
 		for (unsigned r = 1; r <= rows; r++) {
-			buf_appendf(out, "\x1b[%u;1H\x1b[4%um", r, (unsigned)(next_rand() % 8));
+			buf_appendf(out, "\x1b[%u;1H\x1b[4%um", r,
+				    (unsigned)(next_rand() % 8));
 			for (unsigned c = 0; c < cols; c++)
 				buf_append(out, &"abcdefghij"[(f + r + c) % 10], 1);
 		}
@@ -199,6 +200,43 @@ static void test_pending_output_is_bounded(void **state)
 	buf_free(&in);
 }
 
+/* Many sessions flooding at once share the one thread: what waits for
+   the model, all sessions together, stays near FEEDER_TOTAL_MAX (each
+   session may pass it by what it hands over before it finds the thread
+   busy), far below what each session's own bound would allow. */
+static void test_all_sessions_together_are_bounded(void **state)
+{
+	enum { N = 12, CHUNK = 65536 };
+	struct screen *s[N], *ref = screen_new(120, 30);
+	struct feeder *f[N];
+	struct buf in = BUF_INIT;
+	size_t bound = FEEDER_TOTAL_MAX + N * (size_t)(FEEDER_HANDOFF + CHUNK);
+
+	(void)state;
+	tui_frames(&in, 1500, 120, 30);
+	for (int i = 0; i < N; i++) {
+		s[i] = screen_new(120, 30);
+		f[i] = feeder_new(s[i]);
+	}
+	for (size_t off = 0; off < buf_size(&in); off += CHUNK) {
+		size_t n = buf_size(&in) - off < CHUNK ? buf_size(&in) - off : CHUNK;
+		for (int i = 0; i < N; i++)
+			feeder_append(f[i], buf_head(&in) + off, n);
+	}
+	if (feeder_total_peak() >= bound)
+		fail_msg("%zu bytes waited for the model at once (bound %zu)",
+			 feeder_total_peak(), bound);
+	screen_feed(ref, buf_head(&in), buf_size(&in));
+	for (int i = 0; i < N; i++) {
+		feeder_sync(f[i]);
+		assert_same_screen(s[i], ref);
+		feeder_free(f[i]);
+		screen_free(s[i]);
+	}
+	screen_free(ref);
+	buf_free(&in);
+}
+
 /* Sessions end while the thread holds their batch, queued or being fed:
    each feeder goes (and its screen after it) without a use after free
    or a leak (the sanitizer build runs this). */
@@ -231,6 +269,7 @@ int main(void)
 	    cmocka_unit_test(test_same_screen_as_feeding_on_the_loop),
 	    cmocka_unit_test(test_floods_off_the_loop_keystrokes_on_it),
 	    cmocka_unit_test(test_pending_output_is_bounded),
+	    cmocka_unit_test(test_all_sessions_together_are_bounded),
 	    cmocka_unit_test(test_free_while_the_thread_holds_a_batch),
 	};
 
