@@ -18,16 +18,8 @@
 #include "buf.h"
 #include "feeder.h"
 #include "screen.h"
-
-static uint32_t rng = 2026;
-
-static uint32_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
-}
+#define HELP_SCREEN_SEED 2026u
+#include "help_screen.h"
 
 static void random_bytes(struct buf *out, size_t n)
 {
@@ -57,18 +49,6 @@ static void lines(struct buf *out, size_t n)
 	for (size_t i = 0; i < n; i++)
 		buf_appendf(out, "%08zx: %u %u %u\r\n", i, next_rand(), next_rand(),
 			    next_rand());
-}
-
-static void assert_same_screen(struct screen *a, struct screen *b)
-{
-	struct buf sa = BUF_INIT, sb = BUF_INIT;
-
-	screen_snapshot(a, &sa);
-	screen_snapshot(b, &sb);
-	assert_int_equal(buf_size(&sa), buf_size(&sb));
-	assert_memory_equal(buf_head(&sa), buf_head(&sb), buf_size(&sa));
-	buf_free(&sa);
-	buf_free(&sb);
 }
 
 /* in goes through a feeder in random chunks, kicked now and then, and
@@ -126,38 +106,23 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Waits (at most 10 s) until the thread has finished `turns` batches. */
-static void await_turns(struct feeder *f, uint64_t turns)
+/* Waits (at most 10 s) until the thread has fed `bytes` in all and
+   finished `turns` batches. */
+static void await_thread(struct feeder *f, uint64_t bytes, uint64_t turns)
 {
 	struct feeder_stats st;
 	double end = now_s() + 10;
 
 	do {
 		feeder_stats(f, &st);
-		if (st.turns >= turns)
+		if (st.thread_bytes >= bytes && st.turns >= turns)
 			return;
 		struct timespec ms = {0, 1000000};
 		nanosleep(&ms, NULL);
 	} while (now_s() < end);
-	fail_msg("the thread finished %llu of %llu batches in 10 s",
+	fail_msg("the thread fed %llu of %llu bytes, %llu of %llu batches, in 10 s",
+		 (unsigned long long)st.thread_bytes, (unsigned long long)bytes,
 		 (unsigned long long)st.turns, (unsigned long long)turns);
-}
-
-/* Waits (at most 10 s) until the thread has fed `bytes` in all. */
-static void await_thread_bytes(struct feeder *f, uint64_t bytes)
-{
-	struct feeder_stats st;
-	double end = now_s() + 10;
-
-	do {
-		feeder_stats(f, &st);
-		if (st.thread_bytes >= bytes)
-			return;
-		struct timespec ms = {0, 1000000};
-		nanosleep(&ms, NULL);
-	} while (now_s() < end);
-	fail_msg("the thread fed %llu of %llu bytes in 10 s",
-		 (unsigned long long)st.thread_bytes, (unsigned long long)bytes);
 }
 
 /* A flood read in 64 KiB batches, the PTY running dry after each, is fed
@@ -174,7 +139,7 @@ static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 	for (size_t off = 0; off + 65536 <= buf_size(&in); off += 65536) {
 		feeder_append(f, buf_head(&in) + off, 65536);
 		feeder_kick(f);
-		await_thread_bytes(f, off + 65536);
+		await_thread(f, off + 65536, 0);
 	}
 	feeder_append(f, (const uint8_t *)"x", 1);
 	feeder_kick(f);
@@ -185,6 +150,19 @@ static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 	feeder_free(f);
 	screen_free(s);
 	buf_free(&in);
+}
+
+/* The end of a flood test: s (fed through f) must show what ref shows
+   after a plain feed of in; everything is freed. */
+static void check_and_free(struct feeder *f, struct screen *s, struct screen *ref,
+			   struct buf *in)
+{
+	screen_feed(ref, buf_head(in), buf_size(in));
+	assert_same_screen(s, ref);
+	feeder_free(f);
+	screen_free(s);
+	screen_free(ref);
+	buf_free(in);
 }
 
 /* A flood of random bytes, read and kicked 64 KiB at a time as the loop
@@ -204,18 +182,13 @@ static void test_random_flood_mostly_skipped(void **state)
 	for (size_t off = 0; off < buf_size(&in); off += 65536) {
 		feeder_append(f, buf_head(&in) + off, 65536);
 		feeder_kick(f);
-		await_turns(f, off / 65536 + 1);
+		await_thread(f, 0, off / 65536 + 1);
 	}
 	feeder_sync(f);
 	if (screen_vterm_bytes(s) > buf_size(&in) / 8)
 		fail_msg("libvterm was fed %llu bytes of a %zu-byte flood",
 			 (unsigned long long)screen_vterm_bytes(s), buf_size(&in));
-	screen_feed(ref, buf_head(&in), buf_size(&in));
-	assert_same_screen(s, ref);
-	feeder_free(f);
-	screen_free(s);
-	screen_free(ref);
-	buf_free(&in);
+	check_and_free(f, s, ref, &in);
 }
 
 /* Output appended faster than the model takes it waits beside the
@@ -240,12 +213,7 @@ static void test_pending_output_is_bounded(void **state)
 	/* Copying is far faster than libvterm: the bound was reached. */
 	assert_true(st.waits > 0);
 	assert_int_equal(st.thread_bytes + st.loop_bytes, buf_size(&in));
-	screen_feed(ref, buf_head(&in), buf_size(&in));
-	assert_same_screen(s, ref);
-	feeder_free(f);
-	screen_free(s);
-	screen_free(ref);
-	buf_free(&in);
+	check_and_free(f, s, ref, &in);
 }
 
 /* Many sessions flooding at once share the one thread: what waits for

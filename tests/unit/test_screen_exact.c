@@ -19,16 +19,8 @@
 
 #include "buf.h"
 #include "screen.h"
-
-static uint32_t rng = 2463534242u;
-
-static uint32_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
-}
+#define HELP_SCREEN_SEED 2463534242u
+#include "help_screen.h"
 
 struct ref {
 	VTerm *vt;

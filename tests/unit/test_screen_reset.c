@@ -19,16 +19,8 @@
 
 #include "buf.h"
 #include "screen.h"
-
-static uint32_t rng = 88172645u;
-
-static uint32_t next_rand(void)
-{
-	rng ^= rng << 13;
-	rng ^= rng >> 17;
-	rng ^= rng << 5;
-	return rng;
-}
+#define HELP_SCREEN_SEED 88172645u
+#include "help_screen.h"
 
 /* libvterm 0.1.4 leaves some cells holding whatever its stack held after
    certain broken UTF-8 in a write: any value past Unicode (but the
