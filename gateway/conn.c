@@ -671,10 +671,19 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+static void free_dead(struct conn_set *s)
+{
+	struct conn *c;
+
+	while ((c = s->dead)) {
+		s->dead = c->dead_next;
+		conn_free(c);
+	}
+}
+
 void conn_set_flush(struct conn_set *s)
 {
 	int64_t end = now_us() + CONN_FAN_SLICE_US;
-	struct conn *c;
 
 	while (s->first.head)
 		flush_next(&s->first, SIZE_MAX);
@@ -685,10 +694,14 @@ void conn_set_flush(struct conn_set *s)
 	} while (s->fan.head && now_us() < end);
 	if (s->fan.head)
 		ev_loop_again(s->fan.head->gw->loop);
-	while ((c = s->dead)) {
-		s->dead = c->dead_next;
-		conn_free(c);
-	}
+	free_dead(s);
+}
+
+void conn_set_flush_first(struct conn_set *s)
+{
+	while (s->first.head)
+		flush_next(&s->first, SIZE_MAX);
+	free_dead(s);
 }
 
 void conn_set_free(struct conn_set *s)

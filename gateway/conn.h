@@ -79,6 +79,8 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
    sleep meanwhile); while they wait their queues grow, and one that
    overflows falls behind (SPEC 5.3) like any slow client. */
 void conn_set_flush(struct conn_set *s);
+/* conn_set_flush without the observers' slice: one slice a turn. */
+void conn_set_flush_first(struct conn_set *s);
 /* Frees every connection at once (the loop is over). */
 void conn_set_free(struct conn_set *s);
 /* Server shutdown: goodbye server_shutdown, close 1000, to every one. */
