@@ -6,6 +6,7 @@
 #include "conn_int.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,19 +189,45 @@ static void update_pressure(struct conn *c)
 						  : (int64_t)cfg->ping_interval_s * 1000,
 				     0);
 	}
-	ev_io_set(c->io,
-		  (c->paused || c->throttled ? 0 : EV_READ) | (queued ? EV_WRITE : 0));
+	/* A write cut at its bound found the socket taking more: the
+	   connection is queued for the next slice, not left to epoll. */
+	ev_io_set(c->io, (c->paused || c->throttled ? 0 : EV_READ) |
+			     (queued && !c->write_cut ? EV_WRITE : 0));
 }
 
-/* Writes what the socket takes. Returns 0, or -1 when the socket failed. */
-static int write_out(struct conn *c)
+/* Shortens iov[0..cnt) to at most max bytes; returns the new count. */
+static int trim_iov(struct iovec *iov, int cnt, size_t max)
+{
+	size_t sum = 0;
+
+	for (int i = 0; i < cnt; i++) {
+		if (iov[i].iov_len >= max - sum) {
+			iov[i].iov_len = max - sum;
+			return i + 1;
+		}
+		sum += iov[i].iov_len;
+	}
+	return cnt;
+}
+
+/* Writes what the socket takes, at most max bytes (c->write_cut says
+   when that bound, not the socket, stopped it). Returns 0, or -1 when
+   the socket failed. */
+static int write_out(struct conn *c, size_t max)
 {
 	struct iovec iov[64];
+	size_t done = 0;
 	ssize_t n;
 	int cnt;
 
+	c->write_cut = 0;
 	while (outq_bytes(&c->q)) {
-		cnt = outq_iov(&c->q, iov, 64);
+		if (done == max) {
+			c->write_cut = 1;
+			c->gw->metrics.fanout_writes_cut++;
+			break;
+		}
+		cnt = trim_iov(iov, outq_iov(&c->q, iov, 64), max - done);
 		n = writev(c->fd, iov, cnt);
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -210,6 +237,7 @@ static int write_out(struct conn *c)
 			return -1;
 		c->gw->metrics.bytes_out += (uint64_t)n;
 		outq_consume(&c->q, (size_t)n);
+		done += (size_t)n;
 	}
 	update_pressure(c);
 	return 0;
@@ -223,11 +251,11 @@ static void maybe_finish(struct conn *c)
 		conn_kill(c, "closed");
 }
 
-static void flush(struct conn *c)
+static void flush(struct conn *c, size_t max)
 {
 	if (c->dead)
 		return;
-	if (write_out(c) < 0) {
+	if (write_out(c, max) < 0) {
 		conn_kill(c, "write failed");
 		return;
 	}
@@ -424,7 +452,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 		   half-open peer that never answers it is ended by the linger
 		   timer (LINGER_MS), so it holds nothing for longer. */
 		conn_close(c, WS_CLOSE_SERVER_ERROR, "heartbeat timeout");
-		flush(c);
+		flush(c, SIZE_MAX);
 		return;
 	}
 	if (c->ping_sent_ms && c->last_rx_ms > c->ping_sent_ms)
@@ -621,13 +649,18 @@ static void conn_free(struct conn *c)
 	conn_destroy(c);
 }
 
-static void flush_next(struct conn_fifo *q)
+/* Writes the head of q; one cut at max goes to q's tail, so the rest of
+   its queue waits for the others' turn, not for epoll. */
+static void flush_next(struct conn_fifo *q, size_t max)
 {
 	struct conn *c = q->head;
 
 	fifo_remove(c);
-	if (!c->dead)
-		flush(c);
+	if (c->dead)
+		return;
+	flush(c, max);
+	if (!c->dead && c->write_cut && !c->dirty)
+		fifo_push(q, c);
 }
 
 static int64_t now_us(void)
@@ -638,24 +671,37 @@ static int64_t now_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-void conn_set_flush(struct conn_set *s)
+static void free_dead(struct conn_set *s)
 {
-	int64_t end = now_us() + CONN_FAN_SLICE_US;
 	struct conn *c;
 
-	while (s->first.head)
-		flush_next(&s->first);
-	/* At least one observer a turn, so the slice always moves on. */
-	do {
-		if (s->fan.head)
-			flush_next(&s->fan);
-	} while (s->fan.head && now_us() < end);
-	if (s->fan.head)
-		ev_loop_again(s->fan.head->gw->loop);
 	while ((c = s->dead)) {
 		s->dead = c->dead_next;
 		conn_free(c);
 	}
+}
+
+void conn_set_flush(struct conn_set *s)
+{
+	int64_t end = now_us() + CONN_FAN_SLICE_US;
+
+	while (s->first.head)
+		flush_next(&s->first, SIZE_MAX);
+	/* At least one observer a turn, so the slice always moves on. */
+	do {
+		if (s->fan.head)
+			flush_next(&s->fan, CONN_FAN_WRITE_MAX);
+	} while (s->fan.head && now_us() < end);
+	if (s->fan.head)
+		ev_loop_again(s->fan.head->gw->loop);
+	free_dead(s);
+}
+
+void conn_set_flush_first(struct conn_set *s)
+{
+	while (s->first.head)
+		flush_next(&s->first, SIZE_MAX);
+	free_dead(s);
 }
 
 void conn_set_free(struct conn_set *s)

@@ -61,6 +61,7 @@ struct conn {
 	int paused;	       /* queue over the cap: not reading */
 	int64_t over_since_ms; /* when it went over */
 	int throttled;	       /* over the op rate: not reading */
+	int write_cut;	       /* its last write stopped at its bound, not EAGAIN */
 	int64_t op_tokens;     /* the op rate bucket, in 1/1000 ops */
 	int64_t op_tokens_ms;  /* when it was last refilled */
 

@@ -206,8 +206,9 @@ static void before_poll(void *user)
 	http_run_pending(gw->http);
 	http_run_pending(gw->admin);
 	/* An upgrade completed inside that MHD run queued its binding_hello
-	   after the flush above: write it now, not after the next wake-up. */
-	conn_set_flush(&gw->conns);
+	   after the flush above: write it now, not after the next wake-up.
+	   Observers had their slice of this turn already. */
+	conn_set_flush_first(&gw->conns);
 }
 
 /* The fan-out queue gauges, refreshed once a second for /metrics. */

@@ -67,6 +67,10 @@ static const struct family families[] = {
 	"ptygate_link_queue_overflows_total", "counter",
 	"Sidecar links dropped: over --link-queue-bytes queued toward the sidecar.",
 	link_queue_overflows),
+    METRICS__F(
+	"ptygate_fanout_writes_cut_total", "counter",
+	"Observer writes cut at the per-turn bound, the rest left for a later turn.",
+	fanout_writes_cut),
 };
 
 static void head(struct buf *out, const char *name, const char *type, const char *help)

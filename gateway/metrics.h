@@ -34,6 +34,7 @@ struct metrics {
 	uint64_t link_instance_mismatches; /* hellos refused: another instance id */
 	uint64_t link_violations;	   /* links dropped for a message over its caps */
 	uint64_t link_queue_overflows; /* links dropped: the sidecar was not reading */
+	uint64_t fanout_writes_cut;    /* observer writes cut at CONN_FAN_WRITE_MAX */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

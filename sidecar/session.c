@@ -471,29 +471,27 @@ static void drain_output(struct session *s)
 	static uint8_t batch[OUTPUT_BATCH];
 	ssize_t n;
 
-	/* Level-triggered: after a few full batches the loop comes back here,
-	   so other sessions and links get their turn. */
-	for (int i = 0; i < 4 && s->io; i++) {
-		if (links_backed_up(s, SESSION_LINK_HIGH_WATER)) {
-			hold_output(s);
-			return;
-		}
-		n = read_batch(s, batch);
-		if (n > 0)
-			emit_output(s, batch, (size_t)n);
-		if (n < 0) {
-			/* Every slave fd is closed; the child's status decides
-			   when Closed goes out (finish_if_done). */
-			ev_io_free(s->io);
-			s->io = NULL;
-		}
-		if (n < OUTPUT_BATCH) {
-			/* Dry: the output went out; the model may follow. */
-			if (s->io)
-				feeder_kick(s->feeder);
-			break;
-		}
+	if (links_backed_up(s, SESSION_LINK_HIGH_WATER)) {
+		hold_output(s);
+		return;
 	}
+	/* One batch a wake-up; level-triggered, the loop comes back for the
+	   rest. A batch is some 16 reads of the kernel's 4 KiB line
+	   discipline buffer, each of which may wait for the kernel's worker
+	   to refill it: four batches in a row kept a controller's input from
+	   the PTY for up to tens of ms on a loaded machine. */
+	n = read_batch(s, batch);
+	if (n > 0)
+		emit_output(s, batch, (size_t)n);
+	if (n < 0) {
+		/* Every slave fd is closed; the child's status decides when
+		   Closed goes out (finish_if_done). */
+		ev_io_free(s->io);
+		s->io = NULL;
+	}
+	/* Dry: the output went out; the model may follow. */
+	if (n < OUTPUT_BATCH && s->io)
+		feeder_kick(s->feeder);
 }
 
 static void flush_input(struct session *s);

@@ -64,6 +64,7 @@ static void test_values(void **state)
 	m.link_instance_mismatches = 26;
 	m.link_violations = 27;
 	m.link_queue_overflows = 28;
+	m.fanout_writes_cut = 29;
 	t = render(&m, links, 2);
 	static const char *const lines[] = {
 	    "ptygate_connections{role=\"controller\"} 2",
@@ -89,6 +90,7 @@ static void test_values(void **state)
 	    "ptygate_link_instance_mismatches_total 26",
 	    "ptygate_link_violations_total 27",
 	    "ptygate_link_queue_overflows_total 28",
+	    "ptygate_fanout_writes_cut_total 29",
 	    "ptygate_link_up{instance=\"inst-1\"} 1",
 	    "ptygate_link_up{instance=\"inst-2\"} 0",
 	    "# TYPE ptygate_connections gauge",
@@ -139,7 +141,7 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	assert_int_equal(samples, 3 + 20 + 1);
+	assert_int_equal(samples, 3 + 21 + 1);
 	free(t);
 }
 
