@@ -1,8 +1,7 @@
 /* feeder: see feeder.h. One thread, a FIFO of feeders whose batch waits
    for it, one mutex. A feeder's batch is the thread's from the moment it
    is queued until the thread has fed it (state QUEUED, then FEEDING);
-   its pending output is always the loop's. The batch may keep a carry
-   between turns: output not fed yet, in front of what comes next. */
+   its pending output is always the loop's. */
 #include "feeder.h"
 
 #include <pthread.h>
@@ -15,13 +14,6 @@
 
 /* What a drained feeder keeps for the next output (feeder_trim). */
 #define FEEDER_RESERVE (64u << 10)
-/* Random bytes hold a RIS (ESC c) every 64 KiB or so, from which the
-   model restarts (screen_skip_to_reset). What follows the last one waits,
-   unfed, as the carry: the next output likely holds a later RIS, and then
-   libvterm never sees it. A carry grows to this before the next look for
-   a RIS (one scan of each byte or two, not one per small batch) and is
-   kept only when half of it or less follows the RIS. */
-#define FEEDER_CARRY_MAX (1u << 20)
 
 enum batch_state { NO_BATCH, QUEUED, FEEDING };
 
@@ -29,7 +21,6 @@ struct feeder {
 	struct screen *scr;
 	struct buf pending;	/* the loop's */
 	struct buf batch;	/* the thread's while state is not NO_BATCH */
-	bool carrying;		/* the batch holds a carry: as the batch */
 	size_t unsynced;	/* the loop's */
 	enum batch_state state; /* under mu */
 	struct feeder *next;	/* under mu: the FIFO */
@@ -44,25 +35,6 @@ static int started; /* 1 running, -1 could not start: the loop feeds */
 /* Output waiting for the model: in every pending buffer (the loop's), in
    every batch queued or being fed (under mu); the largest sum seen. */
 static size_t pending_total, batched_total, total_peak;
-
-/* The thread's work on f's batch. Returns the bytes it took off the
-   batch (fed, or skipped before a RIS); a carry stays. */
-static size_t model_batch(struct feeder *f)
-{
-	struct buf *b = &f->batch;
-	size_t n = buf_size(b), x;
-
-	if (f->carrying && n < FEEDER_CARRY_MAX)
-		return 0;
-	x = screen_skip_to_reset(f->scr, buf_head(b), n);
-	buf_consume(b, x);
-	f->carrying = x > 0 && buf_size(b) <= FEEDER_CARRY_MAX / 2;
-	if (!f->carrying) {
-		screen_feed_tail_rest(f->scr, buf_head(b), buf_size(b));
-		buf_reset(b);
-	}
-	return n - buf_size(b);
-}
 
 static void *run(void *arg)
 {
@@ -81,10 +53,11 @@ static void *run(void *arg)
 		f->next = NULL;
 		f->state = FEEDING;
 		pthread_mutex_unlock(&mu);
-		used = model_batch(f);
+		used = buf_size(&f->batch);
+		screen_feed_tail(f->scr, buf_head(&f->batch), used);
+		buf_reset(&f->batch);
 		pthread_mutex_lock(&mu);
 		f->st.thread_bytes += used;
-		f->st.turns++;
 		batched_total -= used;
 		f->state = NO_BATCH;
 		pthread_cond_broadcast(&fed);
@@ -137,7 +110,7 @@ static enum handoff can_hand_over(const struct feeder *f)
 	return r;
 }
 
-/* Gives the pending output to the thread, after f's carry if any. */
+/* Gives the pending output to the thread as f's batch. */
 static enum handoff hand_over(struct feeder *f)
 {
 	enum handoff r = can_hand_over(f);
@@ -146,16 +119,11 @@ static enum handoff hand_over(struct feeder *f)
 
 	if (r != HANDED)
 		return r;
-	/* The batch is the loop's until queued: copy or swap unlocked. */
-	if (buf_size(&f->batch)) {
-		buf_append(&f->batch, buf_head(&f->pending), moved);
-		buf_reset(&f->pending);
-	} else {
-		/* The drained batch's storage becomes the new pending's. */
-		empty = f->batch;
-		f->batch = f->pending;
-		f->pending = empty;
-	}
+	/* The batch is the loop's, and drained, until queued: the drained
+	   batch's storage becomes the new pending's. */
+	empty = f->batch;
+	f->batch = f->pending;
+	f->pending = empty;
 	pending_total -= moved;
 	pthread_mutex_lock(&mu);
 	batched_total += moved;
@@ -283,9 +251,8 @@ void feeder_sync(struct feeder *f)
 	take_back_locked(f);
 	batched_total -= buf_size(&f->batch);
 	pthread_mutex_unlock(&mu);
-	/* The carry, or a batch taken back from the FIFO, came first. */
+	/* A batch taken back from the FIFO came first. */
 	feed_here(f, &f->batch);
-	f->carrying = false;
 	pending_total -= buf_size(&f->pending);
 	feed_here(f, &f->pending);
 	f->unsynced = 0;

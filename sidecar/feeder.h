@@ -41,8 +41,7 @@
 struct feeder;
 
 struct feeder_stats {
-	uint64_t thread_bytes; /* output the thread fed (or skipped) */
-	uint64_t turns;	       /* batches the thread has finished */
+	uint64_t thread_bytes; /* output the thread fed */
 	uint64_t loop_bytes;   /* output feeder_sync fed on the loop */
 	uint64_t waits;	       /* times the loop waited for the thread */
 	size_t pending_peak;   /* the most output waiting beside a batch */

@@ -1286,18 +1286,15 @@ size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n)
 
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 {
-	/* A hard reset first: nothing before it needs feeding. */
-	size_t x = screen_skip_to_reset(s, p, n);
-
-	screen_feed_tail_rest(s, p + x, n - x);
-}
-
-void screen_feed_tail_rest(struct screen *s, const uint8_t *p, size_t n)
-{
 	unsigned need = 2 * s->rows + 1;
-	size_t start, a, e;
+	size_t start, a, e, x;
 
 	s->changes++;
+	/* A hard reset first: nothing before it needs feeding. */
+	x = screen_skip_to_reset(s, p, n);
+	p += x;
+	n -= x;
+
 	/* Whole lines, UTF-8 included, that scroll off first; then long
 	   ASCII runs, wrapped or not, within what is left. */
 	start = feed_to_line_skip(s, p, n);

@@ -43,9 +43,6 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
    after (those bytes need no feeding, the rest does, later), or 0 when
    there is no such RIS (nothing changed). */
 size_t screen_skip_to_reset(struct screen *s, const uint8_t *p, size_t n);
-/* The rest of screen_feed_tail, for a caller that has just taken its
-   first step (screen_skip_to_reset) on these bytes. */
-void screen_feed_tail_rest(struct screen *s, const uint8_t *p, size_t n);
 /* Resizes the model (the PTY is resized by the caller); sizes below 1 are
    raised to 1. */
 void screen_resize(struct screen *s, unsigned cols, unsigned rows);
