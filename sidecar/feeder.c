@@ -96,44 +96,33 @@ static size_t waiting_total_locked(void)
 	return total;
 }
 
-static enum handoff can_hand_over(const struct feeder *f)
-{
-	enum handoff r = HANDED;
-
-	pthread_mutex_lock(&mu);
-	waiting_total_locked();
-	if (!thread_running_locked())
-		r = NO_THREAD;
-	else if (f->state != NO_BATCH)
-		r = BUSY;
-	pthread_mutex_unlock(&mu);
-	return r;
-}
-
 /* Gives the pending output to the thread as f's batch. */
 static enum handoff hand_over(struct feeder *f)
 {
-	enum handoff r = can_hand_over(f);
-	size_t moved = buf_size(&f->pending);
+	enum handoff r = HANDED;
 	struct buf empty;
 
-	if (r != HANDED)
-		return r;
-	/* The batch is the loop's, and drained, until queued: the drained
-	   batch's storage becomes the new pending's. */
-	empty = f->batch;
-	f->batch = f->pending;
-	f->pending = empty;
-	pending_total -= moved;
 	pthread_mutex_lock(&mu);
-	batched_total += moved;
-	f->state = QUEUED;
-	if (tail)
-		tail->next = f;
-	else
-		head = f;
-	tail = f;
-	pthread_cond_signal(&work);
+	waiting_total_locked();
+	if (!thread_running_locked()) {
+		r = NO_THREAD;
+	} else if (f->state != NO_BATCH) {
+		r = BUSY;
+	} else {
+		/* The drained batch's storage becomes the new pending's. */
+		empty = f->batch;
+		f->batch = f->pending;
+		f->pending = empty;
+		pending_total -= buf_size(&f->batch);
+		batched_total += buf_size(&f->batch);
+		f->state = QUEUED;
+		if (tail)
+			tail->next = f;
+		else
+			head = f;
+		tail = f;
+		pthread_cond_signal(&work);
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
