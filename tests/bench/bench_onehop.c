@@ -31,6 +31,7 @@
 
 #include <wslay/wslay.h>
 
+#include "bench_wslay.h"
 #include "buf.h"
 #include "wshandshake.h"
 
@@ -136,14 +137,8 @@ static ssize_t on_send(wslay_event_context_ptr ctx, const uint8_t *p, size_t len
 		       int flags, void *user)
 {
 	struct conn *c = user;
-	ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
 
-	if (n >= 0)
-		return n;
-	wslay_event_set_error(ctx, errno == EAGAIN || errno == EINTR
-				       ? WSLAY_ERR_WOULDBLOCK
-				       : WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
+	return bench_wslay_send(ctx, c->fd, p, len);
 }
 
 /* Keystrokes are a few bytes: a PTY that does not take them at once gets

@@ -19,6 +19,7 @@
 
 #include "b64.h"
 #include "bench_ws.h"
+#include "bench_wslay.h"
 #include "timeutil.h"
 #include "wsclient.h"
 #include "wshandshake.h"
@@ -220,14 +221,8 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len
 		       int flags, void *user)
 {
 	struct bws *c = user;
-	ssize_t n = send(c->fd, p, len, MSG_NOSIGNAL);
 
-	if (n >= 0)
-		return n;
-	wslay_event_set_error(ctx, errno == EAGAIN || errno == EINTR
-				       ? WSLAY_ERR_WOULDBLOCK
-				       : WSLAY_ERR_CALLBACK_FAILURE);
-	return -1;
+	return bench_wslay_send(ctx, c->fd, p, len);
 }
 
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void *user)
