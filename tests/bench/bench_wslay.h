@@ -11,8 +11,8 @@
 
 /* wslay's send callback on a non-blocking socket: what the socket took,
    or -1 with wslay told to wait (EAGAIN, EINTR) or to fail. */
-static inline ssize_t bench_wslay_send(wslay_event_context_ptr ctx, int fd, const uint8_t *p,
-				       size_t len)
+static inline ssize_t bench_wslay_send(wslay_event_context_ptr ctx, int fd,
+				       const uint8_t *p, size_t len)
 {
 	ssize_t n = send(fd, p, len, MSG_NOSIGNAL);
 
