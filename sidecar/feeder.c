@@ -22,6 +22,8 @@ struct feeder {
 	struct buf pending;	/* the loop's */
 	struct buf batch;	/* the thread's while state is not NO_BATCH */
 	size_t unsynced;	/* the loop's */
+	int kicks;		/* the loop's: kicks left in the burst */
+	int64_t kicks_ms;	/* the loop's: when kicks was last topped up */
 	enum batch_state state; /* under mu */
 	struct feeder *next;	/* under mu: the FIFO */
 	struct feeder_stats st; /* thread_bytes under mu, the rest the loop's */
@@ -162,6 +164,7 @@ struct feeder *feeder_new(struct screen *scr)
 	struct feeder *f = xcalloc(1, sizeof(*f));
 
 	f->scr = scr;
+	f->kicks = FEEDER_KICK_BURST;
 	buf_init(&f->pending);
 	buf_init(&f->batch);
 	return f;
@@ -228,10 +231,37 @@ void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
 	}
 }
 
-void feeder_kick(struct feeder *f)
+/* Tops the burst up by one kick per FEEDER_KICK_GAP_MS since the last
+   top-up; a full burst restarts the clock. */
+static void refill_kicks(struct feeder *f, int64_t now_ms)
 {
-	if (buf_size(&f->pending) >= FEEDER_KICK_MIN)
-		hand_over(f);
+	int64_t earned = (now_ms - f->kicks_ms) / FEEDER_KICK_GAP_MS;
+
+	if (f->kicks + earned >= FEEDER_KICK_BURST) {
+		f->kicks = FEEDER_KICK_BURST;
+		f->kicks_ms = now_ms;
+	} else if (earned > 0) {
+		f->kicks += (int)earned;
+		f->kicks_ms += earned * FEEDER_KICK_GAP_MS;
+	}
+}
+
+int64_t feeder_kick(struct feeder *f, int64_t now_ms)
+{
+	if (buf_size(&f->pending) < FEEDER_KICK_MIN)
+		return 0;
+	refill_kicks(f, now_ms);
+	if (!f->kicks)
+		return FEEDER_KICK_GAP_MS - (now_ms - f->kicks_ms);
+	switch (hand_over(f)) {
+	case HANDED:
+		f->kicks--;
+		return 0;
+	case BUSY:
+		return FEEDER_KICK_GAP_MS;
+	default:
+		return 0; /* no thread: the next sync feeds it */
+	}
 }
 
 void feeder_sync(struct feeder *f)

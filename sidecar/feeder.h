@@ -29,6 +29,14 @@
 /* A batch smaller than this waits for the next Keyframe, resize or quiet
    tick (a lone keystroke's echo costs the thread no wake-up). */
 #define FEEDER_KICK_MIN (4u << 10)
+/* Kicks of one feeder: a burst of FEEDER_KICK_BURST, then one every
+   FEEDER_KICK_GAP_MS. During a flood the PTY runs dry every few reads; a
+   hand-over at each woke the thread, which fed a screen's worth of tail
+   (a scroll per row) over a thousand times a second, on the core the
+   program writing the flood needs. A screen drawn in a few pieces still
+   reaches the model at once, ahead of the next join. */
+#define FEEDER_KICK_BURST  4
+#define FEEDER_KICK_GAP_MS 5
 /* Output waiting beside a batch still with the thread: past this the loop
    waits for the thread (the model then sets the pace, as it did when the
    loop fed it). */
@@ -55,9 +63,12 @@ void feeder_free(struct feeder *f);
 /* Queues output for the screen (any split); hands a batch to the thread
    once FEEDER_HANDOFF bytes wait and it has none of this feeder's. */
 void feeder_append(struct feeder *f, const uint8_t *p, size_t n);
-/* The PTY ran dry: hands what waits to the thread when that is at least
-   FEEDER_KICK_MIN bytes and the thread has no batch of this feeder's. */
-void feeder_kick(struct feeder *f);
+/* The PTY ran dry (now_ms: a monotonic clock): hands what waits to the
+   thread when that is at least FEEDER_KICK_MIN bytes. Returns 0, or the
+   ms after which to kick again because this kick had to wait: the burst
+   is spent (FEEDER_KICK_BURST), or the thread still has this feeder's
+   previous batch. */
+int64_t feeder_kick(struct feeder *f, int64_t now_ms);
 /* Brings the screen up to every byte appended: waits for the thread's
    batch, or takes it back if the thread has not started it, and feeds
    the rest here. */

@@ -161,6 +161,7 @@ void session_free(struct session *s)
 	session_state_free(s);
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
+	ev_timer_free(s->kick_timer);
 	ev_timer_free(s->membership_timer);
 	feeder_free(s->feeder);
 	screen_free(s->screen);
@@ -463,6 +464,27 @@ static void resume_when_drained(void *user)
 		release_output(s);
 }
 
+static void kick_model(struct session *s);
+
+static void on_kick_due(struct ev_timer *t, void *user)
+{
+	(void)t;
+	kick_model(user);
+}
+
+/* The PTY ran dry: the model may follow, now or once the feeder says. */
+static void kick_model(struct session *s)
+{
+	int64_t again = feeder_kick(s->feeder, time_mono_ms());
+
+	if (again <= 0)
+		return;
+	if (!s->kick_timer)
+		s->kick_timer = ev_timer_new(s->loop, -1, 0, on_kick_due, s);
+	if (!ev_timer_armed(s->kick_timer))
+		ev_timer_arm(s->kick_timer, again, 0);
+}
+
 /* Drains the PTY. The PTY is read whether or not anyone is attached, so
    a session nobody watches never stalls its program; only a backed-up
    link of a member holds it (SESSION_LINK_HIGH_WATER). */
@@ -491,7 +513,7 @@ static void drain_output(struct session *s)
 	}
 	/* Dry: the output went out; the model may follow. */
 	if (n < OUTPUT_BATCH && s->io)
-		feeder_kick(s->feeder);
+		kick_model(s);
 }
 
 static void flush_input(struct session *s);

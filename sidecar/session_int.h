@@ -56,6 +56,7 @@ struct session {
 
 	uint32_t frames_since_keyframe;
 	struct ev_timer *keyframe_timer;
+	struct ev_timer *kick_timer; /* a deferred feeder_kick */
 
 	int64_t membership_window_ms;  /* start of the coalescing window (mono) */
 	unsigned membership_in_window; /* join broadcasts in it */

@@ -59,6 +59,7 @@ static void compare_stream(const struct buf *in, unsigned cols, unsigned rows)
 	struct screen *s = screen_new(cols, rows), *ref = screen_new(cols, rows);
 	struct feeder *f = feeder_new(s);
 	size_t off = 0, fed_ref = 0;
+	int64_t now_ms = 1;
 
 	while (off < buf_size(in)) {
 		size_t n = 1 + next_rand() % 70000;
@@ -67,8 +68,10 @@ static void compare_stream(const struct buf *in, unsigned cols, unsigned rows)
 			n = buf_size(in) - off;
 		feeder_append(f, buf_head(in) + off, n);
 		off += n;
+		/* Some kicks come within FEEDER_KICK_GAP_MS and wait. */
+		now_ms += next_rand() % (2 * FEEDER_KICK_GAP_MS);
 		if (next_rand() % 3 == 0)
-			feeder_kick(f);
+			feeder_kick(f, now_ms);
 		if (next_rand() % 40 == 0 || off == buf_size(in)) {
 			feeder_sync(f);
 			assert_int_equal(feeder_unsynced(f), 0);
@@ -136,11 +139,11 @@ static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 	lines(&in, 40000);
 	for (size_t off = 0; off + 65536 <= buf_size(&in); off += 65536) {
 		feeder_append(f, buf_head(&in) + off, 65536);
-		feeder_kick(f);
+		assert_int_equal(feeder_kick(f, 1 + (int64_t)off), 0);
 		await_thread_bytes(f, off + 65536);
 	}
 	feeder_append(f, (const uint8_t *)"x", 1);
-	feeder_kick(f);
+	assert_int_equal(feeder_kick(f, 1 + (int64_t)buf_size(&in)), 0);
 	feeder_sync(f);
 	feeder_stats(f, &st);
 	assert_int_equal(st.thread_bytes, buf_size(&in) / 65536 * 65536);
@@ -161,6 +164,40 @@ static void check_and_free(struct feeder *f, struct screen *s, struct screen *re
 	screen_free(s);
 	screen_free(ref);
 	buf_free(in);
+}
+
+/* A flood's dry moments come every few reads: past a burst, a kick within
+   FEEDER_KICK_GAP_MS of the last hands nothing over and says when to
+   kick again; the kick then hands everything that waited. */
+static void test_kicks_past_the_burst_wait(void **state)
+{
+	struct screen *s = screen_new(80, 24), *ref = screen_new(80, 24);
+	struct feeder *f = feeder_new(s);
+	struct feeder_stats st;
+	struct buf in = BUF_INIT;
+	const size_t chunk = 16384, burst = FEEDER_KICK_BURST;
+	const int64_t t0 = 5000;
+	size_t off = 0;
+
+	(void)state;
+	lines(&in, 8000);
+	for (; off < burst * chunk; off += chunk) {
+		feeder_append(f, buf_head(&in) + off, chunk);
+		assert_int_equal(feeder_kick(f, t0 + 1), 0);
+		await_thread_bytes(f, off + chunk);
+	}
+	feeder_append(f, buf_head(&in) + off, chunk);
+	assert_int_equal(feeder_kick(f, t0 + 2), FEEDER_KICK_GAP_MS - 1);
+	feeder_append(f, buf_head(&in) + off + chunk, chunk);
+	assert_int_equal(feeder_kick(f, t0 + FEEDER_KICK_GAP_MS), 1);
+	feeder_stats(f, &st);
+	assert_int_equal(st.thread_bytes, burst * chunk);
+	assert_int_equal(feeder_kick(f, t0 + 1 + FEEDER_KICK_GAP_MS), 0);
+	await_thread_bytes(f, off + 2 * chunk);
+	off += 2 * chunk;
+	feeder_append(f, buf_head(&in) + off, buf_size(&in) - off);
+	feeder_sync(f);
+	check_and_free(f, s, ref, &in);
 }
 
 /* Output appended faster than the model takes it waits beside the
@@ -256,6 +293,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_same_screen_as_feeding_on_the_loop),
 	    cmocka_unit_test(test_floods_off_the_loop_keystrokes_on_it),
+	    cmocka_unit_test(test_kicks_past_the_burst_wait),
 	    cmocka_unit_test(test_pending_output_is_bounded),
 	    cmocka_unit_test(test_all_sessions_together_are_bounded),
 	    cmocka_unit_test(test_free_while_the_thread_holds_a_batch),
