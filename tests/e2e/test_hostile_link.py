@@ -84,10 +84,11 @@ class HostileLinkCase(E2ETestCase):
         slow = 3 if st.sanitized else 1
         self.assertLess(statistics.median(echo), 100 * slow)
         self.assertLess(statistics.median(health), 100 * slow)
-        # One sample may wait for a core on a loaded machine; the stalls
-        # this guards against lasted 2.5 to 8 s.
-        self.assertLess(max(echo), 1500 * slow)
-        self.assertLess(max(health), 1500 * slow)
+        # One sample may wait for a core on a loaded machine (one took
+        # 1.5 s while another suite's 1,000 observers ran); the stalls this
+        # guards against lasted 2.5 to 8 s.
+        self.assertLess(max(echo), 2000 * slow)
+        self.assertLess(max(health), 2000 * slow)
         self.assertLess(grown, RSS_BOUND_MIB * (2 if st.sanitized else 1))
         self.assertTrue(st.gateway.alive(), st.gateway.log_tail())
 
