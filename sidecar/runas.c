@@ -32,29 +32,15 @@ int runas_lookup(const char *name, struct run_as *ra, char *err, size_t errlen)
 	return 0;
 }
 
-int runas_become(const struct run_as *ra, const char **what)
+void runas_env(const struct run_as *ra, struct runas_env *v)
 {
-	/* Groups first (they need root), the uid last. */
-	if (setgroups((size_t)ra->n_groups, ra->groups) < 0) {
-		*what = "setgroups";
-		return -1;
-	}
-	if (setgid(ra->gid) < 0) {
-		*what = "setgid";
-		return -1;
-	}
-	if (setuid(ra->uid) < 0) {
-		*what = "setuid";
-		return -1;
-	}
-	if (setuid(0) == 0 || geteuid() != ra->uid) {
-		errno = EPERM;
-		*what = "setuid";
-		return -1;
-	}
-	setenv("HOME", ra->home, 1);
-	setenv("USER", ra->name, 1);
-	setenv("LOGNAME", ra->name, 1);
-	setenv("SHELL", ra->shell, 1);
-	return 0;
+	snprintf(v->home, sizeof(v->home), "HOME=%s", ra->home);
+	snprintf(v->user, sizeof(v->user), "USER=%s", ra->name);
+	snprintf(v->logname, sizeof(v->logname), "LOGNAME=%s", ra->name);
+	snprintf(v->shell, sizeof(v->shell), "SHELL=%s", ra->shell);
+	v->list[0] = v->home;
+	v->list[1] = v->user;
+	v->list[2] = v->logname;
+	v->list[3] = v->shell;
+	v->list[4] = NULL;
 }

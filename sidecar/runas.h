@@ -1,7 +1,7 @@
 /* runas: the account a session's programs run as (--session-user), for
    terminal programs and tasks alike, so a task never runs with more
    privilege than the session's own shell. Looked up in the parent (no
-   NSS lookups between fork and exec); dropped in the child. */
+   NSS lookups between vfork and exec); taken on in the child. */
 #ifndef PTG_RUNAS_H
 #define PTG_RUNAS_H
 
@@ -20,10 +20,16 @@ struct run_as {
    errno with the reason in err. */
 int runas_lookup(const char *name, struct run_as *ra, char *err, size_t errlen);
 
-/* In a forked child: supplementary groups, gid, then uid dropped for
-   good (root cannot be regained), and HOME, USER, LOGNAME and SHELL set
-   in environ. Async-signal-safe but for setenv. Returns 0, or -1 with
-   errno set and *what naming the call that failed. */
-int runas_become(const struct run_as *ra, const char **what);
+/* What a login as ra sets in the environment: HOME, USER, LOGNAME and
+   SHELL, as NAME=VALUE strings listed (NULL-terminated) in list. The
+   account itself is taken on in the child (spawn.c). */
+struct runas_env {
+	char home[sizeof(((struct run_as *)0)->home) + 8];
+	char user[sizeof(((struct run_as *)0)->name) + 8];
+	char logname[sizeof(((struct run_as *)0)->name) + 8];
+	char shell[sizeof(((struct run_as *)0)->shell) + 8];
+	char *list[5];
+};
+void runas_env(const struct run_as *ra, struct runas_env *v);
 
 #endif

@@ -1,6 +1,5 @@
 /* task_proc: see task_proc.h. Everything the child needs (argv, envp,
-   directory, stdin) is prepared before fork, so the child only makes
-   async-signal-safe calls. */
+   directory, stdin) is prepared here; spawn.c starts it. */
 #include "task_proc.h"
 
 #include <errno.h>
@@ -15,6 +14,7 @@
 #include "buf.h"
 #include "fdio.h"
 #include "runas.h"
+#include "spawn.h"
 #include "xalloc.h"
 
 #define ENVIRON_MAX (256u * 1024)
@@ -66,53 +66,6 @@ static int input_fd(const char *p, size_t n)
 	return fd;
 }
 
-static void child_write(const char *s)
-{
-	if (write(2, s, strlen(s)) < 0) {
-		/* nothing more to do */
-	}
-}
-
-static void __attribute__((noreturn))
-child(const char *cwd, int in, const int out[2], const int errp[2], char *const argv[],
-      char **envp, const struct run_as *ra)
-{
-	const char *what;
-	sigset_t none;
-
-	/* Its own session, so its own process group and no controlling
-	   terminal; if the parent made it a group leader first, setsid
-	   fails and the group is already its own. */
-	if (setsid() < 0)
-		setpgid(0, 0);
-	/* The sidecar blocks signals for its signalfd: undo that. */
-	sigemptyset(&none);
-	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
-	if (dup2(in, 0) < 0 || dup2(out[1], 1) < 0 || dup2(errp[1], 2) < 0)
-		_exit(127);
-	/* A task gets its three streams and nothing else of the sidecar's. */
-	close_range(3, ~0u, 0);
-	/* Never more privilege than the session's own program: the working
-	   directory and environment come from that program, so they are
-	   the user's to choose. */
-	if (ra && runas_become(ra, &what) < 0) {
-		child_write("ptygate: cannot switch to the session's user\n");
-		_exit(127);
-	}
-	if (cwd && chdir(cwd) < 0) {
-		child_write("ptygate: cannot enter the session's working directory\n");
-		_exit(127);
-	}
-	execve(argv[0], argv, envp ? envp : environ);
-	child_write("ptygate: cannot execute ");
-	child_write(argv[0]);
-	child_write("\n");
-	_exit(127);
-}
-
 /* The session program's working directory into buf, or NULL when it
    cannot be read (the program is gone, or not ours to look at). */
 static char *session_cwd(pid_t pid, char *buf, size_t cap)
@@ -128,24 +81,65 @@ static char *session_cwd(pid_t pid, char *buf, size_t cap)
 	return buf;
 }
 
+/* The task's environment: the session program's when it can be read
+   (already the account's), else ours with the account's login variables
+   (in *login, which must outlive the result). */
+static char **task_env(const struct task_proc_spec *sp, const struct run_as *ra,
+		       struct runas_env *login, char **block)
+{
+	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, block) : NULL;
+
+	if (envp || !ra)
+		return envp;
+	runas_env(ra, login);
+	return spawn_env(environ, login->list);
+}
+
+/* The task starts: its own session and group, the input as stdin, the
+   two pipes as stdout and stderr, the account and directory of the
+   session's program. A child that could not exec has exited with 127;
+   why goes to the task's stderr, as a shell's message would. */
+static pid_t start_child(const char *path, char *const argv[], char **envp,
+			 const char *cwd, int in, int out, int errw,
+			 const struct run_as *ra)
+{
+	char *paths[] = {(char *)path, NULL};
+	struct spawn_plan plan = {.paths = paths,
+				  .argv = argv,
+				  .envp = envp,
+				  .fd = {in, out, errw},
+				  .cwd = {cwd, NULL},
+				  .ra = ra};
+	struct spawn_error e;
+	pid_t pid = spawn_start(&plan, &e);
+	char msg[256];
+
+	if (pid < 0 || !e.what)
+		return pid;
+	snprintf(msg, sizeof(msg), "ptygate: cannot start the task (%s%s%s): %s\n",
+		 e.what, strcmp(e.what, "exec") ? "" : " ",
+		 strcmp(e.what, "exec") ? "" : path, strerror(e.err));
+	if (write(errw, msg, strlen(msg)) < 0) {
+		/* the task's stderr is gone: nothing more to tell */
+	}
+	return pid;
+}
+
 pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err,
 		      size_t errlen)
 {
 	char *sh_argv[] = {"/bin/sh", "-c", (char *)sp->command, NULL};
 	char *h_argv[] = {(char *)sp->handler, NULL};
 	int use_handler = sp->handler && sp->handler[0];
-	char cwd_buf[4096], *cwd = NULL, *block = NULL;
-	char **envp = sp->session_pid > 0 ? session_env(sp->session_pid, &block) : NULL;
+	char cwd_buf[4096], *cwd = NULL, *block = NULL, **envp = NULL;
 	int o[2] = {-1, -1}, e[2] = {-1, -1}, in = -1, rc = 0;
+	struct runas_env login;
 	struct run_as ra;
 	pid_t pid = -1;
 
-	if (sp->user && (rc = runas_lookup(sp->user, &ra, err, errlen)) < 0) {
-		free(envp);
-		free(block);
+	if (sp->user && (rc = runas_lookup(sp->user, &ra, err, errlen)) < 0)
 		return rc;
-	}
-
+	envp = task_env(sp, sp->user ? &ra : NULL, &login, &block);
 	if (sp->session_pid > 0)
 		cwd = session_cwd(sp->session_pid, cwd_buf, sizeof(cwd_buf));
 	if (!cwd && sp->user)
@@ -161,16 +155,14 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err,
 			 strerror(errno));
 		goto done;
 	}
-	pid = fork();
-	if (pid < 0) {
+	pid = start_child(use_handler ? h_argv[0] : sh_argv[0],
+			  use_handler ? h_argv : sh_argv, envp ? envp : environ, cwd, in,
+			  o[1], e[1], sp->user ? &ra : NULL);
+	if (pid == -1) {
 		rc = -errno;
-		snprintf(err, errlen, "fork: %s", strerror(errno));
+		snprintf(err, errlen, "vfork: %s", strerror(errno));
 		goto done;
 	}
-	if (pid == 0)
-		child(cwd, in, o, e, use_handler ? h_argv : sh_argv, envp,
-		      sp->user ? &ra : NULL);
-	setpgid(pid, pid); /* also here: no race with a kill of the group */
 	out[0] = o[0];
 	out[1] = e[0];
 	o[0] = e[0] = -1;

@@ -1,5 +1,5 @@
-/* tty: forkpty with an error channel, so that a program that cannot be
-   started fails the create request instead of exiting at once. */
+/* tty: a program on a new PTY (spawn.c starts it), so that a program that
+   cannot be started fails the create request instead of exiting at once. */
 #include "tty.h"
 
 #include <errno.h>
@@ -14,91 +14,90 @@
 #include <unistd.h>
 
 #include "runas.h"
+#include "spawn.h"
 
-struct child_error {
-	int err;
-	char what[16];
-};
+extern char **environ;
 
-static void child_fail(int fd, const char *what)
+/* The program's environment: ours, the account's login variables (kept
+   in *login, which must outlive the result), the request's own, and TERM
+   unless one of those set it. */
+static char **program_env(const struct tty_spec *spec, const struct run_as *ra,
+			  struct runas_env *login)
 {
-	struct child_error ce = {.err = errno};
-	snprintf(ce.what, sizeof(ce.what), "%s", what);
-	if (write(fd, &ce, sizeof(ce)) < 0) {
-		/* nothing more a dying child can do */
+	static char term[] = "TERM=xterm-256color";
+	char *term_set[] = {term, NULL};
+	char **with_login = NULL, **envp, **out;
+
+	if (ra) {
+		runas_env(ra, login);
+		with_login = spawn_env(environ, login->list);
 	}
-	_exit(127);
+	envp = spawn_env(with_login ? with_login : environ, spec->env_extra);
+	free(with_login);
+	if (spawn_getenv(envp, "TERM"))
+		return envp;
+	out = spawn_env(envp, term_set);
+	free(envp);
+	return out;
 }
 
-/* Gives the terminal to the user, then drops every privilege for good. */
-static void child_become(const struct run_as *ra, int errfd)
+/* The plan for the child; cwd: the request's, else the account's home
+   (or /), else the sidecar's. */
+static void plan_for(struct spawn_plan *p, const struct tty_spec *spec, char **paths,
+		     char **envp, int slave, const struct run_as *ra)
 {
-	const char *what;
-
-	if (fchown(STDIN_FILENO, ra->uid, (gid_t)-1) < 0)
-		child_fail(errfd, "chown tty");
-	if (runas_become(ra, &what) < 0)
-		child_fail(errfd, what);
+	memset(p, 0, sizeof(*p));
+	p->paths = paths;
+	p->argv = spec->argv;
+	p->envp = envp;
+	p->fd[0] = p->fd[1] = p->fd[2] = slave;
+	p->ctty = 1;
+	p->ra = ra;
+	if (spec->cwd && spec->cwd[0]) {
+		p->cwd[0] = spec->cwd;
+	} else if (ra) {
+		p->cwd[0] = ra->home;
+		p->cwd[1] = "/";
+	}
 }
 
-static void child_exec(const struct tty_spec *spec, const struct run_as *ra, int errfd)
+static int spawn_error_text(const struct spawn_error *e, const struct tty_spec *spec,
+			    char *err, size_t errlen)
 {
-	sigset_t all;
+	const char *subject = !strcmp(e->what, "exec")	  ? spec->argv[0]
+			      : !strcmp(e->what, "chdir") ? (spec->cwd ? spec->cwd : "")
+							  : "";
 
-	/* The sidecar blocks signals for its signalfd; the program must not
-	   inherit that mask or default-ignored dispositions. */
-	sigemptyset(&all);
-	sigprocmask(SIG_SETMASK, &all, NULL);
-	for (int s = 1; s < NSIG; s++)
-		if (s != SIGKILL && s != SIGSTOP)
-			signal(s, SIG_DFL);
-	/* Whatever the sidecar inherited from its own launcher stays with it:
-	   a program gets its terminal and nothing else (the error pipe is
-	   close-on-exec). */
-	if (errfd > 3)
-		close_range(3, (unsigned)errfd - 1, 0);
-	close_range((unsigned)errfd + 1, ~0u, 0);
-	if (ra)
-		child_become(ra, errfd);
-	if (spec->cwd && spec->cwd[0] && chdir(spec->cwd) < 0)
-		child_fail(errfd, "chdir");
-	if (ra && !(spec->cwd && spec->cwd[0]) && chdir(ra->home) < 0 && chdir("/") < 0)
-		child_fail(errfd, "chdir");
-	for (char *const *e = spec->env_extra; e && *e; e++)
-		putenv(*e);
-	if (!getenv("TERM"))
-		setenv("TERM", "xterm-256color", 1);
-	execvp(spec->argv[0], spec->argv);
-	child_fail(errfd, "exec");
+	snprintf(err, errlen, "%s %s: %s", e->what, subject, strerror(e->err));
+	return -(e->err ? e->err : EIO);
 }
 
-/* Waits for the child's verdict: EOF on the close-on-exec pipe means the
-   exec succeeded. */
-static int read_child_verdict(int fd, const struct tty_spec *spec, char *err,
-			      size_t errlen)
+/* Opens the PTY pair at the requested size, the master close-on-exec
+   (other sessions' programs must not inherit it). */
+static int open_pty(const struct tty_spec *spec, int *master, int *slave, char *err,
+		    size_t errlen)
 {
-	struct child_error ce;
-	ssize_t n;
+	struct winsize ws = {.ws_row = spec->rows, .ws_col = spec->cols};
 
-	do
-		n = read(fd, &ce, sizeof(ce));
-	while (n < 0 && errno == EINTR);
-	if (n != (ssize_t)sizeof(ce))
-		return 0;
-	snprintf(err, errlen, "%s %s: %s", ce.what,
-		 strcmp(ce.what, "exec") != 0
-		     ? (spec->cwd && strcmp(ce.what, "chdir") == 0 ? spec->cwd : "")
-		     : spec->argv[0],
-		 strerror(ce.err));
-	return -(ce.err ? ce.err : EIO);
+	if (openpty(master, slave, NULL, NULL, &ws) < 0) {
+		snprintf(err, errlen, "openpty: %s", strerror(errno));
+		return -errno;
+	}
+	fcntl(*master, F_SETFD, FD_CLOEXEC);
+	fcntl(*slave, F_SETFD, FD_CLOEXEC);
+	return 0;
 }
 
 int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen)
 {
-	struct winsize ws = {.ws_row = spec->rows, .ws_col = spec->cols};
+	const struct run_as *rap = NULL;
+	struct spawn_error e;
+	struct spawn_plan plan;
+	struct runas_env login;
 	struct run_as ra;
-	int pipefd[2], fd, rc;
+	char **envp, **paths;
+	int m, slave, rc;
 	pid_t p;
 
 	if (!spec->argv || !spec->argv[0]) {
@@ -107,37 +106,47 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	}
 	if (spec->user && (rc = runas_lookup(spec->user, &ra, err, errlen)) < 0)
 		return rc;
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		snprintf(err, errlen, "pipe: %s", strerror(errno));
-		return -errno;
+	if (spec->user)
+		rap = &ra;
+	envp = program_env(spec, rap, &login);
+	paths = spawn_candidates(spec->argv[0], spawn_getenv(envp, "PATH"));
+	if (!paths) {
+		snprintf(err, errlen, "exec %s: %s", spec->argv[0], strerror(ENOENT));
+		free(envp);
+		return -ENOENT;
 	}
-	p = forkpty(&fd, NULL, NULL, &ws);
-	if (p < 0) {
+	if ((rc = open_pty(spec, &m, &slave, err, errlen)) < 0) {
+		free(paths);
+		free(envp);
+		return rc;
+	}
+	/* The terminal is the user's. */
+	if (rap && fchown(slave, rap->uid, (gid_t)-1) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "forkpty: %s", strerror(errno));
-		close(pipefd[0]);
-		close(pipefd[1]);
-		return rc;
+		snprintf(err, errlen, "chown tty: %s", strerror(errno));
+		goto fail;
 	}
-	if (p == 0) {
-		close(pipefd[0]);
-		child_exec(spec, spec->user ? &ra : NULL, pipefd[1]);
-	}
-	close(pipefd[1]);
-	rc = read_child_verdict(pipefd[0], spec, err, errlen);
-	close(pipefd[0]);
-	if (rc < 0) {
-		close(fd);
-		/* The child has written its verdict and is exiting. */
-		while (waitpid(p, NULL, 0) < 0 && errno == EINTR)
+	plan_for(&plan, spec, paths, envp, slave, rap);
+	p = spawn_start(&plan, &e);
+	if (p < 0 || e.what) {
+		rc = spawn_error_text(&e, spec, err, errlen);
+		while (p > 0 && waitpid(p, NULL, 0) < 0 && errno == EINTR)
 			;
-		return rc;
+		goto fail;
 	}
-	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-	fcntl(fd, F_SETFD, FD_CLOEXEC);
-	*master = fd;
+	close(slave);
+	free(paths);
+	free(envp);
+	fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
+	*master = m;
 	*pid = p;
 	return 0;
+fail:
+	close(slave);
+	close(m);
+	free(paths);
+	free(envp);
+	return rc;
 }
 
 int tty_set_size(int master, unsigned cols, unsigned rows)

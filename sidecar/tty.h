@@ -15,9 +15,9 @@ struct tty_spec {
 			     LOGNAME and SHELL, in its HOME unless cwd */
 };
 
-/* Forks a child in its own session with the new PTY as its controlling
-   terminal and execs spec->argv. On success sets *master (non-blocking,
-   close-on-exec) and *pid and returns 0; on failure returns a negative
+/* Starts spec->argv (spawn.c: vfork, no copy of our memory) in its own
+   session with the new PTY as its controlling terminal. On success sets *master
+   (non-blocking, close-on-exec) and *pid and returns 0; on failure returns a negative
    errno and writes the reason to err. A failing exec in the child (no
    such program, bad cwd) is reported here, not as a child exit. */
 int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
