@@ -51,6 +51,8 @@ FANOUT_PER_PROCESS = 250
 # The "sessions" benchmark: a fan-out of this many observers beside this
 # many joined connections on other sessions.
 SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
+# Echo samples beside another session's flood (each waits behind it).
+FLOOD_ECHO_SAMPLES = 3000
 ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe"]
 # The benchmarks a PTG_BASE_* build is paired with.
 PAIRED = ["attach", "keyframe"]
@@ -224,6 +226,7 @@ class Suite:
         order = [self.echo_gateway, self.echo_baselines]
         for f in (order if i % 2 == 0 else order[::-1]):
             f(n)
+        self.echo_beside_flood(min(n, FLOOD_ECHO_SAMPLES))
 
     def echo_gateway(self, n):
         sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
@@ -231,6 +234,26 @@ class Suite:
         res = self.client("echo", sid, n)
         self.keep("", res, ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms"])
         self.drop(sid)
+
+    def echo_beside_flood(self, n):
+        """A lone keystroke's echo while another session of the same
+        sidecar floods hex-dump lines to its own reader: what sessions share
+        (the sidecar's loop, its link to the gateway, the cores) costs the
+        keystroke. Paired with this run's echo alone."""
+        fsid = self.session("stty -echo; dd bs=1 count=1 >/dev/null 2>&1; "
+                            "while :; do cat %s; done" % self.hexdump_file())
+        reader = self.client_start("throughput", fsid)
+        try:
+            time.sleep(1)  # the flood is under way
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "printf PTG-READY; exec cat")
+            self.keep("flood.", self.client("echo", sid, n), ["echo.us.p50", "echo.us.p99",
+                                                             "echo.us.max"])
+            self.drop(sid)
+        finally:
+            reader.kill()
+            reader.wait()
+            self.drop(fsid)
 
     def echo_baselines(self, n):
         res = self.client("pty-echo", n)
@@ -284,11 +307,16 @@ class Suite:
                                         "onehop.throughput.gateway_cpu_pct",
                                         "onehop.throughput.client_cpu_pct"])
 
-    def run_fanout(self, i):
+    def hexdump_file(self):
+        """A megabyte of hex-dump lines, which the looping floods cat."""
         path = os.path.join(self.stack.dir, "fanout.out")
         if not os.path.exists(path):
             subprocess.run(["/bin/sh", "-c", "head -c 1000000 /dev/urandom | od -An -tx1 -v > %s"
                             % path], check=True)
+        return path
+
+    def run_fanout(self, i):
+        path = self.hexdump_file()
         for n in self.args.fanout:
             sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
                                "(while :; do cat %s; done) & exec cat" % path)
@@ -336,10 +364,7 @@ class Suite:
         fan-out alone: what a frame costs the gateway as other sessions'
         connections grow (each frame used to look at every attachment of
         the instance)."""
-        path = os.path.join(self.stack.dir, "fanout.out")
-        if not os.path.exists(path):
-            subprocess.run(["/bin/sh", "-c", "head -c 1000000 /dev/urandom | od -An -tx1 -v > %s"
-                            % path], check=True)
+        path = self.hexdump_file()
         per = 32
         idle = self.memory_sessions((SESSIONS_IDLE + per - 1) // per)
         order = [False, True] if i % 2 == 0 else [True, False]
@@ -472,6 +497,10 @@ class Suite:
                 "onehop.echo.us.%s" % p)
         row("echo samples over 10 ms (of %d)" % self.args.echo_samples, "echo.us.over10ms",
             "ptyecho.us.over10ms", digits=0, ratio="-")
+        for p in ("p50", "p99", "max"):
+            row("echo %s beside a flood in another session (us, %d samples); baseline alone"
+                % (p, min(self.args.echo_samples, FLOOD_ECHO_SAMPLES)),
+                "flood.echo.us.%s" % p, "echo.us.%s" % p)
         for name in ("longline", "hexdump", "tui", "random"):
             row("throughput %s, %d MiB (MB/s); baseline plain forkpty loop" % (name, self.args.mib),
                 "tp.%s.throughput.mb_s" % name, "tp.%s.plain.plain.mb_s" % name)
