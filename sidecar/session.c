@@ -31,8 +31,8 @@
    already holds (FIONREAD): it does not wait for the kernel's worker to
    move the next 4 KiB over. A flood then keeps the loop from the other
    sessions and the links for a few reads, not sixteen round trips with
-   the worker (a keystroke's echo beside a flood: p99 6-7 ms before, 2-4
-   after), and frames stay 16 KiB or more. */
+   the worker (a keystroke's echo beside a flood: p99 6-7 ms before, about
+   4 after), and frames stay 16 KiB or more. */
 #define OUTPUT_NOWAIT_AFTER (16 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
