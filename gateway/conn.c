@@ -681,12 +681,18 @@ static void free_dead(struct conn_set *s)
 	}
 }
 
+/* Every connection but joined observers, in full. */
+static void flush_first(struct conn_set *s)
+{
+	while (s->first.head)
+		flush_next(&s->first, SIZE_MAX);
+}
+
 void conn_set_flush(struct conn_set *s)
 {
 	int64_t end = now_us() + CONN_FAN_SLICE_US;
 
-	while (s->first.head)
-		flush_next(&s->first, SIZE_MAX);
+	flush_first(s);
 	/* At least one observer a turn, so the slice always moves on. */
 	do {
 		if (s->fan.head)
@@ -699,8 +705,7 @@ void conn_set_flush(struct conn_set *s)
 
 void conn_set_flush_first(struct conn_set *s)
 {
-	while (s->first.head)
-		flush_next(&s->first, SIZE_MAX);
+	flush_first(s);
 	free_dead(s);
 }
 
