@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,13 +111,14 @@ static pid_t start_child(const char *path, char *const argv[], char **envp,
 				  .ra = ra};
 	struct spawn_error e;
 	pid_t pid = spawn_start(&plan, &e);
+	int exec;
 	char msg[256];
 
 	if (pid < 0 || !e.what)
 		return pid;
+	exec = !strcmp(e.what, "exec");
 	snprintf(msg, sizeof(msg), "ptygate: cannot start the task (%s%s%s): %s\n",
-		 e.what, strcmp(e.what, "exec") ? "" : " ",
-		 strcmp(e.what, "exec") ? "" : path, strerror(e.err));
+		 e.what, exec ? " " : "", exec ? path : "", strerror(e.err));
 	if (write(errw, msg, strlen(msg)) < 0) {
 		/* the task's stderr is gone: nothing more to tell */
 	}

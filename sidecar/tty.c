@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pty.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,27 +17,28 @@
 
 extern char **environ;
 
-/* The program's environment: ours, the account's login variables (kept
-   in *login, which must outlive the result), the request's own, and TERM
-   unless one of those set it. */
+/* The program's environment: ours, TERM if we have none, the account's
+   login variables (kept in *login, which must outlive the result), then
+   the request's own, which win. */
 static char **program_env(const struct tty_spec *spec, const struct run_as *ra,
 			  struct runas_env *login)
 {
 	static char term[] = "TERM=xterm-256color";
-	char *term_set[] = {term, NULL};
-	char **with_login = NULL, **envp, **out;
+	char *defaults[6], **base, **envp;
+	int n = 0;
 
+	if (!spawn_getenv(environ, "TERM"))
+		defaults[n++] = term;
 	if (ra) {
 		runas_env(ra, login);
-		with_login = spawn_env(environ, login->list);
+		for (char **v = login->list; *v; v++)
+			defaults[n++] = *v;
 	}
-	envp = spawn_env(with_login ? with_login : environ, spec->env_extra);
-	free(with_login);
-	if (spawn_getenv(envp, "TERM"))
-		return envp;
-	out = spawn_env(envp, term_set);
-	free(envp);
-	return out;
+	defaults[n] = NULL;
+	base = spawn_env(environ, defaults);
+	envp = spawn_env(base, spec->env_extra);
+	free(base);
+	return envp;
 }
 
 /* The plan for the child; cwd: the request's, else the account's home
