@@ -73,6 +73,12 @@ static int read_to_end(int fd, size_t max, struct buf *out)
 int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, char *err,
 		 size_t errlen)
 {
+	return fd_read_at(AT_FDCWD, path, flags, max, out, err, errlen);
+}
+
+int fd_read_at(int dirfd, const char *path, unsigned flags, size_t max, struct buf *out,
+	       char *err, size_t errlen)
+{
 	/* O_NONBLOCK: opening a FIFO for FDIO_REGULAR to refuse must not wait
 	   for a writer; it changes nothing for a regular file. */
 	int oflags = O_RDONLY | O_CLOEXEC | O_NOCTTY |
@@ -85,7 +91,7 @@ int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, 
 	if (max >= SIZE_MAX - 1)
 		max = SIZE_MAX - 2;
 	do
-		fd = open(path, oflags);
+		fd = openat(dirfd, path, oflags);
 	while (fd < 0 && errno == EINTR); /* a FIFO's open waits for a writer */
 	if (fd < 0)
 		return fail(-errno, 0, path, max, err, errlen);

@@ -27,6 +27,10 @@ int fd_write_all(int fd, const void *p, size_t n);
    it held before (the bytes read are wiped: they may be a secret). */
 int fd_read_file(const char *path, unsigned flags, size_t max, struct buf *out, char *err,
 		 size_t errlen);
+/* fd_read_file of path relative to the directory dirfd (openat), so a
+   caller that holds a directory open reads through it. */
+int fd_read_at(int dirfd, const char *path, unsigned flags, size_t max, struct buf *out,
+	       char *err, size_t errlen);
 
 /* Creates dir and every missing parent with mode (like mkdir -p; an
    existing directory is fine). Returns 0 or a negative errno. */
