@@ -71,6 +71,24 @@ static const struct family families[] = {
 	"ptygate_fanout_writes_cut_total", "counter",
 	"Observer writes cut at the per-turn bound, the rest left for a later turn.",
 	fanout_writes_cut),
+    METRICS__F("ptygate_conn_refusals_address_total", "counter",
+	       "Connections answered 429: the client's address (or IPv6 /56) at "
+	       "--max-conns-per-ip.",
+	       conns_refused_address),
+    METRICS__F("ptygate_conn_refusals_full_total", "counter",
+	       "Connections answered 503: the gateway at its connection cap.",
+	       conns_refused_full),
+    METRICS__F("ptygate_conn_drops_total", "counter",
+	       "Connections closed unanswered: too many refusals under way at once.",
+	       conns_dropped),
+    METRICS__F("ptygate_head_evictions_total", "counter",
+	       "Connections still sending their request head, closed at the "
+	       "connection cap to make room.",
+	       heads_evicted),
+    METRICS__F("ptygate_close_dropped_bytes_total", "counter",
+	       "Unsent output dropped so a closing connection's close frame leaves "
+	       "next.",
+	       close_dropped_bytes),
 };
 
 static void head(struct buf *out, const char *name, const char *type, const char *help)

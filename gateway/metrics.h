@@ -33,8 +33,13 @@ struct metrics {
 	uint64_t ops_throttled; /* times a client went over --max-ops-per-sec: not read */
 	uint64_t link_instance_mismatches; /* hellos refused: another instance id */
 	uint64_t link_violations;	   /* links dropped for a message over its caps */
-	uint64_t link_queue_overflows; /* links dropped: the sidecar was not reading */
-	uint64_t fanout_writes_cut;    /* observer writes cut at CONN_FAN_WRITE_MAX */
+	uint64_t link_queue_overflows;	/* links dropped: the sidecar was not reading */
+	uint64_t fanout_writes_cut;	/* observer writes cut at CONN_FAN_WRITE_MAX */
+	uint64_t conns_refused_address; /* 429: the client's address at its cap */
+	uint64_t conns_refused_full;	/* 503: the gateway at its connection cap */
+	uint64_t conns_dropped;		/* closed unanswered: the refusal budget spent */
+	uint64_t heads_evicted;	      /* closed while sending their head, to make room */
+	uint64_t close_dropped_bytes; /* unsent output dropped so a close leaves next */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

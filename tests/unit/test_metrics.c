@@ -65,6 +65,11 @@ static void test_values(void **state)
 	m.link_violations = 27;
 	m.link_queue_overflows = 28;
 	m.fanout_writes_cut = 29;
+	m.conns_refused_address = 30;
+	m.conns_refused_full = 31;
+	m.conns_dropped = 32;
+	m.heads_evicted = 33;
+	m.close_dropped_bytes = 34;
 	t = render(&m, links, 2);
 	static const char *const lines[] = {
 	    "ptygate_connections{role=\"controller\"} 2",
@@ -91,6 +96,11 @@ static void test_values(void **state)
 	    "ptygate_link_violations_total 27",
 	    "ptygate_link_queue_overflows_total 28",
 	    "ptygate_fanout_writes_cut_total 29",
+	    "ptygate_conn_refusals_address_total 30",
+	    "ptygate_conn_refusals_full_total 31",
+	    "ptygate_conn_drops_total 32",
+	    "ptygate_head_evictions_total 33",
+	    "ptygate_close_dropped_bytes_total 34",
 	    "ptygate_link_up{instance=\"inst-1\"} 1",
 	    "ptygate_link_up{instance=\"inst-2\"} 0",
 	    "# TYPE ptygate_connections gauge",
@@ -141,7 +151,7 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	assert_int_equal(samples, 3 + 21 + 1);
+	assert_int_equal(samples, 3 + 26 + 1);
 	free(t);
 }
 
