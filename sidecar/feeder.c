@@ -34,6 +34,9 @@ static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t fed = PTHREAD_COND_INITIALIZER;
 static struct feeder *head, *tail;
 static int started; /* 1 running, -1 could not start: the loop feeds */
+/* feeder_hold_until_wait (tests): the thread takes no batch until the
+   loop waits for one. */
+static bool held;
 /* Output waiting for the model: in every pending buffer (the loop's), in
    every batch queued or being fed (under mu); the largest sum seen. */
 static size_t pending_total, batched_total, total_peak;
@@ -46,7 +49,7 @@ static void *run(void *arg)
 	(void)arg;
 	pthread_mutex_lock(&mu);
 	for (;;) {
-		while (!head)
+		while (!head || held)
 			pthread_cond_wait(&work, &mu);
 		f = head;
 		head = f->next;
@@ -129,6 +132,18 @@ static enum handoff hand_over(struct feeder *f)
 	return r;
 }
 
+/* Waits until the thread has fed f's batch; a held thread is let go
+   first, or the loop would wait for it forever. */
+static void wait_fed_locked(struct feeder *f)
+{
+	if (f->state != NO_BATCH && held) {
+		held = false;
+		pthread_cond_signal(&work);
+	}
+	while (f->state != NO_BATCH)
+		pthread_cond_wait(&fed, &mu);
+}
+
 /* Afterwards the thread has no batch of f's: a queued one is taken off
    the FIFO (the loop feeds it), a batch being fed is waited for. */
 static void take_back_locked(struct feeder *f)
@@ -146,8 +161,7 @@ static void take_back_locked(struct feeder *f)
 	}
 	if (f->state == FEEDING)
 		f->st.waits++;
-	while (f->state != NO_BATCH)
-		pthread_cond_wait(&fed, &mu);
+	wait_fed_locked(f);
 }
 
 static void feed_here(struct feeder *f, struct buf *b)
@@ -202,8 +216,7 @@ static void beside_busy_batch(struct feeder *f)
 	pthread_mutex_lock(&mu);
 	if (too_far_behind_locked(f)) {
 		f->st.waits++;
-		while (f->state != NO_BATCH)
-			pthread_cond_wait(&fed, &mu);
+		wait_fed_locked(f);
 		waited = true;
 	}
 	pthread_mutex_unlock(&mu);
@@ -290,6 +303,13 @@ void feeder_trim(struct feeder *f)
 	pthread_mutex_unlock(&mu);
 	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
 		buf_free(&f->pending);
+}
+
+void feeder_hold_until_wait(void)
+{
+	pthread_mutex_lock(&mu);
+	held = true;
+	pthread_mutex_unlock(&mu);
 }
 
 size_t feeder_total_peak(void)
