@@ -49,13 +49,35 @@ int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen)
 	return unseal_file(seal_keys, p, n, out, outlen);
 }
 
+/* The directory, never through a link as its last component. */
+static int open_dir(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
 int recstore_open(const char *dir)
 {
-	int rc = fs_mkdir_p(dir, 0700);
+	struct stat st;
+	int rc = fs_mkdir_p(dir, 0700), fd;
 
 	if (rc < 0)
 		return rc;
-	return access(dir, W_OK | X_OK) < 0 ? -errno : 0;
+	fd = open_dir(dir);
+	if (fd < 0)
+		return fd;
+	/* Records are ours alone, whatever mode the directory had. */
+	if (fstat(fd, &st) < 0)
+		rc = -errno;
+	else if (st.st_uid != geteuid())
+		rc = -EPERM;
+	else if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+		rc = -errno;
+	else if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
 }
 
 static int valid_name(const char *name)
@@ -63,61 +85,63 @@ static int valid_name(const char *name)
 	return name[0] && name[0] != '.' && !strchr(name, '/') && strlen(name) < 256;
 }
 
-static int sync_dir(const char *dir)
+/* Writes the sealed record to a temporary name in dfd, then renames it
+   over name and syncs the directory. */
+static int replace(int dfd, const char *name, const uint8_t *p, size_t n)
 {
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
-int recstore_write(const char *dir, const char *name, const void *plain, size_t plen)
-{
-	char tmp[PATH_CAP], final[PATH_CAP];
-	uint8_t *p;
-	size_t n;
+	char tmp[PATH_CAP];
 	int fd, rc;
 
-	if (!valid_name(name))
-		return -EINVAL;
-	recstore_seal(plain, plen, &p, &n);
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(final, sizeof(final), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0) {
-		free(p);
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	fd =
+	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
 		return -errno;
-	}
 	rc = fd_write_all(fd, p, n);
-	free(p);
 	if (!rc && fsync(fd) < 0)
 		rc = -errno;
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
-	if (!rc && rename(tmp, final) < 0)
+	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
 		rc = -errno;
 	if (rc) {
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
 		return rc;
 	}
-	return sync_dir(dir);
+	return fsync(dfd) < 0 ? -errno : 0;
+}
+
+int recstore_write(const char *dir, const char *name, const void *plain, size_t plen)
+{
+	uint8_t *p;
+	size_t n;
+	int dfd, rc;
+
+	if (!valid_name(name))
+		return -EINVAL;
+	dfd = open_dir(dir);
+	if (dfd < 0)
+		return dfd;
+	recstore_seal(plain, plen, &p, &n);
+	rc = replace(dfd, name, p, n);
+	free(p);
+	close(dfd);
+	return rc;
 }
 
 int recstore_remove(const char *dir, const char *name)
 {
-	char path[PATH_CAP];
+	int dfd, rc = 0;
 
 	if (!valid_name(name))
 		return -EINVAL;
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	if (unlink(path) < 0 && errno != ENOENT)
-		return -errno;
-	return 0;
+	dfd = open_dir(dir);
+	if (dfd < 0)
+		return dfd;
+	if (unlinkat(dfd, name, 0) < 0 && errno != ENOENT)
+		rc = -errno;
+	close(dfd);
+	return rc;
 }
 
 static int has_suffix(const char *s, const char *suffix)
@@ -163,24 +187,28 @@ static char **list_names(DIR *d, const char *suffix, size_t *count)
 int recstore_read_all(const char *dir, const char *suffix, size_t max_bytes,
 		      recstore_each_fn each, void *user)
 {
-	DIR *d = opendir(dir);
+	int dfd = open_dir(dir);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	char **names;
 	size_t n, len;
 	int seen = 0;
 
-	if (!d)
-		return -errno;
+	if (dfd < 0)
+		return dfd;
+	if (!d) {
+		seen = -errno;
+		close(dfd);
+		return seen;
+	}
 	names = list_names(d, suffix, &n);
 	for (size_t i = 0; i < n; i++) {
 		struct buf data = BUF_INIT;
-		char path[PATH_CAP];
 		uint8_t *plain = NULL;
 		int rc;
 
 		/* The seal adds a header and a tag; the limit is on the record. */
-		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
-		rc = fd_read_file(path, FDIO_REGULAR | FDIO_NOFOLLOW,
-				  max_bytes + (seal_keys ? 64 : 0), &data, NULL, 0);
+		rc = fd_read_at(dfd, names[i], FDIO_REGULAR | FDIO_NOFOLLOW,
+				max_bytes + (seal_keys ? 64 : 0), &data, NULL, 0);
 		if (rc == 0)
 			rc = recstore_unseal(buf_head(&data), buf_size(&data), &plain,
 					     &len);

@@ -25,7 +25,10 @@ void recstore_seal(const void *p, size_t n, uint8_t **out, size_t *outlen);
    taken as it is. */
 int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen);
 
-/* Creates dir and its parents (0700). Returns 0 or a negative errno. */
+/* Creates dir and its parents (0700) and makes dir 0700; dir a symbolic
+   link (-ELOOP) or another user's (-EPERM) is refused. Every call opens
+   dir without following a link and works through its fd. Returns 0 or a
+   negative errno. */
 int recstore_open(const char *dir);
 /* Replaces dir/name with n bytes at p, durably. name is a plain file
    name (no '/', not starting with '.'). Returns 0 or a negative errno. */

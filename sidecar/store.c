@@ -27,50 +27,139 @@
 #define STORE_MAX_FILE (4u << 20)
 #define STORE_MAX_ARGS 256
 
-int store_open(const char *dir)
+int store_dir_open(const char *dir)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+/* Splits dir (copied into path) into its parent and its last name;
+   trailing slashes do not count. */
+static int split_dir(const char *dir, char path[PATH_MAX], const char **parent,
+		     const char **base)
+{
+	size_t n = strlen(dir);
+	char *slash;
+
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	if (n == 0 || n >= PATH_MAX)
+		return n ? -ENAMETOOLONG : -ENOENT;
+	memcpy(path, dir, n);
+	path[n] = '\0';
+	slash = strrchr(path, '/');
+	*parent = !slash ? "." : slash == path ? "/" : path;
+	*base = slash ? slash + 1 : path;
+	if (slash)
+		*slash = '\0';
+	return **base ? 0 : -EINVAL; /* "/" has no parent to check */
+}
+
+/* Whoever may write in the parent may swap the state dir for a link
+   after we checked it: only root and we may, or others where the sticky
+   bit keeps them from renaming our entry (/tmp). */
+static int check_parent(int pfd, const char *parent)
 {
 	struct stat st;
-	int rc = fs_mkdir_p(dir, 0700);
 
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	if (st.st_uid != 0 && st.st_uid != geteuid()) {
+		log_error(NULL, "state dir: its parent %s belongs to uid %u: refused",
+			  parent, (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX)) {
+		log_error(NULL,
+			  "state dir: its parent %s is writable by others (mode %03o) "
+			  "without the sticky bit: refused",
+			  parent, (unsigned)(st.st_mode & 0777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Records hold screens (whatever a program printed): the directory is
+   ours alone, even when it existed before with looser modes; a link or
+   another user's directory is refused. Everything goes through fd. */
+static int check_dir(int fd, const char *dir)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (st.st_uid != geteuid()) {
+		log_error(NULL, "state dir %s belongs to uid %u, not to us: refused", dir,
+			  (unsigned)st.st_uid);
+		return -EPERM;
+	}
+	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0)
+		return -errno;
+	return faccessat(fd, ".", W_OK, AT_EACCESS) < 0 ? -errno : 0;
+}
+
+int store_open(const char *dir)
+{
+	char path[PATH_MAX];
+	const char *parent, *base;
+	int pfd, fd, rc = split_dir(dir, path, &parent, &base);
+
+	if (rc == 0 && strcmp(parent, ".") && strcmp(parent, "/"))
+		rc = fs_mkdir_p(parent, 0700);
 	if (rc < 0)
 		return rc;
-	/* Records hold screens (whatever a program printed): the directory is
-	   ours alone, even when it existed before with looser modes, and
-	   another user's directory is refused. */
-	if (stat(dir, &st) < 0)
+	pfd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (pfd < 0)
 		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if (st.st_uid != geteuid())
-		return -EPERM;
-	if ((st.st_mode & 07777) != 0700 && chmod(dir, 0700) < 0)
-		return -errno;
-	return access(dir, W_OK) < 0 ? -errno : 0;
+	rc = check_parent(pfd, parent);
+	if (rc == 0 && mkdirat(pfd, base, 0700) < 0 && errno != EEXIST)
+		rc = -errno;
+	fd = rc ? -1 : openat(pfd, base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (!rc && fd < 0) {
+		rc = -errno;
+		if (rc == -ELOOP || rc == -ENOTDIR)
+			log_error(NULL,
+				  "state dir %s is not a directory (a link?): refused",
+				  dir);
+	}
+	close(pfd);
+	if (fd >= 0) {
+		rc = check_dir(fd, dir);
+		close(fd);
+	}
+	return rc;
 }
 
 /* Replaces dir/name with p sealed, without fsync: a screen is a view,
    rewritten every second it changes. */
 static int write_atomic(const char *dir, const char *name, const void *plain, size_t plen)
 {
-	char tmp[4200], final[4200];
+	char tmp[300];
 	uint8_t *p;
 	size_t n;
-	int fd, rc;
+	int dfd = store_dir_open(dir), fd, rc;
 
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", dir, name);
-	snprintf(final, sizeof(final), "%s/%s", dir, name);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
+	if (dfd < 0)
+		return dfd;
+	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
+	fd =
+	    openat(dfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		close(dfd);
+		return rc;
+	}
 	recstore_seal(plain, plen, &p, &n);
 	rc = fd_write_all(fd, p, n);
 	free(p);
 	if (close(fd) < 0 && !rc)
 		rc = -errno;
-	if (!rc && rename(tmp, final) < 0)
+	if (!rc && renameat(dfd, tmp, dfd, name) < 0)
 		rc = -errno;
 	if (rc)
-		unlink(tmp);
+		unlinkat(dfd, tmp, 0);
+	close(dfd);
 	return rc;
 }
 
@@ -268,13 +357,14 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 	return 0; /* a later version's key: ignored */
 }
 
-/* Reads and unseals a whole file into out. */
-static int read_file(const char *path, struct buf *out)
+/* Reads and unseals the whole file name of the directory dfd into out. */
+static int read_file(int dfd, const char *name, struct buf *out)
 {
 	struct buf raw = BUF_INIT;
 	uint8_t *plain;
 	size_t plen;
-	int rc = fd_read_file(path, FDIO_REGULAR, STORE_MAX_FILE, &raw, NULL, 0);
+	int rc = fd_read_at(dfd, name, FDIO_REGULAR | FDIO_NOFOLLOW, STORE_MAX_FILE, &raw,
+			    NULL, 0);
 
 	if (rc == 0)
 		rc = recstore_unseal(buf_head(&raw), buf_size(&raw), &plain, &plen);
@@ -294,17 +384,17 @@ static void free_record(struct store_record *r)
 	free(r->screen);
 }
 
-static int parse_record(const char *dir, const char *id, struct store_record *r)
+static int parse_record(int dfd, const char *id, struct store_record *r)
 {
-	char path[4200];
+	char name[64];
 	struct buf b = BUF_INIT, scr = BUF_INIT;
 	size_t argc = 0;
 	int rc;
 
 	memset(r, 0, sizeof(*r));
 	snprintf(r->id, sizeof(r->id), "%s", id);
-	snprintf(path, sizeof(path), "%s/%s.session", dir, id);
-	rc = read_file(path, &b);
+	snprintf(name, sizeof(name), "%s.session", id);
+	rc = read_file(dfd, name, &b);
 	buf_append(&b, "", 1);
 	if (!rc &&
 	    strncmp((char *)buf_head(&b), STORE_MAGIC "\n", strlen(STORE_MAGIC) + 1))
@@ -320,8 +410,8 @@ static int parse_record(const char *dir, const char *id, struct store_record *r)
 	buf_free(&b);
 	if (!rc && (!r->cols || !argc))
 		rc = -EINVAL;
-	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
-	if (!rc && read_file(path, &scr) == 0 && buf_size(&scr))
+	snprintf(name, sizeof(name), "%s.screen", id);
+	if (!rc && read_file(dfd, name, &scr) == 0 && buf_size(&scr))
 		r->screen = buf_steal(&scr, &r->screen_len);
 	if (r->screen)
 		parse_screen(r);
@@ -333,14 +423,21 @@ static int parse_record(const char *dir, const char *id, struct store_record *r)
 
 int store_read_all(const char *dir, struct store_record **out, size_t *n)
 {
-	DIR *d = opendir(dir);
+	int dfd = store_dir_open(dir);
+	DIR *d = dfd < 0 ? NULL : fdopendir(dfd);
 	struct dirent *e;
 	char id[UUID_STRLEN + 1];
 
 	*out = NULL;
 	*n = 0;
-	if (!d)
-		return -errno;
+	if (dfd < 0)
+		return dfd;
+	if (!d) {
+		int rc = -errno;
+
+		close(dfd);
+		return rc;
+	}
 	while ((e = readdir(d))) {
 		size_t len = strlen(e->d_name);
 		if (len != UUID_STRLEN + 8 || strcmp(e->d_name + UUID_STRLEN, ".session"))
@@ -350,7 +447,7 @@ int store_read_all(const char *dir, struct store_record **out, size_t *n)
 		if (!uuid_is_valid(id))
 			continue;
 		*out = xrealloc(*out, (*n + 1) * sizeof(**out));
-		if (parse_record(dir, id, &(*out)[*n]) < 0) {
+		if (parse_record(dfd, id, &(*out)[*n]) < 0) {
 			log_warn(NULL, "state dir: skipping unreadable record %s",
 				 e->d_name);
 			continue;
@@ -363,12 +460,16 @@ int store_read_all(const char *dir, struct store_record **out, size_t *n)
 
 void store_remove(const char *dir, const char *id)
 {
-	char path[4200];
+	char name[64];
+	int dfd = store_dir_open(dir);
 
-	snprintf(path, sizeof(path), "%s/%s.session", dir, id);
-	unlink(path);
-	snprintf(path, sizeof(path), "%s/%s.screen", dir, id);
-	unlink(path);
+	if (dfd < 0)
+		return;
+	snprintf(name, sizeof(name), "%s.session", id);
+	unlinkat(dfd, name, 0);
+	snprintf(name, sizeof(name), "%s.screen", id);
+	unlinkat(dfd, name, 0);
+	close(dfd);
 }
 
 void store_records_free(struct store_record *v, size_t n)

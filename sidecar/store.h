@@ -35,9 +35,17 @@ struct store_record {
 	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };
 
-/* Creates dir (and its parents) if needed and makes it 0700; a dir owned
-   by another user is refused (-EPERM). Returns 0 or a negative errno. */
+/* Creates dir (and its parents) if needed and makes it 0700, through the
+   directory's fd. Refused: dir a symbolic link (-ELOOP or -ENOTDIR), a
+   dir owned by another user (-EPERM), a parent that another user owns
+   or that others may write without the sticky bit (-EPERM: they could
+   swap dir for a link later); the reason is logged. Returns 0 or a
+   negative errno. */
 int store_open(const char *dir);
+/* Opens the state dir without following a link as its last component:
+   an fd (O_DIRECTORY, O_CLOEXEC) for openat and friends, or a negative
+   errno. Every file of the store is reached through one. */
+int store_dir_open(const char *dir);
 /* Writes r's record (not its screen) atomically and durably (fsync of
    the file and the directory: a sequence reservation must survive a power
    loss). 0 or a negative errno. */

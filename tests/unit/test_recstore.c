@@ -1,7 +1,8 @@
 /* unit: sidecar */
 /* test_recstore: atomic replace, read back in name order, leftovers of an
    interrupted write removed, oversized and foreign files skipped, bad
-   names refused, remove. */
+   names refused, remove; a directory reached through a symbolic link is
+   refused by every call. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "recstore.h"
@@ -79,10 +81,42 @@ static void test_write_read_remove(void **state)
 	assert_int_equal(system(path), 0);
 }
 
+/* The tasks dir of a state dir replaced by a link: nothing is made,
+   written, read or removed where it points. */
+static void test_symlinked_dir_refused(void **state)
+{
+	char tmpl[] = "/tmp/ptg-recstore-XXXXXX", real[256], link[256], path[300];
+	struct seen s = {0};
+	struct stat st;
+
+	(void)state;
+	assert_non_null(mkdtemp(tmpl));
+	snprintf(real, sizeof(real), "%s/real", tmpl);
+	snprintf(link, sizeof(link), "%s/link", tmpl);
+	assert_int_equal(mkdir(real, 0755), 0);
+	assert_int_equal(chmod(real, 0755), 0);
+	assert_int_equal(symlink(real, link), 0);
+	assert_true(recstore_open(link) < 0);
+	assert_int_equal(stat(real, &st), 0);
+	assert_int_equal(st.st_mode & 07777, 0755);
+	assert_true(recstore_write(link, "1.task", "one", 3) < 0);
+	snprintf(path, sizeof(path), "%s/1.task", real);
+	assert_int_equal(access(path, F_OK), -1);
+	put(real, "2.task", "two");
+	assert_true(recstore_read_all(link, ".task", 8, each, &s) < 0);
+	assert_int_equal(s.n, 0);
+	assert_true(recstore_remove(link, "2.task") < 0);
+	snprintf(path, sizeof(path), "%s/2.task", real);
+	assert_int_equal(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "rm -rf '%s'", tmpl);
+	assert_int_equal(system(path), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_write_read_remove),
+	    cmocka_unit_test(test_symlinked_dir_refused),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

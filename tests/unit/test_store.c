@@ -3,16 +3,21 @@
    sequence reservation, the screen's sequence and size included); no
    clear text on disk; a screen file of an earlier version (no header)
    still reads, without a sequence; a damaged record is skipped, and so is
-   one with a loose number or escape. */
+   one with a loose number or escape. The state dir is never reached
+   through a symbolic link (opened, chmod'ed, written, read, removed), a
+   parent others may write without the sticky bit is refused, and a dir
+   that is ours is made 0700. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -214,12 +219,111 @@ static void test_loose_fields_refused(void **st)
 	rmdir(dir);
 }
 
+static mode_t mode_of(const char *path)
+{
+	struct stat st;
+
+	assert_int_equal(lstat(path, &st), 0);
+	return st.st_mode & 07777;
+}
+
+static void rm_rf(const char *dir)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* --state-dir a link to another directory: the sidecar runs as root, so
+   following it would chmod and fill whatever the link names. */
+static void test_symlinked_dir_refused(void **st)
+{
+	char base[] = "/tmp/ptg-store-XXXXXX", real[300], link[300], path[400];
+	char *argv[] = {"/bin/sh", NULL};
+	static struct seal_keys none;
+	struct store_record r, *all;
+	size_t n;
+
+	(void)st;
+	assert_non_null(mkdtemp(base));
+	recstore_seal_with(&none);
+	snprintf(real, sizeof(real), "%s/real", base);
+	snprintf(link, sizeof(link), "%s/link", base);
+	assert_int_equal(mkdir(real, 0755), 0);
+	assert_int_equal(chmod(real, 0755), 0);
+	assert_int_equal(symlink(real, link), 0);
+
+	assert_true(store_open(link) < 0);
+	assert_int_equal(mode_of(real), 0755); /* not chmod'ed through the link */
+	make_record(&r, argv);
+	assert_true(store_write(link, &r) < 0);
+	assert_true(store_write_screen(link, ID, 1, 80, 24, (const uint8_t *)"x", 1) < 0);
+	snprintf(path, sizeof(path), "%s/%s.session", real, ID);
+	assert_int_equal(access(path, F_OK), -1);
+	snprintf(path, sizeof(path), "%s/%s.screen", real, ID);
+	assert_int_equal(access(path, F_OK), -1);
+
+	/* A record in the target is neither read nor removed through it. */
+	assert_int_equal(store_write(real, &r), 0);
+	assert_true(store_read_all(link, &all, &n) < 0);
+	assert_int_equal(n, 0);
+	store_remove(link, ID);
+	snprintf(path, sizeof(path), "%s/%s.session", real, ID);
+	assert_int_equal(access(path, F_OK), 0);
+	assert_true(store_dir_open(link) < 0);
+
+	/* A link to a file or a dangling one: refused as well. */
+	snprintf(path, sizeof(path), "%s/dangling", base);
+	assert_int_equal(symlink("/nonexistent/ptg-state", path), 0);
+	assert_true(store_open(path) < 0);
+	assert_int_equal(access("/nonexistent/ptg-state", F_OK), -1);
+	rm_rf(base);
+}
+
+/* Whoever may write in the parent could rename the checked dir and put
+   a link in its place; the sticky bit (/tmp) keeps others from that. */
+static void test_parent_writable_by_others(void **st)
+{
+	char base[] = "/tmp/ptg-store-XXXXXX", dir[300];
+
+	(void)st;
+	assert_non_null(mkdtemp(base));
+	snprintf(dir, sizeof(dir), "%s/state/", base); /* a trailing slash too */
+	assert_int_equal(chmod(base, 0777), 0);
+	assert_int_equal(store_open(dir), -EPERM);
+	assert_int_equal(chmod(base, 0775), 0);
+	assert_int_equal(store_open(dir), -EPERM);
+	assert_int_equal(chmod(base, 01777), 0);
+	assert_int_equal(store_open(dir), 0);
+	assert_int_equal(chmod(base, 0700), 0);
+	/* An existing dir that is ours is made 0700. */
+	snprintf(dir, sizeof(dir), "%s/state", base);
+	assert_int_equal(chmod(dir, 0755), 0);
+	assert_int_equal(store_open(dir), 0);
+	assert_int_equal(mode_of(dir), 0700);
+	/* A parent of another user's: refused (it may swap the dir). */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(base, 65534, 65534), 0);
+		assert_int_equal(store_open(dir), -EPERM);
+		assert_int_equal(chown(base, 0, 0), 0);
+	}
+	/* A relative dir has "." for its parent. */
+	assert_int_equal(chdir(base), 0);
+	assert_int_equal(store_open("rel"), 0);
+	assert_int_equal(mode_of("rel"), 0700);
+	assert_int_equal(chdir("/"), 0);
+	rm_rf(base);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_sealed_round_trip),
 	    cmocka_unit_test(test_plaintext_and_legacy_screen),
 	    cmocka_unit_test(test_loose_fields_refused),
+	    cmocka_unit_test(test_symlinked_dir_refused),
+	    cmocka_unit_test(test_parent_writable_by_others),
 	};
 
 	if (sodium_init() < 0)
