@@ -232,6 +232,22 @@ static int take_extensions(json_t *root, struct envelope *env, struct envelope_e
 	return 0;
 }
 
+/* The trace id goes into log lines verbatim: only an id's characters. */
+static int check_trace_id(json_t *k, const char *field, struct envelope_error *err)
+{
+	const char *s = json_string_value(k);
+	size_t n = json_string_length(k);
+
+	if (n > ENVELOPE_TRACE_ID_MAX || strlen(s) != n ||
+	    strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+		      "0123456789-._:") != n)
+		return fail(err,
+			    "field '%s.trace_id' must be at most %d characters of "
+			    "A-Z a-z 0-9 - . _ :",
+			    field, ENVELOPE_TRACE_ID_MAX);
+	return 0;
+}
+
 /* Typed and bounded, as the schema types the well-known keys. */
 static int check_service_params(json_t *v, const char *field, struct envelope_error *err)
 {
@@ -247,6 +263,9 @@ static int check_service_params(json_t *v, const char *field, struct envelope_er
 			return fail(err, "field '%s.%s' must be a string", field,
 				    known[i]);
 	}
+	k = json_object_get(v, "trace_id");
+	if (k && check_trace_id(k, field, err) < 0)
+		return -EINVAL;
 	if (json_dumpb(v, NULL, 0, JSON_COMPACT) > ENVELOPE_SERVICE_PARAMS_MAX)
 		return fail(err, "field '%s' exceeds %d bytes encoded", field,
 			    ENVELOPE_SERVICE_PARAMS_MAX);

@@ -23,6 +23,12 @@
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
 #define ENVELOPE_EXTENSIONS_MAX	    16
+/* service_parameters.trace_id: at most this many bytes of letters,
+   digits and "-._:" (a W3C traceparent is 55, a UUID 36). It is written
+   into every log line about the connection, so it may hold nothing a
+   reader could take for the line's own text (spaces, quotes, "]",
+   control characters). */
+#define ENVELOPE_TRACE_ID_MAX 64
 
 /* Every op a client may send; ENVELOPE_OP_UNKNOWN for anything else
    (the caller answers UNSUPPORTED_OPERATION). */

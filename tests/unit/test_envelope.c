@@ -326,6 +326,48 @@ static void test_service_parameters(void **state)
 	free(text);
 }
 
+/* A trace id is written into log lines: one that could forge a line's
+   text (a newline, quotes, a "]" closing the context) is refused. */
+static void test_trace_id_alphabet(void **state)
+{
+	static const char *const bad[] = {
+	    "t\\nTS INFO audit: attach granted",
+	    "t] principal=admin",
+	    "a b",
+	    "\\\"quoted\\\"",
+	    "t\\u001b[2Kx",
+	    "caf\\u00e9",
+	    "0123456789012345678901234567890123456789012345678901234567890123X",
+	};
+	static const char *const good[] = {
+	    "00-1234567890abcdef1234567890abcdef-aabbccddeeff0011-01",
+	    "trace-0190a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b",
+	    "0123456789012345678901234567890123456789012345678901234567890123",
+	    "a.b_c:d",
+	    "",
+	};
+	const char *msg = "field 'service_parameters.trace_id' must be at most 64 "
+			  "characters of A-Z a-z 0-9 - . _ :";
+	char text[512];
+	struct envelope *env;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"op\":\"ping\",\"id\":\"" CID "\","
+			 "\"service_parameters\":{\"trace_id\":\"%s\"},\"payload\":{}}",
+			 bad[i]);
+		parse_err_echo(text, msg);
+	}
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text),
+			 "{\"op\":\"ping\",\"id\":\"" CID "\","
+			 "\"service_parameters\":{\"trace_id\":\"%s\"},\"payload\":{}}",
+			 good[i]);
+		env = parse_ok(text);
+		envelope_free(env);
+	}
+}
+
 static void test_op_lookup(void **state)
 {
 	assert_int_equal(envelope_op_lookup("pty.session_input"), ENVELOPE_OP_PTY_INPUT);
@@ -693,6 +735,7 @@ int main(void)
 	    cmocka_unit_test(test_replay_from),
 	    cmocka_unit_test(test_extensions),
 	    cmocka_unit_test(test_service_parameters),
+	    cmocka_unit_test(test_trace_id_alphabet),
 	    cmocka_unit_test(test_op_lookup),
 	    cmocka_unit_test(test_join_bounds),
 	    cmocka_unit_test(test_join_fields),
