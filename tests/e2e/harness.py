@@ -76,7 +76,10 @@ DATE_TIME = re.compile(
     r"^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$")
 ANSI = re.compile(rb"\x1b(\[[0-9;?<=>!\"' ]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[()*+][0-9A-Za-z]|[@-Z\\-_]|[0-9=<>])")
 
-DEFAULT_TIMEOUT = 5.0
+# How long a test waits for what must come (a frame, an output, a close):
+# a deadline for a failure, never a measurement, so generous that a
+# loaded two-core machine running the sanitizer build cannot reach it.
+DEFAULT_TIMEOUT = 20.0
 PROMPT = "$ "  # the PS1 of create_session's shells
 
 
@@ -340,7 +343,7 @@ class Daemon:
         self.proc.send_signal(sig)
         self.proc.wait(10)
 
-    def stop(self, timeout=8.0):
+    def stop(self, timeout=30.0):
         """SIGTERM, bounded wait, then SIGKILL. Returns a problem or None."""
         if self.proc is None:
             return None
@@ -422,7 +425,7 @@ class Stack:
 
     def start(self):
         self.sidecar.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not os.path.exists(self.socket_path):
             if not self.sidecar.alive():
                 raise AssertionError("sidecar exited at start:\n" + self.sidecar.log_tail())
@@ -436,7 +439,7 @@ class Stack:
         self.gateway.start()
         self.wait_ready()
 
-    def wait_ready(self, timeout=15.0):
+    def wait_ready(self, timeout=30.0):
         deadline = time.monotonic() + timeout
         last = None
         while time.monotonic() < deadline:
@@ -537,6 +540,26 @@ class Stack:
                 except ValueError:
                     pass
         return out
+
+    def connections(self):
+        """Client connections the gateway holds, in every role (pending
+        too), from /metrics."""
+        m = self.metrics()
+        return sum(v for k, v in m.items() if k.startswith("ptygate_connections{"))
+
+    def wait_connections(self, n, timeout=DEFAULT_TIMEOUT):
+        """Waits until the gateway holds n client connections: a closed
+        client's slot and membership are given back once it has seen the
+        close, which a loaded machine may take long to do."""
+        deadline = time.monotonic() + timeout
+        while True:
+            held = self.connections()
+            if held == n:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError("the gateway holds %d connections, not %d, after %.0f s"
+                                     % (held, n, timeout))
+            time.sleep(0.02)
 
     async def client(self, sid, sub="alice", scope="pty:control", token=None, **kw):
         """A connected Client with binding_hello already checked and read."""
@@ -790,7 +813,7 @@ class Client(FrameStream):
 
     @classmethod
     async def connect(cls, stack, sid, token, auth="header", subprotocols=None,
-                      label="alice@laptop", instance=None, open_timeout=5):
+                      label="alice@laptop", instance=None, open_timeout=DEFAULT_TIMEOUT):
         headers = {}
         protos = list(subprotocols or [SUBPROTOCOL])
         if auth == "header":
@@ -840,7 +863,7 @@ class RawWs(FrameStream):
         self.response = None
 
     @staticmethod
-    def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=5,
+    def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
                   source=None, host=None):
         """Sends an upgrade (from the loopback address source, with the Host
         header host when given); returns (HttpResult, socket or None,
@@ -1019,7 +1042,7 @@ class FileStack:
 
     def start(self):
         self.extra.start()
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while not os.path.exists(self.extra_sock) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.stack.start()

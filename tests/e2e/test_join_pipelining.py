@@ -3,7 +3,6 @@ applied after the join (the sidecar takes link messages in order), and a
 client that vanishes before its join is answered does not keep its slot.
 The frames of each case leave in one TCP write, so the gateway reads them
 together, before the sidecar can have answered the join."""
-import asyncio
 
 import harness
 from harness import E2ETestCase
@@ -49,7 +48,9 @@ class JoinPipelining(E2ETestCase):
                 await gone.join("controller")
                 gone.send_close(1000)
             gone.close()
-        await asyncio.sleep(0.3)
+        # Their slots are free once the gateway has seen every close (and
+        # told the sidecar, before anything the keeper sends).
+        await self.in_thread(self.stack.wait_connections, 0)
         keeper = await self.connect(sid, sub="keeper")
         ra, mc, _ = await keeper.join_fresh("controller")
         self.assertEqual(ra["payload"]["role"], "controller",

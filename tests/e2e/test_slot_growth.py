@@ -6,7 +6,6 @@ capacity; a new principal on another instance then adds two entries at
 once, and the table grows between them. The gateway must neither touch
 freed memory (ASan aborts it) nor lose that principal's count (it would
 then answer 429 to the principal forever)."""
-import asyncio
 
 import harness
 from harness import E2ETestCase, RawWs
@@ -41,7 +40,7 @@ class SlotTableGrowth(E2ETestCase):
         # exactly, neither more nor less.
         await c.close()
         self.clients.remove(c)
-        await asyncio.sleep(0.2)
+        await self.in_thread(self.stack.wait_connections, 30)
         held = [await self.connect(sid, sub="newcomer", scope="pty:observe") for _ in range(16)]
         self.assertEqual(len(held), 16)
         r, sock, _ = RawWs.handshake(self.stack.port, self.stack.attach_path(sid),
