@@ -272,7 +272,7 @@ static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t
 		return MHD_NO;
 	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
 	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
-	    peer_table_count(h->peers, &a) < cfg->max_conns_per_ip)
+	    !peer_table_full(h->peers, &a, cfg->max_conns_per_ip))
 		return MHD_YES;
 	log_refusal(h, &a, "connection refused, address at its cap");
 	return MHD_NO;

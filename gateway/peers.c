@@ -1,7 +1,8 @@
 /* peers: see peers.h. The table is a chained hash keyed by the 16-byte
    address with a per-process random seed, so nobody can choose
    addresses that all land in one chain; an entry lives while its count
-   is above zero. */
+   is above zero. An IPv6 connection counts twice, on its /64 and on its
+   /56, each entry under its own key. */
 #include "peers.h"
 
 #include <arpa/inet.h>
@@ -207,59 +208,112 @@ static struct peer_addr key_of(const struct peer_addr *a)
 	return k;
 }
 
+/* An IPv6 address's /56, tagged in its last byte so it never equals the
+   key of a /64 (whose last byte is 0) nor an IPv4 key (::ffff:0:0/96). */
+static struct peer_addr site_of(const struct peer_addr *a)
+{
+	struct peer_addr k = *a;
+
+	memset(k.b + 7, 0, 9);
+	k.b[15] = 1;
+	return k;
+}
+
 /* FNV-1a over the seed and the key: enough with a secret seed and
    chains bounded by the connection limit. */
-static struct entry **slot(const struct peer_table *t, const struct peer_addr *addr)
+static struct entry **slot(const struct peer_table *t, const struct peer_addr *key)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
-	struct peer_addr key = key_of(addr);
-	const struct peer_addr *a = &key;
 	struct entry *const *p;
 
 	for (size_t i = 0; i < 16; i++)
-		h = (h ^ a->b[i]) * 0x100000001b3ull;
+		h = (h ^ key->b[i]) * 0x100000001b3ull;
 	h ^= h >> 29;
 	p = &t->bucket[h & (PEERS__BUCKETS - 1)];
-	while (*p && memcmp((*p)->a.b, a->b, 16))
+	while (*p && memcmp((*p)->a.b, key->b, 16))
 		p = &(*p)->next;
 	return (struct entry **)p;
 }
 
-unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a)
+static unsigned count_of(const struct peer_table *t, const struct peer_addr *key)
 {
-	struct entry *e = *slot(t, a);
+	struct entry *e = *slot(t, key);
 
 	return e ? e->count : 0;
 }
 
-int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit)
+static void add(struct peer_table *t, const struct peer_addr *key, int site)
 {
-	struct entry **p = slot(t, a);
+	struct entry **p = slot(t, key);
 
-	if (*p && (*p)->count >= limit)
-		return -EBUSY;
 	if (!*p) {
-		if (!limit)
-			return -EBUSY;
 		*p = xcalloc(1, sizeof(**p));
-		(*p)->a = key_of(a);
-		t->size++;
+		(*p)->a = *key;
+		t->size += !site;
 	}
 	(*p)->count++;
-	return 0;
 }
 
-void peer_table_give(struct peer_table *t, const struct peer_addr *a)
+static void drop(struct peer_table *t, const struct peer_addr *key, int site)
 {
-	struct entry **p = slot(t, a), *e = *p;
+	struct entry **p = slot(t, key), *e = *p;
 
 	if (!e)
 		return;
 	if (--e->count == 0) {
 		*p = e->next;
 		free(e);
-		t->size--;
+		t->size -= !site;
 	}
+}
+
+static unsigned site_limit(unsigned limit)
+{
+	return limit > UINT32_MAX / PEERS_SITE_FACTOR ? UINT32_MAX
+						      : limit * PEERS_SITE_FACTOR;
+}
+
+unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a)
+{
+	struct peer_addr k = key_of(a);
+
+	return count_of(t, &k);
+}
+
+bool peer_table_full(const struct peer_table *t, const struct peer_addr *a,
+		     unsigned limit)
+{
+	struct peer_addr k = key_of(a), site;
+
+	if (count_of(t, &k) >= limit)
+		return true;
+	if (is_v4(a))
+		return false;
+	site = site_of(a);
+	return count_of(t, &site) >= site_limit(limit);
+}
+
+int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit)
+{
+	struct peer_addr k = key_of(a), site = site_of(a);
+
+	if (peer_table_full(t, a, limit))
+		return -EBUSY;
+	add(t, &k, 0);
+	if (!is_v4(a))
+		add(t, &site, 1);
+	return 0;
+}
+
+void peer_table_give(struct peer_table *t, const struct peer_addr *a)
+{
+	struct peer_addr k = key_of(a), site = site_of(a);
+
+	if (!count_of(t, &k))
+		return; /* not counted: nothing to give back, the site's neither */
+	drop(t, &k, 0);
+	if (!is_v4(a))
+		drop(t, &site, 1);
 }
 
 size_t peer_table_size(const struct peer_table *t)

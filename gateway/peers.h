@@ -7,6 +7,7 @@
 #ifndef PTG_PEERS_H
 #define PTG_PEERS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -43,13 +44,22 @@ void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_ad
 		 const char *xff, struct peer_addr *out);
 
 /* Connections per address: an IPv4 address, or an IPv6 /64 (one host
-   usually holds a whole /64). */
+   usually holds a whole /64). An IPv6 /56, what providers delegate to
+   one customer's site (256 /64s to pick from), holds at most
+   PEERS_SITE_FACTOR times the per-address limit in all, so one site
+   cannot multiply its share by spreading over its /64s. */
+#define PEERS_SITE_FACTOR 4
 struct peer_table;
 struct peer_table *peer_table_new(void);
 void peer_table_free(struct peer_table *t);
+/* The count of a's address (its /64 for IPv6). */
 unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a);
-/* Counts one more for a when it holds fewer than limit: returns 0, or
-   -EBUSY when it holds limit already. */
+/* Whether a is at limit: its address, or for IPv6 its /56 at
+   limit * PEERS_SITE_FACTOR. */
+bool peer_table_full(const struct peer_table *t, const struct peer_addr *a,
+		     unsigned limit);
+/* Counts one more for a when peer_table_full says it is not full:
+   returns 0, or -EBUSY. */
 int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit);
 void peer_table_give(struct peer_table *t, const struct peer_addr *a);
 /* Addresses with a count, for tests. */

@@ -2,10 +2,12 @@
 /* peers: address parsing in both families, CIDR matching, the client
    behind trusted proxies from X-Forwarded-For (last untrusted hop, spoofed
    left parts ignored), and the per-address count table. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -155,6 +157,44 @@ static void test_count_table(void **state)
 	peer_table_free(t);
 }
 
+/* An IPv6 /56 is one site: spread over its /64s it still holds at most
+   PEERS_SITE_FACTOR times the per-address limit; another /56 is not
+   touched by it. */
+static void test_ipv6_site_cap(void **state)
+{
+	struct peer_table *t = peer_table_new();
+	struct peer_addr a, other = addr("2001:db8:0:100::1");
+	char text[64];
+	unsigned limit = 2;
+
+	for (unsigned net = 0; net < PEERS_SITE_FACTOR; net++) {
+		snprintf(text, sizeof(text), "2001:db8:0:%x::1", net);
+		a = addr(text);
+		for (unsigned i = 0; i < limit; i++)
+			assert_int_equal(peer_table_take(t, &a, limit), 0);
+		assert_true(peer_table_full(t, &a, limit));
+	}
+	/* A fresh /64 in the same /56 (2001:db8:0:0-ff::/56). */
+	a = addr("2001:db8:0:ff::1");
+	assert_int_equal(peer_table_count(t, &a), 0);
+	assert_true(peer_table_full(t, &a, limit));
+	assert_int_equal(peer_table_take(t, &a, limit), -EBUSY);
+	assert_false(peer_table_full(t, &other, limit));
+	assert_int_equal(peer_table_take(t, &other, limit), 0);
+	/* One connection of the site going makes room for one more. */
+	a = addr("2001:db8:0:1::1");
+	peer_table_give(t, &a);
+	a = addr("2001:db8:0:ff::1");
+	assert_int_equal(peer_table_take(t, &a, limit), 0);
+	assert_int_equal(peer_table_take(t, &a, limit), -EBUSY);
+	/* IPv4 has no site: only the address counts. */
+	a = addr("192.0.2.7");
+	assert_int_equal(peer_table_take(t, &a, 1), 0);
+	assert_true(peer_table_full(t, &a, 1));
+	assert_int_equal(peer_table_size(t), PEERS_SITE_FACTOR + 3);
+	peer_table_free(t);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -162,6 +202,7 @@ int main(void)
 	    cmocka_unit_test(test_cidrs),
 	    cmocka_unit_test(test_client_behind_trusted_proxies),
 	    cmocka_unit_test(test_count_table),
+	    cmocka_unit_test(test_ipv6_site_cap),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
