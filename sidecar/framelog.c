@@ -22,6 +22,8 @@
 #define PATH_CAP 4400
 #define REC_HEAD 17 /* u64 sequence, i64 ts, u8 kind */
 #define READ_BUF (256 * 1024)
+/* The staging buffer is kept up to this size between appends. */
+#define STAGE_KEEP (64 * 1024)
 
 struct seg {
 	uint64_t first_seq, last_seq;
@@ -38,7 +40,7 @@ struct framelog {
 	size_t nsegs;
 	int fd; /* the open (last) segment, -1 when none */
 	struct seal_stream push;
-	struct buf pending; /* sealed records not yet written */
+	struct buf pending; /* what one append writes: a header, a record */
 	struct buf scratch;
 	uint64_t last_seq;
 	uint64_t disk_bytes;
@@ -491,8 +493,7 @@ static void sync_dir(struct framelog *l)
 	if (fd < 0)
 		return;
 	/* every-frame: durable before the segment's first frame goes out. */
-	ticket =
-	    l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_write(fd, NULL, 0, 1, l->wst);
+	ticket = l->o.fsync == FSYNC_EVERY_FRAME ? -1 : syncer_sync(fd, l->wst);
 	if (ticket > 0)
 		l->last_ticket = ticket;
 	else
@@ -500,17 +501,19 @@ static void sync_dir(struct framelog *l)
 	close(fd);
 }
 
-static int hand_over(struct framelog *l, int sync);
+static int queue_sync(struct framelog *l);
 
-/* Closes the open segment. wait: everything is written and synced before
-   this returns (shutdown, a session's end); otherwise the writer thread
-   finishes and syncs the segment (a segment rolling over mid-flood). */
+/* Closes the open segment (every record is written already). wait: it
+   is synced before this returns (shutdown, a session's end); otherwise
+   the writer thread syncs it (a segment rolling over mid-flood). */
 static void close_segment(struct framelog *l, int wait)
 {
 	if (l->fd < 0)
 		return;
-	if (wait || hand_over(l, l->o.fsync != FSYNC_NEVER) < 0)
+	if (wait)
 		framelog_flush(l, 1);
+	else if (l->o.fsync != FSYNC_NEVER)
+		queue_sync(l);
 	if (l->fd >= 0 && l->nsegs && l->segs[l->nsegs - 1].frames)
 		write_index(l, &l->segs[l->nsegs - 1]);
 	if (l->fd < 0)
@@ -593,67 +596,67 @@ static int thread_failed(struct framelog *l)
 	return err;
 }
 
+/* Writes what framelog_append staged (a new segment's header, one record)
+   to the file at once, before the frame goes to any link: a crash of the
+   process (the page cache survives it) then loses nothing a client saw,
+   and the fsync policy decides only what a power loss may take. The
+   write reaches the page cache; only the kernel's dirty-page throttling,
+   when the disk cannot keep up with the output, makes the loop wait. */
+static int write_staged(struct framelog *l)
+{
+	int rc;
+
+	if (!buf_size(&l->pending))
+		return 0;
+	rc = fd_write_all(l->fd, buf_head(&l->pending), buf_size(&l->pending));
+	if (rc < 0) {
+		write_failed(l, rc);
+		return rc;
+	}
+	buf_reset(&l->pending);
+	if (l->pending.cap > STAGE_KEEP)
+		buf_free(&l->pending);
+	return 0;
+}
+
 int framelog_flush(struct framelog *l, int sync)
 {
 	int rc;
 
 	if (l->fd < 0)
 		return 0;
-	/* What the thread still has for this file goes first. */
+	/* A sync the thread still has for this file goes first. */
 	syncer_wait(l->last_ticket);
 	if ((rc = thread_failed(l)) < 0)
 		return rc;
-	if (buf_size(&l->pending)) {
-		rc = fd_write_all(l->fd, buf_head(&l->pending), buf_size(&l->pending));
-		if (rc < 0) {
-			write_failed(l, rc);
-			return rc;
-		}
-		buf_reset(&l->pending);
-		if (l->pending.cap > 4 * l->o.flush_bytes)
-			buf_free(&l->pending);
-	}
 	if (sync && l->o.fsync != FSYNC_NEVER && fdatasync(l->fd) < 0)
 		return -errno;
 	return 0;
 }
 
-/* Hands what is queued to the writer thread (syncer.h), and a sync
-   when asked. Returns 0, or a negative errno when the thread cannot
-   take it (the caller writes itself). */
-static int hand_over(struct framelog *l, int sync)
+/* Has the writer thread fdatasync the open segment (syncer.h), or syncs
+   here when it cannot. Returns 0 or a negative errno. */
+static int queue_sync(struct framelog *l)
 {
-	size_t len = buf_size(&l->pending);
-	uint8_t *data;
 	int64_t ticket;
 	int rc;
 
-	if (l->fd < 0 || (!len && !sync))
+	if (l->fd < 0)
 		return 0;
 	if ((rc = thread_failed(l)) < 0)
 		return rc;
-	data = len ? buf_steal(&l->pending, NULL) : NULL;
-	ticket = syncer_write(l->fd, data, len, sync, l->wst);
+	ticket = syncer_sync(l->fd, l->wst);
 	if (ticket > 0) {
 		l->last_ticket = ticket;
 		return 0;
 	}
-	/* No thread (or no descriptor to give it): the loop writes itself. */
-	syncer_wait(l->last_ticket);
-	rc = len ? fd_write_all(l->fd, data, len) : 0;
-	free(data);
-	if (rc < 0) {
-		write_failed(l, rc);
-		return rc;
-	}
-	if (sync && fdatasync(l->fd) < 0)
-		return -errno;
-	return 0;
+	/* No thread (or no descriptor to give it): the loop syncs itself. */
+	return framelog_flush(l, 1);
 }
 
 int framelog_flush_async(struct framelog *l)
 {
-	return hand_over(l, l->o.fsync == FSYNC_INTERVAL);
+	return l->o.fsync == FSYNC_INTERVAL ? queue_sync(l) : 0;
 }
 
 static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
@@ -720,11 +723,9 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 	s->bytes += 4 + sealed;
 	l->disk_bytes += 4 + sealed;
 	l->last_seq = seq;
-	if (l->o.fsync == FSYNC_EVERY_FRAME)
-		return framelog_flush(l, 1);
-	if (buf_size(&l->pending) >= l->o.flush_bytes)
-		return hand_over(l, 0);
-	return 0;
+	if ((rc = write_staged(l)) < 0)
+		return rc;
+	return l->o.fsync == FSYNC_EVERY_FRAME ? framelog_flush(l, 1) : 0;
 }
 
 /* ---- retention ---- */
@@ -834,10 +835,8 @@ struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after)
 	uint64_t *limits = xcalloc(l->nsegs + 1, sizeof(*limits));
 	struct framelog_reader *r;
 
-	/* Everything queued reaches the file first; what is appended later
-	   is beyond the limits, read by a later reader. */
-	hand_over(l, 0);
-	syncer_wait(l->last_ticket);
+	/* Every record appended is in the file (framelog_append writes it);
+	   what is appended later is beyond the limits, for a later reader. */
 	for (size_t i = 0; i < l->nsegs; i++) {
 		firsts[i] = l->segs[i].first_seq;
 		limits[i] = l->segs[i].bytes;

@@ -3,11 +3,12 @@
    <state>/<id>.frames/<first sequence, 16 hex>.seg, each one seal stream
    (seal.h): a header, then records [u32 LE length][sealed body], the
    body being [u64 sequence][i64 ts_ms][u8 kind][the packed frame exactly
-   as the ring holds it]. Appends are buffered and handed in batches to
-   the writer thread (syncer.h; the loop does it on a timer), fsynced by
-   policy. A closed segment gets an index <first>.idx (range, count,
-   timestamps, length; sealed alike) that opening reads instead of its
-   records; the newest segment, and any whose index is missing, garbled or
+   as the ring holds it]. Each append is written to the file before it
+   returns, so before its frame reaches any link (a crash of the process
+   loses nothing a client saw); the writer thread (syncer.h) fdatasyncs
+   by policy, which decides only what a power loss may take. A closed segment gets an
+   index <first>.idx (range, count, timestamps, length; sealed alike) that opening reads
+   instead of its records; the newest segment, and any whose index is missing, garbled or
    disagrees with its length, is verified record by record: a torn or
    corrupt tail is cut off and reported. Damage in an indexed segment is
    found by the reader, which stops there: nothing damaged is ever
@@ -31,7 +32,6 @@ struct framelog_opts {
 	const struct seal_keys *keys;
 	enum framelog_fsync fsync;
 	uint64_t segment_bytes; /* a segment is closed past this size */
-	uint64_t flush_bytes;	/* pending bytes that force a write */
 	/* SPEC 3 retention, applied per segment: a segment goes once all
 	   its frames are outside the newest max_frames and older than
 	   max_age_ms, or while the log is over max_bytes. */
@@ -52,18 +52,17 @@ void framelog_close(struct framelog *l);
 /* Deletes the log of session id (the session was reaped). */
 void framelog_remove(const char *state_dir, const char *id);
 
-/* Queues one frame. With FSYNC_EVERY_FRAME it is written and synced
-   before this returns; otherwise a full batch goes to the writer thread
-   (which may wait while its queue is full). Returns 0 or a negative
-   errno (logged once). */
+/* Writes one frame to the file (the page cache) before returning; with
+   FSYNC_EVERY_FRAME also syncs it. Returns 0 or a negative errno (logged
+   once). */
 int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kind,
 		    const void *frame, size_t len);
-/* Writes what is queued from the loop, after whatever the writer thread
-   still has for this log; syncs too when sync is set (and the policy is
-   not never). Returns 0 or a negative errno. */
+/* Waits for a sync the writer thread still has for this log; syncs too
+   when sync is set (and the policy is not never). Returns 0 or a negative
+   errno. */
 int framelog_flush(struct framelog *l, int sync);
-/* Hands what is queued to the writer thread and, with FSYNC_INTERVAL,
-   has it synced there. Returns 0 or a negative errno. */
+/* With FSYNC_INTERVAL, has the writer thread sync what was written.
+   Returns 0 or a negative errno. */
 int framelog_flush_async(struct framelog *l);
 /* Applies retention at now_ms; returns bytes deleted. */
 uint64_t framelog_expire(struct framelog *l, int64_t now_ms);

@@ -23,8 +23,6 @@
 /* A changed screen is saved at most this often (and at every Keyframe,
    exit and clean shutdown), so after a SIGKILL it is at most this old. */
 #define SCREEN_SAVE_MS 1000
-/* Queued log bytes that force a write before the timer. */
-#define LOG_FLUSH_BYTES (256 * 1024)
 
 static int has_state(const struct session *s)
 {
@@ -139,7 +137,6 @@ static void open_log(struct session *s)
 	    .keys = &c->state_keys,
 	    .fsync = c->fsync,
 	    .segment_bytes = c->state_segment_bytes,
-	    .flush_bytes = LOG_FLUSH_BYTES,
 	    .max_frames = c->replay_frames,
 	    .max_age_ms = (int64_t)c->replay_seconds * 1000,
 	    .max_bytes = c->replay_bytes,
@@ -163,7 +160,7 @@ void session_state_log(struct session *s, const Ptg__Frame *f, const struct buf 
 		return;
 	framelog_append(s->log, f->sequence, f->ts_ms, (uint8_t)f->kind_case,
 			buf_head(packed), buf_size(packed));
-	if (s->cfg->fsync != FSYNC_EVERY_FRAME && !ev_timer_armed(s->flush_timer))
+	if (s->cfg->fsync == FSYNC_INTERVAL && !ev_timer_armed(s->flush_timer))
 		ev_timer_arm(s->flush_timer, s->cfg->fsync_interval_ms, 0);
 }
 

@@ -93,15 +93,12 @@ static int write_file(const char *path, const uint8_t *data, size_t len)
 	return rc;
 }
 
-/* Writes one batch, outside the lock. Returns 0 or a negative errno. */
+/* Writes one batch's file, outside the lock (a sync has none). Returns 0
+   or a negative errno. */
 static int write_batch(struct batch *b)
 {
-	int rc;
+	int rc = b->path ? write_file(b->path, b->data, b->len) : 0;
 
-	if (b->path)
-		rc = write_file(b->path, b->data, b->len);
-	else
-		rc = b->len ? fd_write_all(b->fd, b->data, b->len) : 0;
 	free(b->data);
 	b->data = NULL;
 	return rc;
@@ -192,8 +189,7 @@ static int64_t enqueue_locked(struct batch *b)
 	return b->ticket;
 }
 
-int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync,
-		     struct syncer_status *st)
+int64_t syncer_sync(int fd, struct syncer_status *st)
 {
 	struct batch *b;
 	int rc, dup_fd = -1;
@@ -209,9 +205,7 @@ int64_t syncer_write(int fd, uint8_t *data, size_t len, int sync,
 	}
 	b = xcalloc(1, sizeof(*b));
 	b->fd = dup_fd;
-	b->data = data;
-	b->len = len;
-	b->sync = sync;
+	b->sync = 1;
 	b->st = st;
 	ticket = enqueue_locked(b);
 	pthread_mutex_unlock(&mu);
