@@ -200,6 +200,7 @@ static int scopes(const json_t *o, unsigned *bits)
 	    {"pty:observe", SCOPE_OBSERVE},
 	    {"pty:control", SCOPE_CONTROL | SCOPE_OBSERVE},
 	    {"tasks", SCOPE_TASKS},
+	    {"tasks:all", SCOPE_TASKS | SCOPE_TASKS_ALL},
 	    {"sessions", SCOPE_SESSIONS},
 	};
 	const json_t *v = json_object_get(o, "scope");

@@ -17,10 +17,11 @@
 #define JWT_SUB_MAX   256
 
 enum scope_bits {
-	SCOPE_OBSERVE = 1,  /* pty:observe, or implied by pty:control */
-	SCOPE_CONTROL = 2,  /* pty:control */
-	SCOPE_TASKS = 4,    /* tasks */
-	SCOPE_SESSIONS = 8, /* sessions: create, list, end over REST */
+	SCOPE_OBSERVE = 1,    /* pty:observe, or implied by pty:control */
+	SCOPE_CONTROL = 2,    /* pty:control */
+	SCOPE_TASKS = 4,      /* tasks */
+	SCOPE_SESSIONS = 8,   /* sessions: create, list, end over REST */
+	SCOPE_TASKS_ALL = 16, /* tasks:all (implies tasks): every principal's tasks */
 };
 
 /* What a verified token grants. instance_id is "*" for any instance;

@@ -664,6 +664,9 @@ static void test_scopes(void **state)
 			 SCOPE_TASKS | SCOPE_SESSIONS);
 	assert_int_equal(scopes_of("PTY:CONTROL admin pty:observe:x"), 0);
 	assert_int_equal(scopes_of("sessions,tasks"), 0);
+	/* tasks:all is tasks and every principal's tasks of the session. */
+	assert_int_equal(scopes_of("tasks:all"), SCOPE_TASKS | SCOPE_TASKS_ALL);
+	assert_int_equal(scopes_of("tasks:al tasks:all:x"), 0);
 }
 
 static void test_claims_allow(void **state)
