@@ -2,8 +2,13 @@
    per wakeup so one busy peer cannot starve the others; every complete
    message is decoded and handed to on_message. Sends are written at
    once and only what the socket refuses is queued, with EV_WRITE armed
-   until the queue drains. Closing is always deferred to a before-poll
-   hook, so no callback ever runs on a freed linkconn. */
+   until the queue drains. There are two queues: the ordered one (session
+   frames and every message whose order matters) and the reply lane
+   (answers no frame depends on, such as a session list). The reply lane
+   is written only while the ordered queue is empty, one whole message at
+   a time, so a burst of large answers never holds up a session's output
+   by more than the one reply already on the wire. Closing is always deferred to a
+   before-poll hook, so no callback ever runs on a freed linkconn. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +25,7 @@
 
 #define LINKCONN_READ_CHUNK  (64 * 1024)
 #define LINKCONN_READ_BUDGET (1024 * 1024)
+#define LINKCONN_HEADER	     4 /* a message's big-endian length (link.h) */
 
 struct linkconn {
 	struct ev_loop *loop;
@@ -29,8 +35,10 @@ struct linkconn {
 	const struct linkconn_ops *ops;
 	void *user;
 	struct buf in;
-	struct buf out;
-	uint64_t written; /* bytes the socket took, in all */
+	struct buf out;	    /* the ordered queue: frames first */
+	struct buf replies; /* the reply lane: whole messages, after out */
+	size_t reply_left;  /* bytes of the reply on the wire still to go; 0: none */
+	uint64_t written;   /* bytes the socket took, in all */
 	int closing;
 	char reason[160];
 };
@@ -50,6 +58,7 @@ struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 	lc->user = user;
 	buf_init(&lc->in);
 	buf_init(&lc->out);
+	buf_init(&lc->replies);
 	lc->io = ev_io_new(loop, fd, EV_READ, on_io, lc);
 	if (!lc->io) {
 		log_error(lc->name, "linkconn: cannot watch fd %d: %s", fd,
@@ -72,6 +81,7 @@ void linkconn_free(struct linkconn *lc)
 	close(lc->fd);
 	buf_free(&lc->in);
 	buf_free(&lc->out);
+	buf_free(&lc->replies);
 	free(lc->name);
 	free(lc);
 }
@@ -101,7 +111,24 @@ static void reap(void *user)
 
 size_t linkconn_pending(const struct linkconn *lc)
 {
+	return buf_size(&lc->out) + buf_size(&lc->replies);
+}
+
+size_t linkconn_pending_frames(const struct linkconn *lc)
+{
 	return buf_size(&lc->out);
+}
+
+/* The ordered queue may be written now: nothing of it waits and no reply
+   is half on the wire. */
+static int ordered_idle(const struct linkconn *lc)
+{
+	return buf_size(&lc->out) == 0 && lc->reply_left == 0;
+}
+
+static void arm(struct linkconn *lc)
+{
+	ev_io_set(lc->io, EV_READ | (linkconn_pending(lc) > 0 ? EV_WRITE : 0));
 }
 
 uint64_t linkconn_written(const struct linkconn *lc)
@@ -122,16 +149,42 @@ static void close_errno(struct linkconn *lc, const char *what, int err)
 	linkconn_close(lc, reason);
 }
 
-/* Writes as much of the queue as the socket takes; EV_WRITE stays armed
-   only while bytes remain. */
+/* What flush writes next: the ordered queue unless a reply is half
+   written; else the next whole reply (its length from its header). */
+static struct buf *next_queue(struct linkconn *lc, size_t *len)
+{
+	const uint8_t *h;
+
+	if (lc->reply_left == 0 && buf_size(&lc->out) > 0) {
+		*len = buf_size(&lc->out);
+		return &lc->out;
+	}
+	if (lc->reply_left == 0 && buf_size(&lc->replies) >= LINKCONN_HEADER) {
+		h = buf_head(&lc->replies);
+		lc->reply_left =
+		    LINKCONN_HEADER +
+		    ((size_t)h[0] << 24 | (size_t)h[1] << 16 | (size_t)h[2] << 8 | h[3]);
+	}
+	if (lc->reply_left == 0)
+		return NULL;
+	*len = lc->reply_left;
+	return &lc->replies;
+}
+
+/* Writes as much as the socket takes, frames before replies; EV_WRITE
+   stays armed only while bytes remain. */
 static void flush(struct linkconn *lc)
 {
-	while (buf_size(&lc->out) > 0) {
-		ssize_t n = send(lc->fd, buf_head(&lc->out), buf_size(&lc->out),
-				 MSG_NOSIGNAL | MSG_DONTWAIT);
+	struct buf *q;
+	size_t len;
+
+	while ((q = next_queue(lc, &len)) != NULL) {
+		ssize_t n = send(lc->fd, buf_head(q), len, MSG_NOSIGNAL | MSG_DONTWAIT);
 
 		if (n > 0) {
-			buf_consume(&lc->out, (size_t)n);
+			buf_consume(q, (size_t)n);
+			if (q == &lc->replies)
+				lc->reply_left -= (size_t)n;
 			lc->written += (size_t)n;
 			continue;
 		}
@@ -140,20 +193,33 @@ static void flush(struct linkconn *lc)
 		if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
 			break;
 		buf_reset(&lc->out);
+		buf_reset(&lc->replies);
+		lc->reply_left = 0;
 		close_errno(lc, "write error", n < 0 ? errno : EPIPE);
 		return;
 	}
-	ev_io_set(lc->io, EV_READ | (buf_size(&lc->out) > 0 ? EV_WRITE : 0));
+	arm(lc);
 }
 
 void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
 {
-	int idle = buf_size(&lc->out) == 0;
+	int idle = ordered_idle(lc);
 
 	if (lc->closing)
 		return;
 	link_encode(m, &lc->out);
 	/* With bytes already queued, EV_WRITE is armed and keeps order. */
+	if (idle)
+		flush(lc);
+}
+
+void linkconn_send_reply(struct linkconn *lc, const Ptg__LinkMessage *m)
+{
+	int idle = linkconn_pending(lc) == 0;
+
+	if (lc->closing)
+		return;
+	link_encode(m, &lc->replies);
 	if (idle)
 		flush(lc);
 }
@@ -184,7 +250,7 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 
 	if (lc->closing)
 		return;
-	if (buf_size(&lc->out) == 0)
+	if (ordered_idle(lc))
 		done = writev_direct(lc, iov, cnt);
 	if (done < 0)
 		return;
@@ -196,7 +262,7 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 			   iov[i].iov_len - skip);
 		done -= (ssize_t)skip;
 	}
-	ev_io_set(lc->io, EV_READ | (buf_size(&lc->out) > 0 ? EV_WRITE : 0));
+	arm(lc);
 }
 
 /* Hands every complete message to on_message; stops at a close. */

@@ -30,16 +30,26 @@ struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 /* Frees at once, closing fd, without calling on_close: for shutdown,
    never from inside the linkconn's callbacks. NULL is a no-op. */
 void linkconn_free(struct linkconn *lc);
-/* Queues m; written at once if possible. */
+/* Queues m in order with everything sent before it; written at once if
+   possible. */
 void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m);
+/* Queues m in the reply lane, for answers no frame's order depends on
+   (a session list, one session, a create or kill): written only while
+   the ordered queue is empty, one whole message at a time, so frames
+   sent later still go first. Replies keep their order among themselves. */
+void linkconn_send_reply(struct linkconn *lc, const Ptg__LinkMessage *m);
 /* Sends bytes that are already framed link messages (or pieces of them:
    header, body), as link_encode or the sidecar's frame cache produce
    them: written straight from iov when nothing is queued, so a large
    frame is not copied first; queued in order otherwise. */
 struct iovec;
 void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt);
-/* Bytes queued but not yet written (for back-pressure decisions). */
+/* Bytes queued but not yet written, both queues (for the link's
+   memory bound). */
 size_t linkconn_pending(const struct linkconn *lc);
+/* Bytes of the ordered queue only: what a new frame waits behind (for
+   holding a session's output; queued replies never count). */
+size_t linkconn_pending_frames(const struct linkconn *lc);
 /* Bytes the socket has taken since the link opened (progress, for
    telling a slow peer from one that stopped reading). */
 uint64_t linkconn_written(const struct linkconn *lc);

@@ -168,7 +168,7 @@ static void pump(struct ev_timer *t, void *user)
 	const char *why = NULL;
 
 	while (budget) {
-		if (linkconn_pending(rp->m->link) >= REPLAY_QUEUE_MAX) {
+		if (linkconn_pending_frames(rp->m->link) >= REPLAY_QUEUE_MAX) {
 			ev_timer_arm(t, REPLAY_WAIT_MS, 0);
 			return;
 		}

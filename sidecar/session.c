@@ -447,10 +447,13 @@ static ssize_t read_batch(struct session *s, uint8_t *batch)
 
 static void update_io(struct session *s);
 
+/* Counts queued frames only: replies (a session list) wait in their own
+   lane behind every frame, so however many are queued they never hold a
+   session's output. */
 static int links_backed_up(struct session *s, size_t mark)
 {
 	for (unsigned i = 0; i < members_nlinks(s->members); i++)
-		if (linkconn_pending(members_link(s->members, i)) > mark)
+		if (linkconn_pending_frames(members_link(s->members, i)) > mark)
 			return 1;
 	return 0;
 }

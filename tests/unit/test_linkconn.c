@@ -1,8 +1,8 @@
 /* unit: shared */
 /* linkconn: two linkconns on one loop over a socketpair exchanging
    messages (one of ~2 MiB, which must be queued and written under
-   EV_WRITE), closes from inside callbacks, peer close, resets, and bad
-   bytes from a raw peer. */
+   EV_WRITE), frames overtaking queued replies at message boundaries, closes from inside
+   callbacks, peer close, resets, and bad bytes from a raw peer. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,6 +30,8 @@ struct side {
 	char reason[128];
 	int close_after; /* close from on_message after this many */
 	int cases[8];
+	uint64_t inputs[8]; /* attach_id of each Input, in arrival order */
+	int ninputs;
 	size_t big_len;
 	int big_ok;
 	int *closes_total;
@@ -58,6 +60,8 @@ static void on_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *use
 	if (m->msg_case == PTG__LINK_MESSAGE__MSG_INPUT) {
 		uint8_t *d = big_data();
 
+		if (s->ninputs < 8)
+			s->inputs[s->ninputs++] = m->input->attach_id;
 		s->big_len = m->input->data.len;
 		s->big_ok = s->big_len == BIG && memcmp(m->input->data.data, d, BIG) == 0;
 		free(d);
@@ -103,19 +107,28 @@ static void send_hello(struct linkconn *lc, const char *id)
 	linkconn_send(lc, &m);
 }
 
-static void send_big(struct linkconn *lc)
+/* A BIG Input tagged attach_id, in order or in the reply lane. */
+static void send_big_as(struct linkconn *lc, uint64_t attach_id, int reply_lane)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Input in = PTG__INPUT__INIT;
 	uint8_t *d = big_data();
 
-	in.attach_id = 9;
+	in.attach_id = attach_id;
 	in.data.data = d;
 	in.data.len = BIG;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_INPUT;
 	m.input = &in;
-	linkconn_send(lc, &m);
+	if (reply_lane)
+		linkconn_send_reply(lc, &m);
+	else
+		linkconn_send(lc, &m);
 	free(d);
+}
+
+static void send_big(struct linkconn *lc)
+{
+	send_big_as(lc, 9, 0);
 }
 
 struct fixture {
@@ -297,6 +310,74 @@ static void test_send_iov(void **state)
 	fixture_done(&f);
 }
 
+/* Two large replies, then a frame (pre-framed bytes, the sidecar's
+   path) and an ordered message: the first reply is already on the wire
+   and is finished whole, then both frames overtake the second reply. */
+static void test_frames_before_replies(void **state)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__Hello h = PTG__HELLO__INIT;
+	struct buf pre = BUF_INIT;
+	struct iovec iov;
+	struct fixture f;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	send_big_as(f.a.lc, 1, 1);
+	send_big_as(f.a.lc, 2, 1);
+	/* The socket took part of reply 1; nothing is queued as a frame. */
+	assert_int_equal(linkconn_pending_frames(f.a.lc), 0);
+	assert_true(linkconn_pending(f.a.lc) > BIG);
+	h.gateway_id = "frame";
+	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
+	m.hello = &h;
+	link_encode(&m, &pre);
+	iov = (struct iovec){buf_head(&pre), buf_size(&pre)};
+	linkconn_send_iov(f.a.lc, &iov, 1);
+	assert_int_equal(linkconn_pending_frames(f.a.lc), buf_size(&pre));
+	send_big_as(f.a.lc, 3, 0);
+	f.b.close_after = 4;
+	f.a.stop_at = f.b.stop_at = 2;
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 4);
+	assert_int_equal(f.b.cases[0], PTG__LINK_MESSAGE__MSG_INPUT);
+	assert_int_equal(f.b.cases[1], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_int_equal(f.b.cases[2], PTG__LINK_MESSAGE__MSG_INPUT);
+	assert_int_equal(f.b.cases[3], PTG__LINK_MESSAGE__MSG_INPUT);
+	assert_int_equal(f.b.ninputs, 3);
+	assert_int_equal(f.b.inputs[0], 1);
+	assert_int_equal(f.b.inputs[1], 3);
+	assert_int_equal(f.b.inputs[2], 2);
+	assert_true(f.b.big_ok);
+	buf_free(&pre);
+	fixture_done(&f);
+}
+
+/* On an idle link a reply goes at once, and replies keep their order. */
+static void test_replies_in_order(void **state)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	send_hello(f.a.lc, "first");
+	send_big_as(f.a.lc, 5, 1);
+	send_big_as(f.a.lc, 6, 1);
+	send_big_as(f.a.lc, 7, 1);
+	f.b.close_after = 4;
+	f.a.stop_at = f.b.stop_at = 2;
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 4);
+	assert_int_equal(f.b.cases[0], PTG__LINK_MESSAGE__MSG_HELLO);
+	assert_int_equal(f.b.ninputs, 3);
+	assert_int_equal(f.b.inputs[0], 5);
+	assert_int_equal(f.b.inputs[1], 6);
+	assert_int_equal(f.b.inputs[2], 7);
+	fixture_done(&f);
+}
+
 static void test_free_without_on_close(void **state)
 {
 	struct fixture f;
@@ -327,6 +408,8 @@ int main(void)
 	    cmocka_unit_test(test_peer_close_after_data),
 	    cmocka_unit_test(test_reset_is_read_error),
 	    cmocka_unit_test(test_send_iov),
+	    cmocka_unit_test(test_frames_before_replies),
+	    cmocka_unit_test(test_replies_in_order),
 	    cmocka_unit_test(test_free_without_on_close),
 	};
 
