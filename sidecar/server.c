@@ -34,6 +34,17 @@
 #define MAX_ENV	       256
 #define MAX_ENV_TOTAL  (64 * 1024)
 
+/* A session list is paged and bounded (README "Session REST API"): a
+   page holds at most LIST_PAGE_MAX sessions (LIST_PAGE_DEFAULT when the
+   request names none) and stops early past LIST_PAGE_BYTES, and each
+   entry's argv is cut to LIST_ARGV_BYTES (GetSession has it whole), so
+   one answer costs the link and the gateway's loop a bounded amount
+   however many sessions there are. */
+#define LIST_PAGE_DEFAULT 100
+#define LIST_PAGE_MAX	  500
+#define LIST_PAGE_BYTES	  (256 * 1024)
+#define LIST_ARGV_BYTES	  256
+
 struct link {
 	struct server *srv;
 	struct linkconn *lc;
@@ -49,9 +60,9 @@ struct server {
 	int listen_fd;
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
-	uid_t session_uid; /* --session-user's uid */
-	int accept_paused; /* out of descriptors: listener off until the tick */
-	struct session **sessions;
+	uid_t session_uid;	   /* --session-user's uid */
+	int accept_paused;	   /* out of descriptors: listener off until the tick */
+	struct session **sessions; /* sorted by session id */
 	size_t n_sessions;
 	struct link *links;
 	unsigned n_links;
@@ -61,14 +72,47 @@ struct server {
 
 typedef void (*handler_fn)(struct link *l, const Ptg__LinkMessage *m);
 
-/* ---- session registry ---- */
+/* ---- session registry ----
+   Sorted by session id (UUIDv7, so by creation), so a list's page starts
+   where the last one ended however sessions come and go between them. */
+
+/* The index of the first session whose id sorts after id (strict) or,
+   with or_equal, at or after it. */
+static size_t lower_bound(const struct server *srv, const char *id, int or_equal)
+{
+	size_t lo = 0, hi = srv->n_sessions;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(session_id(srv->sessions[mid]), id);
+
+		if (c < 0 || (c == 0 && !or_equal))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 static struct session *find_session(struct server *srv, const char *id)
 {
-	for (size_t i = 0; i < srv->n_sessions; i++)
-		if (strcmp(session_id(srv->sessions[i]), id) == 0)
-			return srv->sessions[i];
+	size_t i = lower_bound(srv, id, 1);
+
+	if (i < srv->n_sessions && strcmp(session_id(srv->sessions[i]), id) == 0)
+		return srv->sessions[i];
 	return NULL;
+}
+
+static void insert_session(struct server *srv, struct session *s)
+{
+	size_t i = lower_bound(srv, session_id(s), 1);
+
+	srv->sessions =
+	    xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
+	memmove(&srv->sessions[i + 1], &srv->sessions[i],
+		(srv->n_sessions - i) * sizeof(*srv->sessions));
+	srv->sessions[i] = s;
+	srv->n_sessions++;
 }
 
 static void remove_session(struct server *srv, size_t i)
@@ -76,7 +120,15 @@ static void remove_session(struct server *srv, size_t i)
 	log_info(session_id(srv->sessions[i]), "reaped");
 	session_forget(srv->sessions[i]);
 	session_free(srv->sessions[i]);
-	srv->sessions[i] = srv->sessions[--srv->n_sessions];
+	srv->n_sessions--;
+	memmove(&srv->sessions[i], &srv->sessions[i + 1],
+		(srv->n_sessions - i) * sizeof(*srv->sessions));
+}
+
+static int by_id(const void *a, const void *b)
+{
+	return strcmp(session_id(*(struct session *const *)a),
+		      session_id(*(struct session *const *)b));
 }
 
 static void reap_sessions(struct server *srv, int64_t now_ms)
@@ -102,6 +154,7 @@ static struct session *session_or_reply(struct link *l, const char *id,
 	return s;
 }
 
+/* Answers a session request (create, get, kill) in the reply lane. */
 static void reply_session(struct link *l, uint64_t request_id, struct session *s)
 {
 	Ptg__Reply r = PTG__REPLY__INIT;
@@ -112,7 +165,7 @@ static void reply_session(struct link *l, uint64_t request_id, struct session *s
 	r.code = PTG__ERROR_CODE__OK;
 	r.result_case = PTG__REPLY__RESULT_SESSION;
 	r.session = &info;
-	wire_send_reply(l->lc, &r);
+	wire_send_answer(l->lc, &r);
 	session_info_release(&info);
 }
 
@@ -210,15 +263,15 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	char **env, **argv;
 
 	if (bad) {
-		wire_send_error(l->lc, c->request_id, 0, NULL,
-				PTG__ERROR_CODE__INVALID_REQUEST, "%s", bad);
+		wire_send_answer_error(l->lc, c->request_id,
+				       PTG__ERROR_CODE__INVALID_REQUEST, "%s", bad);
 		return;
 	}
 	reap_sessions(srv, INT64_MAX / 2);
 	if (srv->n_sessions >= srv->cfg->max_sessions) {
-		wire_send_error(l->lc, c->request_id, 0, NULL,
-				PTG__ERROR_CODE__RATE_LIMITED, "too many sessions (%u)",
-				srv->cfg->max_sessions);
+		wire_send_answer_error(l->lc, c->request_id,
+				       PTG__ERROR_CODE__RATE_LIMITED,
+				       "too many sessions (%u)", srv->cfg->max_sessions);
 		return;
 	}
 	env = make_env(c);
@@ -234,56 +287,130 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	free(env);
 	if (!s) {
 		log_warn(linkconn_name(l->lc), "create session: %s", err);
-		wire_send_error(l->lc, c->request_id, 0, NULL,
-				PTG__ERROR_CODE__INVALID_REQUEST, "%s", err);
+		wire_send_answer_error(l->lc, c->request_id,
+				       PTG__ERROR_CODE__INVALID_REQUEST, "%s", err);
 		return;
 	}
-	srv->sessions =
-	    xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
-	srv->sessions[srv->n_sessions++] = s;
+	insert_session(srv, s);
 	reply_session(l, c->request_id, s);
+}
+
+/* One entry of a list page; cut holds the argument argv was cut in. */
+struct list_entry {
+	Ptg__SessionInfo info;
+	char **argv; /* the summary's (owned), or NULL: info.argv is whole */
+	char cut[LIST_ARGV_BYTES + 1];
+};
+
+/* Cuts e's argv to LIST_ARGV_BYTES (each argument counted with its NUL),
+   the last one kept cut at a UTF-8 character boundary. */
+static void summarise_argv(struct list_entry *e)
+{
+	size_t used = 0, n = 0;
+
+	for (; n < e->info.n_argv; n++) {
+		size_t len = strlen(e->info.argv[n]);
+
+		if (len + 1 > LIST_ARGV_BYTES - used)
+			break;
+		used += len + 1;
+	}
+	if (n == e->info.n_argv)
+		return;
+	e->argv = xcalloc(n + 1, sizeof(*e->argv));
+	memcpy(e->argv, e->info.argv, n * sizeof(*e->argv));
+	if (used + 1 < LIST_ARGV_BYTES) {
+		size_t keep = LIST_ARGV_BYTES - used - 1;
+
+		while (keep > 0 && ((unsigned char)e->info.argv[n][keep] & 0xc0) == 0x80)
+			keep--;
+		memcpy(e->cut, e->info.argv[n], keep);
+		e->cut[keep] = '\0';
+		if (keep > 0)
+			e->argv[n++] = e->cut;
+	}
+	e->info.argv = e->argv;
+	e->info.n_argv = n;
+	e->info.argv_truncated = 1;
+}
+
+/* Fills list with the page of sessions whose ids sort after after: up to the page
+   size, and past the first entry no further than LIST_PAGE_BYTES;
+   next_after names the last entry when more follow. */
+static void fill_page(struct server *srv, const char *after, size_t want,
+		      struct list_entry *e, Ptg__SessionInfo **ptrs,
+		      Ptg__SessionList *list)
+{
+	size_t i = after[0] ? lower_bound(srv, after, 0) : 0, bytes = 0;
+
+	list->sessions = ptrs;
+	for (; i < srv->n_sessions && list->n_sessions < want; i++) {
+		struct list_entry *x = &e[list->n_sessions];
+
+		session_info(srv->sessions[i], &x->info);
+		summarise_argv(x);
+		bytes += ptg__session_info__get_packed_size(&x->info);
+		if (list->n_sessions > 0 && bytes > LIST_PAGE_BYTES) {
+			session_info_release(&x->info);
+			free(x->argv);
+			break;
+		}
+		ptrs[list->n_sessions++] = &x->info;
+	}
+	/* The ids stay valid until the answer is sent. */
+	list->next_after = i < srv->n_sessions && list->n_sessions > 0
+			       ? ptrs[list->n_sessions - 1]->session_id
+			       : "";
 }
 
 static void on_list(struct link *l, const Ptg__LinkMessage *m)
 {
-	struct server *srv = l->srv;
 	Ptg__Reply r = PTG__REPLY__INIT;
 	Ptg__SessionList list = PTG__SESSION_LIST__INIT;
-	Ptg__SessionInfo *infos = xcalloc(srv->n_sessions + 1, sizeof(*infos));
-	Ptg__SessionInfo **ptrs = xcalloc(srv->n_sessions + 1, sizeof(*ptrs));
+	const Ptg__ListSessions *ls = m->list_sessions;
+	size_t want = ls->page_size ? ls->page_size : LIST_PAGE_DEFAULT;
+	struct list_entry *e;
+	Ptg__SessionInfo **ptrs;
 
-	for (size_t i = 0; i < srv->n_sessions; i++) {
-		session_info(srv->sessions[i], &infos[i]);
-		ptrs[i] = &infos[i];
-	}
-	list.sessions = ptrs;
-	list.n_sessions = srv->n_sessions;
+	if (want > LIST_PAGE_MAX)
+		want = LIST_PAGE_MAX;
+	e = xcalloc(want, sizeof(*e));
+	ptrs = xcalloc(want, sizeof(*ptrs));
+	fill_page(l->srv, ls->after, want, e, ptrs, &list);
 	r.request_id = m->list_sessions->request_id;
 	r.result_case = PTG__REPLY__RESULT_SESSIONS;
 	r.sessions = &list;
-	wire_send_reply(l->lc, &r);
-	for (size_t i = 0; i < srv->n_sessions; i++)
-		session_info_release(&infos[i]);
+	wire_send_answer(l->lc, &r);
+	for (size_t i = 0; i < list.n_sessions; i++) {
+		session_info_release(&e[i].info);
+		free(e[i].argv);
+	}
 	free(ptrs);
-	free(infos);
+	free(e);
 }
 
 static void on_get(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__GetSession *g = m->get_session;
-	struct session *s = session_or_reply(l, g->session_id, g->request_id, 0, NULL);
+	struct session *s = find_session(l->srv, g->session_id);
 
 	if (s)
 		reply_session(l, g->request_id, s);
+	else
+		wire_send_answer_error(l->lc, g->request_id, PTG__ERROR_CODE__NOT_FOUND,
+				       "no session %.64s", g->session_id);
 }
 
 static void on_kill(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__KillSession *k = m->kill_session;
-	struct session *s = session_or_reply(l, k->session_id, k->request_id, 0, NULL);
+	struct session *s = find_session(l->srv, k->session_id);
 
-	if (!s)
+	if (!s) {
+		wire_send_answer_error(l->lc, k->request_id, PTG__ERROR_CODE__NOT_FOUND,
+				       "no session %.64s", k->session_id);
 		return;
+	}
 	session_kill(s, "ended by request");
 	reply_session(l, k->request_id, s);
 }
@@ -584,6 +711,7 @@ static int restore_sessions(struct server *srv)
 		srv->sessions[srv->n_sessions++] =
 		    session_restore(srv->cfg, srv->loop, &recs[i]);
 	store_records_free(recs, n);
+	qsort(srv->sessions, srv->n_sessions, sizeof(*srv->sessions), by_id);
 	return 0;
 }
 

@@ -67,7 +67,8 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 	linkconn_send_iov(lc, iov, tlen ? 3 : 2);
 }
 
-void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
+/* Sends r in order (reply_lane 0) or in the link's reply lane. */
+static void send_reply(struct linkconn *lc, Ptg__Reply *r, int reply_lane)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Reply small = PTG__REPLY__INIT;
@@ -84,23 +85,54 @@ void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
 		small.message = "the answer is larger than a link message";
 		m.reply = &small;
 	}
-	linkconn_send(lc, &m);
+	if (reply_lane)
+		linkconn_send_reply(lc, &m);
+	else
+		linkconn_send(lc, &m);
 }
 
-void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
-		     const char *client_op_id, Ptg__ErrorCode code, const char *fmt, ...)
+void wire_send_reply(struct linkconn *lc, Ptg__Reply *r)
+{
+	send_reply(lc, r, 0);
+}
+
+void wire_send_answer(struct linkconn *lc, Ptg__Reply *r)
+{
+	send_reply(lc, r, 1);
+}
+
+static void send_error(struct linkconn *lc, int reply_lane, uint64_t request_id,
+		       uint64_t attach_id, const char *client_op_id, Ptg__ErrorCode code,
+		       const char *fmt, va_list ap)
 {
 	Ptg__Reply r = PTG__REPLY__INIT;
 	char msg[512];
-	va_list ap;
 
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	r.request_id = request_id;
 	r.attach_id = attach_id;
 	r.client_op_id = (char *)(client_op_id ? client_op_id : "");
 	r.code = code;
 	r.message = msg;
-	wire_send_reply(lc, &r);
+	send_reply(lc, &r, reply_lane);
+}
+
+void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
+		     const char *client_op_id, Ptg__ErrorCode code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	send_error(lc, 0, request_id, attach_id, client_op_id, code, fmt, ap);
+	va_end(ap);
+}
+
+void wire_send_answer_error(struct linkconn *lc, uint64_t request_id, Ptg__ErrorCode code,
+			    const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	send_error(lc, 1, request_id, 0, NULL, code, fmt, ap);
+	va_end(ap);
 }

@@ -23,7 +23,15 @@ void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 void wire_send_error(struct linkconn *lc, uint64_t request_id, uint64_t attach_id,
 		     const char *client_op_id, Ptg__ErrorCode code, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
-/* Sends a filled Reply. */
+/* Sends a filled Reply, in order with the frames sent before it. */
 void wire_send_reply(struct linkconn *lc, Ptg__Reply *r);
+/* Sends a filled Reply in the link's reply lane (linkconn_send_reply):
+   for the answers to CreateSession, ListSessions, GetSession and
+   KillSession, which no frame's order depends on and which must never
+   hold up a session's frames. */
+void wire_send_answer(struct linkconn *lc, Ptg__Reply *r);
+/* wire_send_error's counterpart for those requests. */
+void wire_send_answer_error(struct linkconn *lc, uint64_t request_id, Ptg__ErrorCode code,
+			    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif
