@@ -1,15 +1,14 @@
 /* routes_static: a file under --static-dir (the browser terminal),
-   opened relative to the directory without following links; routes.c
-   has already refused dot segments and hidden names. */
-#include <fcntl.h>
+   opened beneath the directory without following a link in any
+   component (webfiles_open); routes.c has already refused dot segments
+   and hidden names. */
 #include <stdint.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "gateway.h"
 #include "routes_int.h"
+#include "webfiles.h"
 
 #define ROUTES__STATIC_MAX (64ull << 20)
 
@@ -39,21 +38,14 @@ static const char *mime(const char *file)
 
 int routes__static(struct route_req *rq)
 {
-	int dfd = open(rq->gw->cfg->static_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t size;
 	int fd =
-	    dfd < 0 ? -1 : openat(dfd, rq->m.file, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
+	    webfiles_open(rq->gw->cfg->static_dir, rq->m.file, ROUTES__STATIC_MAX, &size);
 
-	if (dfd >= 0)
-		close(dfd);
-	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_size > ROUTES__STATIC_MAX) {
-		if (fd >= 0)
-			close(fd);
+	if (fd < 0)
 		return routes__error(rq, 404, "NOT_FOUND", "no such path");
-	}
 	rq->file_fd = fd;
-	rq->file_size = (uint64_t)st.st_size;
+	rq->file_size = size;
 	rq->status = 200;
 	rq->content_type = mime(rq->m.file);
 	rq->static_file = rq->m.file;

@@ -2,7 +2,13 @@
 #include "webfiles.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define WEBFILES__HASH_LEN 12
 
@@ -38,4 +44,66 @@ void webfiles_headers(struct MHD_Response *resp, const char *file)
 	MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
 	MHD_add_response_header(resp, "X-Frame-Options", "DENY");
+}
+
+/* file under dfd, each component opened without following a link: what
+   openat2's RESOLVE_NO_SYMLINKS does, for kernels before 5.6 (or a
+   seccomp filter that answers ENOSYS). */
+int webfiles_open_walk(int dfd, const char *file)
+{
+	char part[4096];
+	const char *p = file;
+	int fd = dup(dfd);
+
+	while (fd >= 0) {
+		size_t n = strcspn(p, "/");
+		int last = p[n] == '\0', next;
+
+		if (n == 0 || n >= sizeof(part) || (n <= 2 && !strncmp(p, "..", n))) {
+			close(fd);
+			return -ENOENT;
+		}
+		memcpy(part, p, n);
+		part[n] = '\0';
+		next =
+		    openat(fd, part,
+			   O_RDONLY | O_NOFOLLOW | O_CLOEXEC | (last ? 0 : O_DIRECTORY));
+		close(fd);
+		fd = next;
+		if (last)
+			break;
+		p += n + 1;
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+static int open_beneath(int dfd, const char *file)
+{
+	struct open_how how = {
+	    .flags = O_RDONLY | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dfd, file, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		return webfiles_open_walk(dfd, file);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int webfiles_open(const char *dir, const char *file, uint64_t max, uint64_t *size)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int fd = dfd < 0 ? -errno : open_beneath(dfd, file);
+	struct stat st;
+
+	if (dfd >= 0)
+		close(dfd);
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size > max) {
+		close(fd);
+		return -ENOENT;
+	}
+	*size = (uint64_t)st.st_size;
+	return fd;
 }

@@ -1,8 +1,11 @@
-/* webfiles: the HTTP headers of the browser terminal's files (served
-   from --static-dir by routes.c): how long a browser may cache each, and
+/* webfiles: the browser terminal's files under --static-dir (served by
+   routes_static.c): opening them without following links, and their HTTP
+   headers: how long a browser may cache each, and
    the Content-Security-Policy and other security headers of the page. */
 #ifndef PTG_WEBFILES_H
 #define PTG_WEBFILES_H
+
+#include <stdint.h>
 
 #include <microhttpd.h>
 
@@ -16,6 +19,16 @@ int webfiles_is_hashed(const char *file);
 const char *webfiles_cache_control(const char *file);
 /* Adds Cache-Control and the security headers for file to resp. */
 void webfiles_headers(struct MHD_Response *resp, const char *file);
+/* Opens file, a relative path, under dir for reading: resolved beneath
+   dir with no symbolic link in any of its components (openat2
+   RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS; component by component with
+   O_NOFOLLOW where the kernel lacks openat2), so a link placed inside
+   dir never serves what it names. Only a regular file of at most max
+   bytes. Returns the fd and *size, or a negative errno. */
+int webfiles_open(const char *dir, const char *file, uint64_t max, uint64_t *size);
+/* webfiles_open's way without openat2, relative to the directory dfd:
+   an fd or a negative errno (exported for its test). */
+int webfiles_open_walk(int dfd, const char *file);
 
 /* The page runs only its own scripts (no inline script, no eval) and
    talks only to its own origin (the REST API and the attach WebSocket:

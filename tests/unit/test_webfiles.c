@@ -2,14 +2,20 @@
 /* gateway/webfiles.c: which names are content-hashed (immutable), the
    Cache-Control of each; and the web page's routes in routes_match: "/"
    and "/agents/I/sessions/S/" are the page, "/agents/I/sessions/S" stays
-   the REST resource. */
+   the REST resource; files are opened beneath --static-dir with no
+   symbolic link in any component (openat2, and the walk without it). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "routes.h"
 #include "webfiles.h"
@@ -67,12 +73,93 @@ static void test_page_routes(void **state)
 	assert_int_equal(routes_match("/agents/i 1/sessions/s-2/", 1, &m, &why), -EINVAL);
 }
 
+static void put(const char *dir, const char *name, const char *text)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fputs(text, f);
+	fclose(f);
+}
+
+static void link_at(const char *dir, const char *name, const char *target)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	assert_int_equal(symlink(target, path), 0);
+}
+
+/* Opens file under dir both ways; returns the size read, or -1. */
+static long open_both(const char *dir, const char *file)
+{
+	uint64_t size = 0;
+	int fd = webfiles_open(dir, file, 1 << 20, &size);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int wfd = webfiles_open_walk(dfd, file);
+	struct stat st;
+	int walked = wfd >= 0 && fstat(wfd, &st) == 0 && S_ISREG(st.st_mode);
+
+	close(dfd);
+	assert_int_equal(fd >= 0, walked); /* both ways agree */
+	if (wfd >= 0)
+		close(wfd);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return (long)size;
+}
+
+/* A link inside --static-dir, to a directory or a file, in the middle of
+   the path or at its end, never serves what it names. */
+static void test_open_no_links(void **state)
+{
+	char base[] = "/tmp/ptg-web-XXXXXX", web[300], out[300], cmd[400];
+	uint64_t size;
+
+	(void)state;
+	assert_non_null(mkdtemp(base));
+	snprintf(web, sizeof(web), "%s/web", base);
+	snprintf(out, sizeof(out), "%s/outside", base);
+	assert_int_equal(mkdir(web, 0755), 0);
+	assert_int_equal(mkdir(out, 0755), 0);
+	put(out, "secret.txt", "secret");
+	put(web, "index.html", "<html>");
+	snprintf(cmd, sizeof(cmd), "%s/js", web);
+	assert_int_equal(mkdir(cmd, 0755), 0);
+	put(web, "js/app.js", "app();");
+	link_at(web, "outlink", out);			       /* a directory outside */
+	link_at(web, "jslink", "js");			       /* a directory inside */
+	link_at(web, "page.html", "index.html");	       /* a file inside */
+	link_at(web, "js/up.txt", "../../outside/secret.txt"); /* a file outside */
+
+	assert_int_equal(open_both(web, "index.html"), 6);
+	assert_int_equal(open_both(web, "js/app.js"), 6);
+	assert_int_equal(open_both(web, "outlink/secret.txt"), -1);
+	assert_int_equal(open_both(web, "jslink/app.js"), -1);
+	assert_int_equal(open_both(web, "page.html"), -1);
+	assert_int_equal(open_both(web, "js/up.txt"), -1);
+	assert_int_equal(open_both(web, "../outside/secret.txt"), -1);
+	assert_int_equal(open_both(web, "js"), -1); /* not a regular file */
+	assert_int_equal(open_both(web, "missing.js"), -1);
+	/* Over the size cap: refused. */
+	assert_true(webfiles_open(web, "index.html", 5, &size) < 0);
+	assert_int_equal(webfiles_open("/nonexistent/ptg-web", "index.html", 9, &size),
+			 -ENOENT);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	assert_int_equal(system(cmd), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_hashed_names),
 	    cmocka_unit_test(test_cache_control),
 	    cmocka_unit_test(test_page_routes),
+	    cmocka_unit_test(test_open_no_links),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
