@@ -31,13 +31,14 @@ static void guard_cb(struct ev_timer *t, void *user)
 	fail_msg("test timed out in the loop");
 }
 
-/* Every test runs its loop under a guard so a hang fails, not blocks. */
+/* Every test runs its loop under a guard so a hang fails, not blocks;
+   far beyond what any test needs on a loaded machine. */
 static struct ev_loop *loop_with_guard(struct ev_timer **guard)
 {
 	struct ev_loop *loop = ev_loop_new();
 
 	assert_non_null(loop);
-	*guard = ev_timer_new(loop, 5000, 0, guard_cb, NULL);
+	*guard = ev_timer_new(loop, 60000, 0, guard_cb, NULL);
 	assert_non_null(*guard);
 	return loop;
 }
@@ -178,7 +179,10 @@ static void test_timers(void **state)
 	assert_int_equal(c1.count, 1);
 	assert_false(ev_timer_armed(once));
 	assert_true(ev_timer_armed(rep));
-	assert_true(c2.count >= 2 && c2.count <= 12);
+	/* At most once per 10 ms period up to the stop; at least once. A
+	   loaded machine may run the loop once in those 120 ms, and missed
+	   periods collapse into one call (test_timer_repeat counts calls). */
+	assert_true(c2.count >= 1 && c2.count <= 12);
 	assert_int_equal(c3.count, 0);
 	/* A disarmed timer stays silent; re-armed with 0 it fires at once. */
 	ev_timer_disarm(rep);
@@ -706,7 +710,9 @@ static void test_timer_timing(void **state)
 	assert_int_equal(ev_loop_run(w.loop), 0);
 	ms = (w.at - t0) / 1000000;
 	assert_true(w.at - t0 >= 50 * INT64_C(1000000));
-	assert_true(ms <= 500);
+	/* Not a second-granular wait (which would take 1000 ms); any bound
+	   nearer 50 ms is one a loaded machine breaks. */
+	assert_true(ms < 1000);
 	assert_int_equal(c.count, 0);
 	ev_timer_free(huge);
 	ev_timer_free(t);
@@ -789,7 +795,8 @@ static void test_hooks(void **state)
 }
 
 /* A hook with work left calls ev_loop_again: the next wait does not
-   block, so twenty such turns pass long before the only timer (1 s). */
+   block, so twenty such turns pass before the only timer (10 s) fires.
+   A blocking wait would sleep until it, and the next until the guard. */
 struct again {
 	struct ev_loop *loop;
 	int turns;
@@ -807,18 +814,18 @@ static void again_hook(void *user)
 
 static void test_loop_again(void **state)
 {
-	struct again a = {.loop = ev_loop_new()};
+	struct ev_timer *guard;
+	struct again a = {.loop = loop_with_guard(&guard)};
 	struct ctx fired = {0};
-	struct ev_timer *late = ev_timer_new(a.loop, 1000, 0, count_timer_cb, &fired);
-	int64_t t0 = now_ns();
+	struct ev_timer *late = ev_timer_new(a.loop, 10000, 0, count_timer_cb, &fired);
 
 	ev_hook_add(a.loop, again_hook, &a);
 	assert_int_equal(ev_loop_run(a.loop), 0);
 	assert_int_equal(a.turns, 20);
 	assert_int_equal(fired.count, 0);
-	assert_true(now_ns() - t0 < 500 * 1000000LL);
 	ev_hook_remove(a.loop, again_hook, &a);
 	ev_timer_free(late);
+	ev_timer_free(guard);
 	ev_loop_free(a.loop);
 }
 

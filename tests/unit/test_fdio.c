@@ -4,6 +4,7 @@
    mkdir -p. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -221,11 +222,37 @@ static void test_regular_refuses_fifo_without_blocking(void **state)
 }
 
 static volatile sig_atomic_t ticks;
+static int tick_pipe[2]; /* a byte per tick, for the writer to count */
 
 static void on_tick(int sig)
 {
+	int saved = errno;
+
 	(void)sig;
 	ticks++;
+	if (write(tick_pipe[1], "t", 1) < 0) {
+		/* full: the writer has what it waits for */
+	}
+	errno = saved;
+}
+
+/* The FIFO's writer: opens it, then writes only after three more of the
+   reader's signals (EINTRs of its read), so the read is interrupted
+   however the machine schedules the two processes. 60 s: a reader that
+   never gets a signal fails the test, it does not hang it. */
+static void write_after_three_ticks(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC), seen = 0;
+	struct pollfd p = {.fd = tick_pipe[0], .events = POLLIN};
+	char t;
+
+	close(tick_pipe[1]);
+	/* Ticks before the open came while the reader waited in its open. */
+	while (read(tick_pipe[0], &t, 1) == 1)
+		;
+	while (seen < 3 && poll(&p, 1, 60000) == 1 && read(tick_pipe[0], &t, 1) == 1)
+		seen++;
+	_exit(fd >= 0 && seen == 3 && fd_write_all(fd, "late", 4) == 0 ? 0 : 1);
 }
 
 /* Signals arrive (without SA_RESTART) while the read waits on a FIFO
@@ -243,14 +270,12 @@ static void test_read_survives_eintr(void **state)
 
 	snprintf(path, sizeof(path), "%s/slow", d->path);
 	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(pipe2(tick_pipe, O_CLOEXEC | O_NONBLOCK), 0);
 	pid = fork();
 	assert_true(pid >= 0);
-	if (pid == 0) {
-		int fd = open(path, O_WRONLY | O_CLOEXEC);
-
-		usleep(100000);
-		_exit(fd >= 0 && fd_write_all(fd, "late", 4) == 0 ? 0 : 1);
-	}
+	if (pid == 0)
+		write_after_three_ticks(path);
+	close(tick_pipe[0]);
 	sigemptyset(&sa.sa_mask);
 	assert_int_equal(sigaction(SIGALRM, &sa, &old), 0);
 	ticks = 0;
@@ -258,6 +283,7 @@ static void test_read_survives_eintr(void **state)
 	rc = fd_read_file(path, 0, 100, &b, err, sizeof(err));
 	setitimer(ITIMER_REAL, &off, NULL);
 	sigaction(SIGALRM, &old, NULL);
+	close(tick_pipe[1]);
 	assert_int_equal(waitpid(pid, &status, 0), pid);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	assert_int_equal(rc, 0);
