@@ -253,8 +253,9 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 		execv(sidecar_bin, (char **)argv);
 		_exit(127);
 	}
-	/* Bounded wait for the socket to accept. */
-	for (int i = 0; i < 500; i++) {
+	/* Bounded wait for the socket to accept (30 s: an ASan build on a
+	   loaded machine starts slowly). */
+	for (int i = 0; i < 3000; i++) {
 		if (linkclient_connect(&probe, fx->sock) == 0) {
 			linkclient_close(&probe);
 			return;
@@ -265,10 +266,11 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 		}
 		sleep_ms(10);
 	}
-	fail_msg("sidecar did not listen on %s within 5 s", fx->sock);
+	fail_msg("sidecar did not listen on %s within 30 s", fx->sock);
 }
 
-/* SIGTERM, wait up to 5 s, then SIGKILL. Returns the wait status. */
+/* SIGTERM, wait up to 30 s (the shutdown saves every session), then
+   SIGKILL. Returns the wait status. */
 int sidecar_stop(struct fixture *fx)
 {
 	int status = 0;
@@ -276,14 +278,14 @@ int sidecar_stop(struct fixture *fx)
 	if (fx->pid <= 0)
 		return 0;
 	kill(fx->pid, SIGTERM);
-	for (int i = 0; i < 500; i++) {
+	for (int i = 0; i < 3000; i++) {
 		if (waitpid(fx->pid, &status, WNOHANG) == fx->pid) {
 			fx->pid = 0;
 			return status;
 		}
 		sleep_ms(10);
 	}
-	fprintf(stderr, "sidecar %d ignored SIGTERM for 5 s; SIGKILL\n", (int)fx->pid);
+	fprintf(stderr, "sidecar %d ignored SIGTERM for 30 s; SIGKILL\n", (int)fx->pid);
 	kill(fx->pid, SIGKILL);
 	waitpid(fx->pid, &status, 0);
 	fx->pid = 0;

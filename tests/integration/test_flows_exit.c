@@ -97,7 +97,11 @@ static void test_kill_ignores_hangup(void **state)
 
 	p = start_session(fx, args, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
-	sleep_ms(300);
+	/* The trap is set once the program has printed its line (before the
+	   join, in the Keyframe, or after it): a sleep did not make sure on
+	   a loaded machine, and SIGHUP then ended it at once. */
+	if (!snapshot_shows(j.kf, "stubborn-1"))
+		wait_output(p, "stubborn-1", STEP_MS);
 	t0 = time_mono_ms();
 	kill_session(p, sid);
 	f = expect_frame(p, PTG__FRAME__KIND_CLOSED, 0, STEP_MS);

@@ -27,16 +27,21 @@ static void test_request_keyframe(void **state)
 	p = start_session(fx, NULL, NULL, sid);
 	join_simple(p, sid, 9, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
 	expect_quiet(p, 200);
+	/* Sent together: the second is taken well within the first's second
+	   on any machine, and the Keyframe, sent as the first is taken, comes
+	   before the second's refusal. */
 	send_request_keyframe(p, sid, 9, "op-kf-1");
-	f = expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 9, 1000);
+	send_request_keyframe(p, sid, 9, "op-kf-2");
+	f = expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 9, STEP_MS);
 	assert_int_equal(f->keyframe->anchor_sequence, f->sequence);
 	assert_true(f->sequence > j.kf_seq);
 	seq = f->sequence;
-	send_request_keyframe(p, sid, 9, "op-kf-2");
 	expect_error(p, 0, PTG__ERROR_CODE__RATE_LIMITED, 9, "op-kf-2");
+	/* The sidecar took the first before its Keyframe left: 1.1 s after
+	   it came, a second has passed by the sidecar's clock too. */
 	sleep_ms(1100);
 	send_request_keyframe(p, sid, 9, "op-kf-3");
-	f = expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 9, 1000);
+	f = expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 9, STEP_MS);
 	assert_true(f->sequence > seq);
 	/* Unknown attachment. */
 	send_request_keyframe(p, sid, 99, "op-kf-4");
@@ -56,24 +61,36 @@ static void test_keyframe_cadence_frames(void **state)
 	char sid[64];
 
 	p = start_shell_controller(fx, args, sid, &j);
-	send_input(p, sid, 1,
-		   "for i in $(seq 1 200); do echo line $i; sleep 0.01; done; "
-		   "echo cadence-$((1+1))done\n",
-		   NULL);
-	while (!text_find(p, 0, "cadence-2done")) {
-		m = peer_must_recv(p, STEP_MS, "output of the loop");
-		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
-		if (m->frame->kind_case == PTG__FRAME__KIND_OUTPUT) {
-			if (++outputs > 5)
-				fail_msg("%u Output frames without a Keyframe", outputs);
-			continue;
+	/* Each command waits for the last one's output, so each makes at
+	   least one Output frame of its own, however the sidecar's reads fall
+	   (a program printing on a timer made fewer, larger frames on a
+	   loaded machine). */
+	for (int i = 1; i <= 40; i++) {
+		char cmd[64], marker[32];
+
+		snprintf(cmd, sizeof(cmd), "echo cadence-$((%d*3))done\n", i);
+		snprintf(marker, sizeof(marker), "cadence-%ddone", i * 3);
+		send_input(p, sid, 1, cmd, NULL);
+		while (!text_find(p, p->text_mark, marker)) {
+			m = peer_must_recv(p, STEP_MS, "output of the command");
+			assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
+			if (m->frame->kind_case == PTG__FRAME__KIND_OUTPUT) {
+				if (++outputs > 5)
+					fail_msg("%u Output frames without a Keyframe",
+						 outputs);
+				continue;
+			}
+			assert_int_equal(m->frame->kind_case, PTG__FRAME__KIND_KEYFRAME);
+			assert_int_equal(m->frame->target_attach_id, 0);
+			assert_int_equal(m->frame->keyframe->anchor_sequence,
+					 m->frame->sequence);
+			assert_int_equal(outputs, 5);
+			outputs = 0;
+			keyframes++;
 		}
-		assert_int_equal(m->frame->kind_case, PTG__FRAME__KIND_KEYFRAME);
-		assert_int_equal(m->frame->target_attach_id, 0);
-		assert_int_equal(m->frame->keyframe->anchor_sequence, m->frame->sequence);
-		assert_int_equal(outputs, 5);
-		outputs = 0;
-		keyframes++;
+		p->text_mark =
+		    (size_t)(text_find(p, p->text_mark, marker) - p->text.data) +
+		    strlen(marker);
 	}
 	if (keyframes < 3)
 		fail_msg("only %u cadence Keyframes during sustained output", keyframes);
@@ -95,15 +112,15 @@ static void test_keyframe_cadence_seconds(void **state)
 	   joined) go by, so every uncovered output below is one we saw. */
 	expect_quiet(p, 1300);
 	send_input(p, sid, 1,
-		   "for i in 1 2 3 4 5 6; do echo slow $i; sleep 0.3; done; "
+		   "for i in 1 2 3 4 5 6 7 8 9 10; do echo slow $i; sleep 0.3; done; "
 		   "echo slow-$((0))end\n",
 		   NULL);
 	/* Each Keyframe comes about a second after the first output it does
 	   not cover; the loop stops after the one covering the end. */
 	while (!(done && !first_uncovered)) {
-		m = peer_recv(p, 1600);
+		m = peer_recv(p, STEP_MS);
 		if (!m)
-			fail_msg("no Keyframe within 1.6 s of output");
+			fail_msg("no Keyframe within %d ms of output", STEP_MS);
 		now = time_mono_ms();
 		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
 		if (m->frame->kind_case == PTG__FRAME__KIND_OUTPUT) {
@@ -118,13 +135,16 @@ static void test_keyframe_cadence_seconds(void **state)
 		assert_int_equal(m->frame->keyframe->anchor_sequence, m->frame->sequence);
 		if (!first_uncovered)
 			fail_msg("a Keyframe that covers no new output");
-		if (now - first_uncovered > 1500)
+		/* About a second, not the default's five: a loaded machine's
+		   timers run late, so the bound lies between the two. */
+		if (now - first_uncovered > 3500)
 			fail_msg("Keyframe %lld ms after the first uncovered output",
 				 (long long)(now - first_uncovered));
 		first_uncovered = 0;
 		keyframes++;
 	}
-	/* About one per second of output, not one per Output frame. */
+	/* About one per second of output (3 s of it: two at least, were the
+	   first up to 2 s late), not one per Output frame. */
 	assert_true(keyframes >= 2 && keyframes < outputs);
 	/* Idle: no Keyframe, nothing at all. */
 	m = peer_recv(p, 3000);
