@@ -115,7 +115,7 @@ static void notice(const char *line, void *user)
 {
 	struct attach *a = user;
 
-	fprintf(stderr, "ptygate: %s%s", line, a->raw ? "\r\n" : "\n");
+	cli_print(stderr, a->raw ? "\r\n" : "\n", "ptygate: %s", line);
 }
 
 static void screen(const uint8_t *p, size_t n, void *user)

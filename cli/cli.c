@@ -12,17 +12,69 @@
 #include "auth_jwt.h"
 #include "cli.h"
 #include "fdio.h"
+#include "utf8.h"
 #include "xalloc.h"
+
+void cli_clean(const char *s, size_t n, struct buf *out)
+{
+	const unsigned char *p = (const unsigned char *)s;
+
+	for (size_t i = 0; i < n;) {
+		size_t len = p[i] < 0x80 ? 1 : utf8_seq_len(p + i, n - i);
+
+		if (p[i] < 0x20 || p[i] == 0x7f || len == 0) {
+			buf_appendf(out, "\\x%02x", p[i]); /* C0, DEL, a stray byte */
+			i++;
+		} else if (p[i] == 0xc2 && p[i + 1] < 0xa0) {
+			buf_appendf(out, "\\u%04x", p[i + 1]); /* C1: U+0080 to U+009F */
+			i += 2;
+		} else {
+			buf_append(out, p + i, len);
+			i += len;
+		}
+	}
+}
+
+static void vprint(FILE *f, const char *prefix, const char *end, const char *fmt,
+		   va_list ap)
+{
+	struct buf text = BUF_INIT, out = BUF_INIT;
+
+	buf_vappendf(&text, fmt, ap);
+	buf_append_str(&out, prefix);
+	cli_clean((const char *)buf_head(&text), buf_size(&text), &out);
+	buf_append_str(&out, end);
+	fwrite(buf_head(&out), 1, buf_size(&out), f);
+	buf_free(&text);
+	buf_free(&out);
+}
+
+void cli_print(FILE *f, const char *end, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vprint(f, "", end, fmt, ap);
+	va_end(ap);
+}
+
+void cli_print_json(FILE *f, const char *json)
+{
+	for (const char *p = json; *p; p++) {
+		if (*p == 0x7f)
+			fputs("\\u007f", f);
+		else
+			fputc(*p, f);
+	}
+}
 
 void cli_error(const char *fmt, ...)
 {
 	va_list ap;
 
-	fputs("ptygate: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vprint(stderr, "ptygate: ", "\n", fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "buf.h"
 
@@ -47,7 +48,24 @@ struct cli_target {
 	char *token;		/* the token to send, after _finish */
 };
 
-/* Prints "ptygate: <message>" and a newline on stderr. */
+/* The one sanitiser of text from the network (a gateway's error bodies,
+   headers, frames, session fields) before it reaches a terminal, so a
+   server cannot retitle the window, clear the screen or move the cursor:
+   appends s[0, n) to out with every C0 control (newline and tab too: a
+   message is one line), DEL and invalid UTF-8 byte as "\xHH", and every
+   C1 control (U+0080 to U+009F) as "\u00HH"; other UTF-8 is kept. */
+void cli_clean(const char *s, size_t n, struct buf *out);
+/* Formats, cleans the result with cli_clean and writes it to f, then end
+   (ours, not cleaned: "\n", or "\r\n" in raw mode). What every CLI path
+   that prints network text goes through. */
+void cli_print(FILE *f, const char *end, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* Writes JSON text made by json_dumps with JSON_ENSURE_ASCII (so its only
+   raw controls are DEL and the indentation's newlines) with DEL escaped
+   as \u007f: valid JSON, no control reaching the terminal. */
+void cli_print_json(FILE *f, const char *json);
+/* Prints "ptygate: <message>" and a newline on stderr, the message
+   cleaned with cli_clean (it often quotes the gateway). */
 void cli_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Prints "ptygate <cmd>: <message> (see 'ptygate <cmd> --help')" on stderr
    and returns CLI_USAGE. */

@@ -1,7 +1,8 @@
 /* run: `ptygate run`. One poll loop over the WebSocket and a signalfd:
    SendStreamingMessage, then every TaskStatusUpdate replaces our copy of
    the task (SPEC 6), and what its artifacts hold beyond what was printed
-   is printed. */
+   is printed. A deadline (--timeout) bounds the whole wait, so a task
+   or a stream that never ends cannot hang the caller. */
 #include "run.h"
 
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <jansson.h>
 
 #include "cli.h"
+#include "num.h"
 #include "timeutil.h"
 #include "uuid.h"
 #include "wsclient.h"
@@ -23,8 +25,10 @@
 #define RUN_CONNECT_MS	  10000
 #define RUN_CLOSE_MS	  2000 /* after the end: the close handshake */
 #define RUN_EXIT_CANCELED 130  /* as a shell reports a Ctrl-C */
+#define RUN_EXIT_TIMEOUT  124  /* as timeout(1) reports its deadline */
+#define RUN_TIMEOUT_S	  3600 /* the default --timeout */
 
-enum { RUN_OPT_SESSION = CLI_OPT_FIRST_FREE };
+enum { RUN_OPT_SESSION = CLI_OPT_FIRST_FREE, RUN_OPT_TIMEOUT };
 
 static const char run_usage[] =
     "Usage: ptygate run --session ID [options] -- COMMAND [ARG...]\n"
@@ -36,12 +40,15 @@ static const char run_usage[] =
     "it failed without one). One COMMAND word is shell text ('echo a; echo b');\n"
     "several are quoted and run as given. Ctrl-C cancels the task (twice: quit\n"
     "at once). The gateway keeps no state: `ptygate run` again with the same\n"
-    "words starts a new task.\n"
+    "words starts a new task. When the task has not ended by --timeout, it is\n"
+    "canceled and ptygate exits with 124.\n"
     "\n"
     "  --gateway URL        gateway base URL (env PTYGATE_GATEWAY, default\n"
     "                       " CLI_DEFAULT_GATEWAY ")\n"
     "  --instance ID        instance id (env PTYGATE_INSTANCE)\n"
     "  --session ID         the session to run in (required)\n"
+    "  --timeout DURATION   give up after DURATION (N, Ns, Nm, Nh or Nd; 0: never;\n"
+    "                       default 1h): cancel the task, exit 124\n"
     "  --token TOKEN        bearer token with scope tasks (env PTYGATE_TOKEN)\n"
     "  --token-file FILE    read the token from FILE\n"
     "  -h, --help           show this help\n";
@@ -49,6 +56,7 @@ static const char run_usage[] =
 static const struct option run_opts[] = {
     CLI_TARGET_LONGOPTS,
     {"session", required_argument, NULL, RUN_OPT_SESSION},
+    {"timeout", required_argument, NULL, RUN_OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -56,6 +64,8 @@ static const struct option run_opts[] = {
 struct run {
 	struct cli_target target;
 	const char *session;
+	const char *timeout_text; /* as given, for the message */
+	int64_t timeout_s;	  /* 0: no deadline */
 	char *command;
 	struct wsclient *ws;
 	int sigfd;
@@ -148,7 +158,7 @@ static void cancel(struct run *r)
 	if (r->cancel_sent || r->done)
 		return;
 	r->cancel_sent = true;
-	fprintf(stderr, "ptygate: canceling task %s\n", r->task_id);
+	cli_print(stderr, "\n", "ptygate: canceling task %s", r->task_id);
 	send_msg(r, "CancelTask", json_pack("{s:s}", "task_id", r->task_id), NULL);
 }
 
@@ -211,9 +221,9 @@ static void update(struct run *r, json_t *payload)
 	json_array_foreach(json_object_get(task, "artifacts"), i, art) artifact(r, art);
 	if (strcmp(state, r->state)) {
 		snprintf(r->state, sizeof(r->state), "%s", state);
-		fprintf(stderr, "ptygate: task %s %s%s%s\n", r->task_id, state,
-			json_is_string(json_object_get(msg, "text")) ? ": " : "",
-			json_string_value(json_object_get(msg, "text")) ?: "");
+		cli_print(stderr, "\n", "ptygate: task %s %s%s%s", r->task_id, state,
+			  json_is_string(json_object_get(msg, "text")) ? ": " : "",
+			  json_string_value(json_object_get(msg, "text")) ?: "");
 	}
 	if (strcmp(state, "TASK_STATE_SUBMITTED") &&
 	    strcmp(state, "TASK_STATE_WORKING")) {
@@ -225,7 +235,8 @@ static void update(struct run *r, json_t *payload)
 static void on_text(const char *p, size_t n, void *user)
 {
 	struct run *r = user;
-	json_t *f = json_loadb(p, n, 0, NULL);
+	/* Output is passed byte for byte: a NUL in it arrives as \u0000. */
+	json_t *f = json_loadb(p, n, JSON_ALLOW_NUL, NULL);
 	const char *op = json_string_value(json_object_get(f, "op"));
 	json_t *payload = json_object_get(f, "payload");
 	const char *id = json_string_value(json_object_get(f, "id"));
@@ -287,22 +298,49 @@ static void on_signal(struct run *r)
 	}
 }
 
+int run_wait_ms(int64_t now, int64_t deadline, int64_t close_by)
+{
+	int64_t until = close_by ? close_by : deadline;
+
+	if (!until)
+		return -1;
+	return until <= now ? 0 : until - now > 60000 ? 60000 : (int)(until - now);
+}
+
+/* The deadline passed: the task is canceled (when it has an id) and the
+   close handshake follows, as after the end. */
+static void give_up(struct run *r)
+{
+	cli_error("the task did not end within %s (--timeout)%s", r->timeout_text,
+		  r->task_id[0] ? ": canceling it" : "");
+	if (r->task_id[0] && !r->cancel_sent)
+		send_msg(r, "CancelTask", json_pack("{s:s}", "task_id", r->task_id),
+			 NULL);
+	r->done = true;
+	r->exit_code = RUN_EXIT_TIMEOUT;
+}
+
 static void loop(struct run *r)
 {
 	int64_t close_by = 0;
+	int64_t deadline = r->timeout_s ? time_mono_ms() + r->timeout_s * 1000 : 0;
 
 	while (!r->quit && !wsclient_done(r->ws)) {
 		struct pollfd p[2] = {
 		    {wsclient_fd(r->ws), wsclient_events(r->ws), 0},
 		    {r->sigfd, POLLIN, 0},
 		};
+		int64_t now = time_mono_ms();
+		if (!r->done && deadline && now >= deadline)
+			give_up(r);
 		if (r->done && !close_by) {
 			wsclient_close(r->ws, 1000, NULL);
-			close_by = time_mono_ms() + RUN_CLOSE_MS;
+			close_by = now + RUN_CLOSE_MS;
 		}
-		if (close_by && time_mono_ms() > close_by)
+		if (close_by && now > close_by)
 			break;
-		if (poll(p, 2, close_by ? 100 : -1) < 0 && errno != EINTR)
+		if (poll(p, 2, run_wait_ms(now, deadline, close_by)) < 0 &&
+		    errno != EINTR)
 			break;
 		if (p[1].revents)
 			on_signal(r);
@@ -329,9 +367,16 @@ static int parse(struct run *r, int argc, char **argv)
 		}
 		if (c == '?' || c == ':')
 			return cli_getopt_error("run", argv, c);
-		if (c == RUN_OPT_SESSION)
+		if (c == RUN_OPT_SESSION) {
 			r->session = optarg;
-		else if (!cli_target_option(&r->target, c, optarg))
+		} else if (c == RUN_OPT_TIMEOUT) {
+			if (num_parse_duration_s(optarg, CLI_DURATION_MAX,
+						 &r->timeout_s) < 0)
+				return cli_usage_error(
+				    "run",
+				    "--timeout: a duration like 90, 30s, 5m, 2h or 1d");
+			r->timeout_text = optarg;
+		} else if (!cli_target_option(&r->target, c, optarg))
 			return cli_usage_error("run", "unexpected option");
 	}
 	if (!r->session || !*r->session)
@@ -388,7 +433,7 @@ static int run(struct run *r)
 
 int run_main(int argc, char **argv)
 {
-	struct run r = {0};
+	struct run r = {.timeout_s = RUN_TIMEOUT_S, .timeout_text = "1h"};
 	int rc = parse(&r, argc, argv);
 
 	if (rc == CLI_OK)

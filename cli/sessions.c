@@ -251,8 +251,8 @@ static void table(const json_t *o)
 	char v[6][160], size[32];
 	size_t i, k;
 
-	printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", "SESSION", "STATE", "SIZE",
-	       "CTL", "OBS", "EXIT", "CREATED");
+	cli_print(stdout, "\n", "%-36s  %-7s  %-9s  %4s  %4s  %4s  %s", "SESSION",
+		  "STATE", "SIZE", "CTL", "OBS", "EXIT", "CREATED");
 	json_array_foreach(json_object_get(o, "sessions"), i, s)
 	{
 		for (k = 0; k < 6; k++)
@@ -260,8 +260,8 @@ static void table(const json_t *o)
 		snprintf(size, sizeof(size), "%lldx%lld",
 			 (long long)json_integer_value(json_object_get(s, "cols")),
 			 (long long)json_integer_value(json_object_get(s, "rows")));
-		printf("%-36s  %-7s  %-9s  %4s  %4s  %4s  %s\n", v[0], v[1], size, v[2],
-		       v[3], v[4], v[5]);
+		cli_print(stdout, "\n", "%-36s  %-7s  %-9s  %4s  %4s  %4s  %s", v[0],
+			  v[1], size, v[2], v[3], v[4], v[5]);
 	}
 }
 
@@ -275,7 +275,7 @@ static void fields(const json_t *o)
 	json_object_foreach((json_t *)o, key, v)
 	{
 		value(v, text, sizeof(text));
-		printf("%s: %s\n", key, text);
+		cli_print(stdout, "\n", "%s: %s", key, text);
 	}
 }
 
@@ -293,20 +293,25 @@ static int print(const struct sessions_args *a, const struct httpc_response *r)
 	if (a->quiet && a->verb == SESS_CREATE) {
 		id = json_string_value(json_object_get(o, "session_id"));
 		if (id)
-			printf("%s\n", id);
+			cli_print(stdout, "\n", "%s", id);
 		else {
 			cli_error("the gateway's answer has no session_id");
 			rc = CLI_FAIL;
 		}
 	} else if (o && a->json) {
-		json_dumpf(o, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		char *text = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER |
+					       JSON_ENSURE_ASCII);
+
+		cli_print_json(stdout, text ? text : "null");
 		fputc('\n', stdout);
+		free(text);
 	} else if (o && a->verb == SESS_LIST) {
 		table(o);
 	} else if (o) {
 		fields(o);
 	} else {
-		fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout);
+		cli_print(stdout, "\n", "%.*s", (int)buf_size(&r->body),
+			  (const char *)buf_head(&r->body));
 	}
 	json_decref(o);
 	if (fflush(stdout) != 0)

@@ -1,6 +1,7 @@
 /* unit: cli */
-/* cli/cli.c: path escaping, and the target options with
-   their environment fallbacks. */
+/* cli/cli.c: path escaping, the target options with their environment
+   fallbacks, and the sanitiser of network text (cli_clean) with the
+   printers built on it (cli_error, cli_print, cli_print_json). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -141,10 +142,100 @@ static void test_target_errors(void **state)
 	cli_target_clear(&t);
 }
 
+static char *clean(const char *s, size_t n)
+{
+	static char out[512];
+	struct buf b = BUF_INIT;
+
+	cli_clean(s, n, &b);
+	assert_true(buf_size(&b) < sizeof(out));
+	memcpy(out, buf_head(&b), buf_size(&b));
+	out[buf_size(&b)] = '\0';
+	buf_free(&b);
+	return out;
+}
+
+/* A literal, NULs inside included. */
+#define CLEAN(lit) clean(lit, sizeof(lit) - 1)
+
+static void test_clean(void **state)
+{
+	(void)state;
+	/* What a hostile 403 body held: a window title, a screen clear. */
+	assert_string_equal(CLEAN("\033]0;pwned\007\033[2J"),
+			    "\\x1b]0;pwned\\x07\\x1b[2J");
+	assert_string_equal(CLEAN("a\tb\nc\rd\x7f"), "a\\x09b\\x0ac\\x0dd\\x7f");
+	/* C1: CSI (U+009B) and OSC (U+009D) as UTF-8, and as raw bytes. */
+	assert_string_equal(clean("\xc2\x9b"
+				  "2J\xc2\x9d"
+				  "0;x",
+				  9),
+			    "\\u009b2J\\u009d0;x");
+	assert_string_equal(clean("\x9b"
+				  "2J",
+				  3),
+			    "\\x9b2J");
+	/* Printable UTF-8 stays: U+00A0 and up, CJK, an emoji. */
+	assert_string_equal(CLEAN("caf\xc3\xa9 \xc2\xa0\xe6\x97\xa5\xf0\x9f\x98\x80"),
+			    "caf\xc3\xa9 \xc2\xa0\xe6\x97\xa5\xf0\x9f\x98\x80");
+	/* Invalid UTF-8: a truncated sequence, an overlong one, a NUL. */
+	assert_string_equal(CLEAN("x\xe6\x97"), "x\\xe6\\x97");
+	assert_string_equal(CLEAN("\xc0\x9b"), "\\xc0\\x9b");
+	assert_string_equal(CLEAN("a\0b"), "a\\x00b");
+	assert_string_equal(CLEAN(""), "");
+}
+
+/* Runs fn with stderr (or stdout) into a pipe; returns what it wrote. */
+static char *capture(int fd, void (*fn)(void))
+{
+	static char out[1024];
+	int p[2], saved = dup(fd);
+	ssize_t n;
+
+	assert_int_equal(pipe(p), 0);
+	fflush(NULL);
+	assert_true(dup2(p[1], fd) >= 0);
+	close(p[1]);
+	fn();
+	fflush(NULL);
+	assert_true(dup2(saved, fd) >= 0);
+	close(saved);
+	n = read(p[0], out, sizeof(out) - 1);
+	close(p[0]);
+	assert_true(n >= 0);
+	out[n] = '\0';
+	return out;
+}
+
+static void error_with_escapes(void)
+{
+	cli_error("the gateway refused the attach: HTTP 403 %s",
+		  "\033]0;pwned\007\033[2J\xc2\x9b");
+}
+
+static void print_with_escapes(void)
+{
+	cli_print(stdout, "\r\n", "%s: %s", "label", "a\033[31mred\nline");
+	cli_print_json(stdout, "{\n  \"a\": \"x\x7fy\\u001b\"\n}");
+}
+
+static void test_printers_clean(void **state)
+{
+	(void)state;
+	assert_string_equal(capture(STDERR_FILENO, error_with_escapes),
+			    "ptygate: the gateway refused the attach: HTTP 403 "
+			    "\\x1b]0;pwned\\x07\\x1b[2J\\u009b\n");
+	assert_string_equal(capture(STDOUT_FILENO, print_with_escapes),
+			    "label: a\\x1b[31mred\\x0aline\r\n"
+			    "{\n  \"a\": \"x\\u007fy\\u001b\"\n}");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_path_escape),
+	    cmocka_unit_test(test_clean),
+	    cmocka_unit_test(test_printers_clean),
 	    cmocka_unit_test(test_target_env_fallbacks),
 	    cmocka_unit_test(test_target_token_file),
 	    cmocka_unit_test(test_target_errors),
