@@ -3,6 +3,8 @@
 # Debian's archive. Idempotent; needs root (or sudo).
 set -eu
 
+# stress-ng keeps the cores busy while the tests run, to show that none of
+# them depends on how the machine schedules it (README, "Tests under load").
 PACKAGES="
   build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
@@ -12,6 +14,7 @@ PACKAGES="
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs chromium
   help2man dpkg-dev
+  stress-ng
 "
 # The web page's build (scripts/build-web.sh) runs npm; Debian ships it
 # apart from nodejs, while other nodejs builds bundle it.
