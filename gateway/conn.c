@@ -408,6 +408,20 @@ static void conn_kill(struct conn *c, const char *why)
 
 /* ---- heartbeat and token expiry ---- */
 
+/* The peer is to see our close now: behind its backlog (up to
+   --max-queue-bytes at a slow reader's pace) the close frame would still
+   be queued when the linger ends the socket, and the peer would see its
+   TCP connection end without a word. What it has not been sent goes. */
+static void drop_backlog(struct conn *c)
+{
+	size_t n = outq_drop_unsent(&c->q);
+
+	if (!n)
+		return;
+	c->gw->metrics.close_dropped_bytes += n;
+	log_info(c->log_ctx, "%zu unsent bytes dropped so the close goes next", n);
+}
+
 static void on_heartbeat(struct ev_timer *t, void *user)
 {
 	struct conn *c = user;
@@ -427,6 +441,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 		log_info(c->log_ctx, "queue over the cap for %us: closing",
 			 cfg->queue_stall_s);
 		/* SPEC 7's "rate limited": it sends but does not read. */
+		drop_backlog(c);
 		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, PTG_CLOSE_LIMITED);
 		return;
 	}
@@ -448,9 +463,11 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
 		c->gw->metrics.heartbeat_timeouts++;
 		log_info(c->log_ctx, "no pong in %us: reaping", cfg->pong_timeout_s);
-		/* The close frame is written now, while the socket takes it; a
-		   half-open peer that never answers it is ended by the linger
-		   timer (LINGER_MS), so it holds nothing for longer. */
+		/* The close frame goes next and is written now, while the
+		   socket takes it; a half-open peer that never answers it is
+		   ended by the linger timer (LINGER_MS), so it holds nothing
+		   for longer. */
+		drop_backlog(c);
 		conn_close(c, WS_CLOSE_SERVER_ERROR, "heartbeat timeout");
 		flush(c, SIZE_MAX);
 		return;

@@ -17,6 +17,7 @@ struct outq_chunk {
 	struct outq_chunk *next;
 	struct wsframe *frame; /* shared data, or NULL for private bytes */
 	int64_t queued_ms;     /* when a frame was pushed */
+	bool starts_frame;     /* a WebSocket frame begins at its first byte */
 	size_t len;	       /* private bytes used */
 	size_t cap;	       /* private bytes allocated */
 	uint8_t bytes[];
@@ -55,6 +56,8 @@ void outq_init(struct outq *q)
 	q->tail = NULL;
 	q->head_off = 0;
 	q->bytes = 0;
+	q->frame_left = 0;
+	q->hdr_n = 0;
 }
 
 void outq_clear(struct outq *q)
@@ -75,10 +78,60 @@ void outq_push_frame(struct outq *q, struct wsframe *f, int64_t now_ms)
 	struct outq_chunk *c = xmalloc(sizeof(*c));
 
 	c->frame = wsframe_ref(f);
+	c->starts_frame = true;
 	c->queued_ms = now_ms;
 	c->len = 0;
 	c->cap = 0;
 	append(q, c);
+}
+
+/* The header's length once enough of it is known, else 0 (RFC 6455
+   5.2: 2 bytes, 2 or 8 of extended length, 4 of mask). */
+static size_t header_len(const uint8_t *h, size_t n)
+{
+	unsigned len7;
+
+	if (n < 2)
+		return 0;
+	len7 = h[1] & 0x7f;
+	return 2 + (len7 == 126 ? 2 : len7 == 127 ? 8 : 0) + (h[1] & 0x80 ? 4 : 0);
+}
+
+static uint64_t payload_len(const uint8_t *h)
+{
+	unsigned len7 = h[1] & 0x7f;
+	uint64_t v = 0;
+
+	if (len7 < 126)
+		return len7;
+	for (unsigned i = 0; i < (len7 == 126 ? 2u : 8u); i++)
+		v = v << 8 | h[2 + i];
+	return v;
+}
+
+static bool at_frame_start(const struct outq *q)
+{
+	return q->frame_left == 0 && q->hdr_n == 0;
+}
+
+/* Follows the frames through n pushed private bytes. */
+static void track(struct outq *q, const uint8_t *p, size_t n)
+{
+	while (n) {
+		if (q->frame_left) {
+			size_t k = q->frame_left < n ? (size_t)q->frame_left : n;
+			q->frame_left -= k;
+			p += k;
+			n -= k;
+			continue;
+		}
+		q->hdr[q->hdr_n++] = *p++;
+		n--;
+		if (q->hdr_n == header_len(q->hdr, q->hdr_n)) {
+			q->frame_left = payload_len(q->hdr);
+			q->hdr_n = 0;
+		}
+	}
 }
 
 void outq_push_bytes(struct outq *q, const void *p, size_t n)
@@ -92,15 +145,18 @@ void outq_push_bytes(struct outq *q, const void *p, size_t n)
 		memcpy(c->bytes + c->len, p, n);
 		c->len += n;
 		q->bytes += n;
+		track(q, p, n);
 		return;
 	}
 	cap = n > OUTQ__PRIVATE_MIN ? n : OUTQ__PRIVATE_MIN;
 	c = xmalloc(sizeof(*c) + cap);
 	c->frame = NULL;
+	c->starts_frame = at_frame_start(q);
 	c->cap = cap;
 	c->len = n;
 	memcpy(c->bytes, p, n);
 	append(q, c);
+	track(q, p, n);
 }
 
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
@@ -181,5 +237,30 @@ size_t outq_drop_data(struct outq *q)
 	}
 	/* A dropped head had no offset; a kept one keeps its offset. */
 	q->bytes -= q->head_off;
+	return before - q->bytes;
+}
+
+size_t outq_drop_unsent(struct outq *q)
+{
+	struct outq_chunk *c = q->head, *next;
+	size_t before = q->bytes;
+
+	q->head = NULL;
+	q->tail = NULL;
+	q->bytes = 0;
+	/* A started head goes on to its frame's end: the chunks that carry
+	   the rest of that frame (none starts a frame) are kept with it. */
+	if (c && q->head_off > 0) {
+		do {
+			next = c->next;
+			append(q, c);
+			c = next;
+		} while (c && !c->starts_frame);
+		q->bytes -= q->head_off;
+	}
+	for (; c; c = next) {
+		next = c->next;
+		chunk_free(c);
+	}
 	return before - q->bytes;
 }

@@ -23,6 +23,13 @@ struct outq {
 	struct outq_chunk *tail;
 	size_t head_off; /* bytes of the head chunk already written */
 	size_t bytes;	 /* bytes queued and not yet written */
+	/* Where the private bytes pushed last stand in their frame, so each
+	   chunk knows whether a frame starts with it (outq_drop_unsent):
+	   wslay hands a frame over in pieces, and a piece that does not fit
+	   the tail chunk starts a new one. */
+	uint64_t frame_left; /* bytes of the current frame still to come */
+	uint8_t hdr[14];     /* a frame header being pushed */
+	uint8_t hdr_n;
 };
 
 /* Makes q empty. */
@@ -62,5 +69,12 @@ void outq_consume(struct outq *q, size_t n);
    still go out). Returns the number of bytes dropped. Used for
    PTY_OUTPUT_LAGGED (SPEC 5.3). */
 size_t outq_drop_data(struct outq *q);
+
+/* Drops every frame nobody has started writing, private ones too, and
+   keeps only the rest of a partly written one: what a connection does
+   before its close frame when the peer is to see that close now, not
+   after megabytes of backlog. Call it between whole frames (never from
+   inside wslay's send). Returns the number of bytes dropped. */
+size_t outq_drop_unsent(struct outq *q);
 
 #endif

@@ -179,6 +179,72 @@ static void test_drop_data(void **state)
 	buf_free(&sink);
 }
 
+/* Before a close that must leave now: every frame not started goes,
+   private ones too; a started frame finishes, even when wslay's pieces
+   of it landed in two chunks (a header in the tail's room, the payload
+   in a chunk of its own). */
+static void test_drop_unsent(void **state)
+{
+	struct wsframe *f1 = wsframe_text("one", 3), *f2 = wsframe_text("two", 3);
+	uint8_t big[252] = {0x81, 0x7e, 0x00, 248}, ping[2] = {0x89, 0x7d}, body[125];
+	struct buf sink = BUF_INIT;
+	struct outq q;
+
+	outq_init(&q);
+	/* Nothing started: everything goes, the close then leads. */
+	outq_push_frame(&q, f1, 0);
+	outq_push_bytes(&q, "\x8a\x00", 2);
+	outq_push_frame(&q, f2, 0);
+	assert_int_equal(outq_drop_unsent(&q), 5 + 2 + 5);
+	assert_int_equal(f1->refs, 1);
+	assert_int_equal(f2->refs, 1);
+	assert_null(q.head);
+	outq_push_bytes(&q, "\x88\x02\x03\xf3", 4);
+	drain_all(&q, 100, &sink);
+	assert_memory_equal(buf_head(&sink), "\x88\x02\x03\xf3", 4);
+
+	/* A started shared frame finishes; the frames behind it go. */
+	buf_reset(&sink);
+	outq_push_frame(&q, f1, 0);
+	outq_push_frame(&q, f2, 0);
+	outq_push_bytes(&q, "\x8a\x00", 2);
+	assert_int_equal(drain(&q, 2, &sink), 2);
+	assert_int_equal(outq_drop_unsent(&q), 5 + 2);
+	assert_int_equal(outq_bytes(&q), 3);
+	outq_push_bytes(&q, "\x88\x02\x03\xf3", 4);
+	drain_all(&q, 100, &sink);
+	assert_int_equal(buf_size(&sink), 9);
+	assert_memory_equal(buf_head(&sink), "\x81\x03one\x88\x02\x03\xf3", 9);
+
+	/* A private frame split over two chunks: a started head keeps the
+	   chunk with the rest of it, and not the frame after. */
+	buf_reset(&sink);
+	memset(big + 4, 'x', sizeof(big) - 4);
+	memset(body, 'p', sizeof(body));
+	outq_push_bytes(&q, big, sizeof(big));	 /* one 256-byte chunk */
+	outq_push_bytes(&q, ping, 2);		 /* fits its room */
+	outq_push_bytes(&q, body, sizeof(body)); /* a chunk of its own */
+	outq_push_frame(&q, f1, 0);
+	outq_push_bytes(&q, "\x8a\x00", 2);
+	assert_int_equal(drain(&q, 10, &sink), 10);
+	assert_int_equal(outq_drop_unsent(&q), 5 + 2);
+	assert_int_equal(outq_bytes(&q), sizeof(big) + 2 + sizeof(body) - 10);
+	drain_all(&q, 1000, &sink);
+	assert_int_equal(buf_size(&sink), sizeof(big) + 2 + sizeof(body));
+	assert_memory_equal(buf_head(&sink) + sizeof(big), ping, 2);
+	assert_int_equal(f1->refs, 1);
+
+	/* The same, not started: the split frame goes whole. */
+	outq_push_bytes(&q, big, sizeof(big));
+	outq_push_bytes(&q, ping, 2);
+	outq_push_bytes(&q, body, sizeof(body));
+	assert_int_equal(outq_drop_unsent(&q), sizeof(big) + 2 + sizeof(body));
+	assert_null(q.head);
+	wsframe_unref(f1);
+	wsframe_unref(f2);
+	buf_free(&sink);
+}
+
 static void test_clear_unrefs(void **state)
 {
 	struct wsframe *f = wsframe_text("x", 1);
@@ -244,6 +310,7 @@ int main(void)
 	    cmocka_unit_test(test_iov_partial),
 	    cmocka_unit_test(test_private_coalesce),
 	    cmocka_unit_test(test_drop_data),
+	    cmocka_unit_test(test_drop_unsent),
 	    cmocka_unit_test(test_clear_unrefs),
 	    cmocka_unit_test(test_would_overflow),
 	    cmocka_unit_test(test_oldest_waiting),
