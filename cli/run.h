@@ -4,6 +4,8 @@
 #ifndef PTG_CLI_RUN_H
 #define PTG_CLI_RUN_H
 
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "buf.h"
@@ -20,5 +22,10 @@ void run_command_text(char *const *words, int n, struct buf *out);
    CLI's codes for a canceled or failed task. Public for its unit test:
    scripts depend on this mapping. */
 int run_exit_code(json_t *task, const char *state);
+
+/* How long the wait loop may poll at now (monotonic ms): until close_by
+   once the close handshake started, else until the deadline (0: none,
+   then -1, no bound), at most a minute. Public for its unit test. */
+int run_wait_ms(int64_t now, int64_t deadline, int64_t close_by);
 
 #endif

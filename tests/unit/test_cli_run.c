@@ -1,7 +1,7 @@
 /* unit: cli */
 /* cli/run.c: the command text `ptygate run` sends: one word is shell
-   text, several are quoted so /bin/sh -c runs them as given; and the
-   exit code a finished task stands for. */
+   text, several are quoted so /bin/sh -c runs them as given; the exit
+   code a finished task stands for; and the wait bounded by --timeout. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -46,11 +46,25 @@ static void test_exit_codes(void **state)
 	json_decref(t);
 }
 
+/* Issue 17, fault 3: the wait has a bound, so `ptygate run` never hangs. */
+static void test_wait_is_bounded(void **state)
+{
+	assert_int_equal(run_wait_ms(1000, 0, 0), -1); /* --timeout 0: none */
+	assert_int_equal(run_wait_ms(1000, 1500, 0), 500);
+	assert_int_equal(run_wait_ms(1000, 900, 0), 0);
+	assert_int_equal(run_wait_ms(1000, 1000 + 3600000, 0), 60000);
+	/* Once closing, the close handshake's bound rules. */
+	assert_int_equal(run_wait_ms(1000, 1000 + 3600000, 3000), 2000);
+	assert_int_equal(run_wait_ms(1000, 0, 1200), 200);
+	assert_int_equal(run_wait_ms(5000, 0, 1200), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_command_text),
 	    cmocka_unit_test(test_exit_codes),
+	    cmocka_unit_test(test_wait_is_bounded),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
