@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "buf.h"
@@ -41,10 +42,14 @@ struct linkconn {
 	uint64_t written;   /* bytes the socket took, in all */
 	int closing;
 	char reason[160];
+	int64_t turn_budget_us; /* 0: none */
+	int backlog;  /* whole messages may wait: a turn was cut at the budget */
+	int read_end; /* read_some's end (1 or -errno) held behind the backlog */
 };
 
 static void on_io(struct ev_io *io, int fd, unsigned events, void *user);
 static void reap(void *user);
+static void resume(struct linkconn *lc);
 
 struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,
 			      const struct linkconn_ops *ops, void *user)
@@ -101,6 +106,8 @@ static void reap(void *user)
 {
 	struct linkconn *lc = user;
 
+	if (lc->backlog && !lc->closing)
+		resume(lc);
 	if (!lc->closing)
 		return;
 	log_debug(lc->name, "link closed: %s", lc->reason);
@@ -265,25 +272,75 @@ void linkconn_send_iov(struct linkconn *lc, const struct iovec *iov, int cnt)
 	arm(lc);
 }
 
-/* Hands every complete message to on_message; stops at a close. */
-static void decode(struct linkconn *lc)
+static int64_t mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void linkconn_set_turn_budget(struct linkconn *lc, int64_t budget_us)
+{
+	lc->turn_budget_us = budget_us;
+}
+
+/* Hands every complete message to on_message; stops at a close, or
+   once the turn begun at t0 has spent its budget (returns 1: cut). */
+static int decode(struct linkconn *lc, int64_t t0)
 {
 	while (!lc->closing) {
 		Ptg__LinkMessage *m;
 		int r = link_decode(&lc->in, &m);
 
 		if (r == 0)
-			return;
+			return 0;
 		if (r == -EMSGSIZE) {
 			linkconn_close(lc, "message too large");
-			return;
+			return 0;
 		}
 		if (r < 0) {
 			linkconn_close(lc, "bad message");
-			return;
+			return 0;
 		}
 		lc->ops->on_message(lc, m, lc->user);
 		link_message_free(m);
+		if (lc->turn_budget_us && mono_us() - t0 >= lc->turn_budget_us)
+			return 1;
+	}
+	return 0;
+}
+
+/* A cut turn leaves its messages for the before-poll hook, whose next
+   poll does not block: every other ready fd gets its callbacks first. */
+static void end_turn(struct linkconn *lc, int64_t t0, int cut)
+{
+	lc->backlog = cut && !lc->closing;
+	if (lc->backlog)
+		ev_loop_again(lc->loop);
+	if (lc->ops->on_turn)
+		lc->ops->on_turn(lc, mono_us() - t0, lc->backlog, lc->user);
+}
+
+/* The end or error read_some met: after the messages before it. */
+static void finish_read(struct linkconn *lc, int r)
+{
+	if (r == 1)
+		linkconn_close(lc, "peer closed");
+	else if (r < 0)
+		close_errno(lc, "read error", -r);
+}
+
+/* The next turn of a cut one: more of the messages already read, and
+   nothing read from the socket until they are all handed out. */
+static void resume(struct linkconn *lc)
+{
+	int64_t t0 = mono_us();
+
+	end_turn(lc, t0, decode(lc, t0));
+	if (!lc->backlog) {
+		finish_read(lc, lc->read_end);
+		lc->read_end = 0;
 	}
 }
 
@@ -321,19 +378,21 @@ static int read_some(struct linkconn *lc)
 static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct linkconn *lc = user;
+	int64_t t0;
 	int r;
 
 	if (lc->closing)
 		return;
 	if (events & EV_WRITE)
 		flush(lc);
-	if (lc->closing || !(events & EV_READ))
+	if (lc->closing || !(events & EV_READ) || lc->backlog)
 		return;
+	t0 = mono_us();
 	r = read_some(lc);
 	/* Messages that arrived before an end or an error still count. */
-	decode(lc);
-	if (r == 1)
-		linkconn_close(lc, "peer closed");
-	else if (r < 0)
-		close_errno(lc, "read error", -r);
+	end_turn(lc, t0, decode(lc, t0));
+	if (lc->backlog)
+		lc->read_end = r;
+	else
+		finish_read(lc, r);
 }

@@ -21,6 +21,9 @@ struct linkconn_ops {
 	   reason says which. Called once; the linkconn is freed right after
 	   on_close returns. */
 	void (*on_close)(struct linkconn *lc, const char *reason, void *user);
+	/* Optional: a read turn ended after spent_us (reading and handing
+	   out messages); cut when the turn budget stopped it. */
+	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int cut, void *user);
 };
 
 /* Takes ownership of fd (connected, non-blocking). name goes in logs.
@@ -56,6 +59,11 @@ uint64_t linkconn_written(const struct linkconn *lc);
 /* Closes after on_close(reason); safe from inside callbacks (deferred to
    the loop's before-poll hook). */
 void linkconn_close(struct linkconn *lc, const char *reason);
+/* Bounds the time one loop turn spends reading and handing out this
+   link's messages (checked after each message, so one message may run
+   over): the rest waits for the next turn, other fds polled in between,
+   and nothing more is read meanwhile. 0 (the default): no bound. */
+void linkconn_set_turn_budget(struct linkconn *lc, int64_t budget_us);
 const char *linkconn_name(const struct linkconn *lc);
 
 #endif

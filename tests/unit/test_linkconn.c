@@ -36,6 +36,11 @@ struct side {
 	int big_ok;
 	int *closes_total;
 	int stop_at;
+	int slow_us;		/* on_message takes this long (the turn budget test) */
+	struct ev_timer *probe; /* armed at 0 ms by the first message */
+	int probe_fired;	/* turns of other callbacks seen so far */
+	int probe_seen[8];	/* probe_fired when each message arrived */
+	int turns, turns_cut;	/* on_turn calls, and those cut */
 };
 
 static uint8_t *big_data(void)
@@ -68,6 +73,21 @@ static void on_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *use
 	}
 	if (s->close_after && s->nmsg == s->close_after)
 		linkconn_close(lc, "done here");
+	if (s->nmsg <= 8)
+		s->probe_seen[s->nmsg - 1] = s->probe_fired;
+	if (s->probe && s->nmsg == 1)
+		ev_timer_arm(s->probe, 0, 0);
+	if (s->slow_us)
+		usleep((useconds_t)s->slow_us);
+}
+
+static void on_turn(struct linkconn *lc, int64_t spent_us, int cut, void *user)
+{
+	struct side *s = user;
+
+	assert_true(spent_us >= 0);
+	s->turns++;
+	s->turns_cut += cut;
 }
 
 static void on_close(struct linkconn *lc, const char *reason, void *user)
@@ -84,7 +104,7 @@ static void on_close(struct linkconn *lc, const char *reason, void *user)
 		ev_loop_stop(s->loop);
 }
 
-static const struct linkconn_ops ops = {on_message, on_close};
+static const struct linkconn_ops ops = {on_message, on_close, on_turn};
 
 static void guard_cb(struct ev_timer *t, void *user)
 {
@@ -259,6 +279,45 @@ static void test_peer_close_after_data(void **state)
 	fixture_done(&f);
 }
 
+static void probe_cb(struct ev_timer *t, void *user)
+{
+	struct side *s = user;
+
+	s->probe_fired++;
+}
+
+/* A turn budget of 50 us against messages that take 200 us each: one
+   message a turn, the loop's other callbacks (a 0 ms timer armed by the
+   first message) run before the second, and the peer's close counts
+   only after every message read before it. */
+static void test_turn_budget(void **state)
+{
+	static const uint8_t hello[] = {0, 0, 0, 4, 0x0a, 0x02, 0x08, 0x01};
+	struct fixture f;
+
+	fixture_init(&f);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	linkconn_set_turn_budget(f.b.lc, 50);
+	f.b.slow_us = 200;
+	f.b.probe = ev_timer_new(f.loop, -1, 0, probe_cb, &f.b);
+	f.b.stop_at = 1;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(write(f.fd[0], hello, sizeof(hello)),
+				 (ssize_t)sizeof(hello));
+	close(f.fd[0]);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 5);
+	assert_string_equal(f.b.reason, "peer closed");
+	assert_int_equal(f.b.probe_seen[0], 0);
+	assert_int_equal(f.b.probe_seen[1], 1);
+	/* Five cut turns of one message each, one that found none, and the
+	   read that met the end. */
+	assert_int_equal(f.b.turns_cut, 5);
+	assert_int_equal(f.b.turns, 7);
+	ev_timer_free(f.b.probe);
+	fixture_done(&f);
+}
+
 static void test_reset_is_read_error(void **state)
 {
 	struct fixture f;
@@ -406,6 +465,7 @@ int main(void)
 	    cmocka_unit_test(test_close_stops_delivery),
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_peer_close_after_data),
+	    cmocka_unit_test(test_turn_budget),
 	    cmocka_unit_test(test_reset_is_read_error),
 	    cmocka_unit_test(test_send_iov),
 	    cmocka_unit_test(test_frames_before_replies),
