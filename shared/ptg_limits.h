@@ -42,6 +42,15 @@
 #define PTG_LABEL_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_LABEL_MAX_CHARS)
 #define PTG_MSG_ID_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_MSG_ID_MAX_CHARS)
 
+/* A session's command (SPEC 9): arguments, the bytes of one, and of all
+   of them with their NULs. A create asking for more is refused, so no
+   session a sidecar reports may have more. */
+#define PTG_ARGV_MAX	   256
+#define PTG_ARG_MAX_BYTES  4096
+#define PTG_ARGV_MAX_BYTES (16 * 1024)
+/* Sessions in one page of a session list (SPEC 9, paged). */
+#define PTG_LIST_PAGE_MAX 500
+
 /* pty.session_input: decoded bytes of one message (SPEC 5.1). */
 #define PTG_INPUT_MAX (64u * 1024)
 
