@@ -161,6 +161,41 @@ static const char
 									     "1073741824 "
 									     "(16777216)"
 									     "\n"
+									     "  "
+									     "--rest-"
+									     "rate N     "
+									     " "
+									     "           "
+									     "REST "
+									     "requests "
+									     "per second "
+									     "per token "
+									     "subject,\n"
+									     "           "
+									     "           "
+									     "          "
+									     "bursts of "
+									     "2 s, then "
+									     "429, "
+									     "1-100000 "
+									     "(100)\n"
+									     "  "
+									     "--rest-"
+									     "concurrency"
+									     " N         "
+									     " REST "
+									     "requests "
+									     "in flight "
+									     "per token "
+									     "subject\n"
+									     "           "
+									     "           "
+									     "          "
+									     "before "
+									     "429, "
+									     "1-10000 "
+									     "(8)\n"
+
 									     "\n"
 									     "HTTP "
 									     "clients:\n"
@@ -287,6 +322,8 @@ enum {
 	OPT_STALL,
 	OPT_OPS_RATE,
 	OPT_LINK_QUEUE,
+	OPT_REST_RATE,
+	OPT_REST_CONCURRENCY,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -326,6 +363,8 @@ static const struct option options[] = {
     {"queue-stall-timeout", required_argument, NULL, OPT_STALL},
     {"max-ops-per-sec", required_argument, NULL, OPT_OPS_RATE},
     {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
+    {"rest-rate", required_argument, NULL, OPT_REST_RATE},
+    {"rest-concurrency", required_argument, NULL, OPT_REST_CONCURRENCY},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -362,6 +401,8 @@ static const struct num nums[] = {
     CONFIG__NUM(OPT_STALL, 1, 3600, queue_stall_s),
     CONFIG__NUM(OPT_OPS_RATE, 1, 100000, max_ops_per_sec),
     CONFIG__NUM(OPT_LINK_QUEUE, 65536, 1ull << 30, link_queue_bytes),
+    CONFIG__NUM(OPT_REST_RATE, 1, 100000, rest_rate),
+    CONFIG__NUM(OPT_REST_CONCURRENCY, 1, 10000, rest_concurrency),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -408,6 +449,8 @@ void gw_config_defaults(struct gw_config *c)
 	c->queue_stall_s = 10;
 	c->max_ops_per_sec = 200;
 	c->link_queue_bytes = 16ull << 20;
+	c->rest_rate = 100;
+	c->rest_concurrency = 8;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])

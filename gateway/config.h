@@ -69,6 +69,8 @@ struct gw_config {
 	uint32_t queue_stall_s;	   /* over the queue cap this long: close 4429 (10) */
 	uint32_t max_ops_per_sec;  /* client ops per second, bursts of 2 s (200) */
 	uint64_t link_queue_bytes; /* toward one sidecar before a re-dial: 16 MiB */
+	uint32_t rest_rate; /* REST requests a second per principal, 2 s bursts (100) */
+	uint32_t rest_concurrency; /* REST requests in flight per principal (8) */
 	char static_dir[4096];	   /* web page files; "" : none */
 	int log_level;
 	char pid_file[4096];

@@ -16,6 +16,7 @@
 #include "conn.h"
 #include "http.h"
 #include "log.h"
+#include "restlimit.h"
 #include "timeutil.h"
 #include "upstream.h"
 #include "xalloc.h"
@@ -94,9 +95,11 @@ int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *
 	snprintf(pkey, sizeof(pkey), "p\n%s", principal);
 	snprintf(ikey, sizeof(ikey), "i\n%s", instance);
 	*what = NULL;
-	if (gw->slots->total >= gw->cfg->max_conns)
+	if (gw->slots->total >= gw->cfg->max_conns) {
 		*what = "connections to this gateway";
-	else if (slot_count(gw->slots, pkey) >= gw->cfg->max_conns_per_principal)
+		return -EAGAIN;
+	}
+	if (slot_count(gw->slots, pkey) >= gw->cfg->max_conns_per_principal)
 		*what = "connections per principal";
 	else if (slot_count(gw->slots, ikey) >= gw->cfg->max_conns_per_instance)
 		*what = "connections per instance";
@@ -428,9 +431,11 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	gw->cfg = cfg;
 	gw->loop = ev_loop_new();
 	gw->slots = xcalloc(1, sizeof(*gw->slots));
+	gw->rest = restlimit_new(cfg->rest_rate, cfg->rest_concurrency);
 	if (!gw->loop) {
 		fprintf(stderr, "ptygate-gateway: cannot create the event loop: %s\n",
 			strerror(errno));
+		restlimit_free(gw->rest);
 		free(gw->slots);
 		free(gw);
 		return NULL;
@@ -469,6 +474,7 @@ void gateway_free(struct gateway *gw)
 	if (gw->slots)
 		free(gw->slots->v);
 	free(gw->slots);
+	restlimit_free(gw->rest);
 	if (gw->cfg->pid_file[0])
 		unlink(gw->cfg->pid_file);
 	ev_loop_free(gw->loop);

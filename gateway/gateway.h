@@ -27,6 +27,7 @@ struct gateway {
 	struct conn_set conns; /* every upgraded connection */
 	struct metrics metrics;
 	struct conn_slots *slots; /* connection counts per principal/instance */
+	struct restlimit *rest;	  /* REST requests per principal (routes_auth.c) */
 	int stopping;
 	struct ev_timer *grace; /* bounds the goodbye at shutdown */
 	struct ev_timer *tick;
@@ -42,7 +43,8 @@ int gateway_run(struct gateway *gw);
 struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id);
 
 /* Reserves a connection slot for principal on instance before the 101.
-   Returns 0, or -EBUSY with the limit that was hit in *what. */
+   Returns 0, -EAGAIN when the whole gateway is at --max-conns, or -EBUSY
+   at the principal's or the instance's cap; *what names the limit hit. */
 int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *instance,
 			 const char **what);
 void gateway_slot_release(struct gateway *gw, const char *principal,
