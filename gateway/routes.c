@@ -374,6 +374,7 @@ void routes_req_clear(struct route_req *rq)
 		rq->pending_up = NULL;
 	}
 	routes__release_slot(rq);
+	routes__rest_release(rq);
 	if (rq->file_fd >= 0)
 		close(rq->file_fd);
 	rq->file_fd = -1;

@@ -149,6 +149,7 @@ struct route_req {
 	uint64_t pending_id;
 	int in_handle, answered;
 	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
+	char *rest_principal; /* an admitted REST request's place (restlimit) */
 };
 
 /* The 400 checks of an attach upgrade on rq's inputs, in order: a token

@@ -7,12 +7,16 @@
    join (sidecar/join.c) and the gateway the tasks scope of each A2A op
    (task_ops.c). */
 #include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "gateway.h"
+#include "restlimit.h"
 #include "routes_int.h"
 #include "timeutil.h"
+#include "xalloc.h"
 
 int routes__unauthenticated(struct route_req *rq, const char *message)
 {
@@ -68,8 +72,36 @@ int routes__forbidden(struct route_req *rq, const char *message)
 	return -EACCES;
 }
 
-/* The REST checks in SPEC order: 401, 404 instance, 403. need_scopes is
-   any of the bits; session NULL asks for the whole instance. */
+/* The per-principal REST limits (--rest-rate, --rest-concurrency): a
+   429 with Retry-After, or a place held until routes__rest_release. */
+static int rest_admit(struct route_req *rq, const struct jwt_claims *c)
+{
+	const char *what;
+	unsigned retry;
+	char msg[128];
+
+	if (restlimit_acquire(rq->gw->rest, c->sub, time_mono_ms(), &retry, &what) < 0) {
+		snprintf(msg, sizeof(msg), "too many requests: the limit on %s", what);
+		routes__error(rq, 429, "RATE_LIMITED", msg);
+		rq->retry_after = (int)retry;
+		return -EBUSY;
+	}
+	rq->rest_principal = xstrdup(c->sub);
+	return 0;
+}
+
+void routes__rest_release(struct route_req *rq)
+{
+	if (!rq->rest_principal)
+		return;
+	restlimit_release(rq->gw->rest, rq->rest_principal);
+	free(rq->rest_principal);
+	rq->rest_principal = NULL;
+}
+
+/* The REST checks in SPEC order: 401, 404 instance, 403, then the
+   principal's rate and concurrency (429). need_scopes is any of the
+   bits; session NULL asks for the whole instance. */
 struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 				   const char *session, struct jwt_claims *c)
 {
@@ -89,6 +121,8 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 				  "the token is not valid for this instance or session");
 		return NULL;
 	}
+	if (rest_admit(rq, c) < 0)
+		return NULL;
 	return up;
 }
 

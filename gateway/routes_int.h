@@ -49,10 +49,14 @@ int routes__forbidden(struct route_req *rq, const char *message);
 /* Verifies a bearer token into *c; 401 (counted) when it fails. */
 int routes__verify(struct route_req *rq, const char *tok, size_t len,
 		   struct jwt_claims *c);
-/* The REST checks in SPEC order: 401, 404 instance, 403. Returns the
-   instance's upstream, or NULL with the refusal in rq. */
+/* The REST checks in SPEC order: 401, 404 instance, 403, then the
+   principal's REST rate and concurrency (429 with Retry-After). Returns
+   the instance's upstream, or NULL with the refusal in rq; an admitted
+   request holds a place until routes__rest_release. */
 struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 				   const char *session, struct jwt_claims *c);
+/* Gives back the in-flight place of an admitted REST request, if any. */
+void routes__rest_release(struct route_req *rq);
 /* The attach's token into *c: from Authorization: Bearer, else from the
    bearer.<token> subprotocol of o; 401 when neither verifies. */
 int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
