@@ -17,6 +17,12 @@
 #include "ptg_limits.h"
 #include "sessions.h"
 
+/* list asks for the gateway's largest page and follows next_page_token;
+   a gateway that pages forever is cut off (100000 sessions are 200 pages). */
+#define SESSIONS_PAGE_SIZE 500
+#define SESSIONS_PAGES_MAX 1000
+#define B64URL_CHARS	   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 static const char sessions_usage[] =
     "Usage: ptygate sessions create [options] [-- COMMAND [ARG...]]\n"
     "       ptygate sessions list [options]\n"
@@ -279,17 +285,15 @@ static void fields(const json_t *o)
 	}
 }
 
-/* Prints a 2xx answer: for people, as JSON (--output json), or the
-   session id alone for `create --quiet`. Returns the exit code. */
-static int print(const struct sessions_args *a, const struct httpc_response *r)
+/* Prints a 2xx answer's document o (NULL: not JSON, raw is printed):
+   for people, as JSON (--output json), or the session id alone for
+   `create --quiet`. Returns the exit code. */
+static int print_doc(const struct sessions_args *a, const json_t *o,
+		     const struct buf *raw)
 {
-	json_t *o;
 	const char *id;
 	int rc = CLI_OK;
 
-	if (buf_size(&r->body) == 0 || (a->quiet && a->verb == SESS_KILL))
-		return CLI_OK;
-	o = json_loadb((const char *)buf_head(&r->body), buf_size(&r->body), 0, NULL);
 	if (a->quiet && a->verb == SESS_CREATE) {
 		id = json_string_value(json_object_get(o, "session_id"));
 		if (id)
@@ -310,12 +314,24 @@ static int print(const struct sessions_args *a, const struct httpc_response *r)
 	} else if (o) {
 		fields(o);
 	} else {
-		cli_print(stdout, "\n", "%.*s", (int)buf_size(&r->body),
-			  (const char *)buf_head(&r->body));
+		cli_print(stdout, "\n", "%.*s", (int)buf_size(raw),
+			  (const char *)buf_head(raw));
 	}
-	json_decref(o);
 	if (fflush(stdout) != 0)
 		rc = CLI_FAIL;
+	return rc;
+}
+
+static int print(const struct sessions_args *a, const struct httpc_response *r)
+{
+	json_t *o;
+	int rc;
+
+	if (buf_size(&r->body) == 0 || (a->quiet && a->verb == SESS_KILL))
+		return CLI_OK;
+	o = json_loadb((const char *)buf_head(&r->body), buf_size(&r->body), 0, NULL);
+	rc = print_doc(a, o, &r->body);
+	json_decref(o);
 	return rc;
 }
 
@@ -333,6 +349,84 @@ static void list_url(const struct sessions_args *a, struct buf *url)
 	*buf_reserve(url, 1) = '\0';
 }
 
+/* One page of the list after token (NULL: the first) into all; its
+   next_page_token (owned) in *next, NULL on the last page. */
+static int list_page(const struct sessions_args *a, const struct buf *base,
+		     const char *token, json_t *all, char **next)
+{
+	struct httpc_response r;
+	struct buf url = BUF_INIT;
+	char err[512];
+	json_t *o = NULL;
+	const char *t;
+	int rc = CLI_FAIL;
+
+	*next = NULL;
+	buf_append(&url, buf_head(base), buf_size(base));
+	buf_append_str(&url, "?page_size=" PTG_STR(SESSIONS_PAGE_SIZE));
+	if (token) {
+		buf_append_str(&url, "&page_token=");
+		buf_append_str(&url, token);
+	}
+	*buf_reserve(&url, 1) = '\0';
+	if (httpc_request("GET", (const char *)url.data, a->target.token, NULL, &r, err,
+			  sizeof(err)) < 0) {
+		cli_error("%s", err);
+		buf_free(&url);
+		return CLI_FAIL;
+	}
+	if (r.status < 200 || r.status > 299)
+		report(&r);
+	else if (!(o = json_loadb((const char *)buf_head(&r.body), buf_size(&r.body), 0,
+				  NULL)) ||
+		 !json_is_array(json_object_get(o, "sessions")))
+		cli_error("the gateway's list answer has no sessions array");
+	else
+		rc = CLI_OK;
+	if (rc == CLI_OK) {
+		json_array_extend(all, json_object_get(o, "sessions"));
+		t = json_string_value(json_object_get(o, "next_page_token"));
+		if (t && t[0] && strspn(t, B64URL_CHARS) == strlen(t))
+			*next = strdup(t);
+		else if (t && t[0]) {
+			cli_error("the gateway's next_page_token is not base64url");
+			rc = CLI_FAIL;
+		}
+	}
+	json_decref(o);
+	httpc_response_free(&r);
+	buf_free(&url);
+	return rc;
+}
+
+/* list: every page, following next_page_token, printed as one list. */
+static int list_all(const struct sessions_args *a, const struct buf *base)
+{
+	json_t *all = json_array(), *doc;
+	char *token = NULL, *next;
+	int rc = CLI_OK;
+
+	for (unsigned pages = 0; rc == CLI_OK; pages++) {
+		if (pages == SESSIONS_PAGES_MAX) {
+			cli_error("the gateway sent more than %u pages",
+				  SESSIONS_PAGES_MAX);
+			rc = CLI_FAIL;
+			break;
+		}
+		rc = list_page(a, base, token, all, &next);
+		free(token);
+		token = next;
+		if (!token)
+			break;
+	}
+	free(token);
+	doc = json_pack("{s:o}", "sessions", all);
+	if (rc == CLI_OK)
+		rc = print_doc(a, doc, NULL);
+	json_decref(doc);
+	return rc;
+}
+
 static int run(const struct sessions_args *a)
 {
 	static const char *const methods[] = {"POST", "GET", "GET", "DELETE"};
@@ -346,6 +440,11 @@ static int run(const struct sessions_args *a)
 		return cli_usage_error("sessions", "--gateway must be an http:// or "
 						   "https:// URL");
 	list_url(a, &url);
+	if (a->verb == SESS_LIST) {
+		rc = list_all(a, &url);
+		buf_free(&url);
+		return rc;
+	}
 	if (a->verb == SESS_CREATE)
 		body = json_dumps(a->body, JSON_COMPACT);
 	if (httpc_request(methods[a->verb], (const char *)url.data, a->target.token, body,
