@@ -106,9 +106,10 @@ class Suite:
         self.prefix, self.stack, self.token = entry
 
     def start_stack(self):
+        durable = ["--state-dir", "{dir}/state", "--state-key-file", "{dir}/state.key"]
         stack = harness.Stack(
             sidecar_args=["--max-observers", "1100", "--max-sessions", "2000",
-                          "--log-level", "warn"],
+                          "--log-level", "warn"] + (durable if self.args.durable else []),
             gateway_args=["--max-conns", "20000", "--max-conns-per-instance", "20000",
                           "--max-conns-per-principal", "20000",
                           # every load connection comes from loopback, and
@@ -129,7 +130,7 @@ class Suite:
     def run(self, bench, i):
         """One run of bench; a paired one on every stack, the order
         alternating from run to run."""
-        order = self.stacks if bench in PAIRED else self.stacks[:1]
+        order = self.stacks if bench in self.args.pair.split(",") else self.stacks[:1]
         for entry in (order if i % 2 == 0 else order[::-1]):
             self.use(entry)
             try:
@@ -489,6 +490,10 @@ class Suite:
         for p in ("p50", "p99", "max"):
             row("echo `cat`, keystroke -> echo, %s (us); baseline plain PTY" % p,
                 "echo.us.%s" % p, "ptyecho.us.%s" % p if p != "max" else None)
+        for p in ("p50", "p99", "max"):
+            if "base.echo.us." + p in self.samples:
+                row("echo %s vs the base build (PTG_BASE_*) (us)" % p, "echo.us." + p,
+                    "base.echo.us." + p)
         for p in ("p50", "p99"):
             row("echo %s vs loopback TCP round trip (us)" % p, "echo.us.%s" % p,
                 "tcpecho.us.%s" % p)
@@ -504,6 +509,9 @@ class Suite:
         for name in ("longline", "hexdump", "tui", "random"):
             row("throughput %s, %d MiB (MB/s); baseline plain forkpty loop" % (name, self.args.mib),
                 "tp.%s.throughput.mb_s" % name, "tp.%s.plain.plain.mb_s" % name)
+            if "base.tp.%s.throughput.mb_s" % name in self.samples:
+                row("throughput %s (MB/s) vs the base build (PTG_BASE_*)" % name,
+                    "tp.%s.throughput.mb_s" % name, "base.tp.%s.throughput.mb_s" % name)
             row("throughput %s (MB/s) vs the one-hop reference" % name,
                 "tp.%s.throughput.mb_s" % name, "tp.%s.onehop.throughput.mb_s" % name)
             row("  one-hop reference CPU %% during %s" % name,
@@ -621,6 +629,10 @@ def main():
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--mib", type=int, default=64, help="throughput workload size")
     ap.add_argument("--only", default=",".join(ALL))
+    ap.add_argument("--pair", default=",".join(PAIRED),
+                    help="benchmarks run on the PTG_BASE_* build too, paired run by run")
+    ap.add_argument("--durable", action="store_true",
+                    help="the sidecars keep durable history (--state-dir, default --fsync)")
     ap.add_argument("--verbose", action="store_true", help="every run's raw results on stderr")
     ap.add_argument("--observers", default=None, help="fan-out sizes, e.g. 100,1000")
     ap.add_argument("--conns", default=None, help="connection counts, e.g. 1000,10000")
