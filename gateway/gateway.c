@@ -39,9 +39,11 @@ struct conn_slots {
    link socket per instance (two while one re-dials), the listeners and
    their epoll fds, key and static files, logs. */
 #define FD_SPARE 32
-/* Plain HTTP requests each listener takes beyond the WebSocket limit
-   (http.c's HTTP__EXTRA_CONNS). */
-#define FD_HTTP_EXTRA 64
+/* Sockets each listener takes beyond the WebSocket limit: plain HTTP
+   requests (http.c's HTTP__EXTRA_CONNS, 64), connections being answered
+   429 or 503 (HTTP__REFUSALS_MAX, 32) and evicted heads not yet closed
+   (HTTP__EVICTING_MAX, 32). */
+#define FD_HTTP_EXTRA (64 + 32 + 32)
 
 /* ---- connection slots ----
    The counts live in a growable array, so nothing here hands out a

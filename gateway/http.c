@@ -58,8 +58,16 @@
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
 #define HTTP__MEMORY_LIMIT (16 * 1024)
-#define HTTP__TIMEOUT_S	   30  /* an idle HTTP connection */
-#define HTTP__EXTRA_CONNS  64  /* HTTP requests beyond the WebSocket limit */
+#define HTTP__TIMEOUT_S	   30 /* an idle HTTP connection */
+#define HTTP__EXTRA_CONNS  64 /* HTTP requests beyond the WebSocket limit */
+/* Connections past the limit that are answered 429 or 503 and closed,
+   at once (nginx's limit_conn answers too): each holds MHD's pool until
+   its head is read and the answer written, so there are at most this
+   many; past them a connection is closed unanswered (counted). */
+#define HTTP__REFUSALS_MAX 32
+/* Heads evicted at the limit whose sockets MHD has not yet closed (it
+   does on its next run): the new connection takes their place at once. */
+#define HTTP__EVICTING_MAX 32
 #define HTTP__BACKLOG	   511 /* the listen queue, as nginx's default */
 
 struct http {
@@ -77,6 +85,9 @@ struct http {
 	struct ev_timer *head_timer;
 	int64_t head_timer_at;	   /* deadline the head timer is armed for, 0: none */
 	int64_t refused_logged_ms; /* last per-address refusal logged */
+	unsigned n_refusing;	   /* accepted to be answered 429 or 503 */
+	unsigned n_evicting;	   /* evicted heads MHD has yet to close */
+	unsigned verdict;	   /* on_accept's for the socket it admits: 0, 429, 503 */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	int has_tls;
 	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
@@ -94,6 +105,8 @@ struct http_sock {
 	struct peer_addr peer;
 	int counted;	       /* holds one count of peer in h->peers */
 	int trusted;	       /* the peer is a --trusted-proxy */
+	unsigned refuse;       /* 429 or 503: answered so and closed; 0: admitted */
+	int evicted;	       /* cut at the limit while sending its head */
 	int64_t deadline;      /* the request must be whole by then (monotonic ms); 0: not
 				  waiting */
 	struct tls_cred *cred; /* what this connection's TLS session uses */
@@ -108,6 +121,7 @@ struct http_req {
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
 	int started, handled, suspended, too_large, upgraded;
+	int close_after;	 /* the answer ends the connection */
 	int client_counted;	 /* holds one count of client in h->peers */
 	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
 	struct route_req *rq;	 /* NULL once upgraded: conn.c has what it needs */
@@ -232,7 +246,7 @@ static void head_expired(struct ev_timer *t, void *user)
 	head_timer_update(h);
 }
 
-/* ---- per-address caps ---- */
+/* ---- the connection limit and per-address caps ---- */
 
 static void log_refusal(struct http *h, const struct peer_addr *a, const char *what)
 {
@@ -243,39 +257,120 @@ static void log_refusal(struct http *h, const struct peer_addr *a, const char *w
 		return; /* one line a second at most under a flood */
 	h->refused_logged_ms = now;
 	peer_addr_str(a, text, sizeof(text));
-	log_warn("http", "%s: %s (--max-conns-per-ip %u)", text, what,
-		 h->gw->cfg->max_conns_per_ip);
+	log_warn("http", "%s: %s (--max-conns %u, --max-conns-per-ip %u)", text, what,
+		 h->gw->cfg->max_conns, h->gw->cfg->max_conns_per_ip);
 }
 
-/* MHD's accept policy: an untrusted peer at its cap is refused before
-   MHD allocates anything for it. A trusted proxy brings many clients:
-   they are counted per request, by X-Forwarded-For. */
 /* MHD's connection limit counted the WebSockets too while it kept them:
    the sockets handed out still count against it, so the gateway holds no
-   more sockets than before (what fit_fd_limit budgets for). */
+   more sockets than before (what fit_fd_limit budgets for). Refused
+   connections being answered, and evicted ones MHD has yet to close,
+   hold no place. */
 static bool over_limit(struct http *h)
 {
 	const union MHD_DaemonInfo *di =
 	    MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
+	uint64_t held;
 
-	return di && (uint64_t)di->num_connections + h->n_out >=
-			 (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
+	if (!di)
+		return false;
+	held = (uint64_t)di->num_connections + h->n_out - h->n_refusing - h->n_evicting;
+	return held >= (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
 }
 
+/* What an evicted plain connection is told, written straight to its
+   socket: MHD has written nothing on a connection still waiting for its
+   request head. Over TLS it is only closed. */
+static void tell_evicted(int fd)
+{
+	static const char body[] =
+	    "{\"code\":\"UNAVAILABLE\",\"message\":\"the gateway is "
+	    "at its connection limit and closed this connection, "
+	    "which had not sent its request in time\"}";
+	char text[512];
+	int n = snprintf(text, sizeof(text),
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: "
+			 "application/json\r\nCache-Control: no-store\r\nRetry-After: "
+			 "1\r\nConnection: close\r\nContent-Length: %zu\r\n\r\n%s",
+			 sizeof(body) - 1, body);
+
+	(void)!send(fd, text, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
+/* At the limit, the connection that has waited longest for its request
+   head (a slow sender, or an idle keep-alive) makes room: a crowd of
+   trickling connections from many addresses cannot keep a client that
+   sends its request at once, an authenticated attach, out. Refused
+   connections are not evicted: they hold no place. Returns whether one
+   was. */
+static bool evict_oldest_head(struct http *h)
+{
+	struct http_sock *s = h->heads;
+
+	if (h->n_evicting >= HTTP__EVICTING_MAX)
+		return false;
+	while (s && s->refuse) /* at most HTTP__REFUSALS_MAX of them */
+		s = s->next;
+	if (!s)
+		return false;
+	if (!h->has_tls)
+		tell_evicted(s->fd);
+	/* MHD reads end-of-file and closes it on its next run. */
+	shutdown(s->fd, SHUT_RDWR);
+	head_disarm(s);
+	s->evicted = 1;
+	h->n_evicting++;
+	h->kick = 1;
+	h->gw->metrics.heads_evicted++;
+	log_refusal(h, &s->peer, "connection evicted at the limit: no request head yet");
+	return true;
+}
+
+/* The connection from a is accepted to be answered status and closed,
+   while fewer than HTTP__REFUSALS_MAX are; otherwise it is closed at
+   once, unanswered. */
+static enum MHD_Result refuse_conn(struct http *h, const struct peer_addr *a,
+				   unsigned status)
+{
+	struct metrics *m = &h->gw->metrics;
+
+	if (h->n_refusing >= HTTP__REFUSALS_MAX) {
+		m->conns_dropped++;
+		log_refusal(h, a,
+			    "connection closed unanswered: too many refusals at once");
+		return MHD_NO;
+	}
+	if (status == 429)
+		m->conns_refused_address++;
+	else
+		m->conns_refused_full++;
+	log_refusal(h, a,
+		    status == 429 ? "connection refused (429), address at its cap"
+				  : "connection refused (503), the gateway is full");
+	h->verdict = status;
+	return MHD_YES;
+}
+
+/* MHD's accept policy: an untrusted peer at its cap (an IPv6 /64, or its
+   /56, at PEERS_SITE_FACTOR times it) is answered 429; at the limit the
+   oldest head is evicted, or with none to evict, the new connection is
+   answered 503. A trusted proxy brings many clients: they are counted
+   per request, by X-Forwarded-For. */
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http *h = cls;
 	const struct gw_config *cfg = h->gw->cfg;
 	struct peer_addr a;
 
-	if (over_limit(h))
-		return MHD_NO;
-	if (peer_addr_from_sockaddr(sa, &a) < 0 ||
-	    peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) ||
-	    !peer_table_full(h->peers, &a, cfg->max_conns_per_ip))
-		return MHD_YES;
-	log_refusal(h, &a, "connection refused, address at its cap");
-	return MHD_NO;
+	h->verdict = 0;
+	if (peer_addr_from_sockaddr(sa, &a) < 0)
+		return over_limit(h) ? MHD_NO : MHD_YES;
+	if (!peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &a) &&
+	    peer_table_full(h->peers, &a, cfg->max_conns_per_ip))
+		return refuse_conn(h, &a, 429);
+	if (over_limit(h) && !evict_oldest_head(h))
+		return refuse_conn(h, &a, 503);
+	return MHD_YES;
 }
 
 /* Before its handshake, a new TLS connection gets the credentials
@@ -310,8 +405,14 @@ static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 	s->fd = fd->connect_fd;
 	s->peer = peer;
 	s->trusted = peer_trusted(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer);
+	/* The accept policy's verdict on this very socket: MHD calls it,
+	   then this, for each connection it accepts. */
+	s->refuse = h->verdict;
+	h->verdict = 0;
+	h->n_refusing += s->refuse ? 1 : 0;
 	/* Unlimited here: the accept policy checked the cap just before. */
-	s->counted = !s->trusted && peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
+	s->counted = !s->trusted && !s->refuse &&
+		     peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
 	if (h->has_tls)
 		tls_cred(s, c);
 	head_arm(s);
@@ -320,6 +421,8 @@ static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 
 static void sock_closed(struct http_sock *s)
 {
+	s->h->n_refusing -= s->refuse ? 1 : 0;
+	s->h->n_evicting -= s->evicted ? 1 : 0;
 	tls_cred_unref(s->cred);
 	if (s->counted)
 		peer_table_give(s->h->peers, &s->peer);
@@ -352,7 +455,8 @@ static int count_client(struct http_req *r, struct http_sock *s)
 	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff,
 		    &r->client);
 	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
-		log_refusal(r->h, &r->client, "request refused, client at its cap");
+		r->h->gw->metrics.conns_refused_address++;
+		log_refusal(r->h, &r->client, "request refused (429), client at its cap");
 		return -EBUSY;
 	}
 	r->client_counted = 1;
@@ -598,6 +702,8 @@ static enum MHD_Result answer(struct http_req *r)
 		snprintf(n, sizeof(n), "%d", rq->retry_after);
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_RETRY_AFTER, n);
 	}
+	if (r->close_after)
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	ok = MHD_queue_response(r->c, rq->status, resp);
 	MHD_destroy_response(resp);
 	return ok;
@@ -711,14 +817,36 @@ static void done(struct route_req *rq)
 	r->h->kick = 1;
 }
 
-/* The first call: count, and refuse a declared oversized body at once. */
+/* A connection the accept policy refused: its request is answered with
+   the refusal, whatever it asked, and the connection closes after it. */
+static enum MHD_Result answer_refusal(struct http_req *r, unsigned status)
+{
+	r->handled = 1;
+	r->close_after = 1;
+	if (status == 429)
+		routes_refuse(r->rq, 429, "RATE_LIMITED",
+			      "too many connections from this client address "
+			      "(--max-conns-per-ip)");
+	else
+		routes_refuse(
+		    r->rq, 503, "UNAVAILABLE",
+		    "the gateway is at its connection limit; try again shortly");
+	r->rq->retry_after = 1;
+	return answer(r);
+}
+
+/* The first call: count, answer a refused connection, and refuse a
+   declared oversized body at once. */
 static enum MHD_Result first(struct http_req *r)
 {
 	const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	struct http_sock *s = sock_of(r->c);
 
 	r->started = 1;
 	r->rq->done = done;
 	r->h->gw->metrics.http_requests++;
+	if (s && s->refuse)
+		return answer_refusal(r, s->refuse);
 	return cl ? check_length(r, cl) : MHD_YES;
 }
 
@@ -831,7 +959,10 @@ static struct MHD_Daemon *start(struct http *h, int lfd)
 	const struct gw_config *cfg = h->gw->cfg;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
-	unsigned limit = cfg->max_conns + HTTP__EXTRA_CONNS;
+	/* Past our own limit (over_limit), room for the refusals being
+	   answered and the evicted sockets not yet closed. */
+	unsigned limit =
+	    cfg->max_conns + HTTP__EXTRA_CONNS + HTTP__REFUSALS_MAX + HTTP__EVICTING_MAX;
 	struct MHD_OptionItem o[16];
 	size_t n = 0;
 

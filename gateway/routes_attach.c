@@ -78,12 +78,14 @@ int routes_attach_check(struct route_req *rq, struct wshs_offer *o)
 	return -EINVAL;
 }
 
-/* 403, then 429, then 503; on success the slot is held. */
+/* 403, then 429 (503 when the whole gateway is full), then 503; on
+   success the slot is held. */
 static int attach_admit(struct route_req *rq, struct upstream *up)
 {
 	struct jwt_claims *c = &rq->attach.claims;
 	const char *what = "connections";
 	char msg[160];
+	int rc;
 
 	if (routes__attach_allowed(rq, c) < 0)
 		return -EACCES;
@@ -91,7 +93,18 @@ static int attach_admit(struct route_req *rq, struct upstream *up)
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",
 		 rq->m.session);
-	if (gateway_slot_acquire(rq->gw, c->sub, rq->m.instance, &what) < 0) {
+	rc = gateway_slot_acquire(rq->gw, c->sub, rq->m.instance, &what);
+	if (rc == -EAGAIN) {
+		/* Nothing this client did: the gateway is full (503, as
+		   nginx's limit_conn answers), and says when to try again. */
+		rq->gw->metrics.conns_refused_full++;
+		routes__error(rq, 503, "UNAVAILABLE",
+			      "the gateway is at its connection limit (--max-conns); "
+			      "try again shortly");
+		rq->retry_after = 1;
+		return -EBUSY;
+	}
+	if (rc < 0) {
 		snprintf(msg, sizeof(msg), "connection limit reached (%s)",
 			 what ? what : "limit");
 		routes__error(rq, 429, "RATE_LIMITED", msg);
