@@ -2,7 +2,11 @@
    subscriber id on its instance's link (from the attach id counter, so it
    never collides with an attachment), bound there with a sink of its own
    so the link hands it its TaskUpdates, and a list of its requests in
-   flight, both in struct task_conn. */
+   flight, both in struct task_conn. Every request names the connection's
+   principal (the token's sub), whose own tasks are all it sees unless
+   the token has tasks:all. The sidecar's task JSON is read with
+   JSON_ALLOW_NUL: a task's output is kept byte for byte, and a NUL byte
+   in it is "\u0000", valid JSON that must not make the task unreadable. */
 #include "task_ops.h"
 
 #include <stdio.h>
@@ -123,6 +127,26 @@ static void unlink_pending(struct task_conn *tc, struct pending_op *p)
 	}
 }
 
+/* Leaves out of a ListTasks answer what is not a task object, so one bad
+   entry never fails the page. */
+static void drop_unreadable_tasks(struct conn *c, json_t *payload)
+{
+	json_t *tasks = json_object_get(payload, "tasks");
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < json_array_size(tasks);) {
+		json_t *t = json_array_get(tasks, i);
+		if (json_is_object(t) && json_is_string(json_object_get(t, "id"))) {
+			i++;
+			continue;
+		}
+		json_array_remove(tasks, i);
+		dropped++;
+	}
+	if (dropped)
+		log_warn(c->log_ctx, "ListTasks: %zu unreadable tasks left out", dropped);
+}
+
 static void on_reply(const Ptg__Reply *r, void *user)
 {
 	struct pending_op *p = user;
@@ -140,8 +164,10 @@ static void on_reply(const Ptg__Reply *r, void *user)
 				r->message);
 	} else {
 		payload = r->result_case == PTG__REPLY__RESULT_TASK_JSON
-			      ? json_loads(r->task_json, 0, NULL)
+			      ? json_loads(r->task_json, JSON_ALLOW_NUL, NULL)
 			      : NULL;
+		if (json_is_object(payload) && p->op == ENVELOPE_OP_LIST_TASKS)
+			drop_unreadable_tasks(c, payload);
 		if (!json_is_object(payload)) {
 			conn_send_error(c, FRAMES_INTERNAL, p->client_id,
 					"the sandbox sent an unreadable task answer");
@@ -224,6 +250,8 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	tr.idempotency_key = (char *)idem;
 	tr.client_op_id = (char *)env->id;
 	tr.trace_id = c->trace_id;
+	tr.principal = c->ctx.claims.sub;
+	tr.all_principals = (c->ctx.claims.scopes & SCOPE_TASKS_ALL) != 0;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
 	m.task_request = &tr;
 	p = xcalloc(1, sizeof(*p));
@@ -260,9 +288,10 @@ static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
 
 static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 {
-	json_t *task = json_loads(tu->task_json, 0, NULL);
-	json_t *delta =
-	    tu->delta_json[0] ? json_loads(tu->delta_json, 0, NULL) : json_object();
+	json_t *task = json_loads(tu->task_json, JSON_ALLOW_NUL, NULL);
+	json_t *delta = tu->delta_json[0]
+			    ? json_loads(tu->delta_json, JSON_ALLOW_NUL, NULL)
+			    : json_object();
 	struct buf out = BUF_INIT;
 
 	if (!json_is_object(task) || !json_is_object(delta)) {
@@ -308,6 +337,7 @@ void task_ops_conn_gone(struct conn *c)
 	/* No reply wanted: params "" ends every subscription of sub_id. */
 	tr.attach_id = tc->sub_id;
 	tr.session_id = c->ctx.session_id;
+	tr.principal = c->ctx.claims.sub;
 	tr.op = PTG__TASK_OP__TASK_OP_UNSUBSCRIBE;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
 	m.task_request = &tr;

@@ -3,7 +3,8 @@
    (the source of truth for tasks); the sidecar's Reply becomes the op's
    `.Response` or `.Accepted`, and its TaskUpdates become TaskStatusUpdate
    frames carrying the connection's service_parameters. Task ops need no
-   join and no extension, only the `tasks` scope. */
+   join and no extension, only the `tasks` scope; a principal sees its own
+   tasks, and with `tasks:all` every principal's of the session. */
 #ifndef PTG_TASK_OPS_H
 #define PTG_TASK_OPS_H
 

@@ -277,13 +277,14 @@ static void set_log_ctx(struct task *t)
 		 t->id, t->trace_id[0] ? " trace=" : "", t->trace_id);
 }
 
-struct task *task_new(const char *session_id, struct task_send *s, const char *idem_key,
-		      const char *trace_id, int64_t now_ms)
+struct task *task_new(const char *session_id, const char *owner, struct task_send *s,
+		      const char *idem_key, const char *trace_id, int64_t now_ms)
 {
 	struct task *t = xcalloc(1, sizeof(*t));
 
 	uuid7_new(t->id);
 	snprintf(t->session_id, sizeof(t->session_id), "%s", session_id);
+	snprintf(t->owner, sizeof(t->owner), "%s", owner);
 	snprintf(t->message_id, sizeof(t->message_id), "%s", s->message_id);
 	snprintf(t->idem_key, sizeof(t->idem_key), "%s", idem_key ? idem_key : "");
 	snprintf(t->trace_id, sizeof(t->trace_id), "%s", trace_id ? trace_id : "");
@@ -296,6 +297,11 @@ struct task *task_new(const char *session_id, struct task_send *s, const char *i
 	t->created_ms = t->updated_ms = now_ms;
 	set_log_ctx(t);
 	return t;
+}
+
+int task_visible(const struct task *t, const char *principal, int all_principals)
+{
+	return all_principals || (t->owner[0] && strcmp(t->owner, principal) == 0);
 }
 
 void task_free(struct task *t)
@@ -481,13 +487,13 @@ static json_t *stream_record(const struct task_stream *o)
 char *task_record(const struct task *t)
 {
 	json_t *r = json_pack(
-	    "{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:O, s:s, s:o, s:o}",
-	    "version", 1, "id", t->id, "session_id", t->session_id, "message_id",
-	    t->message_id, "idempotency_key", t->idem_key, "trace_id", t->trace_id,
-	    "state", task_state_name(t->state), "created_ms", (json_int_t)t->created_ms,
-	    "updated_ms", (json_int_t)t->updated_ms, "message", t->message, "command",
-	    t->command, "stdout", stream_record(&t->out[0]), "stderr",
-	    stream_record(&t->out[1]));
+	    "{s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:I, s:I, s:O, s:s, s:o, s:o}",
+	    "version", 2, "id", t->id, "session_id", t->session_id, "owner", t->owner,
+	    "message_id", t->message_id, "idempotency_key", t->idem_key, "trace_id",
+	    t->trace_id, "state", task_state_name(t->state), "created_ms",
+	    (json_int_t)t->created_ms, "updated_ms", (json_int_t)t->updated_ms, "message",
+	    t->message, "command", t->command, "stdout", stream_record(&t->out[0]),
+	    "stderr", stream_record(&t->out[1]));
 	char *text;
 
 	if (t->status_text)
@@ -533,9 +539,14 @@ static int load_record(json_t *r, struct task *t)
 	json_t *exit_code = json_object_get(r, "exit_code");
 	json_t *sig = json_object_get(r, "signal");
 	const char *text = json_string_value(json_object_get(r, "status_text"));
+	/* Version 1 records have no owner: they stay nobody's ("") rather
+	   than everybody's, as nothing says whose they were. */
+	int owned = json_integer_value(json_object_get(r, "version")) >= 2;
 
 	if (copy_field(r, "id", t->id, sizeof(t->id)) || !uuid_is_valid(t->id) ||
 	    copy_field(r, "session_id", t->session_id, sizeof(t->session_id)) ||
+	    (owned &&
+	     (copy_field(r, "owner", t->owner, sizeof(t->owner)) || !t->owner[0])) ||
 	    copy_field(r, "message_id", t->message_id, sizeof(t->message_id)) ||
 	    copy_field(r, "idempotency_key", t->idem_key, sizeof(t->idem_key)) ||
 	    copy_field(r, "trace_id", t->trace_id, sizeof(t->trace_id)) ||
@@ -558,7 +569,8 @@ static int load_record(json_t *r, struct task *t)
 
 struct task *task_from_record(const char *data, size_t n)
 {
-	json_t *r = json_loadb(data, n, 0, NULL);
+	/* Output is kept byte for byte, NUL included (as \u0000). */
+	json_t *r = json_loadb(data, n, JSON_ALLOW_NUL, NULL);
 	struct task *t = xcalloc(1, sizeof(*t));
 
 	if (!json_is_object(r) || load_record(r, t) < 0) {

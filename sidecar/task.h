@@ -1,10 +1,9 @@
-/* task: one A2A task of the sidecar (SPEC 6) as data: the user's message
-   and the command it carries, the state machine SUBMITTED -> WORKING ->
-   COMPLETED | FAILED | CANCELED, the captured output with its byte cap,
-   the exit status, and every JSON form of it: the A2A v1.0 canonical
-   task, status and deltas sent out, the inbound message parsed (the
-   older lower-case forms accepted), and the record kept on disk. No I/O
-   and no processes: tasks.c runs them. */
+/* task: one A2A task of the sidecar (SPEC 6) as data: its owner (the
+   principal that sent it), the user's message and the command it carries, the state
+   machine SUBMITTED -> WORKING -> COMPLETED | FAILED | CANCELED, the captured output with
+   its byte cap, the exit status, and every JSON form of it: the A2A v1.0 canonical task,
+   status and deltas sent out, the inbound message parsed (the older lower-case forms
+   accepted), and the record kept on disk. No I/O and no processes: tasks.c runs them. */
 #ifndef PTG_TASK_H
 #define PTG_TASK_H
 
@@ -28,6 +27,9 @@ enum task_state {
 
 enum task_stream_id { TASK_STDOUT, TASK_STDERR };
 
+/* A task's owner is the sending token's sub (JWT_SUB_MAX bytes). */
+#define TASK_OWNER_MAX 256
+
 /* Captured bytes of one stream. kept <= the task's cap; total counts
    what the process wrote, kept or not. */
 struct task_stream {
@@ -41,6 +43,9 @@ struct task_stream {
 struct task {
 	char id[UUID_STRLEN + 1];
 	char session_id[PTG_ID_MAX + 1];
+	/* The principal that sent it; "" for a record written before tasks
+	   had owners, which only a principal with tasks:all sees. */
+	char owner[TASK_OWNER_MAX + 1];
 	char message_id[PTG_TASK_ID_MAX + 1];
 	char idem_key[PTG_TASK_ID_MAX + 1]; /* "" when none */
 	char trace_id[PTG_TASK_ID_MAX + 1]; /* "" when none */
@@ -71,10 +76,14 @@ int task_parse_send(const char *params_json, const char *session_id, size_t max_
 		    struct task_send *out, char *err, size_t errlen);
 void task_send_release(struct task_send *s);
 
-/* A new SUBMITTED task taking over s's message and command. */
-struct task *task_new(const char *session_id, struct task_send *s, const char *idem_key,
-		      const char *trace_id, int64_t now_ms);
+/* A new SUBMITTED task of owner taking over s's message and command. */
+struct task *task_new(const char *session_id, const char *owner, struct task_send *s,
+		      const char *idem_key, const char *trace_id, int64_t now_ms);
 void task_free(struct task *t);
+
+/* 1 if principal may see and act on t: its own task, or any with
+   all_principals (scope tasks:all). A task without an owner is nobody's. */
+int task_visible(const struct task *t, const char *principal, int all_principals);
 
 int task_is_terminal(const struct task *t);
 const char *task_state_name(enum task_state s);
@@ -102,7 +111,8 @@ json_t *task_status_delta(const struct task *t);
 json_t *task_output_delta(struct task *t);
 
 /* The record kept on disk (malloc'd JSON text), and back. NULL when the
-   record does not parse. */
+   record does not parse. Output holding NUL bytes round-trips (\u0000);
+   a version 1 record (no owner) loads with owner "". */
 char *task_record(const struct task *t);
 struct task *task_from_record(const char *data, size_t n);
 

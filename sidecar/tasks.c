@@ -1,6 +1,9 @@
 /* tasks: see tasks.h. One array of tasks in creation order; a task's
    process state (pid, pipes, subscribers) hangs off task->run while it
-   has any. Every JSON payload is built by task.c. */
+   has any. Every JSON payload is built by task.c. Every lookup goes
+   through visible(): a request sees the tasks of its session that its
+   principal owns (all of them with all_principals), and another's task
+   is "not found", exactly as a task that never existed. */
 #include "tasks.h"
 
 #include <errno.h>
@@ -10,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "buf.h"
 #include "log.h"
 #include "ptg_limits.h"
 #include "recstore.h"
@@ -58,6 +62,13 @@ struct req {
 	struct session *s;
 };
 
+/* t is of the request's session and its principal may see it. */
+static int visible(const struct req *q, const struct task *t)
+{
+	return strcmp(t->session_id, q->r->session_id) == 0 &&
+	       task_visible(t, q->r->principal, q->r->all_principals);
+}
+
 static void reply_error(const struct req *q, Ptg__ErrorCode code, const char *msg)
 {
 	if (!q->r->request_id)
@@ -66,24 +77,34 @@ static void reply_error(const struct req *q, Ptg__ErrorCode code, const char *ms
 			code, "%s", msg);
 }
 
-/* Answers with payload (consumed). */
-static void reply_json(const struct req *q, json_t *payload)
+/* Answers with text, a JSON object. */
+static void reply_text(const struct req *q, const char *text)
 {
 	Ptg__Reply rep = PTG__REPLY__INIT;
-	char *text = json_dumps(payload, JSON_COMPACT);
 
-	json_decref(payload);
-	if (!q->r->request_id) {
-		free(text);
+	if (!q->r->request_id)
 		return;
-	}
 	rep.request_id = q->r->request_id;
 	rep.attach_id = q->r->attach_id;
 	rep.client_op_id = q->r->client_op_id;
 	rep.code = PTG__ERROR_CODE__OK;
 	rep.result_case = PTG__REPLY__RESULT_TASK_JSON;
-	rep.task_json = text;
+	rep.task_json = (char *)text;
 	wire_send_reply(q->lc, &rep);
+}
+
+/* Answers with payload (consumed). */
+static void reply_json(const struct req *q, json_t *payload)
+{
+	char *text = payload ? json_dumps(payload, JSON_COMPACT) : NULL;
+
+	json_decref(payload);
+	if (!text) {
+		reply_error(q, PTG__ERROR_CODE__INTERNAL,
+			    "the task cannot be written as JSON");
+		return;
+	}
+	reply_text(q, text);
 	free(text);
 }
 
@@ -236,9 +257,11 @@ static void notify(struct task *t, json_t *delta)
 		return;
 	}
 	full = task_json(t, -1);
-	task_text = json_dumps(full, JSON_COMPACT);
+	task_text = full ? json_dumps(full, JSON_COMPACT) : NULL;
 	delta_text = json_dumps(delta, JSON_COMPACT);
-	for (size_t i = 0; i < r->n_subs; i++)
+	if (!task_text || !delta_text)
+		log_warn(t->log_ctx, "cannot be written as JSON: an update is skipped");
+	for (size_t i = 0; task_text && delta_text && i < r->n_subs; i++)
 		send_update(t, &r->subs[i], task_text, delta_text);
 	free(task_text);
 	free(delta_text);
@@ -290,9 +313,12 @@ static void send_snapshot(struct task *t, struct linkconn *lc, uint64_t attach_i
 {
 	struct sub s = {lc, attach_id};
 	json_t *full = task_json(t, -1);
-	char *text = json_dumps(full, JSON_COMPACT);
+	char *text = full ? json_dumps(full, JSON_COMPACT) : NULL;
 
-	send_update(t, &s, text, "{\"snapshot\":true}");
+	if (text)
+		send_update(t, &s, text, "{\"snapshot\":true}");
+	else
+		log_warn(t->log_ctx, "cannot be written as JSON: no snapshot sent");
 	free(text);
 	json_decref(full);
 }
@@ -466,27 +492,34 @@ static void start(struct tasks *ts, struct task *t, pid_t session_pid)
 
 /* ---- requests ---- */
 
-static struct task *find(struct tasks *ts, const char *session_id, const char *id)
+static struct task *find(const struct req *q, const char *id)
 {
-	for (size_t i = 0; i < ts->n; i++)
-		if (strcmp(ts->v[i]->id, id) == 0 &&
-		    strcmp(ts->v[i]->session_id, session_id) == 0)
-			return ts->v[i];
+	for (size_t i = 0; i < q->ts->n; i++)
+		if (strcmp(q->ts->v[i]->id, id) == 0 && visible(q, q->ts->v[i]))
+			return q->ts->v[i];
 	return NULL;
 }
 
-static struct task *find_repeat(struct tasks *ts, const char *session_id,
-				const char *message_id, const char *idem_key)
+/* The task a repeated messageId or idempotency key names, among those the
+   request sees: the principal's own first, so with tasks:all its own
+   "m1" is not mistaken for another's. */
+static struct task *find_repeat(const struct req *q, const char *message_id)
 {
-	for (size_t i = 0; i < ts->n; i++) {
-		struct task *t = ts->v[i];
-		if (strcmp(t->session_id, session_id) != 0)
+	const char *idem_key = q->r->idempotency_key;
+	struct task *other = NULL;
+
+	for (size_t i = 0; i < q->ts->n; i++) {
+		struct task *t = q->ts->v[i];
+		if (!visible(q, t) ||
+		    !(strcmp(t->message_id, message_id) == 0 ||
+		      (idem_key[0] && strcmp(t->idem_key, idem_key) == 0)))
 			continue;
-		if (strcmp(t->message_id, message_id) == 0 ||
-		    (idem_key[0] && strcmp(t->idem_key, idem_key) == 0))
+		if (task_visible(t, q->r->principal, 0))
 			return t;
+		if (!other)
+			other = t;
 	}
-	return NULL;
+	return other;
 }
 
 static unsigned count_running(struct tasks *ts, const char *session_id)
@@ -565,7 +598,7 @@ static void op_send(const struct req *q)
 			    err);
 		return;
 	}
-	t = find_repeat(q->ts, q->r->session_id, in.message_id, q->r->idempotency_key);
+	t = find_repeat(q, in.message_id);
 	if (t) {
 		task_send_release(&in);
 		answer_repeat(q, t);
@@ -575,10 +608,11 @@ static void op_send(const struct req *q)
 		task_send_release(&in);
 		return;
 	}
-	t = task_new(q->r->session_id, &in, q->r->idempotency_key, q->r->trace_id,
-		     time_now_ms());
+	t = task_new(q->r->session_id, q->r->principal, &in, q->r->idempotency_key,
+		     q->r->trace_id, time_now_ms());
 	add(q->ts, t);
-	log_info(t->log_ctx, "submitted (message %.128s)", t->message_id);
+	log_info(t->log_ctx, "submitted (message %.128s) by %.256s", t->message_id,
+		 t->owner);
 	save(q->ts, t);
 	if (streaming(q)) {
 		reply_json(q, json_pack("{s:s}", "task_id", t->id));
@@ -653,8 +687,8 @@ static struct task *named_task(const struct req *q, json_t *p)
 			    "payload.task_id must be a task id string");
 		return NULL;
 	}
-	t = find(q->ts, q->r->session_id, json_string_value(id));
-	if (!t)
+	t = find(q, json_string_value(id));
+	if (!t) /* another principal's task is not found either: ids do not leak */
 		reply_error(q, PTG__ERROR_CODE__TASK_NOT_FOUND,
 			    "no such task in this session");
 	return t;
@@ -802,19 +836,44 @@ static int list_filter(const struct req *q, json_t *f, int *state)
 
 /* Where a page starts in ts->v (newest first, so it is read backwards from
    *end): after the task page_token names, or from the newest without one.
-   -1 when the token names no task (unknown, or removed since). */
-static int page_start(const struct tasks *ts, const json_t *tok, size_t *end)
+   -1 when the token names no task the request sees (unknown, another
+   principal's, or removed since). */
+static int page_start(const struct req *q, const json_t *tok, size_t *end)
 {
+	const struct tasks *ts = q->ts;
 	size_t i;
 
 	if (!json_string_length(tok)) {
 		*end = ts->n;
 		return 0;
 	}
-	for (i = 0; i < ts->n && strcmp(ts->v[i]->id, json_string_value(tok)); i++)
+	for (i = 0; i < ts->n && (strcmp(ts->v[i]->id, json_string_value(tok)) ||
+				  !visible(q, ts->v[i]));
+	     i++)
 		;
 	*end = i;
 	return i == ts->n ? -1 : 0;
+}
+
+/* Appends t's JSON to the page's text; -1 (logged) when it cannot be
+   written, so one bad task is left out instead of failing the page. */
+static int append_task(struct buf *page, struct task *t, long hl, int arts)
+{
+	json_t *t_json = task_json(t, hl);
+	char *text;
+
+	if (t_json && !arts)
+		json_object_set_new(t_json, "artifacts", json_array());
+	text = t_json ? json_dumps(t_json, JSON_COMPACT) : NULL;
+	json_decref(t_json);
+	if (!text) {
+		log_warn(t->log_ctx, "cannot be written as JSON: left out of the list");
+		return -1;
+	}
+	buf_append_str(page, buf_size(page) ? "," : "{\"tasks\":[");
+	buf_append_str(page, text);
+	free(text);
+	return 0;
 }
 
 /* Newest first; page_token is the id of the last task of the page before. */
@@ -825,9 +884,10 @@ static void op_list(const struct req *q)
 					    "filter",		"history_length",
 					    "historyLength",	"include_artifacts",
 					    "includeArtifacts", NULL};
-	json_t *p = parse_params(q, names), *tok, *page, *t_json;
+	json_t *p = parse_params(q, names), *tok;
+	struct buf page = BUF_INIT;
 	long size, hl;
-	size_t i, budget = 0;
+	size_t i, budget = 0, n = 0, skipped = 0;
 	int state, arts;
 
 	if (!p)
@@ -850,44 +910,62 @@ static void op_list(const struct req *q)
 	}
 	if (size <= 0 || size > (long)q->ts->cfg->task_page_max)
 		size = q->ts->cfg->task_page_max; /* clamped, as A2A lets a server do */
-	if (page_start(q->ts, tok, &i) < 0) {
+	if (page_start(q, tok, &i) < 0) {
 		reply_error(q, PTG__ERROR_CODE__INVALID_REQUEST,
 			    "payload.page_token is unknown or has expired");
 		json_decref(p);
 		return;
 	}
-	page = json_array();
 	const char *last = NULL, *next = "";
 	while (i-- > 0) {
 		struct task *t = q->ts->v[i];
-		if (strcmp(t->session_id, q->r->session_id) != 0 ||
-		    (state >= 0 && (int)t->state != state))
+		if (!visible(q, t) || (state >= 0 && (int)t->state != state))
 			continue;
-		if (json_array_size(page) == (size_t)size ||
+		if (n == (size_t)size ||
 		    (arts && budget + 6 * (t->out[0].len + t->out[1].len) > LIST_BUDGET &&
-		     json_array_size(page))) {
+		     n)) {
 			next = last;
 			break;
 		}
-		t_json = task_json(t, hl);
-		if (!arts)
-			json_object_set_new(t_json, "artifacts", json_array());
-		else
+		last = t->id; /* a skipped task still moves the page on */
+		if (append_task(&page, t, hl, arts) < 0) {
+			skipped++;
+			continue;
+		}
+		if (arts)
 			budget += 6 * (t->out[0].len + t->out[1].len);
 		budget += 4096 + strlen(t->command);
-		json_array_append_new(page, t_json);
-		last = t->id;
+		n++;
 	}
-	reply_json(q, json_pack("{s:o, s:s, s:I}", "tasks", page, "next_page_token", next,
-				"page_size", (json_int_t)size));
+	if (skipped)
+		log_warn(q->r->session_id, "ListTasks: %zu unwritable tasks left out",
+			 skipped);
+	buf_append_str(&page, buf_size(&page) ? "]" : "{\"tasks\":[]");
+	/* Task ids are UUIDs: nothing in next needs escaping. */
+	buf_appendf(&page, ",\"next_page_token\":\"%s\",\"page_size\":%ld}", next, size);
+	buf_append(&page, "", 1);
+	reply_text(q, (const char *)buf_head(&page));
+	buf_free(&page);
 	json_decref(p);
 }
 
 void tasks_request(struct tasks *ts, struct linkconn *lc, const Ptg__TaskRequest *r,
 		   struct session *s)
 {
+	static const char no_principal[] =
+	    "the task request names no principal of at most 256 bytes (a "
+	    "gateway older than task owners?)";
 	struct req q = {ts, lc, r, s};
 
+	/* Every task is someone's: a gateway that names no principal (one
+	   from before owners) is refused rather than given a shared one. A
+	   connection's end (UNSUBSCRIBE, params "") needs none: it ends the
+	   subscriptions of its own attach id. */
+	if ((!r->principal[0] || strlen(r->principal) > TASK_OWNER_MAX) &&
+	    !(r->op == PTG__TASK_OP__TASK_OP_UNSUBSCRIBE && !r->params_json[0])) {
+		reply_error(&q, PTG__ERROR_CODE__INVALID_REQUEST, no_principal);
+		return;
+	}
 	switch (r->op) {
 	case PTG__TASK_OP__TASK_OP_SEND:
 	case PTG__TASK_OP__TASK_OP_SEND_STREAMING:

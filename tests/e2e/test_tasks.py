@@ -2,7 +2,8 @@
 a command the sidecar runs without a terminal; every op, every error code
 tasks can raise, idempotent re-sends that run nothing, cancel, subscribe,
 trace ids, limits, durability across a sidecar restart, the operator's
-handler, and `ptygate run`. Every frame received is schema-validated by the
+handler, `ptygate run`, output holding NUL bytes, and task owners (a
+principal sees its own tasks; scope tasks:all sees every one). Every frame received is schema-validated by the
 harness; the task JSON is checked here against A2A v1.0's canonical form."""
 import asyncio
 import os
@@ -125,6 +126,16 @@ class TaskCase(E2ETestCase):
                      % (what, times[n // 2], times[-1], n))
         self.assertLess(times[n // 2], 1000 if self.stack.sanitized else 500)
 
+    async def reconnect(self, sid, sub="agent", scope=TASK_SCOPE):
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                return await self.connect(sid, sub=sub, scope=scope)
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
     async def no_more_updates(self, c, seconds=0.6):
         late = [f for f in await c.quiet(seconds) if f["op"] == "TaskStatusUpdate"]
         self.assertEqual(late, [], "nothing after the terminal update")
@@ -194,10 +205,11 @@ class Tasks(TaskCase):
         cmd = "echo ran >> %s" % path
         first = await self.send_message(c, cmd, sid, message_id=mid)
         await self.wait_done(c, first["id"], sid)
-        # Again on this connection, then on another one (a reconnect).
+        # Again on this connection, then on another one (a reconnect of the
+        # same principal: messageIds are scoped by session and principal).
         again = await self.send_message(c, cmd, sid, message_id=mid)
         self.assertEqual(again["id"], first["id"])
-        _, c2 = await self.task_client(sid, sub="agent2")
+        _, c2 = await self.task_client(sid)
         acc = await self.request(c2, "SendStreamingMessage", {"message": text_message(cmd, message_id=mid)},
                                  expect="SendStreamingMessage.Accepted")
         self.assertEqual(acc["payload"]["task_id"], first["id"])
@@ -223,7 +235,7 @@ class Tasks(TaskCase):
         sid, c = await self.task_client()
         pidfile = os.path.join(self.stack.dir, "bg-%s" % uuid7())
         task = await self.send_message(c, "sleep 60 & echo $! > %s; wait" % pidfile, sid)
-        _, watcher = await self.task_client(sid, sub="watcher")
+        _, watcher = await self.task_client(sid)  # the owner's second connection
         acc = await self.request(watcher, "SubscribeToTask", {"task_id": task["id"]},
                                  expect="SubscribeToTask.Accepted")
         self.assertIsInstance(acc["payload"]["current_sequence"], int)
@@ -303,7 +315,7 @@ class Tasks(TaskCase):
         sid, c = await self.task_client()
         task = await self.send_message(c, "echo finished-before", sid)
         await self.wait_done(c, task["id"], sid)
-        _, late = await self.task_client(sid, sub="late")
+        _, late = await self.task_client(sid)
         acc = await self.request(late, "SubscribeToTask", {"task_id": task["id"]},
                                  expect="SubscribeToTask.Accepted")
         self.assertGreaterEqual(acc["payload"]["current_sequence"], 0)
@@ -323,7 +335,7 @@ class Tasks(TaskCase):
             c, "while [ ! -e %s ]; do sleep 0.05; done; echo a; sleep 0.4; echo b; sleep 0.3" % gate, sid)
         subs = []
         for name in ("s1", "s2"):
-            _, s = await self.task_client(sid, sub=name)
+            _, s = await self.task_client(sid, label=name)
             await self.request(s, "SubscribeToTask", {"task_id": task["id"]},
                                expect="SubscribeToTask.Accepted")
             subs.append(s)
@@ -344,7 +356,7 @@ class Tasks(TaskCase):
         while artifact_text(await self.get_task(c, task["id"], sid), "stdout") != "a\n":
             self.assertLess(time.monotonic(), deadline)
             await asyncio.sleep(0.05)
-        _, s = await self.task_client(sid, sub="late-sub")
+        _, s = await self.task_client(sid, label="late-sub")
         await self.request(s, "SubscribeToTask", {"task_id": task["id"]}, expect="SubscribeToTask.Accepted")
         snap = await s.expect_frame("TaskStatusUpdate")
         text = artifact_text(snap["payload"]["task"], "stdout")
@@ -359,7 +371,7 @@ class Tasks(TaskCase):
     async def test_unsubscribe_stops_updates(self):
         sid, c = await self.task_client()
         task = await self.send_message(c, "sleep 0.5; echo x", sid)
-        _, s = await self.task_client(sid, sub="quitter")
+        _, s = await self.task_client(sid, label="quitter")
         await self.request(s, "SubscribeToTask", {"task_id": task["id"]}, expect="SubscribeToTask.Accepted")
         await s.expect_frame("TaskStatusUpdate")
         await self.request(s, "Unsubscribe", {"task_id": task["id"]}, expect="Unsubscribe.Response")
@@ -458,12 +470,12 @@ class TaskSlowReader(TaskCase):
         # About 1 MB in 40 steps: one update per 150 ms, each the whole task.
         task = await self.send_message(c, "while [ ! -e %s ]; do sleep 0.05; done; for i in $(seq 40); "
                                        "do head -c 25000 /dev/zero | tr '\\0' x; sleep 0.06; done" % gate, sid)
-        slow = self.raw(sid, sub="slow", scope=TASK_SCOPE, rcvbuf=4096)
+        slow = self.raw(sid, sub="agent", scope=TASK_SCOPE, rcvbuf=4096)
         await slow.expect_hello(sid)
         await slow.send("SubscribeToTask", {"task_id": task["id"]})
         await slow.expect_frame("SubscribeToTask.Accepted")
         await slow.expect_frame("TaskStatusUpdate")
-        _, reader = await self.task_client(sid, sub="reader")
+        _, reader = await self.task_client(sid, label="reader")
         await self.request(reader, "SubscribeToTask", {"task_id": task["id"]},
                            expect="SubscribeToTask.Accepted")
         await reader.expect_frame("TaskStatusUpdate")
@@ -560,16 +572,6 @@ class TaskHandler(TaskCase):
 class TaskRestart(TaskCase):
     SIDECAR_ARGS = ("--state-dir", "{dir}/state", "--state-key-file", "{dir}/state.key")
 
-    async def reconnect(self, sid):
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                return await self.connect(sid, sub="agent", scope=TASK_SCOPE)
-            except Exception:
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
-
     async def test_round_trip_with_state_dir(self):
         await self.measure_round_trips("--state-dir: 3 fsynced record writes per task")
 
@@ -605,6 +607,134 @@ class TaskRestart(TaskCase):
         self.assertEqual({t["id"] for t in listed["payload"]["tasks"]}, {done["id"], running["id"]})
 
 
+NUL_OUT = "a\0b\0\n"
+NUL_COMMAND = "printf 'a\\000b\\000\\n'; printf 'e\\000' >&2"
+
+
+class TaskNulOutput(TaskCase):
+    """Issue 17, fault 3: one NUL byte in a task's output made the task
+    unreadable at the gateway (its "\\u0000" refused), the session's
+    ListTasks failed for every principal, a stream stopped at WORKING and
+    the record did not load after a restart. Output is passed byte for
+    byte, and one bad task never fails a list."""
+    SIDECAR_ARGS = ("--state-dir", "{dir}/state", "--state-key-file", "{dir}/state.key")
+
+    async def test_nul_output_reaches_the_client_intact_everywhere(self):
+        sid, c = await self.task_client()
+        plain = await self.send_message(c, "echo plain", sid)
+        await self.wait_done(c, plain["id"], sid)
+        acc = await self.request(c, "SendStreamingMessage", {"message": text_message(NUL_COMMAND)},
+                                 expect="SendStreamingMessage.Accepted")
+        tid = acc["payload"]["task_id"]
+        ups = await self.updates_until_terminal(c, tid)
+        last = ups[-1]["payload"]["task"]
+        self.assertEqual(last["status"]["state"], "TASK_STATE_COMPLETED")
+        self.assertEqual(artifact_text(last, "stdout"), NUL_OUT)
+        self.assertEqual(artifact_text(last, "stderr"), "e\0")
+        got = await self.get_task(c, tid, sid)
+        self.assertEqual(artifact_text(got, "stdout"), NUL_OUT)
+        # The list holds both tasks, for the owner and for tasks:all.
+        for client in (c, await self.connect(sid, sub="auditor", scope="tasks:all")):
+            listed = await self.request(client, "ListTasks", {}, expect="ListTasks.Response")
+            tasks = {t["id"]: t for t in listed["payload"]["tasks"]}
+            self.assertEqual(set(tasks), {plain["id"], tid})
+            self.assertEqual(artifact_text(tasks[tid], "stdout"), NUL_OUT)
+        # A late subscriber's snapshot, then the record after a restart.
+        await self.request(c, "SubscribeToTask", {"task_id": tid}, expect="SubscribeToTask.Accepted")
+        snap = await c.expect_frame("TaskStatusUpdate")
+        self.assertEqual(artifact_text(snap["payload"]["task"], "stdout"), NUL_OUT)
+        self.assertIsNone(self.stack.sidecar.stop())
+        await c.expect_close(1011, timeout=10, allow=("Error", "binding_goodbye"))
+        self.stack.sidecar.start()
+        c2 = await self.reconnect(sid)
+        after = await self.get_task(c2, tid, sid)
+        self.assertEqual(artifact_text(after, "stdout"), NUL_OUT, "the record kept the NUL bytes")
+        listed = await self.request(c2, "ListTasks", {}, expect="ListTasks.Response")
+        self.assertEqual(len(listed["payload"]["tasks"]), 2)
+
+
+class TaskOwners(TaskCase):
+    """Issue 17, fault 4: tasks have owners. Another principal's task is not
+    found (TASK_NOT_FOUND, as an unknown id: ids do not leak) by every op,
+    and its messageId or idempotency key starts a task of one's own
+    instead of returning (hijacking) the other's; a token with scope
+    tasks:all sees and acts on every principal's tasks of the session."""
+
+    async def two_principals(self):
+        sid, alice = await self.task_client(sub="alice")
+        _, bob = await self.task_client(sid, sub="bob")
+        return sid, alice, bob
+
+    async def assert_not_found(self, c, op, payload):
+        err = await self.request(c, op, payload, expect="Error")
+        self.assertEqual(err["payload"]["code"], "TASK_NOT_FOUND", err)
+
+    async def test_another_principals_task_is_not_found(self):
+        sid, alice, bob = await self.two_principals()
+        mid = uuid7()
+        running = await self.send_message(alice, "sleep 30", sid, message_id=mid)
+        done = await self.send_message(alice, "echo secret-output", sid)
+        await self.wait_done(alice, done["id"], sid)
+        for tid in (running["id"], done["id"]):
+            await self.assert_not_found(bob, "GetTask", {"task_id": tid})
+            await self.assert_not_found(bob, "CancelTask", {"task_id": tid})
+            await self.assert_not_found(bob, "SubscribeToTask", {"task_id": tid})
+            await self.assert_not_found(bob, "Unsubscribe", {"task_id": tid})
+        listed = await self.request(bob, "ListTasks", {}, expect="ListTasks.Response")
+        self.assertEqual(listed["payload"]["tasks"], [])
+        bad = await self.request(bob, "ListTasks", {"page_token": done["id"]}, expect="Error")
+        self.assertEqual(bad["payload"]["code"], "INVALID_REQUEST", "another's id is no page token")
+        # alice's messageId from bob is bob's own new task, not alice's.
+        mine = await self.send_message(bob, "echo bobs", sid, message_id=mid)
+        self.assertNotEqual(mine["id"], running["id"])
+        mine = await self.wait_done(bob, mine["id"], sid)
+        self.assertEqual(artifact_text(mine, "stdout"), "bobs\n")
+        acc = await self.request(bob, "SendStreamingMessage", {"message": text_message("true", message_id=mid)},
+                                 expect="SendStreamingMessage.Accepted")
+        self.assertEqual(acc["payload"]["task_id"], mine["id"], "bob's own repeat")
+        # The idempotency key too.
+        key = {"idempotency_key": "key-%s" % uuid7()}
+        a = await self.request(alice, "SendMessage", {"message": text_message("echo a")},
+                               expect="SendMessage.Response", service_parameters=key)
+        b = await self.request(bob, "SendMessage", {"message": text_message("echo b")},
+                               expect="SendMessage.Response", service_parameters=key)
+        self.assertNotEqual(a["payload"]["task"]["id"], b["payload"]["task"]["id"])
+        # Nothing of bob's touched alice's task, and she sees only hers.
+        self.assertEqual((await self.get_task(alice, running["id"], sid))["status"]["state"],
+                         "TASK_STATE_WORKING")
+        listed = await self.request(alice, "ListTasks", {}, expect="ListTasks.Response")
+        self.assertEqual({t["id"] for t in listed["payload"]["tasks"]},
+                         {running["id"], done["id"], a["payload"]["task"]["id"]})
+        await self.request(alice, "CancelTask", {"task_id": running["id"]}, expect="CancelTask.Response")
+
+    async def test_tasks_all_sees_and_acts_on_every_principals_tasks(self):
+        sid, alice, bob = await self.two_principals()
+        mid = uuid7()
+        running = await self.send_message(alice, "echo started; sleep 30", sid, message_id=mid)
+        theirs = await self.send_message(bob, "echo bobs", sid)
+        _, admin = await self.task_client(sid, sub="admin", scope="tasks:all")
+        listed = await self.request(admin, "ListTasks", {}, expect="ListTasks.Response")
+        self.assertEqual({t["id"] for t in listed["payload"]["tasks"]}, {running["id"], theirs["id"]})
+        done = await self.wait_done(admin, theirs["id"], sid)
+        self.assertEqual(artifact_text(done, "stdout"), "bobs\n")
+        await self.request(admin, "SubscribeToTask", {"task_id": running["id"]},
+                           expect="SubscribeToTask.Accepted")
+        snap = await admin.expect_frame("TaskStatusUpdate")
+        self.assertEqual(snap["payload"]["task"]["id"], running["id"])
+        again = await self.request(admin, "SendMessage", {"message": text_message("true", message_id=mid)},
+                                   expect="SendMessage.Response")
+        self.assertEqual(again["payload"]["task"]["id"], running["id"], "alice's task, nothing run")
+        r = await self.request(admin, "CancelTask", {"task_id": running["id"]}, expect="CancelTask.Response")
+        self.assertEqual(r["payload"]["task"]["status"]["state"], "TASK_STATE_CANCELED")
+        ups = await self.updates_until_terminal(admin, running["id"])
+        self.assertEqual(ups[-1]["payload"]["task"]["status"]["state"], "TASK_STATE_CANCELED")
+        self.assertEqual((await self.get_task(alice, running["id"], sid))["status"]["state"],
+                         "TASK_STATE_CANCELED")
+        # Its own tasks are its own: alice does not see the admin's.
+        own = await self.send_message(admin, "true", sid)
+        await self.assert_not_found(alice, "GetTask", {"task_id": own["id"]})
+
+
 class RunCommand(TaskCase):
     def cli(self, *args, **kw):
         cli = harness.cli_binary()
@@ -629,6 +759,33 @@ class RunCommand(TaskCase):
         p = self.cli("--", "true")
         p.communicate(timeout=30)
         self.assertEqual(p.returncode, 0)
+
+    def test_nul_output_is_written_byte_for_byte(self):
+        # Before issue 17's fix the updates carrying the NUL were dropped
+        # and `ptygate run` waited forever at WORKING.
+        p = self.cli("--", NUL_COMMAND)
+        out, err = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertEqual(out, NUL_OUT.encode())
+        self.assertIn(b"e\0", err)
+
+    async def test_timeout_cancels_the_task_and_exits_124(self):
+        p = self.cli("--timeout", "2s", "--", "echo started; sleep 60")
+        self.assertEqual(await self.in_thread(p.stdout.readline), b"started\n")
+        out, err = await self.in_thread(lambda: p.communicate(timeout=60))
+        self.assertEqual(p.returncode, 124, err)
+        self.assertIn(b"did not end within 2s (--timeout): canceling it", err)
+        c = await self.connect(self.sid, sub="runner", scope=TASK_SCOPE)
+        listed = await self.request(c, "ListTasks", {}, expect="ListTasks.Response")
+        tid = listed["payload"]["tasks"][0]["id"]
+        self.assertEqual((await self.wait_done(c, tid, self.sid))["status"]["state"],
+                         "TASK_STATE_CANCELED")
+
+    def test_bad_timeout_is_a_usage_error(self):
+        p = self.cli("--timeout", "soon", "--", "true")
+        _, err = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 2, err)
+        self.assertIn(b"--timeout", err)
 
     def test_ctrl_c_cancels(self):
         p = self.cli("--", "echo started; sleep 60")

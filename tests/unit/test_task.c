@@ -1,8 +1,9 @@
 /* unit: sidecar */
 /* test_task: the inbound message (v1.0 and the older lower-case forms,
    every refusal), the canonical task JSON, the output cap, output deltas
-   that never split a UTF-8 character, exit statuses, and the record
-   round trip. */
+   that never split a UTF-8 character, exit statuses, the record round
+   trip (NUL bytes in the output, the owner, records from before owners),
+   and who sees a task. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -38,7 +39,7 @@ static struct task *make(const char *command)
 		 "\"parts\":[{\"text\":\"%s\"}]}}",
 		 command);
 	assert_int_equal(parse(json, &s), 0);
-	return task_new(SID, &s, "", "trace-1", 1000);
+	return task_new(SID, "alice", &s, "", "trace-1", 1000);
 }
 
 static void test_parse_forms(void **state)
@@ -260,6 +261,106 @@ static void test_record_round_trip(void **state)
 	task_free(t);
 }
 
+/* The text of the artifact of stream name in a task's JSON, and its length. */
+static const char *artifact_text(json_t *task, const char *name, size_t *len)
+{
+	size_t i;
+	json_t *a;
+
+	json_array_foreach(json_object_get(task, "artifacts"), i, a)
+	{
+		json_t *text;
+		if (strcmp(json_string_value(json_object_get(a, "artifactId")), name))
+			continue;
+		text = json_object_get(json_array_get(json_object_get(a, "parts"), 0),
+				       "text");
+		*len = json_string_length(text);
+		return json_string_value(text);
+	}
+	return NULL;
+}
+
+/* Issue 17, fault 3: a NUL byte in the output is kept (as \u0000 in the
+   JSON) through the task's JSON and its record; before, the record did
+   not load, and the task was lost at the next start. */
+static void test_nul_output_round_trips(void **state)
+{
+	static const char out[] = "a\0b\0\n";
+	struct task *t = make("printf nul"), *back;
+	char *rec, *text;
+	json_t *j, *again;
+	const char *got;
+	size_t len;
+
+	task_set_state(t, TASK_WORKING, NULL, 2000);
+	task_append_output(t, TASK_STDOUT, out, sizeof(out) - 1, 100);
+	task_set_exit(t, 0, 3000);
+	j = task_json(t, -1);
+	text = json_dumps(j, JSON_COMPACT);
+	assert_non_null(strstr(text, "a\\u0000b\\u0000\\n"));
+	again = json_loads(text, JSON_ALLOW_NUL, NULL);
+	assert_non_null(again);
+	got = artifact_text(again, "stdout", &len);
+	assert_int_equal(len, sizeof(out) - 1);
+	assert_memory_equal(got, out, len);
+	rec = task_record(t);
+	back = task_from_record(rec, strlen(rec));
+	assert_non_null(back);
+	assert_int_equal(back->out[TASK_STDOUT].len, sizeof(out) - 1);
+	assert_memory_equal(back->out[TASK_STDOUT].data, out, sizeof(out) - 1);
+	assert_string_equal(back->owner, "alice");
+	free(rec);
+	free(text);
+	json_decref(j);
+	json_decref(again);
+	task_free(back);
+	task_free(t);
+}
+
+/* Issue 17, fault 4: a task is its sender's; tasks:all sees every one. */
+static void test_owner_and_visibility(void **state)
+{
+	struct task *t = make("true");
+
+	assert_string_equal(t->owner, "alice");
+	assert_true(task_visible(t, "alice", 0));
+	assert_false(task_visible(t, "bob", 0));
+	assert_false(task_visible(t, "alic", 0));
+	assert_false(task_visible(t, "", 0));
+	assert_true(task_visible(t, "bob", 1));
+	task_free(t);
+}
+
+/* A version 1 record (before owners) loads as nobody's: only tasks:all
+   sees it. A version 2 record without an owner is refused. */
+static void test_record_without_owner(void **state)
+{
+	struct task *t = make("echo old"), *back;
+	json_t *r;
+	char *rec, *v1;
+
+	rec = task_record(t);
+	r = json_loads(rec, 0, NULL);
+	assert_int_equal(json_integer_value(json_object_get(r, "version")), 2);
+	json_object_del(r, "owner");
+	v1 = json_dumps(r, JSON_COMPACT);
+	assert_null(task_from_record(v1, strlen(v1))); /* v2 needs an owner */
+	free(v1);
+	json_object_set_new(r, "version", json_integer(1));
+	v1 = json_dumps(r, JSON_COMPACT);
+	back = task_from_record(v1, strlen(v1));
+	assert_non_null(back);
+	assert_string_equal(back->owner, "");
+	assert_false(task_visible(back, "alice", 0));
+	assert_false(task_visible(back, "", 0));
+	assert_true(task_visible(back, "alice", 1));
+	free(v1);
+	free(rec);
+	json_decref(r);
+	task_free(back);
+	task_free(t);
+}
+
 static void test_state_names(void **state)
 {
 	enum task_state s;
@@ -282,6 +383,9 @@ int main(void)
 	    cmocka_unit_test(test_delta_keeps_characters_whole),
 	    cmocka_unit_test(test_invalid_utf8_replaced),
 	    cmocka_unit_test(test_record_round_trip),
+	    cmocka_unit_test(test_nul_output_round_trips),
+	    cmocka_unit_test(test_owner_and_visibility),
+	    cmocka_unit_test(test_record_without_owner),
 	    cmocka_unit_test(test_state_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
