@@ -111,8 +111,10 @@ class PerAddressCap(harness.E2ETestCase):
                 status, body, sock = self.attach("127.0.0.20", sub="cap%d" % i)
                 self.assertEqual(status, 101, body)
                 held.append(sock)
+            # Over the cap: answered 429 and closed, not served.
             status, body, sock = self.attach("127.0.0.20", sub="over")
-            self.assertIsNone(status, "a connection over the cap was served: %r" % body)
+            self.assertEqual(status, 429, "a connection over the cap was served: %r" % body)
+            self.assertEqual(json.loads(body)["code"], "RATE_LIMITED")
             status, _, sock = self.attach("127.0.0.21", sub="other")
             self.assertEqual(status, 101, "another address must not be affected")
             held.append(sock)
