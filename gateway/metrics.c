@@ -23,6 +23,14 @@ static const struct family families[] = {
 	       "Bytes queued for clients, all connections together.", queue_bytes),
     METRICS__F("ptygate_fanout_queue_bytes_max", "gauge",
 	       "Bytes queued for the most backed-up connection.", queue_bytes_max),
+    METRICS__F("ptygate_reply_bytes", "gauge",
+	       "Bytes held for sidecar replies: a reply's answer while it is encoded, "
+	       "and each answer until its request ends.",
+	       reply_bytes),
+    METRICS__F("ptygate_link_turn_max_ms", "gauge",
+	       "The longest time one loop turn spent reading and handing out one "
+	       "sidecar link's messages, since start.",
+	       link_turn_max_ms),
     METRICS__F("ptygate_frames_out_total", "counter",
 	       "WebSocket frames queued to clients.", frames_out),
     METRICS__F("ptygate_bytes_out_total", "counter", "Bytes written to client sockets.",
@@ -89,6 +97,19 @@ static const struct family families[] = {
 	       "Unsent output dropped so a closing connection's close frame leaves "
 	       "next.",
 	       close_dropped_bytes),
+    METRICS__F("ptygate_link_replies_refused_total", "counter",
+	       "Sidecar replies over the protocol's limits, answered 502.",
+	       link_replies_refused),
+    METRICS__F("ptygate_link_replies_too_large_total", "counter",
+	       "Sidecar replies whose JSON answer would pass its cap, answered 502.",
+	       link_replies_too_large),
+    METRICS__F("ptygate_link_replies_shed_total", "counter",
+	       "Sidecar replies answered 503: the answers in flight held their budget.",
+	       link_replies_shed),
+    METRICS__F("ptygate_link_turns_cut_total", "counter",
+	       "Loop turns on a sidecar link cut at the per-turn budget, the rest "
+	       "handed out in later turns.",
+	       link_turns_cut),
 };
 
 static void head(struct buf *out, const char *name, const char *type, const char *help)

@@ -12,9 +12,11 @@ struct metrics {
 	/* gauges */
 	uint64_t conns_controller; /* attached connections by role */
 	uint64_t conns_observer;
-	uint64_t conns_pending;	  /* upgraded, not yet joined */
-	uint64_t queue_bytes;	  /* fan-out bytes queued, all connections */
-	uint64_t queue_bytes_max; /* the deepest single queue right now */
+	uint64_t conns_pending;	   /* upgraded, not yet joined */
+	uint64_t queue_bytes;	   /* fan-out bytes queued, all connections */
+	uint64_t queue_bytes_max;  /* the deepest single queue right now */
+	uint64_t reply_bytes;	   /* sidecar replies being answered, and their answers */
+	uint64_t link_turn_max_ms; /* the longest loop turn spent on one link */
 	/* counters */
 	uint64_t frames_out; /* WebSocket frames queued to clients */
 	uint64_t bytes_out;  /* bytes written to client sockets */
@@ -38,8 +40,13 @@ struct metrics {
 	uint64_t conns_refused_address; /* 429: the client's address at its cap */
 	uint64_t conns_refused_full;	/* 503: the gateway at its connection cap */
 	uint64_t conns_dropped;		/* closed unanswered: the refusal budget spent */
-	uint64_t heads_evicted;	      /* closed while sending their head, to make room */
-	uint64_t close_dropped_bytes; /* unsent output dropped so a close leaves next */
+	uint64_t heads_evicted;	       /* closed while sending their head, to make room */
+	uint64_t close_dropped_bytes;  /* unsent output dropped so a close leaves next */
+	uint64_t link_replies_refused; /* replies over the protocol's limits: 502 */
+	uint64_t
+	    link_replies_too_large; /* replies whose answer would pass its cap: 502 */
+	uint64_t link_replies_shed; /* replies over the in-flight budget: 503 */
+	uint64_t link_turns_cut;    /* link turns cut at the per-turn budget */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists

@@ -378,5 +378,8 @@ void routes_req_clear(struct route_req *rq)
 	if (rq->file_fd >= 0)
 		close(rq->file_fd);
 	rq->file_fd = -1;
+	if (rq->held_bytes)
+		rq->gw->metrics.reply_bytes -= rq->held_bytes;
+	rq->held_bytes = 0;
 	buf_free(&rq->out);
 }

@@ -149,6 +149,7 @@ struct route_req {
 	uint64_t pending_id;
 	int in_handle, answered;
 	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
+	size_t held_bytes;    /* counted in metrics.reply_bytes until cleared */
 	char *rest_principal; /* an admitted REST request's place (restlimit) */
 };
 

@@ -12,6 +12,7 @@
 #include "gateway.h"
 #include "routes_int.h"
 #include "timeutil.h"
+#include "upstream.h"
 
 /* A JSON string from peer text, invalid UTF-8 bytes replaced by U+FFFD. */
 static json_t *jstr(const char *s)
@@ -210,6 +211,15 @@ void routes_error_body(const char *code, const char *message, struct buf *out)
 
 unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name)
 {
+	/* The gateway's own codes for a reply it refused (upstream.h). */
+	if ((int)code == UPSTREAM_CODE_BAD_REPLY) {
+		*name = "BAD_GATEWAY";
+		return 502;
+	}
+	if ((int)code == UPSTREAM_CODE_SHED) {
+		*name = "UNAVAILABLE";
+		return 503;
+	}
 	switch (code) {
 	case PTG__ERROR_CODE__INVALID_REQUEST:
 	case PTG__ERROR_CODE__ERR_SESSION_EXITED:

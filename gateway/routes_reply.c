@@ -69,12 +69,22 @@ void routes__count(struct route_req *rq)
 		rq->gw->metrics.upgrades_refused++;
 }
 
+/* An answer made from a sidecar reply counts in ptygate_reply_bytes
+   until its request ends (routes_req_clear): its text, and the copy the
+   HTTP server sends from. */
+static void hold_answer(struct route_req *rq)
+{
+	rq->held_bytes = 2 * buf_size(&rq->out);
+	rq->gw->metrics.reply_bytes += rq->held_bytes;
+}
+
 static void reply_cb(const Ptg__Reply *r, void *user)
 {
 	struct route_req *rq = user;
 
 	rq->pending_up = NULL;
 	rq->on_reply(rq, r);
+	hold_answer(rq);
 	rq->answered = 1;
 	if (!rq->in_handle) {
 		routes__count(rq);

@@ -5,6 +5,7 @@
 #include "upstream.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "frames.h"
 #include "gateway.h"
+#include "id.h"
 #include "linkconn.h"
 #include "log.h"
 #include "timeutil.h"
@@ -26,6 +28,23 @@
 #define LINK_MAX_OUTPUT_BYTES (1u << 20)
 /* Members of a MembershipChanged when the hello gave no limits. */
 #define LINK_MAX_MEMBERS_DEFAULT 1024
+/* What one loop turn may spend reading and handing out one link's
+   messages (linkconn_set_turn_budget): a sidecar flooding frames (a
+   member bomb, Output far faster than its clients read) costs another
+   instance's clients at most this, plus the one message that ran over,
+   before their own turn (a flood of small frames took 231 to 255 ms a
+   turn without it, 16 to 22 ms with it). */
+#define LINK_TURN_BUDGET_US 5000
+/* The largest JSON answer one reply may become (its text; the encoder's
+   tree and the HTTP copy come on top). An honest one is far smaller: a
+   page of a session list stops past 256 KiB with argv cut to 256 bytes,
+   one session is at most 16 KiB of argv (96 KiB if every byte were a
+   control byte) and its members. A hostile list of 16 MB could be 100 MB
+   of JSON and 548 MiB of the gateway's memory. */
+#define REPLY_ANSWER_MAX (8u << 20)
+/* What all replies and their answers may hold at once (struct metrics
+   reply_bytes): a reply that would pass it is answered 503. */
+#define REPLY_BYTES_MAX (64u << 20)
 
 struct pending {
 	uint64_t id;
@@ -312,19 +331,235 @@ static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
 		b->sink->task_update(tu, b->user);
 }
 
+/* ---- replies: the protocol's limits and the answer's size ---- */
+
+static size_t max_controllers(const struct upstream *u)
+{
+	return u->has_limits && u->limits.max_controllers ? u->limits.max_controllers
+							  : LINK_MAX_MEMBERS_DEFAULT;
+}
+
+static size_t max_observers(const struct upstream *u)
+{
+	return u->has_limits && u->limits.max_observers ? u->limits.max_observers
+							: LINK_MAX_MEMBERS_DEFAULT;
+}
+
+static int too_long(const char *s, size_t max_bytes)
+{
+	return s && strnlen(s, max_bytes + 1) > max_bytes;
+}
+
+/* Members as SPEC 5.1 bounds them; why not, or NULL. */
+static const char *members_over_caps(Ptg__Member **m, size_t n, size_t max)
+{
+	if (n > max)
+		return "more members than its hello's limits allow";
+	for (size_t i = 0; i < n; i++)
+		if (too_long(m[i]->client_id,
+			     PTG_UTF8_MAX_BYTES(PTG_CLIENT_ID_MAX_CHARS)) ||
+		    too_long(m[i]->label, PTG_LABEL_MAX_BYTES))
+			return "a member's client_id or label over its limit";
+	return NULL;
+}
+
+static const char *argv_over_caps(char **argv, size_t n)
+{
+	size_t total = 0;
+
+	if (n > PTG_ARGV_MAX)
+		return "more than " PTG_STR(PTG_ARGV_MAX) " argv entries";
+	for (size_t i = 0; i < n; i++) {
+		size_t len = strnlen(argv[i], PTG_ARG_MAX_BYTES + 1);
+
+		if (len > PTG_ARG_MAX_BYTES)
+			return "an argv entry over " PTG_STR(PTG_ARG_MAX_BYTES) " bytes";
+		total += len + 1;
+	}
+	return total > PTG_ARGV_MAX_BYTES
+		   ? "argv over " PTG_STR(PTG_ARGV_MAX_BYTES) " bytes"
+		   : NULL;
+}
+
+static const char *session_over_caps(const struct upstream *u, const Ptg__SessionInfo *s)
+{
+	const char *why;
+
+	if (!id_valid(s->session_id))
+		return "a session id that is not one";
+	if (!PTG_DIM_OK(s->cols, s->rows))
+		return "a session size out of range";
+	if (too_long(s->label, PTG_LABEL_MAX_BYTES))
+		return "a session label over its limit";
+	if ((why = argv_over_caps(s->argv, s->n_argv)))
+		return why;
+	if ((why =
+		 members_over_caps(s->controllers, s->n_controllers, max_controllers(u))))
+		return why;
+	return members_over_caps(s->observers, s->n_observers, max_observers(u));
+}
+
+/* A reply as the protocol bounds it (ptg_limits.h, the hello's limits);
+   why not, or NULL. */
+static const char *reply_over_caps(const struct upstream *u, const Ptg__Reply *r)
+{
+	const char *why = NULL;
+
+	if (too_long(r->message, PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS)) ||
+	    too_long(r->client_op_id, PTG_MSG_ID_MAX_BYTES))
+		return "a message or op id over its limit";
+	switch (r->result_case) {
+	case PTG__REPLY__RESULT_SESSION:
+		return session_over_caps(u, r->session);
+	case PTG__REPLY__RESULT_SESSIONS:
+		if (r->sessions->n_sessions > PTG_LIST_PAGE_MAX)
+			return "more than " PTG_STR(
+			    PTG_LIST_PAGE_MAX) " sessions in a page";
+		if (too_long(r->sessions->next_after, PTG_ID_MAX))
+			return "a page token over its limit";
+		for (size_t i = 0; !why && i < r->sessions->n_sessions; i++)
+			why = session_over_caps(u, r->sessions->sessions[i]);
+		return why;
+	case PTG__REPLY__RESULT_ATTACH:
+		return too_long(r->attach->client_id,
+				PTG_UTF8_MAX_BYTES(PTG_CLIENT_ID_MAX_CHARS)) ||
+			       too_long(r->attach->replay_error,
+					PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS))
+			   ? "an attach result over its limits"
+			   : NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* JSON text of s at most (jansson's escapes: a control byte is six
+   bytes, \u0001; a byte of invalid UTF-8 becomes U+FFFD, three). */
+static size_t json_str_bound(const char *s)
+{
+	size_t n = 2;
+
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
+		n += *p < 0x20 ? 6 : *p == '"' || *p == '\\' ? 2 : *p >= 0x80 ? 3 : 1;
+	return n;
+}
+
+/* Field names, numbers and timestamps of one session object, and of
+   one member (routes_session_json's shape), with room to spare. */
+#define SESSION_JSON_FIXED 512
+#define MEMBER_JSON_FIXED  32
+
+static size_t members_json_bound(Ptg__Member **m, size_t n)
+{
+	size_t total = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += MEMBER_JSON_FIXED + json_str_bound(m[i]->client_id) +
+			 json_str_bound(m[i]->label);
+	return total;
+}
+
+static size_t session_json_bound(const Ptg__SessionInfo *s)
+{
+	size_t total = SESSION_JSON_FIXED + json_str_bound(s->session_id) +
+		       json_str_bound(s->label) +
+		       members_json_bound(s->controllers, s->n_controllers) +
+		       members_json_bound(s->observers, s->n_observers);
+
+	for (size_t i = 0; i < s->n_argv; i++)
+		total += 1 + json_str_bound(s->argv[i]);
+	return total;
+}
+
+/* The JSON answer r may become, at most, before any of it is made. */
+static size_t answer_bound(const Ptg__Reply *r)
+{
+	size_t total = SESSION_JSON_FIXED + json_str_bound(r->message);
+
+	if (r->result_case == PTG__REPLY__RESULT_SESSION)
+		total += session_json_bound(r->session);
+	if (r->result_case == PTG__REPLY__RESULT_SESSIONS)
+		for (size_t i = 0; i < r->sessions->n_sessions; i++)
+			total += 1 + session_json_bound(r->sessions->sessions[i]);
+	return total;
+}
+
+/* In place of a refused reply, what its requester gets: the same ids,
+   no result, code a gateway-only one (upstream.h), and why. */
+static Ptg__Reply refusal(const Ptg__Reply *r, int code, const char *why)
+{
+	Ptg__Reply out = PTG__REPLY__INIT;
+
+	out.request_id = r->request_id;
+	out.attach_id = r->attach_id;
+	out.client_op_id = r->client_op_id;
+	out.code = (Ptg__ErrorCode)code;
+	out.message = (char *)why;
+	return out;
+}
+
+/* A reply is checked before anything of it is encoded: the protocol's
+   limits (a sidecar is an untrusted peer), the cap on its answer, and
+   the memory all answers hold. *held is what it reserves meanwhile. */
+static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *held,
+			       char *why, size_t cap)
+{
+	struct metrics *mt = &u->gw->metrics;
+	const char *over = reply_over_caps(u, r);
+	size_t bound;
+
+	*held = 0;
+	if (over) {
+		snprintf(why, cap, "the sidecar's reply broke the protocol's limits: %s",
+			 over);
+		log_error(u->name, "reply refused: %s", over);
+		mt->link_replies_refused++;
+		return refusal(r, UPSTREAM_CODE_BAD_REPLY, why);
+	}
+	bound = answer_bound(r);
+	if (bound > REPLY_ANSWER_MAX) {
+		snprintf(
+		    why, cap,
+		    "the sidecar's reply would make an answer over %u MiB (up to %zu "
+		    "bytes)",
+		    REPLY_ANSWER_MAX >> 20, bound);
+		log_error(u->name, "reply refused: its answer may take %zu bytes", bound);
+		mt->link_replies_too_large++;
+		return refusal(r, UPSTREAM_CODE_BAD_REPLY, why);
+	}
+	if ((r->result_case == PTG__REPLY__RESULT_SESSION ||
+	     r->result_case == PTG__REPLY__RESULT_SESSIONS) &&
+	    mt->reply_bytes + bound > REPLY_BYTES_MAX) {
+		snprintf(why, cap, "the gateway holds too many answers; retry");
+		log_warn(u->name, "reply shed: %" PRIu64 " bytes of answers held",
+			 mt->reply_bytes);
+		mt->link_replies_shed++;
+		return refusal(r, UPSTREAM_CODE_SHED, why);
+	}
+	*held = bound;
+	mt->reply_bytes += bound;
+	return *r;
+}
+
 static void route_reply(struct upstream *u, const Ptg__Reply *r)
 {
 	struct pending *p = r->request_id ? take_pending(u, r->request_id) : NULL;
-	struct binding *b;
+	struct binding *b = NULL;
+	char why[256];
+	size_t held;
+	Ptg__Reply checked;
 
-	if (p) {
-		p->cb(r, p->user);
-		free(p);
+	if (!p)
+		b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
+	if (!p && !(b && b->sink->reply))
 		return;
+	checked = screen_reply(u, r, &held, why, sizeof(why));
+	if (p) {
+		p->cb(&checked, p->user);
+		free(p);
+	} else {
+		b->sink->reply(&checked, b->user);
 	}
-	b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
-	if (b && b->sink->reply)
-		b->sink->reply(r, b->user);
+	u->gw->metrics.reply_bytes -= held;
 }
 
 /* The sidecar must be the instance this address was configured for: a
@@ -366,21 +601,19 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
    is an untrusted peer. Returns why the frame is refused, or NULL. */
 static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f)
 {
-	size_t max_c = LINK_MAX_MEMBERS_DEFAULT, max_o = LINK_MAX_MEMBERS_DEFAULT;
+	const Ptg__MembershipChangedFrame *mc = f->membership;
+	const char *why;
 
-	if (u->has_limits && u->limits.max_controllers)
-		max_c = u->limits.max_controllers;
-	if (u->has_limits && u->limits.max_observers)
-		max_o = u->limits.max_observers;
 	switch (f->kind_case) {
 	case PTG__FRAME__KIND_OUTPUT:
 		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output"
 								   : NULL;
 	case PTG__FRAME__KIND_MEMBERSHIP:
-		return f->membership->n_controllers > max_c ||
-			       f->membership->n_observers > max_o
-			   ? "more members than its hello's limits allow"
-			   : NULL;
+		why = members_over_caps(mc->controllers, mc->n_controllers,
+					max_controllers(u));
+		return why ? why
+			   : members_over_caps(mc->observers, mc->n_observers,
+					       max_observers(u));
 	default:
 		return NULL;
 	}
@@ -451,9 +684,21 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	schedule_dial(u);
 }
 
+/* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. */
+static void on_link_turn(struct linkconn *lc, int64_t spent_us, int cut, void *user)
+{
+	struct upstream *u = user;
+	uint64_t ms = (uint64_t)spent_us / 1000;
+
+	u->gw->metrics.link_turns_cut += cut ? 1 : 0;
+	if (ms > u->gw->metrics.link_turn_max_ms)
+		u->gw->metrics.link_turn_max_ms = ms;
+}
+
 static const struct linkconn_ops link_ops = {
     .on_message = on_link_message,
     .on_close = on_link_close,
+    .on_turn = on_link_turn,
 };
 
 static void send_hello(struct upstream *u)
@@ -488,6 +733,7 @@ static void on_connected(struct ev_io *io, int fd, unsigned events, void *user)
 		schedule_dial(u);
 		return;
 	}
+	linkconn_set_turn_budget(u->lc, LINK_TURN_BUDGET_US);
 	send_hello(u);
 }
 

@@ -21,7 +21,13 @@ struct upstream;
 struct wsframe;
 
 /* r is NULL when the link dropped or the request timed out. The reply
-   and everything in it are valid only during the call. */
+   and everything in it are valid only during the call. A reply is
+   checked before it is handed on (the protocol's limits, the size of
+   the JSON it may become, the memory answers hold): one refused arrives
+   as a reply with no result, the same ids, and one of these codes, which
+   the sidecar never sends (routes_status_from_link: 502 and 503). */
+#define UPSTREAM_CODE_BAD_REPLY 1000 /* over the limits, or its answer over the cap */
+#define UPSTREAM_CODE_SHED	1001 /* answers in flight hold their budget */
 typedef void (*upstream_reply_fn)(const Ptg__Reply *r, void *user);
 
 /* Never fails (allocation aborts, timers cost no descriptor); the link
