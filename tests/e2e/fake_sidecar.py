@@ -1,14 +1,34 @@
-"""A hostile fake sidecar for the gateway's link tests (issue 6, item 5).
+"""A hostile fake sidecar for the gateway's link tests (issue 6, item 5;
+issue 17, faults 2 and 11).
 
 It speaks the link framing (a 4-byte big-endian length, then one packed
-LinkMessage of proto/link.proto), hand-encoding the few messages it needs,
-and misbehaves in one of these ways, given as the first argument:
+LinkMessage of proto/link.proto), hand-encoding the few messages it needs
+and decoding just enough of the gateway's (GetSession, Attach,
+ListSessions), and misbehaves in one of these ways, given as the first
+argument:
 
   bomb      after the hello, 16 MB messages of 8 million empty Members,
             one every 0.3 s for as long as the link stays
   flood     after the hello, Output frames as fast as it can
   deaf      answers the hello, then never reads again
   wrongid   answers the hello with another instance id
+
+and, for a client attached to its session "hostile" (a GetSession and
+an Attach are answered as a sidecar would):
+
+  members   once attached, small MembershipChanged frames (4 members)
+            and RoleAssigned frames, as fast as it can: tens of thousands
+            in every MiB the gateway reads
+  outflood  once attached, tiny Output frames (16 bytes) as fast as it
+            can, far faster than any client reads
+
+and, answering ListSessions (every other request gets INTERNAL):
+
+  list-argv       sessions whose argv breaks the limits (300 arguments)
+  list-ctrl       sessions within every per-session limit whose argv is
+                  16 KiB of control bytes (sixfold in JSON), 500 of them
+  list-members    a session with more members than the hello allows
+  list-ok         one honest session
 
 Usage: fake_sidecar.py MODE SOCKET_PATH INSTANCE_ID
 """
@@ -18,6 +38,8 @@ import struct
 import sys
 import threading
 import time
+
+HOSTILE_SESSION = "hostile"
 
 
 def varint(n):
@@ -37,8 +59,47 @@ def field(num, payload):
     return varint(num << 3 | 2) + varint(len(payload)) + payload
 
 
+def vfield(num, value):
+    """A varint field (wire type 0)."""
+    return varint(num << 3) + varint(value)
+
+
 def framed(body):
     return struct.pack(">I", len(body)) + body
+
+
+def parse(data):
+    """A message's fields as {number: [value, ...]}: ints for varints,
+    bytes for length-delimited fields (others are skipped)."""
+    out, i = {}, 0
+
+    def read_varint():
+        nonlocal i
+        n = shift = 0
+        while True:
+            b = data[i]
+            i += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                return n
+
+    while i < len(data):
+        key = read_varint()
+        num, wt = key >> 3, key & 7
+        if wt == 0:
+            value = read_varint()
+        elif wt == 2:
+            n = read_varint()
+            value, i = data[i:i + n], i + n
+        elif wt == 1:
+            value, i = data[i:i + 8], i + 8
+        elif wt == 5:
+            value, i = data[i:i + 4], i + 4
+        else:
+            raise ValueError("wire type %d" % wt)
+        out.setdefault(num, []).append(value)
+    return out
 
 
 def hello_ack(instance_id):
@@ -47,8 +108,25 @@ def hello_ack(instance_id):
 
 
 def frame(session_id, kind_num, kind_payload):
-    f = field(1, session_id.encode()) + field(kind_num, kind_payload)
-    return framed(field(21, f))  # LinkMessage.frame = 21
+    f = field(1, session_id.encode())
+    return framed(field(21, f + field(kind_num, kind_payload)))  # LinkMessage.frame = 21
+
+
+def reply(request_id, result=b"", code=0, attach_id=0):
+    r = vfield(1, request_id) + (vfield(2, code) if code else b"")
+    r += vfield(4, attach_id) if attach_id else b""
+    return framed(field(20, r + result))  # LinkMessage.reply = 20
+
+
+def member(client_id, label):
+    return field(1, client_id.encode()) + field(2, label.encode())
+
+
+def session_info(session_id, argv=(b"/bin/sh",), controllers=()):
+    s = field(1, session_id.encode()) + vfield(3, 4242) + vfield(4, 80) + vfield(5, 24)
+    s += b"".join(field(8, m) for m in controllers)
+    s += vfield(12, int(time.time() * 1000))
+    return s + b"".join(field(16, a) for a in argv)
 
 
 def bomb():
@@ -56,16 +134,102 @@ def bomb():
     return frame("bomb-session", 13, members)  # Frame.membership = 13
 
 
-def output(data):
-    return frame("flood-session", 10, field(2, data))  # Frame.output = 10, data = 2
+def output(data, session_id="flood-session"):
+    return frame(session_id, 10, field(2, data))  # Frame.output = 10, data = 2
 
 
-def read_all(conn):
-    try:
-        while conn.recv(1 << 16):
+def members_frame():
+    ms = b"".join(field(1, member("c%d" % i, "m")) for i in range(2))
+    ms += b"".join(field(2, member("o%d" % i, "m")) for i in range(2))
+    return frame(HOSTILE_SESSION, 13, ms)  # Frame.membership = 13
+
+
+def role_frame():
+    ra = vfield(1, 2) + field(2, b"c1")
+    return frame(HOSTILE_SESSION, 12, ra)  # Frame.role_assigned = 12
+
+
+def session_list(mode):
+    if mode == "list-argv":
+        sessions = [session_info("s%d" % i, argv=[b"x"] * 300) for i in range(4)]
+    elif mode == "list-ctrl":
+        argv = [b"\x01" * 4000] * 4  # 16,004 bytes with the NULs: under 16 KiB
+        sessions = [session_info("s%d" % i, argv=argv) for i in range(500)]
+    elif mode == "list-members":
+        ms = [member("c%d" % i, "x") for i in range(5000)]
+        sessions = [session_info("s0", controllers=ms)]
+    else:
+        sessions = [session_info("s0")]
+    return field(11, b"".join(field(1, s) for s in sessions))  # Reply.sessions = 11
+
+
+def read_messages(conn):
+    buf = b""
+    while True:
+        chunk = conn.recv(1 << 16)
+        if not chunk:
+            return
+        buf += chunk
+        while len(buf) >= 4:
+            n = struct.unpack(">I", buf[:4])[0]
+            if len(buf) < 4 + n:
+                break
+            yield parse(buf[4:4 + n])
+            buf = buf[4 + n:]
+
+
+class Link:
+    """One gateway's link: the requests it answers, and the flood a mode
+    starts once a client is attached."""
+
+    def __init__(self, conn, mode):
+        self.conn, self.mode = conn, mode
+        self.lock = threading.Lock()
+        self.flooding = False
+
+    def send(self, data):
+        with self.lock:
+            self.conn.sendall(data)
+
+    def serve_requests(self):
+        try:
+            for m in read_messages(self.conn):
+                self.answer(m)
+        except (OSError, ValueError):
             pass
-    except OSError:
-        pass
+
+    def answer(self, m):
+        if 5 in m:  # GetSession
+            req = parse(m[5][0])
+            self.send(reply(req[1][0], field(10, session_info(HOSTILE_SESSION))))
+        elif 7 in m:  # Attach
+            req = parse(m[7][0])
+            result = field(12, field(1, b"c1") + vfield(2, 1))  # Reply.attach
+            self.send(reply(req[1][0], result, attach_id=req[2][0]))
+            if self.mode in ("members", "outflood") and not self.flooding:
+                self.flooding = True
+                threading.Thread(target=self.flood, daemon=True).start()
+        elif 4 in m:  # ListSessions
+            req = parse(m[4][0])
+            self.send(reply(req[1][0], session_list(self.mode)))
+        else:
+            for msg in m.values():
+                fields = parse(msg[0])
+                if fields.get(1) and isinstance(fields[1][0], int):
+                    self.send(reply(fields[1][0], code=5))  # INTERNAL
+
+    def flood(self):
+        """The same batch again and again: the fake must outpace the
+        gateway, so nothing is encoded twice here."""
+        if self.mode == "members":
+            batch = (members_frame() + role_frame()) * 8192
+        else:
+            batch = output(os.urandom(16), HOSTILE_SESSION) * 16384
+        try:
+            while True:
+                self.send(batch)
+        except OSError:
+            pass
 
 
 def serve(conn, mode, instance_id):
@@ -74,7 +238,8 @@ def serve(conn, mode, instance_id):
         if mode == "deaf":
             conn.recv(4)  # the start of the gateway's Hello, then never again
             threading.Event().wait()
-        threading.Thread(target=read_all, args=(conn,), daemon=True).start()
+        link = Link(conn, mode)
+        threading.Thread(target=link.serve_requests, daemon=True).start()
         if mode == "bomb":
             msg = bomb()
             while True:  # again and again, for as long as the link stays
@@ -83,8 +248,8 @@ def serve(conn, mode, instance_id):
         elif mode == "flood":
             msg = output(os.urandom(60000)) * 16
             while True:
-                conn.sendall(msg)
-        threading.Event().wait(30)
+                link.send(msg)
+        threading.Event().wait(3600)
     except OSError:
         pass
     finally:
