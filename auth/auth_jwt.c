@@ -224,25 +224,39 @@ static int scopes(const json_t *o, unsigned *bits)
 	return 0;
 }
 
-/* aud is a string or an array of strings; want NULL accepts any. */
+/* Whether one aud value names want (NULL: none). */
+static int names(const json_t *e, const char *want)
+{
+	return want && cstr(e) && !strcmp(cstr(e), want);
+}
+
+/* aud is a string or an array of strings; want NULL accepts any but the
+   link audience: a sidecar's credential must never pass as a client
+   token, whichever gateway policy (or none) a caller verifies with. */
 static int audience(const json_t *o, const char *want)
 {
 	const json_t *v = json_object_get(o, "aud"), *e;
-	int found = 0;
+	const char *link = JWT_LINK_AUDIENCE;
+	int found = 0, is_link = 0;
 	size_t i;
 
 	if (!v)
 		return want ? JWT_WRONG_AUDIENCE : JWT_OK;
-	if (json_is_string(v))
-		found = want && cstr(v) && !strcmp(cstr(v), want);
-	else if (!json_is_array(v))
+	if (json_is_string(v)) {
+		found = names(v, want);
+		is_link = names(v, link);
+	} else if (!json_is_array(v)) {
 		return JWT_BAD_CLAIMS;
+	}
 	json_array_foreach(v, i, e)
 	{
 		if (!json_is_string(e))
 			return JWT_BAD_CLAIMS;
-		found |= want && cstr(e) && !strcmp(cstr(e), want);
+		found |= names(e, want);
+		is_link |= names(e, link);
 	}
+	if (is_link && !(want && !strcmp(want, link)))
+		return JWT_WRONG_AUDIENCE;
 	return !want || found ? JWT_OK : JWT_WRONG_AUDIENCE;
 }
 

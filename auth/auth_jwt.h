@@ -15,6 +15,11 @@
 #define JWT_MAX_TOKEN 8192 /* bytes; longer tokens are refused unread */
 #define JWT_LEEWAY_S  30   /* SPEC 7 clock leeway */
 #define JWT_SUB_MAX   256
+/* The audience of a sidecar's instance credential (auth/linkcred.h). A
+   token whose aud is or contains it is a link credential and never a
+   client token: jwt_verify refuses it unless the policy asks for exactly
+   this audience. */
+#define JWT_LINK_AUDIENCE "ptygate-link"
 
 enum scope_bits {
 	SCOPE_OBSERVE = 1,    /* pty:observe, or implied by pty:control */
@@ -63,8 +68,10 @@ enum jwt_err {
 /* Verifies token[0, len) against the keys in ks at time now_s (seconds
    since the epoch) and fills *out. pol may be NULL (no aud/iss check,
    JWT_LEEWAY_S). A header kid selects exactly that key; without one,
-   every key of the header's alg is tried. Returns JWT_OK or a negative
-   enum jwt_err; *out is zeroed on failure. */
+   every key of the header's alg is tried. A token for JWT_LINK_AUDIENCE
+   is JWT_WRONG_AUDIENCE unless pol->audience is that audience, whatever
+   else its aud holds. Returns JWT_OK or a negative enum jwt_err; *out is
+   zeroed on failure. */
 int jwt_verify(const struct keyset *ks, const struct jwt_policy *pol, const char *token,
 	       size_t len, int64_t now_s, struct jwt_claims *out);
 /* A short human message for err, fit for a 401 body. */
