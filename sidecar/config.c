@@ -24,6 +24,9 @@ static const char usage[] =
     "  --listen ADDR            unix:/path, tcp:127.0.0.1:PORT or vsock:CID:PORT\n"
     "  --allow-public           allow a tcp listen address beyond loopback\n"
     "  --instance-id ID         the instance this sidecar serves (default: hostname)\n"
+    "  --instance-token-file PATH  the instance credential (a JWT for aud\n"
+    "                           ptygate-link); the instance id is its\n"
+    "                           instance_id; re-read when the file changes\n"
     "  --state-dir DIR          keep session records here (default: none)\n"
     "  --replay-frames N        frames always retained per session (1000)\n"
     "  --replay-seconds S       seconds of frames retained per session (86400)\n"
@@ -171,6 +174,7 @@ enum {
 	OPT_LISTEN = 256,
 	OPT_PUBLIC,
 	OPT_INSTANCE,
+	OPT_INSTANCE_TOKEN,
 	OPT_STATE,
 	OPT_RFRAMES,
 	OPT_RSECONDS,
@@ -209,6 +213,7 @@ static const struct option options[] = {
     {"listen", required_argument, NULL, OPT_LISTEN},
     {"allow-public", no_argument, NULL, OPT_PUBLIC},
     {"instance-id", required_argument, NULL, OPT_INSTANCE},
+    {"instance-token-file", required_argument, NULL, OPT_INSTANCE_TOKEN},
     {"state-dir", required_argument, NULL, OPT_STATE},
     {"replay-frames", required_argument, NULL, OPT_RFRAMES},
     {"replay-seconds", required_argument, NULL, OPT_RSECONDS},
@@ -364,8 +369,12 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 		c->allow_public = 1;
 		return 0;
 	case OPT_INSTANCE:
+		c->instance_id_given = 1;
 		return copy_str("--instance-id", arg, c->instance_id,
 				sizeof(c->instance_id));
+	case OPT_INSTANCE_TOKEN:
+		return copy_str("--instance-token-file", arg, c->instance_token_file,
+				sizeof(c->instance_token_file));
 	case OPT_STATE:
 		return copy_str("--state-dir", arg, c->state_dir, sizeof(c->state_dir));
 	case OPT_RFRAMES:

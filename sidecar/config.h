@@ -14,6 +14,10 @@ struct sidecar_config {
 	struct addr listen;
 	int allow_public; /* tcp listen beyond loopback */
 	char instance_id[PTG_ID_MAX + 1];
+	/* the instance credential (issue 18) */
+	int instance_id_given;		/* --instance-id was on the command line */
+	char instance_token_file[4096]; /* "" : none (--instance-token-file) */
+
 	char state_dir[4096];	 /* "" when not persisting */
 	uint32_t replay_frames;	 /* SPEC 3: replay_buffer_frames */
 	uint32_t replay_seconds; /* replay_buffer_retention_seconds */

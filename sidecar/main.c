@@ -5,15 +5,44 @@
 #include <stdlib.h>
 
 #include "config.h"
+#include "credential.h"
 #include "export.h"
 #include "log.h"
 #include "server.h"
+#include "timeutil.h"
+
+/* With --instance-token-file, the token says which instance this is.
+   Returns the credential (NULL without the option), or NULL with *failed
+   set after saying why. */
+static struct credential *load_credential(struct sidecar_config *cfg, int *failed)
+{
+	const char *file = cfg->instance_token_file;
+	struct credential *cred;
+	char err[1024];
+
+	*failed = 0;
+	if (!file[0])
+		return NULL;
+	cred = credential_load(file, time_now_ms() / 1000, err, sizeof(err));
+	if (cred &&
+	    credential_settle_instance(cred, cfg->instance_id, sizeof(cfg->instance_id),
+				       cfg->instance_id_given, err, sizeof(err)) < 0) {
+		credential_free(cred);
+		cred = NULL;
+	}
+	if (!cred) {
+		fprintf(stderr, "ptygate-sidecar: --instance-token-file: %s\n", err);
+		*failed = 1;
+	}
+	return cred;
+}
 
 int main(int argc, char **argv)
 {
 	struct sidecar_config cfg;
+	struct credential *cred;
 	struct server *srv;
-	int rc;
+	int rc, failed;
 
 	/* A flood allocates and frees an Output frame's copy (the replay
 	   ring) for every batch read: with glibc's default trim threshold
@@ -28,10 +57,16 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	if (cfg.export_session)
 		return export_asciicast(&cfg, cfg.export_session, stdout);
-	srv = server_new(&cfg);
-	if (!srv)
+	cred = load_credential(&cfg, &failed);
+	if (failed)
 		return 1;
+	srv = server_new(&cfg);
+	if (!srv) {
+		credential_free(cred);
+		return 1;
+	}
 	rc = server_run(srv);
 	server_free(srv);
+	credential_free(cred);
 	return rc < 0 ? 1 : 0;
 }
