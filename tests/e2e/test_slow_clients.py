@@ -14,7 +14,9 @@ import unittest
 import harness
 from harness import RawWs
 
-HEAD_TIMEOUT_S = 3
+# Long enough that the normal client below is served, on a loaded
+# machine too, while every trickler still holds its connection.
+HEAD_TIMEOUT_S = 10
 TRICKLERS = 200
 SOURCES = ["127.0.0.%d" % i for i in range(2, 12)]  # 20 each: under the default cap
 
@@ -58,8 +60,9 @@ class Trickle(harness.E2ETestCase):
             w.close()
         cut_after.append(time.monotonic() - start)
 
-    async def normal_client(self):
-        """An attach and a REST call while the trickle runs, each timed."""
+    async def normal_client(self, cut_after):
+        """An attach and a REST call while the trickle runs, each timed;
+        returns also how many tricklers had been cut when both were done."""
         await asyncio.sleep(1.5)  # every trickler connected and sending
         t0 = time.monotonic()
         c = await self.stack.client(self.sid, sub="normal")
@@ -71,21 +74,24 @@ class Trickle(harness.E2ETestCase):
                                           token=self.stack.token(sub="e2e-admin", scope="sessions"), timeout=5))
         rest_s = time.monotonic() - t0
         self.assertEqual(r.status, 200, r)
-        return attach_s, rest_s
+        return attach_s, rest_s, len(cut_after)
 
     async def test_trickling_heads_are_cut_and_others_served(self):
         async def run():
             cut_after = []
             tricklers = [self.trickler(SOURCES[i % len(SOURCES)], cut_after) for i in range(TRICKLERS)]
-            results = await asyncio.gather(self.normal_client(), *tricklers)
+            results = await asyncio.gather(self.normal_client(cut_after), *tricklers)
             return results[0], cut_after
-        (attach_s, rest_s), cut_after = await asyncio.wait_for(run(), 120)
+        (attach_s, rest_s, cut_before), cut_after = await asyncio.wait_for(run(), 120)
         harness.note("during %d trickling heads: attach %.0f ms, REST %.0f ms; cut after %.1f-%.1f s"
                      % (TRICKLERS, attach_s * 1000, rest_s * 1000, min(cut_after), max(cut_after)))
-        self.assertLess(attach_s, 1.0)
-        self.assertLess(rest_s, 1.0)
+        # Served while the trickle runs, not once the head deadline has
+        # freed the gateway (tens of ms unloaded; the deadline is 10 s).
+        self.assertEqual(cut_before, 0, "the normal client was served only after %d tricklers "
+                         "were cut (attach %.1f s, REST %.1f s)" % (cut_before, attach_s, rest_s))
         self.assertEqual(len(cut_after), TRICKLERS)
-        slack = 6 if self.stack.sanitized else 3
+        # A loaded machine runs the gateway's timers late, never early.
+        slack = 10
         self.assertGreaterEqual(min(cut_after), HEAD_TIMEOUT_S - 0.5)
         self.assertLess(max(cut_after), HEAD_TIMEOUT_S + slack,
                         "a trickling connection outlived --request-head-timeout")
