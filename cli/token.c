@@ -2,7 +2,10 @@
    in the PEM forms the gateway loads; `mint` builds the claims (sub,
    instance_id, session_id, scope, iat, exp, nbf, aud, iss) and signs them
    with the same key code the verifier uses (auth/keys.h, auth/auth_jwt.h),
-   so what the CLI mints is what the gateway accepts. */
+   so what the CLI mints is what the gateway accepts. With --audience
+   ptygate-link it mints a sidecar's instance credential instead
+   (auth/linkcred.h): Ed25519 only, no scope or session, sub defaulting to
+   the instance, which must be one real instance id. */
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,7 +18,9 @@
 
 #include "auth_jwt.h"
 #include "cli.h"
+#include "id.h"
 #include "keys.h"
+#include "linkcred.h"
 #include "num.h"
 #include "token.h"
 
@@ -33,8 +38,16 @@ static const char token_keygen_usage[] =
 static const char token_mint_usage[] =
     "Usage: ptygate token mint (--hs256-secret-file FILE | --ed25519-key FILE)\n"
     "                          --sub SUBJECT --instance ID [options]\n"
+    "       ptygate token mint --audience ptygate-link --instance ID\n"
+    "                          --ed25519-key FILE [--kid KID] [--ttl DURATION]\n"
     "\n"
     "Mint a bearer token (JWT) for the gateway and print it on stdout.\n"
+    "\n"
+    "With --audience ptygate-link, mint a sandbox's instance credential\n"
+    "instead (ptygate-sidecar --instance-token-file): signed with the fleet's\n"
+    "Ed25519 provisioning key, for one instance (not '*'), --sub defaulting\n"
+    "to the instance, no --scope or --session. A client token can never\n"
+    "carry that audience, and this one is never a client token.\n"
     "\n"
     "  --hs256-secret-file FILE  sign with HS256, secret read from FILE\n"
     "  --ed25519-key FILE        sign with EdDSA, PKCS#8 PEM private key in FILE\n"
@@ -46,7 +59,7 @@ static const char token_mint_usage[] =
     "                            pty:control, tasks, sessions (default: pty:observe)\n"
     "  --ttl DURATION            lifetime: N or Ns (seconds), Nm, Nh, Nd (default 1h)\n"
     "  --not-before-in DURATION  not valid until that long from now (sets nbf)\n"
-    "  --audience AUD            aud claim\n"
+    "  --audience AUD            aud claim (ptygate-link: an instance credential)\n"
     "  --issuer ISS              iss claim\n"
     "  -h, --help                show this help\n";
 
@@ -54,6 +67,8 @@ static const char token_usage[] =
     "Usage: ptygate token keygen --out-private FILE --out-public FILE\n"
     "       ptygate token mint (--hs256-secret-file FILE | --ed25519-key FILE)\n"
     "                          --sub SUBJECT --instance ID [options]\n"
+    "       ptygate token mint --audience ptygate-link --instance ID\n"
+    "                          --ed25519-key FILE [--kid KID] [--ttl DURATION]\n"
     "\n"
     "Run 'ptygate token keygen --help' or 'ptygate token mint --help' for details.\n";
 
@@ -101,7 +116,8 @@ char *token_claims_json(const struct token_spec *spec, int64_t now)
 	json_object_set_new(o, "instance_id", json_string(spec->instance));
 	if (spec->session)
 		json_object_set_new(o, "session_id", json_string(spec->session));
-	json_object_set_new(o, "scope", json_string(spec->scope));
+	if (spec->scope[0]) /* a link credential has none */
+		json_object_set_new(o, "scope", json_string(spec->scope));
 	json_object_set_new(o, "iat", json_integer(now));
 	json_object_set_new(o, "exp", json_integer(now + spec->ttl));
 	if (spec->nbf_in >= 0)
@@ -158,13 +174,44 @@ static bool kid_ok(const char *kid)
 			   "0123456789._-") == n;
 }
 
+/* Whether spec mints a sidecar's instance credential. */
+static bool is_link(const struct token_spec *spec)
+{
+	return spec->audience && !strcmp(spec->audience, LINKCRED_AUDIENCE);
+}
+
+/* What an instance credential must be, so the gateway's link verifier
+   (linkcred_verify) accepts what is minted here. */
+static int check_link_spec(const struct token_spec *spec, const struct token_key *k)
+{
+	const char *cmd = "token mint";
+
+	if (k->hs256_file || !k->ed25519_file)
+		return cli_usage_error(cmd,
+				       "--audience %s takes --ed25519-key (link "
+				       "credentials are Ed25519 only)",
+				       LINKCRED_AUDIENCE);
+	if (spec->scope_seen || spec->session)
+		return cli_usage_error(cmd, "--audience %s takes no --scope or --session",
+				       LINKCRED_AUDIENCE);
+	if (!spec->instance || !strcmp(spec->instance, "*") || !id_valid(spec->instance))
+		return cli_usage_error(cmd,
+				       "--audience %s needs --instance with one instance "
+				       "id (1..%d of A-Z a-z 0-9 . _ ~ : @ -, not '*')",
+				       LINKCRED_AUDIENCE, PTG_ID_MAX);
+	return CLI_OK;
+}
+
 static int check_spec(const struct token_spec *spec, const struct token_key *k)
 {
 	const char *cmd = "token mint";
+	int rc;
 
 	if (!!k->hs256_file == !!k->ed25519_file)
 		return cli_usage_error(cmd, "give exactly one of --hs256-secret-file "
 					    "and --ed25519-key");
+	if (is_link(spec) && (rc = check_link_spec(spec, k)) != CLI_OK)
+		return rc;
 	if (!spec->sub || !*spec->sub || strlen(spec->sub) > JWT_SUB_MAX)
 		return cli_usage_error(cmd, "--sub is required (1..%d bytes)",
 				       JWT_SUB_MAX);
@@ -284,7 +331,9 @@ static int mint_parse(int argc, char **argv, struct token_spec *spec, struct tok
 	if (optind < argc)
 		return cli_usage_error("token mint", "unexpected argument '%s'",
 				       argv[optind]);
-	if (!spec->scope[0])
+	if (is_link(spec) && !spec->sub)
+		spec->sub = spec->instance;
+	if (!spec->scope[0] && !is_link(spec))
 		token_add_scopes(spec, TOKEN_DEFAULT_SCOPE);
 	return check_spec(spec, k);
 }

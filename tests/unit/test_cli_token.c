@@ -15,6 +15,7 @@
 
 #include "auth_jwt.h"
 #include "cli.h"
+#include "linkcred.h"
 #include "token.h"
 
 static char tmpdir[64];
@@ -266,6 +267,86 @@ static void test_mint_usage_errors(void **state)
 	buf_free(&out);
 }
 
+/* --audience ptygate-link: an instance credential the gateway's link
+   verifier takes and its client verifier refuses, and what it may not
+   carry. */
+static void test_mint_link_credential(void **state)
+{
+	char sk[128], pk[128], spec[160], err[256];
+	struct keyset *ks = keyset_new();
+	struct buf tok = BUF_INIT, none = BUF_INIT;
+	struct jwt_claims c;
+	struct linkcred lc;
+	int64_t now = time(NULL);
+
+	path_in(sk, sizeof(sk), "link.pem");
+	path_in(pk, sizeof(pk), "link.pub");
+	assert_int_equal(run_token(&none, "token", "keygen", "--out-private", sk,
+				   "--out-public", pk, NULL),
+			 CLI_OK);
+	snprintf(spec, sizeof(spec), "prov1=%s", pk);
+	assert_int_equal(keyset_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
+	assert_int_equal(run_token(&tok, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "vm-42", "--ed25519-key", sk, "--kid",
+				   "prov1", "--ttl", "10m", NULL),
+			 CLI_OK);
+	assert_int_equal(linkcred_verify(ks, (const char *)buf_head(&tok),
+					 buf_size(&tok) - 1, now, &lc),
+			 LINKCRED_OK);
+	assert_string_equal(lc.instance_id, "vm-42");
+	assert_string_equal(lc.sub, "vm-42"); /* sub defaults to the instance */
+	assert_string_equal(lc.kid, "prov1");
+	assert_int_equal(lc.exp - lc.iat, 600);
+	assert_true(lc.iat >= now - 5 && lc.iat <= now + 5);
+	/* Never a client token: no scope, and the audience guard. */
+	assert_null(strstr((const char *)buf_head(&tok), "scope"));
+	assert_int_equal(verify(ks, NULL, &tok, &c), JWT_WRONG_AUDIENCE);
+
+	/* An explicit --sub is kept. */
+	buf_reset(&tok);
+	assert_int_equal(run_token(&tok, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "vm-42", "--sub", "provisioner",
+				   "--ed25519-key", sk, NULL),
+			 CLI_OK);
+	assert_int_equal(linkcred_verify(ks, (const char *)buf_head(&tok),
+					 buf_size(&tok) - 1, now, &lc),
+			 LINKCRED_OK);
+	assert_string_equal(lc.sub, "provisioner");
+	assert_int_equal(lc.exp - lc.iat, 3600); /* the default ttl */
+
+	/* Refused: '*', a bad id, no instance, scopes, a session, HS256. */
+	buf_reset(&none);
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "*", "--ed25519-key", sk, NULL),
+			 CLI_USAGE);
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "a/b", "--ed25519-key", sk, NULL),
+			 CLI_USAGE);
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--ed25519-key", sk, NULL),
+			 CLI_USAGE);
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "vm-42", "--ed25519-key", sk, "--scope",
+				   "pty:observe", NULL),
+			 CLI_USAGE);
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "vm-42", "--ed25519-key", sk,
+				   "--session", "s-1", NULL),
+			 CLI_USAGE);
+	path_in(spec, sizeof(spec), "hs.secret");
+	write_file(spec, "0123456789abcdef0123456789abcdef-secret\n");
+	assert_int_equal(run_token(&none, "token", "mint", "--audience", "ptygate-link",
+				   "--instance", "vm-42", "--hs256-secret-file", spec,
+				   NULL),
+			 CLI_USAGE);
+	assert_int_equal(buf_size(&none), 0);
+	assert_int_equal(run_token(&none, "token", "mint", "--help", NULL), CLI_OK);
+	assert_non_null(strstr((const char *)buf_head(&none), "--audience ptygate-link"));
+	keyset_free(ks);
+	buf_free(&tok);
+	buf_free(&none);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +355,7 @@ int main(void)
 	    cmocka_unit_test(test_mint_eddsa_verifies),
 	    cmocka_unit_test(test_mint_hs256_defaults_and_nbf),
 	    cmocka_unit_test(test_mint_usage_errors),
+	    cmocka_unit_test(test_mint_link_credential),
 	};
 
 	return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
