@@ -13,9 +13,12 @@ PACKAGES="
   python3 python3-websockets python3-jsonschema
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs chromium
-  help2man dpkg-dev
+  help2man dpkg-dev systemd
   stress-ng
 "
+# systemd: systemd-analyze verify and security check the units in
+# tests/packaging (the machine need not boot with systemd); util-linux's
+# setpriv runs their commands as the units would.
 # The web page's build (scripts/build-web.sh) runs npm; Debian ships it
 # apart from nodejs, while other nodejs builds bundle it.
 command -v npm >/dev/null 2>&1 || PACKAGES="$PACKAGES npm"
