@@ -37,7 +37,12 @@ install(CODE "foreach(f gateway.conf instances)
            DESTINATION /etc/ptygate) # file(INSTALL) adds DESTDIR
     endif()
   endforeach()" COMPONENT gateway)
-install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}/var/lib/ptygate\")"
+# /var/lib/ptygate holds the sealed state and its key (root's, 0700: the
+# sessions run as another user and must not read it); the sidecar's unit
+# has it as StateDirectory= with the same mode.
+install(CODE "file(MAKE_DIRECTORY \"\$ENV{DESTDIR}/var/lib/ptygate\")
+  execute_process(COMMAND chmod 0700 \"\$ENV{DESTDIR}/var/lib/ptygate\"
+                  COMMAND_ERROR_IS_FATAL ANY)"
         COMPONENT sidecar)
 
 # ptg_install_unit(NAME COMPONENT [WEBDIR]): see cmake/InstallUnit.cmake.

@@ -1,29 +1,45 @@
 """The Debian packages (cpack -G DEB): builds them from the build tree into
 a temporary directory, extracts each with dpkg-deb -x into a temporary
 root (nothing is installed on this machine) and checks their files,
-modes, control files, dependencies, units and binaries.
+modes, control files, dependencies, units and binaries: each unit passes
+`systemd-analyze verify` and stays under its `systemd-analyze security`
+exposure bound, and both units' commands run from that root as their
+units would run them (user, capability bounding set, no new privileges,
+umask, state directory, credentials: `setpriv`, no systemd needed): they
+start, the gateway serves a session of the sidecar, and that session
+cannot read the sidecar's state key or state.
 
 Environment (tests/CMake via the top-level CMakeLists.txt):
 PTG_BUILD_DIR, PTG_SOURCE_DIR, PTG_VERSION, PTG_HAVE_MAN (1 or 0)."""
+import json
 import os
+import pwd
 import re
+import shlex
 import shutil
+import socket
+import ssl
 import stat
 import subprocess
+import sys
 import tempfile
+import time
 import unittest
+import http.client
 
 BUILD = os.environ["PTG_BUILD_DIR"]
 SOURCE = os.environ["PTG_SOURCE_DIR"]
 VERSION = os.environ["PTG_VERSION"]
 HAVE_MAN = os.environ.get("PTG_HAVE_MAN") == "1"
+# `systemd-analyze security` exposure (0 to 10) each unit must stay under.
+EXPOSURE_MAX = {"ptygate-sidecar.service": 5.0, "ptygate-gateway.service": 3.0}
 WEB_BUILT = os.path.exists(os.path.join(SOURCE, "web/dist/index.html"))
 
 # path -> mode, for each package; directories end with "/".
 SIDECAR_FILES = {
     "usr/bin/ptygate-sidecar": 0o755,
     "usr/lib/systemd/system/ptygate-sidecar.service": 0o644,
-    "var/lib/ptygate/": 0o755,
+    "var/lib/ptygate/": 0o700,
 }
 GATEWAY_FILES = {
     "usr/bin/ptygate-gateway": 0o755,
@@ -43,6 +59,87 @@ if WEB_BUILT:
 def run(*cmd, **kw):
     return subprocess.run(cmd, check=True, capture_output=True, text=True,
                           timeout=120, **kw).stdout
+
+
+def exposure(unit_path):
+    """The overall exposure `systemd-analyze security` gives the unit file."""
+    res = subprocess.run(["systemd-analyze", "security", "--offline=yes", "--no-pager",
+                          unit_path], capture_output=True, text=True, timeout=60)
+    m = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", res.stdout)
+    assert m, res.stdout + res.stderr
+    print("%s: exposure %s" % (os.path.basename(unit_path), m.group(1)))
+    return float(m.group(1))
+
+
+def service_settings(text):
+    """The [Service] section as {key: [values]} (a key may repeat)."""
+    out, section = {}, None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("["):
+            section = line
+        elif section == "[Service]" and "=" in line:
+            key, value = line.split("=", 1)
+            out.setdefault(key, []).append(value)
+    return out
+
+
+def as_unit(svc, argv, uid=None):
+    """argv run as the unit's settings would run it: its user (uid; None:
+    root), its capability bounding set, no new privileges, its umask."""
+    setpriv = ["setpriv", "--inh-caps=-all"]
+    if "CapabilityBoundingSet" in svc:  # an allow list ("": none)
+        caps = " ".join(svc["CapabilityBoundingSet"]).split()
+        assert not any(c.startswith("~") for c in caps), caps
+        setpriv.append("--bounding-set=-all" + "".join(",+" + c.lower()[4:] for c in caps))
+    if uid is not None:
+        setpriv += ["--reuid=%d" % uid, "--regid=%d" % uid, "--clear-groups"]
+    if svc.get("NoNewPrivileges") == ["yes"]:
+        setpriv.append("--no-new-privs")
+    umask = svc.get("UMask", ["0022"])[-1]
+    return setpriv + ["--", "/bin/sh", "-c", 'umask %s && exec "$@"' % umask, "sh", *argv]
+
+
+def stand_in(user):
+    """The passwd entry of user, or of nobody where this machine has no
+    such user (the sandbox image's agent)."""
+    try:
+        return pwd.getpwnam(user)
+    except KeyError:
+        return pwd.getpwnam("nobody")
+
+
+def in_root(root, argv):
+    """ExecStart's words with the package's paths moved into root."""
+    return [root + a if re.match(r"/(usr|etc|var|run)/", a) else a for a in argv]
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def https(port, method, path, token=None, body=None):
+    """One request to the gateway's TLS listener (its self-signed test
+    certificate is not verified); returns the status and the body."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    conn = http.client.HTTPSConnection("127.0.0.1", port, timeout=10, context=ctx)
+    try:
+        headers = {"Authorization": "Bearer " + token} if token else {}
+        data = None
+        if body is not None:
+            data = json.dumps(body).encode()
+            headers["Content-Type"] = "application/json"
+        conn.request(method, path, body=data, headers=headers)
+        r = conn.getresponse()
+        return r.status, r.read().decode(errors="replace")
+    finally:
+        conn.close()
 
 
 class Packages(unittest.TestCase):
@@ -125,6 +222,7 @@ class Packages(unittest.TestCase):
                               os.path.join(copy_dir, unit)],
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertLess(exposure(os.path.join(copy_dir, unit)), EXPOSURE_MAX[unit])
         return text
 
     def check_scripts(self, ctl, scripts):
@@ -149,7 +247,10 @@ class Packages(unittest.TestCase):
         self.check_only(name, SIDECAR_FILES)
         self.check_version(root, "ptygate-sidecar")
         unit = self.check_unit(root, "ptygate-sidecar.service", "ptygate-sidecar")
-        self.assertIn("--state-dir /var/lib/ptygate", unit)
+        self.assertIn("--state-dir /var/lib/ptygate/state ", unit)
+        self.assertIn("--state-key-file /var/lib/ptygate/state.key ", unit)
+        self.assertIn("--session-user agent", unit)
+        self.assertNotRegex(unit, r"(?m)^User=")  # root, to switch to agent
         ctl = self.control(name)
         self.check_scripts(ctl, ("postinst", "prerm", "postrm"))
         with open(os.path.join(ctl, "postinst")) as f:
@@ -183,6 +284,166 @@ class Packages(unittest.TestCase):
                     open(os.path.join(SOURCE, "deploy/config",
                                       os.path.basename(c)), "rb") as b:
                 self.assertEqual(a.read(), b.read(), c)
+
+    def test_units_run_as_their_units(self):
+        """Both packages in one root, each unit's ExecStart run as the
+        unit runs it; a session the gateway creates cannot read the
+        sidecar's key or state. The link is a unix socket, not the unit's
+        vsock (never bound on this machine)."""
+        if os.geteuid() != 0:
+            self.skipTest("needs root, as the sidecar's unit")
+        root = tempfile.mkdtemp(prefix="units-root-", dir=self.tmp)
+        for d in (self.tmp, root):  # as "/" is to the gateway's user
+            os.chmod(d, 0o755)
+        for name in self.debs:
+            run("dpkg-deb", "-x", self.debs[name], root)
+        procs = []
+        try:
+            sock, session_uid, key, state = self.start_sidecar(root, procs)
+            port, secret, instance = self.start_gateway(root, sock, procs)
+            self.check_session_cannot_read_state(root, port, secret, instance,
+                                                 session_uid, key, state, procs)
+        finally:
+            for p in procs:
+                p.terminate()
+            for p in procs:
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+
+    def unit_of(self, root, unit):
+        with open(os.path.join(root, "usr/lib/systemd/system", unit)) as f:
+            return service_settings(f.read())
+
+    def start_sidecar(self, root, procs):
+        svc = self.unit_of(root, "ptygate-sidecar.service")
+        argv = in_root(root, shlex.split(svc["ExecStart"][0]))
+        user = svc.get("User", [None])[0]
+        uid = None if user is None else stand_in(user).pw_uid
+        # StateDirectory= and ConfigurationDirectory=, as systemd makes them
+        # before the start: the state dir the unit's user's, the other root's.
+        for key, base, owner in (("StateDirectory", "var/lib", uid or 0),
+                                 ("ConfigurationDirectory", "etc", 0)):
+            if key in svc:
+                path = os.path.join(root, base, svc[key][0])
+                os.makedirs(path, exist_ok=True)
+                os.chown(path, owner, owner)
+                os.chmod(path, int(svc.get(key + "Mode", ["0755"])[0], 8))
+        os.makedirs(os.path.join(root, "run"), exist_ok=True)
+        sock = os.path.join(root, "run/sidecar.sock")
+        argv[argv.index("--listen") + 1] = "unix:" + sock
+        session_uid = uid or 0
+        if "--session-user" in argv:
+            i = argv.index("--session-user") + 1
+            argv[i] = stand_in(argv[i]).pw_name
+            session_uid = pwd.getpwnam(argv[i]).pw_uid
+        with open(os.path.join(self.tmp, "sidecar.log"), "w") as log:
+            procs.append(subprocess.Popen(as_unit(svc, argv, uid=uid), stdout=log,
+                                          stderr=log))
+        deadline = time.monotonic() + 30
+        while not os.path.exists(sock):
+            self.assertIsNone(procs[-1].poll(), self.log("sidecar.log"))
+            self.assertLess(time.monotonic(), deadline, self.log("sidecar.log"))
+            time.sleep(0.05)
+        # The key and the state: created on this first start, the sidecar's.
+        key = argv[argv.index("--state-key-file") + 1]
+        state = argv[argv.index("--state-dir") + 1]
+        for path, mode in ((key, 0o600), (state, 0o700)):
+            st = os.stat(path)
+            self.assertEqual((st.st_uid, stat.S_IMODE(st.st_mode)), (uid or 0, mode), path)
+        return sock, session_uid, key, state
+
+    def log(self, name):
+        with open(os.path.join(self.tmp, name)) as f:
+            return f.read()[-3000:]
+
+    def start_gateway(self, root, sock, procs):
+        svc = self.unit_of(root, "ptygate-gateway.service")
+        self.assertEqual(svc["DynamicUser"], ["yes"])
+        uid = 61999  # in DynamicUser's range, 61184 to 65519
+        self.assertRaises(KeyError, pwd.getpwuid, uid)
+        etc = os.path.join(root, "etc/ptygate")
+        os.makedirs(os.path.join(etc, "tls"), exist_ok=True)
+        run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+            "ec_paramgen_curve:prime256v1", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+            "-keyout", os.path.join(etc, "tls/privkey.pem"),
+            "-out", os.path.join(etc, "tls/fullchain.pem"))
+        os.chmod(os.path.join(etc, "tls/privkey.pem"), 0o600)
+        # LoadCredential=: systemd copies the root-only key for the user.
+        name, source = svc["LoadCredential"][0].split(":", 1)
+        creds = os.path.join(root, "run/credentials/ptygate-gateway.service")
+        os.makedirs(creds)
+        shutil.copy(root + source, os.path.join(creds, name))
+        for path, mode in ((creds, 0o500), (os.path.join(creds, name), 0o400)):
+            os.chown(path, uid, uid)
+            os.chmod(path, mode)
+        secret = os.urandom(32).hex().encode()
+        secret_file = os.path.join(etc, "hs256.secret")
+        with open(secret_file, "wb") as f:
+            f.write(secret)
+        os.chown(secret_file, uid, uid)
+        os.chmod(secret_file, 0o600)
+        # The link's socket is the sidecar's (0600): handed to the gateway's
+        # user (the units' link is vsock, which no file mode guards).
+        os.chown(sock, uid, uid)
+        instance = socket.gethostname()  # the sidecar's default --instance-id
+        port = free_port()
+        with open(os.path.join(etc, "gateway.conf"), "w") as f:
+            f.write("listen = 127.0.0.1:%d\n" % port
+                    + "tls-cert = %s/tls/fullchain.pem\n" % etc
+                    + "tls-key = %s/%s\n" % (creds, name)
+                    + "hs256-secret-file = %s\n" % secret_file
+                    + "instance = %s=unix:%s\n" % (instance, sock))
+        argv = in_root(root, shlex.split(svc["ExecStart"][0]))
+        with open(os.path.join(self.tmp, "gateway.log"), "w") as log:
+            procs.append(subprocess.Popen(as_unit(svc, argv, uid=uid), stdout=log,
+                                          stderr=log))
+        deadline = time.monotonic() + 30
+        while True:
+            self.assertIsNone(procs[-1].poll(), self.log("gateway.log"))
+            try:
+                if https(port, "GET", "/readyz")[0] == 200:
+                    return port, secret, instance
+            except OSError:
+                pass
+            self.assertLess(time.monotonic(), deadline, self.log("gateway.log"))
+            time.sleep(0.1)
+
+    def check_session_cannot_read_state(self, root, port, secret, instance, session_uid,
+                                        key, state, procs):
+        out = os.path.join(root, "probe")
+        os.mkdir(out)
+        os.chmod(out, 0o777)
+        script = ("id -u > {o}/uid; cat {k} > {o}/key 2> {o}/key.err; "
+                  "echo $? > {o}/key.rc; ls {s} > {o}/ls 2>&1; echo $? > {o}/ls.rc; "
+                  "touch {o}/done; sleep 600").format(o=out, k=key, s=state)
+        sys.path.insert(0, os.path.join(SOURCE, "tests/e2e"))
+        import harness  # mint_token: the end-to-end suite's HS256 tokens
+        token = harness.mint_token(secret, "pkg-test", instance, scope="sessions")
+        status, body = https(port, "POST", "/agents/%s/sessions" % instance, token,
+                             {"command": ["/bin/sh", "-c", script], "cols": 80, "rows": 24})
+        self.assertEqual(status, 201, body + self.log("sidecar.log") + self.log("gateway.log"))
+        deadline = time.monotonic() + 30
+        while not os.path.exists(os.path.join(out, "done")):
+            self.assertLess(time.monotonic(), deadline, self.log("sidecar.log"))
+            time.sleep(0.05)
+
+        def read(name):
+            with open(os.path.join(out, name)) as f:
+                return f.read().strip()
+        self.assertEqual(read("uid"), str(session_uid))
+        self.assertNotEqual(read("key.rc"), "0")
+        self.assertEqual(read("key"), "")
+        self.assertIn("Permission denied", read("key.err"))
+        self.assertNotEqual(read("ls.rc"), "0")
+        # The gateway lists the session: the whole chain serves.
+        status, body = https(port, "GET", "/agents/%s/sessions" % instance, token)
+        self.assertEqual(status, 200, body)
+        self.assertEqual(len(json.loads(body)["sessions"]), 1)
+        for p in procs:
+            self.assertIsNone(p.poll())
 
     def test_unit_gets_static_dir_when_page_installed(self):
         """cmake/InstallUnit.cmake adds --static-dir only if the page is
