@@ -47,8 +47,7 @@ void webfiles_headers(struct MHD_Response *resp, const char *file)
 }
 
 /* file under dfd, each component opened without following a link: what
-   openat2's RESOLVE_NO_SYMLINKS does, for kernels before 5.6 (or a
-   seccomp filter that answers ENOSYS). */
+   openat2's RESOLVE_NO_SYMLINKS does, where openat2 is missing. */
 int webfiles_open_walk(int dfd, const char *file)
 {
 	char part[4096];
@@ -85,7 +84,9 @@ static int open_beneath(int dfd, const char *file)
 	};
 	long fd = syscall(SYS_openat2, dfd, file, &how, sizeof(how));
 
-	if (fd < 0 && errno == ENOSYS)
+	/* ENOSYS: a kernel before 5.6; EPERM: a seccomp filter that does not
+	   know the call (container runtimes before 2021). */
+	if (fd < 0 && (errno == ENOSYS || errno == EPERM))
 		return webfiles_open_walk(dfd, file);
 	return fd < 0 ? -errno : (int)fd;
 }
