@@ -151,7 +151,7 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	assert_int_equal(samples, 3 + 26 + 1);
+	assert_int_equal(samples, 3 + 32 + 1);
 	free(t);
 }
 
