@@ -5,6 +5,8 @@ written. A client with a backlog sees it too (issue 17, item 5): the
 close frame used to wait behind megabytes of queued output, and the 2 s
 linger ended the socket before the client had read down to it; the
 unsent frames are dropped now and the close goes next."""
+import asyncio
+import json
 import struct
 import time
 
@@ -92,14 +94,41 @@ class HeartbeatCloseBehindBacklog(E2ETestCase):
         await slow.join("observer")
         await slow.wait_for("pty.session_frame", "Keyframe")
         # From here the slow client reads nothing until the heartbeat has
-        # given up on it, its queue holding the whole flood.
-        await alice.type("yes | head -c %d; echo flood-$((5+5))-done\n" % FLOOD_BYTES)
-        await alice.wait_output("flood-10-done", timeout=60)
-        queued = self.stack.metrics()["ptygate_fanout_queue_bytes_max"]
-        deadline = time.monotonic() + 30
-        while self.stack.metrics().get("ptygate_heartbeat_timeouts_total", 0) < 1:
+        # given up on it, its queue holding the whole flood. Until the
+        # flood is queued it sends a frame every half second (what it is
+        # answered waits in its queue too), so however long the flood
+        # takes on a loaded machine the heartbeat gives up only after it.
+        stop = asyncio.Event()
+
+        async def keep_alive():
+            while not stop.is_set():
+                ping = slow.envelope("ping", {"client_ts": harness.now_ts()})
+                slow.send_frame(0x1, json.dumps(ping).encode())
+                try:
+                    await asyncio.wait_for(stop.wait(), 0.5)
+                except asyncio.TimeoutError:
+                    pass
+
+        alive = asyncio.create_task(keep_alive())
+        try:
+            await alice.type("yes | head -c %d; echo flood-$((5+5))-done\n" % FLOOD_BYTES)
+            await alice.wait_output("flood-10-done", timeout=60)
+        finally:
+            stop.set()
+            await alive
+        # Only the slow client is left to time out.
+        await alice.close()
+        self.clients.remove(alice)
+        # The gauge is refreshed once a second: its largest value until
+        # the heartbeat gives up is what the slow client had queued.
+        queued, deadline = 0, time.monotonic() + 30
+        while True:
+            m = await self.in_thread(self.stack.metrics)
+            queued = max(queued, m["ptygate_fanout_queue_bytes_max"])
+            if m.get("ptygate_heartbeat_timeouts_total", 0) >= 1:
+                break
             self.assertLess(time.monotonic(), deadline, "no heartbeat timeout in 30 s")
-            time.sleep(0.2)
+            await asyncio.sleep(0.2)
         harness.note("%.1f MB queued for the slow client when the heartbeat gave up"
                      % (queued / 1e6))
         # Read at READ_RATE, the backlog would take longer than the linger.
