@@ -17,12 +17,19 @@
 
 static const char usage[] =
     "Usage: ptygate-sidecar --listen ADDR [options]\n"
+    "       ptygate-sidecar --dial ADDR --instance-token-file PATH [options]\n"
     "\n"
     "Owns the terminal sessions of one sandbox and serves them to\n"
     "ptygate-gateway over the link protocol.\n"
     "\n"
     "  --listen ADDR            unix:/path, tcp:127.0.0.1:PORT or vsock:CID:PORT\n"
     "  --allow-public           allow a tcp listen address beyond loopback\n"
+    "  --dial ADDR              keep a link to the gateway listening at ADDR\n"
+    "                           (unix:, tcp:, vsock:2:PORT for the host),\n"
+    "                           presenting the instance credential; repeatable,\n"
+    "                           at most 8; needs --instance-token-file\n"
+    "  --dial-backoff-max DURATION  the longest wait between dials, 100ms to\n"
+    "                           1h: NNNms or seconds with s, m or h (30s)\n"
     "  --instance-id ID         the instance this sidecar serves (default: hostname)\n"
     "  --instance-token-file PATH  the instance credential (a JWT for aud\n"
     "                           ptygate-link); the instance id is its\n"
@@ -100,6 +107,7 @@ void config_defaults(struct sidecar_config *c)
 	c->input_buffer_bytes = 1u << 20;
 	c->link_buffer_bytes = 256ull << 20;
 	c->log_level = LOG_INFO;
+	c->dial_backoff_max_ms = 30000;
 	c->task_output_bytes = 1u << 20;
 	c->task_max_running = 16;
 	c->task_max_running_session = 4;
@@ -207,6 +215,8 @@ enum {
 	OPT_STATE_SEG,
 	OPT_REPLAY_MEM,
 	OPT_EXPORT,
+	OPT_DIAL,
+	OPT_DIAL_BACKOFF,
 };
 
 static const struct option options[] = {
@@ -244,6 +254,8 @@ static const struct option options[] = {
     {"replay-memory-bytes", required_argument, NULL, OPT_REPLAY_MEM},
     {"export-asciicast", required_argument, NULL, OPT_EXPORT},
     {"session-user", required_argument, NULL, OPT_USER},
+    {"dial", required_argument, NULL, OPT_DIAL},
+    {"dial-backoff-max", required_argument, NULL, OPT_DIAL_BACKOFF},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
     {NULL, 0, NULL, 0},
@@ -353,6 +365,49 @@ bad:
 	return -EINVAL;
 }
 
+/* ---- dial-out (issue 18) ---- */
+
+/* A duration of 100 ms to 1 h: "NNNms", or seconds with an optional s,
+   m or h. */
+static int parse_backoff_max(struct sidecar_config *c, const char *arg)
+{
+	size_t n = strlen(arg);
+	uint64_t ms;
+	int64_t s;
+
+	if (n > 2 && !strcmp(arg + n - 2, "ms")) {
+		if (num_parse_u64_n(arg, n - 2, 100, 3600000, &ms) == 0) {
+			c->dial_backoff_max_ms = (int64_t)ms;
+			return 0;
+		}
+	} else if (num_parse_duration_s(arg, 3600, &s) == 0 && s > 0) {
+		c->dial_backoff_max_ms = s * 1000;
+		return 0;
+	}
+	fprintf(stderr,
+		"ptygate-sidecar: --dial-backoff-max: expected 100ms to 1h (NNNms, "
+		"or seconds with s, m or h), got '%s'\n",
+		arg);
+	return -EINVAL;
+}
+
+static int add_dial(struct sidecar_config *c, const char *arg)
+{
+	char err[256];
+
+	if (c->n_dial >= SIDECAR_MAX_DIALS) {
+		fprintf(stderr, "ptygate-sidecar: --dial: at most %d addresses\n",
+			SIDECAR_MAX_DIALS);
+		return -EINVAL;
+	}
+	if (addr_parse(arg, &c->dial[c->n_dial], err, sizeof(err)) < 0) {
+		fprintf(stderr, "ptygate-sidecar: --dial: %s\n", err);
+		return -EINVAL;
+	}
+	c->n_dial++;
+	return 0;
+}
+
 static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 {
 	char err[256];
@@ -445,6 +500,10 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 	case OPT_USER:
 		return copy_str("--session-user", arg, c->session_user,
 				sizeof(c->session_user));
+	case OPT_DIAL:
+		return add_dial(c, arg);
+	case OPT_DIAL_BACKOFF:
+		return parse_backoff_max(c, arg);
 	case OPT_LOG:
 		if (log_level_parse(arg, &lvl) < 0) {
 			fprintf(stderr,
@@ -457,6 +516,14 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 		return 0;
 	}
 	return -EINVAL;
+}
+
+/* 1 for a tcp address on this machine's loopback, where any local
+   user may bind the port. */
+static int is_loopback_dial(const struct addr *a)
+{
+	return !strcmp(a->host, "localhost") || !strncmp(a->host, "127.", 4) ||
+	       !strcmp(a->host, "::1");
 }
 
 /* --session-user keeps session code away from the link: the user must
@@ -489,10 +556,38 @@ static int check_session_user(const struct sidecar_config *c)
 			c->session_user, (unsigned)pw->pw_uid);
 		return -EINVAL;
 	}
-	if (c->listen.kind == ADDR_TCP) {
+	if (c->listen_given && c->listen.kind == ADDR_TCP) {
 		fprintf(stderr,
 			"ptygate-sidecar: --session-user: a tcp link can be dialled "
 			"by any local user; use unix: or vsock:\n");
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < c->n_dial; i++) {
+		if (c->dial[i].kind == ADDR_TCP && is_loopback_dial(&c->dial[i])) {
+			fprintf(
+			    stderr,
+			    "ptygate-sidecar: --session-user: a session could listen "
+			    "on the loopback port of --dial %s:%u while the gateway is "
+			    "down and take the credential; use unix: or vsock:\n",
+			    c->dial[i].host, c->dial[i].port);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* --dial presents the instance credential, so it needs one; --listen is
+   needed only without --dial. */
+static int check_modes(const struct sidecar_config *c)
+{
+	if (c->n_dial && !c->instance_token_file[0]) {
+		fprintf(stderr, "ptygate-sidecar: --dial needs --instance-token-file "
+				"(the credential presented to the gateway)\n");
+		return -EINVAL;
+	}
+	if (!c->listen_given && !c->n_dial && !c->export_session) {
+		fprintf(stderr, "ptygate-sidecar: --listen ADDR or --dial ADDR is "
+				"required\n");
 		return -EINVAL;
 	}
 	return 0;
@@ -534,10 +629,9 @@ int config_parse(struct sidecar_config *c, int argc, char **argv)
 	}
 	if (load_state_keys(c) < 0)
 		return -EINVAL;
-	if (!have_listen && !c->export_session) {
-		fprintf(stderr, "ptygate-sidecar: --listen ADDR is required\n");
+	c->listen_given = have_listen;
+	if (check_modes(c) < 0)
 		goto bad;
-	}
 	return check_session_user(c) < 0 ? -EINVAL : 0;
 bad:
 	fputs("Try 'ptygate-sidecar --help'.\n", stderr);

@@ -10,9 +10,16 @@
 #include "ptg_limits.h"
 #include "seal.h"
 
+#define SIDECAR_MAX_DIALS 8 /* --dial addresses (the --help text says 8) */
+
 struct sidecar_config {
 	struct addr listen;
+	int listen_given; /* --listen ADDR was given */
 	int allow_public; /* tcp listen beyond loopback */
+	/* dial-out (issue 18): gateways this sidecar keeps linked */
+	struct addr dial[SIDECAR_MAX_DIALS];
+	unsigned n_dial;
+	int64_t dial_backoff_max_ms; /* the cap of the redial backoff */
 	char instance_id[PTG_ID_MAX + 1];
 	/* the instance credential (issue 18) */
 	int instance_id_given;		/* --instance-id was on the command line */

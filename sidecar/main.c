@@ -6,6 +6,7 @@
 
 #include "config.h"
 #include "credential.h"
+#include "dialer.h"
 #include "export.h"
 #include "log.h"
 #include "server.h"
@@ -41,6 +42,7 @@ int main(int argc, char **argv)
 {
 	struct sidecar_config cfg;
 	struct credential *cred;
+	struct dialer_group *dialers = NULL;
 	struct server *srv;
 	int rc, failed;
 
@@ -65,7 +67,13 @@ int main(int argc, char **argv)
 		credential_free(cred);
 		return 1;
 	}
+	/* The group also watches the credential file, dialling or not. */
+	if (cred)
+		dialers = dialer_group_new(srv, &cfg, cred, NULL);
 	rc = server_run(srv);
+	/* Before server_free: the dialled links are the server's to close,
+	   like the accepted ones. */
+	dialer_group_free(dialers);
 	server_free(srv);
 	credential_free(cred);
 	return rc < 0 ? 1 : 0;

@@ -49,6 +49,8 @@ struct link {
 	struct server *srv;
 	struct linkconn *lc;
 	int said_hello;
+	const struct server_link_hooks *hooks; /* an adopted (dialled) link's; NULL */
+	void *hooks_user;
 	uint64_t stall_written; /* linkconn_written when the stall began */
 	int64_t stall_since_ms; /* backed up and no progress since; 0: not */
 	struct link *next;
@@ -65,7 +67,8 @@ struct server {
 	struct session **sessions; /* sorted by session id */
 	size_t n_sessions;
 	struct link *links;
-	unsigned n_links;
+	unsigned n_links;    /* every link */
+	unsigned n_accepted; /* of them, the ones accepted (MAX_LINKS) */
 	unsigned link_seq;
 	struct tasks *tasks;
 };
@@ -183,7 +186,11 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 		return;
 	}
 	l->said_hello = 1;
-	log_info(linkconn_name(l->lc), "gateway '%.64s' linked", m->hello->gateway_id);
+	if (l->hooks && l->hooks->on_linked)
+		l->hooks->on_linked(l->hooks_user, m->hello->gateway_id);
+	else
+		log_info(linkconn_name(l->lc), "gateway '%.64s' linked",
+			 m->hello->gateway_id);
 	lim.max_controllers = c->max_controllers;
 	lim.max_observers = c->max_observers;
 	lim.replay_frames = c->replay_frames;
@@ -483,6 +490,19 @@ static void on_task(struct link *l, const Ptg__LinkMessage *m)
 		      find_session(l->srv, m->task_request->session_id));
 }
 
+/* A gateway's refusal of a dialled link's credential: only before its
+   Hello, and only on a link that presented one. */
+static void on_refused(struct link *l, const Ptg__LinkMessage *m)
+{
+	if (!l->hooks) {
+		linkconn_close(l->lc, "unexpected LinkRefused on an accepted link");
+		return;
+	}
+	if (l->hooks->on_refused)
+		l->hooks->on_refused(l->hooks_user, m->link_refused->reason);
+	linkconn_close(l->lc, "credential refused");
+}
+
 static const handler_fn handlers[] = {
     [PTG__LINK_MESSAGE__MSG_HELLO] = on_hello,
     [PTG__LINK_MESSAGE__MSG_CREATE_SESSION] = on_create,
@@ -505,6 +525,10 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 	struct link *l = user;
 	unsigned c = (unsigned)m->msg_case;
 
+	if (c == PTG__LINK_MESSAGE__MSG_LINK_REFUSED && !l->said_hello) {
+		on_refused(l, m);
+		return;
+	}
 	if (c >= sizeof(handlers) / sizeof(handlers[0]) || !handlers[c]) {
 		log_warn(linkconn_name(lc), "unexpected message %u from gateway", c);
 		linkconn_close(lc, "unexpected message");
@@ -522,7 +546,8 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	struct link *l = user, **pp;
 	struct server *srv = l->srv;
 
-	log_info(linkconn_name(lc), "link closed: %s", reason);
+	if (!l->hooks)
+		log_info(linkconn_name(lc), "link closed: %s", reason);
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_drop_link(srv->sessions[i], lc);
 	tasks_drop_link(srv->tasks, lc);
@@ -530,6 +555,10 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 		;
 	*pp = l->next;
 	srv->n_links--;
+	if (!l->hooks)
+		srv->n_accepted--;
+	else if (l->hooks->on_close)
+		l->hooks->on_close(l->hooks_user, reason);
 	free(l);
 }
 
@@ -563,11 +592,48 @@ static int peer_allowed(const struct server *srv, int cfd)
 	return 0;
 }
 
+/* Makes fd a link of srv: what an accepted and a dialled link share. */
+static struct link *adopt(struct server *srv, int fd, const char *name,
+			  const struct server_link_hooks *hooks, void *user)
+{
+	struct link *l = xcalloc(1, sizeof(*l));
+
+	l->srv = srv;
+	l->hooks = hooks;
+	l->hooks_user = user;
+	l->lc = linkconn_new(srv->loop, fd, name, &link_ops, l);
+	if (!l->lc) {
+		/* linkconn_new closed fd; the peer dials again. */
+		log_warn(name, "dropping a link: cannot watch it: %s", strerror(errno));
+		free(l);
+		return NULL;
+	}
+	l->next = srv->links;
+	srv->links = l;
+	srv->n_links++;
+	if (!hooks)
+		srv->n_accepted++;
+	return l;
+}
+
+struct linkconn *server_adopt_link(struct server *srv, int fd, const char *name,
+				   const struct server_link_hooks *hooks, void *user)
+{
+	static const struct server_link_hooks none;
+	struct link *l = adopt(srv, fd, name, hooks ? hooks : &none, user);
+
+	return l ? l->lc : NULL;
+}
+
+struct ev_loop *server_loop(struct server *srv)
+{
+	return srv->loop;
+}
+
 static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct server *srv = user;
 	char name[32];
-	struct link *l;
 	int cfd;
 
 	while ((cfd = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
@@ -577,26 +643,14 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 			close(cfd);
 			continue;
 		}
-		if (srv->n_links >= MAX_LINKS) {
+		if (srv->n_accepted >= MAX_LINKS) {
 			log_warn(NULL, "refusing a link: %d links already", MAX_LINKS);
 			close(cfd);
 			continue;
 		}
 		snprintf(name, sizeof(name), "link-%u", ++srv->link_seq);
-		l = xcalloc(1, sizeof(*l));
-		l->srv = srv;
-		l->lc = linkconn_new(srv->loop, cfd, name, &link_ops, l);
-		if (!l->lc) {
-			/* linkconn_new closed cfd; the gateway re-dials. */
-			log_warn(name, "refusing a link: cannot watch it: %s",
-				 strerror(errno));
-			free(l);
-			continue;
-		}
-		l->next = srv->links;
-		srv->links = l;
-		srv->n_links++;
-		log_info(name, "accepted");
+		if (adopt(srv, cfd, name, NULL, NULL))
+			log_info(name, "accepted");
 	}
 	if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 		/* Out of descriptors: the pending connection stays queued and
@@ -683,7 +737,7 @@ static void on_tick(struct ev_timer *t, void *user)
 		session_tick(srv->sessions[i], now);
 	session_state_budget(srv->sessions, srv->n_sessions, srv->cfg->state_max_bytes);
 	reap_sessions(srv, now);
-	if (srv->accept_paused) {
+	if (srv->accept_paused && srv->listen_io) {
 		srv->accept_paused = 0;
 		ev_io_set(srv->listen_io, EV_READ);
 	}
@@ -715,10 +769,25 @@ static int restore_sessions(struct server *srv)
 	return 0;
 }
 
+static int open_listener(struct server *srv)
+{
+	const struct sidecar_config *cfg = srv->cfg;
+	char err[256], where[400];
+
+	addr_format(&cfg->listen, where, sizeof(where));
+	srv->listen_fd = addr_listen(
+	    &cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0, err, sizeof(err));
+	if (srv->listen_fd < 0) {
+		log_error(NULL, "cannot listen on %s: %s", where, err);
+		return srv->listen_fd;
+	}
+	return 0;
+}
+
 struct server *server_new(const struct sidecar_config *cfg)
 {
 	struct server *srv = xcalloc(1, sizeof(*srv));
-	char err[256], where[400];
+	char where[400];
 
 	srv->cfg = cfg;
 	srv->loop = ev_loop_new();
@@ -733,24 +802,23 @@ struct server *server_new(const struct sidecar_config *cfg)
 		/* config_parse checked it exists; uid 0 is never a session user. */
 		srv->session_uid = pw ? pw->pw_uid : 0;
 	}
-	addr_format(&cfg->listen, where, sizeof(where));
-	srv->listen_fd = addr_listen(
-	    &cfg->listen, cfg->allow_public ? ADDR_ALLOW_PUBLIC : 0, err, sizeof(err));
-	if (srv->listen_fd < 0) {
-		log_error(NULL, "cannot listen on %s: %s", where, err);
+	srv->listen_fd = -1;
+	if (cfg->listen_given && open_listener(srv) < 0) {
 		ev_loop_free(srv->loop);
 		free(srv);
 		return NULL;
 	}
 	if (restore_sessions(srv) < 0 || !(srv->tasks = tasks_new(cfg, srv->loop))) {
-		close(srv->listen_fd);
+		if (srv->listen_fd >= 0)
+			close(srv->listen_fd);
 		ev_loop_free(srv->loop);
 		free(srv);
 		return NULL;
 	}
-	srv->listen_io = ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv);
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
-	if (!srv->listen_io) {
+	if (srv->listen_fd >= 0 &&
+	    !(srv->listen_io =
+		  ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv))) {
 		log_error(NULL, "cannot watch the listener: %s", strerror(errno));
 		server_free(srv);
 		return NULL;
@@ -764,7 +832,13 @@ struct server *server_new(const struct sidecar_config *cfg)
 		return NULL;
 	}
 	ev_hook_add(srv->loop, check_link_backlog, srv);
-	log_info(NULL, "listening on %s (instance %s)", where, cfg->instance_id);
+	if (srv->listen_fd >= 0) {
+		addr_format(&cfg->listen, where, sizeof(where));
+		log_info(NULL, "listening on %s (instance %s)", where, cfg->instance_id);
+	} else {
+		log_info(NULL, "not listening: dialling only (instance %s)",
+			 cfg->instance_id);
+	}
 	return srv;
 }
 
@@ -797,10 +871,12 @@ void server_free(struct server *srv)
 	}
 	tasks_free(srv->tasks);
 	ev_io_free(srv->listen_io);
-	close(srv->listen_fd);
 	ev_timer_free(srv->tick);
-	if (srv->cfg->listen.kind == ADDR_UNIX)
-		unlink(srv->cfg->listen.path);
+	if (srv->listen_fd >= 0) {
+		close(srv->listen_fd);
+		if (srv->cfg->listen.kind == ADDR_UNIX)
+			unlink(srv->cfg->listen.path);
+	}
 	ev_loop_free(srv->loop);
 	free(srv);
 }
