@@ -3,15 +3,20 @@
    ceilings double from the base to the cap and stay there, every delay
    lies within [0, ceiling] (the extremes of the random source reach both
    ends), a link up long enough resets the schedule and a shorter one
-   does not, and a cap below the base is the base. */
+   does not, and a cap below the base is the base. Then the options:
+   --dial repeatable up to its bound, needing --instance-token-file and
+   sparing --listen, and --dial-backoff-max in ms or s/m/h. */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <cmocka.h>
 
+#include "config.h"
 #include "dialer.h"
 
 struct fake {
@@ -162,6 +167,114 @@ static void test_cap_below_base(void **state)
 	expect_ceiling(&b, &f, 1000);
 }
 
+/* config_parse of the NULL-terminated arguments (after the program's
+   name), stderr silenced. */
+static int parse(struct sidecar_config *c, const char *const *args)
+{
+	char *argv[32] = {"ptygate-sidecar"};
+	int argc = 1, rc;
+	FILE *saved = stderr;
+
+	while (args[argc - 1] && argc < 31) {
+		argv[argc] = (char *)args[argc - 1];
+		argc++;
+	}
+	config_defaults(c);
+	stderr = fopen("/dev/null", "w");
+	rc = config_parse(c, argc, argv);
+	fclose(stderr);
+	stderr = saved;
+	return rc;
+}
+
+static void test_dial_options(void **state)
+{
+	static const char *const dial_only[] = {"--dial", "vsock:2:7000",
+						"--instance-token-file", "/t", NULL};
+	static const char *const two[] = {"--dial",
+					  "unix:/run/gw-a.sock",
+					  "--dial",
+					  "tcp:127.0.0.1:7000",
+					  "--instance-token-file",
+					  "/t",
+					  "--listen",
+					  "unix:/tmp/ptg-unit-never.sock",
+					  "--dial-backoff-max",
+					  "750ms",
+					  NULL};
+	static const char *const no_token[] = {"--dial", "vsock:2:7000", NULL};
+	static const char *const neither[] = {"--instance-token-file", "/t", NULL};
+	struct sidecar_config c;
+	const char *args[32];
+	int n = 0;
+
+	(void)state;
+	assert_int_equal(parse(&c, dial_only), 0);
+	assert_int_equal(c.n_dial, 1);
+	assert_int_equal(c.dial[0].kind, ADDR_VSOCK);
+	assert_int_equal(c.dial[0].cid, 2);
+	assert_false(c.listen_given);
+	assert_int_equal(c.dial_backoff_max_ms, 30000);
+	assert_int_equal(parse(&c, two), 0);
+	assert_int_equal(c.n_dial, 2);
+	assert_int_equal(c.dial[1].kind, ADDR_TCP);
+	assert_true(c.listen_given);
+	assert_int_equal(c.dial_backoff_max_ms, 750);
+	assert_int_equal(parse(&c, no_token), -EINVAL);
+	assert_int_equal(parse(&c, neither), -EINVAL);
+
+	/* At most SIDECAR_MAX_DIALS addresses. */
+	args[n++] = "--instance-token-file";
+	args[n++] = "/t";
+	for (int i = 0; i < SIDECAR_MAX_DIALS; i++) {
+		args[n++] = "--dial";
+		args[n++] = "unix:/run/gw.sock";
+	}
+	args[n] = NULL;
+	assert_int_equal(parse(&c, args), 0);
+	assert_int_equal(c.n_dial, SIDECAR_MAX_DIALS);
+	args[n++] = "--dial";
+	args[n++] = "unix:/run/gw.sock";
+	args[n] = NULL;
+	assert_int_equal(parse(&c, args), -EINVAL);
+}
+
+static void test_backoff_max_values(void **state)
+{
+	static const struct {
+		const char *arg;
+		int64_t ms; /* -1: refused */
+	} cases[] = {
+	    {"100ms", 100}, {"3600000ms", 3600000},
+	    {"99ms", -1},   {"3600001ms", -1},
+	    {"1", 1000},    {"45s", 45000},
+	    {"2m", 120000}, {"1h", 3600000},
+	    {"0", -1},	    {"0s", -1},
+	    {"2h", -1},	    {"ms", -1},
+	    {"-5s", -1},    {"1.5s", -1},
+	    {" 5s", -1},    {"5x", -1},
+	};
+	struct sidecar_config c;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *args[] = {
+		    "--dial", "unix:/run/gw.sock",  "--instance-token-file",
+		    "/t",     "--dial-backoff-max", cases[i].arg,
+		    NULL};
+		int rc = parse(&c, args);
+
+		if (cases[i].ms < 0) {
+			if (rc != -EINVAL)
+				fail_msg("'%s' taken", cases[i].arg);
+			continue;
+		}
+		if (rc != 0 || c.dial_backoff_max_ms != cases[i].ms)
+			fail_msg("'%s': rc %d, %lld ms", cases[i].arg, rc,
+				 (long long)c.dial_backoff_max_ms);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +282,8 @@ int main(void)
 	    cmocka_unit_test(test_jitter_bounds),
 	    cmocka_unit_test(test_reset_after_a_long_link),
 	    cmocka_unit_test(test_cap_below_base),
+	    cmocka_unit_test(test_dial_options),
+	    cmocka_unit_test(test_backoff_max_values),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
