@@ -33,11 +33,12 @@ class Hostile(BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_GET(self):
-        if self.path.endswith("/attach"):
+        path = self.path.split("?")[0]
+        if path.endswith("/attach"):
             self.answer(403, {"code": "PERMISSION_DENIED\x1b[1m", "message": HOSTILE})
-        elif self.path.endswith("/sessions"):
+        elif path.endswith("/sessions"):
             self.answer(200, {"sessions": [SESSION]})
-        elif "/sessions/ok" in self.path:
+        elif path.endswith("/sessions/ok"):
             self.answer(200, SESSION)
         else:
             self.answer(404, {"code": "NOT_FOUND", "message": HOSTILE})
