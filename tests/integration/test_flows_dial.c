@@ -27,6 +27,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,7 @@
 struct gw {
 	char dir[64];
 	char sock[2][128];
+	char addr[2][160]; /* what --dial is given: unix:SOCK, or tcp: */
 	int lfd[2];
 	char token_path[128];
 	char log_path[128];
@@ -100,6 +103,25 @@ static int listen_unix(const char *path)
 	return fd;
 }
 
+/* Gateway i on 127.0.0.1 (a free port, backlog as given) instead of its
+   unix socket. */
+static void listen_tcp(int i, int backlog)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, backlog), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&sa, &len), 0);
+	close(G.lfd[i]);
+	unlink(G.sock[i]);
+	G.lfd[i] = fd;
+	snprintf(G.addr[i], sizeof(G.addr[i]), "tcp:127.0.0.1:%u", ntohs(sa.sin_port));
+}
+
 static int gw_setup(void **state)
 {
 	uint8_t seed[32], pk[32];
@@ -112,6 +134,7 @@ static int gw_setup(void **state)
 		return -1;
 	for (int i = 0; i < 2; i++) {
 		snprintf(G.sock[i], sizeof(G.sock[i]), "%s/gw%d.sock", G.dir, i);
+		snprintf(G.addr[i], sizeof(G.addr[i]), "unix:%s", G.sock[i]);
 		G.lfd[i] = listen_unix(G.sock[i]);
 	}
 	snprintf(G.token_path, sizeof(G.token_path), "%s/instance.token", G.dir);
@@ -146,22 +169,19 @@ static int gw_teardown(void **state)
    gateway 0 (and 1 when two), its log into G.log_path. */
 static void start_dialling(struct fixture *fx, int two)
 {
-	char dial0[160], dial1[160];
 	const char *extra[] = {"--log-level",
 			       "info",
 			       "--instance-token-file",
 			       G.token_path,
 			       "--dial",
-			       dial0,
+			       G.addr[0],
 			       "--dial-backoff-max",
 			       "500ms",
 			       two ? "--dial" : NULL,
-			       dial1,
+			       G.addr[1],
 			       NULL};
 	int saved = dup(2), logfd;
 
-	snprintf(dial0, sizeof(dial0), "unix:%s", G.sock[0]);
-	snprintf(dial1, sizeof(dial1), "unix:%s", G.sock[1]);
 	logfd = open(G.log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	assert_true(saved >= 0 && logfd >= 0);
 	dup2(logfd, 2); /* the child inherits it as its stderr */
@@ -233,18 +253,29 @@ static int log_has(const char *needle)
 	return found;
 }
 
-/* The sidecar's log gets a line containing the pieces, in that order on
-   one line, within the step's bound. */
-static void expect_log(const char *a, const char *b)
+/* The sidecar's log gets a line holding a then b, within bound_ms. */
+static void expect_log_within(int bound_ms, const char *a, const char *b)
 {
 	char needle[512];
 
 	snprintf(needle, sizeof(needle), "%s%s", a, b);
 	for (int waited = 0; !log_has(needle); waited += 20) {
-		if (remaining_ms(STEP_MS) <= 0 || waited > STEP_MS)
+		if (remaining_ms(bound_ms) <= 0 || waited > bound_ms)
 			fail_msg("the sidecar's log has no '%s'", needle);
 		sleep_ms(20);
 	}
+}
+
+static void expect_log(const char *a, const char *b)
+{
+	expect_log_within(STEP_MS, a, b);
+}
+
+/* The sidecar closes the link p (bounded). */
+static void expect_closed(struct peer *p)
+{
+	assert_int_equal(linkclient_wait_eof(&p->lc, remaining_ms(STEP_MS)), 0);
+	peer_drop(p);
 }
 
 /* ---- tests ---- */
@@ -254,7 +285,7 @@ static void test_dialled_link_is_a_link(void **state)
 	struct fixture *fx = *state;
 	struct peer *p, *q;
 	struct joined j;
-	char sid[64], where[160];
+	char sid[64];
 
 	start_dialling(fx, 0);
 	p = gw_link(fx, 0);
@@ -266,17 +297,16 @@ static void test_dialled_link_is_a_link(void **state)
 	/* The gateway goes away: the sidecar dials again, the session is
 	   still there, and the new link attaches to it with its history. */
 	peer_drop(p);
-	snprintf(where, sizeof(where), "unix:%s", G.sock[0]);
 	q = gw_link(fx, 0);
 	assert_int_equal(get_session(q, sid)->state, PTG__SESSION_STATE__SESSION_RUNNING);
 	join_simple(q, sid, 2, PTG__ROLE__ROLE_CONTROLLER, "ctl2", &j);
 	send_input(q, sid, 2, "echo again-$((6*7))\n", NULL);
 	wait_output(q, "again-42", STEP_MS);
-	expect_log("dialling ", where);
-	expect_log("linked to ", where);
-	expect_log("link to ", where);
+	expect_log("dialling ", G.addr[0]);
+	expect_log("linked to ", G.addr[0]);
+	expect_log("link to ", G.addr[0]);
 	expect_log(" lost (", "");
-	expect_log("next attempt to ", where);
+	expect_log("next attempt to ", G.addr[0]);
 }
 
 static void test_refused_then_retried(void **state)
@@ -284,11 +314,9 @@ static void test_refused_then_retried(void **state)
 	struct fixture *fx = *state;
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__LinkRefused r = PTG__LINK_REFUSED__INIT;
-	char where[160];
 	struct peer *p;
 
 	start_dialling(fx, 0);
-	snprintf(where, sizeof(where), "unix:%s", G.sock[0]);
 	for (int round = 0; round < 2; round++) {
 		p = gw_accept(fx, 0);
 		expect_credential(p, G.token);
@@ -301,7 +329,7 @@ static void test_refused_then_retried(void **state)
 		peer_drop(p);
 	}
 	/* The gateway's reason, made fit for one line. */
-	expect_log("refused by ", where);
+	expect_log("refused by ", G.addr[0]);
 	expect_log(" (credential expired?(test))", "");
 	/* Retried, and taken this time. */
 	gw_link(fx, 0);
@@ -340,19 +368,93 @@ static void test_two_gateways(void **state)
 	kill_session(b, sid);
 }
 
+/* tcp on loopback: the connect really is asynchronous. */
+static void test_tcp_dial(void **state)
+{
+	struct fixture *fx = *state;
+	struct peer *p;
+	char sid[64];
+
+	listen_tcp(0, 8);
+	start_dialling(fx, 0);
+	p = gw_link(fx, 0);
+	create_sh(p, 80, 24, sid);
+	peer_drop(p);
+	p = gw_link(fx, 0);
+	assert_string_equal(get_session(p, sid)->session_id, sid);
+	expect_log("link to ", G.addr[0]);
+}
+
+/* A gateway whose accept queue is full drops the SYN: the connect hangs
+   until the dialler's bound (DIALER_CONNECT_MS, 10 s), which fails it
+   and tries again. */
+static void test_connect_timeout(void **state)
+{
+	struct fixture *fx = *state;
+	struct sockaddr_in sa;
+	socklen_t len = sizeof(sa);
+	int filler, fd;
+
+	listen_tcp(0, 0);
+	/* One connection the test never accepts fills a backlog of 0. */
+	assert_int_equal(getsockname(G.lfd[0], (struct sockaddr *)&sa, &len), 0);
+	filler = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_int_equal(connect(filler, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	start_dialling(fx, 0);
+	expect_log_within(45000, "cannot reach ", G.addr[0]);
+	expect_log(" (connect timed out)", "");
+	/* Room again: the filler out of the queue, the next dial goes in. */
+	fd = accept4(G.lfd[0], NULL, NULL, SOCK_CLOEXEC);
+	assert_true(fd >= 0);
+	close(fd);
+	close(filler);
+	gw_link(fx, 0);
+}
+
+/* What a broken or hostile gateway sends is met by closing the link,
+   and the sidecar dials again: bytes that are no message, a request
+   before Hello, a LinkRefused after it. */
+static void test_bad_openings_redialled(void **state)
+{
+	struct fixture *fx = *state;
+	static const uint8_t oversized[] = {0xff, 0xff, 0xff, 0xff};
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__LinkRefused r = PTG__LINK_REFUSED__INIT;
+	struct peer *p;
+
+	start_dialling(fx, 0);
+	p = gw_accept(fx, 0);
+	expect_credential(p, G.token);
+	assert_int_equal(linkclient_send_raw(&p->lc, oversized, sizeof(oversized)), 0);
+	expect_closed(p);
+
+	p = gw_accept(fx, 0);
+	expect_credential(p, G.token);
+	send_get(p, "before-hello");
+	expect_closed(p);
+	expect_log("lost (request before hello)", "");
+
+	p = gw_link(fx, 0);
+	r.reason = "too late";
+	m.msg_case = PTG__LINK_MESSAGE__MSG_LINK_REFUSED;
+	m.link_refused = &r;
+	peer_send(p, &m);
+	expect_closed(p);
+	expect_log("lost (unexpected message)", "");
+	gw_link(fx, 0);
+}
+
 /* No gateway listening yet: the sidecar says it cannot reach it and
    keeps trying until one is there. */
 static void test_gateway_down_at_start(void **state)
 {
 	struct fixture *fx = *state;
-	char where[160];
 
 	close(G.lfd[0]);
 	unlink(G.sock[0]);
 	start_dialling(fx, 0);
-	snprintf(where, sizeof(where), "unix:%s", G.sock[0]);
-	expect_log("cannot reach ", where);
-	expect_log("next attempt to ", where);
+	expect_log("cannot reach ", G.addr[0]);
+	expect_log("next attempt to ", G.addr[0]);
 	G.lfd[0] = listen_unix(G.sock[0]);
 	gw_link(fx, 0);
 }
@@ -407,6 +509,10 @@ int main(int argc, char **argv)
 					    gw_setup, gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_two_gateways, gw_setup, gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_down_at_start, gw_setup,
+					    gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_tcp_dial, gw_setup, gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_connect_timeout, gw_setup, gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_openings_redialled, gw_setup,
 					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_dial_only_and_shutdown, gw_setup,
 					    gw_teardown),
