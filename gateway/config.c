@@ -36,258 +36,332 @@
 #define CONFIG__FILE_MAX (1u << 20)
 
 static const char
-    usage[] =
-	"Usage: " CONFIG__PROG
-	" [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
-	"                       [options]\n"
-	"\n"
-	"Serves the terminal sessions of sandbox instances to WebSocket clients\n"
-	"(pty-ws/v1) and a session REST API, relaying to each instance's\n"
-	"ptygate-sidecar over one link per instance.\n"
-	"\n"
-	"At least one verification key (--hs256-secret-file or --ed25519-public-key)\n"
-	"and at least one instance (--instance or --instances-file) are required.\n"
-	"\n"
-	"Listening:\n"
-	"  --listen HOST:PORT            public HTTP/WebSocket address; [V6]:PORT for\n"
-	"                                IPv6; port 0 picks a free one (127.0.0.1:8080)\n"
-	"  --admin-listen HOST:PORT      serve /healthz /readyz /metrics and the\n"
-	"                                AgentCard here only (default: on --listen)\n"
-	"  --public-url URL              base URL clients reach this gateway at, for\n"
-	"                                attach_url and the AgentCard; http(s):// or\n"
-	"                                ws(s):// (default: http://HOST:PORT of "
-	"--listen)\n"
-	"  --gateway-id ID               name sent to sidecars (default: hostname)\n"
-	"  --static-dir DIR              serve the web page files in DIR (default: "
-	"none)\n"
-	"\n"
-	"Instances:\n"
-	"  --instance ID=ADDR            a sandbox and its sidecar's link address:\n"
-	"                                unix:/path, tcp:HOST:PORT or vsock:CID:PORT;\n"
-	"                                repeatable\n"
-	"  --instances-file FILE         \"ID ADDR\" lines, '#' comments; re-read on\n"
-	"                                SIGHUP (default: none)\n"
-	"\n"
-	"Authentication (SPEC 7):\n"
-	"  --hs256-secret-file [KID=]FILE  an HS256 secret (" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
-	    KEYS_HS256_MAX) " bytes); repeatable\n"
-			    "  --ed25519-public-key [KID=]FILE an Ed25519 public key "
-			    "(PEM or base64);\n"
-			    "                                  repeatable\n"
-			    "  --audience AUD                require this \"aud\" claim "
-			    "(default: not checked)\n"
-			    "  --issuer ISS                  require this \"iss\" claim "
-			    "(default: not checked)\n"
-			    "\n"
-			    "Limits:\n"
-			    "  --ping-interval S             WebSocket Ping after S idle "
-			    "seconds, 1-3600 (30)\n"
-			    "  --pong-timeout S              close 1011 without a Pong "
-			    "in S s, 1-600 (10)\n"
-			    "  --max-conns-per-principal N   connections per token "
-			    "subject, 1-100000 (16)\n"
-			    "  --max-conns-per-instance N    connections per instance, "
-			    "1-1000000 (256)\n"
-			    "  --max-conns N                 connections in all, "
-			    "1-1000000 (4096)\n"
-			    "  --max-queue-bytes B           a connection's output queue "
-			    "before\n"
-			    "                                PTY_OUTPUT_LAGGED, "
-			    "65536-1073741824 (12582912)\n"
-			    "  --max-queue-ms MS             how long output may wait in "
-			    "a connection's queue\n"
-			    "                                before PTY_OUTPUT_LAGGED "
-			    "(0: no bound),\n"
-			    "                                0-3600000 (2000)\n"
-			    "  --max-frame-bytes B           largest client message, "
-			    "1024-16777216 (1048576)\n"
-			    "  --request-timeout-ms MS       a sidecar request's "
-			    "deadline, 100-600000 (10000)\n"
-			    "  --violation-limit N           protocol violations before "
-			    "close " PTG_STR(
-				PTG_CLOSE_VIOLATIONS) ",\n"
-						      "                                "
-						      "1-100000 (10)\n"
-						      "  --queue-stall-timeout S       "
-						      "close " PTG_STR(
-							  PTG_CLOSE_LIMITED) " a client "
-									     "whose "
-									     "queue "
-									     "stays "
-									     "over\n"
-									     "           "
-									     "           "
-									     "          "
-									     "--max-"
-									     "queue-"
-									     "bytes for "
-									     "S s, "
-									     "1-3600 "
-									     "(10)\n"
-									     "  "
-									     "--max-ops-"
-									     "per-sec N  "
-									     "         "
-									     "client ops "
-									     "per second "
-									     "(bursts of "
-									     "2 s), "
-									     "then\n"
-									     "           "
-									     "           "
-									     "          "
-									     "the client "
-									     "is not "
-									     "read, "
-									     "1-100000 "
-									     "(200)\n"
-									     "  "
-									     "--link-"
-									     "queue-"
-									     "bytes B    "
-									     "      "
-									     "bytes "
-									     "queued "
-									     "toward one "
-									     "sidecar "
-									     "before "
-									     "the\n"
-									     "           "
-									     "           "
-									     "          "
-									     "link is "
-									     "dropped, "
-									     "65536-"
-									     "1073741824 "
-									     "(16777216)"
-									     "\n"
-									     "  "
-									     "--rest-"
-									     "rate N     "
-									     " "
-									     "           "
-									     "REST "
-									     "requests "
-									     "per second "
-									     "per token "
-									     "subject,\n"
-									     "           "
-									     "           "
-									     "          "
-									     "bursts of "
-									     "2 s, then "
-									     "429, "
-									     "1-100000 "
-									     "(100)\n"
-									     "  "
-									     "--rest-"
-									     "concurrency"
-									     " N         "
-									     " REST "
-									     "requests "
-									     "in flight "
-									     "per token "
-									     "subject\n"
-									     "           "
-									     "           "
-									     "          "
-									     "before "
-									     "429, "
-									     "1-10000 "
-									     "(8)\n"
+    usage
+	[] = "Usage: " CONFIG__PROG
+	     " [--config FILE] --instance ID=ADDR --hs256-secret-file FILE\n"
+	     "                       [options]\n"
+	     "\n"
+	     "Serves the terminal sessions of sandbox instances to WebSocket clients\n"
+	     "(pty-ws/v1) and a session REST API, relaying to each instance's\n"
+	     "ptygate-sidecar over one link per instance.\n"
+	     "\n"
+	     "At least one verification key (--hs256-secret-file or "
+	     "--ed25519-public-key)\n"
+	     "and at least one instance (--instance or --instances-file) or a\n"
+	     "--link-listen address with its --link-key are required.\n"
+	     "\n"
+	     "Listening:\n"
+	     "  --listen HOST:PORT            public HTTP/WebSocket address; [V6]:PORT "
+	     "for\n"
+	     "                                IPv6; port 0 picks a free one "
+	     "(127.0.0.1:8080)\n"
+	     "  --admin-listen HOST:PORT      serve /healthz /readyz /metrics and the\n"
+	     "                                AgentCard here only (default: on "
+	     "--listen)\n"
+	     "  --public-url URL              base URL clients reach this gateway at, "
+	     "for\n"
+	     "                                attach_url and the AgentCard; http(s):// "
+	     "or\n"
+	     "                                ws(s):// (default: http://HOST:PORT of "
+	     "--listen)\n"
+	     "  --gateway-id ID               name sent to sidecars (default: hostname)\n"
+	     "  --static-dir DIR              serve the web page files in DIR (default: "
+	     "none)\n"
+	     "\n"
+	     "Instances:\n"
+	     "  --instance ID=ADDR            a sandbox and its sidecar's link address:\n"
+	     "                                unix:/path, tcp:HOST:PORT or "
+	     "vsock:CID:PORT;\n"
+	     "                                repeatable\n"
+	     "  --instances-file FILE         \"ID ADDR\" lines, '#' comments; re-read "
+	     "on\n"
+	     "                                SIGHUP (default: none)\n"
+	     "\n"
+	     "Registered instances (sidecars that dial in with a credential):\n"
+	     "  --link-listen ADDR            accept sidecar links at unix:/path,\n"
+	     "                                tcp:HOST:PORT (loopback only) or "
+	     "vsock:CID:PORT;\n"
+	     "                                repeatable, up to " PTG_STR(
+		 GW_MAX_LINK_LISTEN) "\n"
+				     "  --link-key KID=FILE           an Ed25519 public "
+				     "key that signs instance\n"
+				     "                                credentials; "
+				     "repeatable; re-read on SIGHUP\n"
+				     "  --link-auth-timeout S         a link's "
+				     "credential must arrive within S s,\n"
+				     "                                1-600 (5)\n"
+				     "  --link-renew-grace S          a linked "
+				     "credential may be S s past its exp\n"
+				     "                                before the link is "
+				     "closed, 0-86400 (60)\n"
+				     "  --link-grace S                a registered "
+				     "instance whose link dropped stays\n"
+				     "                                (down) S s before "
+				     "it is removed, 0-86400 (30)\n"
+				     "  --max-instances N             instances in all, "
+				     "configured and registered,\n"
+				     "                                1-1000000 (10000)\n"
+				     "  --max-pending-links N         links awaiting "
+				     "their credential, 1-100000 (256)\n"
+				     "\n"
+				     "Authentication (SPEC 7):\n"
+				     "  --hs256-secret-file [KID=]FILE  an HS256 secret "
+				     "(" PTG_STR(KEYS_HS256_MIN_FILE) " to " PTG_STR(
+					 KEYS_HS256_MAX) " bytes); repeatable\n"
+							 "  --ed25519-public-key "
+							 "[KID=]FILE an Ed25519 public "
+							 "key "
+							 "(PEM or base64);\n"
+							 "                               "
+							 "   repeatable\n"
+							 "  --audience AUD               "
+							 " require this \"aud\" claim "
+							 "(default: not checked)\n"
+							 "  --issuer ISS                 "
+							 " require this \"iss\" claim "
+							 "(default: not checked)\n"
+							 "\n"
+							 "Limits:\n"
+							 "  --ping-interval S            "
+							 " WebSocket Ping after S idle "
+							 "seconds, 1-3600 (30)\n"
+							 "  --pong-timeout S             "
+							 " close 1011 without a Pong "
+							 "in S s, 1-600 (10)\n"
+							 "  --max-conns-per-principal N  "
+							 " connections per token "
+							 "subject, 1-100000 (16)\n"
+							 "  --max-conns-per-instance N   "
+							 " connections per instance, "
+							 "1-1000000 (256)\n"
+							 "  --max-conns N                "
+							 " connections in all, "
+							 "1-1000000 (4096)\n"
+							 "  --max-queue-bytes B          "
+							 " a connection's output queue "
+							 "before\n"
+							 "                               "
+							 " PTY_OUTPUT_LAGGED, "
+							 "65536-1073741824 (12582912)\n"
+							 "  --max-queue-ms MS            "
+							 " how long output may wait in "
+							 "a connection's queue\n"
+							 "                               "
+							 " before PTY_OUTPUT_LAGGED "
+							 "(0: no bound),\n"
+							 "                               "
+							 " 0-3600000 (2000)\n"
+							 "  --max-frame-bytes B          "
+							 " largest client message, "
+							 "1024-16777216 (1048576)\n"
+							 "  --request-timeout-ms MS      "
+							 " a sidecar request's "
+							 "deadline, 100-600000 (10000)\n"
+							 "  --violation-limit N          "
+							 " protocol violations before "
+							 "close " PTG_STR(
+							     PTG_CLOSE_VIOLATIONS) ",\n"
+										   "     "
+										   "     "
+										   "     "
+										   "     "
+										   "     "
+										   "     "
+										   "  "
+										   "1-"
+										   "10000"
+										   "0 "
+										   "(10)"
+										   "\n"
+										   "  "
+										   "--"
+										   "queue"
+										   "-stal"
+										   "l-"
+										   "timeo"
+										   "ut S "
+										   "     "
+										   " "
+										   "close"
+										   " " PTG_STR(
+										       PTG_CLOSE_LIMITED) " a client "
+													  "whose "
+													  "queue "
+													  "stays "
+													  "over\n"
+													  "           "
+													  "           "
+													  "          "
+													  "--max-"
+													  "queue-"
+													  "bytes for "
+													  "S s, "
+													  "1-3600 "
+													  "(10)\n"
+													  "  "
+													  "--max-ops-"
+													  "per-sec N  "
+													  "         "
+													  "client ops "
+													  "per second "
+													  "(bursts of "
+													  "2 s), "
+													  "then\n"
+													  "           "
+													  "           "
+													  "          "
+													  "the client "
+													  "is not "
+													  "read, "
+													  "1-100000 "
+													  "(200)\n"
+													  "  "
+													  "--link-"
+													  "queue-"
+													  "bytes B    "
+													  "      "
+													  "bytes "
+													  "queued "
+													  "toward one "
+													  "sidecar "
+													  "before "
+													  "the\n"
+													  "           "
+													  "           "
+													  "          "
+													  "link is "
+													  "dropped, "
+													  "65536-"
+													  "1073741824 "
+													  "(16777216)"
+													  "\n"
+													  "  "
+													  "--rest-"
+													  "rate N     "
+													  " "
+													  "           "
+													  "REST "
+													  "requests "
+													  "per second "
+													  "per token "
+													  "subject,\n"
+													  "           "
+													  "           "
+													  "          "
+													  "bursts of "
+													  "2 s, then "
+													  "429, "
+													  "1-100000 "
+													  "(100)\n"
+													  "  "
+													  "--rest-"
+													  "concurrency"
+													  " N         "
+													  " REST "
+													  "requests "
+													  "in flight "
+													  "per token "
+													  "subject\n"
+													  "           "
+													  "           "
+													  "          "
+													  "before "
+													  "429, "
+													  "1-10000 "
+													  "(8)\n"
 
-									     "\n"
-									     "HTTP "
-									     "clients:\n"
-									     "  "
-									     "--max-"
-									     "conns-per-"
-									     "ip N       "
-									     "   "
-									     "connections"
-									     " one "
-									     "client "
-									     "address "
-									     "(IPv6: "
-									     "its\n"
-									     "           "
-									     "           "
-									     "          "
-									     "/64) may "
-									     "hold, "
-									     "WebSockets "
-									     "included,\n"
-									     "           "
-									     "           "
-									     "          "
-									     "1-1000000 "
-									     "(32)\n"
-									     "  "
-									     "--trusted-"
-									     "proxy CIDR "
-									     "         a "
-									     "reverse "
-									     "proxy "
-									     "(ADDR or "
-									     "ADDR/"
-									     "BITS): "
-									     "its\n"
-									     "           "
-									     "           "
-									     "          "
-									     "connections"
-									     " are not "
-									     "capped, "
-									     "its "
-									     "requests\n"
-									     "           "
-									     "           "
-									     "          "
-									     "count for "
-									     "the client "
-									     "in "
-									     "X-"
-									     "Forwarded-"
-									     "For\n"
-									     "           "
-									     "           "
-									     "          "
-									     "(last "
-									     "untrusted "
-									     "hop); "
-									     "repeatable,"
-									     " up "
-									     "to"
-									     " " PTG_STR(
-										 PEERS_MAX_TRUSTED) "\n"
-												    "  --request-head-timeout S      a request's head and body must arrive within\n"
-												    "                                S seconds, however slowly it trickles,\n"
-												    "                                1-3600 (10)\n"
-												    "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
-												    "                                PEM certificate chain (leaf first); re-read\n"
-												    "                                on SIGHUP (default: plain HTTP)\n"
-												    "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
-												    "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
-												    "                                --listen (behind a TLS-terminating proxy);\n"
-												    "                                in a config file: allow-plaintext = true\n"
-												    "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
-												    "                                may attach; repeatable, up to " PTG_STR(
-													GW_MAX_ORIGINS) " (default:\n"
-															"                                a request with an Origin header must be same-\n"
-															"                                origin: its host and port those of Host or\n"
-															"                                --public-url; refused with 403)\n"
-															"\n"
-															"Process:\n"
-															"  --config FILE                 read \"key = value\" lines (keys are these flags\n"
-															"                                without the dashes, '#' comments); flags on\n"
-															"                                the command line win\n"
-															"  --log-level LEVEL             debug, info, warn or error (info)\n"
-															"  --pid-file FILE               write the process id here (default: none)\n"
-															"  --help                        this text\n"
-															"  --version                     the version\n"
-															"\n"
-															"Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
-															"failure, 2 for a usage error.\n";
+													  "\n"
+													  "HTTP "
+													  "clients:\n"
+													  "  "
+													  "--max-"
+													  "conns-per-"
+													  "ip N       "
+													  "   "
+													  "connections"
+													  " one "
+													  "client "
+													  "address "
+													  "(IPv6: "
+													  "its\n"
+													  "           "
+													  "           "
+													  "          "
+													  "/64) may "
+													  "hold, "
+													  "WebSockets "
+													  "included,\n"
+													  "           "
+													  "           "
+													  "          "
+													  "1-1000000 "
+													  "(32)\n"
+													  "  "
+													  "--trusted-"
+													  "proxy CIDR "
+													  "         a "
+													  "reverse "
+													  "proxy "
+													  "(ADDR or "
+													  "ADDR/"
+													  "BITS): "
+													  "its\n"
+													  "           "
+													  "           "
+													  "          "
+													  "connections"
+													  " are not "
+													  "capped, "
+													  "its "
+													  "requests\n"
+													  "           "
+													  "           "
+													  "          "
+													  "count for "
+													  "the client "
+													  "in "
+													  "X-"
+													  "Forwarded-"
+													  "For\n"
+													  "           "
+													  "           "
+													  "          "
+													  "(last "
+													  "untrusted "
+													  "hop); "
+													  "repeatable,"
+													  " up "
+													  "to"
+													  " " PTG_STR(
+													      PEERS_MAX_TRUSTED) "\n"
+																 "  --request-head-timeout S      a request's head and body must arrive within\n"
+																 "                                S seconds, however slowly it trickles,\n"
+																 "                                1-3600 (10)\n"
+																 "  --tls-cert FILE               serve https:// and wss:// on --listen with this\n"
+																 "                                PEM certificate chain (leaf first); re-read\n"
+																 "                                on SIGHUP (default: plain HTTP)\n"
+																 "  --tls-key FILE                its PEM private key; re-read on SIGHUP\n"
+																 "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
+																 "                                --listen (behind a TLS-terminating proxy);\n"
+																 "                                in a config file: allow-plaintext = true\n"
+																 "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
+																 "                                may attach; repeatable, up to " PTG_STR(
+																     GW_MAX_ORIGINS) " (default:\n"
+																		     "                                a request with an Origin header must be same-\n"
+																		     "                                origin: its host and port those of Host or\n"
+																		     "                                --public-url; refused with 403)\n"
+																		     "\n"
+																		     "Process:\n"
+																		     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
+																		     "                                without the dashes, '#' comments); flags on\n"
+																		     "                                the command line win\n"
+																		     "  --log-level LEVEL             debug, info, warn or error (info)\n"
+																		     "  --pid-file FILE               write the process id here (default: none)\n"
+																		     "  --help                        this text\n"
+																		     "  --version                     the version\n"
+																		     "\n"
+																		     "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
+																		     "failure, 2 for a usage error.\n";
 
 enum {
 	OPT_CONFIG = 256,
@@ -324,6 +398,13 @@ enum {
 	OPT_LINK_QUEUE,
 	OPT_REST_RATE,
 	OPT_REST_CONCURRENCY,
+	OPT_LINK_LISTEN,
+	OPT_LINK_KEY,
+	OPT_LINK_AUTH_TIMEOUT,
+	OPT_LINK_RENEW_GRACE,
+	OPT_LINK_GRACE,
+	OPT_MAX_INSTANCES,
+	OPT_MAX_PENDING_LINKS,
 	OPT_LOG,
 	OPT_PID,
 	OPT_HELP,
@@ -365,6 +446,13 @@ static const struct option options[] = {
     {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
     {"rest-rate", required_argument, NULL, OPT_REST_RATE},
     {"rest-concurrency", required_argument, NULL, OPT_REST_CONCURRENCY},
+    {"link-listen", required_argument, NULL, OPT_LINK_LISTEN},
+    {"link-key", required_argument, NULL, OPT_LINK_KEY},
+    {"link-auth-timeout", required_argument, NULL, OPT_LINK_AUTH_TIMEOUT},
+    {"link-renew-grace", required_argument, NULL, OPT_LINK_RENEW_GRACE},
+    {"link-grace", required_argument, NULL, OPT_LINK_GRACE},
+    {"max-instances", required_argument, NULL, OPT_MAX_INSTANCES},
+    {"max-pending-links", required_argument, NULL, OPT_MAX_PENDING_LINKS},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
@@ -403,6 +491,11 @@ static const struct num nums[] = {
     CONFIG__NUM(OPT_LINK_QUEUE, 65536, 1ull << 30, link_queue_bytes),
     CONFIG__NUM(OPT_REST_RATE, 1, 100000, rest_rate),
     CONFIG__NUM(OPT_REST_CONCURRENCY, 1, 10000, rest_concurrency),
+    CONFIG__NUM(OPT_LINK_AUTH_TIMEOUT, 1, 600, link_auth_timeout_s),
+    CONFIG__NUM(OPT_LINK_RENEW_GRACE, 0, 86400, link_renew_grace_s),
+    CONFIG__NUM(OPT_LINK_GRACE, 0, 86400, link_grace_s),
+    CONFIG__NUM(OPT_MAX_INSTANCES, 1, 1000000, max_instances),
+    CONFIG__NUM(OPT_MAX_PENDING_LINKS, 1, 100000, max_pending_links),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -451,6 +544,11 @@ void gw_config_defaults(struct gw_config *c)
 	c->link_queue_bytes = 16ull << 20;
 	c->rest_rate = 100;
 	c->rest_concurrency = 8;
+	c->link_auth_timeout_s = 5;
+	c->link_renew_grace_s = 60;
+	c->link_grace_s = 30;
+	c->max_instances = 10000;
+	c->max_pending_links = 256;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])
@@ -668,6 +766,43 @@ static int trusted_proxy(struct gw_config *c, const struct source *src, const ch
 	return 0;
 }
 
+/* One --link-listen address. */
+static int link_listen(struct gw_config *c, const struct source *src, const char *s)
+{
+	char err[256];
+
+	if (c->n_link_listen >= GW_MAX_LINK_LISTEN) {
+		report(src, "link-listen", "more than %d addresses", GW_MAX_LINK_LISTEN);
+		return -EINVAL;
+	}
+	if (addr_parse(s, &c->link_listen[c->n_link_listen], err, sizeof(err)) < 0) {
+		report(src, "link-listen", "%s", err);
+		return -EINVAL;
+	}
+	c->n_link_listen++;
+	return 0;
+}
+
+/* One --link-key KID=FILE: a kid is required, so keys rotate by kid. */
+static int link_key(struct gw_config *c, const struct source *src, const char *s)
+{
+	const char *eq = strchr(s, '=');
+
+	if (c->n_link_keys >= GW_MAX_KEYS) {
+		report(src, "link-key", "more than %d keys", GW_MAX_KEYS);
+		return -EINVAL;
+	}
+	if (!eq || eq == s || !eq[1]) {
+		report(src, "link-key", "expected KID=FILE, got '%s'", s);
+		return -EINVAL;
+	}
+	if (str(src, OPT_LINK_KEY, s, c->link_keys[c->n_link_keys],
+		sizeof(c->link_keys[0])) < 0)
+		return -EINVAL;
+	c->n_link_keys++;
+	return 0;
+}
+
 static int log_level(struct gw_config *c, const struct source *src, const char *s)
 {
 	enum log_level lvl;
@@ -720,6 +855,10 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 		return set_switch(src, opt, arg, &c->allow_plaintext);
 	case OPT_ALLOWED_ORIGIN:
 		return allowed_origin(c, src, arg);
+	case OPT_LINK_LISTEN:
+		return link_listen(c, src, arg);
+	case OPT_LINK_KEY:
+		return link_key(c, src, arg);
 	case OPT_LOG:
 		return log_level(c, src, arg);
 	case OPT_PID:
@@ -1001,9 +1140,15 @@ static int check(struct gw_config *c)
 				     "--hs256-secret-file or --ed25519-public-key\n");
 		return -EINVAL;
 	}
-	if (!c->n_instances) {
-		fprintf(stderr, CONFIG__PROG ": no instance: give --instance ID=ADDR or "
-					     "--instances-file FILE\n");
+	if (!c->n_instances && !c->n_link_listen) {
+		fprintf(stderr,
+			CONFIG__PROG ": no instance: give --instance ID=ADDR, "
+				     "--instances-file FILE or --link-listen ADDR\n");
+		return -EINVAL;
+	}
+	if (!c->n_link_listen != !c->n_link_keys) {
+		fprintf(stderr,
+			CONFIG__PROG ": --link-listen and --link-key go together\n");
 		return -EINVAL;
 	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {

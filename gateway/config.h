@@ -12,9 +12,10 @@
 #include "ptg_limits.h"
 #include "wshandshake.h"
 
-#define GW_MAX_INSTANCES 1024
-#define GW_MAX_KEYS	 64
-#define GW_MAX_ORIGINS	 64
+#define GW_MAX_INSTANCES   1024
+#define GW_MAX_KEYS	   64
+#define GW_MAX_ORIGINS	   64
+#define GW_MAX_LINK_LISTEN 8 /* --link-listen addresses */
 
 struct gw_instance_cfg {
 	char id[PTG_ID_MAX + 1];
@@ -39,6 +40,17 @@ struct gw_config {
 	size_t
 	    n_flag_instances; /* the first ones, from --instance: a reload keeps them */
 	char instances_file[4096]; /* reloaded on SIGHUP */
+
+	/* registered instances (issue 18): sidecars that dial in */
+	struct addr link_listen[GW_MAX_LINK_LISTEN];
+	size_t n_link_listen;
+	char link_keys[GW_MAX_KEYS][4200]; /* "KID=FILE": Ed25519 public keys */
+	size_t n_link_keys;
+	uint32_t link_auth_timeout_s; /* a link's credential must come by then (5) */
+	uint32_t link_renew_grace_s;  /* a linked credential's exp plus this (60) */
+	uint32_t link_grace_s;	    /* a registered instance stays down this long (30) */
+	uint32_t max_instances;	    /* configured and registered together (10000) */
+	uint32_t max_pending_links; /* links awaiting their credential (256) */
 
 	struct gw_key_spec keys[GW_MAX_KEYS];
 	size_t n_keys;

@@ -15,6 +15,8 @@
 
 #include "conn.h"
 #include "http.h"
+#include "linkcred.h"
+#include "linklisten.h"
 #include "log.h"
 #include "restlimit.h"
 #include "timeutil.h"
@@ -139,6 +141,13 @@ static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 {
 	struct upstream *u = gateway_upstream(gw, ic->id);
 
+	if (u && upstream_registered(u)) {
+		log_error(NULL,
+			  "instance %s is registered by its own link; its "
+			  "configured address is ignored",
+			  ic->id);
+		return -1;
+	}
 	if (u) {
 		upstream_set_addr(u, &ic->addr);
 		return 0;
@@ -151,11 +160,11 @@ static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 
 /* The instance leaves: its connections say goodbye and let go of its
    link first, then the link is freed. */
-static void remove_instance(struct gateway *gw, size_t i)
+static void remove_instance(struct gateway *gw, size_t i, const char *why)
 {
 	const char *id = upstream_instance(gw->ups[i]);
 
-	log_info(NULL, "SIGHUP: instance %s removed", id);
+	log_info(NULL, "%s: instance %s removed", why, id);
 	conn_set_drop_instance(&gw->conns, id);
 	upstream_free(gw->ups[i]);
 	gw->ups[i] = gw->ups[--gw->n_ups];
@@ -189,13 +198,91 @@ static void reload_instances(struct gateway *gw)
 			keep = strcmp(list[k].id, id) == 0;
 		for (size_t k = 0; k < gw->cfg->n_flag_instances && !keep; k++)
 			keep = strcmp(gw->cfg->instances[k].id, id) == 0;
-		if (keep)
+		if (keep || upstream_registered(gw->ups[i]))
 			i++;
 		else
-			remove_instance(gw, i);
+			remove_instance(gw, i, "SIGHUP");
 	}
 	log_info(NULL, "SIGHUP: %zu instances", gw->n_ups);
 	free(list);
+}
+
+/* ---- registered instances (issue 18) ---- */
+
+int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
+		     const char *peer, int *refusal)
+{
+	struct upstream *u = gateway_upstream(gw, cred->instance_id);
+
+	if (u && !upstream_registered(u)) {
+		*refusal = LINK_REFUSAL_STATIC;
+		return -1;
+	}
+	if (!u && gw->n_ups >= gw->cfg->max_instances) {
+		*refusal = LINK_REFUSAL_MAX_INSTANCES;
+		return -1;
+	}
+	if (!u) {
+		u = upstream_new_registered(gw, cred->instance_id);
+		gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
+		gw->ups[gw->n_ups++] = u;
+		log_info(NULL, "instance %s registered by a link from %s",
+			 cred->instance_id, peer);
+	}
+	if (upstream_adopt(u, fd, peer, cred->exp) < 0) {
+		*refusal = LINK_REFUSAL_FLAPPING;
+		return -1;
+	}
+	gw->metrics.link_registrations++;
+	return 0;
+}
+
+void gateway_registered_gone(struct gateway *gw, struct upstream *u)
+{
+	for (size_t i = 0; i < gw->n_ups; i++) {
+		if (gw->ups[i] != u)
+			continue;
+		gw->metrics.registered_removed++;
+		remove_instance(gw, i, "--link-grace over");
+		return;
+	}
+}
+
+/* Loads the --link-key files into a new set: NULL after logging (err)
+   when one cannot be read. */
+static struct keyset *read_link_keys(const struct gw_config *c, char *err, size_t errlen)
+{
+	struct keyset *ks = keyset_new();
+
+	for (size_t i = 0; ks && i < c->n_link_keys; i++) {
+		if (keyset_load_ed25519_file(ks, c->link_keys[i], err, errlen) < 0) {
+			keyset_free(ks);
+			return NULL;
+		}
+	}
+	if (!ks)
+		snprintf(err, errlen, "cannot initialise libsodium");
+	return ks;
+}
+
+/* SIGHUP: the link keys are read again (rotation by kid); a key that
+   cannot be read keeps the current set. */
+static void reload_link_keys(struct gateway *gw)
+{
+	char err[512];
+	struct keyset *ks;
+
+	if (!gw->cfg->n_link_keys)
+		return;
+	ks = read_link_keys(gw->cfg, err, sizeof(err));
+	if (!ks) {
+		log_error(NULL, "SIGHUP: keeping the current link keys: --link-key: %s",
+			  err);
+		return;
+	}
+	keyset_free(gw->link_keys);
+	gw->link_keys = ks;
+	log_info(NULL, "SIGHUP: %zu link keys", keyset_count(ks));
 }
 
 /* ---- loop hooks and signals ---- */
@@ -228,6 +315,7 @@ static void on_tick(struct ev_timer *t, void *user)
 static void on_hup(int signo, void *user)
 {
 	reload_instances(user);
+	reload_link_keys(user);
 	http_reload(((struct gateway *)user)->http);
 }
 
@@ -292,6 +380,13 @@ static int load_keys(struct gateway *gw)
 	gw->policy.audience = gw->cfg->audience[0] ? gw->cfg->audience : NULL;
 	gw->policy.issuer = gw->cfg->issuer[0] ? gw->cfg->issuer : NULL;
 	gw->policy.leeway_s = JWT_LEEWAY_S;
+	if (!gw->cfg->n_link_keys)
+		return 0;
+	gw->link_keys = read_link_keys(gw->cfg, err, sizeof(err));
+	if (!gw->link_keys) {
+		fprintf(stderr, "ptygate-gateway: --link-key: %s\n", err);
+		return -1;
+	}
 	return 0;
 }
 
@@ -316,6 +411,15 @@ static int count_open_fds(void)
 		n++;
 	closedir(d);
 	return n - 3; /* ".", ".." and the directory's own fd */
+}
+
+/* Descriptors the link listeners may hold: one per registered instance
+   and one per link awaiting its credential. */
+static int64_t link_fds(const struct gw_config *c)
+{
+	return c->n_link_listen
+		   ? (int64_t)c->n_link_listen + c->max_instances + c->max_pending_links
+		   : 0;
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard one, then lowers --max-conns
@@ -344,7 +448,7 @@ static int fit_fd_limit(struct gateway *gw)
 		      ? INT32_MAX
 		      : (int64_t)rl.rlim_cur) -
 		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
-		 FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
+		 link_fds(c) - FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
 	fit = budget / per_conn;
 	if (fit < 1)
 		fit = 1;
@@ -404,6 +508,20 @@ static void write_pid_file(const struct gw_config *c)
 	fclose(f);
 }
 
+static int start_links(struct gateway *gw)
+{
+	char err[512];
+
+	if (!gw->cfg->n_link_listen)
+		return 0;
+	gw->linklisten = linklisten_new(gw, err, sizeof(err));
+	if (!gw->linklisten) {
+		fprintf(stderr, "ptygate-gateway: --link-listen: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 /* Signals, hooks and the tick. Returns 0 or -1 after printing why. */
 static int start_loop(struct gateway *gw)
 {
@@ -443,7 +561,7 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		return NULL;
 	}
 	if (load_keys(gw) < 0 || load_instances(gw) < 0 || fit_fd_limit(gw) < 0 ||
-	    start_http(gw) < 0 || start_loop(gw) < 0) {
+	    start_http(gw) < 0 || start_links(gw) < 0 || start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
@@ -465,6 +583,7 @@ void gateway_free(struct gateway *gw)
 	if (!gw)
 		return;
 	conn_set_free(&gw->conns);
+	linklisten_free(gw->linklisten);
 	for (size_t i = 0; i < gw->n_ups; i++)
 		upstream_free(gw->ups[i]);
 	free(gw->ups);
@@ -473,6 +592,7 @@ void gateway_free(struct gateway *gw)
 	ev_timer_free(gw->grace);
 	ev_timer_free(gw->tick);
 	keyset_free(gw->keys);
+	keyset_free(gw->link_keys);
 	if (gw->slots)
 		free(gw->slots->v);
 	free(gw->slots);

@@ -14,11 +14,15 @@
 
 struct upstream;
 struct http;
+struct linklisten;
+struct linkcred;
 
 struct gateway {
 	struct gw_config *cfg;
 	struct ev_loop *loop;
 	struct keyset *keys;
+	struct keyset *link_keys;      /* --link-key: instance credentials; SIGHUP */
+	struct linklisten *linklisten; /* --link-listen, or NULL */
 	struct jwt_policy policy;
 	struct upstream **ups;
 	size_t n_ups;
@@ -41,6 +45,17 @@ void gateway_free(struct gateway *gw);
 int gateway_run(struct gateway *gw);
 
 struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id);
+
+/* A link that dialled in presented cred (verified): hands fd to the
+   instance's upstream, adding the instance when it is new. Returns 0
+   (fd taken) or -1 with *refusal (enum link_refusal) and fd untouched:
+   the id is a configured instance's, --max-instances is reached, or the
+   instance's links flap. */
+int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
+		     const char *peer, int *refusal);
+/* A registered instance was down for --link-grace: removed (and u freed)
+   as an instance dropped from the instances file is. */
+void gateway_registered_gone(struct gateway *gw, struct upstream *u);
 
 /* Reserves a connection slot for principal on instance before the 101.
    Returns 0, -EAGAIN when the whole gateway is at --max-conns, or -EBUSY

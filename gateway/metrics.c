@@ -31,6 +31,9 @@ static const struct family families[] = {
 	       "The longest time one loop turn spent reading and handing out one "
 	       "sidecar link's messages, since start.",
 	       link_turn_max_ms),
+    METRICS__F("ptygate_links_pending", "gauge",
+	       "Links that dialled in and have not yet presented their credential.",
+	       links_pending),
     METRICS__F("ptygate_frames_out_total", "counter",
 	       "WebSocket frames queued to clients.", frames_out),
     METRICS__F("ptygate_bytes_out_total", "counter", "Bytes written to client sockets.",
@@ -110,7 +113,57 @@ static const struct family families[] = {
 	       "Loop turns on a sidecar link cut at the per-turn budget, the rest "
 	       "handed out in later turns.",
 	       link_turns_cut),
+    METRICS__F("ptygate_link_registrations_total", "counter",
+	       "Links that dialled in with a valid credential and joined their instance.",
+	       link_registrations),
+    METRICS__F("ptygate_link_replacements_total", "counter",
+	       "Live links of a registered instance replaced by a newer verified one.",
+	       link_replacements),
+    METRICS__F("ptygate_link_renewals_total", "counter",
+	       "Credentials renewed on a live link.", link_renewals),
+    METRICS__F("ptygate_registered_instances_removed_total", "counter",
+	       "Registered instances removed after --link-grace without their link.",
+	       registered_removed),
 };
+
+static void head(struct buf *out, const char *name, const char *type, const char *help);
+
+static const char *const refusal_names[LINK_REFUSAL_N - LINKCRED_N_REASONS] = {
+    "timeout", "no_credential", "garbage",  "closed",		"pending_full",
+    "static",  "max_instances", "flapping", "instance_changed", "lapsed",
+};
+
+const char *metrics_link_refusal_name(int reason)
+{
+	if (reason >= 0 && reason < LINKCRED_N_REASONS)
+		return linkcred_reason(-reason);
+	if (reason >= LINKCRED_N_REASONS && reason < LINK_REFUSAL_N)
+		return refusal_names[reason - LINKCRED_N_REASONS];
+	return "unknown";
+}
+
+static void refusals(const struct metrics *m, struct buf *out)
+{
+	head(out, "ptygate_link_refusals_total", "counter",
+	     "Links that dialled in, refused or closed, by reason.");
+	for (int r = 1; r < LINK_REFUSAL_N; r++)
+		buf_appendf(out,
+			    "ptygate_link_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
+			    metrics_link_refusal_name(r), m->link_refusals[r]);
+}
+
+static void instances(const struct metrics_link *links, unsigned n, struct buf *out)
+{
+	unsigned reg = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		reg += links[i].registered ? 1 : 0;
+	head(out, "ptygate_instances", "gauge",
+	     "Instances by kind: configured (flags, instances file) or registered "
+	     "(their sidecar dialled in).");
+	buf_appendf(out, "ptygate_instances{kind=\"configured\"} %u\n", n - reg);
+	buf_appendf(out, "ptygate_instances{kind=\"registered\"} %u\n", reg);
+}
 
 static void head(struct buf *out, const char *name, const char *type, const char *help)
 {
@@ -155,6 +208,8 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		head(out, f->name, f->type, f->help);
 		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
 	}
+	refusals(m, out);
+	instances(links, n_links, out);
 	head(out, "ptygate_link_up", "gauge",
 	     "1 when the instance's sidecar link is up and greeted.");
 	for (unsigned i = 0; i < n_links; i++) {

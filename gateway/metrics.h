@@ -7,6 +7,25 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "linkcred.h"
+
+/* Why a link that dialled in was refused or closed (the label of
+   ptygate_link_refusals_total{reason}, metrics_link_refusal_name): first
+   linkcred's reasons (-err of enum linkcred_err), then the gateway's. */
+enum link_refusal {
+	LINK_REFUSAL_TIMEOUT = LINKCRED_N_REASONS, /* no credential in time */
+	LINK_REFUSAL_NO_CREDENTIAL,		   /* its first message was another */
+	LINK_REFUSAL_GARBAGE,	       /* bytes that are no link message, or too long */
+	LINK_REFUSAL_CLOSED,	       /* the peer left before its credential */
+	LINK_REFUSAL_PENDING_FULL,     /* --max-pending-links links awaited theirs */
+	LINK_REFUSAL_STATIC,	       /* the id is a configured instance's */
+	LINK_REFUSAL_MAX_INSTANCES,    /* --max-instances reached */
+	LINK_REFUSAL_FLAPPING,	       /* too many replacements of one instance's link */
+	LINK_REFUSAL_INSTANCE_CHANGED, /* a renewal for another instance */
+	LINK_REFUSAL_LAPSED,	       /* exp + --link-renew-grace passed while linked */
+	LINK_REFUSAL_N
+};
+const char *metrics_link_refusal_name(int reason);
 
 struct metrics {
 	/* gauges */
@@ -17,6 +36,7 @@ struct metrics {
 	uint64_t queue_bytes_max;  /* the deepest single queue right now */
 	uint64_t reply_bytes;	   /* sidecar replies being answered, and their answers */
 	uint64_t link_turn_max_ms; /* the longest loop turn spent on one link */
+	uint64_t links_pending;	   /* dialled-in links awaiting their credential */
 	/* counters */
 	uint64_t frames_out; /* WebSocket frames queued to clients */
 	uint64_t bytes_out;  /* bytes written to client sockets */
@@ -44,9 +64,14 @@ struct metrics {
 	uint64_t close_dropped_bytes;  /* unsent output dropped so a close leaves next */
 	uint64_t link_replies_refused; /* replies over the protocol's limits: 502 */
 	uint64_t
-	    link_replies_too_large; /* replies whose answer would pass its cap: 502 */
-	uint64_t link_replies_shed; /* replies over the in-flight budget: 503 */
-	uint64_t link_turns_cut;    /* link turns cut at the per-turn budget */
+	    link_replies_too_large;  /* replies whose answer would pass its cap: 502 */
+	uint64_t link_replies_shed;  /* replies over the in-flight budget: 503 */
+	uint64_t link_turns_cut;     /* link turns cut at the per-turn budget */
+	uint64_t link_registrations; /* verified links handed to their instance */
+	uint64_t link_replacements;  /* live links replaced by a newer one */
+	uint64_t link_renewals;	     /* credentials renewed on a live link */
+	uint64_t registered_removed; /* registered instances removed after the grace */
+	uint64_t link_refusals[LINK_REFUSAL_N]; /* by enum link_refusal */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists
@@ -54,6 +79,7 @@ struct metrics {
 struct metrics_link {
 	const char *instance;
 	int up;
+	int registered; /* 1: added by a link that dialled in */
 };
 void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		    unsigned n_links, struct buf *out);

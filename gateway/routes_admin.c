@@ -39,6 +39,7 @@ int routes__metrics(struct route_req *rq)
 	for (size_t i = 0; i < gw->n_ups; i++) {
 		links[i].instance = upstream_instance(gw->ups[i]);
 		links[i].up = upstream_up(gw->ups[i]);
+		links[i].registered = upstream_registered(gw->ups[i]);
 	}
 	buf_reset(&rq->out);
 	metrics_render(&gw->metrics, links, (unsigned)gw->n_ups, &rq->out);

@@ -15,6 +15,7 @@
 #include "frames.h"
 #include "gateway.h"
 #include "id.h"
+#include "linkcred.h"
 #include "linkconn.h"
 #include "log.h"
 #include "timeutil.h"
@@ -42,6 +43,16 @@
    control byte) and its members. A hostile list of 16 MB could be 100 MB
    of JSON and 548 MiB of the gateway's memory. */
 #define REPLY_ANSWER_MAX (8u << 20)
+/* Two sidecars presenting one instance id (a VM cloned with its
+   credential, a restarted VM whose old link has not timed out yet) each
+   replace the other's link as they re-dial: past FLAP_MAX replacements
+   in FLAP_WINDOW_MS, new links for the instance are refused ("flapping")
+   for a backoff that doubles from FLAP_BACKOFF_MIN_MS up to
+   FLAP_BACKOFF_MAX_MS, so the live link is left alone meanwhile. */
+#define FLAP_MAX	    5
+#define FLAP_WINDOW_MS	    10000
+#define FLAP_BACKOFF_MIN_MS 1000
+#define FLAP_BACKOFF_MAX_MS 60000
 /* What all replies and their answers may hold at once (struct metrics
    reply_bytes): a reply that would pass it is answered 503. */
 #define REPLY_BYTES_MAX (64u << 20)
@@ -72,7 +83,7 @@ struct binding {
 struct upstream {
 	struct gateway *gw;
 	char id[PTG_ID_MAX + 1];
-	char name[160];
+	char name[300];
 	struct addr addr;
 	int connect_fd;
 	struct ev_io *connect_io;
@@ -93,6 +104,15 @@ struct upstream {
 	Ptg__Limits limits;
 	int has_limits;
 	char refused[200]; /* why the last hello was refused, or "" */
+	/* a registered instance (issue 18): its links dial in */
+	int registered;
+	int64_t exp_s;		 /* the linked credential's exp */
+	struct ev_timer *lapse;	 /* exp + --link-renew-grace: the link closes */
+	struct ev_timer *grace;	 /* down --link-grace: the instance leaves */
+	int64_t flaps[FLAP_MAX]; /* monotonic times of the last replacements */
+	size_t n_flaps;		 /* replacements recorded, at most FLAP_MAX */
+	int64_t flap_until;	 /* new links refused until then */
+	int64_t flap_backoff_ms;
 };
 
 static void dial(struct upstream *u);
@@ -619,11 +639,71 @@ static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f
 	}
 }
 
+/* The watchdog of a registered link: armed at exp + --link-renew-grace. */
+static void arm_lapse(struct upstream *u)
+{
+	int64_t at_ms = (u->exp_s + (int64_t)u->gw->cfg->link_renew_grace_s) * 1000;
+	int64_t left = at_ms - time_now_ms();
+
+	ev_timer_arm(u->lapse, left > 0 ? left : 0, 0);
+}
+
+static void close_refused(struct upstream *u, int reason, const char *why)
+{
+	log_warn(u->name, "closing the link: %s (%s)", why,
+		 metrics_link_refusal_name(reason));
+	u->gw->metrics.link_refusals[reason]++;
+	linkconn_close(u->lc, metrics_link_refusal_name(reason));
+}
+
+static void on_lapse(struct ev_timer *t, void *user)
+{
+	struct upstream *u = user;
+
+	if (u->lc)
+		close_refused(u, LINK_REFUSAL_LAPSED,
+			      "its credential expired and was not renewed");
+}
+
+/* A LinkCredential on a live link renews it: verified as the first one
+   was, for the same instance only; anything else closes the link. */
+static void on_renewal(struct upstream *u, const Ptg__LinkCredential *lc)
+{
+	struct linkcred c;
+	const char *tok = lc->token ? lc->token : "";
+	int rc;
+
+	if (!u->registered) {
+		log_warn(u->name, "ignoring a credential on a link this gateway dialled");
+		return;
+	}
+	rc =
+	    linkcred_verify(u->gw->link_keys, tok, strlen(tok), time_now_ms() / 1000, &c);
+	if (rc < 0) {
+		close_refused(u, -rc, linkcred_strerror(rc));
+		return;
+	}
+	if (strcmp(c.instance_id, u->id) != 0) {
+		close_refused(u, LINK_REFUSAL_INSTANCE_CHANGED,
+			      "a renewed credential names another instance");
+		return;
+	}
+	u->exp_s = c.exp;
+	arm_lapse(u);
+	u->gw->metrics.link_renewals++;
+	log_info(u->name, "credential renewed (kid '%s', expires in %lld s)", c.kid,
+		 (long long)(c.exp - time_now_ms() / 1000));
+}
+
 static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *user)
 {
 	struct upstream *u = user;
 	const char *why;
 
+	if (m->msg_case == PTG__LINK_MESSAGE__MSG_LINK_CREDENTIAL) {
+		on_renewal(u, m->link_credential);
+		return;
+	}
 	if (!u->up && m->msg_case != PTG__LINK_MESSAGE__MSG_HELLO_ACK)
 		return; /* nothing counts before the hello is answered and checked */
 	if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
@@ -676,12 +756,20 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 {
 	struct upstream *u = user;
 
-	log_warn(u->name, "link down: %s", reason);
 	u->lc = NULL;
 	u->up = 0;
 	fail_all_pending(u);
 	drop_bindings(u);
-	schedule_dial(u);
+	if (!u->registered) {
+		log_warn(u->name, "link down: %s", reason);
+		schedule_dial(u);
+		return;
+	}
+	ev_timer_disarm(u->lapse);
+	log_warn(u->name,
+		 "link down: %s; the instance leaves in %u s unless it dials again",
+		 reason, u->gw->cfg->link_grace_s);
+	ev_timer_arm(u->grace, (int64_t)u->gw->cfg->link_grace_s * 1000, 0);
 }
 
 /* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. */
@@ -783,6 +871,96 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 	return u;
 }
 
+/* Down for --link-grace: the gateway removes the instance (and frees u). */
+static void on_grace(struct ev_timer *t, void *user)
+{
+	gateway_registered_gone(((struct upstream *)user)->gw, user);
+}
+
+struct upstream *upstream_new_registered(struct gateway *gw, const char *instance_id)
+{
+	struct upstream *u = xcalloc(1, sizeof(*u));
+
+	u->gw = gw;
+	u->registered = 1;
+	snprintf(u->id, sizeof(u->id), "%s", instance_id);
+	snprintf(u->name, sizeof(u->name), "link %s", instance_id);
+	u->connect_fd = -1;
+	u->next_request = 1;
+	u->next_attach = 1;
+	u->flap_backoff_ms = FLAP_BACKOFF_MIN_MS;
+	buf_init(&u->json);
+	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
+	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
+	u->lapse = ev_timer_new(gw->loop, -1, 0, on_lapse, u);
+	u->grace = ev_timer_new(gw->loop, -1, 0, on_grace, u);
+	return u;
+}
+
+int upstream_registered(const struct upstream *u)
+{
+	return u->registered;
+}
+
+/* Records a replacement at now; 1 when it is one too many (the instance
+   flaps: refused until a backoff passes, which doubles each time). */
+static int flapping(struct upstream *u, int64_t now)
+{
+	size_t kept = 0;
+
+	if (now < u->flap_until)
+		return 1;
+	for (size_t i = 0; i < u->n_flaps; i++)
+		if (now - u->flaps[i] < FLAP_WINDOW_MS)
+			u->flaps[kept++] = u->flaps[i];
+	u->n_flaps = kept;
+	if (kept == 0)
+		u->flap_backoff_ms = FLAP_BACKOFF_MIN_MS;
+	if (kept == FLAP_MAX) {
+		u->flap_until = now + u->flap_backoff_ms;
+		u->flap_backoff_ms = u->flap_backoff_ms * 2 > FLAP_BACKOFF_MAX_MS
+					 ? FLAP_BACKOFF_MAX_MS
+					 : u->flap_backoff_ms * 2;
+		return 1;
+	}
+	u->flaps[u->n_flaps++] = now;
+	return 0;
+}
+
+/* The live link gives way to a newer one: its requests fail and its
+   clients are told, as for any lost link (they come back with
+   replay_from on the new one). */
+static void retire_link(struct upstream *u, const char *peer)
+{
+	log_warn(u->name, "link replaced by a new one from %s", peer);
+	u->gw->metrics.link_replacements++;
+	linkconn_free(u->lc);
+	u->lc = NULL;
+	u->up = 0;
+	fail_all_pending(u);
+	drop_bindings(u);
+}
+
+int upstream_adopt(struct upstream *u, int fd, const char *peer, int64_t exp_s)
+{
+	if (u->lc && flapping(u, time_mono_ms()))
+		return -EBUSY;
+	if (u->lc)
+		retire_link(u, peer);
+	ev_timer_disarm(u->grace);
+	snprintf(u->name, sizeof(u->name), "link %s from %.100s", u->id, peer);
+	u->exp_s = exp_s;
+	u->lc = linkconn_new(u->gw->loop, fd, u->name, &link_ops, u);
+	if (!u->lc) {
+		ev_timer_arm(u->grace, (int64_t)u->gw->cfg->link_grace_s * 1000, 0);
+		return 0; /* fd closed; down as if the link had dropped at once */
+	}
+	linkconn_set_turn_budget(u->lc, LINK_TURN_BUDGET_US);
+	arm_lapse(u);
+	send_hello(u);
+	return 0;
+}
+
 static void hang_up(struct upstream *u)
 {
 	if (u->connect_io) {
@@ -805,6 +983,8 @@ void upstream_free(struct upstream *u)
 	drop_bindings(u);
 	ev_timer_free(u->retry);
 	ev_timer_free(u->sweep);
+	ev_timer_free(u->lapse);
+	ev_timer_free(u->grace);
 	free(u->binds);
 	free(u->groups); /* empty: drop_bindings emptied every group */
 	buf_free(&u->json);
@@ -835,6 +1015,10 @@ int upstream_up(const struct upstream *u)
 const char *upstream_state(const struct upstream *u)
 {
 	return u->up ? "up" : u->refused[0] ? u->refused : "down";
+}
+int64_t upstream_exp(const struct upstream *u)
+{
+	return u->exp_s;
 }
 const Ptg__Limits *upstream_limits(const struct upstream *u)
 {

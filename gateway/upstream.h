@@ -34,6 +34,24 @@ typedef void (*upstream_reply_fn)(const Ptg__Reply *r, void *user);
    is dialled at once and again with backoff. */
 struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 			      const struct addr *a);
+/* A registered instance's upstream (issue 18): it has no address and
+   never dials; its links dial in (linklisten.c) and are handed over by
+   upstream_adopt. Down for --link-grace, it asks the gateway to remove
+   it (gateway_registered_gone). Never fails. */
+struct upstream *upstream_new_registered(struct gateway *gw, const char *instance_id);
+/* 1 for an upstream made by upstream_new_registered. */
+int upstream_registered(const struct upstream *u);
+/* Takes fd (connected, non-blocking), a link whose credential for this
+   instance was verified and lapses at exp_s (seconds since the epoch),
+   and says hello on it: from then on it is a link like any other, plus
+   renewal (a LinkCredential on it, verified again: same instance, new
+   exp) and a watchdog closing it at exp_s + --link-renew-grace. A live
+   link is replaced (closed and logged; its clients told as for a lost
+   link), but past the flapping bound new ones are refused instead:
+   -EBUSY, fd untouched. Returns 0 with fd taken. */
+int upstream_adopt(struct upstream *u, int fd, const char *peer, int64_t exp_s);
+/* The linked credential's exp (0: none yet). */
+int64_t upstream_exp(const struct upstream *u);
 /* Fails pending requests (callbacks with NULL) and drops the link. */
 void upstream_free(struct upstream *u);
 const char *upstream_instance(const struct upstream *u);

@@ -38,7 +38,7 @@ static int has_line(const char *text, const char *line)
 static void test_values(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link links[] = {{"inst-1", 1}, {"inst-2", 0}};
+	struct metrics_link links[] = {{"inst-1", 1, 0}, {"inst-2", 0, 1}};
 	char *t;
 
 	m.conns_controller = 2;
@@ -120,7 +120,7 @@ static void test_values(void **state)
 static void test_structure(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link link = {"x", 1};
+	struct metrics_link link = {"x", 1, 0};
 	char *t = render(&m, &link, 1), *save = NULL, *line;
 	char announced[64][80] = {{0}}, last_help[80] = "";
 	int n_ann = 0, samples = 0;
@@ -151,14 +151,16 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	assert_int_equal(samples, 3 + 32 + 1);
+	/* connections, the families, the refusals by reason, the instances by
+	   kind, link_up */
+	assert_int_equal(samples, 3 + 37 + (LINK_REFUSAL_N - 1) + 2 + 1);
 	free(t);
 }
 
 static void test_label_escaping(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link links[] = {{"a\"b\\c\nd", 1}, {"", 0}};
+	struct metrics_link links[] = {{"a\"b\\c\nd", 1, 0}, {"", 0, 0}};
 	char *t = render(&m, links, 2);
 
 	assert_true(has_line(t, "ptygate_link_up{instance=\"a\\\"b\\\\c\\nd\"} 1"));

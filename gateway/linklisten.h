@@ -1,0 +1,46 @@
+/* linklisten: the gateway's --link-listen listeners (issue 18), where
+   sidecars dial in. A link accepted here must first present its instance
+   credential (LinkCredential, proto/link.proto) within
+   --link-auth-timeout; it is verified against the --link-key set and
+   handed to its instance (gateway_register), which says hello on it.
+   Anything else is refused: LinkRefused {reason} is sent, the link
+   closed, a log line names the peer (a vsock peer by its CID) and the
+   reason, and ptygate_link_refusals_total{reason} counts it. At most
+   --max-pending-links links await their credential; past it new ones are
+   closed at once. A link's opening is read into a small fixed buffer
+   (LINKLISTEN_OPENING_MAX), so an unauthenticated peer costs that much
+   memory at most and one bounded read per turn. */
+#ifndef PTG_LINKLISTEN_H
+#define PTG_LINKLISTEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "auth_jwt.h"
+#include "keys.h"
+
+struct gateway;
+struct linkcred;
+struct linklisten;
+
+/* The framed LinkCredential a link opens with, at most: its 4-byte
+   length, the message's tags and a token of JWT_MAX_TOKEN bytes. */
+#define LINKLISTEN_OPENING_MAX (4 + 16 + JWT_MAX_TOKEN)
+
+/* Binds every cfg->link_listen address of gw and watches them. NULL
+   with the address and the reason in err. */
+struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen);
+/* Closes the listeners and every link still awaiting its credential.
+   NULL is a no-op. */
+void linklisten_free(struct linklisten *ll);
+
+/* The credential step, a pure decision on the bytes in[0, len) a link
+   has sent so far, checked with ks at now_s (seconds since the epoch):
+   0 while more bytes are needed; 1 with *out filled when they are
+   exactly one framed LinkCredential whose token verifies (nothing may
+   follow it: the sidecar waits for the gateway's hello); otherwise a
+   refusal, -(enum link_refusal), linkcred's reasons included. */
+int linklisten_opening(const struct keyset *ks, const uint8_t *in, size_t len,
+		       int64_t now_s, struct linkcred *out);
+
+#endif
