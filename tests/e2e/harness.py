@@ -1027,6 +1027,176 @@ def _mask(payload, mask):
     return (int.from_bytes(payload, "big") ^ key).to_bytes(n, "big")
 
 
+class DialStack(Stack):
+    """Dial-out mode (issue 18): a gateway with --link-listen and --link-key
+    and no instance configured, and a sidecar with --dial and an instance
+    credential minted by the CLI. Its extra gateways (add_gateway) listen
+    for the same sidecar; the sidecar dials every one."""
+
+    LINK_KID = "k1"
+
+    def __init__(self, sidecar_args=(), gateway_args=(), instance="inst-dial", gateways=1,
+                 ttl="1h"):
+        super().__init__(instance=instance)
+        self.cli = cli_binary()
+        if not self.cli:
+            raise unittest.SkipTest("the ptygate CLI is not built")
+        self.link_key = os.path.join(self.dir, "link.key")
+        self.link_pub = os.path.join(self.dir, "link.pub")
+        self.token_file = os.path.join(self.dir, "instance.token")
+        subprocess.run([self.cli, "token", "keygen", "--out-private", self.link_key,
+                        "--out-public", self.link_pub], check=True, capture_output=True)
+        self.write_credential(self.mint_credential(ttl=ttl))
+        self.gateways, self.link_socks = [], []
+        for i in range(gateways):
+            self.add_gateway(gateway_args, first=(i == 0))
+        sidecar_args = [str(a).replace("{dir}", self.dir) for a in sidecar_args]
+        self.sidecar = Daemon("sidecar", [
+            self.sidecar_bin, "--instance-token-file", self.token_file,
+            *sum((["--dial", "unix:" + s] for s in self.link_socks), []),
+            *map(str, sidecar_args)], self.dir)
+        self.sidecar_started = None
+
+    def add_gateway(self, gateway_args, first=False):
+        n = len(self.gateways)
+        sock = os.path.join(self.dir, "links%d.sock" % n)
+        port = self.port if first else free_port()
+        gateway_args = [str(a).replace("{dir}", self.dir) for a in gateway_args]
+        d = Daemon("gateway" if first else "gateway%d" % n, [
+            self.gateway_bin, "--listen", "127.0.0.1:%d" % port,
+            "--link-listen", "unix:" + sock,
+            "--link-key", "%s=%s" % (self.LINK_KID, self.link_pub),
+            "--hs256-secret-file", self.secret_file, *gateway_args], self.dir)
+        d.port = port
+        self.gateways.append(d)
+        self.link_socks.append(sock)
+        if first:
+            self.gateway = d
+        return d
+
+    def mint_credential(self, instance=None, ttl="1h", key=None, kid=None, audience="ptygate-link"):
+        r = subprocess.run([self.cli, "token", "mint", "--audience", audience,
+                            "--instance", instance or self.instance,
+                            "--ed25519-key", key or self.link_key,
+                            "--kid", kid or self.LINK_KID, "--ttl", ttl],
+                           check=True, capture_output=True, text=True)
+        return r.stdout.strip()
+
+    def write_credential(self, token):
+        """Replaces the credential file atomically, as a platform renews it."""
+        tmp = self.token_file + ".tmp"
+        with open(tmp, "w") as f:
+            f.write(token + "\n")
+        os.chmod(tmp, 0o600)
+        os.replace(tmp, self.token_file)
+
+    def start(self):
+        for i, d in enumerate(self.gateways):
+            d.start()
+            self.wait_listening(self.link_socks[i], d)
+        self.start_sidecar()
+        self.wait_ready()
+        return self
+
+    def start_sidecar(self):
+        self.sidecar_started = time.monotonic()
+        self.sidecar.start()
+
+    def start_gateway(self):
+        self.gateway.start()
+        self.wait_listening(self.link_socks[0], self.gateway)
+        self.wait_ready()
+
+    @staticmethod
+    def wait_listening(path, daemon, timeout=30.0):
+        deadline = time.monotonic() + timeout
+        while not os.path.exists(path):
+            if not daemon.alive():
+                raise AssertionError("%s exited at start:\n%s" % (daemon.name, daemon.log_tail()))
+            if time.monotonic() > deadline:
+                raise AssertionError("%s: no link socket:\n%s" % (daemon.name, daemon.log_tail()))
+            time.sleep(0.02)
+
+    def http_on(self, gw, method, path, **kw):
+        saved = self.port
+        self.port = gw.port
+        try:
+            return self.http(method, path, **kw)
+        finally:
+            self.port = saved
+
+    def readyz(self, gw=None):
+        r = self.http_on(gw or self.gateway, "GET", "/readyz")
+        return r.json().get("instances", {})
+
+    def refusals(self, reason):
+        return self.metrics().get('ptygate_link_refusals_total{reason="%s"}' % reason, 0)
+
+    def link_fd(self, index=0):
+        """A raw connection to a link listener, as a fake sidecar opens one."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(DEFAULT_TIMEOUT)
+        s.connect(self.link_socks[index])
+        return s
+
+    def stop(self):
+        for d in self.gateways + [self.sidecar]:
+            p = d.stop()
+            if p:
+                self.problems.append(p + "\n" + d.log_tail(30))
+        return self.problems
+
+    def logs(self):
+        return "\n".join("--- %s (%s)\n%s" % (d.name, d.log_path, d.log_tail())
+                         for d in [self.sidecar] + self.gateways)
+
+
+def _varint(n):
+    out = b""
+    while True:
+        b = n & 0x7F
+        n >>= 7
+        out += bytes([b | (0x80 if n else 0)])
+        if not n:
+            return out
+
+
+def _pb_bytes(field, data):
+    """One length-delimited protobuf field, by hand (no generated code)."""
+    return _varint(field << 3 | 2) + _varint(len(data)) + data
+
+
+def link_message(field, payload):
+    """One framed LinkMessage holding the sub-message bytes payload in field."""
+    body = _pb_bytes(field, payload)
+    return struct.pack(">I", len(body)) + body
+
+
+def link_credential(token):
+    """The framed LinkCredential {token} a sidecar opens its link with."""
+    return link_message(30, _pb_bytes(1, token.encode() if isinstance(token, str) else token))
+
+
+def read_link_refused(sock, timeout=DEFAULT_TIMEOUT):
+    """Reads until EOF; returns the reason of the LinkRefused the gateway
+    sent first (or None when it sent none)."""
+    sock.settimeout(timeout)
+    data = b""
+    while True:
+        chunk = sock.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    if len(data) < 4:
+        return None
+    body = data[4:4 + struct.unpack(">I", data[:4])[0]]
+    # LinkMessage field 31 (0xfa 0x01), length, then LinkRefused field 1.
+    if body[:2] != b"\xfa\x01":
+        return None
+    inner = body[3:]
+    return inner[2:2 + inner[1]].decode()
+
+
 class FileStack:
     """A gateway with --instances-file and an extra sidecar it may name."""
 
@@ -1105,7 +1275,7 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls):
         FrameValidator.get()  # a missing schema fails loudly, before any daemon
-        cls.stack = Stack(cls.SIDECAR_ARGS, cls.GATEWAY_ARGS)
+        cls.stack = cls.make_stack()
         try:
             cls.stack.start()
             if cls.SHARED_SESSION:
@@ -1119,6 +1289,11 @@ class E2ETestCase(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def tearDownClass(cls):
         stop_stack(cls.stack)
+
+    @classmethod
+    def make_stack(cls):
+        """The class's Stack, not started (DialStack for dial-out mode)."""
+        return Stack(cls.SIDECAR_ARGS, cls.GATEWAY_ARGS)
 
     def setUp(self):
         self.clients = []
