@@ -197,8 +197,10 @@ class WebSocketPingFlood(E2ETestCase):
         lat.sort()
         harness.note("echo under a WebSocket Ping flood: median %.1f ms, max %.1f ms"
                      % (lat[len(lat) // 2], lat[-1]))
-        # ASan on a loaded 2-core machine is slow; main took seconds there.
-        self.assertLess(lat[len(lat) // 2], 500 if st.sanitized else 100)
+        # Unloaded a few ms; main took seconds under ASan. The bounds are
+        # for a loaded 2-core machine (101 ms seen in release beside
+        # stress-ng), far below what the fault cost.
+        self.assertLess(lat[len(lat) // 2], 1000 if st.sanitized else 400)
         self.assertTrue(st.gateway.alive())
 
 

@@ -25,7 +25,10 @@ KEYS = "abcdefghijklmnopqrsx"  # never in the flood ("y\r\n")
 
 
 class SlowObserver(E2ETestCase):
-    GATEWAY_ARGS = ("--max-queue-bytes", QUEUE_BYTES)
+    # The slow observer reads nothing, pongs included, until the flood is
+    # over; on a loaded machine that took over 40 s, and the default
+    # heartbeat (a ping after 30 s, 10 s for the pong) closed it first.
+    GATEWAY_ARGS = ("--max-queue-bytes", QUEUE_BYTES, "--ping-interval", 600)
 
     async def sample_rss(self, stop, peak):
         while not stop.is_set():
@@ -58,7 +61,8 @@ class SlowObserver(E2ETestCase):
                 rtts.append(time.monotonic() - t0)
             await alice.type("\x15")  # kill the typed line before the shell reads it
             flood_running = b"flood-10-done" not in alice.output
-            await alice.wait_output("flood-10-done", timeout=40)
+            # 40 s did not do beside stress-ng: a deadline, not a measure.
+            await alice.wait_output("flood-10-done", timeout=150)
         finally:
             stop.set()
             await sampler
@@ -67,7 +71,9 @@ class SlowObserver(E2ETestCase):
         self.assertTrue(flood_running, "the keystrokes were measured during the flood")
         median_ms = statistics.median(rtts) * 1000
         harness.note("echo rtt median %.1f ms, gateway VmRSS peak %d KiB" % (median_ms, peak[0]))
-        self.assertLess(median_ms, 300 if sanitized else 100,
+        # Unloaded a few ms; the bounds hold on a loaded 2-core machine and
+        # stay far below a controller held up by the observer (seconds).
+        self.assertLess(median_ms, 1000 if sanitized else 300,
                         "controller echo round trip during the flood: %s ms"
                         % [round(r * 1000) for r in rtts])
         self.assertLess(peak[0], (400 if sanitized else 200) * 1024, "gateway VmRSS peak %d KiB" % peak[0])

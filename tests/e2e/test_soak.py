@@ -31,7 +31,9 @@ SESSIONS = 4
 WORKERS = 8          # concurrent clients, two per session
 CYCLES = 3000        # release build
 CYCLES_ASAN = 800
-DEADLINE_S = 45      # for the cycles themselves
+# For the cycles themselves: a bound for a failure, not a measurement. On
+# a loaded two-core machine 45 s held 631 release cycles (a fifth).
+DEADLINE_S = 120
 CYCLE_TIMEOUT_S = 15
 RSS_GROWTH_MAX_KIB = 2048  # over the second half of the cycles
 # For fds and gauges to come back after the last cycle. A connection
@@ -228,7 +230,7 @@ class Soak(E2ETestCase):
         await self.run_cycles(churn, sids, 0, 4 * len(Churn.KINDS), t0 + 30, errors)
         await asyncio.sleep(0.5)
         base = self.sample()
-        deadline = time.monotonic() + DEADLINE_S * (2 if sanitized else 1)
+        deadline = time.monotonic() + DEADLINE_S
         half = target // 2
         done = await self.run_cycles(churn, sids, 1000, half, deadline, errors)
         mid = self.sample()
