@@ -181,13 +181,13 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 	if (!strcmp(segs[0], "agents")) {
 		int rc = match_agents(segs, n, m, why);
 
-		/* /agents/{i}/sessions/{s}/ is the web page of one session. */
-		if (rc == -ENOENT && with_static && n == 5 && !segs[4][0] &&
-		    !strcmp(segs[2], "sessions")) {
-			m->id = ROUTE_STATIC;
-			snprintf(m->file, sizeof(m->file), "index.html");
-			return 0;
-		}
+		/* /agents/{i}/sessions/{s}/ is the web page of one session, and
+		   /agents/{i}/sessions/{s}/{file} its files: the page names them
+		   relative to itself, so a proxy that routes only /agents/{i}/...
+		   (or adds a path prefix) reaches them on the same gateway. */
+		if (rc == -ENOENT && with_static && n == 5 &&
+		    !strcmp(segs[2], "sessions"))
+			return match_static(&segs[4], 1, m);
 		return rc;
 	}
 	if (with_static)

@@ -68,7 +68,18 @@ static void test_page_routes(void **state)
 	assert_int_equal(m.id, ROUTE_ATTACH);
 	/* Other shapes under /agents are never files. */
 	assert_int_equal(routes_match("/agents/i-1/other/s-2/", 1, &m, &why), -ENOENT);
-	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/x", 1, &m, &why),
+	/* The page's own files, named relative to it (any proxy prefix). */
+	assert_int_equal(
+	    routes_match("/agents/i-1/sessions/s-2/app-0123.js", 1, &m, &why), 0);
+	assert_int_equal(m.id, ROUTE_STATIC);
+	assert_string_equal(m.file, "app-0123.js");
+	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/.hidden", 1, &m, &why),
+			 -ENOENT);
+	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/a%01b", 1, &m, &why),
+			 -ENOENT);
+	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/js/app.js", 1, &m, &why),
+			 -ENOENT);
+	assert_int_equal(routes_match("/agents/i-1/sessions/s-2/app.js", 0, &m, &why),
 			 -ENOENT);
 	assert_int_equal(routes_match("/agents/i 1/sessions/s-2/", 1, &m, &why), -EINVAL);
 }
