@@ -1,0 +1,136 @@
+#!/usr/bin/python3
+"""bench_link_flood: 1,000 fake sidecars dialling a gateway's --link-listen
+at once (issue 18), one process holding every link.
+
+A real sidecar dialled in as inst-dial; a real client attached to one of
+its sessions types a marker and waits for its echo, over and over. Each
+run is a pair: the echo alone, then the echo while the flood connects
+(every fake presents a valid credential of its own instance and answers
+nothing). Reported: the time until all N are registered (from the first
+connect to ptygate_link_registrations_total + N), the gateway's RSS per
+registered instance, and the echo's p50/p99 with and without the flood
+(medians over the runs).
+
+Usage: PTG_SIDECAR=... PTG_GATEWAY=... PTG_CLI=... tests/bench/bench_link_flood.py [N] [RUNS]
+"""
+import asyncio
+import json
+import multiprocessing
+import os
+import socket
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "e2e"))
+import harness  # noqa: E402
+from cryptography.hazmat.primitives import serialization  # noqa: E402
+
+
+def credentials(key_path, n):
+    with open(key_path, "rb") as f:
+        key = serialization.load_pem_private_key(f.read(), password=None)
+    now, out = int(time.time()), []
+    head = harness.b64url(json.dumps({"alg": "EdDSA", "typ": "JWT", "kid": "k1"}).encode())
+    for i in range(n):
+        claims = {"aud": "ptygate-link", "sub": "fake-%d" % i, "instance_id": "fake-%d" % i,
+                  "iat": now, "exp": now + 3600}
+        si = head + "." + harness.b64url(json.dumps(claims).encode())
+        out.append(harness.link_credential(si + "." + harness.b64url(key.sign(si.encode()))))
+    return out
+
+
+def flood(path, openings, go, done):
+    """Child process: connects every link at once, holds them until done."""
+    go.wait()
+    socks = []
+    for o in openings:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(path)
+        s.sendall(o)
+        socks.append(s)
+    done.wait()
+    for s in socks:
+        s.close()
+
+
+async def echoes(client, count, tag):
+    times = []
+    for i in range(count):
+        marker = "%s%d" % (tag, i)
+        since = len(client.output)
+        t0 = time.monotonic()
+        await client.type("echo %s-$((1))\n" % marker)
+        await client.wait_output("%s-1" % marker, since=since)
+        times.append((time.monotonic() - t0) * 1000)
+    return times
+
+
+def pct(v, p):
+    v = sorted(v)
+    return v[min(len(v) - 1, int(len(v) * p))]
+
+
+def wait_registered(st, want, timeout=120):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if st.metrics()["ptygate_link_registrations_total"] >= want:
+            return time.monotonic()
+        time.sleep(0.02)
+    raise AssertionError("not all registered:\n" + st.gateway.log_tail())
+
+
+async def main():
+    n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    runs = int(sys.argv[2]) if len(sys.argv) > 2 else 3
+    st = harness.DialStack(gateway_args=["--max-pending-links", str(n + 64), "--max-instances",
+                                         str(n + 64), "--link-grace", "0",
+                                         "--log-level", "warn"])
+    st.start()
+    try:
+        openings = credentials(st.link_key, n)
+        sid = st.create_session()
+        c = await harness.Client.connect(st, sid, st.token(session_id=sid, scope="pty:control"))
+        await c.expect_hello(sid)
+        await c.join_fresh("controller")
+        await echoes(c, 20, "warm")
+        res = {"alone_p50": [], "alone_p99": [], "flood_p50": [], "flood_p99": [],
+               "register_s": [], "rss_kib_per": []}
+        for r in range(runs):
+            alone = await echoes(c, 100, "a%d_" % r)
+            rss0 = st.gateway.rss_kib()
+            base = st.metrics()["ptygate_link_registrations_total"]
+            go, done = multiprocessing.Event(), multiprocessing.Event()
+            p = multiprocessing.Process(target=flood, args=(st.link_socks[0], openings, go, done))
+            p.start()
+            t0 = time.monotonic()
+            go.set()
+            during = await echoes(c, 100, "f%d_" % r)
+            t1 = await asyncio.get_running_loop().run_in_executor(None, wait_registered, st, base + n)
+            res["register_s"].append(t1 - t0)
+            res["rss_kib_per"].append((st.gateway.rss_kib() - rss0) / n)
+            done.set()
+            p.join()
+            while st.metrics()['ptygate_instances{kind="registered"}'] > 1:
+                await asyncio.sleep(0.05)
+            for k, v in (("alone", alone), ("flood", during)):
+                res[k + "_p50"].append(pct(v, 0.5))
+                res[k + "_p99"].append(pct(v, 0.99))
+            print("run %d: registered %d in %.3f s, rss %.1f KiB each, echo p99 alone %.2f ms, "
+                  "flood %.2f ms" % (r, n, res["register_s"][-1], res["rss_kib_per"][-1],
+                                     res["alone_p99"][-1], res["flood_p99"][-1]), flush=True)
+        print("median of %d runs: %d links registered in %.3f s; gateway RSS %.1f KiB per "
+              "registered instance; echo p50 %.2f ms alone, %.2f ms during the flood; "
+              "p99 %.2f ms alone, %.2f ms during the flood"
+              % (runs, n, statistics.median(res["register_s"]),
+                 statistics.median(res["rss_kib_per"]), statistics.median(res["alone_p50"]),
+                 statistics.median(res["flood_p50"]), statistics.median(res["alone_p99"]),
+                 statistics.median(res["flood_p99"])))
+        await c.close()
+    finally:
+        st.stop()
+        st.cleanup()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
