@@ -38,6 +38,7 @@ struct dialer {
 	struct ev_timer *timer;
 	struct linkconn *lc; /* OPENING, UP: the server's link */
 	int refused;	     /* the link ending was refused (already logged) */
+	unsigned sent_token; /* the group's token_gen this link presented */
 	struct dialer_backoff backoff;
 };
 
@@ -47,6 +48,7 @@ struct dialer_group {
 	struct credential *cred;
 	struct dialer_env env;
 	struct ev_timer *poll; /* the credential file's */
+	unsigned token_gen;    /* counts the token's renewals */
 	struct dialer *dialers;
 	unsigned n;
 };
@@ -121,6 +123,15 @@ static void send_credential(struct dialer *d)
 	m.msg_case = PTG__LINK_MESSAGE__MSG_LINK_CREDENTIAL;
 	m.link_credential = &c;
 	linkconn_send(d->lc, &m);
+	d->sent_token = d->g->token_gen;
+}
+
+/* A link that is up presents the current token: renewed now, or while
+   the link was still opening with the old one. */
+static void send_renewed(struct dialer *d)
+{
+	send_credential(d);
+	log_info(d->name, "renewed credential sent to %s", d->where);
 }
 
 static void schedule(struct dialer *d)
@@ -159,6 +170,8 @@ static void on_linked(void *user, const char *gateway_id)
 	ev_timer_disarm(d->timer);
 	dialer_backoff_up(&d->backoff);
 	log_info(d->name, "linked to %s (gateway '%.64s')", d->where, gw);
+	if (d->sent_token != d->g->token_gen)
+		send_renewed(d);
 }
 
 static void on_refused(void *user, const char *reason)
@@ -277,14 +290,13 @@ static void on_poll(struct ev_timer *t, void *user)
 	(void)t;
 	if (credential_check_changed(g->cred, time_now_ms() / 1000) != 1)
 		return;
-	for (unsigned i = 0; i < g->n; i++) {
-		struct dialer *d = &g->dialers[i];
-
-		if (d->state != UP)
-			continue; /* its next opening presents the new token */
-		send_credential(d);
-		log_info(d->name, "renewed credential sent to %s", d->where);
-	}
+	g->token_gen++;
+	/* A link still opening gets it at its Hello (on_linked): a second
+	   credential before the gateway answered the first is not the
+	   opening the gateway expects. */
+	for (unsigned i = 0; i < g->n; i++)
+		if (g->dialers[i].state == UP)
+			send_renewed(&g->dialers[i]);
 }
 
 struct dialer_group *dialer_group_new(struct server *srv,

@@ -186,9 +186,7 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 		return;
 	}
 	l->said_hello = 1;
-	if (l->hooks && l->hooks->on_linked)
-		l->hooks->on_linked(l->hooks_user, m->hello->gateway_id);
-	else
+	if (!l->hooks)
 		log_info(linkconn_name(l->lc), "gateway '%.64s' linked",
 			 m->hello->gateway_id);
 	lim.max_controllers = c->max_controllers;
@@ -206,6 +204,9 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 	out.msg_case = PTG__LINK_MESSAGE__MSG_HELLO_ACK;
 	out.hello_ack = &ack;
 	linkconn_send(l->lc, &out);
+	/* After the ack: what the owner sends now follows the opening. */
+	if (l->hooks && l->hooks->on_linked)
+		l->hooks->on_linked(l->hooks_user, m->hello->gateway_id);
 }
 
 static const char *check_create(const Ptg__CreateSession *c)

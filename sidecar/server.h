@@ -14,7 +14,8 @@ struct ev_loop;
 /* What the owner of an adopted link (a dialer) hears of its life; every
    hook is optional. */
 struct server_link_hooks {
-	/* The gateway said Hello (its credential was taken): the link is up. */
+	/* The gateway said Hello (its credential was taken) and the HelloAck
+	   is queued: the link is up. */
 	void (*on_linked)(void *user, const char *gateway_id);
 	/* The gateway refused the link's credential (LinkRefused) and the
 	   link is being closed; reason is the gateway's, untrusted text. */

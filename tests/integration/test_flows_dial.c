@@ -353,6 +353,30 @@ static void test_renewed_credential_on_live_link(void **state)
 	expect_error(p, send_get(p, "nope"), PTG__ERROR_CODE__NOT_FOUND, 0, NULL);
 }
 
+/* The token renewed while a link is still opening (credential sent, no
+   Hello yet): once the gateway says Hello, that link gets the new token
+   too, or the gateway would close it when the old one expires. */
+static void test_renewed_while_opening(void **state)
+{
+	struct fixture *fx = *state;
+	char first[sizeof(G.token)];
+	Ptg__LinkMessage *m;
+	struct peer *p;
+
+	start_dialling(fx, 0);
+	p = gw_accept(fx, 0);
+	expect_credential(p, G.token);
+	memcpy(first, G.token, sizeof(first));
+	write_token(time_now_ms() / 1000 + 1);
+	expect_log("instance token ", "");
+	expect_log(" renewed: expires at ", "");
+	send_hello(p, PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1);
+	m = peer_must_recv(p, STEP_MS, "HelloAck");
+	assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_HELLO_ACK);
+	expect_credential(p, G.token);
+	assert_string_not_equal(first, G.token);
+}
+
 static void test_two_gateways(void **state)
 {
 	struct fixture *fx = *state;
@@ -507,6 +531,8 @@ int main(int argc, char **argv)
 					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_renewed_credential_on_live_link,
 					    gw_setup, gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_renewed_while_opening, gw_setup,
+					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_two_gateways, gw_setup, gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_gateway_down_at_start, gw_setup,
 					    gw_teardown),
