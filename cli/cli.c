@@ -100,11 +100,84 @@ int cli_getopt_error(const char *cmd, char *const argv[], int c)
 	return cli_usage_error(cmd, "unknown option '%s'", arg);
 }
 
+/* Whether getopt_long stopped inside a cluster of short options ("-qo
+   json" after -q): the next word is not ours to look at yet. */
+static bool cli_mid_cluster;
+
 void cli_getopt_reset(void)
 {
 	/* glibc re-initialises its scanner, permutation state included, on 0. */
 	optind = 0;
 	opterr = 0;
+	cli_mid_cluster = false;
+}
+
+static void operand(struct cli_operands *ops, char *arg)
+{
+	ops->v[ops->n++] = arg;
+}
+
+/* An explicit loop rather than glibc's permutation: it does not reorder
+   argv, and POSIXLY_CORRECT in the environment cannot change it. */
+int cli_getopt(int argc, char **argv, const char *spec, const struct option *longopts,
+	       struct cli_operands *ops)
+{
+	char full[64];
+	int at, c;
+
+	snprintf(full, sizeof(full), "+:%s", spec);
+	if (!ops->v) {
+		ops->v = xcalloc((size_t)argc + 1, sizeof(*ops->v));
+		ops->n = 0;
+		ops->dashdash = -1;
+	}
+	for (;;) {
+		at = optind ? optind : 1;
+		if (!cli_mid_cluster && at >= argc)
+			return -1;
+		if (!cli_mid_cluster && !strcmp(argv[at], "--")) {
+			ops->dashdash = ops->n;
+			for (at++; at < argc; at++)
+				operand(ops, argv[at]);
+			optind = argc;
+			return -1;
+		}
+		if (!cli_mid_cluster && (argv[at][0] != '-' || !argv[at][1])) {
+			operand(ops, argv[at]); /* "-" alone is an operand too */
+			optind = at + 1;
+			continue;
+		}
+		c = getopt_long(argc, argv, full, longopts, NULL);
+		cli_mid_cluster = c != -1 && optind == at;
+		return c;
+	}
+}
+
+void cli_operands_free(struct cli_operands *ops)
+{
+	free(ops->v);
+	ops->v = NULL;
+	ops->n = 0;
+	ops->dashdash = -1;
+}
+
+void cli_shell_quote(const char *word, struct buf *out)
+{
+	static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				   "0123456789,._+:@%/=-";
+
+	if (*word && strspn(word, safe) == strlen(word)) {
+		buf_append_str(out, word);
+		return;
+	}
+	buf_append_str(out, "'");
+	for (const char *p = word; *p; p++) {
+		if (*p == '\'')
+			buf_append_str(out, "'\\''");
+		else
+			buf_append(out, p, 1);
+	}
+	buf_append_str(out, "'");
 }
 
 bool cli_target_option(struct cli_target *t, int c, const char *arg)

@@ -77,6 +77,28 @@ int cli_getopt_error(const char *cmd, char *const argv[], int c);
 /* Resets getopt so a fresh argument vector can be parsed. */
 void cli_getopt_reset(void);
 
+/* The operands (positional arguments) cli_getopt collects, in order. */
+struct cli_operands {
+	char **v; /* n of them, after cli_getopt returned -1 */
+	int n;
+	int dashdash; /* index in v of the first operand after "--", or -1 */
+};
+/* getopt_long with options anywhere, as people expect: an operand does
+   not end the options ("sessions get ID -o json"), "--" does (everything
+   after it is an operand, "-x" included). spec is the short options
+   without the leading "+:" (added here). Returns what getopt_long
+   returns, '?' and ':' as cli_getopt_error reads them, and -1 at the end,
+   with ops filled. Free ops with cli_operands_free. Call
+   cli_getopt_reset before the first call. */
+int cli_getopt(int argc, char **argv, const char *spec, const struct option *longopts,
+	       struct cli_operands *ops);
+void cli_operands_free(struct cli_operands *ops);
+
+/* Appends word quoted for a POSIX shell when it needs it: bare when it
+   holds only [A-Za-z0-9,._+:@%/=-] (and is not empty), else in single
+   quotes with each ' written as '\''. */
+void cli_shell_quote(const char *word, struct buf *out);
+
 /* Takes one target option (c is its getopt value). Returns true when c
    was one. */
 bool cli_target_option(struct cli_target *t, int c, const char *arg);

@@ -4,6 +4,7 @@
    --output json, as the gateway's JSON, and turns a non-2xx answer's
    {code, message} into one line on stderr and exit code 1. */
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,12 +17,18 @@
 #include "num.h"
 #include "ptg_limits.h"
 #include "sessions.h"
+#include "timeutil.h"
 
 /* list asks for the gateway's largest page and follows next_page_token;
    a gateway that pages forever is cut off (100000 sessions are 200 pages). */
 #define SESSIONS_PAGE_SIZE 500
 #define SESSIONS_PAGES_MAX 1000
-#define B64URL_CHARS	   "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+#define SESSIONS_SHORTOPTS "hqo:"
+/* kill: how long the state is asked again until it reads "exited" (the
+   sidecar's default grace before SIGKILL is 3 s), and how often. */
+#define SESSIONS_KILL_WAIT_MS 5000
+#define SESSIONS_KILL_POLL_MS 100
+#define B64URL_CHARS	      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 
 static const char sessions_usage[] =
     "Usage: ptygate sessions create [options] [-- COMMAND [ARG...]]\n"
@@ -66,7 +73,8 @@ struct sessions_args {
 	const char *session;
 	json_t *body; /* create's request body; the other verbs leave it empty */
 	int quiet;
-	int json; /* --output json */
+	int json;		/* --output json */
+	const char *state_note; /* kill: the state, when not yet "exited" */
 };
 
 enum {
@@ -80,7 +88,9 @@ enum {
 	SESS_OPT_OUTPUT,
 };
 
-static const struct option sessions_opts[] = {
+const char *const sessions_verbs[] = {"create", "list", "get", "kill", NULL};
+
+const struct option sessions_opts[] = {
     CLI_TARGET_LONGOPTS,
     {"session", required_argument, NULL, SESS_OPT_SESSION},
     {"cols", required_argument, NULL, SESS_OPT_COLS},
@@ -149,28 +159,28 @@ static int body_option(struct sessions_args *a, int c, const char *arg, const ch
 	return CLI_OK;
 }
 
-/* The positional arguments: the session id of get and kill, create's
-   command after "--". Returns CLI_OK or CLI_USAGE. */
-static int rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
+/* The operands: the session id of get and kill, create's command after
+   "--". Returns CLI_OK or CLI_USAGE. */
+static int rest(struct sessions_args *a, const struct cli_operands *ops, const char *cmd)
 {
 	json_t *command;
-	int i;
+	int i = 0;
 
 	if (a->verb == SESS_CREATE) {
-		if (optind >= argc)
+		if (ops->n == 0)
 			return CLI_OK;
-		if (strcmp(argv[optind - 1], "--"))
+		if (ops->dashdash != 0)
 			return cli_usage_error(cmd, "put the command after '--'");
 		command = json_array();
-		for (i = optind; i < argc; i++)
-			json_array_append_new(command, json_string(argv[i]));
+		for (i = 0; i < ops->n; i++)
+			json_array_append_new(command, json_string(ops->v[i]));
 		json_object_set_new(a->body, "command", command);
 		return CLI_OK;
 	}
-	if (optind < argc && !a->session && a->verb != SESS_LIST)
-		a->session = argv[optind++];
-	if (optind < argc)
-		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (i < ops->n && !a->session && a->verb != SESS_LIST)
+		a->session = ops->v[i++];
+	if (i < ops->n)
+		return cli_usage_error(cmd, "unexpected argument '%s'", ops->v[i]);
 	if (a->verb != SESS_LIST && (!a->session || !*a->session))
 		return cli_usage_error(cmd, "which session? give SESSION_ID");
 	return CLI_OK;
@@ -180,16 +190,21 @@ static int rest(struct sessions_args *a, int argc, char **argv, const char *cmd)
    after printing --help. */
 static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd)
 {
+	struct cli_operands ops = {0};
 	int c, rc;
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:hqo:", sessions_opts, NULL)) != -1) {
+	while ((c = cli_getopt(argc, argv, SESSIONS_SHORTOPTS, sessions_opts, &ops)) !=
+	       -1) {
 		if (c == 'h') {
 			fputs(sessions_usage, stdout);
+			cli_operands_free(&ops);
 			return -1;
 		}
-		if (c == '?' || c == ':')
+		if (c == '?' || c == ':') {
+			cli_operands_free(&ops);
 			return cli_getopt_error(cmd, argv, c);
+		}
 		if (c == 'q')
 			a->quiet = 1;
 		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
@@ -201,11 +216,14 @@ static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd
 			a->session = optarg;
 		else if (!cli_target_option(&a->target, c, optarg)) {
 			rc = body_option(a, c, optarg, cmd);
-			if (rc != CLI_OK)
+			if (rc != CLI_OK) {
+				cli_operands_free(&ops);
 				return rc;
+			}
 		}
 	}
-	rc = rest(a, argc, argv, cmd);
+	rc = rest(a, &ops, cmd);
+	cli_operands_free(&ops);
 	if (rc != CLI_OK)
 		return rc;
 	return cli_target_finish(&a->target, cmd);
@@ -272,18 +290,45 @@ static void table(const json_t *o)
 	}
 }
 
-/* create, get: "key: value" lines in the document's order. */
-static void fields(const json_t *o)
+/* The command array as a shell would read it back: each argument
+   quoted when it needs it. Cleaned when printed, like every field. */
+static void command_text(const json_t *argv, struct buf *out)
 {
+	const json_t *w;
+	size_t i;
+
+	json_array_foreach(argv, i, w)
+	{
+		if (i)
+			buf_append_str(out, " ");
+		cli_shell_quote(json_is_string(w) ? json_string_value(w) : "?", out);
+	}
+}
+
+/* create, get: "key: value" lines in the document's order; state_note
+   (NULL: none) replaces the state's value. */
+static void fields(const json_t *o, const char *state_note)
+{
+	struct buf cmd = BUF_INIT;
 	const char *key;
 	const json_t *v;
 	char text[1024];
 
 	json_object_foreach((json_t *)o, key, v)
 	{
+		if (!strcmp(key, "command") && json_is_array(v)) {
+			command_text(v, &cmd);
+			cli_print(stdout, "\n", "%s: %.*s", key, (int)buf_size(&cmd),
+				  (const char *)buf_head(&cmd));
+			buf_reset(&cmd);
+			continue;
+		}
 		value(v, text, sizeof(text));
+		if (!strcmp(key, "state") && state_note)
+			snprintf(text, sizeof(text), "%s", state_note);
 		cli_print(stdout, "\n", "%s: %s", key, text);
 	}
+	buf_free(&cmd);
 }
 
 /* Prints a 2xx answer's document o (NULL: not JSON, raw is printed):
@@ -313,7 +358,7 @@ static int print_doc(const struct sessions_args *a, const json_t *o,
 	} else if (o && a->verb == SESS_LIST) {
 		table(o);
 	} else if (o) {
-		fields(o);
+		fields(o, a->state_note);
 	} else {
 		cli_print(stdout, "\n", "%.*s", (int)buf_size(raw),
 			  (const char *)buf_head(raw));
@@ -428,7 +473,63 @@ static int list_all(const struct sessions_args *a, const struct buf *base)
 	return rc;
 }
 
-static int run(const struct sessions_args *a)
+/* GETs the session after a kill until it reads "exited" or the bound
+   passes. Returns the last document read (owned), or NULL when a GET
+   failed (not allowed to this token, say). */
+static json_t *kill_wait(const struct sessions_args *a, const char *url)
+{
+	int64_t until = time_mono_ms() + SESSIONS_KILL_WAIT_MS;
+	struct httpc_response r;
+	char err[512];
+	json_t *o = NULL;
+
+	for (;;) {
+		json_decref(o);
+		o = NULL;
+		if (httpc_request("GET", url, a->target.token, NULL, &r, err,
+				  sizeof(err)) < 0)
+			return NULL;
+		if (r.status >= 200 && r.status <= 299)
+			o = json_loadb((const char *)buf_head(&r.body), buf_size(&r.body),
+				       0, NULL);
+		httpc_response_free(&r);
+		if (!o)
+			return NULL;
+		if (!strcmp(json_string_value(json_object_get(o, "state")) ?: "",
+			    "exited") ||
+		    time_mono_ms() >= until)
+			return o;
+		poll(NULL, 0, SESSIONS_KILL_POLL_MS);
+	}
+}
+
+/* kill: the DELETE answers with the session as it was when the hang-up
+   went out (still "running"), so the state printed is read again: the
+   session once exited, else "kill requested". */
+static int kill_report(struct sessions_args *a, const char *url,
+		       const struct httpc_response *del)
+{
+	json_t *o, *now;
+	const char *state;
+	int rc;
+
+	if (a->quiet)
+		return CLI_OK;
+	o = json_loadb((const char *)buf_head(&del->body), buf_size(&del->body), 0, NULL);
+	state = json_string_value(json_object_get(o, "state"));
+	if (o && state && strcmp(state, "exited") && (now = kill_wait(a, url))) {
+		json_decref(o);
+		o = now;
+		state = json_string_value(json_object_get(o, "state"));
+	}
+	if (o && state && strcmp(state, "exited"))
+		a->state_note = "kill requested (not exited yet)";
+	rc = print_doc(a, o, &del->body);
+	json_decref(o);
+	return rc;
+}
+
+static int run(struct sessions_args *a)
 {
 	static const char *const methods[] = {"POST", "GET", "GET", "DELETE"};
 	struct httpc_response r;
@@ -455,6 +556,8 @@ static int run(const struct sessions_args *a)
 	} else if (r.status < 200 || r.status > 299) {
 		report(&r);
 		rc = CLI_FAIL;
+	} else if (a->verb == SESS_KILL) {
+		rc = kill_report(a, (const char *)url.data, &r);
 	} else {
 		rc = print(a, &r);
 	}
@@ -466,7 +569,7 @@ static int run(const struct sessions_args *a)
 
 int sessions_main(int argc, char **argv)
 {
-	static const char *const verbs[] = {"create", "list", "get", "kill"};
+	const char *const *verbs = sessions_verbs;
 	struct sessions_args a = {0};
 	char cmd[32];
 	size_t i;
@@ -476,10 +579,10 @@ int sessions_main(int argc, char **argv)
 		fputs(sessions_usage, argc < 2 ? stderr : stdout);
 		return argc < 2 ? CLI_USAGE : CLI_OK;
 	}
-	for (i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+	for (i = 0; verbs[i]; i++)
 		if (!strcmp(argv[1], verbs[i]))
 			break;
-	if (i == sizeof(verbs) / sizeof(verbs[0]))
+	if (!verbs[i])
 		return cli_usage_error("sessions",
 				       "unknown command '%s' (create, list, "
 				       "get, kill)",

@@ -3,8 +3,15 @@
 #ifndef PTG_CLI_SESSIONS_H
 #define PTG_CLI_SESSIONS_H
 
+#include <getopt.h>
+
 /* Runs `ptygate sessions ...`; argv[0] is "sessions". Returns the exit
    code. */
 int sessions_main(int argc, char **argv);
+
+/* The verbs (NULL-terminated) and the options sessions_main parses;
+   `ptygate completion` reads the same tables. */
+extern const char *const sessions_verbs[];
+extern const struct option sessions_opts[];
 
 #endif

@@ -230,10 +230,109 @@ static void test_printers_clean(void **state)
 			    "{\n  \"a\": \"x\\u007fy\\u001b\"\n}");
 }
 
+static const struct option test_opts[] = {
+    {"output", required_argument, NULL, 'o'},
+    {"quiet", no_argument, NULL, 'q'},
+    {"session", required_argument, NULL, 's'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Parses argv (NULL-terminated) with cli_getopt; the options seen go to
+   seen as "q", "o=VALUE", ... joined by ' ', the operands to ops. Returns
+   the first error getopt reported ('?' or ':'), else 0. */
+static int parse_line(char **argv, char *seen, size_t n, struct cli_operands *ops)
+{
+	int argc = 0, c;
+
+	while (argv[argc])
+		argc++;
+	seen[0] = '\0';
+	cli_getopt_reset();
+	while ((c = cli_getopt(argc, argv, "qo:", test_opts, ops)) != -1) {
+		if (c == '?' || c == ':')
+			return c;
+		snprintf(seen + strlen(seen), n - strlen(seen), "%s%c%s%s",
+			 seen[0] ? " " : "", c, optarg ? "=" : "", optarg ? optarg : "");
+	}
+	return 0;
+}
+
+/* Options anywhere (issue 21: "sessions get ID -o json" was refused),
+   clusters of short options, "--" ending the options. */
+static void test_getopt_options_anywhere(void **state)
+{
+	char a0[] = "get", a1[] = "ID", a2[] = "-o", a3[] = "json", a4[] = "--quiet",
+	     a5[] = "more", a6[] = "-qo", a7[] = "text", a8[] = "--", a9[] = "-o",
+	     a10[] = "-", a11[] = "--session=S";
+	char *line1[] = {a0, a1, a2, a3, a4, a5, NULL};
+	char *line2[] = {a0, a6, a7, a1, a11, a8, a9, a4, NULL};
+	char *line3[] = {a0, a10, a4, NULL};
+	struct cli_operands ops = {0};
+	char seen[128];
+
+	assert_int_equal(parse_line(line1, seen, sizeof(seen), &ops), 0);
+	assert_string_equal(seen, "o=json q");
+	assert_int_equal(ops.n, 2);
+	assert_string_equal(ops.v[0], "ID");
+	assert_string_equal(ops.v[1], "more");
+	assert_int_equal(ops.dashdash, -1);
+	assert_string_equal(line1[1], "ID"); /* argv is not reordered */
+	cli_operands_free(&ops);
+
+	assert_int_equal(parse_line(line2, seen, sizeof(seen), &ops), 0);
+	assert_string_equal(seen, "q o=text s=S");
+	assert_int_equal(ops.n, 3);
+	assert_string_equal(ops.v[0], "ID");
+	assert_int_equal(ops.dashdash, 1);
+	assert_string_equal(ops.v[1], "-o"); /* after "--": an operand */
+	assert_string_equal(ops.v[2], "--quiet");
+	cli_operands_free(&ops);
+
+	assert_int_equal(parse_line(line3, seen, sizeof(seen), &ops), 0);
+	assert_string_equal(seen, "q");
+	assert_int_equal(ops.n, 1);
+	assert_string_equal(ops.v[0], "-"); /* stdin, by convention: an operand */
+	cli_operands_free(&ops);
+}
+
+static void test_getopt_errors(void **state)
+{
+	char a0[] = "get", a1[] = "ID", a2[] = "--bogus", a3[] = "-o";
+	char *unknown[] = {a0, a1, a2, NULL};
+	char *missing[] = {a0, a1, a3, NULL};
+	struct cli_operands ops = {0};
+	char seen[64];
+
+	assert_int_equal(parse_line(unknown, seen, sizeof(seen), &ops), '?');
+	assert_string_equal(unknown[optind - 1], "--bogus");
+	cli_operands_free(&ops);
+	assert_int_equal(parse_line(missing, seen, sizeof(seen), &ops), ':');
+	cli_operands_free(&ops);
+}
+
+static void test_shell_quote(void **state)
+{
+	struct buf b = BUF_INIT;
+	const char *words[] = {"/bin/sh", "-c", "echo 'a b'; x", "", "k=v,w@h:1%"};
+
+	for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+		if (i)
+			buf_append_str(&b, " ");
+		cli_shell_quote(words[i], &b);
+	}
+	*buf_reserve(&b, 1) = '\0';
+	assert_string_equal((const char *)b.data,
+			    "/bin/sh -c 'echo '\\''a b'\\''; x' '' k=v,w@h:1%");
+	buf_free(&b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_path_escape),
+	    cmocka_unit_test(test_getopt_options_anywhere),
+	    cmocka_unit_test(test_getopt_errors),
+	    cmocka_unit_test(test_shell_quote),
 	    cmocka_unit_test(test_clean),
 	    cmocka_unit_test(test_printers_clean),
 	    cmocka_unit_test(test_target_env_fallbacks),
