@@ -70,7 +70,9 @@ static const char attach_usage[] =
     "  --observer           join as an observer (default: controller)\n"
     "  --replay-from N      replay the frames after sequence N before going live\n"
     "  --label LABEL        how other clients see this one (default: $USER@host)\n"
-    "  --cols N, --rows N   the size to ask for (default: this terminal's, or 80x24)\n"
+    "  --cols N, --rows N   the size to ask for (default: this terminal's; none\n"
+    "                       when stdin is not a terminal: a script never\n"
+    "                       resizes the session)\n"
     "  --ca-file FILE       wss://: trust the CAs in FILE (PEM), not the system's\n"
     "  --insecure           wss://: do not check the certificate (tests only)\n"
     "  -h, --help           show this help\n"
@@ -95,10 +97,11 @@ struct attach {
 	struct ptyc *pc;
 	int sigfd;
 	bool stdin_open;
-	bool leaving;	 /* leave sent, or goodbye received: closing */
-	bool detached;	 /* the user asked to leave */
-	bool close_sent; /* the leave timed out and we closed ourselves */
-	bool quit;	 /* stop now */
+	bool leaving;	  /* leave sent, or goodbye received: closing */
+	bool detached;	  /* the user asked to leave */
+	bool input_ended; /* piped stdin ended and we left for it */
+	bool close_sent;  /* the leave timed out and we closed ourselves */
+	bool quit;	  /* stop now */
 	bool told_observer;
 	bool left;	   /* this client sent pty.leave_session */
 	bool rejoined;	   /* a reconnect: input waits for nothing, it is dropped */
@@ -116,6 +119,26 @@ static void notice(const char *line, void *user)
 	struct attach *a = user;
 
 	cli_print(stderr, a->raw ? "\r\n" : "\n", "ptygate: %s", line);
+}
+
+/* A notice while away from the session, on a terminal: written over the
+   cursor's line (cursor saved and restored, no wrap) rather than below
+   it, so it scrolls nothing into the terminal's scrollback; the resumed
+   join's Keyframe repaints the line. Elsewhere, a notice. */
+static void status(const char *line, struct attach *a)
+{
+	struct buf out = BUF_INIT;
+
+	if (!a->raw || !isatty(STDOUT_FILENO)) {
+		notice(line, a);
+		return;
+	}
+	buf_append_str(&out, "\0337\r\033[?7l\033[K\033[7mptygate: ");
+	cli_clean(line, strlen(line), &out);
+	buf_append_str(&out, "\033[m\033[?7h\0338");
+	if (write(STDOUT_FILENO, buf_head(&out), buf_size(&out)) < 0)
+		a->quit = true;
+	buf_free(&out);
 }
 
 static void screen(const uint8_t *p, size_t n, void *user)
@@ -281,8 +304,10 @@ static void settle(struct attach *a)
 		return;
 	if ((now - a->output_ms >= ATTACH_SETTLE_MS &&
 	     now - a->eof_ms >= ATTACH_SETTLE_MS) ||
-	    now - a->eof_ms >= ATTACH_SETTLE_MAX_MS)
+	    now - a->eof_ms >= ATTACH_SETTLE_MAX_MS) {
+		a->input_ended = true;
 		leave(a);
+	}
 }
 
 /* Past the deadline while leaving: close ourselves, then give up. */
@@ -370,7 +395,7 @@ enum {
 	ATTACH_OPT_INSECURE,
 };
 
-static const struct option attach_opts[] = {
+const struct option attach_opts[] = {
     CLI_TARGET_LONGOPTS,
     {"session", required_argument, NULL, ATTACH_OPT_SESSION},
     {"observer", no_argument, NULL, ATTACH_OPT_OBSERVER},
@@ -516,30 +541,44 @@ static void default_label(char *out, size_t n)
 	}
 }
 
+/* The options, anywhere on the line; the one operand allowed is the
+   session. CLI_OK, CLI_USAGE, or -1 after --help. */
+static int options(struct attach *a, int argc, char **argv)
+{
+	struct cli_operands ops = {0};
+	int c, rc = CLI_OK;
+
+	cli_getopt_reset();
+	while (rc == CLI_OK &&
+	       (c = cli_getopt(argc, argv, "h", attach_opts, &ops)) != -1) {
+		if (c == 'h') {
+			fputs(attach_usage, stdout);
+			rc = -1;
+		} else if (c == '?' || c == ':') {
+			rc = cli_getopt_error("attach", argv, c);
+		} else if (!cli_target_option(&a->target, c, optarg)) {
+			rc = option(a, c, optarg);
+		}
+	}
+	if (rc == CLI_OK && ops.n > 0 && !a->session)
+		a->session = ops.v[0];
+	else if (rc == CLI_OK && ops.n > 0)
+		rc = cli_usage_error("attach", "unexpected argument '%s'", ops.v[0]);
+	if (rc == CLI_OK && ops.n > 1)
+		rc = cli_usage_error("attach", "unexpected argument '%s'", ops.v[1]);
+	cli_operands_free(&ops);
+	return rc;
+}
+
 /* Options into a; CLI_OK, CLI_USAGE, or -1 after --help. */
 static int parse(struct attach *a, int argc, char **argv)
 {
 	struct wsclient_addr addr;
 	char err[256];
-	int c, rc;
+	int rc = options(a, argc, argv);
 
-	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:h", attach_opts, NULL)) != -1) {
-		if (c == 'h') {
-			fputs(attach_usage, stdout);
-			return -1;
-		}
-		if (c == '?' || c == ':')
-			return cli_getopt_error("attach", argv, c);
-		if (!cli_target_option(&a->target, c, optarg)) {
-			rc = option(a, c, optarg);
-			if (rc != CLI_OK)
-				return rc;
-		}
-	}
-	if (optind < argc)
-		return cli_usage_error("attach", "unexpected argument '%s'",
-				       argv[optind]);
+	if (rc != CLI_OK)
+		return rc;
 	if (a->url_session[0] &&
 	    (a->session != a->url_session || a->target.instance != a->url_instance ||
 	     a->target.gateway_arg != a->url_gateway))
@@ -555,15 +594,17 @@ static int parse(struct attach *a, int argc, char **argv)
 	return rc;
 }
 
-/* The size to join with: --cols/--rows, else the terminal's, else 80x24. */
+/* The size to join with: --cols/--rows, else the terminal's. Without a
+   terminal on stdin there is no size of ours to give: the join carries
+   none (0), so a script never resizes a shared session. */
 static void join_size(struct attach *a)
 {
 	unsigned cols = ATTACH_DEFAULT_COLS, rows = ATTACH_DEFAULT_ROWS;
 
 	if (isatty(STDIN_FILENO))
 		winsize(STDIN_FILENO, &cols, &rows);
-	else if (isatty(STDOUT_FILENO))
-		winsize(STDOUT_FILENO, &cols, &rows);
+	else if (!a->fixed_size)
+		cols = rows = 0;
 	if (!a->join.cols)
 		a->join.cols = cols;
 	if (!a->join.rows)
@@ -604,6 +645,12 @@ static int farewell(struct attach *a)
 				     : exit_code & 0xff; /* ours, as with ssh */
 	if (a->detached) {
 		notice("detached; the session keeps running", a);
+		return CLI_OK;
+	}
+	/* Our own leave is answered by goodbye "session_closed": it closes
+	   this client's binding, not the session. */
+	if (a->input_ended && a->left) {
+		notice("input ended; detached, the session keeps running", a);
 		return CLI_OK;
 	}
 	if (code == WSCLIENT_CLOSE_LOST)
@@ -741,7 +788,7 @@ static int reconnect(struct attach *a)
 		snprintf(line, sizeof(line),
 			 "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
 			 err[0] ? ": " : "", err, (double)wait / 1000);
-		notice(line, a);
+		status(line, a);
 		wait_away(a, time_mono_ms() + wait);
 		if (a->detached)
 			break;
@@ -759,6 +806,8 @@ static int reconnect(struct attach *a)
 		ptyc_free(a->pc);
 		a->ws = ws;
 		a->pc = ptyc_new(&pcb, a);
+		if (last > 0) /* the screen holds it all: repaint, never re-scroll */
+			ptyc_resume(a->pc, last);
 		a->join.observer = observer;
 		if (a->tty && !a->fixed_size) /* the window may have changed meanwhile */
 			winsize(STDIN_FILENO, &a->join.cols, &a->join.rows);
@@ -772,7 +821,7 @@ static int reconnect(struct attach *a)
 		send_msg(a, ptyc_msg_join(&a->join));
 		snprintf(line, sizeof(line), "reconnected; replaying after sequence %llu",
 			 (unsigned long long)last);
-		notice(line, a);
+		status(line, a);
 		free(path);
 		return CLI_OK;
 	}

@@ -3,7 +3,12 @@
 #ifndef PTG_CLI_ATTACH_H
 #define PTG_CLI_ATTACH_H
 
+#include <getopt.h>
+
 /* Runs `ptygate attach ...`; argv[0] is "attach". Returns the exit code. */
 int attach_main(int argc, char **argv);
+
+/* The options attach_main parses; `ptygate completion` reads them too. */
+extern const struct option attach_opts[];
 
 #endif

@@ -27,6 +27,14 @@
 #define PTYC_SOFT_RESET                                                                  \
 	"\033[!p\033>\033[?1l\033[?1000l\033[?1002l\033[?1003l\033[?1005l\033[?1006l"    \
 	"\033[?1015l\033[?1004l\033[?2004l\033[?7h\033[?25h\033[r\033[0m\033[H\033[2J"
+/* The same, for the Keyframe of a resumed join: the visible screen is
+   cleared with ED 1 from the bottom-right corner, which no terminal
+   scrolls into its scrollback (ED 2 does in tmux, VTE and others), so
+   the lines already there are not kept twice. */
+#define PTYC_SOFT_RESET_RESUME                                                           \
+	"\033[!p\033>\033[?1l\033[?1000l\033[?1002l\033[?1003l\033[?1005l\033[?1006l"    \
+	"\033[?1015l\033[?1004l\033[?2004l\033[?7h\033[?25h\033[r\033[0m"                \
+	"\033[9999;9999H\033[1J\033[H"
 #define PTYC_RIS_WINDOW 32 /* how far into a snapshot its reset is looked for */
 
 struct ptyc {
@@ -34,6 +42,7 @@ struct ptyc {
 	void *user;
 	char role[16];
 	bool have_seq; /* a screen frame has been applied */
+	bool resumed;  /* ptyc_resume: the next snapshot repaints without scrolling */
 	bool synced;   /* a Keyframe applied on this connection, no lag since */
 	uint64_t last_seq;
 	bool goodbye;
@@ -95,9 +104,10 @@ static void screen_snapshot(struct ptyc *p, const uint8_t *s, size_t n)
 		p->cb.on_screen(s, n, p->user);
 		return;
 	}
+	const char *reset = p->resumed ? PTYC_SOFT_RESET_RESUME : PTYC_SOFT_RESET;
+
 	p->cb.on_screen(s, (size_t)(ris - s), p->user);
-	p->cb.on_screen((const uint8_t *)PTYC_SOFT_RESET, strlen(PTYC_SOFT_RESET),
-			p->user);
+	p->cb.on_screen((const uint8_t *)reset, strlen(reset), p->user);
 	p->cb.on_screen(ris + 2, n - (size_t)(ris + 2 - s), p->user);
 }
 
@@ -115,8 +125,12 @@ static int apply(struct ptyc *p, const json_t *payload, const char *key, bool ha
 
 	if (!s || b64_decode(s, strlen(s), &b) < 0)
 		return -EPROTO;
-	if (has_seq && p->have_seq && seq <= p->last_seq) {
-		buf_free(&b); /* a duplicate, or already in the last Keyframe */
+	/* A duplicate, or already in the last Keyframe; but a snapshot the
+	   screen waits for may stand at the sequence it already holds (a
+	   resumed join whose replay brought everything). */
+	if (has_seq && p->have_seq &&
+	    (seq < p->last_seq || (seq == p->last_seq && !(snapshot && !p->synced)))) {
+		buf_free(&b);
 		return 0;
 	}
 	if (has_seq) {
@@ -131,6 +145,8 @@ static int apply(struct ptyc *p, const json_t *payload, const char *key, bool ha
 		p->synced = true;
 	if (buf_size(&b) && p->cb.on_screen && snapshot)
 		screen_snapshot(p, buf_head(&b), buf_size(&b));
+	if (snapshot)
+		p->resumed = false;
 	else if (buf_size(&b) && p->cb.on_screen)
 		p->cb.on_screen(buf_head(&b), buf_size(&b), p->user);
 	buf_free(&b);
@@ -228,6 +244,12 @@ static int session_frame(struct ptyc *p, const json_t *env, const json_t *payloa
 
 static int on_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
+	if (!strcmp(str(payload, "code"), "REPLAY_OUT_OF_RANGE")) {
+		/* The old screen is lost (SPEC 5.2): the Keyframe replaces it,
+		   and pushing it into the scrollback keeps it for the user. */
+		p->resumed = false;
+		p->have_seq = false;
+	}
 	notice(p, "error %s: %s", str(payload, "code"), str(payload, "message"));
 	return 0;
 }
@@ -277,6 +299,14 @@ struct ptyc *ptyc_new(const struct ptyc_callbacks *cb, void *user)
 	p->cb = *cb;
 	p->user = user;
 	return p;
+}
+
+void ptyc_resume(struct ptyc *p, uint64_t last_seq)
+{
+	p->have_seq = true;
+	p->last_seq = last_seq;
+	p->synced = false;
+	p->resumed = true;
 }
 
 void ptyc_free(struct ptyc *p)
@@ -332,10 +362,13 @@ static char *dump(json_t *env)
 char *ptyc_msg_join(const struct ptyc_join *j)
 {
 	json_t *payload =
-	    json_pack("{s:s, s:I, s:I}", "role", j->observer ? "observer" : "controller",
-		      "cols", (json_int_t)j->cols, "rows", (json_int_t)j->rows);
+	    json_pack("{s:s}", "role", j->observer ? "observer" : "controller");
 	json_t *env;
 
+	if (j->cols && j->rows) { /* none: the session's size stays */
+		json_object_set_new(payload, "cols", json_integer((json_int_t)j->cols));
+		json_object_set_new(payload, "rows", json_integer((json_int_t)j->rows));
+	}
 	if (j->label)
 		json_object_set_new(payload, "client_label", json_string(j->label));
 	env = envelope("pty.join_session", payload);

@@ -28,7 +28,7 @@ struct ptyc_callbacks {
 /* The join request. */
 struct ptyc_join {
 	bool observer;
-	unsigned cols, rows; /* 1..1024 */
+	unsigned cols, rows; /* 1..1024; 0: none sent, the session's size stays */
 	const char *label;   /* at most PTG_LABEL_MAX_BYTES bytes, or NULL */
 	bool replay;	     /* send replay_from */
 	uint64_t replay_from;
@@ -40,6 +40,12 @@ struct ptyc;
 struct ptyc *ptyc_new(const struct ptyc_callbacks *cb, void *user);
 /* NULL is a no-op. */
 void ptyc_free(struct ptyc *p);
+/* A fresh connection resuming with replay_from = last_seq: the terminal
+   already shows every frame up to last_seq, so those are dropped, and
+   the join's Keyframe repaints the visible screen without scrolling it
+   into the terminal's scrollback (it would be there twice). After
+   REPLAY_OUT_OF_RANGE the Keyframe is applied as on a fresh join. */
+void ptyc_resume(struct ptyc *p, uint64_t last_seq);
 
 /* Reads one server message. Returns 0, or -EPROTO for one that is not a
    JSON object with a string op, or whose known payload is malformed (a

@@ -182,6 +182,50 @@ static void test_keyframe_without_full_reset(void **state)
 	buf_free(&r.screen);
 }
 
+/* A reconnect resuming after sequence 40 (issue 21): the terminal already
+   shows everything up to 40. The join's Keyframe at the same anchor (the
+   replay brought nothing) repaints without ED 2, which tmux and VTE
+   scroll into the scrollback (29 duplicate lines); frames up to 40 are
+   dropped, later ones written. */
+static void test_resume_repaints_without_scrolling(void **state)
+{
+	struct rec r;
+	struct ptyc *p = new_client(&r);
+
+	ptyc_resume(p, 40);
+	OUTPUT(40, B_A);		      /* already shown */
+	KEYFRAME(40, 40, "G1s/MTA0OWwbY0hJ"); /* "\033[?1049l\033cHI" */
+	OUTPUT(41, B_B);
+	KEYFRAME(45, 45, B_KF2); /* periodic: in sync, not written */
+	assert_null(strstr(screen(&r), "\033[2J"));
+	assert_null(strstr(screen(&r), "\033c"));
+	assert_non_null(strstr(screen(&r), "\033[9999;9999H\033[1J\033[HHIB"));
+	assert_int_equal(ptyc_last_sequence(p), 45);
+	ptyc_free(p);
+	buf_free(&r.screen);
+
+	/* With a replay, the replayed frames come first, then the Keyframe. */
+	p = new_client(&r);
+	ptyc_resume(p, 40);
+	OUTPUT(41, B_A);
+	OUTPUT(42, B_B);
+	KEYFRAME(42, 42, B_KF1);
+	assert_string_equal(screen(&r), "ABKF1");
+	ptyc_free(p);
+	buf_free(&r.screen);
+
+	/* Out of range: the old screen is lost; the Keyframe is applied as
+	   on a fresh join, its clear pushing the old screen to scrollback. */
+	p = new_client(&r);
+	ptyc_resume(p, 40);
+	feed(p, "{\"op\":\"Error\",\"id\":\"j\",\"ts\":\"t\",\"payload\":{\"code\":"
+		"\"REPLAY_OUT_OF_RANGE\",\"message\":\"m\"}}");
+	KEYFRAME(30, 30, "G1s/MTA0OWwbY0hJ");
+	assert_non_null(strstr(screen(&r), "\033[H\033[2JHI"));
+	ptyc_free(p);
+	buf_free(&r.screen);
+}
+
 static void test_keyframe_anchor_field_wins(void **state)
 {
 	struct rec r;
@@ -324,6 +368,15 @@ static void test_builders(void **state)
 	assert_null(json_object_get(pl, "client_label"));
 	json_decref(o);
 
+	/* No size (a client without a terminal): none sent, so the join
+	   cannot resize a shared session (issue 21). */
+	j.cols = j.rows = 0;
+	o = parse(ptyc_msg_join(&j));
+	pl = json_object_get(o, "payload");
+	assert_null(json_object_get(pl, "cols"));
+	assert_null(json_object_get(pl, "rows"));
+	json_decref(o);
+
 	o = parse(ptyc_msg_input(bytes, sizeof(bytes)));
 	pl = json_object_get(o, "payload");
 	assert_string_equal(json_string_value(json_object_get(o, "op")),
@@ -362,6 +415,7 @@ int main(void)
 	    cmocka_unit_test(test_keyframe_anchor_field_wins),
 	    cmocka_unit_test(test_lag_makes_the_next_keyframe_written),
 	    cmocka_unit_test(test_keyframe_without_full_reset),
+	    cmocka_unit_test(test_resume_repaints_without_scrolling),
 	    cmocka_unit_test(test_notices),
 	    cmocka_unit_test(test_malformed_and_unknown),
 	    cmocka_unit_test(test_builders),
