@@ -28,6 +28,8 @@
 #define RUN_EXIT_TIMEOUT  124  /* as timeout(1) reports its deadline */
 #define RUN_TIMEOUT_S	  3600 /* the default --timeout */
 
+#define RUN_SHORTOPTS "hq"
+
 enum { RUN_OPT_SESSION = CLI_OPT_FIRST_FREE, RUN_OPT_TIMEOUT };
 
 static const char run_usage[] =
@@ -51,10 +53,18 @@ static const char run_usage[] =
     "                       default 1h): cancel the task, exit 124\n"
     "  --token TOKEN        bearer token with scope tasks (env PTYGATE_TOKEN)\n"
     "  --token-file FILE    read the token from FILE\n"
-    "  -h, --help           show this help\n";
+    "  -q, --quiet          no status lines: stderr holds the task's stderr and\n"
+    "                       errors only (a task that failed or was canceled)\n"
+    "  -h, --help           show this help\n"
+    "\n"
+    "Options come before COMMAND: the first word that is not an option (or\n"
+    "everything after '--') starts the command, whose own options follow it.\n"
+    "Without -q each change of the task's state is one line on stderr,\n"
+    "\"ptygate: task ID TASK_STATE_WORKING\", with the state as A2A names it.\n";
 
-static const struct option run_opts[] = {
+const struct option run_opts[] = {
     CLI_TARGET_LONGOPTS,
+    {"quiet", no_argument, NULL, 'q'},
     {"session", required_argument, NULL, RUN_OPT_SESSION},
     {"timeout", required_argument, NULL, RUN_OPT_TIMEOUT},
     {"help", no_argument, NULL, 'h'},
@@ -77,6 +87,7 @@ struct run {
 	bool cancel_sent;
 	bool done;
 	bool quit;
+	bool quiet; /* -q: state lines only for an end that is not success */
 	int exit_code;
 };
 
@@ -158,7 +169,8 @@ static void cancel(struct run *r)
 	if (r->cancel_sent || r->done)
 		return;
 	r->cancel_sent = true;
-	cli_print(stderr, "\n", "ptygate: canceling task %s", r->task_id);
+	if (!r->quiet)
+		cli_print(stderr, "\n", "ptygate: canceling task %s", r->task_id);
 	send_msg(r, "CancelTask", json_pack("{s:s}", "task_id", r->task_id), NULL);
 }
 
@@ -205,6 +217,14 @@ int run_exit_code(json_t *task, const char *state)
 	return strcmp(state, "TASK_STATE_COMPLETED") ? CLI_FAIL : CLI_OK;
 }
 
+/* The states -q keeps off stderr: the way to an end, and a good end. */
+static bool state_is_quiet(const char *state)
+{
+	return !strcmp(state, "TASK_STATE_SUBMITTED") ||
+	       !strcmp(state, "TASK_STATE_WORKING") ||
+	       !strcmp(state, "TASK_STATE_COMPLETED");
+}
+
 static void update(struct run *r, json_t *payload)
 {
 	json_t *task = json_object_get(payload, "task");
@@ -221,9 +241,11 @@ static void update(struct run *r, json_t *payload)
 	json_array_foreach(json_object_get(task, "artifacts"), i, art) artifact(r, art);
 	if (strcmp(state, r->state)) {
 		snprintf(r->state, sizeof(r->state), "%s", state);
-		cli_print(stderr, "\n", "ptygate: task %s %s%s%s", r->task_id, state,
-			  json_is_string(json_object_get(msg, "text")) ? ": " : "",
-			  json_string_value(json_object_get(msg, "text")) ?: "");
+		if (!r->quiet || !state_is_quiet(state))
+			cli_print(
+			    stderr, "\n", "ptygate: task %s %s%s%s", r->task_id, state,
+			    json_is_string(json_object_get(msg, "text")) ? ": " : "",
+			    json_string_value(json_object_get(msg, "text")) ?: "");
 	}
 	if (strcmp(state, "TASK_STATE_SUBMITTED") &&
 	    strcmp(state, "TASK_STATE_WORKING")) {
@@ -360,10 +382,14 @@ static int parse(struct run *r, int argc, char **argv)
 	int c, rc;
 
 	cli_getopt_reset();
-	while ((c = getopt_long(argc, argv, "+:h", run_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:" RUN_SHORTOPTS, run_opts, NULL)) != -1) {
 		if (c == 'h') {
 			fputs(run_usage, stdout);
 			return -1;
+		}
+		if (c == 'q') {
+			r->quiet = true;
+			continue;
 		}
 		if (c == '?' || c == ':')
 			return cli_getopt_error("run", argv, c);

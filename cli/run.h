@@ -4,6 +4,7 @@
 #ifndef PTG_CLI_RUN_H
 #define PTG_CLI_RUN_H
 
+#include <getopt.h>
 #include <stdint.h>
 
 #include <jansson.h>
@@ -12,6 +13,9 @@
 
 /* Runs `ptygate run ...`; argv[0] is "run". Returns the exit code. */
 int run_main(int argc, char **argv);
+
+/* The options run_main parses; `ptygate completion` reads them too. */
+extern const struct option run_opts[];
 
 /* The command line for /bin/sh -c from the words after "--": one word is
    taken as shell text; several are each quoted, so they run as given. */
