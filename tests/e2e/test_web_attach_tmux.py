@@ -75,9 +75,18 @@ class AttachInTmux(unittest.TestCase):
         self.wait_screen(r"^\$ ?$")
 
         self.tmux("resize-window", "-t", "t", "-x", "90", "-y", "25")
-        time.sleep(0.5)
-        self.keys("stty size", "Enter")
-        self.wait_screen(r"^25 90$")
+        # The new size reaches the PTY through the CLI, the gateway and the
+        # sidecar: asked again until it shows (a fixed sleep was not always
+        # long enough on a loaded machine).
+        deadline = time.monotonic() + TIMEOUT
+        while True:
+            self.keys("stty size", "Enter")
+            try:
+                self.wait_screen(r"^25 90$", timeout=2)
+                break
+            except AssertionError:
+                if time.monotonic() > deadline:
+                    raise
 
         self.keys("clear; echo bef-$((2+2))", "Enter")
         self.wait_screen(r"^bef-4$")
