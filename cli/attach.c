@@ -44,7 +44,7 @@
 #define ATTACH_RECONNECT_CONNECT_MS 5000  /* one reconnect attempt's handshake */
 
 static const char attach_usage[] =
-    "Usage: ptygate attach --session ID [options]\n"
+    "Usage: ptygate attach --session ID [options]   (or: ptygate attach [options] ID)\n"
     "       ptygate attach --url ws[s]://HOST:PORT/agents/I/sessions/S/attach [options]\n"
     "\n"
     "Attach this terminal to a session over the gateway's WebSocket. Ctrl-]\n"
@@ -55,6 +55,8 @@ static const char attach_usage[] =
     "dropped, never sent late. When stdin is not a terminal, its bytes are\n"
     "sent until end of file, then the client leaves once the screen has been\n"
     "quiet for half a second (5 s at most); the screen still goes to stdout.\n"
+    "Without a terminal the join asks for no size: a script never resizes the\n"
+    "session.\n"
     "\n"
     "  --url URL            the attach URL, "
     "ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
