@@ -15,6 +15,7 @@ PACKAGES="
   libgnutls28-dev nodejs chromium
   help2man dpkg-dev systemd
   stress-ng
+  tmux zsh
 "
 # systemd: systemd-analyze verify and security check the units in
 # tests/packaging (the machine need not boot with systemd); util-linux's
