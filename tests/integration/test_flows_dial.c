@@ -1,15 +1,17 @@
 /* test_flows_dial: dial-out (--dial, issue 18). The test is the gateway:
-   it listens on a unix socket of its own and a real ptygate-sidecar
-   dials it. The link opens with the LinkCredential of the token file,
-   then it is today's link (hello, a session, input and output); a link
-   the gateway drops is dialled again, the sessions still there; a
-   LinkRefused is logged with its reason and retried; a rewritten token
-   file sends the new token on the live link; two gateways are both kept
-   linked; one not there yet is tried until it is; a sidecar may dial
-   without listening, and SIGTERM closes its
-   dialled link. The sidecar's log goes to a file the test reads. Every
-   wait is bounded by STEP_MS and the test's budget; nothing asserts how
-   soon within them. */
+   it listens on a unix socket (or tcp on loopback) of its own and a real
+   ptygate-sidecar dials it. The link opens with the LinkCredential of
+   the token file, then it is today's link (hello, a session, input and
+   output); a link the gateway drops is dialled again, the sessions still
+   there; a LinkRefused is logged with its reason and retried; a
+   rewritten token file sends the new token on the live link, and on a
+   link that was opening right after its HelloAck; two gateways are both
+   kept linked; one not there yet is tried until it is; a connect that
+   hangs and a gateway that never says Hello are given up on and dialled
+   again, and so is every bad opening; a sidecar may dial without
+   listening, and SIGTERM closes its dialled link. The sidecar's log goes
+   to a file the test reads. Every wait is bounded far beyond what it
+   should take; nothing asserts how soon within the bound. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -435,6 +437,21 @@ static void test_connect_timeout(void **state)
 	gw_link(fx, 0);
 }
 
+/* A gateway that takes the connection and never says Hello: the link is
+   dropped at DIALER_HELLO_MS (30 s) and dialled again. */
+static void test_no_hello_in_time(void **state)
+{
+	struct fixture *fx = *state;
+	struct peer *p;
+
+	start_dialling(fx, 0);
+	p = gw_accept(fx, 0);
+	expect_credential(p, G.token);
+	expect_log_within(55000, "lost (no Hello from the gateway in time)", "");
+	expect_closed(p);
+	gw_link(fx, 0);
+}
+
 /* What a broken or hostile gateway sends is met by closing the link,
    and the sidecar dials again: bytes that are no message, a request
    before Hello, a LinkRefused after it. */
@@ -540,6 +557,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_connect_timeout, gw_setup, gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_openings_redialled, gw_setup,
 					    gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_no_hello_in_time, gw_setup, gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_dial_only_and_shutdown, gw_setup,
 					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_options_refused, gw_setup, gw_teardown),
