@@ -7,8 +7,8 @@
    rewritten token file sends the new token on the live link, and on a
    link that was opening right after its HelloAck; two gateways are both
    kept linked; one not there yet is tried until it is; a connect that
-   hangs and a gateway that never says Hello are given up on and dialled
-   again, and so is every bad opening; a sidecar may dial without
+   hangs, a gateway that never says Hello and one that stops reading are
+   given up on and dialled again, and so is every bad opening; a sidecar may dial without
    listening, and SIGTERM closes its dialled link. The sidecar's log goes
    to a file the test reads. Every wait is bounded far beyond what it
    should take; nothing asserts how soon within the bound. */
@@ -452,6 +452,29 @@ static void test_no_hello_in_time(void **state)
 	gw_link(fx, 0);
 }
 
+/* A gateway that stops reading while a session floods its link: the
+   stall bound of every link (SESSION_LINK_STALL_MS) drops the dialled
+   one too, and it is dialled again with the session still there. */
+static void test_stalled_link_redialled(void **state)
+{
+	struct fixture *fx = *state;
+	struct peer *p;
+	struct joined j;
+	char sid[64];
+
+	start_dialling(fx, 0);
+	p = gw_link(fx, 0);
+	create_sh(p, 80, 24, sid);
+	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
+	send_input(p, sid, 1, "yes stall-flood-line\n", NULL);
+	/* Not one more read of p. */
+	expect_log_within(55000, "lost (gateway is not reading", "");
+	peer_drop(p);
+	p = gw_link(fx, 0);
+	assert_string_equal(get_session(p, sid)->session_id, sid);
+	kill_session(p, sid);
+}
+
 /* What a broken or hostile gateway sends is met by closing the link,
    and the sidecar dials again: bytes that are no message, a request
    before Hello, a LinkRefused after it. */
@@ -558,6 +581,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_bad_openings_redialled, gw_setup,
 					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_no_hello_in_time, gw_setup, gw_teardown),
+	    cmocka_unit_test_setup_teardown(test_stalled_link_redialled, gw_setup,
+					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_dial_only_and_shutdown, gw_setup,
 					    gw_teardown),
 	    cmocka_unit_test_setup_teardown(test_options_refused, gw_setup, gw_teardown),
