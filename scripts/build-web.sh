@@ -29,6 +29,8 @@ hashed() {
 xterm_js=$(hashed xterm.js node_modules/@xterm/xterm/lib/xterm.js)
 xterm_css=$(hashed xterm.css node_modules/@xterm/xterm/css/xterm.css)
 fit_js=$(hashed addon-fit.js node_modules/@xterm/addon-fit/lib/addon-fit.js)
+search_js=$(hashed addon-search.js node_modules/@xterm/addon-search/lib/addon-search.js)
+links_js=$(hashed addon-web-links.js node_modules/@xterm/addon-web-links/lib/addon-web-links.js)
 proto_js=$(hashed protocol.js src/protocol.js)
 # app.js imports protocol.js by name: rewrite the import, then hash.
 sed "s|\\./protocol\\.js|./$proto_js|" src/app.js >"$out.tmp/app.js.in"
@@ -37,6 +39,7 @@ rm "$out.tmp/app.js.in"
 style_css=$(hashed style.css src/style.css)
 sed -e "s|@XTERM_JS@|$xterm_js|" -e "s|@XTERM_CSS@|$xterm_css|" \
 	-e "s|@FIT_JS@|$fit_js|" -e "s|@APP_JS@|$app_js|" \
+	-e "s|@SEARCH_JS@|$search_js|" -e "s|@LINKS_JS@|$links_js|" \
 	-e "s|@STYLE_CSS@|$style_css|" -e "s|@PROTO_JS@|$proto_js|" src/index.html >"$out.tmp/index.html"
 cp node_modules/@xterm/xterm/LICENSE "$out.tmp/xterm-LICENSE.txt"
 

@@ -1,10 +1,15 @@
-// app: ptygate's browser terminal. "/" picks an instance and a session;
-// "/agents/I/sessions/S/" attaches to one with xterm.js over pty-ws/v1
-// (SPEC 1 to 5): renders Output, applies Keyframes, follows Resize, shows
-// membership and roles, and reconnects by itself with replay_from.
+// app: ptygate's browser terminal. "PREFIX/" picks an instance and a
+// session; "PREFIX/agents/I/sessions/S/" attaches to one with xterm.js over
+// pty-ws/v1 (SPEC 1 to 5): renders Output, applies Keyframes, follows
+// Resize, shows membership, roles and who set the size, and reconnects by
+// itself with replay_from. PREFIX is whatever path a proxy serves the
+// gateway under: every URL is made from it, never from "/". Clickable
+// links, a scrollback search, font size and theme (kept in localStorage)
+// and a key bar for touch screens are the page's own.
 import {
   SUBPROTOCOL, base64ToBytes, bytesToBase64, bearerProtocol, inputBytes,
   envelope, joinFrame, parseLocation, tokenClaims, backoffMs, classify,
+  sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
 } from './protocol.js';
 
 const TOKEN_KEY = 'ptygate.token';
@@ -15,7 +20,50 @@ const RIS = '\x1bc';
 // Close codes after which trying again cannot help (SPEC 7).
 const FINAL_CLOSE = { 4401: 'token expired', 4403: 'access revoked', 4404: 'session gone' };
 
+const FONT_KEY = 'ptygate.fontSize';
+const THEME_KEY = 'ptygate.theme';
+const FONT_DEFAULT = 14, FONT_MIN = 8, FONT_MAX = 32;
+// Active match first: the test finds it by this exact colour.
+const SEARCH_DECORATIONS = {
+  matchBackground: '#7a5c00', matchBorder: '#7a5c00', matchOverviewRuler: '#7a5c00',
+  activeMatchBackground: '#ff8c00', activeMatchBorder: '#ff8c00',
+  activeMatchColorOverviewRuler: '#ff8c00',
+};
+const THEMES = {
+  dark: { background: '#1e1e1e', foreground: '#d4d4d4', cursor: '#d4d4d4',
+    selectionBackground: '#264f78' },
+  // The default palette's yellow and white vanish on white: darker ones.
+  light: { background: '#ffffff', foreground: '#1e1e1e', cursor: '#1e1e1e',
+    cursorAccent: '#ffffff', selectionBackground: '#add6ff',
+    black: '#000000', red: '#cd3131', green: '#00a000', yellow: '#8a7300',
+    blue: '#0451a5', magenta: '#bc05bc', cyan: '#0598bc', white: '#555555',
+    brightBlack: '#666666', brightRed: '#cd3131', brightGreen: '#14a014',
+    brightYellow: '#8a7300', brightBlue: '#0451a5', brightMagenta: '#bc05bc',
+    brightCyan: '#0598bc', brightWhite: '#333333' },
+};
+
 const $ = (id) => document.getElementById(id);
+
+// ---- preferences kept in localStorage (per browser, not per tab) ----
+
+function stored(key) {
+  try { return localStorage.getItem(key); } catch { return null; }
+}
+function store(key, value) {
+  try { localStorage.setItem(key, String(value)); } catch { /* private mode: not kept */ }
+}
+function fontSize() {
+  const n = Number(stored(FONT_KEY));
+  return Number.isInteger(n) && n >= FONT_MIN && n <= FONT_MAX ? n : FONT_DEFAULT;
+}
+function themeName() {
+  const t = stored(THEME_KEY);
+  return Object.hasOwn(THEMES, t) ? t : 'dark';
+}
+function applyPageTheme(name) {
+  document.body.classList.toggle('light', name === 'light');
+  $('theme-select').value = name;
+}
 
 function setStatus(text, level = '') {
   const el = $('status');
@@ -53,8 +101,8 @@ function askToken() {
 
 // ---- the picker ----
 
-function sessionHref(instance, session, role) {
-  const path = `/agents/${encodeURIComponent(instance)}/sessions/${encodeURIComponent(session)}/`;
+function sessionHref(prefix, instance, session, role) {
+  const path = sessionPath(prefix, instance, session) + '/';
   return role === 'observer' ? path + '?role=observer' : path;
 }
 
@@ -65,7 +113,7 @@ function cell(row, text) {
   return td;
 }
 
-async function listSessions(token) {
+async function listSessions(prefix, token) {
   const instance = $('instance-input').value.trim();
   const msg = $('picker-message');
   const table = $('session-table');
@@ -73,7 +121,7 @@ async function listSessions(token) {
   msg.textContent = 'listing...';
   let r;
   try {
-    r = await fetch(`/agents/${encodeURIComponent(instance)}/sessions`,
+    r = await fetch(sessionsPath(prefix, instance),
       { headers: { Authorization: 'Bearer ' + token }, cache: 'no-store' });
   } catch (e) {
     msg.textContent = 'the gateway did not answer: ' + e.message;
@@ -92,7 +140,7 @@ async function listSessions(token) {
   for (const s of body.sessions || []) {
     const tr = document.createElement('tr');
     const a = document.createElement('a');
-    a.href = sessionHref(instance, s.session_id, $('role-input').value);
+    a.href = sessionHref(prefix, instance, s.session_id, $('role-input').value);
     a.textContent = s.session_id;
     cell(tr, '').appendChild(a);
     cell(tr, s.state + (s.state === 'exited' ? ` (${s.exit_code})` : ''));
@@ -106,7 +154,7 @@ async function listSessions(token) {
   msg.textContent = `${(body.sessions || []).length} session(s)`;
 }
 
-function showPicker(token) {
+function showPicker(prefix, token) {
   const claims = tokenClaims(token);
   $('picker').hidden = false;
   if (claims.instance_id && claims.instance_id !== '*') $('instance-input').value = claims.instance_id;
@@ -115,23 +163,24 @@ function showPicker(token) {
   $('pick-form').addEventListener('submit', (ev) => {
     ev.preventDefault();
     const session = $('session-input').value.trim();
-    if (!session) { listSessions(token); return; }
-    location.assign(sessionHref($('instance-input').value.trim(), session, $('role-input').value));
+    if (!session) { listSessions(prefix, token); return; }
+    location.assign(sessionHref(prefix, $('instance-input').value.trim(), session,
+      $('role-input').value));
   });
-  $('list-button').addEventListener('click', () => listSessions(token));
+  $('list-button').addEventListener('click', () => listSessions(prefix, token));
   $('forget-token').addEventListener('click', () => {
     sessionStorage.removeItem(TOKEN_KEY);
     location.reload();
   });
   setStatus('pick a session');
-  if (/\bsessions\b/.test(claims.scope || '') && $('instance-input').value) listSessions(token);
+  if (/\bsessions\b/.test(claims.scope || '') && $('instance-input').value) listSessions(prefix, token);
 }
 
 // ---- one attachment ----
 
 class Attachment {
-  constructor({ instance, session, token, role, label }) {
-    Object.assign(this, { instance, session, token, label });
+  constructor({ prefix, instance, session, token, role, label }) {
+    Object.assign(this, { prefix, instance, session, token, label });
     this.wantRole = role;     // asked for on every (re)join
     this.role = null;         // what the server granted
     this.clientId = null;
@@ -149,6 +198,9 @@ class Attachment {
     this.countdown = null;
     this.resizeTimer = null;
     this.resyncedTimer = null;
+    this.sentSize = null;     // the last size this page asked for ({cols, rows})
+    this.sizeText = '';       // "120x30, set by alice"
+    this.ctrlHeld = false;    // the key bar's sticky Ctrl
     this.makeTerminal();
   }
 
@@ -156,14 +208,22 @@ class Attachment {
     const host = $('terminal');
     host.hidden = false;
     this.term = new window.Terminal({
-      scrollback: 5000, cursorBlink: true, allowProposedApi: false,
+      // The search addon's highlights are decorations, a proposed API.
+      scrollback: 5000, cursorBlink: true, allowProposedApi: true,
       fontFamily: 'ui-monospace, "DejaVu Sans Mono", monospace',
+      fontSize: fontSize(), theme: THEMES[themeName()],
     });
     this.fit = new window.FitAddon.FitAddon();
     this.term.loadAddon(this.fit);
+    this.search = new window.SearchAddon.SearchAddon();
+    this.term.loadAddon(this.search);
+    // A link opens in a new tab that cannot reach back into this one.
+    this.term.loadAddon(new window.WebLinksAddon.WebLinksAddon((ev, uri) => {
+      window.open(uri, '_blank', 'noopener,noreferrer');
+    }));
     this.term.open(host);
     this.fit.fit();
-    this.term.onData((d) => this.sendInput(inputBytes(d, false)));
+    this.term.onData((d) => this.typed(d));
     this.term.onBinary((d) => this.sendInput(inputBytes(d, true)));
     // Ctrl+Shift+C copies the selection (Ctrl+C stays ^C); pasting is the
     // browser's paste event, which xterm.js wraps in bracketed paste
@@ -175,6 +235,11 @@ class Attachment {
         ev.preventDefault();
         return false;
       }
+      if (ev.type === 'keydown' && ev.ctrlKey && ev.shiftKey && ev.code === 'KeyF') {
+        ev.preventDefault();
+        openSearch();
+        return false;
+      }
       return true;
     });
     window.addEventListener('resize', () => this.scheduleResize());
@@ -184,9 +249,7 @@ class Attachment {
   // ---- connection ----
 
   url() {
-    const scheme = location.protocol === 'https:' ? 'wss:' : 'ws:';
-    return `${scheme}//${location.host}/agents/${encodeURIComponent(this.instance)}` +
-      `/sessions/${encodeURIComponent(this.session)}/attach`;
+    return attachUrl(location, this.prefix, this.instance, this.session);
   }
 
   connect() {
@@ -223,9 +286,11 @@ class Attachment {
     this.helloSeq = f.payload.session.current_sequence;
     const dims = this.fit.proposeDimensions() || { cols: this.term.cols, rows: this.term.rows };
     this.needKeyframe = true;
+    const cols = clampSize(dims.cols), rows = clampSize(dims.rows);
+    // A controller's join size is applied when it is the first one.
+    if (this.wantRole === 'controller') this.sentSize = { cols, rows };
     this.send(joinFrame({
-      role: this.wantRole, cols: clampSize(dims.cols), rows: clampSize(dims.rows),
-      label: this.label, replayFrom: this.lastSeq,
+      role: this.wantRole, cols, rows, label: this.label, replayFrom: this.lastSeq,
     }));
   }
 
@@ -247,8 +312,8 @@ class Attachment {
   async diagnose() {
     let status = 0;
     try {
-      const r = await fetch(`/agents/${encodeURIComponent(this.instance)}/sessions/` +
-        encodeURIComponent(this.session), { headers: { Authorization: 'Bearer ' + this.token }, cache: 'no-store' });
+      const r = await fetch(sessionPath(this.prefix, this.instance, this.session),
+        { headers: { Authorization: 'Bearer ' + this.token }, cache: 'no-store' });
       status = r.status;
     } catch { /* the gateway is away: retry */ }
     const why = { 401: 'the token is invalid or expired', 403: 'the token does not allow this session',
@@ -304,9 +369,16 @@ class Attachment {
     switch (p.kind) {
       case 'Output': this.write(base64ToBytes(p.data), how === 'replay'); break;
       case 'Keyframe': if (how !== 'skip') this.applyKeyframe(p); break;
-      case 'Resize': this.term.write(EMPTY, () => this.followResize(p.cols, p.rows)); break;
+      case 'Resize':
+        this.noteSize(p.cols, p.rows);
+        this.term.write(EMPTY, () => this.followResize(p.cols, p.rows));
+        break;
       case 'RoleAssigned': this.onRole(p); break;
-      case 'MembershipChanged': this.members = p; this.renderMembers(); break;
+      case 'MembershipChanged':
+        this.members = p;
+        this.renderMembers();
+        if (!this.sizeText) this.noteSize(this.term.cols, this.term.rows);
+        break;
       case 'Closed': this.onClosed(p); break;
       case 'Error': this.onSessionError(p); break;
       default: break;
@@ -329,6 +401,8 @@ class Attachment {
   // their chunk is parsed), the reset is RIS in the stream. (A write made
   // from inside a callback would join the end of the queue instead.)
   applyKeyframe(p) {
+    if (!this.sizeText || this.term.cols !== p.snapshot_cols || this.term.rows !== p.snapshot_rows)
+      this.noteSize(p.snapshot_cols, p.snapshot_rows);
     this.suppress++;
     this.term.write(EMPTY, () => this.followResize(p.snapshot_cols, p.snapshot_rows));
     this.term.write(RIS);
@@ -394,6 +468,30 @@ class Attachment {
 
   // Input exists only for the live connection it was typed on: typed while
   // away it is dropped, never queued and re-sent after a reconnect.
+  // Everything typed, on the keyboard or the key bar: a held key bar Ctrl
+  // applies to the next key and is let go.
+  typed(data) {
+    if (this.ctrlHeld && data.length === 1) {
+      data = withCtrl(data);
+      this.holdCtrl(false);
+    }
+    this.sendInput(inputBytes(data, false));
+  }
+
+  keyBar(key) {
+    if (key === 'ctrl') { this.holdCtrl(!this.ctrlHeld); return; }
+    const appCursor = this.term.modes.applicationCursorKeysMode;
+    const data = keyBarBytes(key, { ctrl: this.ctrlHeld, appCursor });
+    this.holdCtrl(false);
+    this.sendInput(inputBytes(data, false));
+  }
+
+  holdCtrl(on) {
+    this.ctrlHeld = on;
+    const b = document.querySelector('#keybar [data-key="ctrl"]');
+    b.setAttribute('aria-pressed', String(on));
+  }
+
   sendInput(bytes) {
     if (this.suppress > 0 || !this.joined || this.role !== 'controller') return;
     for (let i = 0; i < bytes.length; i += 65536)
@@ -416,7 +514,41 @@ class Attachment {
     const cols = clampSize(d.cols), rows = clampSize(d.rows);
     if (cols === this.term.cols && rows === this.term.rows) return;
     this.term.resize(cols, rows);
+    this.sentSize = { cols, rows };
     this.send(envelope('pty.session_resize', { cols, rows }));
+  }
+
+  // The session's size and who most likely set it (no frame names the
+  // sender of a Resize: see sizeNote), and whether this window could show
+  // more columns than the session has (what is printed now wraps there,
+  // for everyone, and stays wrapped in the history).
+  noteSize(cols, rows) {
+    let text = sizeNote({ cols, rows }, this.members, this.clientId, this.sentSize);
+    const d = this.fit.proposeDimensions();
+    if (d && d.cols > cols + 1) text += ` · narrower than this window: lines wrap at ${cols}`;
+    this.sizeText = text;
+    $('size').textContent = text;
+  }
+
+  setFontSize(n) {
+    n = Math.max(FONT_MIN, Math.min(FONT_MAX, n));
+    store(FONT_KEY, n);
+    this.term.options.fontSize = n;
+    $('font-size').textContent = `${n}px`;
+    this.refit();
+  }
+
+  setTheme(name) {
+    store(THEME_KEY, name);
+    this.term.options.theme = THEMES[name];
+    applyPageTheme(name);
+  }
+
+  // A controller's window sets the session's size; an observer's terminal
+  // keeps the session's size whatever its cells measure.
+  refit() {
+    if (this.role === 'controller') this.scheduleResize();
+    else if (this.sizeText) this.noteSize(this.term.cols, this.term.rows);
   }
 
   requestRole(role) {
@@ -445,17 +577,88 @@ function clampSize(n) {
   return Math.max(1, Math.min(1024, Math.floor(n)));
 }
 
+// ---- the page's controls: search, font size, theme, key bar ----
+
+let attachment = null;
+
+function openSearch() {
+  $('search-box').hidden = false;
+  $('search-input').focus();
+  $('search-input').select();
+}
+
+function closeSearch() {
+  $('search-box').hidden = true;
+  $('search-count').textContent = '';
+  attachment.search.clearDecorations();
+  attachment.term.clearSelection();
+  attachment.term.focus();
+}
+
+function find(backwards, incremental = false) {
+  const q = $('search-input').value;
+  if (!q) { attachment.search.clearDecorations(); $('search-count').textContent = ''; return; }
+  const opts = { decorations: SEARCH_DECORATIONS, incremental };
+  const found = backwards ? attachment.search.findPrevious(q, opts) : attachment.search.findNext(q, opts);
+  if (!found) $('search-count').textContent = 'not found';
+}
+
+function wireSearch(a) {
+  a.search.onDidChangeResults(({ resultIndex, resultCount }) => {
+    $('search-count').textContent = resultCount === 0 ? 'not found'
+      : resultIndex < 0 ? `${resultCount}+ matches` : `${resultIndex + 1} of ${resultCount}`;
+  });
+  $('search-toggle').addEventListener('click', () => ($('search-box').hidden ? openSearch() : closeSearch()));
+  $('search-input').addEventListener('input', () => find(false, true));
+  $('search-input').addEventListener('keydown', (ev) => {
+    if (ev.key === 'Enter') { ev.preventDefault(); find(ev.shiftKey); }
+    else if (ev.key === 'Escape') { ev.preventDefault(); closeSearch(); }
+  });
+  $('search-next').addEventListener('click', () => find(false));
+  $('search-prev').addEventListener('click', () => find(true));
+  $('search-close').addEventListener('click', closeSearch);
+}
+
+function wireView(a) {
+  $('font-size').textContent = `${a.term.options.fontSize}px`;
+  $('font-smaller').addEventListener('click', () => a.setFontSize(a.term.options.fontSize - 1));
+  $('font-bigger').addEventListener('click', () => a.setFontSize(a.term.options.fontSize + 1));
+  $('theme-select').addEventListener('change', () => { a.setTheme($('theme-select').value); a.term.focus(); });
+  // The key bar shows by itself on narrow or touch screens (style.css);
+  // "Keys" shows or hides it anywhere.
+  $('keys-toggle').addEventListener('click', () => {
+    const bar = $('keybar');
+    bar.dataset.shown = bar.dataset.shown === 'yes' ? 'no'
+      : bar.dataset.shown === 'no' ? 'yes' : (getComputedStyle(bar).display === 'none' ? 'yes' : 'no');
+    a.refit();
+  });
+  for (const b of $('keybar').querySelectorAll('button')) {
+    // Pressing a key must not take the focus (and a phone's keyboard) away
+    // from the terminal.
+    b.addEventListener('pointerdown', (ev) => ev.preventDefault());
+    b.addEventListener('mousedown', (ev) => ev.preventDefault());
+    b.addEventListener('click', () => { a.keyBar(b.dataset.key); a.term.focus(); });
+  }
+}
+
 async function main() {
   const loc = parseLocation(location.pathname, location.search, location.hash);
+  applyPageTheme(themeName());
   const token = takeTokenFromFragment(loc) || await askToken();
-  if (!loc.session) { showPicker(token); return; }
-  $('where').textContent = `${loc.instance} / ${loc.session}`;
-  document.title = `ptygate ${loc.session.slice(0, 8)}`;
+  if (!loc.session) { showPicker(loc.prefix, token); return; }
   const claims = tokenClaims(token);
+  const who = principalOf(claims);
+  $('where').textContent = `${loc.instance} / ${loc.session}`;
+  document.title = `${who ? who + ' · ' : ''}${loc.session.slice(0, 12)} · ptygate`;
   const role = loc.role || (/\bpty:control\b/.test(claims.scope || '') ? 'controller' : 'observer');
   const a = new Attachment({
-    instance: loc.instance, session: loc.session, token, role, label: loc.label || 'web',
+    prefix: loc.prefix, instance: loc.instance, session: loc.session, token, role,
+    label: loc.label || who || 'web',
   });
+  attachment = a;
+  $('tools').hidden = false;
+  wireSearch(a);
+  wireView(a);
   $('request-control').addEventListener('click', () => a.requestRole('controller'));
   $('release-control').addEventListener('click', () => a.requestRole('observer'));
   a.connect();

@@ -60,23 +60,39 @@ export function joinFrame({ role, cols, rows, label, replayFrom }) {
   return envelope('pty.join_session', payload, fields);
 }
 
-// Where the page is: "/" is the picker, "/agents/I/sessions/S/" one
-// session. The token comes only from the fragment (never the query: the
-// gateway refuses tokens there and URLs get logged); role and label may
-// come from either.
+// Where the page is: "PREFIX/" is the picker, "PREFIX/agents/I/sessions/S/"
+// one session, where PREFIX is whatever path a proxy put in front of the
+// gateway ("/" when there is none). Every URL the page makes starts from
+// that prefix, never from "/". The token comes only from the fragment
+// (never the query: the gateway refuses tokens there and URLs get
+// logged); role and label may come from either.
 export function parseLocation(pathname, search, hash) {
-  const m = /^\/agents\/([^/]+)\/sessions\/([^/]+)\/?$/.exec(pathname);
+  const m = /^(.*\/)agents\/([^/]+)\/sessions\/([^/]+)\/?$/.exec(pathname);
   const frag = new URLSearchParams(hash.replace(/^#/, ''));
   const query = new URLSearchParams(search);
   const pick = (k) => frag.get(k) ?? query.get(k);
   const role = pick('role');
   return {
-    instance: m ? decodeURIComponent(m[1]) : null,
-    session: m ? decodeURIComponent(m[2]) : null,
+    prefix: m ? m[1] : pathname.replace(/[^/]*$/, ''),
+    instance: m ? decodeURIComponent(m[2]) : null,
+    session: m ? decodeURIComponent(m[3]) : null,
     token: frag.get('token'),
     role: role === 'observer' || role === 'controller' ? role : null,
     label: pick('label'),
   };
+}
+
+// The REST and WebSocket paths of the gateway under a page's prefix.
+export function sessionsPath(prefix, instance) {
+  return `${prefix}agents/${encodeURIComponent(instance)}/sessions`;
+}
+export function sessionPath(prefix, instance, session) {
+  return `${sessionsPath(prefix, instance)}/${encodeURIComponent(session)}`;
+}
+// ws: or wss: as the page itself was loaded over http: or https:.
+export function attachUrl(loc, prefix, instance, session) {
+  const scheme = loc.protocol === 'https:' ? 'wss:' : 'ws:';
+  return `${scheme}//${loc.host}${sessionPath(prefix, instance, session)}/attach`;
 }
 
 // The claims of a JWT, unverified: only to prefill the picker.
@@ -124,4 +140,57 @@ export function classify(state, frame) {
     return state.needKeyframe && seq > state.helloSeq ? 'replay' : 'skip';
   // Until the join's Keyframe, everything is history being replayed.
   return state.needKeyframe || seq <= state.helloSeq ? 'replay' : 'live';
+}
+
+// ---- the key bar (phones and tablets have no Esc, Ctrl, Tab or arrows) ----
+
+const ARROWS = { up: 'A', down: 'B', right: 'C', left: 'D' };
+const NAMED = { esc: '\x1b', tab: '\t' };
+
+// The bytes of one key bar key. Arrows follow the program's cursor key
+// mode (DECCKM: "ESC O A" in application mode, "ESC [ A" otherwise), and
+// with Ctrl held they are "ESC [ 1 ; 5 A" as xterm sends them.
+export function keyBarBytes(key, { ctrl = false, appCursor = false } = {}) {
+  if (ARROWS[key]) {
+    if (ctrl) return `\x1b[1;5${ARROWS[key]}`;
+    return (appCursor ? '\x1bO' : '\x1b[') + ARROWS[key];
+  }
+  if (NAMED[key]) return NAMED[key];
+  return ctrl ? withCtrl(key) : key;
+}
+
+// What Ctrl does to one typed character, as a terminal keyboard sends it:
+// letters and @[\]^_ become C0 controls, '?' is DEL, space is NUL; other
+// text is sent as it is.
+export function withCtrl(data) {
+  if (data.length !== 1) return data;
+  const c = data.toUpperCase().charCodeAt(0);
+  if (c >= 0x40 && c <= 0x5f) return String.fromCharCode(c - 0x40);
+  if (data === '?') return '\x7f';
+  if (data === ' ') return '\x00';
+  return data;
+}
+
+// ---- the session's size, and who set it ----
+
+// Who most likely set the session's size: nothing in pty-ws/v1 names the
+// sender of a Resize, so the page says "you" when the size is one it
+// asked for itself, the controller's name when there is one other, and
+// the controllers otherwise. members: the last MembershipChanged;
+// selfId: this page's client_id; mine: the last size this page sent
+// ({cols, rows} or null).
+export function sizeNote({ cols, rows }, members, selfId, mine) {
+  const size = `${cols}x${rows}`;
+  if (mine && mine.cols === cols && mine.rows === rows) return `${size}, set by you`;
+  const others = ((members && members.controllers) || []).filter((m) => m.client_id !== selfId);
+  const name = (m) => m.label || m.client_id;
+  if (others.length === 1) return `${size}, set by ${name(others[0])}`;
+  if (others.length > 1) return `${size}, set by a controller (${others.map(name).join(', ')})`;
+  return `${size}, no controller`;
+}
+
+// The name a page goes by: the token's subject (the principal), cut to
+// the protocol's 128 characters for a client_label.
+export function principalOf(claims) {
+  return typeof claims.sub === 'string' && claims.sub ? claims.sub.slice(0, 128) : null;
 }

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import {
   bearerProtocol, bytesToBase64, base64ToBytes, inputBytes, joinFrame, parseLocation,
   backoffMs, classify, tokenClaims, EXTENSION_URI, BACKOFF_MAX_MS,
+  sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
 } from '../src/protocol.js';
 
 const frame = (sequence, kind) => ({ op: 'pty.session_frame', sequence, payload: { kind } });
@@ -34,7 +35,8 @@ test('join: extension activated, replay_from only on a reconnect', () => {
 
 test('location: token only from the fragment', () => {
   const l = parseLocation('/agents/i-1/sessions/s%3A2/', '?token=q&role=observer', '#token=t&label=me');
-  assert.deepEqual(l, { instance: 'i-1', session: 's:2', token: 't', role: 'observer', label: 'me' });
+  assert.deepEqual(l, { prefix: '/', instance: 'i-1', session: 's:2', token: 't', role: 'observer',
+    label: 'me' });
   assert.equal(parseLocation('/', '?token=q', '').token, null);
   assert.equal(parseLocation('/', '', '').session, null);
   assert.equal(parseLocation('/', '?role=admin', '').role, null);
@@ -75,4 +77,53 @@ test('keyframes: a replayed one and periodic ones while in sync are skipped', ()
 test('a frame without a sequence (PTY_OUTPUT_LAGGED) is applied and orders nothing', () => {
   const lag = { op: 'pty.session_frame', payload: { kind: 'Error', code: 'PTY_OUTPUT_LAGGED' } };
   assert.equal(classify({ lastSeq: 30, helloSeq: 20, needKeyframe: false }, lag), 'live');
+});
+
+test('location: whatever path prefix a proxy adds is kept for every URL', () => {
+  const l = parseLocation('/team/pty/agents/i-1/sessions/s-2/', '', '');
+  assert.equal(l.prefix, '/team/pty/');
+  assert.equal(l.instance, 'i-1');
+  assert.equal(sessionPath(l.prefix, 'i-1', 's:2'), '/team/pty/agents/i-1/sessions/s%3A2');
+  assert.equal(sessionsPath('/', 'i 1'), '/agents/i%201/sessions');
+  assert.equal(attachUrl({ protocol: 'https:', host: 'h:8443' }, l.prefix, 'i-1', 's-2'),
+    'wss://h:8443/team/pty/agents/i-1/sessions/s-2/attach');
+  assert.equal(attachUrl({ protocol: 'http:', host: 'h' }, '/', 'i', 's'), 'ws://h/agents/i/sessions/s/attach');
+  // The picker: its own directory, with or without index.html.
+  assert.equal(parseLocation('/team/pty/', '', '').prefix, '/team/pty/');
+  assert.equal(parseLocation('/team/pty/index.html', '', '').prefix, '/team/pty/');
+  assert.equal(parseLocation('/', '', '').prefix, '/');
+  // A prefix that itself looks like a session page: the last one counts.
+  assert.equal(parseLocation('/agents/a/sessions/b/agents/c/sessions/d/', '', '').prefix, '/agents/a/sessions/b/');
+});
+
+test('key bar: Esc, Tab, arrows by cursor key mode, Ctrl as a modifier', () => {
+  assert.equal(keyBarBytes('esc'), '\x1b');
+  assert.equal(keyBarBytes('tab'), '\t');
+  assert.equal(keyBarBytes('up'), '\x1b[A');
+  assert.equal(keyBarBytes('left', { appCursor: true }), '\x1bOD');
+  assert.equal(keyBarBytes('right', { ctrl: true, appCursor: true }), '\x1b[1;5C');
+  assert.equal(keyBarBytes('|'), '|');
+  assert.equal(withCtrl('c'), '\x03');
+  assert.equal(withCtrl('D'), '\x04');
+  assert.equal(withCtrl('['), '\x1b');
+  assert.equal(withCtrl('?'), '\x7f');
+  assert.equal(withCtrl(' '), '\x00');
+  assert.equal(withCtrl('1'), '1');
+  assert.equal(withCtrl('ab'), 'ab');
+});
+
+test('size note: you, the one other controller, or the controllers', () => {
+  const m = (...ids) => ({ controllers: ids.map((id) => ({ client_id: id, label: 'l-' + id })), observers: [] });
+  assert.equal(sizeNote({ cols: 120, rows: 30 }, m('me'), 'me', { cols: 120, rows: 30 }), '120x30, set by you');
+  assert.equal(sizeNote({ cols: 40, rows: 30 }, m('me', 'b'), 'me', { cols: 120, rows: 30 }), '40x30, set by l-b');
+  assert.equal(sizeNote({ cols: 40, rows: 30 }, m('b', 'c'), 'me', null),
+    '40x30, set by a controller (l-b, l-c)');
+  assert.equal(sizeNote({ cols: 80, rows: 24 }, m(), 'me', null), '80x24, no controller');
+});
+
+test('the principal is the token\'s sub', () => {
+  assert.equal(principalOf({ sub: 'alice' }), 'alice');
+  assert.equal(principalOf({ sub: 'x'.repeat(300) }).length, 128);
+  assert.equal(principalOf({}), null);
+  assert.equal(principalOf({ sub: 7 }), null);
 });
