@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -106,7 +107,6 @@ struct attach {
 	bool quit;	  /* stop now */
 	bool told_observer;
 	bool left;	   /* this client sent pty.leave_session */
-	bool rejoined;	   /* a reconnect: input waits for nothing, it is dropped */
 	unsigned attempt;  /* reconnect attempts since the last join */
 	struct buf early;  /* keys typed before RoleAssigned, sent after it */
 	int64_t deadline;  /* while leaving: the next step is due at */
@@ -249,8 +249,6 @@ static void input(struct attach *a, const uint8_t *p, size_t n)
 
 	if (n == 0)
 		return;
-	if (!*ptyc_role(a->pc) && a->rejoined)
-		return; /* typed while away: never sent late */
 	if (!*ptyc_role(a->pc)) {
 		/* Typed ahead of the join's answer: held, within a bound. */
 		if (buf_size(&a->early) + n > PTYC_INPUT_CHUNK)
@@ -788,8 +786,8 @@ static int reconnect(struct attach *a)
 	for (err[0] = '\0'; !a->detached; a->attempt++) {
 		wait = backoff_ms(a->attempt);
 		snprintf(line, sizeof(line),
-			 "connection lost%s%s; reconnecting in %.1f s (Ctrl-] gives up)",
-			 err[0] ? ": " : "", err, (double)wait / 1000);
+			 "connection lost; reconnecting in %.1f s (Ctrl-] gives up)%s%s",
+			 (double)wait / 1000, err[0] ? ": " : "", err);
 		status(line, a);
 		wait_away(a, time_mono_ms() + wait);
 		if (a->detached)
@@ -818,7 +816,10 @@ static int reconnect(struct attach *a)
 		a->join.replay = last > 0;
 		a->join.replay_from = last;
 		a->leaving = a->close_sent = false;
-		a->rejoined = true;
+		/* Keys typed while away, still unread, are dropped, never sent
+		   late; what is typed from now on belongs to this connection. */
+		if (a->tty)
+			tcflush(STDIN_FILENO, TCIFLUSH);
 		a->attempt = 0;
 		send_msg(a, ptyc_msg_join(&a->join));
 		snprintf(line, sizeof(line), "reconnected; replaying after sequence %llu",
