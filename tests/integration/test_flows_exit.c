@@ -135,7 +135,7 @@ static void test_drained_unattached(void **state)
 	int64_t until;
 
 	p = start_session(fx, NULL, &cr, sid);
-	until = time_mono_ms() + 15000;
+	until = time_mono_ms() + 60000;
 	do {
 		sleep_ms(100);
 		info = get_session(p, sid);

@@ -494,7 +494,7 @@ static void test_replay_thousand(void **state)
 	p = start_session(fx, NULL, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
 	send_input(p, sid, 1, "go\n", NULL);
-	wait_output(p, "replay-done", 15000);
+	wait_output(p, "replay-done", 60000);
 	info = get_session(p, sid);
 	if (info->current_sequence < 1010)
 		skip(); /* the output came in too few frames to measure */

@@ -192,7 +192,7 @@ static void test_disk_replay_streams_exactly(void **state)
 		 HISTORY_BYTES, done);
 	send_input(p1, sa, 1, cmd, NULL);
 	detach_ok(p1, sa, 1);
-	wait_file(done, 15000);
+	wait_file(done, 60000);
 
 	p2 = peer_open(fx);
 	create_sh(p2, 80, 24, sb);
@@ -249,7 +249,7 @@ static struct peer *history_on_disk(struct fixture *fx, const char *const *extra
 		 "stty -echo; head -c %d /dev/zero | tr '\\0' x; : > %s\n", bytes, done);
 	send_input(p, sid, 1, cmd, NULL);
 	detach_ok(p, sid, 1);
-	wait_file(done, 15000);
+	wait_file(done, 60000);
 	*from = j.kf_seq;
 	return p;
 }
