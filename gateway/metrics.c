@@ -34,6 +34,10 @@ static const struct family families[] = {
     METRICS__F("ptygate_links_pending", "gauge",
 	       "Links that dialled in and have not yet presented their credential.",
 	       links_pending),
+    METRICS__F("ptygate_link_openings_turn_max", "gauge",
+	       "The most dialled-in links whose credential was checked (and, when "
+	       "valid, registered) in one loop turn, since start.",
+	       link_openings_turn_max),
     METRICS__F("ptygate_frames_out_total", "counter",
 	       "WebSocket frames queued to clients.", frames_out),
     METRICS__F("ptygate_bytes_out_total", "counter", "Bytes written to client sockets.",

@@ -37,6 +37,7 @@ struct metrics {
 	uint64_t reply_bytes;	   /* sidecar replies being answered, and their answers */
 	uint64_t link_turn_max_ms; /* the longest loop turn spent on one link */
 	uint64_t links_pending;	   /* dialled-in links awaiting their credential */
+	uint64_t link_openings_turn_max; /* most credentials checked in one turn */
 	/* counters */
 	uint64_t frames_out; /* WebSocket frames queued to clients */
 	uint64_t bytes_out;  /* bytes written to client sockets */
