@@ -1,24 +1,33 @@
 #!/bin/sh
-# The README's run command: installs what is missing, builds, starts a
-# sidecar on a unix socket and a gateway on 127.0.0.1 with a freshly
-# generated Ed25519 key, creates a session running a shell, and prints how
-# to attach. Ctrl-C stops both daemons.
+# The README's run command, in the dial-out form (issue 18): installs
+# what is missing, builds, starts a gateway on 127.0.0.1 with no instance
+# configured (--link-listen on a unix socket) and a sidecar that dials it
+# (--dial) with an instance credential, creates a session running a
+# shell, and prints how to attach. Ctrl-C stops both daemons.
+#
+# Every key is made afresh in the state directory on each run: the
+# client-token pair (signing.pem, verify.pem), the provisioning pair
+# (link.pem, link.pub) and the instance credential minted from it
+# (instance.token, --audience ptygate-link). Logs stay there too.
 #
 # Environment: PTYGATE_PORT (default 8080), PTYGATE_INSTANCE (local),
-# PTYGATE_STATE (a fresh temporary directory).
+# PTYGATE_STATE (${XDG_STATE_HOME:-$HOME/.local/state}/ptygate-run),
+# PTYGATE_BUILD (the build directory, build-release).
 set -eu
 cd "$(dirname "$0")/.."
 
 port=${PTYGATE_PORT:-8080}
 instance=${PTYGATE_INSTANCE:-local}
-state=${PTYGATE_STATE:-$(mktemp -d /tmp/ptygate-run.XXXXXX)}
+state=${PTYGATE_STATE:-${XDG_STATE_HOME:-$HOME/.local/state}/ptygate-run}
+build=${PTYGATE_BUILD:-build-release}
 mkdir -p "$state"
+chmod 0700 "$state"
 
 ./scripts/install-deps.sh
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-release -j "$(nproc 2>/dev/null || echo 2)" \
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" \
 	--target ptygate-sidecar ptygate-gateway ptygate >/dev/null
-bin=$PWD/build-release
+bin=$(cd "$build" && pwd)
 ./scripts/build-web.sh >/dev/null
 web=$PWD/web/dist
 
@@ -38,24 +47,31 @@ stop() {
 }
 trap stop INT TERM EXIT
 
-rm -f "$state/signing.pem" "$state/verify.pem"
+rm -f "$state/signing.pem" "$state/verify.pem" "$state/link.pem" "$state/link.pub" \
+	"$state/instance.token" "$state/links.sock"
 "$bin/ptygate" token keygen --out-private "$state/signing.pem" --out-public "$state/verify.pem"
+"$bin/ptygate" token keygen --out-private "$state/link.pem" --out-public "$state/link.pub"
+(umask 077 && "$bin/ptygate" token mint --audience ptygate-link --instance "$instance" \
+	--ed25519-key "$state/link.pem" --kid local --ttl 12h >"$state/instance.token")
 
-"$bin/ptygate-sidecar" --listen "unix:$state/sidecar.sock" --instance-id "$instance" \
-	>"$state/sidecar.log" 2>&1 &
-sidecar_pid=$!
 "$bin/ptygate-gateway" --listen "127.0.0.1:$port" \
-	--instance "$instance=unix:$state/sidecar.sock" \
+	--link-listen "unix:$state/links.sock" --link-key "local=$state/link.pub" \
 	--ed25519-public-key "$state/verify.pem" --static-dir "$web" >"$state/gateway.log" 2>&1 &
 gateway_pid=$!
+"$bin/ptygate-sidecar" --dial "unix:$state/links.sock" \
+	--instance-token-file "$state/instance.token" >"$state/sidecar.log" 2>&1 &
+sidecar_pid=$!
 
-# Ready when the gateway answers /readyz (its link to the sidecar is up).
+# Ready when the gateway's /readyz shows the instance up: the sidecar has
+# dialled in, its credential was verified and the link said hello.
 i=0
-until curl -fs "http://127.0.0.1:$port/readyz" >/dev/null 2>&1; do
+until curl -fs "http://127.0.0.1:$port/readyz" 2>/dev/null |
+	grep -q "\"$instance\": *\"up\""; do
 	i=$((i + 1))
-	if [ $i -gt 100 ] || ! kill -0 "$gateway_pid" 2>/dev/null; then
-		echo "the gateway did not become ready; see $state/gateway.log" >&2
-		tail -5 "$state/gateway.log" >&2 || true
+	if [ $i -gt 100 ] || ! kill -0 "$gateway_pid" 2>/dev/null ||
+		! kill -0 "$sidecar_pid" 2>/dev/null; then
+		echo "the instance did not come up; see $state/gateway.log and $state/sidecar.log" >&2
+		tail -5 "$state/gateway.log" "$state/sidecar.log" >&2 || true
 		exit 1
 	fi
 	sleep 0.1
