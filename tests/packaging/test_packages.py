@@ -257,6 +257,54 @@ class Packages(unittest.TestCase):
             self.assertIn("adduser --system", f.read())
         self.assertFalse(os.path.exists(os.path.join(ctl, "conffiles")))
 
+    def test_sidecar_dial_dropin(self):
+        """deploy/systemd's dial-out drop-in (issue 18) on the packaged
+        sidecar unit: systemd-analyze verify reads it (a broken copy of it
+        fails, so the drop-in directory is really read) and accepts its
+        ExecStart; the command dials and keeps the unit's state and user."""
+        root = self.extract("ptygate-sidecar")
+        unit = "ptygate-sidecar.service"
+        with open(os.path.join(root, "usr/lib/systemd/system", unit)) as f:
+            text = f.read()
+        with open(os.path.join(SOURCE, "deploy/systemd", unit + ".d",
+                               "dial.conf.example")) as f:
+            dropin = f.read()
+        execs = re.findall(r"^ExecStart=(.*)$", dropin, re.M)
+        self.assertEqual(execs[0], "", "the unit's command is cleared first")
+        self.assertEqual(len(execs), 2, execs)
+        argv = shlex.split(execs[1])
+        self.assertEqual(argv[0], "/usr/bin/ptygate-sidecar")
+        self.assertNotIn("--listen", argv)
+        for opt, value in (("--dial", "vsock:2:7001"),
+                           ("--instance-token-file", "/etc/ptygate/instance.token"),
+                           ("--state-dir", "/var/lib/ptygate/state"),
+                           ("--state-key-file", "/var/lib/ptygate/state.key"),
+                           ("--session-user", "agent")):
+            self.assertEqual(argv[argv.index(opt) + 1], value, opt)
+        self.assertRegex(text, r"(?m)^RestrictAddressFamilies=.*\bAF_VSOCK\b")
+        if shutil.which("systemd-analyze") is None:
+            print("systemd-analyze not found: the drop-in not verified")
+            return
+
+        def verify(dropin_text):
+            d = tempfile.mkdtemp(prefix="dropin-", dir=self.tmp)
+            os.mkdir(os.path.join(d, unit + ".d"))
+            with open(os.path.join(d, unit), "w") as f:
+                f.write(text.replace("ExecStart=/", f"ExecStart={root}/", 1))
+            with open(os.path.join(d, unit + ".d", "dial.conf"), "w") as f:
+                f.write(dropin_text)
+            return subprocess.run(["systemd-analyze", "verify", "--man=no",
+                                   os.path.join(d, unit)],
+                                  capture_output=True, text=True, timeout=60), d
+
+        res, d = verify(dropin.replace("ExecStart=/", f"ExecStart={root}/"))
+        self.assertEqual(res.returncode, 0, res.stdout + res.stderr)
+        self.assertLess(exposure(os.path.join(d, unit)), EXPOSURE_MAX[unit])
+        # The same drop-in naming a binary that is not there: verify must
+        # now fail, which it can only do by reading the drop-in.
+        res, _ = verify(dropin.replace("ExecStart=/", f"ExecStart={root}/missing/"))
+        self.assertNotEqual(res.returncode, 0, "the drop-in was not read")
+
     def test_gateway(self):
         name = "ptygate-gateway"
         self.assertEqual(self.field(name, "Package"), name)
