@@ -209,7 +209,6 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 				members_count(s->members, MEMBER_OBSERVER));
 		return;
 	}
-	s->numbered = 1;
 	log_info(s->id, "audit: attach principal=%s client=%s role=%s trace=%s",
 		 a->principal, m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer", a->trace_id);

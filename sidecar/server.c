@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +145,23 @@ static void reap_sessions(struct server *srv, int64_t now_ms)
 	}
 }
 
+/* The exited session with no member that exited first, the one a full
+   sidecar lets go to make room; SIZE_MAX when there is none. */
+static size_t oldest_evictable(const struct server *srv)
+{
+	size_t best = SIZE_MAX;
+	int64_t best_ms = INT64_MAX, t;
+
+	for (size_t i = 0; i < srv->n_sessions; i++) {
+		t = session_evictable_since(srv->sessions[i]);
+		if (t >= 0 && t < best_ms) {
+			best_ms = t;
+			best = i;
+		}
+	}
+	return best;
+}
+
 /* Looks up a session named by a request; answers NOT_FOUND itself. */
 static struct session *session_or_reply(struct link *l, const char *id,
 					uint64_t request_id, uint64_t attach_id,
@@ -269,14 +287,18 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	char err[512];
 	struct session *s;
 	char **env, **argv;
+	int full;
 
 	if (bad) {
 		wire_send_answer_error(l->lc, c->request_id,
 				       PTG__ERROR_CODE__INVALID_REQUEST, "%s", bad);
 		return;
 	}
-	reap_sessions(srv, INT64_MAX / 2);
-	if (srv->n_sessions >= srv->cfg->max_sessions) {
+	/* Exited sessions are reaped when due (on_tick), not here: a create
+	   takes the place of the oldest exited one only when the sidecar is
+	   full, and only once its own program has started. */
+	full = srv->n_sessions >= srv->cfg->max_sessions;
+	if (full && oldest_evictable(srv) == SIZE_MAX) {
 		wire_send_answer_error(l->lc, c->request_id,
 				       PTG__ERROR_CODE__RATE_LIMITED,
 				       "too many sessions (%u)", srv->cfg->max_sessions);
@@ -298,6 +320,12 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 		wire_send_answer_error(l->lc, c->request_id,
 				       PTG__ERROR_CODE__INVALID_REQUEST, "%s", err);
 		return;
+	}
+	if (full) {
+		log_info(session_id(srv->sessions[oldest_evictable(srv)]),
+			 "making room for a new session (--max-sessions %u)",
+			 srv->cfg->max_sessions);
+		remove_session(srv, oldest_evictable(srv));
 	}
 	insert_session(srv, s);
 	reply_session(l, c->request_id, s);

@@ -201,6 +201,11 @@ int session_reapable(const struct session *s, int64_t now_ms)
 	       now_ms - s->exited_ms >= (int64_t)s->cfg->exited_keep_seconds * 1000;
 }
 
+int64_t session_evictable_since(const struct session *s)
+{
+	return s->exited && !members_first(s->members) ? s->exited_ms : -1;
+}
+
 /* ---- frames ---- */
 
 static int is_retained(const Ptg__Frame *f)
@@ -389,11 +394,10 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 
 	s->output_since_tick = 1;
 	feeder_append(s->feeder, p, n);
-	/* Before anyone first joins, output only paints the screen: the first
-	   joiner's Keyframe shows it, and a fresh session's first frames are
-	   the join's own (seed: controller attach, sequences 1, 2, 3). */
-	if (!s->numbered)
-		return;
+	/* Numbered and kept whether or not anyone has joined yet: the
+	   history (ring and frame log) holds every byte from the program's
+	   start, so a recording of a session nobody watched is whole. A
+	   silent program's first join is still 1, 2, 3 (seed). */
 	o.stream = PTG__STREAM__STREAM_STDOUT;
 	o.data.data = (uint8_t *)p;
 	o.data.len = n;

@@ -66,6 +66,9 @@ void session_checkpoint(struct session *s);
 void session_forget(struct session *s);
 /* 1 when the session has exited long enough ago and has no members. */
 int session_reapable(const struct session *s, int64_t now_ms);
+/* When an exited session with no member may make room for a new one
+   (the sidecar at --max-sessions): its exit time in ms, else -1. */
+int64_t session_evictable_since(const struct session *s);
 /* Fills out with the session's state; strings and arrays point into s
    or into storage released by session_info_release. */
 void session_info(struct session *s, Ptg__SessionInfo *out);

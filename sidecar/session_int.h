@@ -36,7 +36,6 @@ struct session {
 	struct ring *ring;
 	struct members *members;
 	uint64_t seq; /* last sequence issued */
-	int numbered; /* output becomes frames (a client has joined) */
 	unsigned cols, rows;
 
 	Ptg__Policy policy;

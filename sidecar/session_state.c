@@ -301,7 +301,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->cfg = cfg;
 	s->loop = loop;
 	s->master = -1;
-	s->reaped = s->exited = s->numbered = 1;
+	s->reaped = s->exited = 1;
 	/* The screen file is newer than the record when it has a size. */
 	s->cols = r->screen_cols ? r->screen_cols : r->cols;
 	s->rows = r->screen_rows ? r->screen_rows : r->rows;
