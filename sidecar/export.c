@@ -42,12 +42,14 @@ static void to_utf8(struct buf *carry, const uint8_t *p, size_t n, struct buf *o
 	buf_consume(carry, i);
 }
 
-static void put_event(FILE *out, double t, const char *type, const char *data, size_t n)
+static void put_event(struct buf *out, double t, const char *type, const char *data,
+		      size_t n)
 {
 	json_t *ev = json_pack("[f s s%]", t, type, data, n);
 	char *line = json_dumps(ev, JSON_COMPACT);
 
-	fprintf(out, "%s\n", line);
+	buf_append_str(out, line);
+	buf_append(out, "\n", 1);
 	free(line);
 	json_decref(ev);
 }
@@ -64,41 +66,62 @@ static int find_record(const char *dir, const char *id, struct store_record **al
 	return *found ? 0 : -ENOENT;
 }
 
-static void put_header(FILE *out, const struct store_record *r)
+void export_header(struct buf *out, unsigned cols, unsigned rows, int64_t created_ms,
+		   const char *label)
 {
-	json_t *h = json_pack("{s i, s i, s i, s I}", "version", 2, "width", (int)r->cols,
-			      "height", (int)r->rows, "timestamp",
-			      (json_int_t)(r->created_ms / 1000));
+	json_t *h =
+	    json_pack("{s i, s i, s i, s I}", "version", 2, "width", (int)cols, "height",
+		      (int)rows, "timestamp", (json_int_t)(created_ms / 1000));
 	char *line;
 
-	if (r->label[0])
-		json_object_set_new(h, "title", json_string(r->label));
+	if (label && label[0])
+		json_object_set_new(h, "title", json_string(label));
 	line = json_dumps(h, JSON_COMPACT);
-	fprintf(out, "%s\n", line);
+	buf_append_str(out, line);
+	buf_append(out, "\n", 1);
 	free(line);
 	json_decref(h);
 }
 
-static void put_frame(FILE *out, const struct framelog_rec *rec, int64_t start,
-		      struct buf *carry, struct buf *text)
+void export_frame(struct export_enc *e, const uint8_t *frame, size_t len, int64_t ts_ms,
+		  struct buf *out)
 {
-	Ptg__Frame *f = ptg__frame__unpack(NULL, rec->len, rec->frame);
-	double t = (double)(rec->ts_ms - start) / 1000.0;
+	Ptg__Frame *f = ptg__frame__unpack(NULL, len, frame);
+	struct buf text = BUF_INIT;
 	char size[32];
+	double t;
 
+	if (!e->start_ms)
+		e->start_ms = ts_ms ? ts_ms : 1;
+	t = ts_ms > e->start_ms ? (double)(ts_ms - e->start_ms) / 1000.0 : 0;
+	e->last_t = t;
 	if (!f)
 		return;
 	if (f->kind_case == PTG__FRAME__KIND_OUTPUT) {
-		buf_reset(text);
-		to_utf8(carry, f->output->data.data, f->output->data.len, text);
-		if (buf_size(text))
-			put_event(out, t, "o", (const char *)buf_head(text),
-				  buf_size(text));
+		to_utf8(&e->carry, f->output->data.data, f->output->data.len, &text);
+		if (buf_size(&text))
+			put_event(out, t, "o", (const char *)buf_head(&text),
+				  buf_size(&text));
 	} else if (f->kind_case == PTG__FRAME__KIND_RESIZE) {
 		snprintf(size, sizeof(size), "%ux%u", f->resize->cols, f->resize->rows);
 		put_event(out, t, "r", size, strlen(size));
 	}
+	buf_free(&text);
 	ptg__frame__free_unpacked(f, NULL);
+}
+
+void export_end(struct export_enc *e, struct buf *out)
+{
+	if (buf_size(&e->carry)) /* the history ends inside a character */
+		put_event(out, e->last_t, "o", "\xef\xbf\xbd", 3);
+	buf_reset(&e->carry);
+}
+
+/* Writes what out holds to f and empties it. */
+static void flush_to(struct buf *out, FILE *f)
+{
+	fwrite(buf_head(out), 1, buf_size(out), f);
+	buf_reset(out);
 }
 
 int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out)
@@ -106,10 +129,9 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 	struct store_record *all = NULL, *r;
 	struct framelog_reader *rd;
 	struct framelog_rec rec;
-	struct buf carry = BUF_INIT, text = BUF_INIT;
+	struct export_enc e = {0};
+	struct buf text = BUF_INIT;
 	size_t n = 0;
-	int64_t start = -1;
-	double last_t = 0;
 	int rc;
 
 	if (!uuid_is_valid(id)) {
@@ -125,19 +147,18 @@ int export_asciicast(const struct sidecar_config *cfg, const char *id, FILE *out
 		store_records_free(all, n);
 		return 1;
 	}
-	put_header(out, r);
+	export_header(&text, r->cols, r->rows, r->created_ms, r->label);
 	rd = framelog_reader_open(cfg->state_dir, id, &cfg->state_keys, 0);
 	while ((rc = framelog_reader_next(rd, &rec)) == 1) {
-		if (start < 0)
-			start = rec.ts_ms;
-		last_t = (double)(rec.ts_ms - start) / 1000.0;
-		put_frame(out, &rec, start, &carry, &text);
+		export_frame(&e, rec.frame, rec.len, rec.ts_ms, &text);
+		if (buf_size(&text) >= 65536)
+			flush_to(&text, out);
 	}
 	framelog_reader_free(rd);
-	if (buf_size(&carry)) /* the history ends inside a character */
-		put_event(out, last_t, "o", "\xef\xbf\xbd", 3);
+	export_end(&e, &text);
+	flush_to(&text, out);
 	store_records_free(all, n);
-	buf_free(&carry);
+	buf_free(&e.carry);
 	buf_free(&text);
 	if (rc < 0) {
 		fprintf(stderr,

@@ -437,6 +437,31 @@ static void on_get(struct link *l, const Ptg__LinkMessage *m)
 				       "no session %.64s", g->session_id);
 }
 
+/* A page of a session's recording, live or exited (issue 21). */
+static void on_export(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__ExportSession *q = m->export_session;
+	struct session *s = find_session(l->srv, q->session_id);
+	Ptg__Reply r = PTG__REPLY__INIT;
+	Ptg__ExportChunk c = PTG__EXPORT_CHUNK__INIT;
+	struct buf out = BUF_INIT;
+	uint8_t carry[4];
+
+	if (!s) {
+		wire_send_answer_error(l->lc, q->request_id, PTG__ERROR_CODE__NOT_FOUND,
+				       "no session %.64s", q->session_id);
+		return;
+	}
+	c.carry.data = carry;
+	session_export_page(s, q, &out, &c);
+	r.request_id = q->request_id;
+	r.code = PTG__ERROR_CODE__OK;
+	r.result_case = PTG__REPLY__RESULT_EXPORT_CHUNK;
+	r.export_chunk = &c;
+	wire_send_answer(l->lc, &r);
+	buf_free(&out);
+}
+
 static void on_kill(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__KillSession *k = m->kill_session;
@@ -545,6 +570,7 @@ static const handler_fn handlers[] = {
     [PTG__LINK_MESSAGE__MSG_REQUEST_ROLE] = on_request_role,
     [PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME] = on_request_keyframe,
     [PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
+    [PTG__LINK_MESSAGE__MSG_EXPORT_SESSION] = on_export,
 };
 
 /* ---- links ---- */

@@ -66,6 +66,14 @@ void session_checkpoint(struct session *s);
 void session_forget(struct session *s);
 /* 1 when the session has exited long enough ago and has no members. */
 int session_reapable(const struct session *s, int64_t now_ms);
+/* One page of the session's recording (asciicast v2) for an
+   ExportSession: data into out (c->data points into it), at most
+   EXPORT_PAGE_MAX bytes past one frame's events, the cursor for the next
+   page in c (whose carry.data must hold 4 bytes). From the frame log
+   with --state-dir, else the ring. */
+#define EXPORT_PAGE_MAX (1u << 20)
+void session_export_page(struct session *s, const Ptg__ExportSession *q, struct buf *out,
+			 Ptg__ExportChunk *c);
 /* When an exited session with no member may make room for a new one
    (the sidecar at --max-sessions): its exit time in ms, else -1. */
 int64_t session_evictable_since(const struct session *s);

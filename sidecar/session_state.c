@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "log.h"
 #include "ptg_limits.h"
 #include "store.h"
@@ -206,6 +207,79 @@ void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attac
 	struct ring_replay rr = {lc, attach_id};
 
 	ring_foreach_after(s->ring, after, replay_entry, &rr);
+}
+
+/* ---- recordings (issue 21) ---- */
+
+struct page {
+	struct export_enc enc;
+	struct buf *out;
+	size_t max;
+	uint64_t last;
+};
+
+/* Adds one frame to the page; 1 when the page is full. */
+static int page_add(struct page *pg, uint64_t seq, int64_t ts_ms, const uint8_t *frame,
+		    size_t len)
+{
+	if (buf_size(pg->out) >= pg->max)
+		return 1;
+	export_frame(&pg->enc, frame, len, ts_ms, pg->out);
+	pg->last = seq;
+	return 0;
+}
+
+static int page_entry(const struct ring_entry *e, void *user)
+{
+	return page_add(user, e->sequence, e->ts_ms, e->data, e->len);
+}
+
+/* 1 when the page ended before the history did; -1 on a damaged record. */
+static int page_from_log(struct session *s, struct page *pg, uint64_t after)
+{
+	struct framelog_reader *rd = framelog_reader_new(s->log, after);
+	struct framelog_rec rec;
+	int rc, full = 0;
+
+	while (!full && (rc = framelog_reader_next(rd, &rec)) == 1)
+		full = page_add(pg, rec.seq, rec.ts_ms, rec.frame, rec.len);
+	framelog_reader_free(rd);
+	if (!full && rc < 0) {
+		log_warn(s->id, "export: the history stops at a damaged record (%s)",
+			 strerror(-rc));
+		return -1;
+	}
+	return full;
+}
+
+void session_export_page(struct session *s, const Ptg__ExportSession *q, struct buf *out,
+			 Ptg__ExportChunk *c)
+{
+	struct page pg = {.out = out, .last = q->after_sequence};
+	int first = !q->after_sequence && !q->start_ts_ms, more;
+
+	pg.max = q->max_bytes && q->max_bytes < EXPORT_PAGE_MAX ? q->max_bytes
+								: EXPORT_PAGE_MAX;
+	pg.enc.start_ms = q->start_ts_ms;
+	if (q->carry.len <= 3)
+		buf_append(&pg.enc.carry, q->carry.data, q->carry.len);
+	if (first)
+		export_header(out, s->cols, s->rows, s->created_ms, s->label);
+	if (s->log)
+		more = page_from_log(s, &pg, q->after_sequence);
+	else
+		more = ring_foreach_after(s->ring, q->after_sequence, page_entry, &pg);
+	c->done = more != 1;
+	if (c->done)
+		export_end(&pg.enc, out);
+	c->data.data = buf_head(out);
+	c->data.len = buf_size(out);
+	c->next_after = pg.last;
+	c->start_ts_ms = pg.enc.start_ms;
+	/* The carry goes back to the gateway; the next page starts with it. */
+	memcpy(c->carry.data, buf_head(&pg.enc.carry), buf_size(&pg.enc.carry));
+	c->carry.len = buf_size(&pg.enc.carry);
+	buf_free(&pg.enc.carry);
 }
 
 /* ---- after a sidecar restart ---- */
