@@ -1,8 +1,9 @@
 /* fuzz_linkopen: libFuzzer harness for the opening of a link that dials
    in (linklisten_opening): the bytes a peer sends before it is trusted,
    in chunks whose sizes come from the input, through to the credential
-   step's decision. A decision, once made, must not change as more bytes
-   arrive after it, and must be one of the known ones. */
+   step's decision. Feeding stops at the first decision, as the gateway
+   stops reading there; it must be one of the known ones, and a verified
+   credential must name an instance. */
 #include <assert.h>
 #include <stddef.h>
 #include <stdint.h>
