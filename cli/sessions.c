@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -35,12 +36,15 @@ static const char sessions_usage[] =
     "       ptygate sessions list [options]\n"
     "       ptygate sessions get [options] SESSION_ID\n"
     "       ptygate sessions kill [options] SESSION_ID\n"
+    "       ptygate sessions export [options] [-o FILE] SESSION_ID\n"
     "\n"
     "Create, list, show and end the PTY sessions of an instance through the\n"
     "gateway's REST API. The answer is printed for people: a table for list,\n"
     "\"key: value\" lines for create and get; --output json prints the gateway's\n"
     "JSON document as it is, for scripts. list fetches every page of the\n"
     "gateway's paged list and prints them as one {\"sessions\": [...]}.\n"
+    "export writes the session's recording (asciicast v2, live or exited) to\n"
+    "FILE, or stdout; it needs the 'sessions' or 'pty:observe' scope.\n"
     "\n"
     "Common options:\n"
     "  --gateway URL       gateway base URL (env PTYGATE_GATEWAY,\n"
@@ -49,7 +53,7 @@ static const char sessions_usage[] =
     "  --token TOKEN       bearer token with the 'sessions' scope (env PTYGATE_TOKEN)\n"
     "  --token-file FILE   read the token from FILE\n"
     "  --session ID        the session, for get and kill (or as the argument)\n"
-    "  -o, --output FORMAT text (default) or json\n"
+    "  -o, --output FORMAT text (default) or json; export: the FILE to write\n"
     "  -q, --quiet         create: print only the session id; kill: print nothing\n"
     "  -h, --help          show this help\n"
     "\n"
@@ -64,7 +68,7 @@ static const char sessions_usage[] =
 		     "  -- COMMAND ARG...   the program to run (default: the "
 		     "sidecar's)\n";
 
-enum sessions_verb { SESS_CREATE, SESS_LIST, SESS_GET, SESS_KILL };
+enum sessions_verb { SESS_CREATE, SESS_LIST, SESS_GET, SESS_KILL, SESS_EXPORT };
 
 /* Everything the command line said. */
 struct sessions_args {
@@ -75,6 +79,7 @@ struct sessions_args {
 	int quiet;
 	int json;		/* --output json */
 	const char *state_note; /* kill: the state, when not yet "exited" */
+	const char *out_file;	/* export: -o FILE, NULL for stdout */
 };
 
 enum {
@@ -88,7 +93,7 @@ enum {
 	SESS_OPT_OUTPUT,
 };
 
-const char *const sessions_verbs[] = {"create", "list", "get", "kill", NULL};
+const char *const sessions_verbs[] = {"create", "list", "get", "kill", "export", NULL};
 
 const struct option sessions_opts[] = {
     CLI_TARGET_LONGOPTS,
@@ -207,6 +212,8 @@ static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd
 		}
 		if (c == 'q')
 			a->quiet = 1;
+		else if (c == 'o' && a->verb == SESS_EXPORT)
+			a->out_file = optarg;
 		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
 			a->json = !strcmp(optarg, "json");
 		else if (c == 'o')
@@ -529,9 +536,39 @@ static int kill_report(struct sessions_args *a, const char *url,
 	return rc;
 }
 
+/* export: the recording into -o FILE (made whole, then renamed over it)
+   or onto stdout. */
+static int save_recording(const struct sessions_args *a, const struct httpc_response *r)
+{
+	char tmp[4096];
+	FILE *f;
+	int ok;
+
+	if (!a->out_file || !strcmp(a->out_file, "-")) {
+		ok = fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout) ==
+			 buf_size(&r->body) &&
+		     fflush(stdout) == 0;
+		return ok ? CLI_OK : CLI_FAIL;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.part", a->out_file);
+	f = fopen(tmp, "w");
+	if (!f) {
+		cli_error("cannot write %s: %s", tmp, strerror(errno));
+		return CLI_FAIL;
+	}
+	ok = fwrite(buf_head(&r->body), 1, buf_size(&r->body), f) == buf_size(&r->body);
+	ok = (fclose(f) == 0) && ok && rename(tmp, a->out_file) == 0;
+	if (!ok) {
+		cli_error("cannot write %s: %s", a->out_file, strerror(errno));
+		unlink(tmp);
+		return CLI_FAIL;
+	}
+	return CLI_OK;
+}
+
 static int run(struct sessions_args *a)
 {
-	static const char *const methods[] = {"POST", "GET", "GET", "DELETE"};
+	static const char *const methods[] = {"POST", "GET", "GET", "DELETE", "GET"};
 	struct httpc_response r;
 	struct buf url = BUF_INIT;
 	char err[512], *body = NULL;
@@ -549,6 +586,10 @@ static int run(struct sessions_args *a)
 	}
 	if (a->verb == SESS_CREATE)
 		body = json_dumps(a->body, JSON_COMPACT);
+	if (a->verb == SESS_EXPORT) {
+		buf_append_str(&url, "/recording");
+		*buf_reserve(&url, 1) = '\0';
+	}
 	if (httpc_request(methods[a->verb], (const char *)url.data, a->target.token, body,
 			  &r, err, sizeof(err)) < 0) {
 		cli_error("%s", err);
@@ -556,6 +597,8 @@ static int run(struct sessions_args *a)
 	} else if (r.status < 200 || r.status > 299) {
 		report(&r);
 		rc = CLI_FAIL;
+	} else if (a->verb == SESS_EXPORT) {
+		rc = save_recording(a, &r);
 	} else if (a->verb == SESS_KILL) {
 		rc = kill_report(a, (const char *)url.data, &r);
 	} else {
@@ -585,7 +628,7 @@ int sessions_main(int argc, char **argv)
 	if (!verbs[i])
 		return cli_usage_error("sessions",
 				       "unknown command '%s' (create, list, "
-				       "get, kill)",
+				       "get, kill, export)",
 				       argv[1]);
 	a.verb = (enum sessions_verb)i;
 	a.body = json_object();

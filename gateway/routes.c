@@ -126,6 +126,10 @@ static int match_agents(char segs[][ROUTES_FILE_MAX + 1], int n, struct route_ma
 		m->id = ROUTE_SESSION;
 		return 0;
 	}
+	if (!strcmp(segs[4], "recording")) {
+		m->id = ROUTE_RECORDING;
+		return 0;
+	}
 	if (strcmp(segs[4], "attach") != 0)
 		return -ENOENT;
 	m->id = ROUTE_ATTACH;
@@ -317,10 +321,11 @@ void routes_req_init(struct route_req *rq)
 /* ---- dispatch ---- */
 
 static int (*const handlers[])(struct route_req *rq) = {
-    [ROUTE_HEALTHZ] = routes__healthz,	 [ROUTE_READYZ] = routes__readyz,
-    [ROUTE_METRICS] = routes__metrics,	 [ROUTE_AGENT_CARD] = routes__agent_card,
-    [ROUTE_SESSIONS] = routes__sessions, [ROUTE_SESSION] = routes__session,
-    [ROUTE_ATTACH] = routes__attach,	 [ROUTE_STATIC] = routes__static,
+    [ROUTE_HEALTHZ] = routes__healthz,	   [ROUTE_READYZ] = routes__readyz,
+    [ROUTE_METRICS] = routes__metrics,	   [ROUTE_AGENT_CARD] = routes__agent_card,
+    [ROUTE_SESSIONS] = routes__sessions,   [ROUTE_SESSION] = routes__session,
+    [ROUTE_ATTACH] = routes__attach,	   [ROUTE_STATIC] = routes__static,
+    [ROUTE_RECORDING] = routes__recording,
 };
 
 /* The operator routes and the AgentCard move to --admin-listen when set. */
@@ -378,6 +383,8 @@ void routes_req_clear(struct route_req *rq)
 	if (rq->file_fd >= 0)
 		close(rq->file_fd);
 	rq->file_fd = -1;
+	free(rq->export);
+	rq->export = NULL;
 	if (rq->held_bytes)
 		rq->gw->metrics.reply_bytes -= rq->held_bytes;
 	rq->held_bytes = 0;

@@ -35,6 +35,7 @@ enum route_id {
 	ROUTE_SESSION,	   /* GET, DELETE /agents/{i}/sessions/{s} */
 	ROUTE_ATTACH,	   /* GET /agents/{i}/sessions/{s}/attach (upgrade) */
 	ROUTE_STATIC,	   /* GET of a file under --static-dir */
+	ROUTE_RECORDING,   /* GET /agents/{i}/sessions/{s}/recording */
 };
 
 struct route_match {
@@ -149,8 +150,9 @@ struct route_req {
 	uint64_t pending_id;
 	int in_handle, answered;
 	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
-	size_t held_bytes;    /* counted in metrics.reply_bytes until cleared */
-	char *rest_principal; /* an admitted REST request's place (restlimit) */
+	size_t held_bytes;	     /* counted in metrics.reply_bytes until cleared */
+	char *rest_principal;	     /* an admitted REST request's place (restlimit) */
+	struct route_export *export; /* a recording's pages (routes_recording.c) */
 };
 
 /* The 400 checks of an attach upgrade on rq's inputs, in order: a token

@@ -85,5 +85,6 @@ int routes__sessions(struct route_req *rq);   /* routes_sessions.c */
 int routes__session(struct route_req *rq);    /* routes_sessions.c */
 int routes__attach(struct route_req *rq);     /* routes_attach.c */
 int routes__static(struct route_req *rq);     /* routes_static.c */
+int routes__recording(struct route_req *rq);  /* routes_recording.c */
 
 #endif

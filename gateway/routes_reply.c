@@ -84,6 +84,8 @@ static void reply_cb(const Ptg__Reply *r, void *user)
 
 	rq->pending_up = NULL;
 	rq->on_reply(rq, r);
+	if (rq->pending_up)
+		return; /* on_reply asked again: a recording's next page */
 	hold_answer(rq);
 	rq->answered = 1;
 	if (!rq->in_handle) {

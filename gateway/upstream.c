@@ -447,6 +447,11 @@ static const char *reply_over_caps(const struct upstream *u, const Ptg__Reply *r
 					PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS))
 			   ? "an attach result over its limits"
 			   : NULL;
+	case PTG__REPLY__RESULT_EXPORT_CHUNK: /* a page of a recording */
+		return r->export_chunk->data.len > (8u << 20) ||
+			       r->export_chunk->carry.len > 3
+			   ? "a recording's page over 8 MiB"
+			   : NULL;
 	default:
 		return NULL;
 	}
