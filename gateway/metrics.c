@@ -28,7 +28,7 @@ static const struct family families[] = {
 	       "and each answer until its request ends.",
 	       reply_bytes),
     METRICS__F("ptygate_link_turn_max_ms", "gauge",
-	       "The longest time one loop turn spent reading and handing out one "
+	       "The most CPU time one loop turn spent reading and handing out one "
 	       "sidecar link's messages, since start.",
 	       link_turn_max_ms),
     METRICS__F("ptygate_links_pending", "gauge",

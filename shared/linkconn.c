@@ -280,6 +280,16 @@ static int64_t mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The loop thread's CPU time: what a turn cost, whatever preemption
+   added to its wall-clock time on a loaded machine. */
+static int64_t cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 void linkconn_set_turn_budget(struct linkconn *lc, int64_t budget_us)
 {
 	lc->turn_budget_us = budget_us;
@@ -313,13 +323,14 @@ static int decode(struct linkconn *lc, int64_t t0)
 
 /* A cut turn leaves its messages for the before-poll hook, whose next
    poll does not block: every other ready fd gets its callbacks first. */
-static void end_turn(struct linkconn *lc, int64_t t0, int cut)
+static void end_turn(struct linkconn *lc, int64_t t0, int64_t cpu0, int cut)
 {
 	lc->backlog = cut && !lc->closing;
 	if (lc->backlog)
 		ev_loop_again(lc->loop);
 	if (lc->ops->on_turn)
-		lc->ops->on_turn(lc, mono_us() - t0, lc->backlog, lc->user);
+		lc->ops->on_turn(lc, mono_us() - t0, cpu_us() - cpu0, lc->backlog,
+				 lc->user);
 }
 
 /* The end or error read_some met: after the messages before it. */
@@ -335,9 +346,9 @@ static void finish_read(struct linkconn *lc, int r)
    nothing read from the socket until they are all handed out. */
 static void resume(struct linkconn *lc)
 {
-	int64_t t0 = mono_us();
+	int64_t t0 = mono_us(), cpu0 = cpu_us();
 
-	end_turn(lc, t0, decode(lc, t0));
+	end_turn(lc, t0, cpu0, decode(lc, t0));
 	if (!lc->backlog) {
 		finish_read(lc, lc->read_end);
 		lc->read_end = 0;
@@ -378,7 +389,7 @@ static int read_some(struct linkconn *lc)
 static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct linkconn *lc = user;
-	int64_t t0;
+	int64_t t0, cpu0;
 	int r;
 
 	if (lc->closing)
@@ -388,9 +399,10 @@ static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 	if (lc->closing || !(events & EV_READ) || lc->backlog)
 		return;
 	t0 = mono_us();
+	cpu0 = cpu_us();
 	r = read_some(lc);
 	/* Messages that arrived before an end or an error still count. */
-	end_turn(lc, t0, decode(lc, t0));
+	end_turn(lc, t0, cpu0, decode(lc, t0));
 	if (lc->backlog)
 		lc->read_end = r;
 	else

@@ -21,9 +21,11 @@ struct linkconn_ops {
 	   reason says which. Called once; the linkconn is freed right after
 	   on_close returns. */
 	void (*on_close)(struct linkconn *lc, const char *reason, void *user);
-	/* Optional: a read turn ended after spent_us (reading and handing
-	   out messages); cut when the turn budget stopped it. */
-	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int cut, void *user);
+	/* Optional: a read turn ended after spent_us of wall-clock time
+	   (reading and handing out messages), cpu_us of it the loop's own
+	   CPU time; cut when the turn budget stopped it. */
+	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, int cut,
+			void *user);
 };
 
 /* Takes ownership of fd (connected, non-blocking). name goes in logs.

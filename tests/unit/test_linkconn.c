@@ -81,11 +81,12 @@ static void on_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *use
 		usleep((useconds_t)s->slow_us);
 }
 
-static void on_turn(struct linkconn *lc, int64_t spent_us, int cut, void *user)
+static void on_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, int cut,
+		    void *user)
 {
 	struct side *s = user;
 
-	assert_true(spent_us >= 0);
+	assert_true(spent_us >= 0 && cpu_us >= 0);
 	s->turns++;
 	s->turns_cut += cut;
 }
