@@ -127,8 +127,11 @@ class NeverReadingObserver(E2ETestCase):
                      % (len(sent), time.monotonic() - t0))
         answered, code = await self.in_thread(read_everything)
         harness.note("%d ping ops answered, then close %s" % (len(answered), code))
+        # Replies are never dropped as lagging session data is: those that
+        # went out are all there, in order. How many went out before the
+        # stall close depends on scheduling: that close drops what was not
+        # sent yet so the close frame goes next (issue 17).
         self.assertEqual(answered, list(range(len(answered))), "a reply is missing")
-        self.assertGreater(len(answered), 0)
         self.assertEqual(code, 4429)
         # The flood is over once the shell runs the next line. Alice may
         # have lagged through the flood herself (her queue is 1 MiB too,
