@@ -153,7 +153,7 @@ static void test_structure(void **state)
 	}
 	/* connections, the families, the refusals by reason, the instances by
 	   kind, link_up */
-	assert_int_equal(samples, 3 + 37 + (LINK_REFUSAL_N - 1) + 2 + 1);
+	assert_int_equal(samples, 3 + 38 + (LINK_REFUSAL_N - 1) + 2 + 1);
 	free(t);
 }
 
