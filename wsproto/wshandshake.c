@@ -246,6 +246,144 @@ const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 	return NULL;
 }
 
+/* ---- Sec-WebSocket-Extensions (RFC 6455 9.1, RFC 7692) ---- */
+
+/* The next list element of *rest up to a comma outside a quoted string;
+   returns 0 when exhausted. */
+static int next_ext(struct span *rest, struct span *elem)
+{
+	size_t i = 0;
+	int quoted = 0;
+
+	if (rest->p == NULL)
+		return 0;
+	for (; i < rest->n && (quoted || rest->p[i] != ','); i++) {
+		if (quoted && rest->p[i] == '\\' && i + 1 < rest->n)
+			i++;
+		else if (rest->p[i] == '"')
+			quoted = !quoted;
+	}
+	*elem = trim(rest->p, i);
+	if (i < rest->n) {
+		rest->p += i + 1;
+		rest->n -= i + 1;
+	} else {
+		rest->p = NULL;
+		rest->n = 0;
+	}
+	return 1;
+}
+
+/* Splits s at its first unquoted ';' into *head (trimmed) and *tail. */
+static void split_param(struct span s, struct span *head, struct span *tail)
+{
+	const char *semi = memchr(s.p, ';', s.n);
+	size_t n = semi ? (size_t)(semi - s.p) : s.n;
+
+	*head = trim(s.p, n);
+	*tail = semi ? (struct span){semi + 1, s.n - n - 1} : (struct span){NULL, 0};
+}
+
+/* A window-bits value: "8".."15", bare or quoted (RFC 7692 7.1.2). */
+static int window_bits(struct span v, unsigned *bits)
+{
+	if (v.n >= 2 && v.p[0] == '"' && v.p[v.n - 1] == '"')
+		v = (struct span){v.p + 1, v.n - 2};
+	if (span_eq(v, "8") || span_eq(v, "9")) {
+		*bits = (unsigned)(v.p[0] - '0');
+		return 0;
+	}
+	if (v.n == 2 && v.p[0] == '1' && v.p[1] >= '0' && v.p[1] <= '5') {
+		*bits = 10 + (unsigned)(v.p[1] - '0');
+		return 0;
+	}
+	return -EINVAL;
+}
+
+enum deflate_param {
+	P_SERVER_NCT,
+	P_CLIENT_NCT,
+	P_SERVER_BITS,
+	P_CLIENT_BITS,
+};
+
+/* Checks one parameter "name[=value]" of a permessage-deflate offer,
+   marking it in *seen; -EINVAL declines the offer. */
+static int deflate_param(struct span p, unsigned *seen, bool *server_bits)
+{
+	static const char *const names[] = {
+	    "server_no_context_takeover", "client_no_context_takeover",
+	    "server_max_window_bits", "client_max_window_bits"};
+	const char *eq = memchr(p.p, '=', p.n);
+	struct span name = trim(p.p, eq ? (size_t)(eq - p.p) : p.n), val = {NULL, 0};
+	unsigned i, bits;
+
+	if (eq)
+		val = trim(eq + 1, p.n - (size_t)(eq + 1 - p.p));
+	for (i = 0; i < 4 && !span_ieq(name, names[i]); i++)
+		;
+	if (i == 4 || (*seen & (1u << i)))
+		return -EINVAL;
+	*seen |= 1u << i;
+	switch (i) {
+	case P_SERVER_NCT:
+	case P_CLIENT_NCT:
+		return eq ? -EINVAL : 0;
+	case P_SERVER_BITS:
+		/* Our one compressor uses a 15-bit window; a smaller one
+		   would need a compressed variant per window size. */
+		if (!eq || window_bits(val, &bits) < 0 || bits != 15)
+			return -EINVAL;
+		*server_bits = true;
+		return 0;
+	default: /* client_max_window_bits: any window inflates with 15 */
+		return eq && window_bits(val, &bits) < 0 ? -EINVAL : 0;
+	}
+}
+
+/* Whether one offer is permessage-deflate with acceptable parameters. */
+static int deflate_offer(struct span offer, bool *server_bits)
+{
+	struct span name, rest, param;
+	unsigned seen = 0;
+
+	split_param(offer, &name, &rest);
+	if (!span_ieq(name, "permessage-deflate"))
+		return -ENOENT;
+	*server_bits = false;
+	while (rest.p) {
+		split_param(rest, &param, &rest);
+		if (deflate_param(param, &seen, server_bits) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+void wshs_parse_extensions(const char *value, struct wshs_deflate *d)
+{
+	struct span rest, offer;
+	bool server_bits;
+	size_t n;
+
+	memset(d, 0, sizeof(*d));
+	if (value == NULL)
+		return;
+	n = strnlen(value, WSHS_EXTENSIONS_HEADER_MAX + 1);
+	if (n > WSHS_EXTENSIONS_HEADER_MAX)
+		return;
+	rest = (struct span){value, n};
+	while (next_ext(&rest, &offer)) {
+		if (offer.n == 0 || deflate_offer(offer, &server_bits) < 0)
+			continue;
+		d->on = true;
+		snprintf(d->response, sizeof(d->response), "%s%s",
+			 "permessage-deflate; server_no_context_takeover; "
+			 "client_no_context_takeover",
+			 server_bits ? "; server_max_window_bits=15" : "");
+		return;
+	}
+}
+
 /* ---- Origin ---- */
 
 static const char *origin_scheme(const char *s, size_t n, size_t *skip,

@@ -51,6 +51,30 @@ void wshs_offer_clear(struct wshs_offer *o);
 const char *wshs_check_upgrade(const char *upgrade, const char *connection,
 			       const char *version);
 
+/* permessage-deflate (RFC 7692). The gateway always answers with
+   server_no_context_takeover (each server message compressed on its own,
+   so one compressed frame serves every client that agreed) and
+   client_no_context_takeover (which RFC 7692 7.1.1.2 lets a server add
+   unasked: each client message then inflates on its own, so no inflate
+   window is held per connection). Offers asking the server for a window
+   under 15 bits are declined (RFC 7692 5: a configuration the server
+   does not support), as is any offer with an unknown, repeated or
+   ill-valued parameter; the next offer is then tried. */
+#define WSHS_EXTENSIONS_HEADER_MAX (8 * 1024)
+#define WSHS_DEFLATE_RESPONSE_MAX  128
+
+struct wshs_deflate {
+	bool on; /* an offer was accepted */
+	/* The Sec-WebSocket-Extensions value to answer with ("" when off). */
+	char response[WSHS_DEFLATE_RESPONSE_MAX];
+};
+
+/* Picks the first acceptable permessage-deflate offer from a
+   Sec-WebSocket-Extensions value (several lines joined with ", "; NULL
+   when absent). Never fails the handshake: a malformed or oversized
+   value, or no acceptable offer, leaves d->on false. */
+void wshs_parse_extensions(const char *value, struct wshs_deflate *d);
+
 /* Origins (RFC 6454) as the gateway compares them: "scheme://host[:port]"
    with scheme http or https (ws and wss count as http and https, so a
    ws(s):// public URL compares with a page's Origin), lower case, the

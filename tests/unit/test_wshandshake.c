@@ -324,6 +324,84 @@ static void test_upgrade_whole_value(void **state)
 	free(conn);
 }
 
+#define PMD_BASE                                                                         \
+	"permessage-deflate; server_no_context_takeover; client_no_context_takeover"
+
+static void expect_deflate(const char *offer, const char *response)
+{
+	struct wshs_deflate d;
+
+	wshs_parse_extensions(offer, &d);
+	if (response == NULL) {
+		assert_false(d.on);
+		assert_string_equal(d.response, "");
+	} else {
+		assert_true(d.on);
+		assert_string_equal(d.response, response);
+	}
+}
+
+/* What real clients offer, each accepted with both no-context-takeover
+   parameters (the client one added unasked, RFC 7692 7.1.1.2). */
+static void test_deflate_clients(void **state)
+{
+	/* Chromium and Firefox */
+	expect_deflate("permessage-deflate; client_max_window_bits", PMD_BASE);
+	/* python websockets' default offer */
+	expect_deflate("permessage-deflate; client_max_window_bits=12", PMD_BASE);
+	expect_deflate("permessage-deflate", PMD_BASE);
+	expect_deflate("PerMessage-Deflate;Client_No_Context_Takeover", PMD_BASE);
+	expect_deflate("permessage-deflate; server_no_context_takeover; "
+		       "client_no_context_takeover; client_max_window_bits=\"9\"",
+		       PMD_BASE);
+	expect_deflate("permessage-deflate; server_max_window_bits=15",
+		       PMD_BASE "; server_max_window_bits=15");
+	expect_deflate(NULL, NULL);
+	expect_deflate("", NULL);
+	expect_deflate("x-webkit-deflate-frame", NULL);
+}
+
+/* RFC 7692 5: an offer with an unknown, repeated or ill-valued parameter
+   is declined, and the next offer is considered. */
+static void test_deflate_declined(void **state)
+{
+	static const char *const bad[] = {
+	    "permessage-deflate; foo",
+	    "permessage-deflate; server_no_context_takeover; server_no_context_takeover",
+	    "permessage-deflate; client_max_window_bits=16",
+	    "permessage-deflate; client_max_window_bits=7",
+	    "permessage-deflate; client_max_window_bits=010",
+	    "permessage-deflate; client_max_window_bits=",
+	    "permessage-deflate; server_max_window_bits",
+	    "permessage-deflate; server_max_window_bits=10",
+	    "permessage-deflate; server_no_context_takeover=1",
+	    "permessage-deflate; client_max_window_bits; client_max_window_bits",
+	};
+	char both[256];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		expect_deflate(bad[i], NULL);
+		snprintf(both, sizeof(both), "%s, permessage-deflate", bad[i]);
+		expect_deflate(both, PMD_BASE);
+	}
+	expect_deflate("x-foo; a=\"b, permessage-deflate\"", NULL);
+	expect_deflate("x-foo; a=\"b,c\", permessage-deflate", PMD_BASE);
+}
+
+static void test_deflate_oversized(void **state)
+{
+	size_t n = WSHS_EXTENSIONS_HEADER_MAX + 1;
+	char *v = malloc(n + 1);
+
+	memset(v, ' ', n);
+	memcpy(v, "permessage-deflate", 18);
+	v[n] = '\0';
+	expect_deflate(v, NULL);
+	v[n - 1] = '\0';
+	expect_deflate(v, PMD_BASE);
+	free(v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -336,6 +414,9 @@ int main(void)
 	    cmocka_unit_test(test_origin_canon),
 	    cmocka_unit_test(test_origin_allowed),
 	    cmocka_unit_test(test_upgrade_whole_value),
+	    cmocka_unit_test(test_deflate_clients),
+	    cmocka_unit_test(test_deflate_declined),
+	    cmocka_unit_test(test_deflate_oversized),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
