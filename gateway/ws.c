@@ -11,7 +11,10 @@
 #include <string.h>
 
 #include <wslay/wslay.h>
+#include <zlib.h>
 
+#include "buf.h"
+#include "utf8.h"
 #include "ws.h"
 #include "xalloc.h"
 
@@ -53,6 +56,7 @@ struct ws {
 	size_t in_len;
 	bool in_feed;	   /* inside wslay_event_recv: flushing is deferred */
 	bool close_queued; /* this side queued a close frame itself */
+	bool deflate;	   /* permessage-deflate agreed */
 	struct frame_scan scan;
 	uint8_t hold[WS__HOLD_MAX]; /* the close frame being received */
 	size_t hold_len;
@@ -87,6 +91,9 @@ static bool header_bad(const struct frame_scan *s)
 	unsigned ext = ext_len(s->hdr);
 	uint64_t len;
 
+	/* RFC 7692 6: RSV1 marks a message's first frame only. */
+	if (s->have == 2 && (s->hdr[0] & 0x40) && (op == 0 || (op & 0x08)))
+		return true;
 	if (s->have == 2 && (op & 0x08))
 		return !(s->hdr[0] & 0x80) || len7 > WS__CTRL_MAX ||
 		       (op == WSLAY_CONNECTION_CLOSE && len7 == 1);
@@ -204,11 +211,97 @@ static void on_close(struct ws *ws, const struct wslay_event_on_msg_recv_arg *ar
 			n, ws->user);
 }
 
+/* Ends reading and queues a close with code, from inside wslay's recv. */
+static void close_with(struct ws *ws, uint16_t code)
+{
+	wslay_event_shutdown_read(ws->ctx);
+	if (wslay_event_queue_close(ws->ctx, code, NULL, 0) == 0)
+		ws->close_queued = true;
+}
+
+/* One inflate state for the whole process: with no context takeover a
+   client message inflates on its own, so nothing is kept per connection
+   (its 7 KiB and 32 KiB window are paid once). */
+static z_stream *inflater(void)
+{
+	static z_stream z;
+	static bool ready;
+
+	if (!ready) {
+		if (inflateInit2(&z, -15) != Z_OK)
+			abort(); /* only on out of memory: the xalloc policy */
+		ready = true;
+	}
+	inflateReset(&z);
+	return &z;
+}
+
+/* Inflates a compressed message into out, at most max bytes; returns
+   0, -EMSGSIZE past max, -EINVAL for data that does not inflate. */
+static int inflate_msg(const uint8_t *p, size_t n, size_t max, struct buf *out)
+{
+	static const uint8_t tail[4] = {0x00, 0x00, 0xff, 0xff};
+	z_stream *z = inflater();
+	int r = Z_OK;
+
+	for (int part = 0; part < 2 && r != Z_STREAM_END; part++) {
+		z->next_in = (Bytef *)(part ? tail : p);
+		z->avail_in = part ? sizeof(tail) : (uInt)n;
+		do {
+			size_t room = 16384;
+
+			if (buf_size(out) > max)
+				return -EMSGSIZE;
+			z->next_out = buf_reserve(out, room);
+			z->avail_out = (uInt)room;
+			r = inflate(z, Z_SYNC_FLUSH);
+			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+				return -EINVAL;
+			buf_commit(out, room - z->avail_out);
+		} while (z->avail_out == 0 && r != Z_STREAM_END);
+	}
+	return buf_size(out) > max ? -EMSGSIZE : 0;
+}
+
+static bool text_valid(const uint8_t *p, size_t n)
+{
+	size_t k;
+
+	for (; n > 0; p += k, n -= k)
+		if ((k = utf8_seq_len(p, n)) == 0)
+			return false;
+	return true;
+}
+
+/* A message with RSV1: inflated, bounded, checked, then delivered. */
+static void on_deflated(struct ws *ws, const struct wslay_event_on_msg_recv_arg *arg)
+{
+	struct buf out = BUF_INIT;
+	int r = arg->msg_length > UINT32_MAX
+		    ? -EMSGSIZE
+		    : inflate_msg(arg->msg, arg->msg_length, ws->max_message, &out);
+
+	if (r == -EMSGSIZE)
+		close_with(ws, WS_CLOSE_TOO_BIG);
+	else if (r < 0 || (arg->opcode == WSLAY_TEXT_FRAME &&
+			   !text_valid(buf_head(&out), buf_size(&out))))
+		close_with(ws, WS_CLOSE_INVALID_DATA);
+	else if (arg->opcode == WSLAY_TEXT_FRAME && ws->cb.on_text)
+		ws->cb.on_text((const char *)buf_head(&out), buf_size(&out), ws->user);
+	else if (arg->opcode == WSLAY_BINARY_FRAME && ws->cb.on_binary)
+		ws->cb.on_binary(buf_size(&out), ws->user);
+	buf_free(&out);
+}
+
 static void msg_cb(wslay_event_context_ptr ctx,
 		   const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
 	struct ws *ws = user;
 
+	if (arg->rsv & WSLAY_RSV1_BIT) {
+		on_deflated(ws, arg);
+		return;
+	}
 	switch (arg->opcode) {
 	case WSLAY_TEXT_FRAME:
 		if (ws->cb.on_text)
@@ -245,6 +338,8 @@ static wslay_event_context_ptr ctx_of(struct ws *ws)
 		abort();
 	}
 	wslay_event_config_set_max_recv_msg_length(ws->ctx, ws->max_message);
+	if (ws->deflate)
+		wslay_event_config_set_allowed_rsv_bits(ws->ctx, WSLAY_RSV1_BIT);
 	return ws->ctx;
 }
 
@@ -280,6 +375,14 @@ void ws_set_max_message(struct ws *ws, size_t n)
 	ws->max_message = n;
 	if (ws->ctx)
 		wslay_event_config_set_max_recv_msg_length(ws->ctx, n);
+}
+
+void ws_set_deflate(struct ws *ws, bool on)
+{
+	ws->deflate = on;
+	if (ws->ctx)
+		wslay_event_config_set_allowed_rsv_bits(ws->ctx, on ? WSLAY_RSV1_BIT
+								    : WSLAY_RSV_NONE);
 }
 
 bool ws_at_rest(const struct ws *ws)
@@ -439,9 +542,16 @@ uint16_t ws_close_code_sent(const struct ws *ws)
 	return ws->ctx ? wslay_event_get_status_code_sent(ws->ctx) : 0;
 }
 
-struct wsframe *wsframe_text(const char *payload, size_t len)
+static size_t header_len(size_t len)
 {
-	size_t hlen = len < 126 ? 2 : len < 65536 ? 4 : 10;
+	return len < 126 ? 2 : len < 65536 ? 4 : 10;
+}
+
+/* A frame of len payload bytes with first header byte b0, payload
+   uncopied. */
+static struct wsframe *frame_new(uint8_t b0, size_t len)
+{
+	size_t hlen = header_len(len);
 	struct wsframe *f;
 	unsigned i;
 
@@ -449,8 +559,10 @@ struct wsframe *wsframe_text(const char *payload, size_t len)
 		abort();
 	f = xmalloc(sizeof(*f) + hlen + len);
 	f->refs = 1;
+	f->deflate_tried = false;
+	f->deflated = NULL;
 	f->len = hlen + len;
-	f->data[0] = 0x80 | WSLAY_TEXT_FRAME;
+	f->data[0] = b0;
 	if (hlen == 2) {
 		f->data[1] = (uint8_t)len;
 	} else {
@@ -458,9 +570,80 @@ struct wsframe *wsframe_text(const char *payload, size_t len)
 		for (i = 0; i < hlen - 2; i++)
 			f->data[hlen - 1 - i] = (uint8_t)((uint64_t)len >> (8 * i));
 	}
-	if (len > 0)
-		memcpy(f->data + hlen, payload, len);
 	return f;
+}
+
+struct wsframe *wsframe_text(const char *payload, size_t len)
+{
+	struct wsframe *f = frame_new(0x80 | WSLAY_TEXT_FRAME, len);
+
+	if (len > 0)
+		memcpy(f->data + header_len(len), payload, len);
+	return f;
+}
+
+/* One deflate state for the whole process (about 256 KiB), reset per
+   message: server_no_context_takeover. */
+static z_stream *deflater(void)
+{
+	static z_stream z;
+	static bool ready;
+
+	if (!ready) {
+		if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
+				 Z_DEFAULT_STRATEGY) != Z_OK)
+			abort(); /* only on out of memory: the xalloc policy */
+		ready = true;
+	}
+	deflateReset(&z);
+	return &z;
+}
+
+/* Deflates f's payload into a new RSV1 frame, or NULL when that would
+   not be smaller. */
+static struct wsframe *deflate_frame(const struct wsframe *f)
+{
+	size_t hlen = (f->data[1] & 0x7f) == 127   ? 10
+		      : (f->data[1] & 0x7f) == 126 ? 4
+						   : 2;
+	size_t n = f->len - hlen, bound, out_len;
+	z_stream *z = deflater();
+	struct wsframe *d;
+	uint8_t *tmp;
+
+	if (n > UINT32_MAX / 2)
+		return NULL;
+	bound = deflateBound(z, (uLong)n) + 16;
+	tmp = xmalloc(bound);
+	z->next_in = (Bytef *)(f->data + hlen);
+	z->avail_in = (uInt)n;
+	z->next_out = tmp;
+	z->avail_out = (uInt)bound;
+	/* With deflateBound's room one call consumes everything. */
+	if (deflate(z, Z_SYNC_FLUSH) != Z_OK || z->avail_in != 0 || z->avail_out == 0) {
+		free(tmp);
+		return NULL;
+	}
+	out_len = bound - z->avail_out - 4; /* RFC 7692 7.2.1: drop 00 00 ff ff */
+	if (header_len(out_len) + out_len >= f->len) {
+		free(tmp);
+		return NULL;
+	}
+	d = frame_new(f->data[0] | 0x40, out_len);
+	memcpy(d->data + header_len(out_len), tmp, out_len);
+	free(tmp);
+	return d;
+}
+
+struct wsframe *wsframe_pick(struct wsframe *f, bool deflate)
+{
+	if (!deflate || f->len < WSFRAME_DEFLATE_MIN + 2)
+		return f;
+	if (!f->deflate_tried) {
+		f->deflated = deflate_frame(f);
+		f->deflate_tried = true;
+	}
+	return f->deflated ? f->deflated : f;
 }
 
 struct wsframe *wsframe_ref(struct wsframe *f)
@@ -475,6 +658,8 @@ void wsframe_unref(struct wsframe *f)
 	if (f == NULL)
 		return;
 	assert(f->refs > 0);
-	if (--f->refs == 0)
+	if (--f->refs == 0) {
+		wsframe_unref(f->deflated);
 		free(f);
+	}
 }

@@ -71,6 +71,13 @@ void ws_free(struct ws *ws);
 /* Sets the largest message accepted (default WS_MAX_MESSAGE); a larger
    one ends the connection with 1009. */
 void ws_set_max_message(struct ws *ws, size_t n);
+/* Agrees permessage-deflate (RFC 7692, as wshandshake negotiated it:
+   no context takeover either way) before the first byte is fed: client
+   messages with RSV1 set are inflated whole, the inflated size held to
+   the message limit (1009 past it, 1007 for data that does not inflate
+   or text that is not UTF-8). The inflate state is one for the process,
+   reset per message, so a connection holds none. */
+void ws_set_deflate(struct ws *ws, bool on);
 /* True when wslay's state is released (between frames, nothing queued,
    not closing): what an idle connection costs is then struct ws only. */
 bool ws_at_rest(const struct ws *ws);
@@ -105,13 +112,28 @@ uint16_t ws_close_code_sent(const struct ws *ws);
    Not thread-safe: the gateway is one event loop. */
 struct wsframe {
 	unsigned refs;
-	size_t len;	/* header + payload */
-	uint8_t data[]; /* FIN | text opcode, unmasked length, then payload */
+	bool deflate_tried;	  /* deflated was made, or found no gain */
+	struct wsframe *deflated; /* the RSV1 variant, or NULL (owned) */
+	size_t len;		  /* header + payload */
+	uint8_t data[];		  /* FIN | text opcode, unmasked length, then payload */
 };
+
+/* Payloads under this many bytes are sent plain to every client: deflate
+   framing would not pay for itself (RFC 7692 lets RSV1 differ per
+   message). */
+#define WSFRAME_DEFLATE_MIN 64
 
 /* Builds the frame for a text message of len bytes (the caller vouches it
    is UTF-8, e.g. JSON from jansson). Returns it with one reference. */
 struct wsframe *wsframe_text(const char *payload, size_t len);
+/* The frame to send a client: f itself, or, when deflate was agreed,
+   f's permessage-deflate variant (raw deflate of the payload with
+   Z_SYNC_FLUSH, its trailing 00 00 ff ff removed, RSV1 set; no context
+   takeover, so the same bytes serve every client that agreed). The
+   variant is made once, on first demand, and kept with f; f itself is
+   returned for a small payload or one deflate does not shrink. No
+   reference is taken. */
+struct wsframe *wsframe_pick(struct wsframe *f, bool deflate);
 /* Takes another reference; returns f. */
 struct wsframe *wsframe_ref(struct wsframe *f);
 /* Drops a reference, freeing the frame at zero. NULL is a no-op. */

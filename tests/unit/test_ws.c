@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
 #include "buf.h"
 #include "ws.h"
@@ -675,6 +676,237 @@ static void test_wsframe(void **state)
 	ws_free(NULL);
 }
 
+/* Raw deflate of p as a client would send it (RFC 7692 7.2.1): the sync
+   flush's 00 00 ff ff removed. */
+static void deflate_raw(const void *p, size_t n, struct buf *out)
+{
+	z_stream z = {0};
+	size_t bound;
+
+	assert_int_equal(deflateInit2(&z, 9, Z_DEFLATED, -15, 9, Z_DEFAULT_STRATEGY),
+			 Z_OK);
+	bound = deflateBound(&z, n) + 16;
+	z.next_in = (Bytef *)p;
+	z.avail_in = (uInt)n;
+	z.next_out = buf_reserve(out, bound);
+	z.avail_out = (uInt)bound;
+	assert_int_equal(deflate(&z, Z_SYNC_FLUSH), Z_OK);
+	assert_int_equal(z.avail_in, 0);
+	buf_commit(out, bound - z.avail_out - 4);
+	deflateEnd(&z);
+}
+
+/* Inflates a server frame's payload the way a client does. */
+static void inflate_raw(const uint8_t *p, size_t n, struct buf *out)
+{
+	static const uint8_t tail[4] = {0, 0, 0xff, 0xff};
+	uint8_t *in = malloc(n + 4);
+	z_stream z = {0};
+	int r;
+
+	memcpy(in, p, n);
+	memcpy(in + n, tail, 4);
+	assert_int_equal(inflateInit2(&z, -15), Z_OK);
+	z.next_in = in;
+	z.avail_in = (uInt)(n + 4);
+	do {
+		z.next_out = buf_reserve(out, 65536);
+		z.avail_out = 65536;
+		r = inflate(&z, Z_SYNC_FLUSH);
+		assert_true(r == Z_OK || r == Z_BUF_ERROR);
+		buf_commit(out, 65536 - z.avail_out);
+	} while (z.avail_out == 0);
+	inflateEnd(&z);
+	free(in);
+}
+
+static void rec_init_deflate(struct rec *r)
+{
+	rec_init(r);
+	ws_set_deflate(r->ws, true);
+}
+
+/* A compressed client message, whole and fragmented (RSV1 on the first
+   frame only), inflated before on_text sees it; plain messages still
+   pass on the same connection. */
+static void test_deflate_receive(void **state)
+{
+	static const char msg[] =
+	    "{\"type\":\"input\",\"data\":\"ls -lR /usr/share/doc\\r\"}";
+	struct buf z = BUF_INIT, in = BUF_INIT;
+	int bytewise;
+
+	deflate_raw(msg, strlen(msg), &z);
+	for (bytewise = 0; bytewise < 2; bytewise++) {
+		struct rec r;
+
+		rec_init_deflate(&r);
+		buf_reset(&in);
+		cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+		cframe_ex(&in, 0, 4, OP_TEXT, buf_head(&z), 3, true);
+		cframe(&in, 1, OP_CONT, buf_head(&z) + 3, buf_size(&z) - 3);
+		cframe(&in, 1, OP_TEXT, "plain", 5);
+		cframe_ex(&in, 1, 4, OP_BIN, buf_head(&z), buf_size(&z), true);
+		assert_int_equal(feed(&r, &in, bytewise), 0);
+		assert_int_equal(r.ntext, 3);
+		assert_int_equal(r.nbinary, 1);
+		assert_int_equal(r.binary_len, strlen(msg));
+		assert_int_equal(buf_size(&r.out), 0);
+		assert_true(ws_at_rest(r.ws));
+		rec_free(&r);
+	}
+	{
+		struct rec r;
+
+		rec_init_deflate(&r);
+		buf_reset(&in);
+		cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+		assert_int_equal(feed(&r, &in, false), 0);
+		assert_int_equal(buf_size(&r.text), strlen(msg));
+		assert_memory_equal(buf_head(&r.text), msg, strlen(msg));
+		rec_free(&r);
+	}
+	/* Without the extension agreed RSV1 is a protocol error. */
+	buf_reset(&in);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	expect_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_free(&in);
+	buf_free(&z);
+}
+
+/* Feeds in to fresh deflate codecs, whole and bytewise, expecting a
+   lone close with code and no message delivered. */
+static void expect_deflate_rejected(const struct buf *in, uint16_t code)
+{
+	for (int bytewise = 0; bytewise < 2; bytewise++) {
+		struct rec r;
+
+		rec_init_deflate(&r);
+		assert_int_equal(feed(&r, in, bytewise), -ESHUTDOWN);
+		expect_only_close(&r, code);
+		assert_int_equal(r.ntext + r.nbinary, 0);
+		rec_free(&r);
+	}
+}
+
+/* The inflated size counts against the message limit: a bomb (16 MiB of
+   zeros in about 16 KiB) closes with 1009 after inflating no more than
+   the limit and a step; exactly the limit passes. */
+static void test_deflate_bomb(void **state)
+{
+	size_t big = 16u << 20;
+	char *zeros = calloc(1, big);
+	struct buf z = BUF_INIT, in = BUF_INIT;
+	struct rec r;
+
+	memset(zeros, 'a', big);
+	deflate_raw(zeros, big, &z);
+	assert_true(buf_size(&z) < big / 500);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	expect_deflate_rejected(&in, WS_CLOSE_TOO_BIG);
+
+	buf_reset(&z);
+	buf_reset(&in);
+	deflate_raw(zeros, WS_MAX_MESSAGE + 1, &z);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	expect_deflate_rejected(&in, WS_CLOSE_TOO_BIG);
+
+	buf_reset(&z);
+	buf_reset(&in);
+	deflate_raw(zeros, WS_MAX_MESSAGE, &z);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	rec_init_deflate(&r);
+	assert_int_equal(feed(&r, &in, false), 0);
+	assert_int_equal(r.ntext, 1);
+	assert_int_equal(buf_size(&r.text), WS_MAX_MESSAGE);
+	rec_free(&r);
+
+	/* A lower limit holds the same way. */
+	buf_reset(&z);
+	buf_reset(&in);
+	deflate_raw(zeros, 4097, &z);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	rec_init_deflate(&r);
+	ws_set_max_message(r.ws, 4096);
+	assert_int_equal(feed(&r, &in, false), -ESHUTDOWN);
+	expect_only_close(&r, WS_CLOSE_TOO_BIG);
+	rec_free(&r);
+	buf_free(&z);
+	buf_free(&in);
+	free(zeros);
+}
+
+/* Data that does not inflate, inflated text that is not UTF-8 (1007),
+   and RSV1 where RFC 7692 6 forbids it: control frames, continuations
+   (1002). */
+static void test_deflate_bad(void **state)
+{
+	static const uint8_t junk[] = {0xff, 0xff, 0xff, 0xff, 0x01};
+	static const uint8_t bad_utf8[] = {'a', 0xc3, 0x28};
+	struct buf z = BUF_INIT, in = BUF_INIT;
+
+	cframe_ex(&in, 1, 4, OP_TEXT, junk, sizeof(junk), true);
+	expect_deflate_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in);
+	deflate_raw(bad_utf8, sizeof(bad_utf8), &z);
+	cframe_ex(&in, 1, 4, OP_TEXT, buf_head(&z), buf_size(&z), true);
+	expect_deflate_rejected(&in, WS_CLOSE_INVALID_DATA);
+	buf_reset(&in);
+	cframe_ex(&in, 1, 4, OP_PING, "hb", 2, true);
+	expect_deflate_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_reset(&in);
+	cframe_ex(&in, 0, 4, OP_TEXT, buf_head(&z), 1, true);
+	cframe_ex(&in, 1, 4, OP_CONT, buf_head(&z) + 1, buf_size(&z) - 1, true);
+	expect_deflate_rejected(&in, WS_CLOSE_PROTOCOL);
+	buf_free(&z);
+	buf_free(&in);
+}
+
+/* The compressed variant: made once and kept with the frame, RSV1 set,
+   inflating to the payload; small or incompressible payloads stay
+   plain. */
+static void test_wsframe_pick(void **state)
+{
+	struct buf text = BUF_INIT, back = BUF_INIT;
+	struct wsframe *f, *d, *small, *noise;
+	uint32_t x = 1;
+	char rnd[4096];
+
+	for (int i = 0; i < 200; i++)
+		buf_appendf(&text, "-rw-r--r-- 1 root root %5d Jan  1 00:00 file%d.txt\n",
+			    i * 37, i);
+	f = wsframe_text((const char *)buf_head(&text), buf_size(&text));
+	assert_ptr_equal(wsframe_pick(f, false), f);
+	d = wsframe_pick(f, true);
+	assert_ptr_not_equal(d, f);
+	assert_ptr_equal(wsframe_pick(f, true), d);
+	assert_int_equal(d->data[0], 0xc1); /* FIN, RSV1, text */
+	assert_true(d->len < f->len / 3);
+	inflate_raw(d->data + 4, d->len - 4, &back);
+	assert_int_equal(d->data[1], 126);
+	assert_int_equal((size_t)(d->data[2] << 8 | d->data[3]), d->len - 4);
+	assert_int_equal(buf_size(&back), buf_size(&text));
+	assert_memory_equal(buf_head(&back), buf_head(&text), buf_size(&text));
+	/* A queue's reference keeps the variant past its frame. */
+	wsframe_ref(d);
+	wsframe_unref(f);
+	assert_int_equal(d->refs, 1);
+	wsframe_unref(d);
+
+	small = wsframe_text("{\"type\":\"pong\"}", 15);
+	assert_ptr_equal(wsframe_pick(small, true), small);
+	wsframe_unref(small);
+	for (size_t i = 0; i < sizeof(rnd); i++) {
+		x = x * 1103515245u + 12345u;
+		rnd[i] = (char)(33 + (x >> 16) % 90);
+	}
+	noise = wsframe_text(rnd, 100);
+	assert_ptr_equal(wsframe_pick(noise, true), noise);
+	wsframe_unref(noise);
+	buf_free(&text);
+	buf_free(&back);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -693,6 +925,10 @@ int main(void)
 	    cmocka_unit_test(test_close_in_callback),
 	    cmocka_unit_test(test_rest_between_frames),
 	    cmocka_unit_test(test_wsframe),
+	    cmocka_unit_test(test_deflate_receive),
+	    cmocka_unit_test(test_deflate_bomb),
+	    cmocka_unit_test(test_deflate_bad),
+	    cmocka_unit_test(test_wsframe_pick),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
