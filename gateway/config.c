@@ -344,6 +344,8 @@ static const char
 																 "  --allow-plaintext             allow plain HTTP and ws:// on a non-loopback\n"
 																 "                                --listen (behind a TLS-terminating proxy);\n"
 																 "                                in a config file: allow-plaintext = true\n"
+																 "  --no-deflate                  never agree permessage-deflate with clients;\n"
+																 "                                in a config file: no-deflate = true\n"
 																 "  --allowed-origin ORIGIN       a web page origin (scheme://host[:port]) that\n"
 																 "                                may attach; repeatable, up to " PTG_STR(
 																     GW_MAX_ORIGINS) " (default:\n"
@@ -393,6 +395,7 @@ enum {
 	OPT_TLS_KEY,
 	OPT_ALLOW_PLAINTEXT,
 	OPT_ALLOWED_ORIGIN,
+	OPT_NO_DEFLATE,
 	OPT_STALL,
 	OPT_OPS_RATE,
 	OPT_LINK_QUEUE,
@@ -442,6 +445,7 @@ static const struct option options[] = {
     {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
     {"allowed-origin", required_argument, NULL, OPT_ALLOWED_ORIGIN},
     {"queue-stall-timeout", required_argument, NULL, OPT_STALL},
+    {"no-deflate", no_argument, NULL, OPT_NO_DEFLATE},
     {"max-ops-per-sec", required_argument, NULL, OPT_OPS_RATE},
     {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
     {"rest-rate", required_argument, NULL, OPT_REST_RATE},
@@ -868,6 +872,8 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 	return -EINVAL;
 }
 
+	case OPT_NO_DEFLATE:
+		return set_switch(src, opt, arg, &c->no_deflate);
 /* Strips spaces and tabs at both ends, in place. */
 static char *trim(char *s)
 {

@@ -74,6 +74,7 @@ struct gw_config {
 	size_t n_trusted_proxies;
 	char tls_cert[4096]; /* PEM chain; "" : plain HTTP */
 	char tls_key[4096];
+	int no_deflate;	     /* never agree permessage-deflate (RFC 7692) */
 	int allow_plaintext; /* plain HTTP off loopback (behind a TLS proxy) */
 	char allowed_origins[GW_MAX_ORIGINS][WSHS_ORIGIN_MAX + 1]; /* canonical */
 	size_t n_allowed_origins; /* 0: same origin only, when Origin is sent */

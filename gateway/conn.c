@@ -586,6 +586,7 @@ struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 		return NULL;
 	}
 	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
+	ws_set_deflate(c->ws, ctx->deflate);
 	return c;
 }
 

@@ -4,6 +4,7 @@
 #ifndef PTG_CONN_H
 #define PTG_CONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,6 +24,7 @@ struct attach_ctx {
 	char session_id[PTG_ID_MAX + 1];
 	struct jwt_claims claims;  /* the verified token */
 	uint64_t current_sequence; /* for binding_hello */
+	bool deflate;		   /* permessage-deflate agreed */
 };
 
 struct conn;

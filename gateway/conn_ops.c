@@ -194,6 +194,8 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 
 	if (c->dead || ws_close_sent(c->ws) || skip_while_lagged(c, f))
 		return;
+	/* Made once per frame for all that agreed deflate (ws.h). */
+	wf = wsframe_pick(wf, c->ctx.deflate);
 	now_ms = time_mono_ms();
 	/* An empty queue takes any one frame, however large: lag means
 	   frames waiting behind others, not one big frame. */

@@ -657,6 +657,9 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
 	MHD_add_response_header(resp, "Sec-WebSocket-Accept", r->rq->ws_accept);
 	MHD_add_response_header(resp, "Sec-WebSocket-Protocol", WSHS_PROTOCOL);
+	if (r->rq->deflate.on)
+		MHD_add_response_header(resp, "Sec-WebSocket-Extensions",
+					r->rq->deflate.response);
 	ok = MHD_queue_response(r->c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
 	MHD_destroy_response(resp);
 	return ok;
@@ -775,6 +778,7 @@ static void handle(struct http_req *r, const char *method)
 	rq->connection = header(r, MHD_HTTP_HEADER_CONNECTION);
 	rq->ws_version = header(r, "Sec-WebSocket-Version");
 	rq->ws_key = header(r, "Sec-WebSocket-Key");
+	rq->ws_extensions = header(r, "Sec-WebSocket-Extensions");
 	rq->origin = header(r, "Origin");
 	rq->host = header(r, MHD_HTTP_HEADER_HOST);
 	rq->ws_protocol =

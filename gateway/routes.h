@@ -121,6 +121,7 @@ struct route_req {
 	const char *authorization; /* header values, NULL when absent */
 	const char *upgrade, *connection, *ws_version, *ws_key;
 	const char *ws_protocol;   /* every Sec-WebSocket-Protocol line, ", "-joined */
+	const char *ws_extensions; /* Sec-WebSocket-Extensions, NULL when absent */
 	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
@@ -142,6 +143,7 @@ struct route_req {
 	   http.c hands ctx to conn_start and clears slot_held */
 	struct attach_ctx attach;
 	char ws_accept[WSHS_ACCEPT_LEN + 1];
+	struct wshs_deflate deflate; /* the permessage-deflate agreed, if any */
 	int slot_held;
 
 	/* private to the routes module (routes*.c) */

@@ -136,6 +136,9 @@ int routes__attach(struct route_req *rq)
 	wshs_offer_clear(&o);
 	if (rc < 0 || !(up = routes__instance(rq)) || attach_admit(rq, up) < 0)
 		return 0;
+	if (!rq->gw->cfg->no_deflate)
+		wshs_parse_extensions(rq->ws_extensions, &rq->deflate);
+	rq->attach.deflate = rq->deflate.on;
 	g.request_id = upstream_next_id(up);
 	g.session_id = rq->m.session;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_GET_SESSION;

@@ -813,7 +813,10 @@ class Client(FrameStream):
 
     @classmethod
     async def connect(cls, stack, sid, token, auth="header", subprotocols=None,
-                      label="alice@laptop", instance=None, open_timeout=DEFAULT_TIMEOUT):
+                      label="alice@laptop", instance=None, open_timeout=DEFAULT_TIMEOUT,
+                      compression=None):
+        """compression="deflate" offers permessage-deflate (websockets'
+        default offer); None, the default, offers no extension."""
         headers = {}
         protos = list(subprotocols or [SUBPROTOCOL])
         if auth == "header":
@@ -822,7 +825,7 @@ class Client(FrameStream):
             protos.append("bearer." + b64url(token.encode()))
         uri = "ws://127.0.0.1:%d%s" % (stack.port, stack.attach_path(sid, instance))
         ws = await websockets.connect(uri, subprotocols=protos, extra_headers=headers,
-                                      compression=None, ping_interval=None, max_size=16 << 20,
+                                      compression=compression, ping_interval=None, max_size=16 << 20,
                                       max_queue=None, open_timeout=open_timeout, close_timeout=2)
         return cls(ws, label)
 

@@ -1,0 +1,79 @@
+"""permessage-deflate (RFC 7692) with python websockets' own offer: the
+gateway agrees it (no context takeover either way), a deflating client
+sees byte for byte the output a plain client sees, in fewer bytes at its
+socket; its compressed input reaches the PTY; --no-deflate turns it off."""
+import harness
+from harness import E2ETestCase
+
+# ls -lR-like lines: what a terminal streams most.
+LISTING = ("for i in $(seq 1 3000); do printf -- '-rw-r--r-- 1 root root %6d Jan  1 12:00 "
+           "/usr/share/doc/pkg-$((i % 97))/file-%d.txt\\n' $((i * 37)) $i; done; echo done-$((6*7))")
+
+
+def count_wire(client):
+    """Counts the bytes the client's socket delivers (before inflation)."""
+    ws = client.ws
+    counted = [0]
+    inner = ws.data_received
+
+    def data_received(data):
+        counted[0] += len(data)
+        inner(data)
+
+    ws.data_received = data_received
+    return counted
+
+
+def agreed(client):
+    return client.ws.response_headers.get("Sec-WebSocket-Extensions")
+
+
+class Deflate(E2ETestCase):
+
+    async def test_output_identical_and_smaller(self):
+        sid, ctl = await self.session_with("controller", sub="alice")
+        plain = await self.connect(sid, sub="bob", scope="pty:observe")
+        packed = await self.connect(sid, sub="carol", scope="pty:observe", compression="deflate")
+        self.assertIsNone(agreed(plain))
+        self.assertEqual(agreed(packed), "permessage-deflate; server_no_context_takeover; "
+                                         "client_no_context_takeover")
+        await plain.join_fresh("observer")
+        await packed.join_fresh("observer")
+        wire_plain, wire_packed = count_wire(plain), count_wire(packed)
+        m_plain, m_packed = len(plain.output), len(packed.output)
+        await ctl.run(LISTING, "done-42", timeout=120)
+        await plain.wait_output("done-42", since=m_plain, timeout=120)
+        await packed.wait_output("done-42", since=m_packed, timeout=120)
+        out_plain = bytes(plain.output[m_plain:])
+        out_packed = bytes(packed.output[m_packed:])
+        end = out_plain.find(b"done-42")
+        self.assertGreater(end, 150000)
+        self.assertEqual(out_packed[:end], out_plain[:end], "the same bytes either way")
+        ratio = wire_packed[0] / wire_plain[0]
+        print("deflate: %d wire bytes vs %d plain (%.3f); %.3f wire bytes per output byte"
+              % (wire_packed[0], wire_plain[0], ratio, wire_packed[0] / end))
+        self.assertLess(ratio, 0.5, "compressed output takes fewer bytes at the socket")
+
+    async def test_compressed_input_and_controller(self):
+        sid = self.stack.create_session()
+        c = await self.connect(sid, sub="alice", compression="deflate")
+        self.assertIsNotNone(agreed(c))
+        await c.join_fresh("controller")
+        # websockets compresses what it sends: a long line, then a command.
+        await c.run("echo " + "x" * 2000 + " | wc -c", "2001")
+        await c.run("echo in-$((40+2))", "in-42")
+
+
+class DeflateOff(E2ETestCase):
+    GATEWAY_ARGS = ("--no-deflate",)
+
+    async def test_not_agreed(self):
+        sid = self.stack.create_session()
+        c = await self.connect(sid, sub="alice", compression="deflate")
+        self.assertIsNone(agreed(c))
+        await c.join_fresh("controller")
+        await c.run("echo off-$((40+2))", "off-42")
+
+
+if __name__ == "__main__":
+    harness.main()
