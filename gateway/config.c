@@ -358,6 +358,7 @@ static const char
 																		     "                                without the dashes, '#' comments); flags on\n"
 																		     "                                the command line win\n"
 																		     "  --log-level LEVEL             debug, info, warn or error (info)\n"
+																		     "  --log-format FORMAT           text or json: one object a line (text)\n"
 																		     "  --pid-file FILE               write the process id here (default: none)\n"
 																		     "  --help                        this text\n"
 																		     "  --version                     the version\n"
@@ -394,8 +395,8 @@ enum {
 	OPT_TLS_CERT,
 	OPT_TLS_KEY,
 	OPT_ALLOW_PLAINTEXT,
-	OPT_ALLOWED_ORIGIN,
 	OPT_NO_DEFLATE,
+	OPT_ALLOWED_ORIGIN,
 	OPT_STALL,
 	OPT_OPS_RATE,
 	OPT_LINK_QUEUE,
@@ -409,6 +410,7 @@ enum {
 	OPT_MAX_INSTANCES,
 	OPT_MAX_PENDING_LINKS,
 	OPT_LOG,
+	OPT_LOG_FORMAT,
 	OPT_PID,
 	OPT_HELP,
 	OPT_VERSION,
@@ -443,9 +445,9 @@ static const struct option options[] = {
     {"tls-cert", required_argument, NULL, OPT_TLS_CERT},
     {"tls-key", required_argument, NULL, OPT_TLS_KEY},
     {"allow-plaintext", no_argument, NULL, OPT_ALLOW_PLAINTEXT},
+    {"no-deflate", no_argument, NULL, OPT_NO_DEFLATE},
     {"allowed-origin", required_argument, NULL, OPT_ALLOWED_ORIGIN},
     {"queue-stall-timeout", required_argument, NULL, OPT_STALL},
-    {"no-deflate", no_argument, NULL, OPT_NO_DEFLATE},
     {"max-ops-per-sec", required_argument, NULL, OPT_OPS_RATE},
     {"link-queue-bytes", required_argument, NULL, OPT_LINK_QUEUE},
     {"rest-rate", required_argument, NULL, OPT_REST_RATE},
@@ -458,6 +460,7 @@ static const struct option options[] = {
     {"max-instances", required_argument, NULL, OPT_MAX_INSTANCES},
     {"max-pending-links", required_argument, NULL, OPT_MAX_PENDING_LINKS},
     {"log-level", required_argument, NULL, OPT_LOG},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"pid-file", required_argument, NULL, OPT_PID},
     {"help", no_argument, NULL, OPT_HELP},
     {"version", no_argument, NULL, OPT_VERSION},
@@ -820,6 +823,18 @@ static int log_level(struct gw_config *c, const struct source *src, const char *
 	return 0;
 }
 
+static int log_format(struct gw_config *c, const struct source *src, const char *s)
+{
+	enum log_format fmt;
+
+	if (log_format_parse(s, &fmt) < 0) {
+		report(src, "log-format", "expected text or json, got '%s'", s);
+		return -EINVAL;
+	}
+	c->log_format = fmt;
+	return 0;
+}
+
 static int apply(struct gw_config *c, struct source *src, int opt, const char *arg)
 {
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++)
@@ -857,6 +872,8 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 		return str(src, opt, arg, c->tls_key, sizeof(c->tls_key));
 	case OPT_ALLOW_PLAINTEXT:
 		return set_switch(src, opt, arg, &c->allow_plaintext);
+	case OPT_NO_DEFLATE:
+		return set_switch(src, opt, arg, &c->no_deflate);
 	case OPT_ALLOWED_ORIGIN:
 		return allowed_origin(c, src, arg);
 	case OPT_LINK_LISTEN:
@@ -865,6 +882,8 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 		return link_key(c, src, arg);
 	case OPT_LOG:
 		return log_level(c, src, arg);
+	case OPT_LOG_FORMAT:
+		return log_format(c, src, arg);
 	case OPT_PID:
 		return str(src, opt, arg, c->pid_file, sizeof(c->pid_file));
 	}
@@ -872,8 +891,6 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 	return -EINVAL;
 }
 
-	case OPT_NO_DEFLATE:
-		return set_switch(src, opt, arg, &c->no_deflate);
 /* Strips spaces and tabs at both ends, in place. */
 static char *trim(char *s)
 {

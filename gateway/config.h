@@ -86,6 +86,7 @@ struct gw_config {
 	uint32_t rest_concurrency; /* REST requests in flight per principal (8) */
 	char static_dir[4096];	   /* web page files; "" : none */
 	int log_level;
+	int log_format; /* enum log_format */
 	char pid_file[4096];
 };
 

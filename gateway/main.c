@@ -23,6 +23,8 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	}
 	log_set_level(cfg->log_level);
+	log_set_format(cfg->log_format);
+	log_detect_journal();
 	gw = gateway_new(cfg);
 	if (!gw) {
 		free(cfg);

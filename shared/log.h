@@ -1,15 +1,41 @@
-/* log: leveled lines to stderr, "TS LEVEL [ctx] message", with a context
-   string (session id, connection id, trace id) chosen by the caller. */
+/* log: leveled lines to stderr, "TS LEVEL ident [ctx] message" or, with
+   --log-format json, one JSON object a line. The context string is chosen
+   by the caller; its "key=value" words (trace, principal, instance,
+   session, conn, client, task) become fields of their own in JSON, the
+   rest its "ctx" field. Under systemd (JOURNAL_STREAM naming stderr) each
+   line starts with its sd-daemon priority prefix, "<3>" to "<7>". */
 #ifndef PTG_LOG_H
 #define PTG_LOG_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 enum log_level { LOG_DEBUG, LOG_INFO, LOG_WARN, LOG_ERROR };
+enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
+
+/* Longest line written (text), longest message kept (JSON, before escaping). */
+#define LOG_LINE_MAX 4096
 
 void log_set_level(enum log_level lvl);
 /* Parses "debug", "info", "warn", "error"; returns 0 or -EINVAL. */
 int log_level_parse(const char *s, enum log_level *out);
+void log_set_format(enum log_format fmt);
+/* Parses "text" or "json"; returns 0 or -EINVAL. */
+int log_format_parse(const char *s, enum log_format *out);
 /* Sets the program name printed on every line. */
 void log_set_ident(const char *ident);
+/* True when journal_stream (JOURNAL_STREAM's "DEVICE:INODE") names the
+   file open on fd, as systemd documents for a service's stderr. */
+bool log_journal_matches(const char *journal_stream, int fd);
+/* Turns the priority prefixes on when JOURNAL_STREAM names stderr. */
+void log_detect_journal(void);
+void log_set_journal(bool on);
+/* Lines go to fd instead of stderr (tests). */
+void log_set_fd(int fd);
+/* Formats one line into out (cap bytes, at least 256), newline included;
+   returns its length. What log_msg writes. */
+size_t log_format_line(char *out, size_t cap, enum log_level lvl, const char *ctx,
+		       const char *msg);
 /* ctx may be NULL. Never pass input as fmt. */
 void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

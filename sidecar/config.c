@@ -85,6 +85,8 @@ static const char usage[] =
 		       "                           sidecar must be root; default: its "
 		       "own user)\n"
 		       "  --log-level LEVEL        debug, info, warn or error (info)\n"
+		       "  --log-format FORMAT      text or json: one object a line "
+		       "(text)\n"
 		       "  --help                   this text\n"
 		       "  --version                the version\n";
 
@@ -197,6 +199,7 @@ enum {
 	OPT_GRACE,
 	OPT_KEEP,
 	OPT_LOG,
+	OPT_LOG_FORMAT,
 	OPT_USER,
 	OPT_HELP,
 	OPT_VERSION,
@@ -238,6 +241,7 @@ static const struct option options[] = {
     {"kill-grace-ms", required_argument, NULL, OPT_GRACE},
     {"exited-keep-seconds", required_argument, NULL, OPT_KEEP},
     {"log-level", required_argument, NULL, OPT_LOG},
+    {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"task-handler", required_argument, NULL, OPT_TASK_HANDLER},
     {"task-output-bytes", required_argument, NULL, OPT_TASK_OUT},
     {"task-max-running", required_argument, NULL, OPT_TASK_RUN},
@@ -391,6 +395,21 @@ static int parse_backoff_max(struct sidecar_config *c, const char *arg)
 	return -EINVAL;
 }
 
+static int parse_log_format(struct sidecar_config *c, const char *arg)
+{
+	enum log_format fmt;
+
+	if (log_format_parse(arg, &fmt) < 0) {
+		fprintf(
+		    stderr,
+		    "ptygate-sidecar: --log-format: expected text or json, got '%s'\n",
+		    arg);
+		return -EINVAL;
+	}
+	c->log_format = fmt;
+	return 0;
+}
+
 static int add_dial(struct sidecar_config *c, const char *arg)
 {
 	char err[256];
@@ -514,6 +533,8 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 		}
 		c->log_level = lvl;
 		return 0;
+	case OPT_LOG_FORMAT:
+		return parse_log_format(c, arg);
 	}
 	return -EINVAL;
 }

@@ -41,6 +41,7 @@ struct sidecar_config {
 	uint64_t input_buffer_bytes;  /* pending PTY input per session */
 	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
 	int log_level;
+	int log_format; /* enum log_format */
 	/* tasks (SPEC 6) */
 	char task_handler[4096];    /* "" : /bin/sh -c */
 	uint64_t task_output_bytes; /* captured stdout+stderr per task */

@@ -57,6 +57,8 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	log_set_ident("ptygate-sidecar");
 	log_set_level(cfg.log_level);
+	log_set_format(cfg.log_format);
+	log_detect_journal();
 	if (cfg.export_session)
 		return export_asciicast(&cfg, cfg.export_session, stdout);
 	cred = load_credential(&cfg, &failed);
