@@ -32,15 +32,19 @@ fit_js=$(hashed addon-fit.js node_modules/@xterm/addon-fit/lib/addon-fit.js)
 search_js=$(hashed addon-search.js node_modules/@xterm/addon-search/lib/addon-search.js)
 links_js=$(hashed addon-web-links.js node_modules/@xterm/addon-web-links/lib/addon-web-links.js)
 proto_js=$(hashed protocol.js src/protocol.js)
-# app.js imports protocol.js by name: rewrite the import, then hash.
-sed "s|\\./protocol\\.js|./$proto_js|" src/app.js >"$out.tmp/app.js.in"
+player_js=$(hashed player.js src/player.js)
+# app.js imports protocol.js and player.js by name: rewrite the imports,
+# then hash.
+sed -e "s|\\./protocol\\.js|./$proto_js|" -e "s|\\./player\\.js|./$player_js|" \
+	src/app.js >"$out.tmp/app.js.in"
 app_js=$(hashed app.js "$out.tmp/app.js.in")
 rm "$out.tmp/app.js.in"
 style_css=$(hashed style.css src/style.css)
 sed -e "s|@XTERM_JS@|$xterm_js|" -e "s|@XTERM_CSS@|$xterm_css|" \
 	-e "s|@FIT_JS@|$fit_js|" -e "s|@APP_JS@|$app_js|" \
 	-e "s|@SEARCH_JS@|$search_js|" -e "s|@LINKS_JS@|$links_js|" \
-	-e "s|@STYLE_CSS@|$style_css|" -e "s|@PROTO_JS@|$proto_js|" src/index.html >"$out.tmp/index.html"
+	-e "s|@STYLE_CSS@|$style_css|" -e "s|@PROTO_JS@|$proto_js|" \
+	-e "s|@PLAYER_JS@|$player_js|" src/index.html >"$out.tmp/index.html"
 cp node_modules/@xterm/xterm/LICENSE "$out.tmp/xterm-LICENSE.txt"
 
 rm -rf "$out"

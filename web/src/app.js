@@ -5,12 +5,16 @@
 // itself with replay_from. PREFIX is whatever path a proxy serves the
 // gateway under: every URL is made from it, never from "/". Clickable
 // links, a scrollback search, font size and theme (kept in localStorage)
-// and a key bar for touch screens are the page's own.
+// and a key bar for touch screens are the page's own. "?play" on a
+// session's page plays its recording instead (Player, player.js).
 import {
   SUBPROTOCOL, base64ToBytes, bytesToBase64, bearerProtocol, inputBytes,
   envelope, joinFrame, parseLocation, tokenClaims, backoffMs, classify,
   sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
 } from './protocol.js';
+import {
+  parseCast, seekPlan, sizeAfter, batches, Playhead, formatTime, SPEEDS,
+} from './player.js';
 
 const TOKEN_KEY = 'ptygate.token';
 const RESIZE_DEBOUNCE_MS = 200;
@@ -641,11 +645,217 @@ function wireView(a) {
   }
 }
 
+// ---- the recording player ("?play") ----
+
+const PLAY_TICK_MS = 50;
+
+// Plays a session's recording (GET .../recording, asciicast v2) into an
+// xterm.js terminal: play/pause, a seek bar, speed and the time. What is
+// on the terminal is always events[0..shown) written in order; a seek
+// back starts the terminal over (RIS) and writes up to the new point in
+// one go. Time comes from this.clock (milliseconds), which a test may
+// replace (useClock) to step playback by its own clock.
+class Player {
+  constructor({ prefix, instance, session, token }) {
+    Object.assign(this, { prefix, instance, session, token });
+    this.cast = null;
+    this.head = null;
+    this.shown = 0;       // events written to the terminal
+    this.parsed = 0;      // events xterm.js has parsed (write callbacks)
+    this.loads = 0;
+    this.clock = () => performance.now();
+    this.timer = null;
+    const host = $('terminal');
+    host.hidden = false;
+    this.term = new window.Terminal({
+      scrollback: 5000, cursorBlink: false, disableStdin: true,
+      fontFamily: 'ui-monospace, "DejaVu Sans Mono", monospace',
+      fontSize: fontSize(), theme: THEMES[themeName()],
+    });
+    this.term.open(host);
+    window.ptygate = this; // for tests: state, never the token
+  }
+
+  url() {
+    return sessionPath(this.prefix, this.instance, this.session) + '/recording';
+  }
+
+  // Fetches the recording (so far, for a live session) and keeps the
+  // position: a reload of a live session shows what was recorded since.
+  async load() {
+    setStatus(this.cast ? 'reloading the recording...' : 'loading the recording...');
+    let r, text;
+    try {
+      r = await fetch(this.url(), { headers: { Authorization: 'Bearer ' + this.token }, cache: 'no-store' });
+      text = await r.text();
+    } catch (e) {
+      setStatus('the gateway did not answer: ' + e.message, 'bad');
+      return false;
+    }
+    if (!r.ok) {
+      let body = {};
+      try { body = JSON.parse(text); } catch { /* not JSON */ }
+      const why = { 401: 'the token is invalid or expired', 403: 'the token does not allow this session',
+        404: 'no such session', 413: 'the recording is too large for the browser: export it instead' }[r.status];
+      setStatus(`cannot load the recording: ${why || body.message || r.statusText} (HTTP ${r.status})`, 'bad');
+      return false;
+    }
+    let cast;
+    try { cast = parseCast(text); } catch (e) {
+      setStatus('the recording cannot be read: ' + e.message, 'bad');
+      return false;
+    }
+    this.adopt(cast);
+    this.loads++;
+    setStatus(`recording: ${cast.events.length} events, ${formatTime(cast.duration)} `
+      + `(loaded ${new Date().toLocaleTimeString()}; Reload adds what was recorded since)`);
+    return true;
+  }
+
+  adopt(cast) {
+    const now = this.clock();
+    const old = this.cast;
+    this.cast = cast;
+    if (!this.head) {
+      this.head = new Playhead(cast.duration);
+      this.shown = 0;
+      this.parsed = 0;
+      this.startOver(0);
+    } else {
+      // The events already shown are the same ones (a recording only
+      // grows); should it have been cut, start over.
+      this.head.setDuration(cast.duration, now);
+      if (!old || cast.events.length < this.shown) this.startOver(0);
+    }
+    $('seek').max = String(cast.duration);
+    this.render();
+  }
+
+  // ---- playback ----
+
+  play() { this.head.play(this.clock()); this.render(); this.run(); }
+  pause() { this.head.pause(this.clock()); this.stop(); this.render(); }
+  toggle() { if (this.head.playing && !this.head.ended(this.clock())) this.pause(); else this.play(); }
+  setSpeed(s) { this.head.setSpeed(s, this.clock()); this.render(); }
+
+  seek(t) {
+    this.head.seek(t, this.clock());
+    this.show(this.head.pos);
+    this.render();
+  }
+
+  // A test's clock: playback goes on from where it is by the new one.
+  useClock(fn) {
+    const pos = this.head.position(this.clock());
+    this.clock = fn;
+    this.head.seek(pos, fn());
+  }
+
+  run() {
+    if (this.timer) return;
+    this.timer = setInterval(() => this.tick(), PLAY_TICK_MS);
+  }
+
+  stop() {
+    clearInterval(this.timer);
+    this.timer = null;
+  }
+
+  tick() {
+    const now = this.clock();
+    this.show(this.head.position(now));
+    if (this.head.playing && this.head.ended(now)) {
+      this.head.pause(now);
+      this.stop();
+    }
+    this.render();
+  }
+
+  // Makes the terminal show the recording at time t.
+  show(t) {
+    const plan = seekPlan(this.cast.events, this.shown, t);
+    if (plan.reset) this.startOver(plan.to);
+    else this.writeEvents(plan.from, plan.to);
+  }
+
+  startOver(to) {
+    const { cols, rows } = sizeAfter(this.cast, 0);
+    this.term.write(RIS);
+    this.term.write(EMPTY, () => this.fitTo(cols, rows));
+    this.shown = 0;
+    this.parsed = 0;
+    this.writeEvents(0, to);
+  }
+
+  writeEvents(from, to) {
+    if (to <= from) return;
+    for (const b of batches(this.cast.events, from, to)) {
+      if (b.text !== undefined) this.term.write(b.text);
+      else this.term.write(EMPTY, () => this.fitTo(b.cols, b.rows));
+    }
+    this.shown = to;
+    this.term.write(EMPTY, () => { if (this.shown === to) this.parsed = to; });
+  }
+
+  fitTo(cols, rows) {
+    if (this.term.cols !== cols || this.term.rows !== rows) this.term.resize(cols, rows);
+    $('size').textContent = `${cols}x${rows}`;
+  }
+
+  // What the controls show, and what tests read.
+  state() {
+    const now = this.clock();
+    return {
+      position: this.head ? this.head.position(now) : 0,
+      duration: this.cast ? this.cast.duration : 0,
+      playing: !!this.head && this.head.playing && !this.head.ended(now),
+      speed: this.head ? this.head.speed : 1,
+      shown: this.shown, parsed: this.parsed,
+      events: this.cast ? this.cast.events.length : 0, loads: this.loads,
+    };
+  }
+
+  render() {
+    if (!this.head) return;
+    const s = this.state();
+    $('play-toggle').textContent = s.playing ? 'Pause' : 'Play';
+    $('play-toggle').setAttribute('aria-pressed', String(s.playing));
+    if (document.activeElement !== $('seek') || !s.playing) $('seek').value = String(s.position);
+    $('speed').value = String(s.speed);
+    $('play-time').textContent = `${formatTime(s.position)} / ${formatTime(s.duration)}`;
+  }
+}
+
+function wirePlayer(p) {
+  $('player').hidden = false;
+  document.body.classList.add('playing');
+  for (const s of SPEEDS) {
+    const o = document.createElement('option');
+    o.value = String(s);
+    o.textContent = `${s}x`;
+    $('speed').appendChild(o);
+  }
+  $('play-toggle').addEventListener('click', () => p.toggle());
+  $('seek').addEventListener('input', () => p.seek(Number($('seek').value)));
+  $('speed').addEventListener('change', () => p.setSpeed(Number($('speed').value)));
+  $('play-reload').addEventListener('click', () => p.load());
+  $('play-live').href = location.pathname;
+}
+
+async function playRecording(loc, token) {
+  $('where').textContent = `${loc.instance} / ${loc.session} · recording`;
+  document.title = `recording · ${loc.session.slice(0, 12)} · ptygate`;
+  const p = new Player({ prefix: loc.prefix, instance: loc.instance, session: loc.session, token });
+  wirePlayer(p);
+  if (await p.load()) p.render();
+}
+
 async function main() {
   const loc = parseLocation(location.pathname, location.search, location.hash);
   applyPageTheme(themeName());
   const token = takeTokenFromFragment(loc) || await askToken();
   if (!loc.session) { showPicker(loc.prefix, token); return; }
+  if (new URLSearchParams(location.search).has('play')) { playRecording(loc, token); return; }
   const claims = tokenClaims(token);
   const who = principalOf(claims);
   $('where').textContent = `${loc.instance} / ${loc.session}`;
@@ -657,6 +867,7 @@ async function main() {
   });
   attachment = a;
   $('tools').hidden = false;
+  $('recording-link').href = '?play';
   wireSearch(a);
   wireView(a);
   $('request-control').addEventListener('click', () => a.requestRole('controller'));
