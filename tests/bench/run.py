@@ -20,6 +20,7 @@ attach and keyframe benchmarks run on both in every run, the order
 alternating: the baseline column is then that build.
 """
 import argparse
+import asyncio
 import os
 import re
 import resource
@@ -53,7 +54,10 @@ FANOUT_PER_PROCESS = 250
 SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
 # Echo samples beside another session's flood (each waits behind it).
 FLOOD_ECHO_SAMPLES = 3000
-ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe"]
+ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe",
+       "deflate"]
+# The deflate benchmark's output: an ls -lR of the system, cut to this size.
+DEFLATE_BYTES = 1 << 20
 # The benchmarks a PTG_BASE_* build is paired with.
 PAIRED = ["attach", "keyframe"]
 # The Keyframe screens, 200x60: name, what the table calls it, the command
@@ -409,6 +413,53 @@ class Suite:
                 self.keep("memory%d." % n, res, [k for k in res])
         self.restart_gateway()
 
+    def run_deflate(self, i):
+        """ls -lR output to two observers of one session, one plain and one
+        that agreed permessage-deflate (python websockets, its default
+        offer), joined in alternating order: wire bytes counted at each
+        socket, per byte of output."""
+        sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                           "ls -lR /usr 2>/dev/null | head -c %d; %s; exec cat"
+                           % (DEFLATE_BYTES, MARK))
+        try:
+            res = asyncio.run(self.deflate_pair(sid, i % 2 == 1))
+        finally:
+            self.drop(sid)
+        if self.args.verbose:
+            note("deflate: " + " ".join("%s=%g" % kv for kv in sorted(res.items())))
+        self.keep("deflate.", res, [k for k in res])
+
+    async def deflate_pair(self, sid, deflate_first):
+        kinds = ["deflate", None] if deflate_first else [None, "deflate"]
+        clients, wire = {}, {}
+        for kind in kinds:
+            c = await self.stack.client(sid, sub="bench-%s" % (kind or "plain"), token=self.token,
+                                        compression=kind)
+            await c.join_fresh("controller" if not clients else "observer")
+            clients[kind or "plain"] = c
+            wire[kind or "plain"] = [0]
+            inner = c.ws.data_received
+
+            def counted(data, n=wire[kind or "plain"], inner=inner):
+                n[0] += len(data)
+                inner(data)
+            c.ws.data_received = counted
+        res = {}
+        try:
+            marks = {k: len(c.output) for k, c in clients.items()}
+            await clients[kinds[0] or "plain"].type("go")
+            for k, c in clients.items():
+                await c.wait_output("PTG-BENCH-END", since=marks[k], timeout=300)
+                out = c.output.find(b"PTG-BENCH-END", marks[k]) - marks[k]
+                res["%s.wire_per_output_byte" % k] = wire[k][0] / out
+                res["%s.output_bytes" % k] = out
+                res["%s.lagged" % k] = sum(1 for f in c.frames if f.get("op") == "Error"
+                                           or (f.get("payload") or {}).get("code") == "PTY_OUTPUT_LAGGED")
+        finally:
+            for c in clients.values():
+                await c.close()
+        return res
+
     def restart_gateway(self):
         self.stack.gateway.expected_exit = True  # a crash is a result here, not a problem
         self.stack.gateway.stop()
@@ -543,6 +594,11 @@ class Suite:
             row("echo %s beside %d connections on other sessions (us); baseline alone"
                 % (p, SESSIONS_IDLE), "sessions.crowded.echo.us." + p,
                 "sessions.alone.echo.us." + p)
+        row("bytes on the wire per byte of `ls -lR` output (%d KiB), permessage-deflate; "
+            "baseline plain, same session" % (DEFLATE_BYTES >> 10),
+            "deflate.deflate.wire_per_output_byte", "deflate.plain.wire_per_output_byte", digits=3)
+        row("  PTY_OUTPUT_LAGGED to the deflate / plain observer",
+            "deflate.deflate.lagged", "deflate.plain.lagged", digits=0, ratio="-")
         for n in self.args.memory:
             row("gateway RSS per idle attached connection, %d conns (KiB)" % n,
                 "memory%d.memory.kib_per_conn" % n)
