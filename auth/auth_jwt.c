@@ -124,8 +124,8 @@ static int check_keys(const struct keyset *ks, enum jwt_alg alg, const char *kid
 {
 	size_t i, tried = 0;
 
-	for (i = 0; ks && i < keyset_count(ks); i++) {
-		const struct keyset_key *k = keyset_get(ks, i);
+	for (i = 0; ks && i < keys_count(ks); i++) {
+		const struct keyset_key *k = keys_get(ks, i);
 
 		if (*kid && strcmp(k->kid, kid))
 			continue;
@@ -345,8 +345,8 @@ out_free:
 	return rc;
 }
 
-int jwt_verify(const struct keyset *ks, const struct jwt_policy *pol, const char *token,
-	       size_t len, int64_t now_s, struct jwt_claims *out)
+int auth_jwt_verify(const struct keyset *ks, const struct jwt_policy *pol,
+		    const char *token, size_t len, int64_t now_s, struct jwt_claims *out)
 {
 	static const struct jwt_policy defaults = JWT_POLICY_DEFAULT;
 	struct parts p;
@@ -363,7 +363,7 @@ int jwt_verify(const struct keyset *ks, const struct jwt_policy *pol, const char
 	return rc;
 }
 
-const char *jwt_strerror(int err)
+const char *auth_jwt_strerror(int err)
 {
 	switch (err) {
 	case JWT_OK:
@@ -391,8 +391,8 @@ const char *jwt_strerror(int err)
 	}
 }
 
-int jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
-		     const char *session_id)
+int auth_jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
+			  const char *session_id)
 {
 	if (!instance_id || !c->instance_id[0])
 		return -EACCES;
@@ -444,8 +444,8 @@ static void finish(const struct buf *input, const uint8_t *sig, size_t n, struct
 	*buf_reserve(out, 1) = '\0';
 }
 
-int jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
-		   const char *claims_json, struct buf *out)
+int auth_jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
+			const char *claims_json, struct buf *out)
 {
 	crypto_auth_hmacsha256_state st;
 	uint8_t mac[JWT__SIG_HS256];
@@ -466,8 +466,8 @@ int jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
 	return rc;
 }
 
-int jwt_mint_eddsa(const uint8_t sk[64], const char *kid, const char *claims_json,
-		   struct buf *out)
+int auth_jwt_mint_eddsa(const uint8_t sk[64], const char *kid, const char *claims_json,
+			struct buf *out)
 {
 	uint8_t sig[JWT__SIG_EDDSA];
 	struct buf input = BUF_INIT;

@@ -17,7 +17,7 @@
 #define JWT_SUB_MAX   256
 /* The audience of a sidecar's instance credential (auth/linkcred.h). A
    token whose aud is or contains it is a link credential and never a
-   client token: jwt_verify refuses it unless the policy asks for exactly
+   client token: auth_jwt_verify refuses it unless the policy asks for exactly
    this audience. */
 #define JWT_LINK_AUDIENCE "ptygate-link"
 
@@ -72,25 +72,25 @@ enum jwt_err {
    is JWT_WRONG_AUDIENCE unless pol->audience is that audience, whatever
    else its aud holds. Returns JWT_OK or a negative enum jwt_err; *out is
    zeroed on failure. */
-int jwt_verify(const struct keyset *ks, const struct jwt_policy *pol, const char *token,
-	       size_t len, int64_t now_s, struct jwt_claims *out);
+int auth_jwt_verify(const struct keyset *ks, const struct jwt_policy *pol,
+		    const char *token, size_t len, int64_t now_s, struct jwt_claims *out);
 /* A short human message for err, fit for a 401 body. */
-const char *jwt_strerror(int err);
+const char *auth_jwt_strerror(int err);
 /* 0 if c grants instance_id and session_id, else -EACCES. session_id
    NULL asks for the whole instance (REST session listing, creation),
    which a token limited to one session does not grant. Scopes are the
    caller's to check. */
-int jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
-		     const char *session_id);
+int auth_jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
+			  const char *session_id);
 
 /* Mint a token whose payload is claims_json (a JSON object, re-encoded
    compactly) signed with an HS256 secret of any non-zero length, or with
    libsodium's 64-byte Ed25519 secret key. kid may be NULL. The token is
    appended to out and followed by a NUL not counted in its size. Return
    0 or -EINVAL (claims not a JSON object, bad kid, empty secret). */
-int jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
-		   const char *claims_json, struct buf *out);
-int jwt_mint_eddsa(const uint8_t sk[64], const char *kid, const char *claims_json,
-		   struct buf *out);
+int auth_jwt_mint_hs256(const uint8_t *secret, size_t len, const char *kid,
+			const char *claims_json, struct buf *out);
+int auth_jwt_mint_eddsa(const uint8_t sk[64], const char *kid, const char *claims_json,
+			struct buf *out);
 
 #endif

@@ -60,7 +60,7 @@ static int space(char c)
 	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
 }
 
-struct keyset *keyset_new(void)
+struct keyset *keys_new(void)
 {
 	/* Idempotent; verification and minting only need it once. */
 	if (sodium_init() < 0)
@@ -68,7 +68,7 @@ struct keyset *keyset_new(void)
 	return xcalloc(1, sizeof(struct keyset));
 }
 
-void keyset_free(struct keyset *ks)
+void keys_free(struct keyset *ks)
 {
 	size_t i;
 
@@ -121,15 +121,14 @@ static int add(struct keyset *ks, enum jwt_alg alg, const char *kid,
 	return 0;
 }
 
-int keyset_add_hs256(struct keyset *ks, const char *kid, const uint8_t *secret,
-		     size_t len)
+int keys_add_hs256(struct keyset *ks, const char *kid, const uint8_t *secret, size_t len)
 {
 	if (len < 1 || len > KEYS_HS256_MAX)
 		return -EINVAL;
 	return add(ks, JWT_HS256, kid, secret, len);
 }
 
-int keyset_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[32])
+int keys_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[32])
 {
 	/* Refuses small-order and non-canonical points, which no honest
 	   key generator produces. */
@@ -138,12 +137,12 @@ int keyset_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[
 	return add(ks, JWT_EDDSA, kid, pk, 32);
 }
 
-size_t keyset_count(const struct keyset *ks)
+size_t keys_count(const struct keyset *ks)
 {
 	return ks->n;
 }
 
-const struct keyset_key *keyset_get(const struct keyset *ks, size_t i)
+const struct keyset_key *keys_get(const struct keyset *ks, size_t i)
 {
 	return i < ks->n ? &ks->keys[i] : NULL;
 }
@@ -198,7 +197,7 @@ static int add_failed(int rc, const char *path, const char *kid, char *err, size
 	return rc;
 }
 
-int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_t errlen)
+int keys_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_t errlen)
 {
 	char kid[KEYS_KID_MAX + 1];
 	const char *path = split_spec(spec, kid);
@@ -207,8 +206,8 @@ int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_
 
 	rc = keys_read_hs256_secret(path, &secret, err, errlen);
 	if (rc == 0) {
-		rc = keyset_add_hs256(ks, kid[0] ? kid : NULL, buf_head(&secret),
-				      buf_size(&secret));
+		rc = keys_add_hs256(ks, kid[0] ? kid : NULL, buf_head(&secret),
+				    buf_size(&secret));
 		if (rc < 0)
 			add_failed(rc, path, kid, err, errlen);
 	}
@@ -216,8 +215,7 @@ int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_
 	return rc;
 }
 
-int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
-			     size_t errlen)
+int keys_load_ed25519_file(struct keyset *ks, const char *spec, char *err, size_t errlen)
 {
 	char kid[KEYS_KID_MAX + 1];
 	const char *path = split_spec(spec, kid);
@@ -236,7 +234,7 @@ int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
 			  path);
 		goto out_free;
 	}
-	rc = keyset_add_ed25519_pub(ks, kid[0] ? kid : NULL, pk);
+	rc = keys_add_ed25519_pub(ks, kid[0] ? kid : NULL, pk);
 	if (rc < 0)
 		add_failed(rc, path, kid, err, errlen);
 out_free:

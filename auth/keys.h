@@ -41,26 +41,24 @@ struct keyset_key {
 struct keyset;
 
 /* An empty key set. */
-struct keyset *keyset_new(void);
+struct keyset *keys_new(void);
 /* Wipes every secret and frees the set. NULL is a no-op. */
-void keyset_free(struct keyset *ks);
+void keys_free(struct keyset *ks);
 /* Copies secret (1..KEYS_HS256_MAX bytes) in as an HS256 key; kid may be
    NULL. Returns 0, -EINVAL (bad length or kid), -EEXIST (kid already in
    the set) or -ENOSPC (set full). */
-int keyset_add_hs256(struct keyset *ks, const char *kid, const uint8_t *secret,
-		     size_t len);
+int keys_add_hs256(struct keyset *ks, const char *kid, const uint8_t *secret, size_t len);
 /* Same for an Ed25519 public key; also -EINVAL for a point that is not a
    valid public key. */
-int keyset_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[32]);
+int keys_add_ed25519_pub(struct keyset *ks, const char *kid, const uint8_t pk[32]);
 /* Number of keys, and the i-th (i < count); the set keeps ownership. */
-size_t keyset_count(const struct keyset *ks);
-const struct keyset_key *keyset_get(const struct keyset *ks, size_t i);
+size_t keys_count(const struct keyset *ks);
+const struct keyset_key *keys_get(const struct keyset *ks, size_t i);
 
 /* Load "[KID=]FILE" into the set (formats above). Return 0 or a negative
    errno with a one-line reason naming the file in err. */
-int keyset_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_t errlen);
-int keyset_load_ed25519_file(struct keyset *ks, const char *spec, char *err,
-			     size_t errlen);
+int keys_load_hs256_file(struct keyset *ks, const char *spec, char *err, size_t errlen);
+int keys_load_ed25519_file(struct keyset *ks, const char *spec, char *err, size_t errlen);
 
 /* Reads an HS256 secret file (format above) into out (appended), as the
    verifier and the minting CLI must see the same bytes. Returns 0 or a

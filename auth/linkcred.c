@@ -1,8 +1,8 @@
 /* linkcred: link credentials, verified (gateway) or peeked at (sidecar).
-   Verification is jwt_verify's, with the link audience as its policy, so
+   Verification is auth_jwt_verify's, with the link audience as its policy, so
    the JWS checks live in one place; before it the header must say EdDSA
    (a link key is never an HS256 secret), after it the claims a link needs
-   and a client token lacks are read here. Whatever jwt_verify says about
+   and a client token lacks are read here. Whatever auth_jwt_verify says about
    the claims, the signature was good by then, so the payload is read
    again to give one reason, in one order, on both sides. */
 #include <string.h>
@@ -179,7 +179,7 @@ static void clear(struct linkcred *c, int rc)
 		c->exp = exp;
 }
 
-/* jwt_verify's errors before the claims. */
+/* auth_jwt_verify's errors before the claims. */
 static int from_jwt(int rc)
 {
 	switch (rc) {
@@ -202,7 +202,7 @@ static int from_jwt(int rc)
 	}
 }
 
-/* Whether jwt_verify got past the signature to the claims. */
+/* Whether auth_jwt_verify got past the signature to the claims. */
 static int signature_was_good(int rc)
 {
 	return rc == JWT_OK || rc == JWT_EXPIRED || rc == JWT_NOT_YET_VALID ||
@@ -223,7 +223,7 @@ int linkcred_verify(const struct keyset *ks, const char *token, size_t len, int6
 		rc = header(&s, out->kid);
 	if (rc != LINKCRED_OK)
 		goto out_refused;
-	jrc = jwt_verify(ks, &pol, token, len, now_s, &jc);
+	jrc = auth_jwt_verify(ks, &pol, token, len, now_s, &jc);
 	if (!signature_was_good(jrc)) {
 		rc = from_jwt(jrc);
 		goto out_refused;

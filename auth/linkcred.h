@@ -3,7 +3,7 @@
    signed by the fleet's provisioning key, with aud exactly
    LINKCRED_AUDIENCE, instance_id (a valid id, never "*"), sub, exp and
    iat, and a kid in its header (optional; without one every key is
-   tried). The gateway verifies it (linkcred_verify, through jwt_verify);
+   tried). The gateway verifies it (linkcred_verify, through auth_jwt_verify);
    the sidecar, which holds no key, peeks at it before it starts
    (linkcred_peek). A pure core: token bytes and a clock in, claims or a
    refusal out. */

@@ -20,7 +20,7 @@ static const struct option completion_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
-const struct cli_command cli_commands[] = {
+const struct cli_command completion_commands[] = {
     {"token", token_main, token_verbs, NULL, ""},
     {"sessions", sessions_main, sessions_verbs, sessions_opts, "hqo:"},
     {"attach", attach_main, NULL, attach_opts, "h"},
@@ -77,7 +77,7 @@ static void candidates_fn(FILE *f)
 	      "  reply_kind=words reply=\"\"\n"
 	      "  if [ \"$pos\" -eq 1 ]; then\n    reply=\"",
 	      f);
-	for (c = cli_commands; c->name; c++)
+	for (c = completion_commands; c->name; c++)
 		fprintf(f, "%s ", c->name);
 	fputs("--help --version\"\n    return\n  fi\n  case $prev in\n", f);
 	for (i = 0; i < sizeof(completion_values) / sizeof(completion_values[0]); i++)
@@ -86,13 +86,13 @@ static void candidates_fn(FILE *f)
 			!strcmp(completion_values[i].opt, "output") ? "|-o" : "",
 			completion_values[i].values);
 	fputs("  esac\n  case $prev in\n", f);
-	for (c = cli_commands; c->name; c++)
+	for (c = completion_commands; c->name; c++)
 		for (o = c->opts; o && o->name; o++)
 			if (o->has_arg == required_argument && takes_path(o->name))
 				fprintf(f, "  --%s) reply_kind=files; return ;;\n",
 					o->name);
 	fputs("  esac\n  case $cmd in\n", f);
-	for (c = cli_commands; c->name; c++) {
+	for (c = completion_commands; c->name; c++) {
 		fprintf(f, "  %s)\n", c->name);
 		if (c->verbs) {
 			fputs("    if [ \"$pos\" -eq 2 ]; then reply=\"", f);

@@ -18,7 +18,7 @@ struct cli_command {
 };
 
 /* Every command, ending with a zeroed entry. */
-extern const struct cli_command cli_commands[];
+extern const struct cli_command completion_commands[];
 
 /* Writes the completion script for shell ("bash" or "zsh") to f.
    Returns 0, or -1 for another shell. */

@@ -1,6 +1,6 @@
 /* main: the `ptygate` command-line client. Dispatches the first argument
-   to its command module through cli_commands (completion.c); each module parses its own
-   options and returns the exit code (0 ok, 1 failure, 2 usage). */
+   to its command module through completion_commands (completion.c); each module parses
+   its own options and returns the exit code (0 ok, 1 failure, 2 usage). */
 #include <stdio.h>
 #include <string.h>
 
@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 		printf("ptygate %s\n", PTG_VERSION);
 		return CLI_OK;
 	}
-	for (c = cli_commands; c->name; c++)
+	for (c = completion_commands; c->name; c++)
 		if (!strcmp(argv[1], c->name))
 			return c->run(argc - 1, argv + 1);
 	fprintf(stderr, "ptygate: unknown command '%s' (see 'ptygate --help')\n",

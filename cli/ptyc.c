@@ -343,7 +343,7 @@ static json_t *envelope(const char *op, json_t *payload)
 {
 	char id[UUID_STRLEN + 1], ts[TS_STRLEN + 1];
 
-	uuid7_new(id);
+	uuid_v7_new(id);
 	time_format_ms(time_now_ms(), ts);
 	return json_pack("{s:s, s:s, s:s, s:o}", "op", op, "id", id, "ts", ts, "payload",
 			 payload);

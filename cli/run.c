@@ -148,7 +148,7 @@ static void send_msg(struct run *r, const char *op, json_t *payload, const char 
 	json_t *frame;
 
 	if (!id) {
-		uuid7_new(fresh);
+		uuid_v7_new(fresh);
 		id = fresh;
 	}
 	time_format_ms(time_now_ms(), ts);
@@ -447,8 +447,8 @@ static int run(struct run *r)
 		cli_error("cannot set up signal handling: %s", strerror(errno));
 		return CLI_FAIL;
 	}
-	uuid7_new(mid);
-	uuid7_new(r->request_id);
+	uuid_v7_new(mid);
+	uuid_v7_new(r->request_id);
 	send_msg(r, "SendStreamingMessage",
 		 json_pack("{s:{s:s, s:s, s:[{s:s}]}}", "message", "messageId", mid,
 			   "role", "ROLE_USER", "parts", "text", r->command),

@@ -143,15 +143,15 @@ static int sign(const struct token_key *k, const char *claims, struct buf *out)
 	if (k->hs256_file) {
 		rc = keys_read_hs256_secret(k->hs256_file, &secret, err, sizeof(err));
 		if (rc == 0)
-			rc = jwt_mint_hs256(buf_head(&secret), buf_size(&secret), k->kid,
-					    claims, out);
+			rc = auth_jwt_mint_hs256(buf_head(&secret), buf_size(&secret),
+						 k->kid, claims, out);
 		if (secret.data)
 			sodium_memzero(secret.data, secret.cap);
 		buf_free(&secret);
 	} else {
 		rc = keys_load_private_file(k->ed25519_file, sk, err, sizeof(err));
 		if (rc == 0)
-			rc = jwt_mint_eddsa(sk, k->kid, claims, out);
+			rc = auth_jwt_mint_eddsa(sk, k->kid, claims, out);
 		sodium_memzero(sk, sizeof(sk));
 	}
 	if (rc < 0 && !out->len && !err[0])

@@ -78,7 +78,7 @@ fail(struct envelope_error *err, const char *fmt, ...)
 	va_end(ap);
 	trim_utf8(err->message);
 	if (err->id[0] == '\0')
-		uuid7_new(err->id);
+		uuid_v7_new(err->id);
 	return -EINVAL;
 }
 

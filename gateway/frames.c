@@ -178,7 +178,7 @@ static void head(struct buf *out, const char *op, const char *suffix, const char
 	size_t n_suffix = strnlen(suffix, sizeof(name) - 1 - n_op);
 
 	if (!id) {
-		uuid7_new(fresh);
+		uuid_v7_new(fresh);
 		id = fresh;
 	}
 	time_format_ms(ts_ms, ts);
@@ -301,7 +301,7 @@ void frames_task_status_update(const char *id, json_t *payload,
 
 	/* Hand-built head: service_parameters sits before payload. */
 	if (!id) {
-		uuid7_new(fresh);
+		uuid_v7_new(fresh);
 		id = fresh;
 	}
 	time_format_ms(now_ms, ts);

@@ -252,11 +252,11 @@ void gateway_registered_gone(struct gateway *gw, struct upstream *u)
    when one cannot be read. */
 static struct keyset *read_link_keys(const struct gw_config *c, char *err, size_t errlen)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 
 	for (size_t i = 0; ks && i < c->n_link_keys; i++) {
-		if (keyset_load_ed25519_file(ks, c->link_keys[i], err, errlen) < 0) {
-			keyset_free(ks);
+		if (keys_load_ed25519_file(ks, c->link_keys[i], err, errlen) < 0) {
+			keys_free(ks);
 			return NULL;
 		}
 	}
@@ -280,9 +280,9 @@ static void reload_link_keys(struct gateway *gw)
 			  err);
 		return;
 	}
-	keyset_free(gw->link_keys);
+	keys_free(gw->link_keys);
 	gw->link_keys = ks;
-	log_info(NULL, "SIGHUP: %zu link keys", keyset_count(ks));
+	log_info(NULL, "SIGHUP: %zu link keys", keys_count(ks));
 }
 
 /* ---- loop hooks and signals ---- */
@@ -358,17 +358,16 @@ static int load_keys(struct gateway *gw)
 {
 	char err[512];
 
-	gw->keys = keyset_new();
+	gw->keys = keys_new();
 	if (!gw->keys) {
 		fprintf(stderr, "ptygate-gateway: cannot initialise libsodium\n");
 		return -1;
 	}
 	for (size_t i = 0; i < gw->cfg->n_keys; i++) {
 		const struct gw_key_spec *k = &gw->cfg->keys[i];
-		int rc =
-		    k->ed25519
-			? keyset_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
-			: keyset_load_hs256_file(gw->keys, k->spec, err, sizeof(err));
+		int rc = k->ed25519
+			     ? keys_load_ed25519_file(gw->keys, k->spec, err, sizeof(err))
+			     : keys_load_hs256_file(gw->keys, k->spec, err, sizeof(err));
 		if (rc < 0) {
 			fprintf(stderr, "ptygate-gateway: %s: %s\n",
 				k->ed25519 ? "--ed25519-public-key"
@@ -591,8 +590,8 @@ void gateway_free(struct gateway *gw)
 	http_free(gw->http);
 	ev_timer_free(gw->grace);
 	ev_timer_free(gw->tick);
-	keyset_free(gw->keys);
-	keyset_free(gw->link_keys);
+	keys_free(gw->keys);
+	keys_free(gw->link_keys);
 	if (gw->slots)
 		free(gw->slots->v);
 	free(gw->slots);

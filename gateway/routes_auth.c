@@ -29,11 +29,12 @@ int routes__verify(struct route_req *rq, const char *tok, size_t len,
 		   struct jwt_claims *c)
 {
 	struct gateway *gw = rq->gw;
-	int rc = jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
+	int rc =
+	    auth_jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
 
 	if (rc != JWT_OK) {
 		gw->metrics.auth_failures++;
-		return routes__unauthenticated(rq, jwt_strerror(rc));
+		return routes__unauthenticated(rq, auth_jwt_strerror(rc));
 	}
 	return 0;
 }
@@ -116,7 +117,7 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 			    : "the token lacks scope 'sessions'");
 		return NULL;
 	}
-	if (jwt_claims_allow(c, rq->m.instance, session) < 0) {
+	if (auth_jwt_claims_allow(c, rq->m.instance, session) < 0) {
 		routes__forbidden(rq,
 				  "the token is not valid for this instance or session");
 		return NULL;
@@ -148,7 +149,7 @@ int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
    scopes (sidecar/join.c). */
 int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
 {
-	if (jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
+	if (auth_jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
 		return routes__forbidden(
 		    rq, "the token is not valid for this instance or session");
 	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))

@@ -76,7 +76,7 @@ static void next(uint16_t seed, int64_t *ms, uint32_t *counter)
 	*counter = seq_counter;
 }
 
-void uuid7_new(char out[UUID_STRLEN + 1])
+void uuid_v7_new(char out[UUID_STRLEN + 1])
 {
 	uint8_t b[16];
 	uint8_t r[10];

@@ -352,7 +352,8 @@ static int read_index(const struct framelog *l, uint64_t first, struct seg *s)
 	idx_path(path, sizeof(path), l->dir, first);
 	rc = fd_read_file(path, FDIO_REGULAR, 4096, &raw, NULL, 0);
 	if (rc == 0)
-		rc = unseal_file(l->o.keys, buf_head(&raw), buf_size(&raw), &plain, &n);
+		rc = seal_unseal_file(l->o.keys, buf_head(&raw), buf_size(&raw), &plain,
+				      &n);
 	buf_free(&raw);
 	if (rc == 0 && (n != IDX_LEN || memcmp(plain, IDX_MAGIC, 8)))
 		rc = -EBADMSG;

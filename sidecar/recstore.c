@@ -46,7 +46,7 @@ int recstore_unseal(const uint8_t *p, size_t n, uint8_t **out, size_t *outlen)
 		*outlen = n;
 		return 0;
 	}
-	return unseal_file(seal_keys, p, n, out, outlen);
+	return seal_unseal_file(seal_keys, p, n, out, outlen);
 }
 
 /* The directory, never through a link as its last component. */

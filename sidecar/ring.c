@@ -164,7 +164,7 @@ size_t ring_bytes(const struct ring *r)
 	return r->bytes;
 }
 
-int replay_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current)
+int ring_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current)
 {
 	/* replay_from + 1 >= oldest, written without overflow. */
 	if (replay_from > current || replay_from + 1 < oldest)

@@ -56,7 +56,7 @@ size_t ring_bytes(const struct ring *r);
    replay from (exclusive) replay_from can be served, i.e. replay_from + 1
    >= oldest (the oldest sequence retained anywhere) and replay_from <=
    current (the session counter); -ERANGE otherwise. */
-int replay_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current);
+int ring_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current);
 /* Calls cb for each retained entry with sequence > after, oldest first.
    Stops at the first non-zero cb result and returns it; else 0. The ring
    must not be modified from cb. Entries are owned by the ring. */

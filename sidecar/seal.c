@@ -189,8 +189,8 @@ void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n, uint8_t
 	*outlen = SEAL_HEADER_BYTES + seal_sealed_len(&s, n);
 }
 
-int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n, uint8_t **out,
-		size_t *outlen)
+int seal_unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n,
+		     uint8_t **out, size_t *outlen)
 {
 	struct seal_stream s;
 	uint8_t *p;

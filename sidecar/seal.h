@@ -61,7 +61,7 @@ void seal_file(const struct seal_keys *keys, const uint8_t *m, size_t n, uint8_t
 	       size_t *outlen);
 /* Opens what seal_file wrote. Returns 0 and a malloc'd plaintext, or
    -EBADMSG / -ENOKEY. */
-int unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n, uint8_t **out,
-		size_t *outlen);
+int seal_unseal_file(const struct seal_keys *keys, const uint8_t *c, size_t n,
+		     uint8_t **out, size_t *outlen);
 
 #endif

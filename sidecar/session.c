@@ -38,7 +38,7 @@
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
 
-char **strv_dup(char *const *v)
+char **session__strv_dup(char *const *v)
 {
 	size_t n = 0;
 	char **out;
@@ -73,11 +73,11 @@ static char **default_argv(const struct sidecar_config *cfg)
 		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
 	}
 	argv[0] = (char *)sh;
-	return strv_dup(argv);
+	return session__strv_dup(argv);
 }
 
 /* The replay ring of SPEC 3, sized by the sidecar's flags. */
-struct ring *new_ring(const struct sidecar_config *cfg)
+struct ring *session__new_ring(const struct sidecar_config *cfg)
 {
 	struct ring_limits lim = {
 	    .max_frames = cfg->replay_frames,
@@ -122,7 +122,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 
-	uuid7_new(s->id);
+	uuid_v7_new(s->id);
 	s->cfg = cfg;
 	s->loop = loop;
 	s->master = -1;
@@ -130,7 +130,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->rows = p->rows ? p->rows : cfg->default_rows;
 	s->policy = p->policy;
 	s->label = xstrdup(p->label ? p->label : "");
-	s->argv = p->argv && p->argv[0] ? strv_dup(p->argv) : default_argv(cfg);
+	s->argv = p->argv && p->argv[0] ? session__strv_dup(p->argv) : default_argv(cfg);
 	s->created_ms = time_now_ms();
 	buf_init(&s->input);
 	buf_init(&s->pack);
@@ -140,7 +140,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	}
 	s->screen = screen_new(s->cols, s->rows);
 	s->feeder = feeder_new(s->screen);
-	s->ring = new_ring(cfg);
+	s->ring = session__new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0], s->cols,
 		 s->rows);

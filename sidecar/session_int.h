@@ -77,8 +77,8 @@ struct session {
 };
 
 /* session.c helpers shared with session_state.c. */
-char **strv_dup(char *const *v);
-struct ring *new_ring(const struct sidecar_config *cfg);
+char **session__strv_dup(char *const *v);
+struct ring *session__new_ring(const struct sidecar_config *cfg);
 
 /* session_state.c: the session's durable state under --state-dir. */
 /* Reserves the next block of sequence numbers on disk when the next

@@ -185,7 +185,7 @@ uint64_t session_state_oldest(const struct session *s)
 
 int session_state_check_replay(const struct session *s, uint64_t replay_from)
 {
-	return replay_check_range(replay_from, session_state_oldest(s), s->seq);
+	return ring_check_range(replay_from, session_state_oldest(s), s->seq);
 }
 
 struct ring_replay {
@@ -381,7 +381,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->rows = r->screen_rows ? r->screen_rows : r->rows;
 	s->policy = r->policy;
 	s->label = xstrdup(r->label);
-	s->argv = strv_dup(r->argv);
+	s->argv = session__strv_dup(r->argv);
 	s->created_ms = r->created_ms;
 	s->has_exit_code = r->has_exit_code;
 	s->exit_code = r->exit_code;
@@ -392,7 +392,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	if (r->screen)
 		screen_feed(s->screen, r->screen, r->screen_len);
 	s->feeder = feeder_new(s->screen);
-	s->ring = new_ring(cfg);
+	s->ring = session__new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	open_log(s);
 	replay_screen_from_log(s, r->screen_seq);

@@ -282,7 +282,7 @@ struct task *task_new(const char *session_id, const char *owner, struct task_sen
 {
 	struct task *t = xcalloc(1, sizeof(*t));
 
-	uuid7_new(t->id);
+	uuid_v7_new(t->id);
 	snprintf(t->session_id, sizeof(t->session_id), "%s", session_id);
 	snprintf(t->owner, sizeof(t->owner), "%s", owner);
 	snprintf(t->message_id, sizeof(t->message_id), "%s", s->message_id);

@@ -1,4 +1,4 @@
-/* fuzz_jwt: libFuzzer harness for jwt_verify. The input is a token; the
+/* fuzz_jwt: libFuzzer harness for auth_jwt_verify. The input is a token; the
    key set holds an Ed25519 key and an HS256 secret, both with kids, so
    every path up to and past the signature check is reachable (a fuzzer
    will not forge a signature, but it does reach header, alg, kid and
@@ -28,12 +28,11 @@ static struct keyset *keys(void)
 
 	if (ks)
 		return ks;
-	ks = keyset_new();
+	ks = keys_new();
 	if (!ks)
 		abort();
 	crypto_sign_seed_keypair(pk, sk, seed);
-	if (keyset_add_ed25519_pub(ks, "ed", pk) ||
-	    keyset_add_hs256(ks, "hs", secret, 32))
+	if (keys_add_ed25519_pub(ks, "ed", pk) || keys_add_hs256(ks, "hs", secret, 32))
 		abort();
 	return ks;
 }
@@ -44,8 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct jwt_claims c;
 	uint8_t pk[32], sk[64];
 
-	(void)jwt_verify(keys(), NULL, (const char *)data, size, 1700000000, &c);
-	(void)jwt_verify(keys(), &pol, (const char *)data, size, 1700000000, &c);
+	(void)auth_jwt_verify(keys(), NULL, (const char *)data, size, 1700000000, &c);
+	(void)auth_jwt_verify(keys(), &pol, (const char *)data, size, 1700000000, &c);
 	(void)keys_parse_public((const char *)data, size, pk);
 	(void)keys_parse_private((const char *)data, size, sk);
 	return 0;

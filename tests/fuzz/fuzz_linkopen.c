@@ -26,8 +26,8 @@ static struct keyset *keys(void)
 				       0xf7, 0x07, 0x51, 0x1a}; /* RFC 8032 test 1 */
 
 	if (!ks) {
-		ks = keyset_new();
-		assert(keyset_add_ed25519_pub(ks, "k1", pk) == 0);
+		ks = keys_new();
+		assert(keys_add_ed25519_pub(ks, "k1", pk) == 0);
 	}
 	return ks;
 }

@@ -69,7 +69,7 @@ static void mint(long long iat, char *out, size_t cap)
 		 "\"aud\":\"ptygate-link\",\"iat\":%lld,\"exp\":%lld}",
 		 iat, iat + 3600);
 	buf_init(&b);
-	assert_int_equal(jwt_mint_eddsa(G.sk, "k1", claims, &b), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(G.sk, "k1", claims, &b), 0);
 	assert_true(b.len < cap);
 	memcpy(out, b.data, b.len);
 	out[b.len] = '\0';

@@ -44,10 +44,10 @@ static char *mint(int hs, const char *kid, const char *claims_json)
 	int rc;
 
 	if (hs)
-		rc = jwt_mint_hs256(hs_secret, sizeof(hs_secret) - 1, kid, claims_json,
-				    &out);
+		rc = auth_jwt_mint_hs256(hs_secret, sizeof(hs_secret) - 1, kid,
+					 claims_json, &out);
 	else
-		rc = jwt_mint_eddsa(ed_sk, kid, claims_json, &out);
+		rc = auth_jwt_mint_eddsa(ed_sk, kid, claims_json, &out);
 	assert_int_equal(rc, 0);
 	return (char *)buf_steal(&out, &n);
 }
@@ -87,20 +87,19 @@ static char *raw_token(const char *hdr, const char *pay, enum sigmode mode,
    (kid "hs1"). */
 static struct keyset *full_set(void)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 
 	assert_non_null(ks);
-	assert_int_equal(keyset_add_ed25519_pub(ks, "ed1", ed_pk), 0);
-	assert_int_equal(keyset_add_ed25519_pub(ks, "ed2", ed2_pk), 0);
-	assert_int_equal(keyset_add_hs256(ks, "hs1", hs_secret, sizeof(hs_secret) - 1),
-			 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, "ed1", ed_pk), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, "ed2", ed2_pk), 0);
+	assert_int_equal(keys_add_hs256(ks, "hs1", hs_secret, sizeof(hs_secret) - 1), 0);
 	return ks;
 }
 
 static int verify(const struct keyset *ks, const struct jwt_policy *pol, const char *t,
 		  struct jwt_claims *c)
 {
-	return jwt_verify(ks, pol, t, strlen(t), NOW, c);
+	return auth_jwt_verify(ks, pol, t, strlen(t), NOW, c);
 }
 
 /* Verifies t against full_set with the default policy; frees t. */
@@ -110,7 +109,7 @@ static int check(char *t)
 	struct jwt_claims c;
 	int rc = verify(ks, NULL, t, &c);
 
-	keyset_free(ks);
+	keys_free(ks);
 	free(t);
 	return rc;
 }
@@ -143,7 +142,7 @@ static void test_good_eddsa(void **state)
 	assert_int_equal(c.iat, 1699999001);
 	assert_int_equal(c.scopes, SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_good_hs256(void **state)
@@ -157,7 +156,7 @@ static void test_good_hs256(void **state)
 	assert_int_equal(c.alg, JWT_HS256);
 	assert_string_equal(c.session_id, "");
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 /* Keys as short as one byte and longer than the 64-byte block work. */
@@ -175,22 +174,22 @@ static void test_hs256_key_lengths(void **state)
 	for (i = 0; i < sizeof(key); i++)
 		key[i] |= 1;
 	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
-		struct keyset *ks = keyset_new();
+		struct keyset *ks = keys_new();
 
-		assert_int_equal(keyset_add_hs256(ks, NULL, key, lens[i]), 0);
+		assert_int_equal(keys_add_hs256(ks, NULL, key, lens[i]), 0);
 		buf_reset(&out);
-		assert_int_equal(jwt_mint_hs256(key, lens[i], NULL, claims(NULL), &out),
-				 0);
+		assert_int_equal(
+		    auth_jwt_mint_hs256(key, lens[i], NULL, claims(NULL), &out), 0);
 		assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_OK);
 		/* One key byte less is another key. */
-		keyset_free(ks);
-		ks = keyset_new();
+		keys_free(ks);
+		ks = keys_new();
 		if (lens[i] > 1) {
-			assert_int_equal(keyset_add_hs256(ks, NULL, key, lens[i] - 1), 0);
+			assert_int_equal(keys_add_hs256(ks, NULL, key, lens[i] - 1), 0);
 			assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c),
 					 JWT_BAD_SIGNATURE);
 		}
-		keyset_free(ks);
+		keys_free(ks);
 	}
 	buf_free(&out);
 }
@@ -232,7 +231,7 @@ static void test_expiry_and_leeway(void **state)
 	assert_int_equal(verify(ks, &strict, t, &c), JWT_EXPIRED);
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_OK);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_not_yet_valid(void **state)
@@ -261,33 +260,33 @@ static void test_not_yet_valid(void **state)
 		 "{\"sub\":\"a\",\"exp\":5,\"nbf\":9999999999,\"instance_id\":\"*\"}");
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_EXPIRED);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_wrong_key(void **state)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct jwt_claims c;
 	uint8_t other[32];
 	char *t;
 
-	assert_int_equal(keyset_add_ed25519_pub(ks, NULL, ed2_pk), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, NULL, ed2_pk), 0);
 	randombytes_buf(other, sizeof(other));
-	assert_int_equal(keyset_add_hs256(ks, NULL, other, sizeof(other)), 0);
+	assert_int_equal(keys_add_hs256(ks, NULL, other, sizeof(other)), 0);
 	t = mint(0, NULL, claims(NULL));
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_BAD_SIGNATURE);
 	free(t);
 	t = mint(1, NULL, claims(NULL));
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_BAD_SIGNATURE);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 	/* An empty set, and no set at all, have no key. */
-	ks = keyset_new();
+	ks = keys_new();
 	t = mint(0, NULL, claims(NULL));
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_NO_KEY);
 	assert_int_equal(verify(NULL, NULL, t, &c), JWT_NO_KEY);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_kid_selection(void **state)
@@ -298,23 +297,23 @@ static void test_kid_selection(void **state)
 
 	/* ed2's token under kid ed2 passes, under kid ed1 does not even though
 	   ed2 is in the set: a kid pins the key. */
-	assert_int_equal(jwt_mint_eddsa(ed2_sk, "ed2", claims(NULL), &out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(ed2_sk, "ed2", claims(NULL), &out), 0);
 	assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_OK);
 	assert_string_equal(c.kid, "ed2");
 	buf_reset(&out);
-	assert_int_equal(jwt_mint_eddsa(ed2_sk, "ed1", claims(NULL), &out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(ed2_sk, "ed1", claims(NULL), &out), 0);
 	assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_BAD_SIGNATURE);
 	buf_reset(&out);
 	/* Without a kid every EdDSA key is tried. */
-	assert_int_equal(jwt_mint_eddsa(ed2_sk, NULL, claims(NULL), &out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(ed2_sk, NULL, claims(NULL), &out), 0);
 	assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_OK);
 	assert_string_equal(c.kid, "");
 	buf_reset(&out);
-	assert_int_equal(jwt_mint_eddsa(ed2_sk, "nope", claims(NULL), &out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(ed2_sk, "nope", claims(NULL), &out), 0);
 	assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_NO_KEY);
 	buf_reset(&out);
 	/* A kid naming a key of the other alg finds nothing. */
-	assert_int_equal(jwt_mint_eddsa(ed_sk, "hs1", claims(NULL), &out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, "hs1", claims(NULL), &out), 0);
 	assert_int_equal(verify(ks, NULL, (char *)buf_head(&out), &c), JWT_NO_KEY);
 	buf_free(&out);
 	assert_int_equal(check(raw_token("{\"alg\":\"EdDSA\",\"kid\":\"\"}", claims(NULL),
@@ -323,7 +322,7 @@ static void test_kid_selection(void **state)
 	assert_int_equal(check(raw_token("{\"alg\":\"EdDSA\",\"kid\":7}", claims(NULL),
 					 SIG_EDDSA, NULL, 0)),
 			 JWT_MALFORMED);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_refused_algs(void **state)
@@ -373,12 +372,12 @@ static void test_refused_algs(void **state)
    key (raw bytes or PEM text) as the secret. */
 static void test_alg_key_confusion(void **state)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct buf pem = BUF_INIT;
 	struct jwt_claims c;
 	char *t;
 
-	assert_int_equal(keyset_add_ed25519_pub(ks, "ed1", ed_pk), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, "ed1", ed_pk), 0);
 	keys_pem_public(ed_pk, &pem);
 	t = raw_token("{\"alg\":\"HS256\"}", claims(NULL), SIG_HS256, ed_pk, 32);
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_NO_KEY);
@@ -394,14 +393,14 @@ static void test_alg_key_confusion(void **state)
 	t = mint(1, NULL, claims(NULL));
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_NO_KEY);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 	/* And the reverse: an EdDSA token against an HS256-only set. */
-	ks = keyset_new();
-	assert_int_equal(keyset_add_hs256(ks, NULL, hs_secret, sizeof(hs_secret) - 1), 0);
+	ks = keys_new();
+	assert_int_equal(keys_add_hs256(ks, NULL, hs_secret, sizeof(hs_secret) - 1), 0);
 	t = mint(0, NULL, claims(NULL));
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_NO_KEY);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&pem);
 }
 
@@ -460,31 +459,31 @@ static void test_truncated_and_garbage(void **state)
 	struct buf b = BUF_INIT;
 
 	for (i = 0; i < len; i++)
-		assert_int_not_equal(jwt_verify(ks, NULL, t, i, NOW, &c), JWT_OK);
+		assert_int_not_equal(auth_jwt_verify(ks, NULL, t, i, NOW, &c), JWT_OK);
 	for (i = 0; i < sizeof(junk) / sizeof(junk[0]); i++)
 		assert_int_equal(verify(ks, NULL, junk[i], &c), JWT_MALFORMED);
-	assert_int_equal(jwt_verify(ks, NULL, NULL, 0, NOW, &c), JWT_MALFORMED);
+	assert_int_equal(auth_jwt_verify(ks, NULL, NULL, 0, NOW, &c), JWT_MALFORMED);
 	/* Anything around a valid token spoils it. */
 	buf_appendf(&b, " %s", t);
 	assert_int_equal(
-	    jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
+	    auth_jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
 	    JWT_MALFORMED);
 	buf_reset(&b);
 	buf_appendf(&b, "%s\n", t);
 	assert_int_equal(
-	    jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
+	    auth_jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
 	    JWT_MALFORMED);
 	buf_reset(&b);
 	buf_appendf(&b, "%s.", t);
 	assert_int_equal(
-	    jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
+	    auth_jwt_verify(ks, NULL, (char *)buf_head(&b), buf_size(&b), NOW, &c),
 	    JWT_MALFORMED);
 	/* The length given is the token: the NUL after it is not looked at,
 	   bytes within it are. */
-	assert_int_equal(jwt_verify(ks, NULL, t, len, NOW, &c), JWT_OK);
+	assert_int_equal(auth_jwt_verify(ks, NULL, t, len, NOW, &c), JWT_OK);
 	buf_free(&b);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 /* '=' padding in any segment is refused. */
@@ -607,7 +606,7 @@ static void test_audience(void **state)
 		assert_int_equal(verify(ks, NULL, t, &c), cases[i].without);
 		free(t);
 	}
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_issuer(void **state)
@@ -627,7 +626,7 @@ static void test_issuer(void **state)
 	t = mint(0, NULL, claims(NULL));
 	assert_int_equal(verify(ks, &pol, t, &c), JWT_WRONG_ISSUER);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static unsigned scopes_of(const char *scope)
@@ -648,7 +647,7 @@ static unsigned scopes_of(const char *scope)
 	t = mint(0, NULL, pay);
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_OK);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 	return c.scopes;
 }
 
@@ -675,22 +674,22 @@ static void test_claims_allow(void **state)
 
 	memset(&c, 0, sizeof(c));
 	strcpy(c.instance_id, "*");
-	assert_int_equal(jwt_claims_allow(&c, "any", "s1"), 0);
-	assert_int_equal(jwt_claims_allow(&c, "any", NULL), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "any", "s1"), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "any", NULL), 0);
 	strcpy(c.instance_id, "inst-1");
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", "s1"), 0);
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", NULL), 0);
-	assert_int_equal(jwt_claims_allow(&c, "inst-2", "s1"), -EACCES);
-	assert_int_equal(jwt_claims_allow(&c, "inst-", "s1"), -EACCES);
-	assert_int_equal(jwt_claims_allow(&c, NULL, "s1"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", "s1"), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", NULL), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-2", "s1"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-", "s1"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, NULL, "s1"), -EACCES);
 	strcpy(c.session_id, "s1");
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", "s1"), 0);
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", "s2"), -EACCES);
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", NULL), -EACCES);
-	assert_int_equal(jwt_claims_allow(&c, "inst-2", "s1"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", "s1"), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", "s2"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", NULL), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-2", "s1"), -EACCES);
 	/* Zeroed claims (a failed verify) allow nothing. */
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", "s1"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", "s1"), -EACCES);
 }
 
 /* "*" as session_id in the token reads as any session. */
@@ -702,10 +701,10 @@ static void test_session_star(void **state)
 
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_OK);
 	assert_string_equal(c.session_id, "");
-	assert_int_equal(jwt_claims_allow(&c, "inst-1", "whatever"), 0);
-	assert_int_equal(jwt_claims_allow(&c, "inst-9", "whatever"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-1", "whatever"), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-9", "whatever"), -EACCES);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 /* The size cap applies before anything else, and a token just under it
@@ -748,7 +747,7 @@ static void test_size_cap(void **state)
 	assert_true(strlen(t) > JWT_MAX_TOKEN);
 	assert_int_equal(verify(ks, NULL, t, &c), JWT_MALFORMED);
 	free(t);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
@@ -794,7 +793,7 @@ static void test_mutations(void **state)
 				t[pos] ^= (char)(1 << (rng() % 8));
 			}
 		}
-		rc = jwt_verify(ks, NULL, t, len, NOW, &c);
+		rc = auth_jwt_verify(ks, NULL, t, len, NOW, &c);
 		if (len == strlen(g) && !memcmp(t, g, len))
 			assert_int_equal(rc, JWT_OK);
 		else
@@ -802,7 +801,7 @@ static void test_mutations(void **state)
 	}
 	free(good[0]);
 	free(good[1]);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_mint_errors(void **state)
@@ -812,17 +811,19 @@ static void test_mint_errors(void **state)
 
 	memset(long_kid, 'k', sizeof(long_kid) - 1);
 	long_kid[sizeof(long_kid) - 1] = '\0';
-	assert_int_equal(jwt_mint_eddsa(ed_sk, NULL, "[1]", &out), -EINVAL);
-	assert_int_equal(jwt_mint_eddsa(ed_sk, NULL, "not json", &out), -EINVAL);
-	assert_int_equal(jwt_mint_eddsa(ed_sk, NULL, "{\"a\":1,\"a\":2}", &out), -EINVAL);
-	assert_int_equal(jwt_mint_eddsa(ed_sk, NULL, NULL, &out), -EINVAL);
-	assert_int_equal(jwt_mint_eddsa(ed_sk, "", "{}", &out), -EINVAL);
-	assert_int_equal(jwt_mint_eddsa(ed_sk, long_kid, "{}", &out), -EINVAL);
-	assert_int_equal(jwt_mint_hs256(hs_secret, 0, NULL, "{}", &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, NULL, "[1]", &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, NULL, "not json", &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, NULL, "{\"a\":1,\"a\":2}", &out),
+			 -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, NULL, NULL, &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, "", "{}", &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_eddsa(ed_sk, long_kid, "{}", &out), -EINVAL);
+	assert_int_equal(auth_jwt_mint_hs256(hs_secret, 0, NULL, "{}", &out), -EINVAL);
 	assert_int_equal(buf_size(&out), 0);
 	/* Output is appended and NUL-terminated; the header is as documented. */
 	buf_append_str(&out, "Bearer ");
-	assert_int_equal(jwt_mint_hs256(hs_secret, 3, "k", "{ \"x\" : 1 }", &out), 0);
+	assert_int_equal(auth_jwt_mint_hs256(hs_secret, 3, "k", "{ \"x\" : 1 }", &out),
+			 0);
 	assert_int_equal(strncmp((char *)buf_head(&out), "Bearer ", 7), 0);
 	assert_int_equal(buf_head(&out)[buf_size(&out)], '\0');
 	assert_int_equal(strlen((char *)buf_head(&out)), buf_size(&out));
@@ -839,12 +840,13 @@ static void test_strerror(void **state)
 	int e, f;
 
 	for (e = JWT_WRONG_ISSUER; e <= JWT_OK; e++) {
-		assert_non_null(jwt_strerror(e));
+		assert_non_null(auth_jwt_strerror(e));
 		for (f = e + 1; f <= JWT_OK; f++)
-			assert_string_not_equal(jwt_strerror(e), jwt_strerror(f));
+			assert_string_not_equal(auth_jwt_strerror(e),
+						auth_jwt_strerror(f));
 	}
-	assert_non_null(jwt_strerror(-1000));
-	assert_string_equal(jwt_strerror(JWT_EXPIRED), "token expired");
+	assert_non_null(auth_jwt_strerror(-1000));
+	assert_string_equal(auth_jwt_strerror(JWT_EXPIRED), "token expired");
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* unit: cli */
 /* cli/token.c: scope lists, the claims it builds, and tokens minted by
-   `ptygate token mint` verified by the gateway's own jwt_verify. */
+   `ptygate token mint` verified by the gateway's own auth_jwt_verify. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -128,13 +128,14 @@ static int verify(const struct keyset *ks, const struct jwt_policy *pol,
 
 	assert_true(n > 1);
 	assert_int_equal(buf_head(tok)[n - 1], '\n');
-	return jwt_verify(ks, pol, (const char *)buf_head(tok), n - 1, time(NULL), c);
+	return auth_jwt_verify(ks, pol, (const char *)buf_head(tok), n - 1, time(NULL),
+			       c);
 }
 
 static void test_mint_eddsa_verifies(void **state)
 {
 	char sk[128], pk[128], spec[160], err[256];
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct jwt_policy pol = {"gw", "ops", JWT_LEEWAY_S};
 	struct buf tok = BUF_INIT, none = BUF_INIT;
 	struct jwt_claims c;
@@ -146,7 +147,7 @@ static void test_mint_eddsa_verifies(void **state)
 			 CLI_OK);
 	assert_int_equal(buf_size(&none), 0);
 	snprintf(spec, sizeof(spec), "k1=%s", pk);
-	assert_int_equal(keyset_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
+	assert_int_equal(keys_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
 	assert_int_equal(run_token(&tok, "token", "mint", "--ed25519-key", sk, "--kid",
 				   "k1", "--sub", "alice", "--instance", "inst-42",
 				   "--session", "s-1", "--scope", "pty:control tasks",
@@ -162,8 +163,8 @@ static void test_mint_eddsa_verifies(void **state)
 	assert_int_equal(c.scopes,
 			 SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS | SCOPE_SESSIONS);
 	assert_int_equal(c.exp - c.iat, 1800);
-	assert_int_equal(jwt_claims_allow(&c, "inst-42", "s-1"), 0);
-	assert_int_equal(jwt_claims_allow(&c, "inst-42", "s-2"), -EACCES);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-42", "s-1"), 0);
+	assert_int_equal(auth_jwt_claims_allow(&c, "inst-42", "s-2"), -EACCES);
 	pol.audience = "other";
 	assert_int_equal(verify(ks, &pol, &tok, &c), JWT_WRONG_AUDIENCE);
 
@@ -171,7 +172,7 @@ static void test_mint_eddsa_verifies(void **state)
 	assert_int_equal(run_token(&none, "token", "keygen", "--out-private", sk,
 				   "--out-public", pk, NULL),
 			 CLI_FAIL);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 	buf_free(&none);
 }
@@ -188,7 +189,7 @@ static void write_file(const char *path, const char *text)
 static void test_mint_hs256_defaults_and_nbf(void **state)
 {
 	char sec[128], other[128], err[256];
-	struct keyset *ks = keyset_new(), *wrong = keyset_new();
+	struct keyset *ks = keys_new(), *wrong = keys_new();
 	struct buf tok = BUF_INIT;
 	struct jwt_claims c;
 
@@ -196,8 +197,8 @@ static void test_mint_hs256_defaults_and_nbf(void **state)
 	path_in(other, sizeof(other), "hs2.secret");
 	write_file(sec, "0123456789abcdef0123456789abcdef-secret\n");
 	write_file(other, "another-secret-of-enough-length-0123456789\n");
-	assert_int_equal(keyset_load_hs256_file(ks, sec, err, sizeof(err)), 0);
-	assert_int_equal(keyset_load_hs256_file(wrong, other, err, sizeof(err)), 0);
+	assert_int_equal(keys_load_hs256_file(ks, sec, err, sizeof(err)), 0);
+	assert_int_equal(keys_load_hs256_file(wrong, other, err, sizeof(err)), 0);
 	assert_int_equal(run_token(&tok, "token", "mint", "--hs256-secret-file", sec,
 				   "--sub", "bob", "--instance", "*", NULL),
 			 CLI_OK);
@@ -215,8 +216,8 @@ static void test_mint_hs256_defaults_and_nbf(void **state)
 				   "1h", NULL),
 			 CLI_OK);
 	assert_int_equal(verify(ks, NULL, &tok, &c), JWT_NOT_YET_VALID);
-	keyset_free(ks);
-	keyset_free(wrong);
+	keys_free(ks);
+	keys_free(wrong);
 	buf_free(&tok);
 }
 
@@ -273,7 +274,7 @@ static void test_mint_usage_errors(void **state)
 static void test_mint_link_credential(void **state)
 {
 	char sk[128], pk[128], spec[160], err[256];
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct buf tok = BUF_INIT, none = BUF_INIT;
 	struct jwt_claims c;
 	struct linkcred lc;
@@ -285,7 +286,7 @@ static void test_mint_link_credential(void **state)
 				   "--out-public", pk, NULL),
 			 CLI_OK);
 	snprintf(spec, sizeof(spec), "prov1=%s", pk);
-	assert_int_equal(keyset_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
+	assert_int_equal(keys_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
 	assert_int_equal(run_token(&tok, "token", "mint", "--audience", "ptygate-link",
 				   "--instance", "vm-42", "--ed25519-key", sk, "--kid",
 				   "prov1", "--ttl", "10m", NULL),
@@ -342,7 +343,7 @@ static void test_mint_link_credential(void **state)
 	assert_int_equal(buf_size(&none), 0);
 	assert_int_equal(run_token(&none, "token", "mint", "--help", NULL), CLI_OK);
 	assert_non_null(strstr((const char *)buf_head(&none), "--audience ptygate-link"));
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 	buf_free(&none);
 }

@@ -62,7 +62,7 @@ static void link_token(struct buf *out, const char *inst, const char *sub, long 
 		 "\"iat\":%lld,\"exp\":%lld}",
 		 sub, inst, iat, exp);
 	buf_reset(out);
-	assert_int_equal(jwt_mint_eddsa(sk, "k1", claims, out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(sk, "k1", claims, out), 0);
 }
 
 /* Writes text to p in place (same inode: truncate and write). */
@@ -143,21 +143,23 @@ static void test_expired_wrong_audience_client_token(void **state)
 	load_fails(path, path, "expired at 2023-11-14T22:12:20.000Z, 60 s ago", NULL);
 
 	buf_reset(&tok);
-	assert_int_equal(jwt_mint_eddsa(sk, "k1",
-					"{\"sub\":\"alice\",\"instance_id\":\"vm-1\","
-					"\"scope\":\"pty:control\",\"iat\":1700000000,"
-					"\"exp\":1800000000}",
-					&tok),
-			 0);
+	assert_int_equal(
+	    auth_jwt_mint_eddsa(sk, "k1",
+				"{\"sub\":\"alice\",\"instance_id\":\"vm-1\","
+				"\"scope\":\"pty:control\",\"iat\":1700000000,"
+				"\"exp\":1800000000}",
+				&tok),
+	    0);
 	write_in_place(path, (const char *)buf_head(&tok));
 	load_fails(path, path, "wrong_audience", NULL);
 	buf_reset(&tok);
-	assert_int_equal(jwt_mint_eddsa(sk, "k1",
-					"{\"sub\":\"a\",\"instance_id\":\"*\","
-					"\"aud\":\"ptygate-link\",\"iat\":1700000000,"
-					"\"exp\":1800000000}",
-					&tok),
-			 0);
+	assert_int_equal(
+	    auth_jwt_mint_eddsa(sk, "k1",
+				"{\"sub\":\"a\",\"instance_id\":\"*\","
+				"\"aud\":\"ptygate-link\",\"iat\":1700000000,"
+				"\"exp\":1800000000}",
+				&tok),
+	    0);
 	write_in_place(path, (const char *)buf_head(&tok));
 	load_fails(path, "no_instance", NULL);
 	buf_free(&tok);

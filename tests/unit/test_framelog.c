@@ -487,13 +487,13 @@ static void test_seal_file_round_trip_and_tamper(void **st)
 	keys_one(&other, 0x77);
 	seal_file(&k, (const uint8_t *)msg, strlen(msg), &c, &cn);
 	assert_null(memmem(c, cn, "sequence", 8));
-	assert_int_equal(unseal_file(&k, c, cn, &m, &mn), 0);
+	assert_int_equal(seal_unseal_file(&k, c, cn, &m, &mn), 0);
 	assert_int_equal(mn, strlen(msg));
 	assert_memory_equal(m, msg, mn);
 	free(m);
-	assert_int_equal(unseal_file(&other, c, cn, &m, &mn), -ENOKEY);
+	assert_int_equal(seal_unseal_file(&other, c, cn, &m, &mn), -ENOKEY);
 	c[cn - 3] ^= 1;
-	assert_int_equal(unseal_file(&k, c, cn, &m, &mn), -EBADMSG);
+	assert_int_equal(seal_unseal_file(&k, c, cn, &m, &mn), -EBADMSG);
 	free(c);
 }
 

@@ -69,43 +69,43 @@ static void write_file(const char *name, const void *data, size_t n)
 
 static void test_set_basics(void **state)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	uint8_t pk[32], sk[64], zero[32] = {0};
 	const struct keyset_key *k;
 	char kid[8];
 	int i;
 
 	crypto_sign_keypair(pk, sk);
-	assert_int_equal(keyset_count(ks), 0);
-	assert_null(keyset_get(ks, 0));
-	assert_int_equal(keyset_add_hs256(ks, "a", (const uint8_t *)"s", 1), 0);
-	assert_int_equal(keyset_add_ed25519_pub(ks, NULL, pk), 0);
-	assert_int_equal(keyset_add_ed25519_pub(ks, NULL, pk), 0); /* no kid: no clash */
-	assert_int_equal(keyset_add_ed25519_pub(ks, "a", pk), -EEXIST);
-	assert_int_equal(keyset_add_hs256(ks, "b", (const uint8_t *)"s", 0), -EINVAL);
-	assert_int_equal(keyset_add_hs256(ks, "b", sk, KEYS_HS256_MAX + 1), -EINVAL);
-	assert_int_equal(keyset_add_hs256(ks, "", sk, 32), -EINVAL);
-	assert_int_equal(keyset_add_hs256(ks, "bad kid", sk, 32), -EINVAL);
-	assert_int_equal(keyset_add_hs256(ks, "x\"y", sk, 32), -EINVAL);
+	assert_int_equal(keys_count(ks), 0);
+	assert_null(keys_get(ks, 0));
+	assert_int_equal(keys_add_hs256(ks, "a", (const uint8_t *)"s", 1), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, NULL, pk), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, NULL, pk), 0); /* no kid: no clash */
+	assert_int_equal(keys_add_ed25519_pub(ks, "a", pk), -EEXIST);
+	assert_int_equal(keys_add_hs256(ks, "b", (const uint8_t *)"s", 0), -EINVAL);
+	assert_int_equal(keys_add_hs256(ks, "b", sk, KEYS_HS256_MAX + 1), -EINVAL);
+	assert_int_equal(keys_add_hs256(ks, "", sk, 32), -EINVAL);
+	assert_int_equal(keys_add_hs256(ks, "bad kid", sk, 32), -EINVAL);
+	assert_int_equal(keys_add_hs256(ks, "x\"y", sk, 32), -EINVAL);
 	/* The identity point is small-order: not a usable public key. */
 	zero[0] = 1;
-	assert_int_equal(keyset_add_ed25519_pub(ks, "z", zero), -EINVAL);
-	assert_int_equal(keyset_count(ks), 3);
-	k = keyset_get(ks, 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, "z", zero), -EINVAL);
+	assert_int_equal(keys_count(ks), 3);
+	k = keys_get(ks, 0);
 	assert_int_equal(k->alg, JWT_HS256);
 	assert_string_equal(k->kid, "a");
 	assert_int_equal(k->len, 1);
-	k = keyset_get(ks, 1);
+	k = keys_get(ks, 1);
 	assert_int_equal(k->alg, JWT_EDDSA);
 	assert_string_equal(k->kid, "");
 	assert_memory_equal(k->material, pk, 32);
 	for (i = 3; i < KEYS_MAX; i++) {
 		snprintf(kid, sizeof(kid), "k%d", i);
-		assert_int_equal(keyset_add_hs256(ks, kid, sk, 32), 0);
+		assert_int_equal(keys_add_hs256(ks, kid, sk, 32), 0);
 	}
-	assert_int_equal(keyset_add_hs256(ks, "one-more", sk, 32), -ENOSPC);
-	keyset_free(ks);
-	keyset_free(NULL);
+	assert_int_equal(keys_add_hs256(ks, "one-more", sk, 32), -ENOSPC);
+	keys_free(ks);
+	keys_free(NULL);
 }
 
 static void test_rfc8410_vector(void **state)
@@ -215,7 +215,7 @@ static void test_pem_rejects(void **state)
 static void test_hs256_file(void **state)
 {
 	static const char secret[] = "an HS256 secret of well over 32 bytes";
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	const struct keyset_key *k;
 	struct buf b = BUF_INIT;
 	char err[256], spec[200];
@@ -223,46 +223,46 @@ static void test_hs256_file(void **state)
 	buf_appendf(&b, "%s\r\n\n", secret);
 	write_file("hs", buf_head(&b), buf_size(&b));
 	snprintf(spec, sizeof(spec), "k1=%s", path("hs"));
-	assert_int_equal(keyset_load_hs256_file(ks, spec, err, sizeof(err)), 0);
-	k = keyset_get(ks, 0);
+	assert_int_equal(keys_load_hs256_file(ks, spec, err, sizeof(err)), 0);
+	k = keys_get(ks, 0);
 	assert_string_equal(k->kid, "k1");
 	assert_int_equal(k->len, strlen(secret)); /* trailing CR/LF stripped */
 	assert_memory_equal(k->material, secret, strlen(secret));
 	/* Same file again under the same kid clashes; without a kid it loads. */
-	assert_int_equal(keyset_load_hs256_file(ks, spec, err, sizeof(err)), -EEXIST);
+	assert_int_equal(keys_load_hs256_file(ks, spec, err, sizeof(err)), -EEXIST);
 	assert_non_null(strstr(err, "k1"));
-	assert_int_equal(keyset_load_hs256_file(ks, path("hs"), err, sizeof(err)), 0);
-	assert_string_equal(keyset_get(ks, 1)->kid, "");
+	assert_int_equal(keys_load_hs256_file(ks, path("hs"), err, sizeof(err)), 0);
+	assert_string_equal(keys_get(ks, 1)->kid, "");
 	/* Leading/inner bytes are kept: only trailing CR/LF goes. */
 	write_file("hs2", " 0123456789012345678901234567890\n", 33);
-	assert_int_equal(keyset_load_hs256_file(ks, path("hs2"), err, sizeof(err)), 0);
-	assert_int_equal(keyset_get(ks, 2)->len, 32);
+	assert_int_equal(keys_load_hs256_file(ks, path("hs2"), err, sizeof(err)), 0);
+	assert_int_equal(keys_get(ks, 2)->len, 32);
 	/* 31 bytes are too few, even with a newline making 32. */
 	write_file("short", "0123456789012345678901234567890\n", 32);
-	assert_int_equal(keyset_load_hs256_file(ks, path("short"), err, sizeof(err)),
+	assert_int_equal(keys_load_hs256_file(ks, path("short"), err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, path("short")));
 	assert_non_null(strstr(err, "31"));
-	assert_int_equal(keyset_load_hs256_file(ks, path("missing"), err, sizeof(err)),
+	assert_int_equal(keys_load_hs256_file(ks, path("missing"), err, sizeof(err)),
 			 -ENOENT);
 	assert_non_null(strstr(err, "missing"));
-	assert_int_equal(keyset_load_hs256_file(ks, dir, err, sizeof(err)), -EINVAL);
+	assert_int_equal(keys_load_hs256_file(ks, dir, err, sizeof(err)), -EINVAL);
 	/* A file whose name has '=' is reached with a path that cannot be a kid. */
 	write_file("a=b", secret, strlen(secret));
 	snprintf(spec, sizeof(spec), "%s", path("a=b"));
-	assert_int_equal(keyset_load_hs256_file(ks, spec, err, sizeof(err)), 0);
-	assert_string_equal(keyset_get(ks, 3)->kid, "");
-	assert_int_equal(keyset_count(ks), 4);
+	assert_int_equal(keys_load_hs256_file(ks, spec, err, sizeof(err)), 0);
+	assert_string_equal(keys_get(ks, 3)->kid, "");
+	assert_int_equal(keys_count(ks), 4);
 	buf_reset(&b);
 	assert_int_equal(keys_read_hs256_secret(path("hs"), &b, err, sizeof(err)), 0);
 	assert_int_equal(buf_size(&b), strlen(secret));
 	buf_free(&b);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_ed25519_file(void **state)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct buf b = BUF_INIT;
 	uint8_t pk[32], sk[64];
 	char err[256], spec[200];
@@ -271,32 +271,32 @@ static void test_ed25519_file(void **state)
 	keys_pem_public(pk, &b);
 	write_file("pub.pem", buf_head(&b), buf_size(&b));
 	snprintf(spec, sizeof(spec), "2026-05=%s", path("pub.pem"));
-	assert_int_equal(keyset_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
-	assert_string_equal(keyset_get(ks, 0)->kid, "2026-05");
-	assert_memory_equal(keyset_get(ks, 0)->material, pk, 32);
+	assert_int_equal(keys_load_ed25519_file(ks, spec, err, sizeof(err)), 0);
+	assert_string_equal(keys_get(ks, 0)->kid, "2026-05");
+	assert_memory_equal(keys_get(ks, 0)->material, pk, 32);
 	buf_reset(&b);
 	b64_encode(pk, 32, &b);
 	buf_append_str(&b, "\n");
 	write_file("pub.b64", buf_head(&b), buf_size(&b));
-	assert_int_equal(keyset_load_ed25519_file(ks, path("pub.b64"), err, sizeof(err)),
+	assert_int_equal(keys_load_ed25519_file(ks, path("pub.b64"), err, sizeof(err)),
 			 0);
-	assert_memory_equal(keyset_get(ks, 1)->material, pk, 32);
+	assert_memory_equal(keys_get(ks, 1)->material, pk, 32);
 	write_file("junk", "hello\n", 6);
-	assert_int_equal(keyset_load_ed25519_file(ks, path("junk"), err, sizeof(err)),
+	assert_int_equal(keys_load_ed25519_file(ks, path("junk"), err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "junk"));
 	assert_non_null(strstr(err, "Ed25519"));
-	assert_int_equal(keyset_load_ed25519_file(ks, path("nope"), err, sizeof(err)),
+	assert_int_equal(keys_load_ed25519_file(ks, path("nope"), err, sizeof(err)),
 			 -ENOENT);
-	assert_int_equal(keyset_count(ks), 2);
+	assert_int_equal(keys_count(ks), 2);
 	buf_free(&b);
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static void test_generate_files(void **state)
 {
 	uint8_t sk[64], sig[64];
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 	struct stat st;
 	char err[256];
 
@@ -306,12 +306,12 @@ static void test_generate_files(void **state)
 	assert_int_equal(st.st_mode & 0777, 0600);
 	assert_int_equal(keys_load_private_file(path("gen.key"), sk, err, sizeof(err)),
 			 0);
-	assert_int_equal(keyset_load_ed25519_file(ks, path("gen.pub"), err, sizeof(err)),
+	assert_int_equal(keys_load_ed25519_file(ks, path("gen.pub"), err, sizeof(err)),
 			 0);
-	assert_memory_equal(keyset_get(ks, 0)->material, sk + 32, 32);
+	assert_memory_equal(keys_get(ks, 0)->material, sk + 32, 32);
 	crypto_sign_detached(sig, NULL, (const uint8_t *)"m", 1, sk);
 	assert_int_equal(crypto_sign_verify_detached(sig, (const uint8_t *)"m", 1,
-						     keyset_get(ks, 0)->material),
+						     keys_get(ks, 0)->material),
 			 0);
 	/* Never overwrites; a failed second file leaves no first file. */
 	assert_int_equal(
@@ -324,7 +324,7 @@ static void test_generate_files(void **state)
 	assert_int_equal(keys_load_private_file(path("gen.pub"), sk, err, sizeof(err)),
 			 -EINVAL);
 	assert_non_null(strstr(err, "PRIVATE KEY"));
-	keyset_free(ks);
+	keys_free(ks);
 }
 
 static int have_openssl(void)

@@ -1,7 +1,7 @@
 /* unit: auth */
 /* auth/linkcred.c: a good link credential, every refusal reason, the
    sidecar's peek, and the audience wall between link credentials and
-   client tokens in both directions (jwt_verify's guard). The clock is a
+   client tokens in both directions (auth_jwt_verify's guard). The clock is a
    constant; keys come from fixed seeds. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -38,11 +38,11 @@ static int setup(void **state)
 /* The provisioning key as "k1", and an HS256 secret as "hs". */
 static struct keyset *link_keys(void)
 {
-	struct keyset *ks = keyset_new();
+	struct keyset *ks = keys_new();
 
-	assert_int_equal(keyset_add_ed25519_pub(ks, "k1", pk_prov), 0);
+	assert_int_equal(keys_add_ed25519_pub(ks, "k1", pk_prov), 0);
 	assert_int_equal(
-	    keyset_add_hs256(ks, "hs", (const uint8_t *)"0123456789abcdef", 16), 0);
+	    keys_add_hs256(ks, "hs", (const uint8_t *)"0123456789abcdef", 16), 0);
 	return ks;
 }
 
@@ -59,7 +59,7 @@ static void mint(struct buf *out, const uint8_t *sk, const char *kid, const char
 	vsnprintf(claims, sizeof(claims), fmt, ap);
 	va_end(ap);
 	buf_reset(out);
-	assert_int_equal(jwt_mint_eddsa(sk, kid, claims, out), 0);
+	assert_int_equal(auth_jwt_mint_eddsa(sk, kid, claims, out), 0);
 }
 
 /* b64url(hdr) "." b64url(pay) "." b64url(Ed25519 signature by sk). */
@@ -115,7 +115,7 @@ static void test_good_token(void **state)
 	mint(&tok, sk_prov, "k1", GOOD, NOW - 100, NOW - 10);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_OK);
 	assert_int_equal(peek(&tok, &c), LINKCRED_EXPIRED);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
@@ -144,7 +144,7 @@ static void test_malformed(void **state)
 	sign_raw(&tok, "{\"alg\":\"EdDSA\",\"kid\":\"k1\"}", "[1,2]", sk_prov);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_MALFORMED);
 	assert_int_equal(peek(&tok, &c), LINKCRED_MALFORMED);
-	/* Duplicate claims are refused, as jwt_verify refuses them. */
+	/* Duplicate claims are refused, as auth_jwt_verify refuses them. */
 	sign_raw(&tok, "{\"alg\":\"EdDSA\"}",
 		 "{\"sub\":\"a\",\"instance_id\":\"a\",\"instance_id\":\"b\","
 		 "\"aud\":\"ptygate-link\",\"iat\":1700000000,\"exp\":1800000000}",
@@ -158,7 +158,7 @@ static void test_malformed(void **state)
 	assert_int_equal(peek(&tok, &c), LINKCRED_MALFORMED);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_MALFORMED);
 	assert_string_equal(c.instance_id, "");
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
@@ -174,23 +174,23 @@ static void test_bad_alg(void **state)
 	char claims[256];
 
 	snprintf(claims, sizeof(claims), GOOD, NOW, NOW + 600);
-	assert_int_equal(
-	    jwt_mint_hs256((const uint8_t *)"0123456789abcdef", 16, "hs", claims, &tok),
-	    0);
-	assert_int_equal(
-	    jwt_verify(ks, &pol, (const char *)buf_head(&tok), buf_size(&tok), NOW, &jc),
-	    JWT_OK);
+	assert_int_equal(auth_jwt_mint_hs256((const uint8_t *)"0123456789abcdef", 16,
+					     "hs", claims, &tok),
+			 0);
+	assert_int_equal(auth_jwt_verify(ks, &pol, (const char *)buf_head(&tok),
+					 buf_size(&tok), NOW, &jc),
+			 JWT_OK);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_BAD_ALG);
 	assert_int_equal(peek(&tok, &c), LINKCRED_BAD_ALG);
 	sign_raw(&tok, "{\"alg\":\"none\"}", "{}", sk_prov);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_BAD_ALG);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
 static void test_unknown_kid_and_bad_signature(void **state)
 {
-	struct keyset *ks = link_keys(), *empty = keyset_new();
+	struct keyset *ks = link_keys(), *empty = keys_new();
 	struct buf tok = BUF_INIT;
 	struct linkcred c;
 
@@ -220,8 +220,8 @@ static void test_unknown_kid_and_bad_signature(void **state)
 	   nothing in an unverified payload is believed. */
 	mint(&tok, sk_other, "k1", GOOD, NOW - 900, NOW - 600);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_BAD_SIGNATURE);
-	keyset_free(ks);
-	keyset_free(empty);
+	keys_free(ks);
+	keys_free(empty);
 	buf_free(&tok);
 }
 
@@ -255,7 +255,7 @@ static void test_expired_and_not_yet_valid(void **state)
 	     NOW, NOW + 600, NOW + 100);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_NOT_YET_VALID);
 	assert_int_equal(peek(&tok, &c), LINKCRED_OK);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
@@ -284,7 +284,7 @@ static void test_wrong_audience(void **state)
 	/* The audience is told before the other claims. */
 	mint(&tok, sk_prov, "k1", "{\"aud\":\"gw\"}");
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_WRONG_AUDIENCE);
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
@@ -311,7 +311,7 @@ static void test_no_instance(void **state)
 		assert_int_equal(verify(ks, &tok, &c), LINKCRED_NO_INSTANCE);
 		assert_int_equal(peek(&tok, &c), LINKCRED_NO_INSTANCE);
 	}
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
@@ -335,13 +335,13 @@ static void test_bad_claims(void **state)
 		assert_int_equal(verify(ks, &tok, &c), LINKCRED_BAD_CLAIMS);
 		assert_int_equal(peek(&tok, &c), LINKCRED_BAD_CLAIMS);
 	}
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 
 /* A client token, even one signed by the provisioning key, is not a link
    credential; and a link credential is no client token, under any client
-   policy, jwt_verify's default included. */
+   policy, auth_jwt_verify's default included. */
 static void test_client_and_link_tokens_kept_apart(void **state)
 {
 	struct keyset *ks = link_keys();
@@ -352,7 +352,7 @@ static void test_client_and_link_tokens_kept_apart(void **state)
 	struct linkcred c;
 
 #define JV(pol)                                                                          \
-	jwt_verify(ks, pol, (const char *)buf_head(&tok), buf_size(&tok), NOW, &jc)
+	auth_jwt_verify(ks, pol, (const char *)buf_head(&tok), buf_size(&tok), NOW, &jc)
 	mint(&tok, sk_prov, "k1",
 	     "{\"sub\":\"alice\",\"instance_id\":\"vm-7\",\"scope\":\"pty:control\","
 	     "\"iat\":%lld,\"exp\":%lld}",
@@ -380,7 +380,7 @@ static void test_client_and_link_tokens_kept_apart(void **state)
 	assert_int_equal(JV(&none), JWT_WRONG_AUDIENCE);
 	assert_int_equal(verify(ks, &tok, &c), LINKCRED_WRONG_AUDIENCE);
 #undef JV
-	keyset_free(ks);
+	keys_free(ks);
 	buf_free(&tok);
 }
 

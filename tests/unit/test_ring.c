@@ -353,9 +353,9 @@ static void test_gaps(void **state)
 	EXPECT(r, 9, 10);
 	/* evicted_through is 5: 6..8 were never retained, so 5 is in range */
 	assert_int_equal(ring_oldest_retained(r), 6);
-	assert_int_equal(replay_check_range(5, ring_oldest_retained(r), 10), 0);
-	assert_int_equal(replay_check_range(4, ring_oldest_retained(r), 10), -ERANGE);
-	assert_int_equal(replay_check_range(7, ring_oldest_retained(r), 10), 0);
+	assert_int_equal(ring_check_range(5, ring_oldest_retained(r), 10), 0);
+	assert_int_equal(ring_check_range(4, ring_oldest_retained(r), 10), -ERANGE);
+	assert_int_equal(ring_check_range(7, ring_oldest_retained(r), 10), 0);
 
 	ring_foreach_after(r, 5, collect, &s);
 	assert_int_equal(s.n, 2);
@@ -394,18 +394,18 @@ static void test_range_nothing_evicted(void **state)
 	struct ring *r = mk(10, 0, NOLIMIT);
 
 	/* an empty ring of a new session */
-	assert_int_equal(replay_check_range(0, ring_oldest_retained(r), 0), 0);
-	assert_int_equal(replay_check_range(1, ring_oldest_retained(r), 0), -ERANGE);
+	assert_int_equal(ring_check_range(0, ring_oldest_retained(r), 0), 0);
+	assert_int_equal(ring_check_range(1, ring_oldest_retained(r), 0), -ERANGE);
 	for (uint64_t s = 1; s <= 5; s++)
 		put(r, s, 0, 1);
 	for (uint64_t n = 0; n <= 5; n++)
-		assert_int_equal(replay_check_range(n, ring_oldest_retained(r), 5), 0);
-	assert_int_equal(replay_check_range(6, ring_oldest_retained(r), 5), -ERANGE);
-	assert_int_equal(replay_check_range(UINT64_MAX, ring_oldest_retained(r), 5),
+		assert_int_equal(ring_check_range(n, ring_oldest_retained(r), 5), 0);
+	assert_int_equal(ring_check_range(6, ring_oldest_retained(r), 5), -ERANGE);
+	assert_int_equal(ring_check_range(UINT64_MAX, ring_oldest_retained(r), 5),
 			 -ERANGE);
 	/* the session counter is ahead of the last retained frame */
-	assert_int_equal(replay_check_range(7, ring_oldest_retained(r), 7), 0);
-	assert_int_equal(replay_check_range(8, ring_oldest_retained(r), 7), -ERANGE);
+	assert_int_equal(ring_check_range(7, ring_oldest_retained(r), 7), 0);
+	assert_int_equal(ring_check_range(8, ring_oldest_retained(r), 7), -ERANGE);
 	ring_free(r);
 }
 
@@ -418,16 +418,16 @@ static void test_range_after_eviction(void **state)
 		put(r, s, 0, 1);
 	o = ring_oldest_retained(r);
 	assert_int_equal(o, 8);
-	assert_int_equal(replay_check_range(o - 2, ring_oldest_retained(r), 10), -ERANGE);
-	assert_int_equal(replay_check_range(o - 1, ring_oldest_retained(r), 10), 0);
-	assert_int_equal(replay_check_range(o, ring_oldest_retained(r), 10), 0);
-	assert_int_equal(replay_check_range(10, ring_oldest_retained(r), 10), 0);
-	assert_int_equal(replay_check_range(11, ring_oldest_retained(r), 10), -ERANGE);
-	assert_int_equal(replay_check_range(0, ring_oldest_retained(r), 10), -ERANGE);
-	assert_int_equal(replay_check_range(12, ring_oldest_retained(r), 12), 0);
+	assert_int_equal(ring_check_range(o - 2, ring_oldest_retained(r), 10), -ERANGE);
+	assert_int_equal(ring_check_range(o - 1, ring_oldest_retained(r), 10), 0);
+	assert_int_equal(ring_check_range(o, ring_oldest_retained(r), 10), 0);
+	assert_int_equal(ring_check_range(10, ring_oldest_retained(r), 10), 0);
+	assert_int_equal(ring_check_range(11, ring_oldest_retained(r), 10), -ERANGE);
+	assert_int_equal(ring_check_range(0, ring_oldest_retained(r), 10), -ERANGE);
+	assert_int_equal(ring_check_range(12, ring_oldest_retained(r), 12), 0);
 	/* current_sequence lagging behind the ring is the caller's bug, but
 	   the rule still holds literally */
-	assert_int_equal(replay_check_range(9, ring_oldest_retained(r), 8), -ERANGE);
+	assert_int_equal(ring_check_range(9, ring_oldest_retained(r), 8), -ERANGE);
 	ring_free(r);
 }
 
@@ -620,8 +620,7 @@ static void ref_compare(const struct ring *r, const struct ref *m, uint64_t cur)
 		uint64_t n = probe[k];
 		int want = (n + 1 >= m->evicted_through + 1 && n <= cur) ? 0 : -ERANGE;
 
-		assert_int_equal(replay_check_range(n, ring_oldest_retained(r), cur),
-				 want);
+		assert_int_equal(ring_check_range(n, ring_oldest_retained(r), cur), want);
 	}
 }
 

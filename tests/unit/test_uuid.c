@@ -27,7 +27,7 @@ static void test_format_and_order(void **state)
 		    REG_EXTENDED | REG_NOSUB),
 	    0);
 	for (i = 0; i < N_IDS; i++) {
-		uuid7_new(ids[i]);
+		uuid_v7_new(ids[i]);
 		assert_int_equal(strlen(ids[i]), UUID_STRLEN);
 		assert_int_equal(regexec(&re, ids[i], 0, NULL, 0), 0);
 		assert_true(uuid_is_valid(ids[i]));
@@ -42,7 +42,7 @@ static void test_timestamp(void **state)
 	char id[UUID_STRLEN + 1], hex[13];
 	int64_t before = time_now_ms(), after, ts;
 
-	uuid7_new(id);
+	uuid_v7_new(id);
 	after = time_now_ms();
 	memcpy(hex, id, 8);
 	memcpy(hex + 8, id + 9, 4);
@@ -57,8 +57,8 @@ static void test_random_part_differs(void **state)
 {
 	char a[UUID_STRLEN + 1], b[UUID_STRLEN + 1];
 
-	uuid7_new(a);
-	uuid7_new(b);
+	uuid_v7_new(a);
+	uuid_v7_new(b);
 	assert_string_not_equal(a + 19, b + 19);
 }
 
