@@ -22,7 +22,9 @@ an Attach are answered as a sidecar would):
   outflood  once attached, tiny Output frames (16 bytes) as fast as it
             can, far faster than any client reads
 
-and, answering ListSessions (every other request gets INTERNAL):
+and, answering ListSessions (every other request gets INTERNAL, addressed
+as a sidecar addresses it: by request_id, or by attach_id and client_op_id
+for the attach-scoped ones; the Hello is no request and gets no Reply):
 
   list-argv       sessions whose argv breaks the limits (300 arguments)
   list-ctrl       sessions within every per-session limit whose argv is
@@ -40,6 +42,12 @@ import threading
 import time
 
 HOSTILE_SESSION = "hostile"
+HELLO = 1  # LinkMessage.hello: answered by the HelloAck sent on connecting
+# The attach-scoped requests (LinkMessage.input, resize, request_role,
+# request_keyframe), each with the field of its client_op_id: their field 1
+# is the attach_id, not a request id.
+ATTACH_SCOPED = {9: 3, 10: 4, 11: 3, 12: 2}
+INTERNAL = 5  # ErrorCode.INTERNAL
 
 
 def varint(n):
@@ -112,9 +120,10 @@ def frame(session_id, kind_num, kind_payload):
     return framed(field(21, f + field(kind_num, kind_payload)))  # LinkMessage.frame = 21
 
 
-def reply(request_id, result=b"", code=0, attach_id=0):
-    r = vfield(1, request_id) + (vfield(2, code) if code else b"")
+def reply(request_id, result=b"", code=0, attach_id=0, client_op_id=b""):
+    r = (vfield(1, request_id) if request_id else b"") + (vfield(2, code) if code else b"")
     r += vfield(4, attach_id) if attach_id else b""
+    r += field(5, client_op_id) if client_op_id else b""
     return framed(field(20, r + result))  # LinkMessage.reply = 20
 
 
@@ -213,10 +222,26 @@ class Link:
             req = parse(m[4][0])
             self.send(reply(req[1][0], session_list(self.mode)))
         else:
-            for msg in m.values():
-                fields = parse(msg[0])
-                if fields.get(1) and isinstance(fields[1][0], int):
-                    self.send(reply(fields[1][0], code=5))  # INTERNAL
+            self.refuse(m)
+
+    def refuse(self, m):
+        """INTERNAL for a request the fake does not serve. The Hello gets
+        nothing: its field 1 is the protocol version (1), which a Reply
+        would carry as the request id of the gateway's first request, and
+        answer that request with INTERNAL when the Hello is read late."""
+        for num, values in m.items():
+            if num == HELLO or not isinstance(values[0], bytes):
+                continue
+            req = parse(values[0])
+            first = req.get(1, [0])[0]
+            if not isinstance(first, int) or not first:
+                continue  # no id to answer (a Detach with request_id 0)
+            sys.stderr.write("fake: INTERNAL for LinkMessage field %d, id %d\n" % (num, first))
+            if num in ATTACH_SCOPED:
+                op = req.get(ATTACH_SCOPED[num], [b""])[0]
+                self.send(reply(0, code=INTERNAL, attach_id=first, client_op_id=op))
+            else:
+                self.send(reply(first, code=INTERNAL))
 
     def flood(self):
         """The same batch again and again: the fake must outpace the

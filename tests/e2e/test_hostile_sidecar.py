@@ -17,15 +17,24 @@ while a client of the real instance keeps typing into `cat`:
   the budget is seen to cut turns (ptygate_link_turns_cut_total), the
   longest turn spent on one link (ptygate_link_turn_max_ms) stays far
   below what it took before (231 and 255 ms; 16 and 22 ms with the
-  budget), and the real instance's echo arrives.
+  budget), and the real instance's echo arrives;
+- the fake itself answers what a sidecar answers and nothing else: no
+  Reply to the Hello (one carried request id 1, and turned the first
+  list's 502 into a 500 when the fake read the Hello late), attach-scoped
+  requests by attach_id.
 """
 import asyncio
 import json
 import os
+import shutil
+import socket
 import statistics
 import sys
+import tempfile
 import time
+import unittest
 
+import fake_sidecar as fake
 import harness
 from harness import Daemon, E2ETestCase, RawWs
 
@@ -129,6 +138,56 @@ class HonestList(HostileSidecarCase):
         self.assertEqual([s["session_id"] for s in r.json()["sessions"]], ["s0"])
         self.assertEqual(self.metric("ptygate_link_replies_refused_total"), 0)
         self.assertEqual(self.metric("ptygate_reply_bytes"), 0)
+
+
+class FakeAnswersOnlyRequests(unittest.TestCase):
+    """The fake itself, spoken to as the gateway speaks: it answered the
+    Hello with INTERNAL for request id 1 (the Hello's protocol_version),
+    which, read after the gateway's first request went out on a loaded
+    machine, answered that request (a list's 502 became a 500), and an
+    attach-scoped request by its attach_id as if it were a request id."""
+
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="ptg-fake-")
+        self.addCleanup(shutil.rmtree, self.dir, True)
+        path = os.path.join(self.dir, "fake.sock")
+        self.fake = Daemon("fake-sidecar", [sys.executable, os.path.join(HERE, "fake_sidecar.py"),
+                                            "list-ok", path, FAKE], self.dir)
+        self.fake.start()
+        self.addCleanup(self.fake.kill)
+        deadline = time.monotonic() + 30
+        while not os.path.exists(path):
+            self.assertLess(time.monotonic(), deadline, "the fake never listened")
+            time.sleep(0.02)
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.addCleanup(self.sock.close)
+        self.sock.settimeout(60)
+        self.sock.connect(path)
+        self.messages = fake.read_messages(self.sock)
+
+    def reply(self):
+        """The next Reply's fields, whatever precedes it (the HelloAck)."""
+        for m in self.messages:
+            if 20 in m:  # LinkMessage.reply
+                return fake.parse(m[20][0])
+        self.fail("the fake closed the link")
+
+    def test_hello_unanswered_and_attach_scoped_by_attach_id(self):
+        hello = fake.vfield(1, 1) + fake.field(2, b"gw-test")
+        ls = fake.vfield(1, 1) + fake.vfield(2, 100)
+        keyframe = fake.vfield(1, 7) + fake.field(2, b"op-7") + fake.field(3, b"hostile")
+        # One write: the fake reads the three in one go, as it did when it failed.
+        self.sock.sendall(fake.framed(fake.field(1, hello)) + fake.framed(fake.field(4, ls))
+                          + fake.framed(fake.field(12, keyframe)))
+        first = self.reply()
+        self.assertEqual(first.get(1), [1], first)
+        self.assertNotIn(2, first, "the list was answered with code %s" % first.get(2))
+        self.assertIn(11, first, first)  # Reply.sessions
+        second = self.reply()
+        self.assertNotIn(1, second, "answered by request id %s" % second.get(1))
+        self.assertEqual(second.get(2), [fake.INTERNAL], second)
+        self.assertEqual(second.get(4), [7], second)  # attach_id
+        self.assertEqual(second.get(5), [b"op-7"], second)  # client_op_id
 
 
 class FrameFloodCase(HostileSidecarCase):
