@@ -10,6 +10,9 @@ cd "$(dirname "$0")/.."
 # Every C file as the committed .clang-format lays it out (fails first,
 # before minutes of building).
 ./scripts/check-format.sh
+# CODE-MAP.md true to the tree: every path it names exists, one row per
+# source file, no row twice.
+./scripts/check-codemap.py
 # The browser terminal's files (npm ci from web/package-lock.json), served
 # by the gateway in e2e.web and driven there in headless chromium.
 ./scripts/build-web.sh
@@ -23,6 +26,9 @@ for cfg in release asan; do
 	# shellcheck disable=SC2086
 	cmake -S . -B "$dir" $flags >/dev/null
 	cmake --build "$dir" -j "$jobs"
+	# Every product object's external names carry its module's prefix
+	# (CODE-MAP's naming rule), read with nm from the release build.
+	if [ "$cfg" = release ]; then ./scripts/check-names.py "$dir"; fi
 	echo "== $cfg: test"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
