@@ -13,7 +13,7 @@ import {
   sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
 } from './protocol.js';
 import {
-  parseCast, seekPlan, sizeAfter, batches, Playhead, formatTime, SPEEDS,
+  parseCast, countAt, seekPlan, sizeAfter, batches, Playhead, formatTime, SPEEDS,
 } from './player.js';
 
 const TOKEN_KEY = 'ptygate.token';
@@ -648,6 +648,7 @@ function wireView(a) {
 // ---- the recording player ("?play") ----
 
 const PLAY_TICK_MS = 50;
+const SEEK_STEP_S = 5;
 
 // Plays a session's recording (GET .../recording, asciicast v2) into an
 // xterm.js terminal: play/pause, a seek bar, speed and the time. What is
@@ -714,7 +715,6 @@ class Player {
 
   adopt(cast) {
     const now = this.clock();
-    const old = this.cast;
     this.cast = cast;
     if (!this.head) {
       this.head = new Playhead(cast.duration);
@@ -722,10 +722,10 @@ class Player {
       this.parsed = 0;
       this.startOver(0);
     } else {
-      // The events already shown are the same ones (a recording only
-      // grows); should it have been cut, start over.
+      // Written again from the start at the same position: retention may
+      // have dropped the oldest events, so those shown are not a prefix.
       this.head.setDuration(cast.duration, now);
-      if (!old || cast.events.length < this.shown) this.startOver(0);
+      this.startOver(countAt(cast.events, this.head.position(now)));
     }
     $('seek').max = String(cast.duration);
     this.render();
@@ -840,6 +840,18 @@ function wirePlayer(p) {
   $('speed').addEventListener('change', () => p.setSpeed(Number($('speed').value)));
   $('play-reload').addEventListener('click', () => p.load());
   $('play-live').href = location.pathname;
+  // Space plays or pauses, the arrows step 5 s, wherever the focus is but
+  // on a control (where Space is the control's own).
+  window.addEventListener('keydown', (ev) => {
+    if (!p.head || ev.ctrlKey || ev.altKey || ev.metaKey
+      || /^(INPUT|SELECT|BUTTON|A)$/.test(ev.target.tagName || '') && !ev.target.closest('#terminal')) return;
+    const step = { ArrowLeft: -SEEK_STEP_S, ArrowRight: SEEK_STEP_S }[ev.key];
+    if (ev.key === ' ') p.toggle();
+    else if (step) p.seek(p.head.position(p.clock()) + step);
+    else return;
+    ev.preventDefault();
+    ev.stopPropagation();
+  }, true);
 }
 
 async function playRecording(loc, token) {

@@ -112,6 +112,18 @@ async function clockChecks(page) {
     && four.steps < one.steps && Math.abs(4 * four.steps - one.steps) <= 4,
   `4x ends in ${four.steps} steps, 1x in ${one.steps} (recording ${duration} s)`);
 
+  // Space plays and pauses; the arrows step 5 s.
+  await seek(page, 0);
+  await page.locator('#terminal').click();
+  await page.keyboard.press('Space');
+  check((await state(page)).playing, 'Space plays');
+  await page.keyboard.press('Space');
+  check(!(await state(page)).playing, 'Space pauses');
+  await page.keyboard.press('ArrowRight');
+  check((await state(page)).position === duration, 'the right arrow steps 5 s (here: to the end)');
+  await page.keyboard.press('ArrowLeft');
+  check((await state(page)).position === 0, 'the left arrow steps back 5 s (here: to the start)');
+
   // Pause: the position and the time shown stay while the clock runs on.
   await seek(page, 0);
   await page.selectOption('#speed', '1');
