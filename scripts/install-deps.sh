@@ -12,11 +12,12 @@ PACKAGES="
   libwslay-dev zlib1g-dev nettle-dev libgnutls28-dev openssl
   python3 python3-websockets python3-jsonschema
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
-  libgnutls28-dev nodejs chromium
+  libgnutls28-dev nodejs node-ws chromium
   help2man dpkg-dev systemd
   stress-ng
   tmux zsh
 "
+# node-ws: a second permessage-deflate client for e2e.deflate (Node's ws).
 # systemd: systemd-analyze verify and security check the units in
 # tests/packaging (the machine need not boot with systemd); util-linux's
 # setpriv runs their commands as the units would.
