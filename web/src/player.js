@@ -12,7 +12,7 @@ export const MAX_EVENTS = 2_000_000;
 // event. "o" is output, "r" a resize ("COLSxROWS"); other codes ("i",
 // "m") are not shown and skipped. A last line cut short (a live recording
 // read mid-write) is dropped; any other bad line is an error naming it.
-export function parseCast(text) {
+export function parseCast(text, { maxEvents = MAX_EVENTS } = {}) {
   const lines = text.split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   if (!lines.length) throw new Error('the recording is empty');
@@ -34,7 +34,7 @@ export function parseCast(text) {
       || typeof e[1] !== 'string' || typeof e[2] !== 'string')
       throw new Error(`line ${i + 1}: not a [time, code, data] event`);
     if (e[1] !== 'o' && e[1] !== 'r') continue;
-    if (events.length >= MAX_EVENTS) throw new Error(`more than ${MAX_EVENTS} events`);
+    if (events.length >= maxEvents) throw new Error(`more than ${maxEvents} events: too long to play here`);
     // Times never go back: a stray earlier time is played in order.
     last = Math.max(last, e[0]);
     const ev = { t: last, code: e[1], data: e[2] };

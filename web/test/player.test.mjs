@@ -35,6 +35,12 @@ test('parse: errors name the line; a cut last line is dropped', () => {
   assert.equal(parseCast(HEADER).events.length, 0);
 });
 
+test('parse: at most maxEvents shown events (skipped codes not counted)', () => {
+  const three = cast([0.1, 'o', 'a'], [0.2, 'i', 'x'], [0.3, 'o', 'b'], [0.4, 'r', '9x9']);
+  assert.equal(parseCast(three, { maxEvents: 3 }).events.length, 3);
+  assert.throws(() => parseCast(three, { maxEvents: 2 }), /more than 2 events/);
+});
+
 test('parse: times that go back are played in order; bad resizes skipped', () => {
   const c = parseCast(cast([1, 'o', 'a'], [0.5, 'o', 'b'], [2, 'r', '0x5'], [2, 'r', 'wide']));
   assert.deepEqual(c.events.map((e) => e.t), [1, 1]);
