@@ -1,6 +1,8 @@
 /* fuzz_ws: libFuzzer harness for the WebSocket codec. The first input byte
-   picks the chunk size the rest is fed in (1..256, so frames get cut
-   everywhere); what the codec writes goes through an outq, as in the
+   picks the chunk size the rest is fed in (its high 7 bits: 1..128, so
+   frames get cut everywhere) and, in its low bit, whether permessage-
+   deflate was agreed (compressed messages then inflate, held to the
+   message limit); what the codec writes goes through an outq, as in the
    gateway, and must parse back as whole unmasked server frames.
    Build: clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE
 	  -Ishared -Igateway tests/fuzz/fuzz_ws.c gateway/ws.c gateway/outq.c
@@ -79,9 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size < 1)
 		return 0;
-	step = (size_t)data[0] + 1;
+	step = (size_t)(data[0] >> 1) + 1;
 	outq_init(&st.out);
 	ws = ws_new(&cb, &st);
+	ws_set_deflate(ws, data[0] & 1);
 	while (off < size) {
 		size_t k = size - off < step ? size - off : step;
 

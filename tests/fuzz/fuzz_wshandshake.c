@@ -11,6 +11,8 @@
    - the checks accept exactly what an independent reading of RFC 6455
      4.2.1 accepts (websocket in Upgrade, upgrade in Connection, both
      case-insensitive list tokens; version 13);
+   - a permessage-deflate answer (Sec-WebSocket-Extensions) always holds
+     both no-context-takeover parameters, and only for a value naming it;
    - an accepted key is the whole value (24 characters between blanks),
      and gives 28 base64 characters, the same with blanks around it. */
 #include <errno.h>
@@ -127,6 +129,27 @@ static void check_key(const char *key)
 	}
 }
 
+/* A permessage-deflate answer always carries both no-context-takeover
+   parameters (what lets one compressed frame serve every client), and an
+   offer is accepted only when it names the extension. */
+static void extensions(const char *value)
+{
+	static const char base[] = "permessage-deflate; server_no_context_takeover; "
+				   "client_no_context_takeover";
+	struct wshs_deflate d;
+
+	wshs_parse_extensions(value, &d);
+	if (!d.on) {
+		fuzz__assert(d.response[0] == '\0');
+		return;
+	}
+	fuzz__assert(strcasestr(value, "permessage-deflate") != NULL);
+	fuzz__assert(!strcmp(d.response, base) ||
+		     !strcmp(d.response,
+			     "permessage-deflate; server_no_context_takeover; "
+			     "client_no_context_takeover; server_max_window_bits=15"));
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *whole, *f[3];
@@ -137,6 +160,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!whole)
 		abort();
 	protocols(whole);
+	extensions(whole);
 	upgrade(whole, whole, whole);
 	check_key(whole);
 	fuzz_fields(data, size, f, 3);
