@@ -664,6 +664,7 @@ class Player {
     this.shown = 0;       // events written to the terminal
     this.parsed = 0;      // events xterm.js has parsed (write callbacks)
     this.loads = 0;
+    this.dragging = false; // the seek bar held by the pointer
     this.clock = () => performance.now();
     this.timer = null;
     const host = $('terminal');
@@ -820,7 +821,8 @@ class Player {
     const s = this.state();
     $('play-toggle').textContent = s.playing ? 'Pause' : 'Play';
     $('play-toggle').setAttribute('aria-pressed', String(s.playing));
-    if (document.activeElement !== $('seek') || !s.playing) $('seek').value = String(s.position);
+    // Not while the bar is being dragged, which would jump under the pointer.
+    if (!this.dragging) $('seek').value = String(s.position);
     $('speed').value = String(s.speed);
     $('play-time').textContent = `${formatTime(s.position)} / ${formatTime(s.duration)}`;
   }
@@ -837,6 +839,9 @@ function wirePlayer(p) {
   }
   $('play-toggle').addEventListener('click', () => p.toggle());
   $('seek').addEventListener('input', () => p.seek(Number($('seek').value)));
+  $('seek').addEventListener('pointerdown', () => { p.dragging = true; });
+  for (const ev of ['pointerup', 'pointercancel', 'change'])
+    $('seek').addEventListener(ev, () => { p.dragging = false; p.render(); });
   $('speed').addEventListener('change', () => p.setSpeed(Number($('speed').value)));
   $('play-reload').addEventListener('click', () => p.load());
   $('play-live').href = location.pathname;

@@ -112,6 +112,22 @@ async function clockChecks(page) {
     && four.steps < one.steps && Math.abs(4 * four.steps - one.steps) <= 4,
   `4x ends in ${four.steps} steps, 1x in ${one.steps} (recording ${duration} s)`);
 
+  // A click on the seek bar seeks, and the bar, focused, still follows
+  // playback.
+  await page.selectOption('#speed', '1');
+  const bar = await page.locator('#seek').boundingBox();
+  await page.mouse.click(bar.x + bar.width / 2, bar.y + bar.height / 2);
+  await settled(page);
+  const mid = (await state(page)).position;
+  check(mid > duration * 0.3 && mid < duration * 0.7, `a click mid-bar seeks to the middle (${mid} s)`);
+  await seek(page, 0);
+  await page.evaluate(() => window.ptygate.play());
+  await step(page);
+  check(await page.evaluate(() => document.activeElement.id) === 'seek', 'the seek bar has the focus');
+  const barAt = Number(await page.locator('#seek').inputValue());
+  await page.evaluate(() => window.ptygate.pause());
+  check(near(barAt, STEP / 1000), `the clicked bar follows playback (${barAt} s)`);
+
   // Space plays and pauses; the arrows step 5 s.
   await seek(page, 0);
   await page.locator('#terminal').click();
