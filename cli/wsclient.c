@@ -18,6 +18,7 @@
 #include <jansson.h>
 #include <sodium.h>
 #include <wslay/wslay.h>
+#include <zlib.h>
 
 #include "addr.h"
 #include "b64.h"
@@ -37,6 +38,8 @@ struct wsclient {
 	struct buf pending; /* bytes that came with the handshake answer */
 	bool eof;	    /* the peer closed its side of the socket */
 	bool failed;	    /* a socket error: nothing more to do */
+	bool deflate;	    /* permessage-deflate agreed */
+	z_stream *inflate;  /* made at the first compressed message */
 };
 
 static int split_authority(const char *auth, size_t n, struct wsclient_addr *a, char *err,
@@ -104,6 +107,13 @@ int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size
 void wsclient_request(const struct wsclient_addr *a, const char *path, const char *key,
 		      const char *token, struct buf *out)
 {
+	wsclient_request_ext(a, path, key, token, NULL, out);
+}
+
+void wsclient_request_ext(const struct wsclient_addr *a, const char *path,
+			  const char *key, const char *token, const char *extensions,
+			  struct buf *out)
+{
 	buf_appendf(out,
 		    "GET %s%s HTTP/1.1\r\n"
 		    "Host: %s\r\n"
@@ -114,6 +124,8 @@ void wsclient_request(const struct wsclient_addr *a, const char *path, const cha
 		    "Sec-WebSocket-Protocol: " WSHS_PROTOCOL "\r\n"
 		    "User-Agent: ptygate/" PTG_VERSION "\r\n",
 		    a->prefix, path, a->authority, key);
+	if (extensions)
+		buf_appendf(out, "Sec-WebSocket-Extensions: %s\r\n", extensions);
 	if (token)
 		buf_appendf(out, "Authorization: Bearer %s\r\n", token);
 	buf_append_str(out, "\r\n");
@@ -160,6 +172,60 @@ static bool has_token(const char *list, const char *tok)
 		s += len;
 	}
 	return false;
+}
+
+/* One parameter of a permessage-deflate answer, trimmed; bit is set in
+ *seen. Returns false for one RFC 7692 does not allow here. */
+static bool answer_param(char *p, unsigned *seen)
+{
+	static const char *const names[] = {"server_no_context_takeover",
+					    "client_no_context_takeover",
+					    "server_max_window_bits"};
+	char *eq = strchr(p, '='), *v = NULL;
+	unsigned i;
+	uint64_t bits;
+
+	if (eq) {
+		*eq = '\0';
+		v = eq + 1;
+		v += strspn(v, " \t");
+		v[strcspn(v, " \t")] = '\0';
+	}
+	p += strspn(p, " \t");
+	p[strcspn(p, " \t")] = '\0';
+	for (i = 0; i < 3 && strcasecmp(p, names[i]); i++)
+		;
+	if (i == 3 || (*seen & (1u << i)) || (i < 2) != (v == NULL))
+		return false;
+	*seen |= 1u << i;
+	return i < 2 || (v[0] != '0' && num_parse_u64(v, 8, 15, &bits) == 0);
+}
+
+int wsclient_agreed_deflate(const char *head, size_t n, bool *deflate, char *err,
+			    size_t errlen)
+{
+	char *copy = xstrndup(head, n), v[512], *save = NULL, *part;
+	unsigned seen = 0;
+	bool ok;
+
+	*deflate = false;
+	ok = !header(copy, "Sec-WebSocket-Extensions", v, sizeof(v));
+	if (!ok && strlen(v) < sizeof(v) - 1 && !strchr(v, ',') && !strchr(v, '"')) {
+		part = strtok_r(v, ";", &save);
+		part += strspn(part, " \t");
+		part[strcspn(part, " \t")] = '\0';
+		ok = !strcasecmp(part, "permessage-deflate");
+		while (ok && (part = strtok_r(NULL, ";", &save)))
+			ok = answer_param(part, &seen);
+		ok = ok && (seen & 1u); /* offered, so it must be answered */
+		*deflate = ok;
+	}
+	free(copy);
+	if (!ok)
+		snprintf(err, errlen,
+			 "the gateway answered with an extension not offered "
+			 "(Sec-WebSocket-Extensions)");
+	return ok ? 0 : -EPROTO;
 }
 
 /* The 101's headers against RFC 6455 4.1 and SPEC 1. */
@@ -421,7 +487,7 @@ static int read_answer(int fd, struct tlsio *t, const char *accept, struct buf *
    header in *rest. */
 static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 		     const char *path, const char *token, int64_t deadline,
-		     struct buf *rest, char *err, size_t errlen)
+		     struct buf *rest, bool *deflate, char *err, size_t errlen)
 {
 	uint8_t nonce[16];
 	char accept[WSHS_ACCEPT_LEN + 1];
@@ -433,15 +499,17 @@ static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 	b64_encode(nonce, sizeof(nonce), &key);
 	*buf_reserve(&key, 1) = '\0';
 	wshs_accept_key((const char *)key.data, accept);
-	wsclient_request(a, path, (const char *)key.data, token, &req);
+	wsclient_request_ext(a, path, (const char *)key.data, token,
+			     WSCLIENT_DEFLATE_OFFER, &req);
 	rc = send_all(fd, t, &req, deadline);
 	if (rc < 0)
 		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));
 	else
 		rc = read_answer(fd, t, accept, rest, &head_len, deadline, err, errlen);
 	if (rc == 1) {
+		rc = wsclient_agreed_deflate((const char *)buf_head(rest), head_len,
+					     deflate, err, errlen);
 		buf_consume(rest, head_len);
-		rc = 0;
 	}
 	sodium_memzero(req.data, req.cap); /* it holds the token */
 	buf_free(&req);
@@ -501,6 +569,53 @@ static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void 
 	return 0;
 }
 
+/* Inflates a compressed server message into out, at most
+   WSCLIENT_MESSAGE_MAX bytes: 0, -EMSGSIZE past it, -EINVAL for data
+   that does not inflate. */
+static int inflate_msg(struct wsclient *c, const uint8_t *p, size_t n, struct buf *out)
+{
+	static const uint8_t tail[4] = {0x00, 0x00, 0xff, 0xff};
+	z_stream *z = c->inflate;
+	int r = Z_OK;
+
+	if (!z) {
+		z = c->inflate = xcalloc(1, sizeof(*z));
+		if (inflateInit2(z, -15) != Z_OK)
+			abort(); /* only on out of memory: the xalloc policy */
+	}
+	inflateReset(z);
+	for (int part = 0; part < 2 && r != Z_STREAM_END; part++) {
+		z->next_in = (Bytef *)(part ? tail : p);
+		z->avail_in = part ? sizeof(tail) : (uInt)n;
+		do {
+			if (buf_size(out) > WSCLIENT_MESSAGE_MAX)
+				return -EMSGSIZE;
+			z->next_out = buf_reserve(out, 65536);
+			z->avail_out = 65536;
+			r = inflate(z, Z_SYNC_FLUSH);
+			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+				return -EINVAL;
+			buf_commit(out, 65536 - z->avail_out);
+		} while (z->avail_out == 0 && r != Z_STREAM_END);
+	}
+	return buf_size(out) > WSCLIENT_MESSAGE_MAX ? -EMSGSIZE : 0;
+}
+
+/* A compressed text message, inflated and handed on; a bad one closes. */
+static void on_deflated(struct wsclient *c, const struct wslay_event_on_msg_recv_arg *arg)
+{
+	struct buf out = BUF_INIT;
+	int r = inflate_msg(c, arg->msg, arg->msg_length, &out);
+
+	if (r < 0) {
+		wslay_event_shutdown_read(c->ctx);
+		wslay_event_queue_close(c->ctx, r == -EMSGSIZE ? 1009 : 1007, NULL, 0);
+	} else if (arg->opcode == WSLAY_TEXT_FRAME && c->cb.on_text) {
+		c->cb.on_text((const char *)buf_head(&out), buf_size(&out), c->user);
+	}
+	buf_free(&out);
+}
+
 static void msg_cb(wslay_event_context_ptr ctx,
 		   const struct wslay_event_on_msg_recv_arg *arg, void *user)
 {
@@ -508,6 +623,10 @@ static void msg_cb(wslay_event_context_ptr ctx,
 	const char *reason = "";
 	size_t n = 0;
 
+	if (arg->rsv & WSLAY_RSV1_BIT) {
+		on_deflated(c, arg);
+		return;
+	}
 	if (arg->opcode == WSLAY_TEXT_FRAME && c->cb.on_text) {
 		c->cb.on_text((const char *)arg->msg, arg->msg_length, c->user);
 	} else if (arg->opcode == WSLAY_CONNECTION_CLOSE && c->cb.on_close) {
@@ -535,7 +654,7 @@ static int flush(struct wsclient *c)
 }
 
 static struct wsclient *new (int fd, struct tlsio *t, const struct wsclient_callbacks *cb,
-			     void *user, struct buf *rest)
+			     void *user, struct buf *rest, bool deflate)
 {
 	static const struct wslay_event_callbacks wcb = {
 	    .recv_callback = recv_cb,
@@ -554,6 +673,9 @@ static struct wsclient *new (int fd, struct tlsio *t, const struct wsclient_call
 	if (wslay_event_context_client_init(&c->ctx, &wcb, c) != 0)
 		abort(); /* only WSLAY_ERR_NOMEM: allocation failure aborts */
 	wslay_event_config_set_max_recv_msg_length(c->ctx, WSCLIENT_MESSAGE_MAX);
+	c->deflate = deflate;
+	if (deflate)
+		wslay_event_config_set_allowed_rsv_bits(c->ctx, WSLAY_RSV1_BIT);
 	return c;
 }
 
@@ -576,6 +698,7 @@ struct wsclient *wsclient_connect_tls(const char *url, const char *path,
 	struct buf rest = BUF_INIT;
 	struct wsclient *c;
 	struct tlsio *t = NULL;
+	bool deflate = false;
 	int fd;
 
 	if (wsclient_split_url(url, &a, err, errlen) < 0 || sodium_init() < 0)
@@ -584,13 +707,14 @@ struct wsclient *wsclient_connect_tls(const char *url, const char *path,
 	if (fd < 0)
 		return NULL;
 	if ((a.tls && !(t = tlsio_connect(fd, a.host, tls, deadline, err, errlen))) ||
-	    handshake(fd, t, &a, path, token, deadline, &rest, err, errlen) < 0) {
+	    handshake(fd, t, &a, path, token, deadline, &rest, &deflate, err, errlen) <
+		0) {
 		buf_free(&rest);
 		tlsio_free(t);
 		close(fd);
 		return NULL;
 	}
-	c = new (fd, t, cb, user, &rest);
+	c = new (fd, t, cb, user, &rest, deflate);
 	if (buf_size(&c->pending))
 		wsclient_handle(c, POLLIN);
 	return c;
@@ -604,6 +728,10 @@ void wsclient_free(struct wsclient *c)
 	tlsio_free(c->tls);
 	close(c->fd);
 	buf_free(&c->pending);
+	if (c->inflate) {
+		inflateEnd(c->inflate);
+		free(c->inflate);
+	}
 	free(c);
 }
 

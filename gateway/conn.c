@@ -628,7 +628,7 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	   ahead of the next frame; what is in flight is the path's own. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){NOTSENT_LOWAT},
 		   sizeof(int));
-	log_info(c->log_ctx, "upgraded");
+	log_info(c->log_ctx, "upgraded%s", c->ctx.deflate ? " (permessage-deflate)" : "");
 	/* Looked up now, not before the 101: a reload in between may have
 	   removed the instance. */
 	c->up = gateway_upstream(gw, c->ctx.instance_id);

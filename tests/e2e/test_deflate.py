@@ -19,8 +19,8 @@ NODE_WS = "/usr/share/nodejs/ws"  # Debian's node-ws
 # as a real listing is: a printf per line on an idle machine could make a
 # frame per line, where deflate without context takeover gains least.
 LISTING = ("f=$(mktemp); for i in $(seq 1 3000); do printf -- '-rw-r--r-- 1 root root %6d "
-           "Jan  1 12:00 /usr/share/doc/pkg-$((i % 97))/file-%d.txt\\n' $((i * 37)) $i; done >$f; "
-           "cat $f; rm -f $f; echo done-$((6*7))")
+           "Jan  1 12:00 /usr/share/doc/pkg-%d/file-%d.txt\\n' $((i * 37)) $((i % 97)) $i; "
+           "done >$f; cat $f; rm -f $f; echo done-$((6*7))")
 
 
 def count_wire(client):
@@ -61,6 +61,7 @@ class Deflate(E2ETestCase):
         out_packed = bytes(packed.output[m_packed:])
         end = out_plain.find(b"done-42")
         self.assertGreater(end, 150000)
+        self.assertIn(b"pkg-90/file-3000.txt", out_plain)
         self.assertEqual(out_packed[:end], out_plain[:end], "the same bytes either way")
         ratio = wire_packed[0] / wire_plain[0]
         print("deflate: %d wire bytes vs %d plain (%.3f); %.3f wire bytes per output byte"
@@ -98,11 +99,36 @@ class Deflate(E2ETestCase):
                 node.kill()
             await node.wait()
         self.assertEqual(res["extensions"], "permessage-deflate")
-        out = base64.b64decode(res["output"])
-        end = out.find(b"done-42")
-        self.assertGreater(end, 150000)
-        self.assertEqual(out[:end], bytes(ctl.output[mark:mark + end]))
+        # From the command's echo (the prompt before it may have reached
+        # the observer in its Keyframe) to the marker.
+        def listing(b):
+            start = b.find(b"f=$(mktemp)")
+            return b[start:b.find(b"done-42", start)]
+        got = listing(base64.b64decode(res["output"]))
+        self.assertGreater(len(got), 150000)
+        self.assertIn(b"pkg-90/file-3000.txt", got)
+        self.assertEqual(got, listing(bytes(ctl.output[mark:])))
         self.assertLess(res["wire"], wire_plain[0] / 2)
+
+
+    async def test_cli_attach_inflates(self):
+        """The CLI offers permessage-deflate; a piped attach reads a long
+        listing through it whole."""
+        cli = harness.cli_binary()
+        if not cli:
+            self.skipTest("ptygate CLI not built")
+        sid = self.stack.create_session(cols=100, rows=30)
+        env = dict(os.environ, PTYGATE_TOKEN=self.stack.token(sub="erin", session_id=sid),
+                   PTYGATE_GATEWAY="http://127.0.0.1:%d" % self.stack.port,
+                   PTYGATE_INSTANCE=self.stack.instance)
+        p = await asyncio.create_subprocess_exec(
+            cli, "attach", "--session", sid, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, env=env)
+        out, err = await asyncio.wait_for(p.communicate((LISTING + "\n").encode()), 120)
+        self.assertEqual(p.returncode, 0, err)
+        self.assertIn(b"pkg-90/file-3000.txt", out)
+        self.assertIn(b"done-42", out)
+        self.assertIn("upgraded (permessage-deflate)", self.stack.logs())
 
 
 class DeflateOff(E2ETestCase):

@@ -279,7 +279,7 @@ static int server_frame(int fd, uint8_t *op, char *payload, size_t *n)
 	return 0;
 }
 
-static int server_script(int lfd)
+static int server_script(int lfd, bool deflate)
 {
 	char req[4096] = "", key[64], acc[WSHS_ACCEPT_LEN + 1], ans[512], pl[128];
 	const char *k;
@@ -294,12 +294,26 @@ static int server_script(int lfd)
 	if (!k || !strstr(req, "Authorization: Bearer tok.en\r\n") ||
 	    sscanf(k + 19, "%63[^\r]", key) != 1 || wshs_accept_key(key, acc) < 0)
 		return 10;
-	/* The answer and a first text frame "hi" in one write. */
-	n = (size_t)snprintf(ans, sizeof(ans),
-			     "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-			     "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
-			     "Sec-WebSocket-Protocol: pty-ws.v1\r\n\r\n\x81\x02hi",
-			     acc);
+	if (!strstr(req, "Sec-WebSocket-Extensions: " WSCLIENT_DEFLATE_OFFER "\r\n"))
+		return 15;
+	/* The answer and a first text frame in one write: "hi", or with
+	   deflate agreed RFC 7692 7.2.3.1's compressed "Hello". */
+	n = (size_t)snprintf(
+	    ans, sizeof(ans),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+	    "Connection: Upgrade\r\nSec-WebSocket-Accept: %s\r\n"
+	    "Sec-WebSocket-Protocol: pty-ws.v1\r\n%s\r\n",
+	    acc,
+	    deflate ? "Sec-WebSocket-Extensions: permessage-deflate; "
+		      "server_no_context_takeover; client_no_context_takeover\r\n"
+		    : "");
+	if (deflate) {
+		memcpy(ans + n, "\xc1\x07\xf2\x48\xcd\xc9\xc9\x07\x00", 9);
+		n += 9;
+	} else {
+		memcpy(ans + n, "\x81\x02hi", 4);
+		n += 4;
+	}
 	if (write(fd, ans, n) != (ssize_t)n)
 		return 11;
 	if (server_frame(fd, &op, pl, &n) < 0 || op != 1 || n != 9 ||
@@ -335,7 +349,7 @@ static void seen_close(uint16_t code, const char *reason, size_t n, void *user)
 	snprintf(s->reason, sizeof(s->reason), "%.*s", (int)n, reason);
 }
 
-static void test_connect_masked_roundtrip(void **state)
+static void roundtrip(bool deflate)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(0x7f000001)};
@@ -353,13 +367,13 @@ static void test_connect_masked_roundtrip(void **state)
 	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	pid = fork();
 	if (pid == 0)
-		_exit(server_script(lfd));
+		_exit(server_script(lfd, deflate));
 	close(lfd);
 	snprintf(url, sizeof(url), "ws://127.0.0.1:%u", ntohs(sa.sin_port));
 	c = wsclient_connect(url, "/agents/i/sessions/s/attach", "tok.en", 5000, &cb, &s,
 			     err, sizeof(err));
 	assert_non_null(c);
-	assert_string_equal(s.text, "hi"); /* came with the answer */
+	assert_string_equal(s.text, deflate ? "Hello" : "hi"); /* came with the answer */
 	assert_int_equal(wsclient_send_text(c, "ping-text", 9), 0);
 	while (!wsclient_done(c)) {
 		p = (struct pollfd){wsclient_fd(c), wsclient_events(c), 0};
@@ -375,6 +389,64 @@ static void test_connect_masked_roundtrip(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 	wsclient_free(NULL);
+}
+
+static void test_connect_masked_roundtrip(void **state)
+{
+	roundtrip(false);
+}
+
+/* permessage-deflate agreed: a compressed server message inflates. */
+static void test_connect_deflate(void **state)
+{
+	roundtrip(true);
+}
+
+static void expect_agreed(const char *ext, int rc, bool on)
+{
+	char head[512], err[256] = "";
+	bool deflate = !on;
+	int n = snprintf(
+	    head, sizeof(head),
+	    "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n%s%s%s\r\n",
+	    ext ? "Sec-WebSocket-Extensions: " : "", ext ? ext : "", ext ? "\r\n" : "");
+
+	assert_int_equal(
+	    wsclient_agreed_deflate(head, (size_t)n, &deflate, err, sizeof(err)), rc);
+	assert_int_equal(deflate, on);
+	if (rc < 0)
+		assert_non_null(strstr(err, "Sec-WebSocket-Extensions"));
+}
+
+/* RFC 7692 5: what answers our offer, and what fails the connection. */
+static void test_agreed_deflate(void **state)
+{
+	expect_agreed(NULL, 0, false);
+	expect_agreed("permessage-deflate; server_no_context_takeover", 0, true);
+	expect_agreed("permessage-deflate; server_no_context_takeover; "
+		      "client_no_context_takeover",
+		      0, true);
+	expect_agreed(
+	    "PerMessage-Deflate;Server_No_Context_Takeover; server_max_window_bits=10", 0,
+	    true);
+	expect_agreed("permessage-deflate", -EPROTO, false);
+	expect_agreed("x-webkit-deflate-frame", -EPROTO, false);
+	expect_agreed("permessage-deflate; server_no_context_takeover; "
+		      "client_max_window_bits=15",
+		      -EPROTO, false);
+	expect_agreed("permessage-deflate; server_no_context_takeover; "
+		      "server_no_context_takeover",
+		      -EPROTO, false);
+	expect_agreed("permessage-deflate; server_no_context_takeover; "
+		      "server_max_window_bits=16",
+		      -EPROTO, false);
+	expect_agreed(
+	    "permessage-deflate; server_no_context_takeover; server_max_window_bits",
+	    -EPROTO, false);
+	expect_agreed("permessage-deflate; server_no_context_takeover=1", -EPROTO, false);
+	expect_agreed(
+	    "permessage-deflate; server_no_context_takeover, permessage-deflate", -EPROTO,
+	    false);
 }
 
 static void test_connect_refused(void **state)
@@ -410,6 +482,8 @@ int main(void)
 	    cmocka_unit_test(test_refusal_variants),
 	    cmocka_unit_test(test_connect_masked_roundtrip),
 	    cmocka_unit_test(test_connect_refused),
+	    cmocka_unit_test(test_connect_deflate),
+	    cmocka_unit_test(test_agreed_deflate),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
