@@ -74,9 +74,13 @@ def objects(build, root):
 
 
 def defined_globals(obj):
+    """The object's defined external symbols that name C functions and
+    variables: what a compiler adds under names that are no C identifier
+    (ASan's __odr_asan.NAME) is not the source's."""
     out = subprocess.run(["nm", "-P", "-g", "--defined-only", obj],
                          check=True, capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.strip()]
+    syms = [line.split()[0] for line in out.splitlines() if line.strip()]
+    return [s for s in syms if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", s)]
 
 
 def allowed_prefixes(src, root):

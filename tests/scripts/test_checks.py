@@ -103,6 +103,7 @@ def test_names():
             int ring_ok(void) { return plain(); }
             int misnamed_fn(void) { return 2; }
             int misnamed_var = 3;
+            int made_by_asan __asm__("__odr_asan.made_by_asan") = 4;
             """)
         write(root, "shared/routes_int.h", "/* the routes module's shared header */\n")
         write(root, "shared/routes_json.c", """\
@@ -128,7 +129,8 @@ def test_names():
         expect("names: the misnamed variable is reported",
                "shared/ring.c: misnamed_var:" in err, err)
         for ok in ("ring_ok", "ring_count", "plain", "routes_json_own", "routes_shared",
-                   "routes__helper", "main", "helper_anything", "stale_name"):
+                   "routes__helper", "main", "helper_anything", "stale_name",
+                   "made_by_asan"):
             expect(f"names: {ok} is not reported", ok not in err, err)
         expect("names: exactly those problems", err.count("\n") == 3, err)
 
