@@ -184,13 +184,22 @@ class Soak(E2ETestCase):
         return {"gw_fds": fd_count(gw.pid), "sc_fds": fd_count(sc.pid),
                 "rss": gw.rss_kib()}
 
+    def drained(self):
+        """No connection left in any role and nothing queued for clients:
+        a closing connection may still hold output for a moment after its
+        fd count came back (it lingers to send its close)."""
+        m = self.stack.metrics()
+        roles = ('ptygate_connections{role="%s"}' % r for r in ("controller", "observer", "pending"))
+        return all(m.get(k) == 0.0 for k in roles) and m.get("ptygate_fanout_queue_bytes") == 0.0
+
     async def settle(self, base):
-        """Waits for both daemons' fds to come back to the baseline."""
+        """Waits for both daemons' fds to come back to the baseline and the
+        gateway to hold no connection and no queued output (a leak stays)."""
         deadline = time.monotonic() + SETTLE_S
         while True:
             now = self.sample()
-            if (now["gw_fds"] <= base["gw_fds"] and now["sc_fds"] <= base["sc_fds"]) \
-                    or time.monotonic() > deadline:
+            if (now["gw_fds"] <= base["gw_fds"] and now["sc_fds"] <= base["sc_fds"]
+                    and self.drained()) or time.monotonic() > deadline:
                 return now
             await asyncio.sleep(0.1)
 
