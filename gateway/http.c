@@ -32,6 +32,7 @@
 
 #include <netinet/in.h>
 
+#include <jansson.h>
 #include <microhttpd.h>
 
 #include "conn.h"
@@ -679,6 +680,45 @@ static struct MHD_Response *route_body(struct route_req *rq)
 					       MHD_RESPMEM_MUST_COPY);
 }
 
+/* The client's address: behind a trusted proxy, the one X-Forwarded-For
+   named once the request was whole. */
+static void client_str(struct http_req *r, char *out, size_t cap)
+{
+	static const struct peer_addr none;
+	struct http_sock *s = sock_of(r->c);
+
+	if (s && s->trusted && memcmp(&r->client, &none, sizeof(none)) != 0)
+		peer_addr_str(&r->client, out, cap);
+	else if (s)
+		peer_addr_str(&s->peer, out, cap);
+	else
+		snprintf(out, cap, "unknown");
+}
+
+/* A refusal an operator looks for (401, 403, 429), one line each: the
+   client's address, the request (its path without the query, which may
+   carry a token) and the reason the error body gives. */
+static void log_refused(struct http_req *r)
+{
+	struct route_req *rq = r->rq;
+	const char *code = NULL, *msg = NULL;
+	char addr[64], ctx[80];
+	json_t *body;
+
+	if (rq->status != 401 && rq->status != 403 && rq->status != 429)
+		return;
+	client_str(r, addr, sizeof(addr));
+	body = json_loadb((const char *)buf_head(&rq->out), buf_size(&rq->out), 0, NULL);
+	code = json_string_value(json_object_get(body, "code"));
+	msg = json_string_value(json_object_get(body, "message"));
+	snprintf(ctx, sizeof(ctx), "http addr=%s", addr);
+	log_warn(ctx, "refused %u %s: %s %.*s: %s", rq->status, code ? code : "-",
+		 rq->method ? rq->method : "-",
+		 rq->target ? (int)strcspn(rq->target, "?") : 1,
+		 rq->target ? rq->target : "-", msg ? msg : "-");
+	json_decref(body);
+}
+
 /* Sends what the routes answered. */
 static enum MHD_Result answer(struct http_req *r)
 {
@@ -687,6 +727,7 @@ static enum MHD_Result answer(struct http_req *r)
 	enum MHD_Result ok;
 	char n[16];
 
+	log_refused(r);
 	if (rq->status == 101)
 		return queue_upgrade(r);
 	resp = route_body(rq);

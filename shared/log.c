@@ -34,7 +34,7 @@ static const char priority[] = {
     [LOG_DEBUG] = '7', [LOG_INFO] = '6', [LOG_WARN] = '4', [LOG_ERROR] = '3'};
 /* The context words that become JSON fields of their own. */
 static const char *const field_keys[] = {"trace", "principal", "instance", "session",
-					 "conn",  "client",    "task"};
+					 "conn",  "client",    "task",	   "addr"};
 
 void log_set_level(enum log_level lvl)
 {

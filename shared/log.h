@@ -1,7 +1,7 @@
 /* log: leveled lines to stderr, "TS LEVEL ident [ctx] message" or, with
    --log-format json, one JSON object a line. The context string is chosen
    by the caller; its "key=value" words (trace, principal, instance,
-   session, conn, client, task) become fields of their own in JSON, the
+   session, conn, client, task, addr) become fields of their own in JSON, the
    rest its "ctx" field. Under systemd (JOURNAL_STREAM naming stderr) each
    line starts with its sd-daemon priority prefix, "<3>" to "<7>". */
 #ifndef PTG_LOG_H

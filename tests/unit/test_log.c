@@ -71,6 +71,11 @@ static void test_json_fields(void **state)
 	assert_int_equal(strlen(field(j, "ts")), 24);
 	json_decref(j);
 
+	j = json_line(LOG_WARN, "http addr=::1", "refused");
+	assert_string_equal(field(j, "addr"), "::1");
+	assert_string_equal(field(j, "ctx"), "http");
+	json_decref(j);
+
 	/* Words that are not fields stay together as "ctx". */
 	j = json_line(LOG_INFO, "http other=1 trace=t9", "m");
 	assert_string_equal(field(j, "ctx"), "http other=1");
