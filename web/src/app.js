@@ -21,6 +21,9 @@ const RESIZE_DEBOUNCE_MS = 200;
 const RESYNCED_NOTE_MS = 5000;
 const EMPTY = new Uint8Array(0);
 const RIS = '\x1bc';
+// Animation frames xterm.js takes to measure its rows again after a reset
+// (Viewport.reset, then syncScrollArea, then its refresh), and one more.
+const RESET_SETTLE_FRAMES = 3;
 // Close codes after which trying again cannot help (SPEC 7).
 const FINAL_CLOSE = { 4401: 'token expired', 4403: 'access revoked', 4404: 'session gone' };
 
@@ -226,6 +229,7 @@ class Attachment {
       window.open(uri, '_blank', 'noopener,noreferrer');
     }));
     this.term.open(host);
+    this.guardResetScroll(host);
     this.fit.fit();
     this.term.onData((d) => this.typed(d));
     this.term.onBinary((d) => this.sendInput(inputBytes(d, true)));
@@ -248,6 +252,26 @@ class Attachment {
     });
     window.addEventListener('resize', () => this.scheduleResize());
     window.ptygate = this; // for tests and the curious: state, never the token
+  }
+
+  // A reset (RIS: every Keyframe, most snapshots, a program's "reset")
+  // makes xterm.js 5.5 forget its row height until the viewport's next
+  // animation frames re-measure it; a scroll event of the viewport in
+  // between (the browser clamping the shrunk scroll area, more likely the
+  // more loaded the machine) divides scrollTop 0 by that 0 and leaves the
+  // view NaN rows down for good: a blank screen. Scroll events are kept
+  // from xterm.js until those frames have run (a reset leaves the view at
+  // the bottom anyway, and the viewport sets its own scrollTop again).
+  guardResetScroll(host) {
+    let resets = 0;
+    this.term.parser.registerEscHandler({ final: 'c' }, () => {
+      resets++;
+      afterFrames(RESET_SETTLE_FRAMES, () => { resets--; });
+      return false; // xterm.js's own RIS follows
+    });
+    host.addEventListener('scroll', (ev) => {
+      if (resets > 0 && ev.target.classList.contains('xterm-viewport')) ev.stopImmediatePropagation();
+    }, true);
   }
 
   // ---- connection ----
@@ -575,6 +599,12 @@ class Attachment {
     $('members').textContent =
       `controlling: ${c.map(name).join(', ') || 'nobody'} · watching: ${o.map(name).join(', ') || 'nobody'}`;
   }
+}
+
+// Runs fn once n animation frames have begun after this one.
+function afterFrames(n, fn) {
+  if (n <= 0) fn();
+  else requestAnimationFrame(() => afterFrames(n - 1, fn));
 }
 
 function clampSize(n) {

@@ -282,6 +282,31 @@ async function run(ctx) {
   check(kf[0] === 'KEYFRAME-SCREEN' && kf[1] === 'AFTER-KEYFRAME' && !kf.some((l) => l.includes('BEFORE')),
     'a Keyframe applies after what came before it and before what follows');
 
+  // A reset (RIS, which every Keyframe and most snapshots hold) forgets
+  // xterm.js's row height until its next animation frame; a scroll event
+  // of the viewport at scrollTop 0 in between (the browser clamping the
+  // shrunk scroll area, as a loaded machine lets happen) made the view
+  // NaN rows down for good: a blank screen whatever followed.
+  await obs.evaluate(() => new Promise((resolve) => {
+    const p = window.ptygate, s = p.lastSeq, b64 = (t) => btoa(t);
+    const frame = (sequence, payload) => p.onFrame({ op: 'pty.session_frame', sequence, payload });
+    const viewport = p.term.element.querySelector('.xterm-viewport');
+    frame(undefined, { kind: 'Error', code: 'PTY_OUTPUT_LAGGED', message: 'lagged' });
+    frame(s + 1, { kind: 'Keyframe', snapshot: b64('\x1bcSCROLLED-KEYFRAME'),
+      snapshot_format: 'vt100-screen-state-v1', snapshot_cols: p.term.cols,
+      snapshot_rows: p.term.rows, anchor_sequence: s + 1 });
+    // Parsed with the Keyframe, before any animation frame.
+    p.term.write('', () => {
+      viewport.scrollTop = 0;
+      viewport.dispatchEvent(new Event('scroll'));
+      resolve();
+    });
+  }));
+  await shows(obs, /^SCROLLED-KEYFRAME$/);
+  const view = await debugState(obs);
+  check(Number.isInteger(view.viewportY),
+    `a scroll event right after a reset leaves the view on the screen (viewportY ${view.viewportY})`);
+
   for (const [name, p] of [['controller', a.problems], ['observer', o.problems]])
     check(p.length === 0, `no console errors on the ${name} page ${p.length ? JSON.stringify(p) : ''}`);
 }
