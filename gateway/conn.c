@@ -527,10 +527,11 @@ void conn_update_log_ctx(struct conn *c)
 {
 	struct buf b = BUF_INIT;
 
-	buf_appendf(&b, "conn %u %.64s/%.40s %.64s", c->serial, c->ctx.instance_id,
-		    c->ctx.session_id, c->ctx.claims.sub);
+	/* key=value words: --log-format json makes each a field (log.h). */
+	buf_appendf(&b, "conn=%u instance=%.64s session=%.40s principal=%.64s", c->serial,
+		    c->ctx.instance_id, c->ctx.session_id, c->ctx.claims.sub);
 	if (c->client_id[0])
-		buf_appendf(&b, " %.40s", c->client_id);
+		buf_appendf(&b, " client=%.40s", c->client_id);
 	if (c->trace_id[0])
 		buf_appendf(&b, " trace=%.64s", c->trace_id);
 	snprintf(c->log_ctx, sizeof(c->log_ctx), "%.*s", (int)buf_size(&b),

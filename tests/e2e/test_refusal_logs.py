@@ -106,6 +106,26 @@ class JsonFormat(RefusalLogs, E2ETestCase):
         return {"status": int(rec["msg"].split()[1]), "addr": rec["addr"],
                 "reason": rec["msg"]}
 
+    async def test_connection_fields(self):
+        """An attached connection's lines carry its context as fields."""
+        sid = self.stack.create_session()
+        c = await self.stack.client(sid, sub="carol")
+        await c.close()
+        deadline = time.monotonic() + DEADLINE
+        while True:
+            with open(self.stack.gateway.log_path, "rb") as f:
+                recs = [json.loads(line) for line in f.read().decode("utf-8").splitlines()
+                        if line.startswith("{")]
+            recs = [r for r in recs if r.get("session") == sid and r.get("conn")]
+            if recs:
+                break
+            if time.monotonic() > deadline:
+                self.fail("no line with session %s" % sid)
+            time.sleep(0.1)
+        self.assertEqual(recs[0]["instance"], self.stack.instance)
+        self.assertEqual(recs[0]["principal"], "carol")
+        self.assertNotIn("ctx", recs[0])
+
     def test_every_line_is_json(self):
         self.stack.http("GET", self.sessions_path())
         self.wait_refusal(401, "UNAUTHENTICATED")
