@@ -47,6 +47,12 @@ sed -e "s|@XTERM_JS@|$xterm_js|" -e "s|@XTERM_CSS@|$xterm_css|" \
 	-e "s|@PLAYER_JS@|$player_js|" src/index.html >"$out.tmp/index.html"
 cp node_modules/@xterm/xterm/LICENSE "$out.tmp/xterm-LICENSE.txt"
 
-rm -rf "$out"
-mv "$out.tmp" "$out"
+# An unchanged build leaves the directory as it is: a gateway serving it
+# (a test running beside `scripts/run-local.sh`, say) keeps its files.
+if [ -d "$out" ] && diff -r -q "$out" "$out.tmp" >/dev/null 2>&1; then
+	rm -rf "$out.tmp"
+else
+	rm -rf "$out"
+	mv "$out.tmp" "$out"
+fi
 echo "build-web: $(pwd)/$out"
