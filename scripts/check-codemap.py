@@ -66,7 +66,10 @@ def ignored(root, path):
     """A path git ignores is a build output (web/dist): it may be absent."""
     if not os.path.isdir(os.path.join(root, ".git")):
         return False
-    return subprocess.run(["git", "-C", root, "check-ignore", "-q", path]).returncode == 0
+    # An absent path is asked as a directory too: a "dist/" pattern only
+    # matches directories, and git cannot tell what an absent path was.
+    return any(subprocess.run(["git", "-C", root, "check-ignore", "-q", p]).returncode == 0
+               for p in (path, path.rstrip("/") + "/"))
 
 
 def all_files(root):

@@ -87,6 +87,16 @@ def test_codemap():
         rc, err = run("check-codemap.py", root)
         expect("codemap: no CODE-MAP.md is an error", rc == 1 and "cannot read" in err, err)
 
+    # A fresh clone: a build output named in prose, ignored by a "dir/"
+    # pattern, is absent until built; a path merely absent is still reported.
+    with tempfile.TemporaryDirectory() as root:
+        codemap_tree(root, GOOD_MAP + "Built into `web/dist` and `web/gone`.\n")
+        write(root, "web/.gitignore", "dist/\n")
+        subprocess.run(["git", "init", "-q", root], check=True)
+        rc, err = run("check-codemap.py", root)
+        expect("codemap: an ignored build directory may be absent", "web/dist" not in err, err)
+        expect("codemap: an absent path not ignored is reported", "web/gone" in err, err)
+
 
 def compile_into(root, build, src):
     obj = os.path.join(build, "CMakeFiles", "ptg_shared.dir", src + ".o")
