@@ -19,15 +19,7 @@
 #define JWT__SIG_EDDSA	crypto_sign_BYTES
 #define JWT__SIG_HS256	crypto_auth_hmacsha256_BYTES
 
-/* The three segments of a compact JWS, as offsets into the token. */
-struct parts {
-	const char *hdr, *pay, *sig;
-	size_t hdr_len, pay_len, sig_len;
-	size_t signed_len; /* header "." payload */
-};
-
-/* Splits at exactly two dots; header and payload must be non-empty. */
-static int split(const char *t, size_t len, struct parts *p)
+int auth_jwt_split(const char *t, size_t len, struct auth_jwt_parts *p)
 {
 	const char *d1 = memchr(t, '.', len), *d2;
 
@@ -46,8 +38,7 @@ static int split(const char *t, size_t len, struct parts *p)
 	return p->hdr_len && p->pay_len ? JWT_OK : JWT_MALFORMED;
 }
 
-/* Decodes a base64url segment holding a JSON object. */
-static json_t *json_segment(const char *s, size_t n)
+json_t *auth_jwt_segment(const char *s, size_t n)
 {
 	struct buf raw = BUF_INIT;
 	json_t *j = NULL;
@@ -315,13 +306,14 @@ static int check_claims(const json_t *o, const struct jwt_policy *pol, int64_t n
 
 /* Everything after the split: header, signature, key, payload. */
 static int verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
-			const struct parts *p, int64_t now, struct jwt_claims *out)
+			const struct auth_jwt_parts *p, int64_t now,
+			struct jwt_claims *out)
 {
 	struct buf sig = BUF_INIT;
 	json_t *hdr, *pay = NULL;
 	int rc;
 
-	hdr = json_segment(p->hdr, p->hdr_len);
+	hdr = auth_jwt_segment(p->hdr, p->hdr_len);
 	if (!hdr)
 		return JWT_MALFORMED;
 	rc = header(hdr, &out->alg, out->kid);
@@ -337,7 +329,7 @@ static int verify_parts(const struct keyset *ks, const struct jwt_policy *pol,
 			buf_head(&sig));
 	if (rc < 0)
 		goto out_free;
-	pay = json_segment(p->pay, p->pay_len);
+	pay = auth_jwt_segment(p->pay, p->pay_len);
 	rc = pay ? check_claims(pay, pol, now, out) : JWT_MALFORMED;
 	json_decref(pay);
 out_free:
@@ -349,13 +341,13 @@ int auth_jwt_verify(const struct keyset *ks, const struct jwt_policy *pol,
 		    const char *token, size_t len, int64_t now_s, struct jwt_claims *out)
 {
 	static const struct jwt_policy defaults = JWT_POLICY_DEFAULT;
-	struct parts p;
+	struct auth_jwt_parts p;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
 	if (!token || len == 0 || len > JWT_MAX_TOKEN)
 		return JWT_MALFORMED;
-	rc = split(token, len, &p);
+	rc = auth_jwt_split(token, len, &p);
 	if (rc == JWT_OK)
 		rc = verify_parts(ks, pol ? pol : &defaults, &p, now_s, out);
 	if (rc != JWT_OK)

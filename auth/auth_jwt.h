@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 #include "buf.h"
 #include "keys.h"
 #include "ptg_limits.h"
@@ -80,6 +82,18 @@ const char *auth_jwt_strerror(int err);
    NULL asks for the whole instance (REST session listing, creation),
    which a token limited to one session does not grant. Scopes are the
    caller's to check. */
+/* The three segments of a compact JWS, as pointers into the token. */
+struct auth_jwt_parts {
+	const char *hdr, *pay, *sig;
+	size_t hdr_len, pay_len, sig_len;
+	size_t signed_len; /* header "." payload */
+};
+/* Splits t[0, len) at exactly two dots: JWT_OK, or JWT_MALFORMED when
+   there are not two or the header or payload is empty. */
+int auth_jwt_split(const char *t, size_t len, struct auth_jwt_parts *p);
+/* A base64url segment holding a JSON object (a new reference), or NULL. */
+json_t *auth_jwt_segment(const char *s, size_t n);
+
 int auth_jwt_claims_allow(const struct jwt_claims *c, const char *instance_id,
 			  const char *session_id);
 

@@ -17,49 +17,12 @@
 #define LINKCRED__SIG_LEN    64			/* an Ed25519 signature */
 #define LINKCRED__TIME_BOUND 1000000000000000LL /* as auth_jwt.c accepts */
 
-/* The three segments of a compact JWS. */
-struct segs {
-	const char *hdr, *pay, *sig;
-	size_t hdr_len, pay_len, sig_len;
-};
-
-/* Exactly two dots, no segment empty. */
-static int split(const char *t, size_t len, struct segs *s)
+/* Exactly two dots, no segment empty (a link token is always signed). */
+static int split(const char *t, size_t len, struct auth_jwt_parts *s)
 {
-	const char *d1, *d2;
-
-	if (!t || len == 0 || len > JWT_MAX_TOKEN)
+	if (!t || len == 0 || len > JWT_MAX_TOKEN || auth_jwt_split(t, len, s) != JWT_OK)
 		return LINKCRED_MALFORMED;
-	d1 = memchr(t, '.', len);
-	if (!d1)
-		return LINKCRED_MALFORMED;
-	d2 = memchr(d1 + 1, '.', len - (size_t)(d1 + 1 - t));
-	if (!d2 || memchr(d2 + 1, '.', len - (size_t)(d2 + 1 - t)))
-		return LINKCRED_MALFORMED;
-	s->hdr = t;
-	s->hdr_len = (size_t)(d1 - t);
-	s->pay = d1 + 1;
-	s->pay_len = (size_t)(d2 - s->pay);
-	s->sig = d2 + 1;
-	s->sig_len = len - (size_t)(s->sig - t);
-	return s->hdr_len && s->pay_len && s->sig_len ? LINKCRED_OK : LINKCRED_MALFORMED;
-}
-
-/* A base64url segment holding a JSON object, or NULL. */
-static json_t *object_of(const char *s, size_t n)
-{
-	struct buf raw = BUF_INIT;
-	json_t *j = NULL;
-
-	if (b64url_decode(s, n, &raw) == 0 && buf_size(&raw) > 0)
-		j = json_loadb((const char *)buf_head(&raw), buf_size(&raw),
-			       JSON_REJECT_DUPLICATES, NULL);
-	buf_free(&raw);
-	if (j && !json_is_object(j)) {
-		json_decref(j);
-		j = NULL;
-	}
-	return j;
+	return s->sig_len ? LINKCRED_OK : LINKCRED_MALFORMED;
 }
 
 /* A JSON string of 1..max bytes without NUL or control characters. */
@@ -77,9 +40,9 @@ static const char *text(const json_t *v, size_t max)
 }
 
 /* alg must be EdDSA; kid, when present, is copied. */
-static int header(const struct segs *s, char kid[KEYS_KID_MAX + 1])
+static int header(const struct auth_jwt_parts *s, char kid[KEYS_KID_MAX + 1])
 {
-	json_t *h = object_of(s->hdr, s->hdr_len);
+	json_t *h = auth_jwt_segment(s->hdr, s->hdr_len);
 	const json_t *k;
 	const char *alg, *ks;
 	int rc = LINKCRED_OK;
@@ -158,10 +121,10 @@ static int claims(const json_t *o, int64_t now, int64_t exp_leeway, struct linkc
 }
 
 /* The payload's link claims; LINKCRED_MALFORMED if it is not an object. */
-static int payload(const struct segs *s, int64_t now, int64_t exp_leeway,
+static int payload(const struct auth_jwt_parts *s, int64_t now, int64_t exp_leeway,
 		   struct linkcred *c)
 {
-	json_t *o = object_of(s->pay, s->pay_len);
+	json_t *o = auth_jwt_segment(s->pay, s->pay_len);
 	int rc = o ? claims(o, now, exp_leeway, c) : LINKCRED_MALFORMED;
 
 	json_decref(o);
@@ -214,7 +177,7 @@ int linkcred_verify(const struct keyset *ks, const char *token, size_t len, int6
 {
 	const struct jwt_policy pol = {LINKCRED_AUDIENCE, NULL, JWT_LEEWAY_S};
 	struct jwt_claims jc;
-	struct segs s;
+	struct auth_jwt_parts s;
 	int rc, jrc;
 
 	memset(out, 0, sizeof(*out));
@@ -241,7 +204,7 @@ out_refused:
 int linkcred_peek(const char *token, size_t len, int64_t now_s, struct linkcred *out)
 {
 	struct buf sig = BUF_INIT;
-	struct segs s;
+	struct auth_jwt_parts s;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
