@@ -308,7 +308,8 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	p.env_extra = env;
 	/* protobuf-c arrays are counted; exec wants them NULL-terminated. */
 	argv = xcalloc(c->n_argv + 1, sizeof(*argv));
-	memcpy(argv, c->argv, c->n_argv * sizeof(*argv));
+	if (c->n_argv) /* no argv (the default shell): c->argv is NULL */
+		memcpy(argv, c->argv, c->n_argv * sizeof(*argv));
 	p.argv = argv;
 	s = session_new(srv->cfg, srv->loop, &p, err, sizeof(err));
 	free(argv);

@@ -52,7 +52,11 @@ static void test_request_keyframe(void **state)
 
 static void test_keyframe_cadence_frames(void **state)
 {
-	static const char *const args[] = {"--keyframe-frames", "5", NULL};
+	/* Only the frame cadence: a loaded machine can take longer than the
+	   default 5 s between two commands, and the time cadence would then
+	   send a Keyframe early. */
+	static const char *const args[] = {"--keyframe-frames", "5", "--keyframe-seconds",
+					   "86400", NULL};
 	struct fixture *fx = *state;
 	unsigned outputs = 0, keyframes = 0;
 	Ptg__LinkMessage *m;
