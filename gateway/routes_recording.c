@@ -77,7 +77,8 @@ static void on_page(struct route_req *rq, const Ptg__Reply *r)
 	if (!c->done && c->next_after > x->after && c->carry.len <= 3) {
 		x->after = c->next_after;
 		x->start_ts_ms = c->start_ts_ms;
-		memcpy(x->carry, c->carry.data, c->carry.len);
+		if (c->carry.len) /* no carry: protobuf-c's data is NULL */
+			memcpy(x->carry, c->carry.data, c->carry.len);
 		x->carry_len = c->carry.len;
 		ask_page(rq);
 		return;

@@ -277,8 +277,9 @@ void session_export_page(struct session *s, const Ptg__ExportSession *q, struct 
 	c->next_after = pg.last;
 	c->start_ts_ms = pg.enc.start_ms;
 	/* The carry goes back to the gateway; the next page starts with it. */
-	memcpy(c->carry.data, buf_head(&pg.enc.carry), buf_size(&pg.enc.carry));
 	c->carry.len = buf_size(&pg.enc.carry);
+	if (c->carry.len) /* an empty buf's head may be NULL */
+		memcpy(c->carry.data, buf_head(&pg.enc.carry), c->carry.len);
 	buf_free(&pg.enc.carry);
 }
 
