@@ -216,10 +216,11 @@ static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd
 			a->out_file = optarg;
 		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
 			a->json = !strcmp(optarg, "json");
-		else if (c == 'o')
+		else if (c == 'o') {
+			cli_operands_free(&ops);
 			return cli_usage_error(cmd, "bad --output '%s' (text or json)",
 					       optarg);
-		else if (c == SESS_OPT_SESSION)
+		} else if (c == SESS_OPT_SESSION)
 			a->session = optarg;
 		else if (!cli_target_option(&a->target, c, optarg)) {
 			rc = body_option(a, c, optarg, cmd);
