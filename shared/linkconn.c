@@ -290,6 +290,13 @@ static int64_t cpu_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+/* The CPU clock is a system call, not a vDSO read: only a link that
+   reports its turns (the gateway's) pays it, the sidecar's links do not. */
+static int64_t turn_cpu(const struct linkconn *lc)
+{
+	return lc->ops->on_turn ? cpu_us() : 0;
+}
+
 void linkconn_set_turn_budget(struct linkconn *lc, int64_t budget_us)
 {
 	lc->turn_budget_us = budget_us;
@@ -346,7 +353,7 @@ static void finish_read(struct linkconn *lc, int r)
    nothing read from the socket until they are all handed out. */
 static void resume(struct linkconn *lc)
 {
-	int64_t t0 = mono_us(), cpu0 = cpu_us();
+	int64_t t0 = mono_us(), cpu0 = turn_cpu(lc);
 
 	end_turn(lc, t0, cpu0, decode(lc, t0));
 	if (!lc->backlog) {
@@ -399,7 +406,7 @@ static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
 	if (lc->closing || !(events & EV_READ) || lc->backlog)
 		return;
 	t0 = mono_us();
-	cpu0 = cpu_us();
+	cpu0 = turn_cpu(lc);
 	r = read_some(lc);
 	/* Messages that arrived before an end or an error still count. */
 	end_turn(lc, t0, cpu0, decode(lc, t0));
