@@ -1,0 +1,59 @@
+/* registry: the fleet registry on etcd: this gateway's lease, its
+   gateway key and one key per instance it serves (written under the
+   lease, so a dead gateway's keys go by themselves), and the routing
+   cache, instance -> owning gateway, kept whole in memory from a watch
+   of the prefix so a lookup never waits for etcd. */
+#ifndef PTG_REGISTRY_H
+#define PTG_REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gateway;
+struct buf;
+struct registry;
+
+enum registry_route {
+	REGISTRY_LOCAL,
+	REGISTRY_REMOTE,
+	REGISTRY_UNKNOWN,
+	REGISTRY_UNAVAILABLE
+};
+
+/* The registry of gw, built from gw->cfg's --registry options. Without
+   --registry it talks to no etcd and answers only LOCAL or UNKNOWN.
+   Returns NULL after printing why to stderr (a bad option value, libcurl
+   failing to start). Nothing is sent before registry_start. */
+struct registry *registry_new(struct gateway *gw);
+/* Starts the lease, the keys and the watch on gw's loop. */
+void registry_start(struct registry *r);
+void registry_free(struct registry *r);
+
+/* Where instance_id is served. LOCAL: this gateway serves it (decided
+   here, from the gateway's own instances, first). REMOTE: *owner_url is
+   the owning gateway's fleet URL (valid until the next loop turn).
+   UNAVAILABLE: not local, not in the cache, and the registry is not in
+   sync (the caller answers 503 with Retry-After). UNKNOWN: no gateway of
+   the fleet serves it (404). A NULL registry answers UNKNOWN; a registry
+   without --registry answers LOCAL when gw serves it, else UNKNOWN. */
+enum registry_route registry_route(const struct registry *r, const char *instance_id,
+				   const char **owner_url);
+
+/* The gateway now serves instance_id (configured, or its sidecar dialled
+   in): its key is written under the lease, as a transaction that refuses
+   to take over another live gateway's key (logged, counted; the instance
+   is still served here). Safe to call with a NULL registry. */
+void registry_instance_up(struct registry *r, const char *instance_id);
+/* The gateway no longer serves instance_id: its key is deleted. */
+void registry_instance_down(struct registry *r, const char *instance_id);
+
+/* 1 while the registry is enabled, holds its lease and its cache is in
+   sync with etcd (0 without --registry). */
+int registry_up(const struct registry *r);
+/* Appends the registry's /readyz JSON value: an object with "state"
+   ("off", "up", "down", "syncing"), "gateway_id", "routes". */
+void registry_readyz_json(const struct registry *r, struct buf *out);
+/* Appends the ptygate_registry_* families in the Prometheus text format. */
+void registry_metrics(const struct registry *r, struct buf *out);
+
+#endif
