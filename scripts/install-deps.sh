@@ -16,7 +16,11 @@ PACKAGES="
   help2man dpkg-dev systemd
   stress-ng
   tmux zsh
+  etcd-server etcd-client
 "
+# etcd-server, etcd-client: the fleet registry's tests run a three-member
+# etcd cluster on loopback ports (libcurl4-openssl-dev: the gateway's
+# client of etcd's JSON gateway).
 # node-ws: a second permessage-deflate client for e2e.deflate (Node's ws).
 # systemd: systemd-analyze verify and security check the units in
 # tests/packaging (the machine need not boot with systemd); util-linux's
