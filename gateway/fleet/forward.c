@@ -1,0 +1,399 @@
+/* forward: see forward.h. Each call is one easy handle on the shared
+   multi (curlev); the owner's header lines are kept as "name\0value\0"
+   pairs and turned into an array when the call ends. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include <curl/curl.h>
+
+#include "buf.h"
+#include "curlev.h"
+#include "forward.h"
+#include "timeutil.h"
+#include "xalloc.h"
+
+#define URL_MAX (2048 + FLEETAUTH_FIELD_MAX)
+
+struct forward {
+	struct ev_loop *loop;
+	struct curlev *cv;
+	struct fleetauth auth;
+	char *cacert, *cert, *key;
+	long connect_timeout_ms, timeout_ms;
+	size_t body_max;
+	struct forward_call *calls;
+	struct forward_stats stats;
+};
+
+struct forward_call {
+	struct forward *f;
+	struct forward_call *prev, *next;
+	struct curlev_job job;
+	struct curl_slist *hdrs;
+	struct buf head; /* the owner's headers: "name\0value\0" pairs */
+	size_t n_head;
+	struct buf body;
+	int too_big;
+	char err[CURL_ERROR_SIZE];
+	forward_done_cb done;
+	void *user;
+};
+
+static const char *const hop[] = {
+    "Connection",
+    "Keep-Alive",
+    "Proxy-Authenticate",
+    "Proxy-Authorization",
+    "Proxy-Connection",
+    "TE",
+    "Trailer",
+    "Transfer-Encoding",
+    "Upgrade",
+    "Host",
+    "Content-Length",
+    "X-Forwarded-For",
+    FLEETAUTH_HEADER,
+    "Expect",
+    "Date",
+};
+
+int forward_hop_header(const char *name)
+{
+	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
+		if (strcasecmp(name, hop[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* ---- the owner's answer ---- */
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
+{
+	struct forward_call *c = user;
+	size_t n = size * nmemb;
+
+	if (buf_size(&c->body) + n > c->f->body_max) {
+		c->too_big = 1;
+		return 0;
+	}
+	buf_append(&c->body, data, n);
+	return n;
+}
+
+/* One header line. A status line starts the set over (a 100 Continue
+   precedes the real answer). */
+static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
+{
+	struct forward_call *c = user;
+	size_t n = size * nmemb, len = n, name_len;
+	const char *colon;
+
+	if (len >= 4 && memcmp(data, "HTTP", 4) == 0) {
+		buf_reset(&c->head);
+		c->n_head = 0;
+		return n;
+	}
+	while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
+		len--;
+	colon = len ? memchr(data, ':', len) : NULL;
+	if (!colon)
+		return n; /* the blank line ending the head */
+	name_len = colon - data;
+	if (c->n_head >= FORWARD_HEADERS_MAX ||
+	    buf_size(&c->head) + len + 2 > FORWARD_HEADER_BYTES_MAX) {
+		c->too_big = 1;
+		return 0;
+	}
+	buf_append(&c->head, data, name_len);
+	buf_append(&c->head, "", 1);
+	colon++;
+	while (colon < data + len && (*colon == ' ' || *colon == '\t'))
+		colon++;
+	buf_append(&c->head, colon, data + len - colon);
+	buf_append(&c->head, "", 1);
+	c->n_head++;
+	return n;
+}
+
+/* The pairs kept, hop-by-hop ones left out, as an array into a->headers. */
+static struct forward_header *headers_of(struct forward_call *c, size_t *n)
+{
+	struct forward_header *h = xcalloc(c->n_head + 1, sizeof(*h));
+	const char *p = (const char *)buf_head(&c->head);
+
+	*n = 0;
+	for (size_t i = 0; i < c->n_head; i++) {
+		const char *name = p, *value = p + strlen(p) + 1;
+
+		p = value + strlen(value) + 1;
+		if (forward_hop_header(name))
+			continue;
+		h[*n].name = name;
+		h[(*n)++].value = value;
+	}
+	return h;
+}
+
+static int rc_of(const struct forward_call *c, CURLcode res)
+{
+	if (c->too_big)
+		return -E2BIG;
+	switch (res) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+		return -ECONNREFUSED;
+	default:
+		return -EIO;
+	}
+}
+
+static void call_free(struct forward_call *c)
+{
+	struct forward *f = c->f;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		f->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	f->stats.in_flight--;
+	curlev_remove(f->cv, &c->job);
+	curl_easy_cleanup(c->job.easy);
+	curl_slist_free_all(c->hdrs);
+	buf_free(&c->head);
+	buf_free(&c->body);
+	free(c);
+}
+
+static void on_done(struct curlev_job *job, CURLcode res)
+{
+	struct forward_call *c = job->user;
+	struct forward_answer a = {.rc = rc_of(c, res)};
+	struct forward_header *h = NULL;
+
+	if (a.rc == 0) {
+		curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &a.status);
+		h = headers_of(c, &a.n_headers);
+		a.headers = h;
+		a.body = buf_head(&c->body);
+		a.body_len = buf_size(&c->body);
+	} else {
+		c->f->stats.failed++;
+		a.err = c->too_big  ? "the owner's answer is over the forwarding caps"
+			: c->err[0] ? c->err
+				    : curl_easy_strerror(res);
+	}
+	c->done(c->user, &a);
+	free(h);
+	call_free(c);
+}
+
+/* ---- the request ---- */
+
+static int add_header(struct forward_call *c, const char *name, const char *value)
+{
+	char line[FLEETAUTH_FIELD_MAX + 256];
+	int n = snprintf(line, sizeof(line), "%s: %s", name, value);
+
+	if (n < 0 || (size_t)n >= sizeof(line))
+		return -E2BIG;
+	c->hdrs = curl_slist_append(c->hdrs, line);
+	return c->hdrs ? 0 : -ENOMEM;
+}
+
+/* The client's end-to-end headers, then the forwarding's own. */
+static int request_headers(struct forward_call *c, const struct forward_request *rq)
+{
+	char sig[FLEETAUTH_VALUE_MAX];
+	const char *client = rq->client ? rq->client : "";
+
+	for (size_t i = 0; i < rq->n_headers; i++)
+		if (!forward_hop_header(rq->headers[i].name) &&
+		    add_header(c, rq->headers[i].name, rq->headers[i].value) < 0)
+			return -E2BIG;
+	if (fleetauth_sign(&c->f->auth, time_now_ms() / 1000, rq->method, rq->target,
+			   client, sig) < 0)
+		return -E2BIG;
+	if (add_header(c, "X-Forwarded-For", client) < 0 ||
+	    add_header(c, FLEETAUTH_HEADER, sig) < 0)
+		return -E2BIG;
+	/* No "Expect: 100-continue" round trip: bodies are small. */
+	c->hdrs = curl_slist_append(c->hdrs, "Expect:");
+	return 0;
+}
+
+/* owner_url without its trailing slashes, then the target. */
+static int make_url(const struct forward_request *rq, char *url, size_t cap)
+{
+	size_t n = strlen(rq->owner_url);
+	int len;
+
+	while (n && rq->owner_url[n - 1] == '/')
+		n--;
+	if (rq->target[0] != '/')
+		return -EINVAL;
+	len = snprintf(url, cap, "%.*s%s", (int)n, rq->owner_url, rq->target);
+	return len > 0 && (size_t)len < cap ? 0 : -E2BIG;
+}
+
+void forward_setup_easy(const struct forward *f, void *easy)
+{
+	CURL *e = easy;
+
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, f->connect_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	if (f->cacert)
+		curl_easy_setopt(e, CURLOPT_CAINFO, f->cacert);
+	if (f->cert)
+		curl_easy_setopt(e, CURLOPT_SSLCERT, f->cert);
+	if (f->key)
+		curl_easy_setopt(e, CURLOPT_SSLKEY, f->key);
+}
+
+static int setup(struct forward_call *c, const struct forward_request *rq)
+{
+	CURL *e = c->job.easy;
+	char url[URL_MAX];
+
+	if (make_url(rq, url, sizeof(url)) < 0 || request_headers(c, rq) < 0)
+		return -EINVAL;
+	forward_setup_easy(c->f, e);
+	if (curl_easy_setopt(e, CURLOPT_URL, url) != CURLE_OK)
+		return -EINVAL;
+	/* The target goes as it came: no "/../" squashed, no redirect followed. */
+	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->f->timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
+	if (strcmp(rq->method, "HEAD") == 0)
+		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+	if (rq->body_len || strcmp(rq->method, "POST") == 0 ||
+	    strcmp(rq->method, "PUT") == 0) {
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE,
+				 (curl_off_t)rq->body_len);
+		curl_easy_setopt(e, CURLOPT_COPYPOSTFIELDS, rq->body_len ? rq->body : "");
+	}
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, c->hdrs);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, c);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, c);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, c->err);
+	return 0;
+}
+
+struct forward_call *forward_http(struct forward *f, const struct forward_request *rq,
+				  forward_done_cb done, void *user)
+{
+	struct forward_call *c = xcalloc(1, sizeof(*c));
+
+	c->f = f;
+	c->done = done;
+	c->user = user;
+	buf_init(&c->head);
+	buf_init(&c->body);
+	c->job.easy = curl_easy_init();
+	c->job.done = on_done;
+	c->job.user = c;
+	c->next = f->calls;
+	if (f->calls)
+		f->calls->prev = c;
+	f->calls = c;
+	f->stats.in_flight++;
+	f->stats.requests++;
+	if (!c->job.easy || setup(c, rq) < 0 || curlev_add(f->cv, &c->job) < 0) {
+		f->stats.failed++;
+		call_free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void forward_cancel(struct forward_call *c)
+{
+	if (c)
+		call_free(c);
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && s[0] ? xstrdup(s) : NULL;
+}
+
+struct forward *forward_new(struct ev_loop *loop, const struct forward_opts *o, char *err,
+			    size_t errlen)
+{
+	struct forward *f;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		snprintf(err, errlen, "libcurl failed to start");
+		return NULL;
+	}
+	f = xcalloc(1, sizeof(*f));
+	f->loop = loop;
+	f->cv = curlev_new(loop);
+	if (!f->cv) {
+		snprintf(err, errlen, "libcurl failed to make a multi handle");
+		free(f);
+		curl_global_cleanup();
+		return NULL;
+	}
+	if (o->auth)
+		f->auth = *o->auth;
+	f->cacert = dup_or_null(o->cacert);
+	f->cert = dup_or_null(o->cert);
+	f->key = dup_or_null(o->key);
+	f->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 3000;
+	f->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
+	f->body_max = o->body_max ? o->body_max : FORWARD_BODY_MAX_DEFAULT;
+	return f;
+}
+
+void forward_free(struct forward *f)
+{
+	if (!f)
+		return;
+	while (f->calls)
+		call_free(f->calls);
+	curlev_free(f->cv);
+	fleetauth_clear(&f->auth);
+	free(f->cacert);
+	free(f->cert);
+	free(f->key);
+	free(f);
+	curl_global_cleanup();
+}
+
+void forward_get_stats(const struct forward *f, struct forward_stats *s)
+{
+	*s = f->stats;
+}
+
+struct ev_loop *forward_loop(const struct forward *f)
+{
+	return f->loop;
+}
+
+struct curlev *forward_curlev(const struct forward *f)
+{
+	return f->cv;
+}
+
+const struct fleetauth *forward_auth(const struct forward *f)
+{
+	return &f->auth;
+}

@@ -1,0 +1,100 @@
+/* forward: a REST request for an instance another gateway of the fleet
+   owns, sent there as it is (method, target, end-to-end headers, body)
+   through libcurl on the loop (curlev), signed with the fleet's secret
+   (fleetauth) and carrying the client's address in X-Forwarded-For; the
+   owner's status, end-to-end headers and body come back, each bounded.
+   Connect and whole-request timeouts bound every call: an owner that is
+   down or silent is an answer in seconds, never a hang. Mutual TLS when
+   the operator gives a client certificate (--fleet-cert, --fleet-key)
+   and a CA (--fleet-cacert) for https:// fleet URLs. */
+#ifndef PTG_FORWARD_H
+#define PTG_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleetauth.h"
+
+struct ev_loop;
+struct forward;
+struct forward_call;
+
+#define FORWARD_HEADERS_MAX	 64	     /* headers in an owner's answer */
+#define FORWARD_HEADER_BYTES_MAX (16 * 1024) /* their bytes together */
+#define FORWARD_BODY_MAX_DEFAULT (16 * 1024 * 1024)
+
+struct forward_opts {
+	const struct fleetauth *auth;	 /* the fleet's key (copied) */
+	const char *cacert, *cert, *key; /* PEM files for https:// owners, or NULL */
+	long connect_timeout_ms;	 /* reaching the owner */
+	long timeout_ms;		 /* the whole exchange */
+	size_t body_max;		 /* an answer's body; over it: -E2BIG */
+};
+
+struct forward_header {
+	const char *name, *value;
+};
+
+/* One request as the client sent it. */
+struct forward_request {
+	const char *owner_url; /* the owner's fleet URL: http[s]://HOST[:PORT][/] */
+	const char *method;
+	const char *target; /* raw request target, query included */
+	const struct forward_header
+	    *headers; /* the client's, hop-by-hop ones dropped here */
+	size_t n_headers;
+	const char *client; /* the client's address, sent as X-Forwarded-For */
+	const void *body;
+	size_t body_len;
+};
+
+/* What came back. rc: 0 with the owner's answer, or -ECONNREFUSED (the
+   owner could not be reached), -ETIMEDOUT, -E2BIG (its answer passed a
+   cap), -EIO (anything else) with a message in err. */
+struct forward_answer {
+	int rc;
+	long status;
+	const struct forward_header *headers; /* end-to-end ones only */
+	size_t n_headers;
+	const uint8_t *body;
+	size_t body_len;
+	const char *err;
+};
+
+/* Called once from the loop; a and what it points to live until the
+   callback returns, then the call is freed. */
+typedef void (*forward_done_cb)(void *user, const struct forward_answer *a);
+
+/* NULL with the reason in err when libcurl cannot start. */
+struct forward *forward_new(struct ev_loop *loop, const struct forward_opts *o, char *err,
+			    size_t errlen);
+/* Cancels every call (no callback) and frees f. NULL is a no-op. */
+void forward_free(struct forward *f);
+
+/* Sends rq to its owner. Returns the call, or NULL when it cannot start
+   (a bad URL, an over-long field): done is then never called. */
+struct forward_call *forward_http(struct forward *f, const struct forward_request *rq,
+				  forward_done_cb done, void *user);
+/* Drops a call whose done has not run (the client went away). */
+void forward_cancel(struct forward_call *c);
+
+/* 1 when name is a hop-by-hop header (RFC 9110 7.6.1), or one the
+   forwarding sets itself (Host, Content-Length, X-Forwarded-For, the
+   fleet header): never copied from one side to the other. */
+int forward_hop_header(const char *name);
+/* Calls in flight, and counters since start. */
+struct forward_stats {
+	uint64_t in_flight;
+	uint64_t requests; /* calls started */
+	uint64_t failed;   /* calls that ended with rc < 0 */
+};
+void forward_get_stats(const struct forward *f, struct forward_stats *s);
+/* Applies o's TLS files, HTTP/1.1 and the protocol limits to easy (a
+   CURL *), for every connection to another gateway (relay.c too). */
+void forward_setup_easy(const struct forward *f, void *easy);
+/* f's loop, its curl multi on that loop and its fleet key, for relay.c. */
+struct ev_loop *forward_loop(const struct forward *f);
+struct curlev *forward_curlev(const struct forward *f);
+const struct fleetauth *forward_auth(const struct forward *f);
+
+#endif
