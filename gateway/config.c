@@ -352,19 +352,42 @@ static const char
 																		     "                                a request with an Origin header must be same-\n"
 																		     "                                origin: its host and port those of Host or\n"
 																		     "                                --public-url; refused with 403)\n"
-																		     "\n"
-																		     "Process:\n"
-																		     "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
-																		     "                                without the dashes, '#' comments); flags on\n"
-																		     "                                the command line win\n"
-																		     "  --log-level LEVEL             debug, info, warn or error (info)\n"
-																		     "  --log-format FORMAT           text or json: one object a line (text)\n"
-																		     "  --pid-file FILE               write the process id here (default: none)\n"
-																		     "  --help                        this text\n"
-																		     "  --version                     the version\n"
-																		     "\n"
-																		     "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
-																		     "failure, 2 for a usage error.\n";
+																		     "\n";
+
+/* The fleet's options, a paragraph of their own. */
+static const char usage_fleet[] =
+    "Fleet registry (etcd):\n"
+    "  --registry etcd:URL[,URL...] publish this gateway and its instances in\n"
+    "                                etcd (v3 JSON gateway) and route from its\n"
+    "                                map (default: no registry)\n"
+    "  --registry-prefix PREFIX      the keys' prefix (/ptygate/)\n"
+    "  --registry-ttl S              the lease's TTL, 2-3600 (10)\n"
+    "  --fleet-url URL               where other gateways reach this one\n"
+    "                                (default: --public-url)\n"
+    "  --registry-cacert FILE        PEM CA bundle that signs etcd's certificate\n"
+    "  --registry-cert FILE          client certificate for etcd (PEM)\n"
+    "  --registry-key FILE           its private key (PEM)\n"
+    "  --registry-user NAME          etcd user (with --registry-password-file)\n"
+    "  --registry-password-file FILE its password\n"
+    "  --max-routes N                instances the routing cache holds,\n"
+    "                                1-10000000 (1000000)\n"
+    "  --gateway-id names this gateway in the fleet: unique (default: the\n"
+    "  host name)\n"
+    "\n";
+
+static const char usage_process[] =
+    "Process:\n"
+    "  --config FILE                 read \"key = value\" lines (keys are these flags\n"
+    "                                without the dashes, '#' comments); flags on\n"
+    "                                the command line win\n"
+    "  --log-level LEVEL             debug, info, warn or error (info)\n"
+    "  --log-format FORMAT           text or json: one object a line (text)\n"
+    "  --pid-file FILE               write the process id here (default: none)\n"
+    "  --help                        this text\n"
+    "  --version                     the version\n"
+    "\n"
+    "Exit status: 0 after a clean shutdown (SIGTERM, SIGINT), 1 on a runtime\n"
+    "failure, 2 for a usage error.\n";
 
 enum {
 	OPT_CONFIG = 256,
@@ -409,6 +432,16 @@ enum {
 	OPT_LINK_GRACE,
 	OPT_MAX_INSTANCES,
 	OPT_MAX_PENDING_LINKS,
+	OPT_REGISTRY,
+	OPT_REGISTRY_PREFIX,
+	OPT_REGISTRY_TTL,
+	OPT_FLEET_URL,
+	OPT_REGISTRY_CACERT,
+	OPT_REGISTRY_CERT,
+	OPT_REGISTRY_KEY,
+	OPT_REGISTRY_USER,
+	OPT_REGISTRY_PASSWORD_FILE,
+	OPT_MAX_ROUTES,
 	OPT_LOG,
 	OPT_LOG_FORMAT,
 	OPT_PID,
@@ -459,6 +492,16 @@ static const struct option options[] = {
     {"link-grace", required_argument, NULL, OPT_LINK_GRACE},
     {"max-instances", required_argument, NULL, OPT_MAX_INSTANCES},
     {"max-pending-links", required_argument, NULL, OPT_MAX_PENDING_LINKS},
+    {"registry", required_argument, NULL, OPT_REGISTRY},
+    {"registry-prefix", required_argument, NULL, OPT_REGISTRY_PREFIX},
+    {"registry-ttl", required_argument, NULL, OPT_REGISTRY_TTL},
+    {"fleet-url", required_argument, NULL, OPT_FLEET_URL},
+    {"registry-cacert", required_argument, NULL, OPT_REGISTRY_CACERT},
+    {"registry-cert", required_argument, NULL, OPT_REGISTRY_CERT},
+    {"registry-key", required_argument, NULL, OPT_REGISTRY_KEY},
+    {"registry-user", required_argument, NULL, OPT_REGISTRY_USER},
+    {"registry-password-file", required_argument, NULL, OPT_REGISTRY_PASSWORD_FILE},
+    {"max-routes", required_argument, NULL, OPT_MAX_ROUTES},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
     {"pid-file", required_argument, NULL, OPT_PID},
@@ -503,6 +546,8 @@ static const struct num nums[] = {
     CONFIG__NUM(OPT_LINK_GRACE, 0, 86400, link_grace_s),
     CONFIG__NUM(OPT_MAX_INSTANCES, 1, 1000000, max_instances),
     CONFIG__NUM(OPT_MAX_PENDING_LINKS, 1, 100000, max_pending_links),
+    CONFIG__NUM(OPT_REGISTRY_TTL, 2, 3600, registry_ttl_s),
+    CONFIG__NUM(OPT_MAX_ROUTES, 1, 10000000, max_routes),
 };
 
 /* Where a value came from, for messages and for --instance precedence. */
@@ -556,6 +601,9 @@ void gw_config_defaults(struct gw_config *c)
 	c->link_grace_s = 30;
 	c->max_instances = 10000;
 	c->max_pending_links = 256;
+	snprintf(c->registry_prefix, sizeof(c->registry_prefix), "/ptygate/");
+	c->registry_ttl_s = 10;
+	c->max_routes = 1000000;
 	c->log_level = LOG_INFO;
 	if (gethostname(c->gateway_id, sizeof(c->gateway_id) - 1) < 0 ||
 	    !c->gateway_id[0])
@@ -810,6 +858,18 @@ static int link_key(struct gw_config *c, const struct source *src, const char *s
 	return 0;
 }
 
+/* The registry's kind and its endpoints; the endpoints' form is checked
+   by the registry's client when the gateway starts. */
+static int registry(struct gw_config *c, const struct source *src, const char *s)
+{
+	if (strncmp(s, "etcd:", 5) != 0 || !s[5]) {
+		report(src, option_name(OPT_REGISTRY),
+		       "expected etcd:URL[,URL...], got '%s'", s);
+		return -EINVAL;
+	}
+	return str(src, OPT_REGISTRY, s + 5, c->registry, sizeof(c->registry));
+}
+
 static int log_level(struct gw_config *c, const struct source *src, const char *s)
 {
 	enum log_level lvl;
@@ -880,6 +940,23 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 		return link_listen(c, src, arg);
 	case OPT_LINK_KEY:
 		return link_key(c, src, arg);
+	case OPT_REGISTRY:
+		return registry(c, src, arg);
+	case OPT_REGISTRY_PREFIX:
+		return str(src, opt, arg, c->registry_prefix, sizeof(c->registry_prefix));
+	case OPT_FLEET_URL:
+		return str(src, opt, arg, c->fleet_url, sizeof(c->fleet_url));
+	case OPT_REGISTRY_CACERT:
+		return str(src, opt, arg, c->registry_cacert, sizeof(c->registry_cacert));
+	case OPT_REGISTRY_CERT:
+		return str(src, opt, arg, c->registry_cert, sizeof(c->registry_cert));
+	case OPT_REGISTRY_KEY:
+		return str(src, opt, arg, c->registry_key, sizeof(c->registry_key));
+	case OPT_REGISTRY_USER:
+		return str(src, opt, arg, c->registry_user, sizeof(c->registry_user));
+	case OPT_REGISTRY_PASSWORD_FILE:
+		return str(src, opt, arg, c->registry_password_file,
+			   sizeof(c->registry_password_file));
 	case OPT_LOG:
 		return log_level(c, src, arg);
 	case OPT_LOG_FORMAT:
@@ -1174,6 +1251,11 @@ static int check(struct gw_config *c)
 			CONFIG__PROG ": --link-listen and --link-key go together\n");
 		return -EINVAL;
 	}
+	if (!c->registry_user[0] != !c->registry_password_file[0]) {
+		fprintf(stderr, CONFIG__PROG ": --registry-user and "
+					     "--registry-password-file go together\n");
+		return -EINVAL;
+	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {
 		fprintf(stderr, CONFIG__PROG ": --tls-cert and --tls-key go together\n");
 		return -EINVAL;
@@ -1204,6 +1286,8 @@ static int collect(int argc, char **argv, struct opt_arg *args, size_t *n,
 	while ((opt = getopt_long(argc, argv, "", options, NULL)) != -1) {
 		if (opt == OPT_HELP) {
 			fputs(usage, stdout);
+			fputs(usage_fleet, stdout);
+			fputs(usage_process, stdout);
 			return 1;
 		}
 		if (opt == OPT_VERSION) {

@@ -85,6 +85,17 @@ struct gw_config {
 	uint32_t rest_rate; /* REST requests a second per principal, 2 s bursts (100) */
 	uint32_t rest_concurrency; /* REST requests in flight per principal (8) */
 	char static_dir[4096];	   /* web page files; "" : none */
+	/* the fleet registry (gateway/fleet/registry.h) */
+	char registry[4096];	    /* "etcd:URL[,URL...]"; "" : none */
+	char registry_prefix[256];  /* "/ptygate/" */
+	uint32_t registry_ttl_s;    /* the lease's TTL (10) */
+	char fleet_url[512];	    /* where other gateways reach this one */
+	char registry_cacert[4096]; /* TLS to etcd */
+	char registry_cert[4096];
+	char registry_key[4096];
+	char registry_user[256]; /* etcd authentication */
+	char registry_password_file[4096];
+	uint32_t max_routes; /* instances the routing cache holds */
 	int log_level;
 	int log_format; /* enum log_format */
 	char pid_file[4096];

@@ -18,6 +18,7 @@
 #include "linkcred.h"
 #include "linklisten.h"
 #include "log.h"
+#include "registry.h"
 #include "restlimit.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -155,6 +156,8 @@ static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 	u = upstream_new(gw, ic->id, &ic->addr);
 	gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
 	gw->ups[gw->n_ups++] = u;
+	/* A configured instance is served here from the moment it is. */
+	registry_instance_up(gw->registry, ic->id);
 	return 0;
 }
 
@@ -165,6 +168,7 @@ static void remove_instance(struct gateway *gw, size_t i, const char *why)
 	const char *id = upstream_instance(gw->ups[i]);
 
 	log_info(NULL, "%s: instance %s removed", why, id);
+	registry_instance_down(gw->registry, id);
 	conn_set_drop_instance(&gw->conns, id);
 	upstream_free(gw->ups[i]);
 	gw->ups[i] = gw->ups[--gw->n_ups];
@@ -228,6 +232,7 @@ int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
 		gw->ups[gw->n_ups++] = u;
 		log_info(NULL, "instance %s registered by a link from %s",
 			 cred->instance_id, peer);
+		registry_instance_up(gw->registry, cred->instance_id);
 	}
 	if (upstream_adopt(u, fd, peer, cred->exp) < 0) {
 		*refusal = LINK_REFUSAL_FLAPPING;
@@ -559,11 +564,14 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		free(gw);
 		return NULL;
 	}
-	if (load_keys(gw) < 0 || load_instances(gw) < 0 || fit_fd_limit(gw) < 0 ||
-	    start_http(gw) < 0 || start_links(gw) < 0 || start_loop(gw) < 0) {
+	gw->registry = registry_new(gw);
+	if (!gw->registry || load_keys(gw) < 0 || load_instances(gw) < 0 ||
+	    fit_fd_limit(gw) < 0 || start_http(gw) < 0 || start_links(gw) < 0 ||
+	    start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
+	registry_start(gw->registry);
 	write_pid_file(cfg);
 	return gw;
 }
@@ -582,6 +590,8 @@ void gateway_free(struct gateway *gw)
 	if (!gw)
 		return;
 	conn_set_free(&gw->conns);
+	registry_free(gw->registry);
+	gw->registry = NULL;
 	linklisten_free(gw->linklisten);
 	for (size_t i = 0; i < gw->n_ups; i++)
 		upstream_free(gw->ups[i]);

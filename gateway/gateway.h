@@ -16,6 +16,7 @@ struct upstream;
 struct http;
 struct linklisten;
 struct linkcred;
+struct registry;
 
 struct gateway {
 	struct gw_config *cfg;
@@ -30,8 +31,9 @@ struct gateway {
 	struct http *admin;    /* --admin-listen, or NULL */
 	struct conn_set conns; /* every upgraded connection */
 	struct metrics metrics;
-	struct conn_slots *slots; /* connection counts per principal/instance */
-	struct restlimit *rest;	  /* REST requests per principal (routes_auth.c) */
+	struct conn_slots *slots;  /* connection counts per principal/instance */
+	struct restlimit *rest;	   /* REST requests per principal (routes_auth.c) */
+	struct registry *registry; /* the fleet's (registry.h), never NULL */
 	int stopping;
 	struct ev_timer *grace; /* bounds the goodbye at shutdown */
 	struct ev_timer *tick;

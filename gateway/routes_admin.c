@@ -5,6 +5,7 @@
 
 #include "gateway.h"
 #include "metrics.h"
+#include "registry.h"
 #include "routes_int.h"
 #include "upstream.h"
 #include "xalloc.h"
@@ -28,7 +29,11 @@ int routes__readyz(struct route_req *rq)
 		json_object_set_new(inst, upstream_instance(rq->gw->ups[i]),
 				    json_string(upstream_state(rq->gw->ups[i])));
 	}
-	return routes__json(rq, any ? 200 : 503, json_pack("{s:o}", "instances", inst));
+	/* The registry's state is reported, not required: a gateway whose etcd
+	   is away still serves its own instances and its cached routes. */
+	return routes__json(rq, any ? 200 : 503,
+			    json_pack("{s:o,s:o}", "instances", inst, "registry",
+				      registry_readyz(rq->gw->registry)));
 }
 
 int routes__metrics(struct route_req *rq)
@@ -46,6 +51,7 @@ int routes__metrics(struct route_req *rq)
 	free(links);
 	rq->status = 200;
 	rq->content_type = ROUTES__PROMETHEUS;
+	registry_metrics(gw->registry, &rq->out);
 	return 0;
 }
 

@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <jansson.h>
+
 struct gateway;
 struct buf;
 struct registry;
@@ -50,9 +52,10 @@ void registry_instance_down(struct registry *r, const char *instance_id);
 /* 1 while the registry is enabled, holds its lease and its cache is in
    sync with etcd (0 without --registry). */
 int registry_up(const struct registry *r);
-/* Appends the registry's /readyz JSON value: an object with "state"
-   ("off", "up", "down", "syncing"), "gateway_id", "routes". */
-void registry_readyz_json(const struct registry *r, struct buf *out);
+/* The registry's /readyz value (a new reference): an object with
+   "state" ("off", "up", "down", "syncing"), "gateway_id", "lease" (held
+   or not), "routes" and "gateways" (in the cache). */
+json_t *registry_readyz(const struct registry *r);
 /* Appends the ptygate_registry_* families in the Prometheus text format. */
 void registry_metrics(const struct registry *r, struct buf *out);
 

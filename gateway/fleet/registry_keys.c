@@ -1,0 +1,316 @@
+/* registry_keys: this gateway's own keys in etcd: its gateway key and one
+   key per instance it serves, each written under the lease by a
+   transaction that never takes over another live gateway's key (a key
+   that is absent, or that names this gateway, is claimed; one under a
+   foreign lease is left, logged and counted, and claimed again when the
+   watch sees it go), and deleted only while it is still under the
+   lease. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "gateway.h"
+#include "log.h"
+#include "registry_int.h"
+#include "xalloc.h"
+
+/* Claim rounds before a key waits for the next tick: a key that changes
+   under every round is contended by a writer outside the fleet's rules. */
+#define REGISTRY__CLAIM_ROUNDS 3
+
+struct registry__op *registry__op_new(struct registry *r, const char *key)
+{
+	struct registry__op *op = xcalloc(1, sizeof(*op));
+
+	op->r = r;
+	snprintf(op->key, sizeof(op->key), "%s", key);
+	op->next = r->ops;
+	if (r->ops)
+		r->ops->prev = op;
+	r->ops = op;
+	r->n_ops++;
+	return op;
+}
+
+void registry__op_free(struct registry__op *op)
+{
+	struct registry *r = op->r;
+
+	etcd_cancel(op->req);
+	if (op->prev)
+		op->prev->next = op->next;
+	else
+		r->ops = op->next;
+	if (op->next)
+		op->next->prev = op->prev;
+	r->n_ops--;
+	if (op->local)
+		op->local->op = NULL;
+	if (op->gateway_key)
+		r->gateway_claiming = 0;
+	free(op);
+}
+
+struct registry__local *registry__local_find(const struct registry *r, const char *id)
+{
+	for (size_t i = 0; i < r->n_locals; i++)
+		if (strcmp(r->locals[i]->id, id) == 0)
+			return r->locals[i];
+	return NULL;
+}
+
+/* The value of this gateway's key for op, as compact JSON. */
+static char *value_of(const struct registry *r, const struct registry__op *op)
+{
+	json_t *j = op->gateway_key
+			? json_pack("{s:s,s:s,s:s}", "id", r->id, "url", r->url,
+				    "version", PTG_VERSION)
+			: json_pack("{s:s,s:s}", "gateway", r->id, "url", r->url);
+	char *s = json_dumps(j, JSON_COMPACT);
+
+	json_decref(j);
+	if (!s)
+		abort(); /* out of memory (STYLE 4) */
+	return s;
+}
+
+static void on_claim(void *user, int rc, long status, const char *body, size_t len,
+		     const char *err);
+
+static void send_claim(struct registry__op *op, int64_t mod_revision)
+{
+	struct registry *r = op->r;
+	struct buf b = BUF_INIT;
+	char *value = value_of(r, op);
+
+	etcdjson_claim_req(&b, op->key, value, r->lease, mod_revision);
+	free(value);
+	op->req =
+	    etcd_post(r->etcd, "/v3/kv/txn", (const char *)buf_head(&b), buf_size(&b),
+		      r->ttl_s * 1000 / 3, REGISTRY__BODY_MAX, on_claim, op);
+	buf_free(&b);
+}
+
+/* The gateway id in an instance key's value, or in a gateway key's. */
+static void owner_of(const struct etcdjson_kv *kv, char *id, size_t cap, char *url,
+		     size_t ucap)
+{
+	json_t *j = json_loadb(kv->value, kv->value_len, 0, NULL);
+	const char *g = json_string_value(json_object_get(j, "gateway"));
+	const char *u = json_string_value(json_object_get(j, "url"));
+
+	if (!g)
+		g = json_string_value(json_object_get(j, "id"));
+	snprintf(id, cap, "%s", g ? g : "");
+	snprintf(url, ucap, "%s", u ? u : "");
+	json_decref(j);
+}
+
+static void written(struct registry__op *op)
+{
+	struct registry *r = op->r;
+
+	if (op->gateway_key) {
+		r->gateway_written = 1;
+		r->gateway_refused = 0;
+		log_info(NULL, "registry: gateway key %s written under lease %lld",
+			 op->key, (long long)r->lease);
+	} else if (op->local) {
+		op->local->written = 1;
+		log_debug(NULL, "registry: instance key %s written", op->key);
+	}
+}
+
+static void refused(struct registry__op *op, const struct etcdjson_kv *cur,
+		    const char *owner, const char *url)
+{
+	struct registry *r = op->r;
+
+	r->claims_refused++;
+	if (op->gateway_key) {
+		if (!r->gateway_refused)
+			log_error(
+			    NULL,
+			    "registry: gateway id %s is held by another live gateway "
+			    "(url %s, lease %lld): give each gateway its own "
+			    "--gateway-id; trying again",
+			    r->id, url, (long long)cur->lease);
+		r->gateway_refused = 1;
+		return;
+	}
+	op->local->refused = 1;
+	log_warn(NULL,
+		 "registry: instance %s is held by live gateway %s (url %s, lease %lld): "
+		 "its key is not taken over; the instance is still served here",
+		 op->local->id, owner, url, (long long)cur->lease);
+}
+
+/* A claim's transaction failed: cur is the key as it stands. Returns 1
+   when the op goes on with another round. */
+static int contended(struct registry__op *op, const struct etcdjson_kv *cur)
+{
+	struct registry *r = op->r;
+	char owner[256], url[512];
+	if (cur->key[0] && cur->lease == r->lease) {
+		written(op);
+		return 0;
+	}
+	owner_of(cur, owner, sizeof(owner), url, sizeof(url));
+	if (cur->key[0] && strcmp(owner, r->id) != 0) {
+		refused(op, cur, owner, url);
+		return 0;
+	}
+	/* Absent by now, or this gateway's from an earlier lease. */
+	if (++op->rounds > REGISTRY__CLAIM_ROUNDS)
+		return 0;
+	send_claim(op, cur->key[0] ? cur->mod_revision : 0);
+	return 1;
+}
+
+static void on_claim(void *user, int rc, long status, const char *body, size_t len,
+		     const char *err)
+{
+	struct registry__op *op = user;
+	struct registry *r = op->r;
+	struct etcdjson_kv *cur = xcalloc(1, sizeof(*cur));
+	char why[256];
+	int ok = 0;
+
+	op->req = NULL;
+	if (rc < 0 || status != 200)
+		registry__request_failed(r, "claim of a key", rc, status,
+					 rc < 0 ? err : body);
+	else if (etcdjson_claim_reply(body, len, &ok, cur, why, sizeof(why)) < 0)
+		registry__request_failed(r, "claim of a key", 0, status, why);
+	else if (ok)
+		written(op);
+	else if (contended(op, cur)) {
+		free(cur);
+		return;
+	}
+	free(cur);
+	registry__op_free(op);
+}
+
+static void claim_gateway(struct registry *r)
+{
+	char key[512];
+	struct registry__op *op;
+
+	registry__key(r, "gateways/", r->id, key, sizeof(key));
+	op = registry__op_new(r, key);
+	op->gateway_key = 1;
+	r->gateway_claiming = 1;
+	send_claim(op, 0);
+}
+
+static void claim_instance(struct registry *r, struct registry__local *l)
+{
+	char key[512];
+	struct registry__op *op;
+
+	registry__key(r, "instances/", l->id, key, sizeof(key));
+	op = registry__op_new(r, key);
+	op->local = l;
+	l->op = op;
+	send_claim(op, 0);
+}
+
+void registry__flush(struct registry *r)
+{
+	if (!r->enabled || !r->lease || (r->user[0] && !r->authenticated))
+		return;
+	if (!r->gateway_written && !r->gateway_claiming)
+		claim_gateway(r);
+	for (size_t i = 0; i < r->n_locals && r->n_ops < REGISTRY__OPS_MAX; i++) {
+		struct registry__local *l = r->locals[i];
+
+		if (!l->written && !l->refused && !l->op)
+			claim_instance(r, l);
+	}
+}
+
+void registry__local_changed(struct registry *r, const char *id, int64_t lease)
+{
+	struct registry__local *l = registry__local_find(r, id);
+
+	if (!l || (lease && lease == r->lease))
+		return;
+	if (!lease && !l->written && !l->refused)
+		return;
+	/* Gone (its owner's lease ended, or deleted): this gateway claims it.
+	   Taken under another lease: claimed again, which logs the owner. */
+	l->written = 0;
+	l->refused = 0;
+	registry__kick(r);
+}
+
+/* ---- what the gateway tells the registry ---- */
+
+void registry_instance_up(struct registry *r, const char *instance_id)
+{
+	struct registry__local *l;
+
+	if (!r || !r->enabled || registry__local_find(r, instance_id))
+		return;
+	l = xcalloc(1, sizeof(*l));
+	snprintf(l->id, sizeof(l->id), "%s", instance_id);
+	r->locals = xrealloc(r->locals, (r->n_locals + 1) * sizeof(*r->locals));
+	r->locals[r->n_locals++] = l;
+	registry__kick(r);
+}
+
+static void on_release(void *user, int rc, long status, const char *body, size_t len,
+		       const char *err)
+{
+	struct registry__op *op = user;
+	char why[256];
+	int ok = 0;
+
+	op->req = NULL;
+	if (rc < 0 || status != 200)
+		registry__request_failed(op->r, "delete of a key", rc, status,
+					 rc < 0 ? err : body);
+	else if (etcdjson_txn_reply(body, len, &ok, why, sizeof(why)) < 0)
+		registry__request_failed(op->r, "delete of a key", 0, status, why);
+	else
+		log_debug(NULL, "registry: instance key %s %s", op->key,
+			  ok ? "deleted" : "was not ours to delete");
+	registry__op_free(op);
+}
+
+static void release(struct registry *r, const char *id)
+{
+	char key[512];
+	struct registry__op *op;
+	struct buf b = BUF_INIT;
+
+	registry__key(r, "instances/", id, key, sizeof(key));
+	op = registry__op_new(r, key);
+	etcdjson_release_req(&b, key, r->lease);
+	op->req =
+	    etcd_post(r->etcd, "/v3/kv/txn", (const char *)buf_head(&b), buf_size(&b),
+		      r->ttl_s * 1000 / 3, REGISTRY__BODY_MAX, on_release, op);
+	buf_free(&b);
+}
+
+void registry_instance_down(struct registry *r, const char *instance_id)
+{
+	struct registry__local *l;
+	size_t i;
+
+	if (!r || !r->enabled || !(l = registry__local_find(r, instance_id)))
+		return;
+	if (l->op)
+		registry__op_free(l->op);
+	/* A claim cancelled in flight may have landed: delete under the lease
+	   whatever it wrote. Without a lease, the key went with the old one. */
+	if (r->lease && !l->refused)
+		release(r, instance_id);
+	for (i = 0; r->locals[i] != l; i++)
+		;
+	r->locals[i] = r->locals[--r->n_locals];
+	free(l);
+}

@@ -1,0 +1,276 @@
+/* registry_sync: the routing cache, kept whole from etcd: a range read of
+   the prefix in pages at one revision, then a watch from the revision
+   after it. The watch's stream is cut into messages (each capped) and
+   applied as they come; when it breaks, or etcd says its start was
+   compacted, the cache is read again (range + revision), logged and
+   counted, while lookups go on from the map as it stands. */
+#include <errno.h>
+#include <jansson.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "buf.h"
+#include "id.h"
+#include "log.h"
+#include "registry_int.h"
+
+#define REGISTRY__RESYNC_MIN_MS 200
+#define REGISTRY__RESYNC_MAX_MS 5000
+
+static const char INSTANCES[] = "instances/";
+static const char GATEWAYS[] = "gateways/";
+
+/* The name after prefix and kind in key, or NULL. */
+static const char *name_in(const struct registry *r, const char *key, const char *kind)
+{
+	size_t p = strlen(r->prefix), k = strlen(kind);
+
+	if (strncmp(key, r->prefix, p) != 0 || strncmp(key + p, kind, k) != 0)
+		return NULL;
+	key += p + k;
+	return id_valid(key) ? key : NULL;
+}
+
+/* Reads {"gateway"|"id": ID, "url": URL} into gw and url; 0 or -1. */
+static int owner_of(const struct etcdjson_kv *kv, const char *field, char *gw,
+		    size_t gcap, char *url, size_t ucap)
+{
+	json_t *j = json_loadb(kv->value, kv->value_len, 0, NULL);
+	const char *g = json_string_value(json_object_get(j, field));
+	const char *u = json_string_value(json_object_get(j, "url"));
+	int ok = g && u && *g && strlen(g) < gcap && strlen(u) < ucap;
+
+	if (ok) {
+		snprintf(gw, gcap, "%s", g);
+		snprintf(url, ucap, "%s", u);
+	}
+	json_decref(j);
+	return ok ? 0 : -1;
+}
+
+static void put_route(struct registry *r, struct routecache *c, const char *name,
+		      const char *gw, const char *url, int64_t lease)
+{
+	if (routecache_put(c, name, gw, url, lease) == 0) {
+		r->full = 0;
+		return;
+	}
+	if (!r->full)
+		log_error(NULL,
+			  "registry: the routing cache holds --max-routes (%zu) entries: "
+			  "%s and what follows are not cached",
+			  routecache_size(c), name);
+	r->full = 1;
+}
+
+static void apply_put(struct registry *r, const struct etcdjson_kv *kv)
+{
+	char gw[256], url[512];
+	const char *name;
+
+	if ((name = name_in(r, kv->key, INSTANCES))) {
+		if (owner_of(kv, "gateway", gw, sizeof(gw), url, sizeof(url)) < 0) {
+			log_debug(NULL, "registry: %s: a value that names no owner",
+				  kv->key);
+			return;
+		}
+		put_route(r, r->routes, name, gw, url, kv->lease);
+		registry__local_changed(r, name, kv->lease);
+	} else if ((name = name_in(r, kv->key, GATEWAYS))) {
+		if (owner_of(kv, "id", gw, sizeof(gw), url, sizeof(url)) == 0)
+			put_route(r, r->gateways, name, gw, url, kv->lease);
+	}
+}
+
+static void apply_delete(struct registry *r, const struct etcdjson_kv *kv)
+{
+	const char *name;
+
+	if ((name = name_in(r, kv->key, INSTANCES))) {
+		routecache_del(r->routes, name);
+		registry__local_changed(r, name, 0);
+	} else if ((name = name_in(r, kv->key, GATEWAYS))) {
+		routecache_del(r->gateways, name);
+	}
+}
+
+static void failed(struct registry *r, const char *why)
+{
+	r->syncing = 0;
+	r->in_sync = 0;
+	log_warn(NULL,
+		 "registry: the routing cache is out of sync (%s): resyncing in %lld ms",
+		 why, (long long)r->resync_backoff_ms);
+	ev_timer_arm(r->resync, r->resync_backoff_ms, 0);
+	r->resync_backoff_ms *= 2;
+	if (r->resync_backoff_ms > REGISTRY__RESYNC_MAX_MS)
+		r->resync_backoff_ms = REGISTRY__RESYNC_MAX_MS;
+}
+
+/* ---- the watch ---- */
+
+static int on_msg(const char *msg, size_t len, void *user)
+{
+	struct registry *r = user;
+	struct etcdjson_watch w;
+	char why[256];
+
+	if (etcdjson_watch_msg(msg, len, &w, why, sizeof(why)) < 0) {
+		log_warn(NULL, "registry: a watch message refused: %s", why);
+		return -EPROTO;
+	}
+	if (w.canceled || w.compact_revision > 0) {
+		log_warn(NULL, "registry: the watch was %s (compacted at %lld)",
+			 w.canceled ? "canceled" : "compacted",
+			 (long long)w.compact_revision);
+		etcdjson_watch_free(&w);
+		return -ESTALE;
+	}
+	for (size_t i = 0; i < w.n; i++) {
+		if (w.events[i].deleted)
+			apply_delete(r, &w.events[i].kv);
+		else
+			apply_put(r, &w.events[i].kv);
+	}
+	if (w.revision > r->revision)
+		r->revision = w.revision;
+	etcdjson_watch_free(&w);
+	return 0;
+}
+
+static int on_watch_data(void *user, const char *data, size_t len)
+{
+	struct registry *r = user;
+	int rc = etcdjson_split_feed(&r->split, data, len, on_msg, r);
+
+	if (rc == -E2BIG)
+		log_warn(NULL, "registry: a watch message over %u bytes",
+			 REGISTRY__WATCH_MSG_MAX);
+	else if (rc == -EPROTO)
+		log_warn(NULL, "registry: the watch stream is not JSON objects");
+	return rc != 0;
+}
+
+static void on_watch_done(void *user, int rc, long status, const char *body, size_t len,
+			  const char *err)
+{
+	struct registry *r = user;
+	char why[300];
+
+	r->watch_req = NULL;
+	if (rc < 0 && rc != -ECANCELED)
+		registry__request_failed(r, "watch", rc, status, err);
+	snprintf(why, sizeof(why), "the watch ended%s%.200s",
+		 rc < 0 && rc != -ECANCELED ? ": " : "",
+		 rc < 0 && rc != -ECANCELED ? err : "");
+	failed(r, why);
+}
+
+static void start_watch(struct registry *r)
+{
+	struct buf b = BUF_INIT;
+
+	etcdjson_split_free(&r->split);
+	etcdjson_split_init(&r->split, REGISTRY__WATCH_MSG_MAX);
+	etcdjson_watch_req(&b, r->prefix, r->prefix_end, r->revision + 1);
+	r->watch_req = etcd_stream(r->etcd, "/v3/watch", (const char *)buf_head(&b),
+				   buf_size(&b), on_watch_data, on_watch_done, r);
+	buf_free(&b);
+}
+
+/* ---- the range ---- */
+
+static void send_page(struct registry *r);
+
+static void synced(struct registry *r)
+{
+	size_t gone = routecache_sweep(r->routes);
+
+	routecache_sweep(r->gateways);
+	r->syncing = 0;
+	r->in_sync = 1;
+	r->resync_backoff_ms = REGISTRY__RESYNC_MIN_MS;
+	log_info(NULL,
+		 "registry: routing cache in sync at revision %lld: %zu instances, %zu "
+		 "gateways (%zu routes dropped)",
+		 (long long)r->revision, routecache_size(r->routes),
+		 routecache_size(r->gateways), gone);
+	start_watch(r);
+}
+
+static void on_range(void *user, int rc, long status, const char *body, size_t len,
+		     const char *err)
+{
+	struct registry *r = user;
+	struct etcdjson_range page;
+	char why[256];
+	int first = r->revision == 0;
+
+	r->range_req = NULL;
+	if (rc < 0 || status != 200) {
+		registry__request_failed(r, "range of the prefix", rc, status,
+					 rc < 0 ? err : body);
+		failed(r, "the range read failed");
+		return;
+	}
+	if (etcdjson_range_reply(body, len, &page, why, sizeof(why)) < 0) {
+		registry__request_failed(r, "range of the prefix", 0, status, why);
+		failed(r, "the range read failed");
+		return;
+	}
+	if (first)
+		r->revision = page.revision;
+	/* A page after the first starts at the key that ended the one before. */
+	for (size_t i = 0; i < page.n; i++)
+		if (first || i > 0 || strcmp(page.kvs[i].key, r->page_from) != 0)
+			apply_put(r, &page.kvs[i]);
+	if (page.more && page.n > 0) {
+		snprintf(r->page_from, sizeof(r->page_from), "%s",
+			 page.kvs[page.n - 1].key);
+		etcdjson_range_free(&page);
+		send_page(r);
+		return;
+	}
+	etcdjson_range_free(&page);
+	synced(r);
+}
+
+static void send_page(struct registry *r)
+{
+	struct buf b = BUF_INIT;
+
+	etcdjson_range_req(&b, r->page_from, r->prefix_end, r->revision,
+			   ETCDJSON_PAGE_MAX);
+	r->range_req =
+	    etcd_post(r->etcd, "/v3/kv/range", (const char *)buf_head(&b), buf_size(&b),
+		      r->ttl_s * 1000, REGISTRY__BODY_MAX, on_range, r);
+	buf_free(&b);
+}
+
+void registry__sync_start(struct registry *r)
+{
+	if (r->syncing || r->watch_req)
+		return;
+	if (r->synced_once)
+		r->resyncs++;
+	r->synced_once = 1;
+	r->syncing = 1;
+	r->revision = 0;
+	routecache_begin(r->routes);
+	routecache_begin(r->gateways);
+	snprintf(r->page_from, sizeof(r->page_from), "%s", r->prefix);
+	send_page(r);
+}
+
+void registry__sync_stop(struct registry *r)
+{
+	etcd_cancel(r->range_req);
+	etcd_cancel(r->watch_req);
+	r->range_req = NULL;
+	r->watch_req = NULL;
+}
+
+void registry__on_resync(struct ev_timer *t, void *user)
+{
+	registry__sync_start(user);
+}
