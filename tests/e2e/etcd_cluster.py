@@ -1,0 +1,152 @@
+"""A three-member etcd cluster on loopback ports for the fleet registry's
+tests: each member a process of Debian's etcd in a private temp dir,
+started on free ports, waited for until the cluster answers, stopped (or
+killed) by PID and started again on its data. Skips a test with a clear
+message when etcd is not installed. Its JSON API helpers read the keys
+the gateways write (base64 keys and values, as etcd's v3 gateway has
+them)."""
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+import unittest
+import urllib.request
+
+from harness import Daemon, free_port
+
+ETCD = shutil.which("etcd") or "/usr/bin/etcd"
+
+
+def b64(s):
+    return base64.b64encode(s.encode()).decode()
+
+
+def prefix_end(prefix):
+    b = bytearray(prefix.encode())
+    b[-1] += 1
+    return bytes(b).decode()
+
+
+class EtcdCluster:
+    def __init__(self, members=3):
+        if not os.access(ETCD, os.X_OK):
+            raise unittest.SkipTest("etcd is not installed (Debian's etcd-server): "
+                                    "the fleet registry's tests need it")
+        self.dir = tempfile.mkdtemp(prefix="ptg-etcd-")
+        self.names = ["m%d" % i for i in range(members)]
+        self.client = [free_port() for _ in self.names]
+        self.peer = [free_port() for _ in self.names]
+        cluster = ",".join("%s=http://127.0.0.1:%d" % (n, p)
+                           for n, p in zip(self.names, self.peer))
+        token = "ptg-" + os.path.basename(self.dir)
+        self.members = []
+        for i, name in enumerate(self.names):
+            self.members.append(Daemon("etcd-" + name, [
+                ETCD, "--name", name, "--data-dir", os.path.join(self.dir, name),
+                "--listen-client-urls", self.url(i), "--advertise-client-urls", self.url(i),
+                "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
+                "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
+                "--initial-cluster", cluster, "--initial-cluster-token", token,
+                "--initial-cluster-state", "new", "--log-level", "warn"], self.dir))
+
+    def url(self, i):
+        return "http://127.0.0.1:%d" % self.client[i]
+
+    def endpoints(self):
+        return ",".join(self.url(i) for i in range(len(self.names)))
+
+    def start(self, timeout=60.0):
+        for m in self.members:
+            m.start()
+        self.wait_healthy(timeout)
+        return self
+
+    def start_member(self, i):
+        self.members[i].start()
+
+    def kill_member(self, i):
+        self.members[i].kill(signal.SIGKILL)
+
+    def stop_all(self):
+        self.stop()
+
+    def alive_urls(self):
+        return [self.url(i) for i, m in enumerate(self.members) if m.alive()]
+
+    def wait_healthy(self, timeout=60.0):
+        """Until a write goes through (a leader is elected)."""
+        deadline = time.monotonic() + timeout
+        last = None
+        while time.monotonic() < deadline:
+            for url in self.alive_urls():
+                try:
+                    self.call("/v3/kv/put", {"key": b64("/health-probe"), "value": ""}, url)
+                    return
+                except OSError as e:
+                    last = e
+            time.sleep(0.1)
+        raise AssertionError("etcd cluster not healthy in %.0f s (last: %r)\n%s"
+                             % (timeout, last, self.logs()))
+
+    def call(self, path, body, url=None, timeout=5):
+        urls = [url] if url else self.alive_urls()
+        last = None
+        for u in urls:
+            req = urllib.request.Request(u + path, data=json.dumps(body).encode(),
+                                         headers={"Content-Type": "application/json"})
+            try:
+                with urllib.request.urlopen(req, timeout=timeout) as r:
+                    return json.loads(r.read())
+            except OSError as e:
+                last = e
+        raise last or OSError("no etcd member is running")
+
+    def get_prefix(self, prefix):
+        """{key: (value as JSON or text, lease)} of the keys under prefix."""
+        out = {}
+        reply = self.call("/v3/kv/range", {"key": b64(prefix),
+                                            "range_end": b64(prefix_end(prefix))})
+        for kv in reply.get("kvs", []):
+            value = base64.b64decode(kv.get("value", "")).decode()
+            try:
+                value = json.loads(value)
+            except ValueError:
+                pass
+            out[base64.b64decode(kv["key"]).decode()] = (value, int(kv.get("lease", 0)))
+        return out
+
+    def put(self, key, value, lease=0):
+        body = {"key": b64(key), "value": b64(value)}
+        if lease:
+            body["lease"] = str(lease)
+        self.call("/v3/kv/put", body)
+
+    def grant(self, ttl):
+        return int(self.call("/v3/lease/grant", {"TTL": str(ttl)})["ID"])
+
+    def logs(self):
+        return "\n".join("--- %s\n%s" % (m.name, m.log_tail(15)) for m in self.members)
+
+    def stop(self):
+        """SIGTERM to each member still running, a bounded wait, then
+        SIGKILL (etcd's exit status after SIGTERM is the signal's)."""
+        for m in self.members:
+            if not m.alive():
+                continue
+            m.expected_exit = True
+            m.proc.send_signal(signal.SIGTERM)
+            try:
+                m.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                m.proc.kill()
+                m.proc.wait(5)
+        return []
+
+    def cleanup(self):
+        if os.environ.get("PTG_E2E_KEEP"):
+            return
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -1,0 +1,206 @@
+"""The fleet registry on a real three-member etcd cluster (etcd_cluster.py):
+a gateway with --registry writes its gateway key and one key per instance
+under its lease; an instance removed (SIGHUP) takes its key with it; a
+SIGKILLed gateway's keys are gone within the TTL; a gateway that would
+take over another live gateway's instance is refused by the transaction
+(logged, counted), and claims it once the owner is gone; two gateways see
+each other's instances and gateways in their routing caches. Outages:
+one etcd member killed goes unnoticed; all three stopped, the gateway
+keeps serving its own instance and says the registry is down in
+/readyz; etcd back, it converges."""
+import os
+import time
+import unittest
+
+import harness
+from etcd_cluster import EtcdCluster
+from harness import Stack, note
+
+TTL = 2
+# A failure guard, not a measurement: etcd checks leases every 500 ms and
+# a loaded two-core machine running the sanitizer build is slow to answer.
+BOUND = 30.0
+
+
+def wait_until(predicate, what, timeout=BOUND, stacks=()):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("%s within %.0f s\n%s" % (
+        what, timeout, "\n".join(s.logs() for s in stacks)))
+
+
+class RegistryCase(unittest.TestCase):
+    cluster = None
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = EtcdCluster()
+        try:
+            cls.cluster.start()
+        except BaseException:
+            cls.cluster.stop()
+            cls.cluster.cleanup()
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.stop()
+        cls.cluster.cleanup()
+
+    def setUp(self):
+        self.stacks = []
+        # Each test its own prefix: the cluster is the class's.
+        self.prefix = "/t-%s-%d/" % (self._testMethodName, os.getpid())
+
+    def tearDown(self):
+        problems = []
+        for st in self.stacks:
+            problems += st.stop()
+            st.cleanup()
+        self.assertEqual(problems, [], "\n".join(problems))
+
+    def gateway(self, gid, instance="inst-e2e", extra=(), start=True, before_start=None):
+        st = Stack(instance=instance, gateway_args=[
+            "--registry", "etcd:" + self.cluster.endpoints(), "--registry-prefix", self.prefix,
+            "--registry-ttl", str(TTL), "--gateway-id", gid, *extra])
+        self.stacks.append(st)
+        if before_start:
+            before_start(st)
+        if start:
+            st.start()
+        return st
+
+    def keys(self):
+        return self.cluster.get_prefix(self.prefix)
+
+    def key(self, kind, name):
+        return self.keys().get(self.prefix + kind + "/" + name)
+
+    def registry(self, st):
+        return st.http("GET", "/readyz").json()["registry"]
+
+    def wait_state(self, st, state):
+        return wait_until(lambda: self.registry(st)["state"] == state,
+                          "registry state %s" % state, stacks=[st])
+
+
+class Keys(RegistryCase):
+
+    def test_keys_written_and_instance_removal_deletes_its_key(self):
+        def instances_file(st):
+            with open(os.path.join(st.dir, "instances"), "w") as f:
+                f.write("extra-1 unix:%s/none.sock\n" % st.dir)
+
+        a = self.gateway("gw-a", extra=["--instances-file", "{dir}/instances"],
+                         before_start=instances_file)
+        wait_until(lambda: len(self.keys()) == 3, "three keys", stacks=[a])
+        gw_value, gw_lease = self.key("gateways", "gw-a")
+        self.assertEqual(gw_value["id"], "gw-a")
+        self.assertEqual(gw_value["url"], "http://127.0.0.1:%d" % a.port)
+        self.assertTrue(gw_value["version"])
+        self.assertNotEqual(gw_lease, 0)
+        for inst in ("inst-e2e", "extra-1"):
+            value, lease = self.key("instances", inst)
+            self.assertEqual(value, {"gateway": "gw-a", "url": gw_value["url"]})
+            self.assertEqual(lease, gw_lease, "every key under the gateway's lease")
+        reg = self.wait_state(a, "up") and self.registry(a)
+        self.assertEqual((reg["gateway_id"], reg["lease"]), ("gw-a", True))
+        wait_until(lambda: self.registry(a)["routes"] == 2, "two routes cached", stacks=[a])
+
+        with open(os.path.join(a.dir, "instances"), "w") as f:
+            f.write("# extra-1 removed\n")
+        a.gateway.proc.send_signal(1)  # SIGHUP
+        wait_until(lambda: self.key("instances", "extra-1") is None,
+                   "extra-1's key deleted", stacks=[a])
+        self.assertIsNotNone(self.key("instances", "inst-e2e"))
+        wait_until(lambda: self.registry(a)["routes"] == 1, "its route dropped", stacks=[a])
+
+    def test_sigkill_keys_gone_within_ttl(self):
+        a = self.gateway("gw-a")
+        wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
+        a.gateway.kill()
+        t0 = time.monotonic()
+        wait_until(lambda: not self.keys(), "the dead gateway's keys gone", stacks=[a])
+        took = time.monotonic() - t0
+        note("keys of a SIGKILLed gateway gone after %.2f s (TTL %d s)" % (took, TTL))
+        # The lease was kept alive up to the kill: the keys outlive it by at
+        # most the TTL plus etcd's expiry check; the bound only guards.
+        self.assertLess(took, BOUND)
+
+    def test_takeover_refused_then_claimed_when_owner_dies(self):
+        a = self.gateway("gw-a")
+        wait_until(lambda: self.key("instances", "inst-e2e"), "gw-a's instance key", stacks=[a])
+        # gw-b serves an instance of the same id (its own sidecar) and one more.
+        b = self.gateway("gw-b", extra=["--instance", "inst-b=unix:{dir}/none.sock"])
+        wait_until(lambda: b.metrics().get("ptygate_registry_claims_refused_total", 0) >= 1,
+                   "gw-b's claim refused", stacks=[a, b])
+        with open(b.gateway.log_path) as f:
+            log = f.read()
+        self.assertIn("instance inst-e2e is held by live gateway gw-a", log)
+        self.assertEqual(self.key("instances", "inst-e2e")[0]["gateway"], "gw-a")
+        self.assertEqual(self.key("instances", "inst-b")[0]["gateway"], "gw-b")
+
+        # Each sees the other's gateway and instances in its routing cache.
+        for st in (a, b):
+            wait_until(lambda: self.registry(st)["gateways"] == 2
+                       and self.registry(st)["routes"] == 2,
+                       "both gateways and both instances cached", stacks=[st])
+            self.assertEqual(st.metrics()["ptygate_registry_routes"], 2)
+
+        # The owner dies: its key goes with its lease, and gw-b, which
+        # serves the instance too, claims it.
+        a.gateway.kill()
+        wait_until(lambda: (self.key("instances", "inst-e2e") or ({},))[0].get("gateway")
+                   == "gw-b", "gw-b holding inst-e2e", stacks=[b])
+        wait_until(lambda: self.registry(b)["gateways"] == 1, "gw-a gone from the cache",
+                   stacks=[b])
+
+
+class Outage(RegistryCase):
+
+    def test_member_kill_then_all_down_then_back(self):
+        a = self.gateway("gw-a")
+        self.wait_state(a, "up")
+        wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
+
+        # One member of three killed: the registry stays (or is at once
+        # again) up on the other two, the keys stay.
+        self.cluster.kill_member(0)
+        self.cluster.wait_healthy()
+        self.wait_state(a, "up")
+        time.sleep(TTL * 1.5)  # past a lease period: still alive
+        self.assertEqual(self.registry(a)["state"], "up")
+        self.assertEqual(len(self.keys()), 2)
+
+        # All down: the local instance is still served; /readyz says so.
+        self.cluster.stop_all()
+        wait_until(lambda: self.registry(a)["state"] != "up", "registry reported down",
+                   stacks=[a])
+        ready = a.http("GET", "/readyz")
+        self.assertEqual(ready.status, 200, "local instances keep the gateway ready")
+        self.assertEqual(ready.json()["instances"], {"inst-e2e": "up"})
+        sid = a.create_session()
+        self.assertEqual(a.get_session(sid)["session_id"], sid)
+        self.assertGreater(a.metrics()["ptygate_registry_request_errors_total"], 0)
+
+        # etcd back: the gateway converges (lease, keys, cache).
+        t0 = time.monotonic()
+        for i in range(3):
+            self.cluster.start_member(i)
+        self.cluster.wait_healthy()
+        self.wait_state(a, "up")
+        wait_until(lambda: self.key("instances", "inst-e2e") is not None, "key back",
+                   stacks=[a])
+        note("registry up again %.2f s after etcd's restart" % (time.monotonic() - t0))
+        value, lease = self.key("instances", "inst-e2e")
+        self.assertEqual(value["gateway"], "gw-a")
+        self.assertEqual(lease, self.key("gateways", "gw-a")[1])
+        self.assertGreaterEqual(a.metrics()["ptygate_registry_resyncs_total"], 1)
+
+
+if __name__ == "__main__":
+    unittest.main()
