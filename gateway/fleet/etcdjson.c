@@ -256,7 +256,11 @@ static json_t *load(const char *body, size_t len, char *why, size_t whylen)
 	}
 	e = json_object_get(j, "error");
 	if (e) {
-		const char *m = json_string_value(json_object_get(e, "message"));
+		/* Unary answers: {"error": TEXT, "code": N, "message": TEXT};
+		   a stream's: {"error": {"grpc_code": N, "message": TEXT}}. */
+		const char *m = json_is_string(e)
+				    ? json_string_value(e)
+				    : json_string_value(json_object_get(e, "message"));
 
 		say(why, whylen, "etcd error: %.200s", m ? m : "(no message)");
 		json_decref(j);
