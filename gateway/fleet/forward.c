@@ -52,7 +52,6 @@ static const char *const hop[] = {
     "Trailer",
     "Transfer-Encoding",
     "Upgrade",
-    "Host",
     "Content-Length",
     "X-Forwarded-For",
     FLEETAUTH_HEADER,
@@ -381,6 +380,11 @@ void forward_free(struct forward *f)
 void forward_get_stats(const struct forward *f, struct forward_stats *s)
 {
 	*s = f->stats;
+}
+
+struct forward_stats *forward_stats_of(struct forward *f)
+{
+	return &f->stats;
 }
 
 struct ev_loop *forward_loop(const struct forward *f)

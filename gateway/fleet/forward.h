@@ -79,16 +79,25 @@ struct forward_call *forward_http(struct forward *f, const struct forward_reques
 void forward_cancel(struct forward_call *c);
 
 /* 1 when name is a hop-by-hop header (RFC 9110 7.6.1), or one the
-   forwarding sets itself (Host, Content-Length, X-Forwarded-For, the
-   fleet header): never copied from one side to the other. */
+   forwarding sets itself (Content-Length, X-Forwarded-For, the fleet
+   header, Date): never copied from one side to the other. Host is
+   kept: the owner sees the name the client asked for, as its Origin
+   check and URLs need. */
 int forward_hop_header(const char *name);
 /* Calls in flight, and counters since start. */
 struct forward_stats {
 	uint64_t in_flight;
-	uint64_t requests; /* calls started */
-	uint64_t failed;   /* calls that ended with rc < 0 */
+	uint64_t requests;	  /* calls started */
+	uint64_t failed;	  /* calls that ended with rc < 0 */
+	uint64_t relays_active;	  /* WebSocket attaches relayed now (relay.c) */
+	uint64_t relays;	  /* relays started */
+	uint64_t relays_failed;	  /* attaches whose owner could not be reached */
+	uint64_t relay_bytes_in;  /* client to owner */
+	uint64_t relay_bytes_out; /* owner to client */
 };
 void forward_get_stats(const struct forward *f, struct forward_stats *s);
+/* The counters themselves, for relay.c to update. */
+struct forward_stats *forward_stats_of(struct forward *f);
 /* Applies o's TLS files, HTTP/1.1 and the protocol limits to easy (a
    CURL *), for every connection to another gateway (relay.c too). */
 void forward_setup_easy(const struct forward *f, void *easy);
