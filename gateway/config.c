@@ -373,6 +373,17 @@ static const char usage_fleet[] =
     "                                1-10000000 (1000000)\n"
     "  --gateway-id names this gateway in the fleet: unique (default: the\n"
     "  host name)\n"
+    "\n"
+    "Forwarding to the owning gateway:\n"
+    "  --fleet-secret-file FILE      the secret every gateway of the fleet shares\n"
+    "                                (32 bytes or more): signs forwarded requests\n"
+    "                                and lets this gateway believe X-Forwarded-For\n"
+    "                                from the fleet's gateways (default: none, no\n"
+    "                                forwarding)\n"
+    "  --fleet-cacert FILE           PEM CA bundle that signs the other gateways'\n"
+    "                                certificates (https:// fleet URLs)\n"
+    "  --fleet-cert FILE             this gateway's client certificate for them\n"
+    "  --fleet-key FILE              its private key (PEM)\n"
     "\n";
 
 static const char usage_process[] =
@@ -442,6 +453,10 @@ enum {
 	OPT_REGISTRY_USER,
 	OPT_REGISTRY_PASSWORD_FILE,
 	OPT_MAX_ROUTES,
+	OPT_FLEET_SECRET_FILE,
+	OPT_FLEET_CACERT,
+	OPT_FLEET_CERT,
+	OPT_FLEET_KEY,
 	OPT_LOG,
 	OPT_LOG_FORMAT,
 	OPT_PID,
@@ -501,6 +516,10 @@ static const struct option options[] = {
     {"registry-key", required_argument, NULL, OPT_REGISTRY_KEY},
     {"registry-user", required_argument, NULL, OPT_REGISTRY_USER},
     {"registry-password-file", required_argument, NULL, OPT_REGISTRY_PASSWORD_FILE},
+    {"fleet-secret-file", required_argument, NULL, OPT_FLEET_SECRET_FILE},
+    {"fleet-cacert", required_argument, NULL, OPT_FLEET_CACERT},
+    {"fleet-cert", required_argument, NULL, OPT_FLEET_CERT},
+    {"fleet-key", required_argument, NULL, OPT_FLEET_KEY},
     {"max-routes", required_argument, NULL, OPT_MAX_ROUTES},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
@@ -957,6 +976,15 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 	case OPT_REGISTRY_PASSWORD_FILE:
 		return str(src, opt, arg, c->registry_password_file,
 			   sizeof(c->registry_password_file));
+	case OPT_FLEET_SECRET_FILE:
+		return str(src, opt, arg, c->fleet_secret_file,
+			   sizeof(c->fleet_secret_file));
+	case OPT_FLEET_CACERT:
+		return str(src, opt, arg, c->fleet_cacert, sizeof(c->fleet_cacert));
+	case OPT_FLEET_CERT:
+		return str(src, opt, arg, c->fleet_cert, sizeof(c->fleet_cert));
+	case OPT_FLEET_KEY:
+		return str(src, opt, arg, c->fleet_key, sizeof(c->fleet_key));
 	case OPT_LOG:
 		return log_level(c, src, arg);
 	case OPT_LOG_FORMAT:
@@ -1254,6 +1282,11 @@ static int check(struct gw_config *c)
 	if (!c->registry_user[0] != !c->registry_password_file[0]) {
 		fprintf(stderr, CONFIG__PROG ": --registry-user and "
 					     "--registry-password-file go together\n");
+		return -EINVAL;
+	}
+	if (!c->fleet_cert[0] != !c->fleet_key[0]) {
+		fprintf(stderr,
+			CONFIG__PROG ": --fleet-cert and --fleet-key go together\n");
 		return -EINVAL;
 	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {

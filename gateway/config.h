@@ -96,6 +96,11 @@ struct gw_config {
 	char registry_user[256]; /* etcd authentication */
 	char registry_password_file[4096];
 	uint32_t max_routes; /* instances the routing cache holds */
+	/* forwarding to the owning gateway (gateway/fleet/forward.h) */
+	char fleet_secret_file[4096]; /* the fleet's shared secret; "" : no forwarding */
+	char fleet_cacert[4096];      /* TLS to other gateways (https fleet URLs) */
+	char fleet_cert[4096];	      /* this gateway's client certificate for them */
+	char fleet_key[4096];
 	int log_level;
 	int log_format; /* enum log_format */
 	char pid_file[4096];

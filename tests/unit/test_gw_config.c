@@ -433,6 +433,16 @@ static void test_http_flags(void **state)
 			 -EINVAL);
 	assert_int_equal(parse(c, BASE, "--tls-cert", "/c.pem", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--tls-key", "/k.pem", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-cert", "/c.pem", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-key", "/k.pem", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-secret-file", "/s", "--fleet-cacert",
+			       "/ca", "--fleet-cert", "/c.pem", "--fleet-key", "/k.pem",
+			       NULL),
+			 0);
+	assert_string_equal(c->fleet_secret_file, "/s");
+	assert_string_equal(c->fleet_cacert, "/ca");
+	assert_string_equal(c->fleet_cert, "/c.pem");
+	assert_string_equal(c->fleet_key, "/k.pem");
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "https://a.example/x", NULL),
 			 -EINVAL);
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "null", NULL), -EINVAL);
