@@ -1,5 +1,5 @@
 /* etcd: a client of etcd's v3 JSON gateway on the event loop, through
-   libcurl's multi socket interface (see etcd.h). */
+   libcurl's multi socket interface as curlev drives it (see etcd.h). */
 #include "etcd.h"
 
 #include <curl/curl.h>
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "buf.h"
-#include "ev.h"
+#include "curlev.h"
 #include "xalloc.h"
 
 #define ETCD__URL_MAX	1024
@@ -19,9 +19,7 @@
 #define ETCD__STREAM_TAIL (64 * 1024)
 
 struct etcd {
-	struct ev_loop *loop;
-	CURLM *multi;
-	struct ev_timer *timer;
+	struct curlev *cv;
 	char *urls[ETCD_MAX_ENDPOINTS];
 	size_t n_urls;
 	size_t cur;
@@ -33,6 +31,7 @@ struct etcd {
 };
 
 struct etcd_req {
+	struct curlev_job job; /* first: the job is the request */
 	struct etcd *e;
 	struct etcd_req *prev, *next;
 	CURL *easy;
@@ -48,82 +47,6 @@ struct etcd_req {
 	void *user;
 	char err[CURL_ERROR_SIZE];
 };
-
-struct etcd_sock {
-	struct etcd *e;
-	struct ev_io *io;
-};
-
-static void drain(struct etcd *e);
-
-/* ---- the loop's side of libcurl ---- */
-
-static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
-{
-	struct etcd *e = ((struct etcd_sock *)user)->e;
-	int flags = 0, running = 0;
-
-	if (events & EV_READ)
-		flags |= CURL_CSELECT_IN;
-	if (events & EV_WRITE)
-		flags |= CURL_CSELECT_OUT;
-	/* The socket's struct may be freed inside: only e is used after. */
-	curl_multi_socket_action(e->multi, fd, flags, &running);
-	drain(e);
-}
-
-static int on_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
-{
-	struct etcd *e = userp;
-	struct etcd_sock *k = socketp;
-	unsigned events = 0;
-
-	if (what == CURL_POLL_REMOVE) {
-		if (k) {
-			curl_multi_assign(e->multi, s, NULL);
-			ev_io_free(k->io);
-			free(k);
-		}
-		return 0;
-	}
-	if (what & CURL_POLL_IN)
-		events |= EV_READ;
-	if (what & CURL_POLL_OUT)
-		events |= EV_WRITE;
-	if (k) {
-		ev_io_set(k->io, events);
-		return 0;
-	}
-	k = xcalloc(1, sizeof(*k));
-	k->e = e;
-	k->io = ev_io_new(e->loop, s, events, on_io, k);
-	if (!k->io) {
-		free(k);
-		return -1;
-	}
-	curl_multi_assign(e->multi, s, k);
-	return 0;
-}
-
-static void on_timer(struct ev_timer *t, void *user)
-{
-	struct etcd *e = user;
-	int running = 0;
-
-	curl_multi_socket_action(e->multi, CURL_SOCKET_TIMEOUT, 0, &running);
-	drain(e);
-}
-
-static int on_timer_change(CURLM *multi, long timeout_ms, void *userp)
-{
-	struct etcd *e = userp;
-
-	if (timeout_ms < 0)
-		ev_timer_disarm(e->timer);
-	else
-		ev_timer_arm(e->timer, timeout_ms, 0);
-	return 0;
-}
 
 /* ---- requests ---- */
 
@@ -176,7 +99,7 @@ static void unlink_req(struct etcd_req *q)
 	if (q->next)
 		q->next->prev = q->prev;
 	e->n_reqs--;
-	curl_multi_remove_handle(e->multi, q->easy);
+	curlev_remove(e->cv, &q->job);
 	curl_easy_cleanup(q->easy);
 	curl_slist_free_all(q->hdrs);
 	free(q->body);
@@ -203,19 +126,9 @@ static void finish(struct etcd_req *q, CURLcode res)
 	unlink_req(q);
 }
 
-static void drain(struct etcd *e)
+static void on_done(struct curlev_job *job, CURLcode res)
 {
-	CURLMsg *m;
-	int left = 0;
-
-	while ((m = curl_multi_info_read(e->multi, &left))) {
-		struct etcd_req *q = NULL;
-
-		if (m->msg != CURLMSG_DONE)
-			continue;
-		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&q);
-		finish(q, m->data.result);
-	}
+	finish((struct etcd_req *)job, res);
 }
 
 static void set_tls(const struct etcd *e, CURL *c)
@@ -247,7 +160,6 @@ static CURL *make_easy(struct etcd *e, struct etcd_req *q, const char *path, siz
 	curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)len);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, q);
-	curl_easy_setopt(c, CURLOPT_PRIVATE, q);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, q->err);
 	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, e->connect_timeout_ms);
 	curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);
@@ -273,7 +185,9 @@ static struct etcd_req *start(struct etcd *e, const char *path, const char *body
 	q->user = user;
 	buf_init(&q->resp);
 	q->easy = make_easy(e, q, path, len);
-	if (!q->easy || curl_multi_add_handle(e->multi, q->easy) != CURLM_OK)
+	q->job.easy = q->easy;
+	q->job.done = on_done;
+	if (!q->easy || curlev_add(e->cv, &q->job) < 0)
 		abort(); /* out of memory in libcurl (STYLE 4) */
 	q->next = e->reqs;
 	if (e->reqs)
@@ -360,13 +274,12 @@ struct etcd *etcd_new(struct ev_loop *loop, const struct etcd_opts *o, char *err
 {
 	struct etcd *e = xcalloc(1, sizeof(*e));
 
-	e->loop = loop;
 	if (parse_endpoints(e, o->endpoints, err, errlen) < 0) {
 		etcd_free(e);
 		return NULL;
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    !(e->multi = curl_multi_init())) {
+	    !(e->cv = curlev_new(loop))) {
 		snprintf(err, errlen, "libcurl failed to start");
 		etcd_free(e);
 		return NULL;
@@ -375,11 +288,6 @@ struct etcd *etcd_new(struct ev_loop *loop, const struct etcd_opts *o, char *err
 	e->cert = dup_or_null(o->cert);
 	e->key = dup_or_null(o->key);
 	e->connect_timeout_ms = o->connect_timeout_ms;
-	e->timer = ev_timer_new(loop, -1, 0, on_timer, e);
-	curl_multi_setopt(e->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(e->multi, CURLMOPT_SOCKETDATA, e);
-	curl_multi_setopt(e->multi, CURLMOPT_TIMERFUNCTION, on_timer_change);
-	curl_multi_setopt(e->multi, CURLMOPT_TIMERDATA, e);
 	return e;
 }
 
@@ -389,9 +297,7 @@ void etcd_free(struct etcd *e)
 		return;
 	while (e->reqs)
 		unlink_req(e->reqs);
-	if (e->multi)
-		curl_multi_cleanup(e->multi);
-	ev_timer_free(e->timer);
+	curlev_free(e->cv);
 	for (size_t i = 0; i < e->n_urls; i++)
 		free(e->urls[i]);
 	free(e->cacert);
