@@ -17,10 +17,13 @@ PACKAGES="
   stress-ng
   tmux zsh
   etcd-server etcd-client
+  haproxy
 "
 # etcd-server, etcd-client: the fleet registry's tests run a three-member
 # etcd cluster on loopback ports (libcurl4-openssl-dev: the gateway's
 # client of etcd's JSON gateway).
+# haproxy: e2e.fleet_lb runs deploy/haproxy/ptygate.cfg in front of three
+# gateways.
 # node-ws: a second permessage-deflate client for e2e.deflate (Node's ws).
 # systemd: systemd-analyze verify and security check the units in
 # tests/packaging (the machine need not boot with systemd); util-linux's
