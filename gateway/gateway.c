@@ -582,6 +582,7 @@ int gateway_run(struct gateway *gw)
 
 	/* Write out the goodbyes that are still queued. */
 	conn_set_flush(&gw->conns);
+	registry_leave(gw->registry);
 	return rc;
 }
 

@@ -218,6 +218,31 @@ struct etcd_req *etcd_stream(struct etcd *e, const char *path, const char *body,
 	return q;
 }
 
+int etcd_post_blocking(struct etcd *e, const char *path, const char *body, size_t len,
+		       long timeout_ms)
+{
+	struct etcd_req *q = xcalloc(1, sizeof(*q));
+	CURLcode res;
+
+	q->e = e;
+	q->body = xmalloc(len + 1);
+	memcpy(q->body, body, len);
+	q->body[len] = '\0';
+	q->max_body = ETCD__STREAM_TAIL;
+	buf_init(&q->resp);
+	q->easy = make_easy(e, q, path, len);
+	if (!q->easy)
+		abort(); /* out of memory in libcurl (STYLE 4) */
+	curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
+	res = curl_easy_perform(q->easy);
+	curl_easy_cleanup(q->easy);
+	curl_slist_free_all(q->hdrs);
+	free(q->body);
+	buf_free(&q->resp);
+	free(q);
+	return res == CURLE_OK ? 0 : -EIO;
+}
+
 void etcd_cancel(struct etcd_req *q)
 {
 	if (q)

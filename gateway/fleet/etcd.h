@@ -55,6 +55,11 @@ struct etcd_req *etcd_post(struct etcd *e, const char *path, const char *body, s
 struct etcd_req *etcd_stream(struct etcd *e, const char *path, const char *body,
 			     size_t len, etcd_data_cb on_data, etcd_done_cb done,
 			     void *user);
+/* POSTs body to path and waits for the answer, at most timeout_ms: for
+   the daemon's last words after its loop has ended, never on the loop.
+   Returns 0 (any HTTP status) or a negative errno. */
+int etcd_post_blocking(struct etcd *e, const char *path, const char *body, size_t len,
+		       long timeout_ms);
 /* Ends a request without calling its done callback. Not from inside the
    request's own on_data callback (return non-zero there instead). */
 void etcd_cancel(struct etcd_req *q);

@@ -21,6 +21,9 @@
 #include "xalloc.h"
 
 #define REGISTRY__CONNECT_MS 2000
+/* The revoke at exit waits at most this long: an unreachable etcd must
+   not hold up a shutdown (the lease then lapses by itself). */
+#define REGISTRY__LEAVE_MS 1000
 
 void registry__key(const struct registry *r, const char *kind, const char *name,
 		   char *out, size_t cap)
@@ -316,6 +319,26 @@ void registry_start(struct registry *r)
 	    "registry: gateway %s (fleet URL %s) in etcd at %s, prefix %s, TTL %lld s",
 	    r->id, r->url, etcd_endpoint(r->etcd), r->prefix, (long long)r->ttl_s);
 	ev_timer_arm(r->tick, 0, r->ttl_s * 1000 / 3);
+}
+
+void registry_leave(struct registry *r)
+{
+	struct buf b = BUF_INIT;
+
+	if (!r || !r->enabled || !r->lease)
+		return;
+	etcdjson_lease_req(&b, r->lease);
+	if (etcd_post_blocking(r->etcd, "/v3/lease/revoke", (const char *)buf_head(&b),
+			       buf_size(&b), REGISTRY__LEAVE_MS) == 0)
+		log_info(NULL,
+			 "registry: lease %lld revoked: this gateway's keys are gone",
+			 (long long)r->lease);
+	else
+		log_warn(NULL,
+			 "registry: lease %lld not revoked: its keys go within the TTL",
+			 (long long)r->lease);
+	r->lease = 0;
+	buf_free(&b);
 }
 
 void registry_free(struct registry *r)

@@ -29,6 +29,9 @@ enum registry_route {
 struct registry *registry_new(struct gateway *gw);
 /* Starts the lease, the keys and the watch on gw's loop. */
 void registry_start(struct registry *r);
+/* The gateway is leaving, its loop ended: revokes the lease, so its keys
+   go now rather than a TTL later (bounded by a second; NULL: no-op). */
+void registry_leave(struct registry *r);
 void registry_free(struct registry *r);
 
 /* Where instance_id is served. LOCAL: this gateway serves it (decided

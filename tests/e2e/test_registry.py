@@ -1,7 +1,8 @@
 """The fleet registry on a real three-member etcd cluster (etcd_cluster.py):
 a gateway with --registry writes its gateway key and one key per instance
 under its lease; an instance removed (SIGHUP) takes its key with it; a
-SIGKILLed gateway's keys are gone within the TTL; a gateway that would
+SIGKILLed gateway's keys are gone within the TTL, a stopped one's at
+once (its lease revoked); a gateway that would
 take over another live gateway's instance is refused by the transaction
 (logged, counted), and claims it once the owner is gone; two gateways see
 each other's instances and gateways in their routing caches. Outages:
@@ -130,6 +131,18 @@ class Keys(RegistryCase):
         # The lease was kept alive up to the kill: the keys outlive it by at
         # most the TTL plus etcd's expiry check; the bound only guards.
         self.assertLess(took, BOUND)
+
+    def test_sigterm_revokes_the_lease(self):
+        # A TTL far longer than the wait: only the revoke can clear the keys.
+        a = self.gateway("gw-a", extra=["--registry-ttl", "300"])
+        wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
+        self.stacks.remove(a)
+        self.addCleanup(a.cleanup)
+        problems = a.stop()
+        self.assertEqual(problems, [], "\n".join(problems))
+        self.assertEqual(self.keys(), {}, "the keys went with the revoked lease")
+        with open(a.gateway.log_path) as f:
+            self.assertIn("revoked: this gateway's keys are gone", f.read())
 
     def test_takeover_refused_then_claimed_when_owner_dies(self):
         a = self.gateway("gw-a")
