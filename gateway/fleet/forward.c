@@ -382,6 +382,41 @@ void forward_get_stats(const struct forward *f, struct forward_stats *s)
 	*s = f->stats;
 }
 
+static void family(struct buf *out, const char *name, const char *type, const char *help,
+		   uint64_t v)
+{
+	buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n%s %llu\n", name, help, name, type,
+		    name, (unsigned long long)v);
+}
+
+void forward_metrics(const struct forward *f, struct buf *out)
+{
+	static const struct forward_stats none;
+	const struct forward_stats *s = f ? &f->stats : &none;
+
+	family(out, "ptygate_forwarded_requests_total", "counter",
+	       "REST requests forwarded to the gateway that owns their instance",
+	       s->requests);
+	family(out, "ptygate_forward_failures_total", "counter",
+	       "forwarded REST requests with no answer from the owner (502/504)",
+	       s->failed);
+	family(out, "ptygate_forwards_in_flight", "gauge",
+	       "forwarded REST requests waiting for the owner", s->in_flight);
+	family(out, "ptygate_relayed_connections", "gauge",
+	       "WebSocket attaches relayed to the owning gateway now", s->relays_active);
+	family(out, "ptygate_relayed_connections_total", "counter",
+	       "WebSocket attaches relayed to the owning gateway", s->relays);
+	family(out, "ptygate_relay_failures_total", "counter",
+	       "forwarded attaches whose owner could not be reached", s->relays_failed);
+	buf_appendf(out,
+		    "# HELP ptygate_relay_bytes_total bytes relayed between clients and "
+		    "owning gateways\n# TYPE ptygate_relay_bytes_total counter\n"
+		    "ptygate_relay_bytes_total{direction=\"to_owner\"} %llu\n"
+		    "ptygate_relay_bytes_total{direction=\"to_client\"} %llu\n",
+		    (unsigned long long)s->relay_bytes_in,
+		    (unsigned long long)s->relay_bytes_out);
+}
+
 struct forward_stats *forward_stats_of(struct forward *f)
 {
 	return &f->stats;

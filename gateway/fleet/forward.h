@@ -96,6 +96,10 @@ struct forward_stats {
 	uint64_t relay_bytes_out; /* owner to client */
 };
 void forward_get_stats(const struct forward *f, struct forward_stats *s);
+/* Appends the ptygate_forward_* and ptygate_relay_* families in the
+   Prometheus text format (zeros for a NULL f: forwarding off). */
+struct buf;
+void forward_metrics(const struct forward *f, struct buf *out);
 /* The counters themselves, for relay.c to update. */
 struct forward_stats *forward_stats_of(struct forward *f);
 /* Applies o's TLS files, HTTP/1.1 and the protocol limits to easy (a

@@ -22,6 +22,7 @@
 #include <cmocka.h>
 #include <microhttpd.h>
 
+#include "buf.h"
 #include "ev.h"
 #include "fleetauth.h"
 #include "forward.h"
@@ -205,6 +206,7 @@ static void test_request_and_answer(void **state)
 {
 	struct fx *x = *state;
 	struct forward_stats st;
+	struct buf text;
 
 	fwd_new(x, 10000, 0);
 	run(x, x->url, "POST", "/agents/a/sessions?x=1", "hello");
@@ -227,6 +229,19 @@ static void test_request_and_answer(void **state)
 	assert_int_equal(st.requests, 1);
 	assert_int_equal(st.in_flight, 0);
 	assert_int_equal(st.failed, 0);
+	buf_init(&text);
+	forward_metrics(x->f, &text);
+	buf_append(&text, "", 1);
+	assert_non_null(strstr((const char *)buf_head(&text),
+			       "\nptygate_forwarded_requests_total 1\n"));
+	assert_non_null(strstr((const char *)buf_head(&text),
+			       "# TYPE ptygate_relayed_connections gauge\n"));
+	buf_reset(&text);
+	forward_metrics(NULL, &text);
+	buf_append(&text, "", 1);
+	assert_non_null(strstr((const char *)buf_head(&text),
+			       "\nptygate_forwarded_requests_total 0\n"));
+	buf_free(&text);
 }
 
 static void test_signature_verifies(void **state)
