@@ -25,6 +25,7 @@ struct attach_ctx {
 	struct jwt_claims claims;  /* the verified token */
 	uint64_t current_sequence; /* for binding_hello */
 	bool deflate;		   /* permessage-deflate agreed */
+	int64_t requested_us;	   /* the upgrade request's start; 0 once timed */
 };
 
 struct conn;

@@ -208,6 +208,7 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 	}
 	outq_push_frame(&c->q, wf, now_ms);
 	c->gw->metrics.frames_out++;
+	metrics_observe_since(&c->gw->metrics.attach_latency, &c->ctx.requested_us);
 	conn_mark_dirty(c);
 	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
 		c->role = f->role_assigned->role;

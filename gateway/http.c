@@ -125,6 +125,7 @@ struct http_req {
 	int close_after;	 /* the answer ends the connection */
 	int client_counted;	 /* holds one count of client in h->peers */
 	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
+	int64_t start_us;	 /* its first byte, for the latency histograms */
 	struct route_req *rq;	 /* NULL once upgraded: conn.c has what it needs */
 	struct conn *conn;	 /* made before the 101, started after it */
 };
@@ -640,6 +641,7 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 
 	/* The connection is set up before the 101, so a gateway out of
 	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
+	r->rq->attach.requested_us = r->start_us;
 	r->conn = conn_new(r->h->gw, &r->rq->attach);
 	if (!r->conn) {
 		r->h->gw->metrics.upgrades_refused++;
@@ -728,6 +730,8 @@ static enum MHD_Result answer(struct http_req *r)
 	char n[16];
 
 	log_refused(r);
+	metrics_observe(&r->h->gw->metrics.http_latency[rq->m.id % METRICS_ROUTES],
+			time_mono_us() - r->start_us);
 	if (rq->status == 101)
 		return queue_upgrade(r);
 	resp = route_body(rq);
@@ -888,6 +892,7 @@ static enum MHD_Result first(struct http_req *r)
 	struct http_sock *s = sock_of(r->c);
 
 	r->started = 1;
+	r->start_us = time_mono_us();
 	r->rq->done = done;
 	r->h->gw->metrics.http_requests++;
 	if (s && s->refuse)

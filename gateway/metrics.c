@@ -2,9 +2,16 @@
    format 0.0.4, one HELP and one TYPE line per family. The families are
    a table so a new counter is one line. */
 #include "metrics.h"
+#include "metrics_int.h"
 
 #include <inttypes.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "buildinfo.h"
+#include "routes.h"
+#include "timeutil.h"
 
 struct family {
 	const char *name;
@@ -130,8 +137,6 @@ static const struct family families[] = {
 	       registered_removed),
 };
 
-static void head(struct buf *out, const char *name, const char *type, const char *help);
-
 static const char *const refusal_names[LINK_REFUSAL_N - LINKCRED_N_REASONS] = {
     "timeout", "no_credential", "garbage",  "closed",		"pending_full",
     "static",  "max_instances", "flapping", "instance_changed", "lapsed",
@@ -148,8 +153,8 @@ const char *metrics_link_refusal_name(int reason)
 
 static void refusals(const struct metrics *m, struct buf *out)
 {
-	head(out, "ptygate_link_refusals_total", "counter",
-	     "Links that dialled in, refused or closed, by reason.");
+	metrics__head(out, "ptygate_link_refusals_total", "counter",
+		      "Links that dialled in, refused or closed, by reason.");
 	for (int r = 1; r < LINK_REFUSAL_N; r++)
 		buf_appendf(out,
 			    "ptygate_link_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
@@ -162,20 +167,70 @@ static void instances(const struct metrics_link *links, unsigned n, struct buf *
 
 	for (unsigned i = 0; i < n; i++)
 		reg += links[i].registered ? 1 : 0;
-	head(out, "ptygate_instances", "gauge",
-	     "Instances by kind: configured (flags, instances file) or registered "
-	     "(their sidecar dialled in).");
+	metrics__head(
+	    out, "ptygate_instances", "gauge",
+	    "Instances by kind: configured (flags, instances file) or registered "
+	    "(their sidecar dialled in).");
 	buf_appendf(out, "ptygate_instances{kind=\"configured\"} %u\n", n - reg);
 	buf_appendf(out, "ptygate_instances{kind=\"registered\"} %u\n", reg);
 }
 
-static void head(struct buf *out, const char *name, const char *type, const char *help)
+/* One gauge per instance; what picks its value from a link. */
+static void per_instance(struct buf *out, const char *name, const char *help,
+			 const struct metrics_link *links, unsigned n,
+			 unsigned (*what)(const struct metrics_link *l))
+{
+	metrics__head(out, name, "gauge", help);
+	for (unsigned i = 0; i < n; i++) {
+		buf_appendf(out, "%s{instance=\"", name);
+		metrics__label(out, links[i].instance ? links[i].instance : "");
+		buf_appendf(out, "\"} %u\n", what(&links[i]));
+	}
+}
+
+static unsigned link_up(const struct metrics_link *l)
+{
+	return l->up ? 1 : 0;
+}
+
+static unsigned link_sessions(const struct metrics_link *l)
+{
+	return l->sessions;
+}
+
+static unsigned link_clients(const struct metrics_link *l)
+{
+	return l->clients;
+}
+
+static void linked(const struct metrics_link *links, unsigned n, struct buf *out)
+{
+	unsigned up = 0;
+
+	for (unsigned i = 0; i < n; i++)
+		up += link_up(&links[i]);
+	metrics__head(out, "ptygate_instances_linked", "gauge",
+		      "Instances whose sidecar link is up and greeted.");
+	buf_appendf(out, "ptygate_instances_linked %u\n", up);
+	per_instance(out, "ptygate_link_up",
+		     "1 when the instance's sidecar link is up and greeted.", links, n,
+		     link_up);
+	per_instance(out, "ptygate_instance_sessions",
+		     "Sessions of the instance that this gateway's clients are attached "
+		     "to.",
+		     links, n, link_sessions);
+	per_instance(
+	    out, "ptygate_instance_clients",
+	    "Client attachments to the instance's sessions through this gateway.", links,
+	    n, link_clients);
+}
+
+void metrics__head(struct buf *out, const char *name, const char *type, const char *help)
 {
 	buf_appendf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
-/* A label value: backslash, double quote and newline escaped. */
-static void label(struct buf *out, const char *v)
+void metrics__label(struct buf *out, const char *v)
 {
 	for (; *v; v++) {
 		if (*v == '\\')
@@ -191,8 +246,8 @@ static void label(struct buf *out, const char *v)
 
 static void connections(const struct metrics *m, struct buf *out)
 {
-	head(out, "ptygate_connections", "gauge",
-	     "Client WebSocket connections by role (pending: not joined yet).");
+	metrics__head(out, "ptygate_connections", "gauge",
+		      "Client WebSocket connections by role (pending: not joined yet).");
 	buf_appendf(out, "ptygate_connections{role=\"controller\"} %" PRIu64 "\n",
 		    m->conns_controller);
 	buf_appendf(out, "ptygate_connections{role=\"observer\"} %" PRIu64 "\n",
@@ -209,16 +264,144 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		const struct family *f = &families[i];
 		const uint64_t *v = (const uint64_t *)((const char *)m + f->off);
 
-		head(out, f->name, f->type, f->help);
+		metrics__head(out, f->name, f->type, f->help);
 		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
 	}
 	refusals(m, out);
 	instances(links, n_links, out);
-	head(out, "ptygate_link_up", "gauge",
-	     "1 when the instance's sidecar link is up and greeted.");
-	for (unsigned i = 0; i < n_links; i++) {
-		buf_append_str(out, "ptygate_link_up{instance=\"");
-		label(out, links[i].instance ? links[i].instance : "");
-		buf_appendf(out, "\"} %d\n", links[i].up ? 1 : 0);
+	linked(links, n_links, out);
+}
+
+/* ---- latency histograms ---- */
+
+/* Upper bounds, microseconds: a loopback answer takes well under 1 ms, a
+   REST call that asks the sidecar a few ms, a recording or a join behind
+   a replay from disk up to seconds. */
+static const uint64_t bucket_us[METRICS_BUCKETS] = {
+    1000,   2500,   5000,    10000,   25000,   50000,	 100000,
+    250000, 500000, 1000000, 2500000, 5000000, 10000000, 30000000,
+};
+
+static const char *const route_names[METRICS_ROUTES] = {
+    [0] = "other",
+    [ROUTE_HEALTHZ] = "healthz",
+    [ROUTE_READYZ] = "readyz",
+    [ROUTE_METRICS] = "metrics",
+    [ROUTE_AGENT_CARD] = "agent_card",
+    [ROUTE_SESSIONS] = "sessions",
+    [ROUTE_SESSION] = "session",
+    [ROUTE_ATTACH] = "attach",
+    [ROUTE_STATIC] = "static",
+    [ROUTE_RECORDING] = "recording",
+};
+_Static_assert(ROUTE_RECORDING + 1 == METRICS_ROUTES, "a route without its label");
+
+void metrics_observe(struct metrics_hist *h, int64_t us)
+{
+	uint64_t v = us > 0 ? (uint64_t)us : 0;
+	unsigned i = 0;
+
+	while (i < METRICS_BUCKETS && v > bucket_us[i])
+		i++;
+	h->bucket[i]++;
+	h->count++;
+	h->sum_us += v;
+}
+
+void metrics_observe_since(struct metrics_hist *h, int64_t *since_us)
+{
+	if (!*since_us)
+		return;
+	metrics_observe(h, time_mono_us() - *since_us);
+	*since_us = 0;
+}
+
+/* Microseconds as decimal seconds, exactly (no floating point). */
+static void seconds(struct buf *out, uint64_t us)
+{
+	buf_appendf(out, "%" PRIu64 ".%06" PRIu64, us / 1000000, us % 1000000);
+}
+
+/* One histogram's samples; labels is "" or `key="value",`. */
+static void hist(struct buf *out, const char *name, const char *labels,
+		 const struct metrics_hist *h)
+{
+	uint64_t cum = 0;
+
+	for (unsigned i = 0; i < METRICS_BUCKETS; i++) {
+		cum += h->bucket[i];
+		buf_appendf(out, "%s_bucket{%sle=\"", name, labels);
+		seconds(out, bucket_us[i]);
+		buf_appendf(out, "\"} %" PRIu64 "\n", cum);
 	}
+	buf_appendf(out, "%s_bucket{%sle=\"+Inf\"} %" PRIu64 "\n", name, labels,
+		    h->count);
+	buf_appendf(out, "%s_sum", name);
+	if (labels[0])
+		buf_appendf(out, "{%.*s}", (int)strlen(labels) - 1, labels);
+	buf_append_str(out, " ");
+	seconds(out, h->sum_us);
+	buf_appendf(out, "\n%s_count", name);
+	if (labels[0])
+		buf_appendf(out, "{%.*s}", (int)strlen(labels) - 1, labels);
+	buf_appendf(out, " %" PRIu64 "\n", h->count);
+}
+
+void metrics_render_latency(const struct metrics *m, struct buf *out)
+{
+	char labels[64];
+
+	metrics__head(
+	    out, "ptygate_http_request_duration_seconds", "histogram",
+	    "HTTP requests from their first byte to their answer (an attach: to "
+	    "its 101), by route.");
+	for (unsigned r = 0; r < METRICS_ROUTES; r++) {
+		snprintf(labels, sizeof(labels), "route=\"%s\",", route_names[r]);
+		hist(out, "ptygate_http_request_duration_seconds", labels,
+		     &m->http_latency[r]);
+	}
+	metrics__head(
+	    out, "ptygate_attach_duration_seconds", "histogram",
+	    "Attaches from the upgrade request to the first frame of the join's "
+	    "answer.");
+	hist(out, "ptygate_attach_duration_seconds", "", &m->attach_latency);
+}
+
+/* ---- build and process ---- */
+
+static void gauge(struct buf *out, const char *name, const char *help, uint64_t v)
+{
+	metrics__head(out, name, "gauge", help);
+	buf_appendf(out, "%s %" PRIu64 "\n", name, v);
+}
+
+void metrics_render_process(const struct procstat *p, struct buf *out)
+{
+	metrics__head(
+	    out, "ptygate_build_info", "gauge",
+	    "Always 1; the gateway's version and the commit it was built from.");
+	buf_append_str(out, "ptygate_build_info{version=\"");
+	metrics__label(out, buildinfo_version());
+	buf_append_str(out, "\",commit=\"");
+	metrics__label(out, buildinfo_commit());
+	buf_append_str(out, "\"} 1\n");
+	if (!p)
+		return;
+	metrics__head(out, "process_cpu_seconds_total", "counter",
+		      "Total user and system CPU time spent in seconds.");
+	buf_append_str(out, "process_cpu_seconds_total ");
+	seconds(out, p->cpu_ms * 1000);
+	buf_append_str(out, "\n");
+	gauge(out, "process_resident_memory_bytes", "Resident memory size in bytes.",
+	      p->rss_bytes);
+	gauge(out, "process_virtual_memory_bytes", "Virtual memory size in bytes.",
+	      p->vsize_bytes);
+	gauge(out, "process_open_fds", "Number of open file descriptors.", p->open_fds);
+	gauge(out, "process_max_fds", "Maximum number of open file descriptors.",
+	      p->max_fds);
+	metrics__head(out, "process_start_time_seconds", "gauge",
+		      "Start time of the process since unix epoch in seconds.");
+	buf_append_str(out, "process_start_time_seconds ");
+	seconds(out, (uint64_t)(p->start_time_ms > 0 ? p->start_time_ms : 0) * 1000);
+	buf_append_str(out, "\n");
 }

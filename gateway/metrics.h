@@ -8,6 +8,30 @@
 
 #include "buf.h"
 #include "linkcred.h"
+#include "procstat.h"
+
+struct sidestats;
+
+/* Latency buckets' upper bounds in microseconds (METRICS_BUCKET_US in
+   metrics.c): 1 ms to 10 s, then +Inf. */
+#define METRICS_BUCKETS 14
+
+/* A latency histogram: per-bucket counts (not cumulative; the last one
+   is +Inf), their count and their sum. */
+struct metrics_hist {
+	uint64_t bucket[METRICS_BUCKETS + 1];
+	uint64_t count;
+	uint64_t sum_us;
+};
+/* Counts one latency (negative counts as 0). */
+void metrics_observe(struct metrics_hist *h, int64_t us);
+/* Counts now - *since_us when *since_us is set, then clears it: a
+   latency observed once, at the first of several moments. */
+void metrics_observe_since(struct metrics_hist *h, int64_t *since_us);
+
+/* The request latency's route label: enum route_id's values (routes.h),
+   0 for a request answered before its route was known. */
+#define METRICS_ROUTES 10
 
 /* Why a link that dialled in was refused or closed (the label of
    ptygate_link_refusals_total{reason}, metrics_link_refusal_name): first
@@ -73,6 +97,9 @@ struct metrics {
 	uint64_t link_renewals;	     /* credentials renewed on a live link */
 	uint64_t registered_removed; /* registered instances removed after the grace */
 	uint64_t link_refusals[LINK_REFUSAL_N]; /* by enum link_refusal */
+	/* histograms */
+	struct metrics_hist http_latency[METRICS_ROUTES]; /* by enum route_id */
+	struct metrics_hist attach_latency; /* upgrade request to the join's answer */
 };
 
 /* Appends the exposition text, with HELP and TYPE lines; link_up lists
@@ -80,9 +107,21 @@ struct metrics {
 struct metrics_link {
 	const char *instance;
 	int up;
-	int registered; /* 1: added by a link that dialled in */
+	int registered;		       /* 1: added by a link that dialled in */
+	unsigned sessions;	       /* sessions this gateway has attachments to */
+	unsigned clients;	       /* attachments of its clients */
+	const struct sidestats *stats; /* what its sidecar reports; NULL: none */
 };
 void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		    unsigned n_links, struct buf *out);
+/* Appends what each instance's sidecar reports of itself, labelled by
+   instance (metrics_sidecar.c). */
+void metrics_render_sidecars(const struct metrics_link *links, unsigned n_links,
+			     struct buf *out);
+/* Appends the latency histograms (seconds, cumulative buckets). */
+void metrics_render_latency(const struct metrics *m, struct buf *out);
+/* Appends ptygate_build_info and the process_* families of p (NULL: the
+   process families are left out). */
+void metrics_render_process(const struct procstat *p, struct buf *out);
 
 #endif

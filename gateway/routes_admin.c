@@ -40,14 +40,20 @@ int routes__metrics(struct route_req *rq)
 {
 	struct gateway *gw = rq->gw;
 	struct metrics_link *links = xcalloc(gw->n_ups ? gw->n_ups : 1, sizeof(*links));
+	struct procstat proc;
 
 	for (size_t i = 0; i < gw->n_ups; i++) {
 		links[i].instance = upstream_instance(gw->ups[i]);
 		links[i].up = upstream_up(gw->ups[i]);
 		links[i].registered = upstream_registered(gw->ups[i]);
+		upstream_counts(gw->ups[i], &links[i].sessions, &links[i].clients);
+		links[i].stats = upstream_stats(gw->ups[i]);
 	}
 	buf_reset(&rq->out);
 	metrics_render(&gw->metrics, links, (unsigned)gw->n_ups, &rq->out);
+	metrics_render_sidecars(links, (unsigned)gw->n_ups, &rq->out);
+	metrics_render_latency(&gw->metrics, &rq->out);
+	metrics_render_process(procstat_read(&proc) == 0 ? &proc : NULL, &rq->out);
 	free(links);
 	rq->status = 200;
 	rq->content_type = ROUTES__PROMETHEUS;

@@ -18,6 +18,7 @@
 #include "linkcred.h"
 #include "linkconn.h"
 #include "log.h"
+#include "sidestats.h"
 #include "timeutil.h"
 #include "ws.h"
 #include "xalloc.h"
@@ -113,6 +114,7 @@ struct upstream {
 	size_t n_flaps;		 /* replacements recorded, at most FLAP_MAX */
 	int64_t flap_until;	 /* new links refused until then */
 	int64_t flap_backoff_ms;
+	struct sidestats stats; /* what the sidecar reports of itself */
 };
 
 static void dial(struct upstream *u);
@@ -158,6 +160,7 @@ static void on_sweep(struct ev_timer *t, void *user)
 		p->cb(NULL, p->user);
 		free(p);
 	}
+	sidestats_poll(&u->stats, u, now);
 }
 
 /* ---- bindings ---- */
@@ -447,6 +450,8 @@ static const char *reply_over_caps(const struct upstream *u, const Ptg__Reply *r
 					PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS))
 			   ? "an attach result over its limits"
 			   : NULL;
+	case PTG__REPLY__RESULT_STATS:
+		return sidestats_over_caps(r->stats);
 	case PTG__REPLY__RESULT_EXPORT_CHUNK: /* a page of a recording */
 		return r->export_chunk->data.len > (8u << 20) ||
 			       r->export_chunk->carry.len > 3
@@ -619,6 +624,7 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 		u->limits = *a->limits;
 		u->has_limits = 1;
 	}
+	sidestats_linked(&u->stats, a->reports_stats);
 	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
 }
 
@@ -1019,6 +1025,17 @@ const char *upstream_instance(const struct upstream *u)
 int upstream_up(const struct upstream *u)
 {
 	return u->up;
+}
+
+const struct sidestats *upstream_stats(const struct upstream *u)
+{
+	return &u->stats;
+}
+
+void upstream_counts(const struct upstream *u, unsigned *sessions, unsigned *clients)
+{
+	*sessions = (unsigned)u->n_groups;
+	*clients = (unsigned)u->n_binds;
 }
 const char *upstream_state(const struct upstream *u)
 {

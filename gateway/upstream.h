@@ -61,6 +61,11 @@ void upstream_set_addr(struct upstream *u, const struct addr *a);
 const Ptg__Limits *upstream_limits(const struct upstream *u);
 /* 1 when the link is connected and the hello is answered. */
 int upstream_up(const struct upstream *u);
+/* What the sidecar last reported of itself (sidestats.h). */
+struct sidestats;
+const struct sidestats *upstream_stats(const struct upstream *u);
+/* Sessions with attachments through this gateway, and those attachments. */
+void upstream_counts(const struct upstream *u, unsigned *sessions, unsigned *clients);
 /* "up", "down", or "refused: WHY" when the sidecar's hello was refused
    (it reported another instance id), for /readyz. */
 const char *upstream_state(const struct upstream *u);

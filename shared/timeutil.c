@@ -26,6 +26,14 @@ int64_t time_mono_ms(void)
 	return clock_ms(CLOCK_MONOTONIC);
 }
 
+int64_t time_mono_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static int64_t floor_div(int64_t a, int64_t b)
 {
 	return a / b - (a % b != 0 && (a < 0) != (b < 0));

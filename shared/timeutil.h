@@ -10,6 +10,8 @@
 int64_t time_now_ms(void);
 /* Monotonic clock in ms, for timeouts and rates. */
 int64_t time_mono_ms(void);
+/* Monotonic clock in microseconds, for latencies. */
+int64_t time_mono_us(void);
 /* Formats ms since the epoch as RFC 3339 UTC with milliseconds. */
 void time_format_ms(int64_t ms, char out[TS_STRLEN + 1]);
 /* Parses an RFC 3339 timestamp (any offset, optional fraction); returns

@@ -22,6 +22,7 @@
 #include "ptg_limits.h"
 #include "recstore.h"
 #include "session.h"
+#include "stats.h"
 #include "store.h"
 #include "tasks.h"
 #include "timeutil.h"
@@ -72,6 +73,7 @@ struct server {
 	unsigned n_accepted; /* of them, the ones accepted (MAX_LINKS) */
 	unsigned link_seq;
 	struct tasks *tasks;
+	uint64_t pty_bytes_gone; /* read from the PTYs of sessions reaped */
 };
 
 typedef void (*handler_fn)(struct link *l, const Ptg__LinkMessage *m);
@@ -121,6 +123,10 @@ static void insert_session(struct server *srv, struct session *s)
 
 static void remove_session(struct server *srv, size_t i)
 {
+	struct session_counts c;
+
+	session_counts(srv->sessions[i], &c);
+	srv->pty_bytes_gone += c.pty_bytes;
 	log_info(session_id(srv->sessions[i]), "reaped");
 	session_forget(srv->sessions[i]);
 	session_free(srv->sessions[i]);
@@ -219,6 +225,7 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 	ack.protocol_version = PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1;
 	ack.instance_id = (char *)c->instance_id;
 	ack.limits = &lim;
+	ack.reports_stats = 1;
 	out.msg_case = PTG__LINK_MESSAGE__MSG_HELLO_ACK;
 	out.hello_ack = &ack;
 	linkconn_send(l->lc, &out);
@@ -558,6 +565,20 @@ static void on_refused(struct link *l, const Ptg__LinkMessage *m)
 	linkconn_close(l->lc, "credential refused");
 }
 
+static void on_stats(struct link *l, const Ptg__LinkMessage *m)
+{
+	Ptg__Reply r = PTG__REPLY__INIT;
+	Ptg__SidecarStats st;
+
+	stats_fill(l->srv->sessions, l->srv->n_sessions, l->srv->pty_bytes_gone,
+		   l->srv->cfg->state_dir[0] != '\0', &st);
+	r.request_id = m->get_stats->request_id;
+	r.code = PTG__ERROR_CODE__OK;
+	r.result_case = PTG__REPLY__RESULT_STATS;
+	r.stats = &st;
+	wire_send_answer(l->lc, &r);
+}
+
 static const handler_fn handlers[] = {
     [PTG__LINK_MESSAGE__MSG_HELLO] = on_hello,
     [PTG__LINK_MESSAGE__MSG_CREATE_SESSION] = on_create,
@@ -572,6 +593,7 @@ static const handler_fn handlers[] = {
     [PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME] = on_request_keyframe,
     [PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
     [PTG__LINK_MESSAGE__MSG_EXPORT_SESSION] = on_export,
+    [PTG__LINK_MESSAGE__MSG_GET_STATS] = on_stats,
 };
 
 /* ---- links ---- */

@@ -393,6 +393,7 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
 	s->output_since_tick = 1;
+	s->pty_bytes += n;
 	feeder_append(s->feeder, p, n);
 	/* Numbered and kept whether or not anyone has joined yet: the
 	   history (ring and frame log) holds every byte from the program's
@@ -805,6 +806,14 @@ void session_member_list_free(Ptg__Member **v, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(v[i]);
 	free(v);
+}
+
+void session_counts(const struct session *s, struct session_counts *out)
+{
+	out->members = members_count(s->members, MEMBER_CONTROLLER) +
+		       members_count(s->members, MEMBER_OBSERVER);
+	out->pty_bytes = s->pty_bytes;
+	out->log_bytes = s->log ? framelog_disk_bytes(s->log) : 0;
 }
 
 void session_info(struct session *s, Ptg__SessionInfo *o)

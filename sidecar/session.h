@@ -80,6 +80,13 @@ int64_t session_evictable_since(const struct session *s);
 /* Fills out with the session's state; strings and arrays point into s
    or into storage released by session_info_release. */
 void session_info(struct session *s, Ptg__SessionInfo *out);
+/* What the sidecar's stats count of a session. */
+struct session_counts {
+	unsigned members;   /* its attachments, every link */
+	uint64_t pty_bytes; /* read from its PTY */
+	uint64_t log_bytes; /* its frame log on disk (0 without --state-dir) */
+};
+void session_counts(const struct session *s, struct session_counts *out);
 void session_info_release(Ptg__SessionInfo *out);
 
 /* The child exited with wait status; output still in the PTY is drained

@@ -35,7 +35,8 @@ struct session {
 	int output_held;       /* a member's link is backed up: the PTY is not read */
 	struct ring *ring;
 	struct members *members;
-	uint64_t seq; /* last sequence issued */
+	uint64_t seq;	    /* last sequence issued */
+	uint64_t pty_bytes; /* read from the PTY */
 	unsigned cols, rows;
 
 	Ptg__Policy policy;

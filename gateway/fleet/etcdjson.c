@@ -584,6 +584,10 @@ int etcdjson_split_feed(struct etcdjson_split *s, const char *data, size_t n,
 			return -E2BIG;
 		buf_append(&s->pending, &c, 1);
 		scan(s, c);
+		/* Closed by a bracket: not an object, whatever the JSON parser
+		   would make of it. */
+		if (s->depth <= 0 && c != '}')
+			return -EPROTO;
 		if (s->depth == 0) {
 			int rc = cb((const char *)buf_head(&s->pending),
 				    buf_size(&s->pending), user);

@@ -326,6 +326,13 @@ static void test_split_refusals(void **state)
 	etcdjson_split_init(&s, 16);
 	assert_int_equal(etcdjson_split_feed(&s, "x{}", 3, collect, &g), -EPROTO);
 	etcdjson_split_free(&s);
+	/* An object closed by a bracket is no object. */
+	etcdjson_split_init(&s, 16);
+	assert_int_equal(etcdjson_split_feed(&s, "{]", 2, collect, &g), -EPROTO);
+	etcdjson_split_free(&s);
+	etcdjson_split_init(&s, 16);
+	assert_int_equal(etcdjson_split_feed(&s, "{[}]", 4, collect, &g), -EPROTO);
+	etcdjson_split_free(&s);
 	etcdjson_split_init(&s, 16);
 	assert_int_equal(etcdjson_split_feed(&s, "{}{}", 4, stop_cb, NULL), -ESTALE);
 	etcdjson_split_free(&s);

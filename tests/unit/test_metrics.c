@@ -14,6 +14,7 @@
 
 #include "buf.h"
 #include "metrics.h"
+#include "routes.h"
 
 static char *render(const struct metrics *m, const struct metrics_link *l, unsigned n)
 {
@@ -38,7 +39,8 @@ static int has_line(const char *text, const char *line)
 static void test_values(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link links[] = {{"inst-1", 1, 0}, {"inst-2", 0, 1}};
+	struct metrics_link links[] = {{"inst-1", 1, 0, 0, 0, NULL},
+				       {"inst-2", 0, 1, 0, 0, NULL}};
 	char *t;
 
 	m.conns_controller = 2;
@@ -120,7 +122,7 @@ static void test_values(void **state)
 static void test_structure(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link link = {"x", 1, 0};
+	struct metrics_link link = {"x", 1, 0, 0, 0, NULL};
 	char *t = render(&m, &link, 1), *save = NULL, *line;
 	char announced[64][80] = {{0}}, last_help[80] = "";
 	int n_ann = 0, samples = 0;
@@ -152,15 +154,139 @@ static void test_structure(void **state)
 		samples++;
 	}
 	/* connections, the families, the refusals by reason, the instances by
-	   kind, link_up */
-	assert_int_equal(samples, 3 + 38 + (LINK_REFUSAL_N - 1) + 2 + 1);
+	   kind, linked, and per instance link_up, sessions and clients */
+	assert_int_equal(samples, 3 + 38 + (LINK_REFUSAL_N - 1) + 2 + 1 + 3);
+	free(t);
+}
+
+static void test_instance_gauges(void **state)
+{
+	struct metrics m = {0};
+	struct metrics_link links[] = {
+	    {"a", 1, 0, 2, 5, NULL}, {"b", 0, 1, 0, 0, NULL}, {"c", 1, 1, 1, 1, NULL}};
+	char *t = render(&m, links, 3);
+
+	assert_true(has_line(t, "ptygate_instances_linked 2"));
+	assert_true(has_line(t, "ptygate_instances{kind=\"configured\"} 1"));
+	assert_true(has_line(t, "ptygate_instances{kind=\"registered\"} 2"));
+	assert_true(has_line(t, "ptygate_instance_sessions{instance=\"a\"} 2"));
+	assert_true(has_line(t, "ptygate_instance_clients{instance=\"a\"} 5"));
+	assert_true(has_line(t, "ptygate_instance_sessions{instance=\"b\"} 0"));
+	assert_true(has_line(t, "ptygate_instance_clients{instance=\"c\"} 1"));
+	free(t);
+}
+
+static char *render_latency(const struct metrics *m)
+{
+	struct buf b = BUF_INIT;
+	size_t len;
+
+	metrics_render_latency(m, &b);
+	return (char *)buf_steal(&b, &len);
+}
+
+/* Buckets are cumulative, le in seconds, +Inf equals the count, the sum
+   is exact, and a bound is inclusive. */
+static void test_histogram(void **state)
+{
+	static struct metrics m; /* large: the histograms */
+	char *t;
+
+	memset(&m, 0, sizeof(m));
+	metrics_observe(&m.http_latency[ROUTE_SESSIONS], 300);	/* 0.3 ms */
+	metrics_observe(&m.http_latency[ROUTE_SESSIONS], 1000); /* on the 1 ms bound */
+	metrics_observe(&m.http_latency[ROUTE_SESSIONS], 7000);
+	metrics_observe(&m.http_latency[ROUTE_SESSIONS], 60000000); /* past the last */
+	metrics_observe(&m.http_latency[0], -5);		    /* a clock step: 0 */
+	metrics_observe(&m.attach_latency, 40000);
+	t = render_latency(&m);
+	assert_non_null(
+	    strstr(t, "# TYPE ptygate_http_request_duration_seconds histogram\n"));
+	assert_non_null(strstr(t, "# TYPE ptygate_attach_duration_seconds histogram\n"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"sessions\",le=\"0.001000\"} 2"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"sessions\",le=\"0.005000\"} 2"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"sessions\",le=\"0.010000\"} 3"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"sessions\",le=\"30.000000\"} 3"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"sessions\",le=\"+Inf\"} 4"));
+	assert_true(has_line(
+	    t,
+	    "ptygate_http_request_duration_seconds_sum{route=\"sessions\"} 60.008300"));
+	assert_true(has_line(
+	    t, "ptygate_http_request_duration_seconds_count{route=\"sessions\"} 4"));
+	assert_true(has_line(t, "ptygate_http_request_duration_seconds_bucket{route="
+				"\"other\",le=\"0.001000\"} 1"));
+	assert_true(has_line(
+	    t, "ptygate_http_request_duration_seconds_sum{route=\"other\"} 0.000000"));
+	assert_true(has_line(
+	    t, "ptygate_http_request_duration_seconds_count{route=\"static\"} 0"));
+	assert_true(
+	    has_line(t, "ptygate_attach_duration_seconds_bucket{le=\"0.025000\"} 0"));
+	assert_true(
+	    has_line(t, "ptygate_attach_duration_seconds_bucket{le=\"0.050000\"} 1"));
+	assert_true(has_line(t, "ptygate_attach_duration_seconds_sum 0.040000"));
+	assert_true(has_line(t, "ptygate_attach_duration_seconds_count 1"));
+	free(t);
+}
+
+/* Observed once: the first moment clears the start, later ones add none. */
+static void test_observe_since(void **state)
+{
+	struct metrics_hist h;
+
+	memset(&h, 0, sizeof(h));
+	int64_t since = 0;
+
+	metrics_observe_since(&h, &since);
+	assert_int_equal(h.count, 0);
+	since = 1; /* long ago on the monotonic clock */
+	metrics_observe_since(&h, &since);
+	metrics_observe_since(&h, &since);
+	assert_int_equal(h.count, 1);
+	assert_int_equal(since, 0);
+	assert_true(h.sum_us > 0);
+}
+
+static void test_process(void **state)
+{
+	struct procstat p = {.cpu_ms = 1234,
+			     .rss_bytes = 5 << 20,
+			     .vsize_bytes = 77 << 20,
+			     .start_time_ms = 1764790000250,
+			     .open_fds = 9,
+			     .max_fds = 1024};
+	struct buf b = BUF_INIT;
+	size_t len;
+	char *t;
+
+	metrics_render_process(&p, &b);
+	t = (char *)buf_steal(&b, &len);
+	assert_true(has_line(t, "# TYPE process_cpu_seconds_total counter"));
+	assert_true(has_line(t, "process_cpu_seconds_total 1.234000"));
+	assert_true(has_line(t, "process_resident_memory_bytes 5242880"));
+	assert_true(has_line(t, "process_virtual_memory_bytes 80740352"));
+	assert_true(has_line(t, "process_open_fds 9"));
+	assert_true(has_line(t, "process_max_fds 1024"));
+	assert_true(has_line(t, "process_start_time_seconds 1764790000.250000"));
+	assert_non_null(
+	    strstr(t, "ptygate_build_info{version=\"" PTG_VERSION "\",commit=\""));
+	free(t);
+	metrics_render_process(NULL, &b);
+	t = (char *)buf_steal(&b, &len);
+	assert_non_null(strstr(t, "ptygate_build_info{"));
+	assert_null(strstr(t, "process_"));
 	free(t);
 }
 
 static void test_label_escaping(void **state)
 {
 	struct metrics m = {0};
-	struct metrics_link links[] = {{"a\"b\\c\nd", 1, 0}, {"", 0, 0}};
+	struct metrics_link links[] = {{"a\"b\\c\nd", 1, 0, 0, 0, NULL},
+				       {"", 0, 0, 0, 0, NULL}};
 	char *t = render(&m, links, 2);
 
 	assert_true(has_line(t, "ptygate_link_up{instance=\"a\\\"b\\\\c\\nd\"} 1"));
@@ -175,9 +301,10 @@ static void test_label_escaping(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_values),
-	    cmocka_unit_test(test_structure),
-	    cmocka_unit_test(test_label_escaping),
+	    cmocka_unit_test(test_values),	   cmocka_unit_test(test_structure),
+	    cmocka_unit_test(test_label_escaping), cmocka_unit_test(test_instance_gauges),
+	    cmocka_unit_test(test_histogram),	   cmocka_unit_test(test_observe_since),
+	    cmocka_unit_test(test_process),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

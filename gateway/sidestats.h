@@ -1,0 +1,45 @@
+/* sidestats: what a sidecar reports of itself over its link (GetStats,
+   SidecarStats), polled every SIDESTATS_POLL_MS while the link is up and
+   the sidecar's HelloAck said it answers; kept per instance for
+   /metrics. An older sidecar is never asked. */
+#ifndef PTG_SIDESTATS_H
+#define PTG_SIDESTATS_H
+
+#include <stdint.h>
+
+#include "link.pb-c.h"
+
+#define SIDESTATS_POLL_MS  5000
+#define SIDESTATS_TEXT_MAX 64 /* a version or commit, in bytes */
+
+struct upstream;
+
+/* The figures of the last answer (see SidecarStats in proto/link.proto). */
+struct sidestats_figures {
+	char version[SIDESTATS_TEXT_MAX + 1];
+	char commit[SIDESTATS_TEXT_MAX + 1];
+	uint64_t uptime_ms;
+	uint32_t sessions_running, sessions_exited, attachments, open_fds;
+	uint64_t pty_bytes, framelog_bytes, rss_bytes, cpu_ms;
+	int state_dir;
+	int64_t at_ms; /* wall clock when the answer came */
+};
+
+struct sidestats {
+	int supported;	  /* the link's HelloAck set reports_stats */
+	uint64_t pending; /* the GetStats awaiting its reply, or 0 */
+	int64_t next_ms;  /* when to ask next (monotonic) */
+	int have;	  /* last holds the answer to the latest question */
+	struct sidestats_figures last;
+};
+
+/* The link's hello was answered; supported is its reports_stats. The
+   first question goes at the next poll. */
+void sidestats_linked(struct sidestats *s, int supported);
+/* From the upstream's periodic timer: asks u's sidecar when due. A
+   question unanswered (timeout, link down) clears have. */
+void sidestats_poll(struct sidestats *s, struct upstream *u, int64_t now_ms);
+/* Why a SidecarStats breaks the protocol's limits, or NULL. */
+const char *sidestats_over_caps(const Ptg__SidecarStats *st);
+
+#endif

@@ -1,0 +1,20 @@
+/* stats: the sidecar's health and figures for the gateway's /metrics
+   (GetStats on the link, answered with SidecarStats): its build, uptime,
+   sessions, attachments, PTY bytes, frame log, memory, CPU and fds. */
+#ifndef PTG_STATS_H
+#define PTG_STATS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "link.pb-c.h"
+
+struct session;
+
+/* Fills *out from the sessions v[0..n) and this process; pty_bytes_gone
+   is what sessions already reaped read from their PTYs. The strings are
+   static. */
+void stats_fill(struct session *const *v, size_t n, uint64_t pty_bytes_gone,
+		int state_dir, Ptg__SidecarStats *out);
+
+#endif
