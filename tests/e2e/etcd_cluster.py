@@ -92,12 +92,31 @@ class EtcdCluster:
         raise AssertionError("etcd cluster not healthy in %.0f s (last: %r)\n%s"
                              % (timeout, last, self.logs()))
 
-    def call(self, path, body, url=None, timeout=5):
+    def enable_auth(self, user, password):
+        """A root user with the root role, then authentication on (etcdctl,
+        Debian's etcd-client)."""
+        etcdctl = shutil.which("etcdctl")
+        if not etcdctl:
+            raise unittest.SkipTest("etcdctl is not installed (Debian's etcd-client)")
+        env = dict(os.environ, ETCDCTL_API="3")
+        for args in (["user", "add", "%s:%s" % (user, password)],
+                     ["user", "grant-role", user, "root"], ["auth", "enable"]):
+            subprocess.run([etcdctl, "--endpoints", self.endpoints(), *args], env=env,
+                           check=True, stdout=subprocess.DEVNULL, timeout=30)
+
+    def token(self, auth):
+        return self.call("/v3/auth/authenticate",
+                         {"name": auth[0], "password": auth[1]})["token"]
+
+    def call(self, path, body, url=None, timeout=5, token=None):
         urls = [url] if url else self.alive_urls()
         last = None
+        headers = {"Content-Type": "application/json"}
+        if token:
+            headers["Authorization"] = token
         for u in urls:
             req = urllib.request.Request(u + path, data=json.dumps(body).encode(),
-                                         headers={"Content-Type": "application/json"})
+                                         headers=headers)
             try:
                 with urllib.request.urlopen(req, timeout=timeout) as r:
                     return json.loads(r.read())
@@ -105,11 +124,13 @@ class EtcdCluster:
                 last = e
         raise last or OSError("no etcd member is running")
 
-    def get_prefix(self, prefix):
-        """{key: (value as JSON or text, lease)} of the keys under prefix."""
+    def get_prefix(self, prefix, auth=None):
+        """{key: (value as JSON or text, lease)} of the keys under prefix;
+        auth: (user, password) when authentication is on."""
         out = {}
         reply = self.call("/v3/kv/range", {"key": b64(prefix),
-                                            "range_end": b64(prefix_end(prefix))})
+                                            "range_end": b64(prefix_end(prefix))},
+                          token=self.token(auth) if auth else None)
         for kv in reply.get("kvs", []):
             value = base64.b64decode(kv.get("value", "")).decode()
             try:

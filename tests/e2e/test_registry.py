@@ -215,5 +215,40 @@ class Outage(RegistryCase):
         self.assertGreaterEqual(a.metrics()["ptygate_registry_resyncs_total"], 1)
 
 
+class Auth(RegistryCase):
+    """etcd with authentication on: the gateway authenticates with
+    --registry-user and --registry-password-file; without them etcd
+    refuses it, which it reports and counts."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        try:
+            cls.cluster.enable_auth("root", "s3cret-pw")
+        except BaseException:
+            cls.tearDownClass()
+            raise
+
+    def test_authenticated_and_refused(self):
+        def password(st):
+            with open(os.path.join(st.dir, "etcd.pw"), "w") as f:
+                f.write("s3cret-pw\n")
+
+        a = self.gateway("gw-a", extra=["--registry-user", "root",
+                                        "--registry-password-file", "{dir}/etcd.pw"],
+                         before_start=password)
+        self.wait_state(a, "up")
+        keys = self.cluster.get_prefix(self.prefix, auth=("root", "s3cret-pw"))
+        self.assertEqual(keys[self.prefix + "instances/inst-e2e"][0]["gateway"], "gw-a")
+        with open(a.gateway.log_path) as f:
+            self.assertIn("authenticated to etcd as root", f.read())
+
+        b = self.gateway("gw-b", instance="inst-b")
+        wait_until(lambda: b.metrics()["ptygate_registry_request_errors_total"] >= 2,
+                   "gw-b's requests refused", stacks=[b])
+        self.assertEqual(self.registry(b)["state"], "down")
+        self.assertEqual(b.http("GET", "/readyz").status, 200)
+
+
 if __name__ == "__main__":
     unittest.main()
