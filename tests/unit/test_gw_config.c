@@ -478,6 +478,41 @@ static int try_option(const char *opt, const char *value)
 }
 
 /* Every "LO-HI" and "(DEFAULT)" --help states is what the parser holds. */
+static void test_registry_flags(void **state)
+{
+	struct gw_config *c = cfg_new();
+
+	gw_config_defaults(c);
+	assert_string_equal(c->registry, "");
+	assert_string_equal(c->registry_prefix, "/ptygate/");
+	assert_int_equal(c->registry_ttl_s, 10);
+	assert_int_equal(c->max_routes, 1000000);
+	assert_int_equal(
+	    parse(c, BASE, "--registry", "etcd:http://e1:2379,http://e2:2379",
+		  "--registry-prefix", "/fleet/", "--registry-ttl", "2", "--fleet-url",
+		  "https://gw1:8443", "--registry-cacert", "/ca.pem", "--registry-cert",
+		  "/c->pem", "--registry-key", "/k.pem", "--registry-user", "u",
+		  "--registry-password-file", "/pw", "--max-routes", "5", NULL),
+	    0);
+	assert_string_equal(c->registry, "http://e1:2379,http://e2:2379");
+	assert_string_equal(c->registry_prefix, "/fleet/");
+	assert_int_equal(c->registry_ttl_s, 2);
+	assert_string_equal(c->fleet_url, "https://gw1:8443");
+	assert_string_equal(c->registry_cacert, "/ca.pem");
+	assert_string_equal(c->registry_cert, "/c->pem");
+	assert_string_equal(c->registry_key, "/k.pem");
+	assert_string_equal(c->registry_user, "u");
+	assert_string_equal(c->registry_password_file, "/pw");
+	assert_int_equal(c->max_routes, 5);
+	/* Another kind of registry, none at all, bounds, a user alone. */
+	assert_int_equal(parse(c, BASE, "--registry", "consul:http://e1", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--registry", "etcd:", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--registry-ttl", "1", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--max-routes", "0", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--registry-user", "u", NULL), -EINVAL);
+	free(c);
+}
+
 static void test_help_states_the_parsers_ranges(void **state)
 {
 	char *text = help_capture(show_help);
@@ -493,6 +528,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_help_states_the_parsers_ranges),
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_registry_flags),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_bad_values),
 	    cmocka_unit_test(test_required),
