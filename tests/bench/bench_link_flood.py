@@ -11,18 +11,26 @@ as the median and range over the runs: the time until all N are
 registered (from the first connect to ptygate_link_registrations_total +
 N), the gateway's RSS per registered instance (VmRSS once all are
 registered less VmRSS before the flood, in that run's fresh gateway:
-memory freed by an earlier flood and reused would read as 0), the most
-credentials checked in one loop turn, and the echo's p50/p99 with and
-without the flood.
+memory freed by an earlier flood and reused would read as 0), its CPU
+time per registered instance (utime + stime over the same span, the whole
+process and its loop's thread alone), the most registered in one loop
+turn, and the echo's p50, p99 (nearest rank: the second worst of 100) and
+worst with and without the flood.
 
 The fake sidecars' process runs at nice 19: on a 2-core machine it would
 otherwise take a core's share from the gateway and the sidecar, and the
 echo's delay would measure the flood's own Python, not the gateway.
 
-Usage: PTG_SIDECAR=... PTG_GATEWAY=... PTG_CLI=... tests/bench/bench_link_flood.py [N] [RUNS]
+With a BEFORE gateway binary, each round runs it right after
+$PTG_GATEWAY (the same sidecar and CLI), so that the two builds meet the
+same load on a shared machine, and both are reported.
+
+Usage: PTG_SIDECAR=... PTG_GATEWAY=... PTG_CLI=... tests/bench/bench_link_flood.py
+       [N] [ROUNDS] [BEFORE_GATEWAY]
 """
 import asyncio
 import json
+import math
 import multiprocessing
 import os
 import socket
@@ -48,9 +56,10 @@ def credentials(key_path, n):
     return out
 
 
-def flood(path, openings, go, done):
+def flood(path, openings, ready, go, done):
     """Child process: connects every link at once, holds them until done."""
     os.nice(19)
+    ready.set()
     go.wait()
     socks = []
     for o in openings:
@@ -76,8 +85,9 @@ async def echoes(client, count, tag):
 
 
 def pct(v, p):
+    """The nearest-rank percentile: p99 of 100 is the second worst."""
     v = sorted(v)
-    return v[min(len(v) - 1, int(len(v) * p))]
+    return v[max(0, min(len(v) - 1, math.ceil(len(v) * p) - 1))]
 
 
 def wait_registered(st, want, timeout=120):
@@ -89,15 +99,23 @@ def wait_registered(st, want, timeout=120):
     raise AssertionError("not all registered:\n" + st.gateway.log_tail())
 
 
+def cpu_s(path):
+    """utime + stime of a /proc stat file (a process or one of its threads)."""
+    with open(path) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def spread(v):
     return "%.2f (%.2f-%.2f)" % (statistics.median(v), min(v), max(v))
 
 
-async def one_run(n, r, res):
+async def one_run(n, r, res, gateway_bin):
     """One fresh gateway and sidecar: the echo alone, then during a flood."""
     st = harness.DialStack(gateway_args=["--max-pending-links", str(n + 64), "--max-instances",
                                          str(n + 64), "--link-grace", "0",
                                          "--log-level", "warn"])
+    st.gateway_bin = gateway_bin
     st.start()
     try:
         openings = credentials(st.link_key, n)
@@ -108,45 +126,73 @@ async def one_run(n, r, res):
         await echoes(c, 20, "warm")
         alone = await echoes(c, 100, "a%d_" % r)
         rss0 = st.gateway.rss_kib()
+        gw = st.gateway.pid
+        loop_stat, all_stat = "/proc/%d/task/%d/stat" % (gw, gw), "/proc/%d/stat" % gw
+        cpu0 = cpu_s(loop_stat), cpu_s(all_stat)
         base = st.metrics()["ptygate_link_registrations_total"]
-        go, done = multiprocessing.Event(), multiprocessing.Event()
-        p = multiprocessing.Process(target=flood, args=(st.link_socks[0], openings, go, done))
+        # Spawned, not forked: a forked child shares this process's pages,
+        # and the copies made as both write to them (some tens of ms) fell
+        # on the first echo of the flood.
+        ctx = multiprocessing.get_context("spawn")
+        ready, go, done = ctx.Event(), ctx.Event(), ctx.Event()
+        p = ctx.Process(target=flood, args=(st.link_socks[0], openings, ready, go, done))
         p.start()
+        if not await asyncio.get_running_loop().run_in_executor(None, ready.wait, 120):
+            raise AssertionError("the flood's process did not start")
         t0 = time.monotonic()
         go.set()
         during = await echoes(c, 100, "f%d_" % r)
         t1 = await asyncio.get_running_loop().run_in_executor(None, wait_registered, st, base + n)
         res["register_s"].append(t1 - t0)
         res["rss_kib_per"].append((st.gateway.rss_kib() - rss0) / n)
+        res["loop_us_per"].append((cpu_s(loop_stat) - cpu0[0]) / n * 1e6)
+        res["all_us_per"].append((cpu_s(all_stat) - cpu0[1]) / n * 1e6)
         res["turn_max"].append(st.metrics().get("ptygate_link_openings_turn_max", -1))
         done.set()
         p.join()
         for k, v in (("alone", alone), ("flood", during)):
             res[k + "_p50"].append(pct(v, 0.5))
             res[k + "_p99"].append(pct(v, 0.99))
-        print("run %d: registered %d in %.3f s, rss %.1f KiB each, at most %d checked a turn, "
-              "echo p99 alone %.2f ms, flood %.2f ms"
-              % (r, n, res["register_s"][-1], res["rss_kib_per"][-1], res["turn_max"][-1],
-                 res["alone_p99"][-1], res["flood_p99"][-1]), flush=True)
+            res[k + "_max"].append(max(v))
+        print("%s run %d: registered %d in %.3f s, rss %.1f KiB each, CPU %.0f us each "
+              "(loop %.0f), at most %d registered a turn, echo p99 alone %.2f ms, flood %.2f ms (max %.2f, %.2f)"
+              % (res["name"], r, n, res["register_s"][-1], res["rss_kib_per"][-1],
+                 res["all_us_per"][-1], res["loop_us_per"][-1], res["turn_max"][-1],
+                 res["alone_p99"][-1], res["flood_p99"][-1], res["alone_max"][-1],
+                 res["flood_max"][-1]), flush=True)
         await c.close()
     finally:
         st.stop()
         st.cleanup()
 
 
+def results(name):
+    return {"name": name, "alone_p50": [], "alone_p99": [], "flood_p50": [], "flood_p99": [],
+            "alone_max": [], "flood_max": [], "loop_us_per": [], "all_us_per": [],
+            "register_s": [], "rss_kib_per": [], "turn_max": []}
+
+
 async def main():
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     runs = int(sys.argv[2]) if len(sys.argv) > 2 else 5
-    res = {"alone_p50": [], "alone_p99": [], "flood_p50": [], "flood_p99": [],
-           "register_s": [], "rss_kib_per": [], "turn_max": []}
+    builds = [(results("this"), harness.find_binary("PTG_GATEWAY", "ptygate-gateway"))]
+    if len(sys.argv) > 3:
+        builds.append((results("before"), os.path.abspath(sys.argv[3])))
     for r in range(runs):
-        await one_run(n, r, res)
-    print("median (range) of %d runs, fakes at nice 19: %d links registered in %s s; gateway "
-          "RSS %s KiB per registered instance; echo p50 %s ms alone, %s ms during the flood; "
-          "p99 %s ms alone, %s ms during the flood"
-          % (runs, n, spread(res["register_s"]), spread(res["rss_kib_per"]),
-             spread(res["alone_p50"]), spread(res["flood_p50"]), spread(res["alone_p99"]),
-             spread(res["flood_p99"])))
+        for res, gateway_bin in builds:
+            await one_run(n, r, res, gateway_bin)
+    for res, gateway_bin in builds:
+        print("%s (%s): median (range) of %d runs, fakes at nice 19: %d links registered in "
+              "%s s; gateway RSS %s KiB and CPU %s us (its loop's thread: %s) per registered "
+              "instance; at most %s registered a turn; "
+              "echo p50 %s ms alone, %s ms during the flood; p99 %s ms alone, %s ms during the "
+              "flood; max %s ms alone, %s ms during the flood"
+              % (res["name"], gateway_bin, runs, n, spread(res["register_s"]),
+                 spread(res["rss_kib_per"]), spread(res["all_us_per"]),
+                 spread(res["loop_us_per"]), spread(res["turn_max"]),
+                 spread(res["alone_p50"]), spread(res["flood_p50"]), spread(res["alone_p99"]),
+                 spread(res["flood_p99"]), spread(res["alone_max"]),
+                 spread(res["flood_max"])), flush=True)
 
 
 if __name__ == "__main__":
