@@ -1,11 +1,11 @@
 /* linklisten: see linklisten.h. Accepted links wait in a list, each with
    its opening buffer and a deadline timer, until their credential is
    verified (handed to gateway_register) or refused. A link whose opening
-   is complete is not checked in the turn its bytes arrive: it joins a
-   queue that a before-poll hook works through at most OPENINGS_PER_TURN
-   (or OPENINGS_TURN_US) a turn, so a flood of connecting sidecars costs
-   every other fd on the loop a bounded slice of each turn, not a
-   thousand Ed25519 checks and registrations at once. */
+   is complete is checked off the loop, by linkverify's worker at a lower
+   CPU priority, and its result registered on the loop at most
+   OPENINGS_PER_TURN a turn: a flood of connecting sidecars costs the
+   clients a bounded slice of each turn and the CPU the worker is left,
+   not a thousand Ed25519 checks at the loop's priority. */
 #include "linklisten.h"
 
 #include <arpa/inet.h>
@@ -25,6 +25,7 @@
 #include "gateway.h"
 #include "link.h"
 #include "linkcred.h"
+#include "linkverify.h"
 #include "log.h"
 #include "metrics.h"
 #include "timeutil.h"
@@ -36,12 +37,14 @@
 /* How long a listener rests when the process is out of descriptors (it
    would otherwise be woken again at once, for ever). */
 #define ACCEPT_PAUSE_MS 1000
-/* Credentials checked (and links registered: a Hello, an upstream) in one
-   loop turn, at most: an Ed25519 check is some 50-100 us, so a turn
-   spends about half a millisecond on openings; the rest wait for the
-   next turns, which do not block while any are queued. */
+/* Checked links registered (an upstream, its Hello) in one loop turn, at
+   most; the rest wait for the next turns. */
 #define OPENINGS_PER_TURN 8
-#define OPENINGS_TURN_US  1000
+/* An opening's buffer in the link itself: a usual credential (a few
+   hundred bytes) fits; a longer frame gets a buffer of its size, up to
+   LINKLISTEN_OPENING_MAX. A flood's thousand links did not all need the
+   largest, zeroed. */
+#define OPENING_SMALL 1024
 
 struct listener {
 	struct linklisten *ll;
@@ -58,10 +61,12 @@ struct pending_link {
 	struct ev_timer *deadline;
 	char peer[160];
 	size_t len;
-	int queued; /* its opening complete, in the check queue */
+	int verifying; /* its opening complete, with the worker */
+	int late;      /* its deadline passed while it was */
 	struct pending_link *prev, *next;
-	struct pending_link *qprev, *qnext; /* the check queue, oldest first */
-	uint8_t in[LINKLISTEN_OPENING_MAX];
+	uint8_t *in; /* small, or a buffer of the frame's size */
+	size_t cap;
+	uint8_t small[OPENING_SMALL]; /* last: not zeroed */
 };
 
 struct linklisten {
@@ -70,16 +75,9 @@ struct linklisten {
 	size_t n_ls;
 	struct pending_link *pending; /* awaiting their credential */
 	size_t n_pending;
-	struct pending_link *queue, *queue_tail; /* complete, to be checked */
+	struct linkverify *verify; /* checks complete openings */
+	struct keyset *keys;	   /* the worker's copy of gw->link_keys */
 };
-
-static int64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
 
 /* ---- the credential step ---- */
 
@@ -174,20 +172,12 @@ static int pending_end(struct pending_link *pl, int keep_fd)
 		ll->pending = pl->next;
 	if (pl->next)
 		pl->next->prev = pl->prev;
-	if (pl->queued) {
-		if (pl->qprev)
-			pl->qprev->qnext = pl->qnext;
-		else
-			ll->queue = pl->qnext;
-		if (pl->qnext)
-			pl->qnext->qprev = pl->qprev;
-		else
-			ll->queue_tail = pl->qprev;
-	}
 	ll->n_pending--;
 	ll->gw->metrics.links_pending = ll->n_pending;
 	ev_io_free(pl->io);
 	ev_timer_free(pl->deadline);
+	if (pl->in != pl->small)
+		free(pl->in);
 	free(pl);
 	if (keep_fd)
 		return fd;
@@ -224,34 +214,100 @@ static void pending_accept(struct pending_link *pl, const struct linkcred *c)
 		 (long long)(c->exp - time_now_ms() / 1000));
 }
 
+/* A link with the worker stays until its result (which then refuses it
+   for the timeout): the worker holds it by its address. */
 static void on_pending_deadline(struct ev_timer *t, void *user)
 {
-	pending_refuse(user, LINK_REFUSAL_TIMEOUT);
+	struct pending_link *pl = user;
+
+	if (pl->verifying)
+		pl->late = 1;
+	else
+		pending_refuse(pl, LINK_REFUSAL_TIMEOUT);
 }
 
-/* The complete opening is checked in a later turn's hook; its fd is not
-   read meanwhile (nothing may follow the credential anyway). */
+/* ---- the worker's keys ---- */
+
+static int same_keys(const struct keyset *a, const struct keyset *b)
+{
+	if (keys_count(a) != keys_count(b))
+		return 0;
+	for (size_t i = 0; i < keys_count(a); i++) {
+		const struct keyset_key *x = keys_get(a, i), *y = keys_get(b, i);
+
+		if (x->alg != y->alg || strcmp(x->kid, y->kid) != 0 || x->len != y->len ||
+		    memcmp(x->material, y->material, x->len) != 0)
+			return 0;
+	}
+	return 1;
+}
+
+static struct keyset *copy_keys(const struct keyset *src)
+{
+	struct keyset *ks = keys_new();
+
+	for (size_t i = 0; i < keys_count(src); i++) {
+		const struct keyset_key *k = keys_get(src, i);
+		const char *kid = k->kid[0] ? k->kid : NULL;
+
+		if (k->alg == JWT_EDDSA)
+			(void)keys_add_ed25519_pub(ks, kid, k->material);
+		else
+			(void)keys_add_hs256(ks, kid, k->material, k->len);
+	}
+	return ks;
+}
+
+/* The gateway's set is replaced on SIGHUP, on the loop, while the worker
+   may be checking: the worker has a copy of its own, brought up to date
+   before each check is queued (a few keys compared) and swapped only
+   while the worker is held. */
+static void sync_keys(struct linklisten *ll)
+{
+	struct keyset *ks;
+
+	if (ll->keys && same_keys(ll->keys, ll->gw->link_keys))
+		return;
+	ks = copy_keys(ll->gw->link_keys);
+	linkverify_hold(ll->verify);
+	keys_free(ll->keys);
+	ll->keys = ks;
+	linkverify_release(ll->verify);
+}
+
+/* The complete opening goes to the worker; its fd is not read meanwhile
+   (nothing may follow the credential anyway). */
 static void queue_check(struct pending_link *pl)
 {
-	struct linklisten *ll = pl->ll;
-
+	sync_keys(pl->ll);
 	ev_io_set(pl->io, 0);
-	pl->queued = 1;
-	pl->qprev = ll->queue_tail;
-	pl->qnext = NULL;
-	if (ll->queue_tail)
-		ll->queue_tail->qnext = pl;
-	else
-		ll->queue = pl;
-	ll->queue_tail = pl;
-	ev_loop_again(ll->gw->loop);
+	pl->verifying = 1;
+	linkverify_submit(pl->ll->verify, pl, pl->in, pl->len);
+}
+
+/* Once the frame's length is known: a frame longer than the small buffer
+   (and within LINKLISTEN_OPENING_MAX, or opening_framed refuses it) gets
+   a buffer of its size. */
+static void fit_frame(struct pending_link *pl)
+{
+	size_t need;
+
+	if (pl->in != pl->small || pl->len < 4)
+		return;
+	need = 4 + ((size_t)pl->in[0] << 24 | (size_t)pl->in[1] << 16 |
+		    (size_t)pl->in[2] << 8 | pl->in[3]);
+	if (need <= sizeof(pl->small) || need > LINKLISTEN_OPENING_MAX)
+		return;
+	pl->in = xmalloc(need);
+	memcpy(pl->in, pl->small, pl->len);
+	pl->cap = need;
 }
 
 /* One bounded read: the opening never holds more than its buffer. */
 static void on_pending_read(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	struct pending_link *pl = user;
-	ssize_t n = read(fd, pl->in + pl->len, sizeof(pl->in) - pl->len);
+	ssize_t n = read(fd, pl->in + pl->len, pl->cap - pl->len);
 	int rc;
 
 	if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
@@ -261,47 +317,39 @@ static void on_pending_read(struct ev_io *io, int fd, unsigned events, void *use
 		return;
 	}
 	pl->len += (size_t)n;
+	fit_frame(pl);
 	rc = opening_framed(pl->in, pl->len);
 	if (rc == 1)
 		queue_check(pl);
 	else if (rc < 0)
 		pending_refuse(pl, -rc);
-	else if (pl->len == sizeof(pl->in))
+	else if (pl->len == pl->cap)
 		pending_refuse(pl, LINK_REFUSAL_GARBAGE);
 }
 
-/* The full decision on a queued opening: registered or refused. */
-static void check_opening(struct pending_link *pl)
+/* On the worker: the full check of an opening, with the worker's copy of
+   the keys (replaced only while the worker is held). */
+static int check_opening(void *ctx, const uint8_t *in, size_t len, struct linkcred *out)
 {
-	struct linkcred c;
-	int rc = linklisten_opening(pl->ll->gw->link_keys, pl->in, pl->len,
-				    time_now_ms() / 1000, &c);
+	struct linklisten *ll = ctx;
 
-	if (rc == 1)
-		pending_accept(pl, &c);
-	else
-		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
+	return linklisten_opening(ll->keys, in, len, time_now_ms() / 1000, out);
 }
 
-/* Before each poll: the queued openings, oldest first, up to the turn's
-   budget; with some left, the next poll does not block. The most done
-   in one turn is a gauge, so the bound can be seen holding. */
-static void check_queued(void *user)
+/* On the loop, a few a turn: registered or refused. The most done in one
+   turn is a gauge, so the bound can be seen holding. */
+static void on_checked(void *user, void *tag, int rc, const struct linkcred *c)
 {
 	struct linklisten *ll = user;
-	int64_t t0 = mono_us();
-	size_t done = 0;
+	struct pending_link *pl = tag;
 
-	while (ll->queue && done < OPENINGS_PER_TURN) {
-		check_opening(ll->queue);
-		done++;
-		if (mono_us() - t0 >= OPENINGS_TURN_US)
-			break;
-	}
-	if (done > ll->gw->metrics.link_openings_turn_max)
-		ll->gw->metrics.link_openings_turn_max = done;
-	if (ll->queue)
-		ev_loop_again(ll->gw->loop);
+	ll->gw->metrics.link_openings_turn_max = linkverify_turn_max(ll->verify);
+	if (pl->late)
+		pending_refuse(pl, LINK_REFUSAL_TIMEOUT);
+	else if (rc == 1)
+		pending_accept(pl, c);
+	else
+		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
 }
 
 /* "tcp:HOST:PORT", "vsock:CID:PORT" (the CID the host gave the VM) or
@@ -336,7 +384,11 @@ static void peer_name(int fd, const struct sockaddr_storage *ss, const char *lis
 
 static void pending_add(struct linklisten *ll, int fd, const char *peer)
 {
-	struct pending_link *pl = xcalloc(1, sizeof(*pl));
+	struct pending_link *pl = xmalloc(sizeof(*pl));
+
+	memset(pl, 0, offsetof(struct pending_link, small));
+	pl->in = pl->small;
+	pl->cap = sizeof(pl->small);
 
 	pl->ll = ll;
 	pl->fd = fd;
@@ -437,7 +489,15 @@ struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen)
 
 	ll->gw = gw;
 	ll->ls = xcalloc(c->n_link_listen, sizeof(*ll->ls));
-	ev_hook_add(gw->loop, check_queued, ll);
+	ll->verify = linkverify_new(gw->loop, check_opening, ll, on_checked, ll,
+				    OPENINGS_PER_TURN);
+	if (!ll->verify) {
+		snprintf(err, errlen, "cannot start the credential checks: %s",
+			 strerror(errno));
+		free(ll->ls);
+		free(ll);
+		return NULL;
+	}
 	for (size_t i = 0; i < c->n_link_listen; i++) {
 		if (listen_one(ll, &ll->ls[i], &c->link_listen[i], err, errlen) < 0) {
 			linklisten_free(ll);
@@ -452,7 +512,8 @@ void linklisten_free(struct linklisten *ll)
 {
 	if (!ll)
 		return;
-	ev_hook_remove(ll->gw->loop, check_queued, ll);
+	linkverify_free(ll->verify); /* before the links it may hold */
+	keys_free(ll->keys);
 	while (ll->pending)
 		pending_end(ll->pending, 0);
 	for (size_t i = 0; i < ll->n_ls; i++) {

@@ -7,9 +7,11 @@
    closed, a log line names the peer (a vsock peer by its CID) and the
    reason, and ptygate_link_refusals_total{reason} counts it. At most
    --max-pending-links links await their credential; past it new ones are
-   closed at once. A link's opening is read into a small fixed buffer
-   (LINKLISTEN_OPENING_MAX), so an unauthenticated peer costs that much
-   memory at most and one bounded read per turn. */
+   closed at once. A link's opening is read into a buffer of at most
+   LINKLISTEN_OPENING_MAX bytes (a small one unless its frame says it
+   needs more), so an unauthenticated peer costs that much memory at most
+   and one bounded read per turn; its check runs off the
+   loop at a lower CPU priority (linkverify.h). */
 #ifndef PTG_LINKLISTEN_H
 #define PTG_LINKLISTEN_H
 

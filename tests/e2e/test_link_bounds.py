@@ -1,14 +1,18 @@
 """The bounds of a gateway's --link-listen (issue 18): credentials checked
-at most a few per loop turn however many arrive at once (a flood of
-connecting sidecars must not delay everything else), --max-instances and
+off the loop, on a thread at a lower CPU priority, and registered at most
+a few per loop turn however many arrive at once (a flood of connecting
+sidecars must not delay everything else); the link keys that thread uses
+follow a SIGHUP; --max-instances and
 --max-pending-links refusals, and the watchdog that closes a link whose
 credential expired and was not renewed within --link-renew-grace. Each
 refusal is answered LinkRefused with its reason, logged with the peer and
 counted in ptygate_link_refusals_total{reason}. Every wait is on an event
 (a counter, a log line, an EOF) with a generous deadline, never a sleep."""
 import os
+import shutil
 import signal
 import socket
+import subprocess
 import time
 
 import harness
@@ -84,6 +88,79 @@ class OpeningsPerTurn(LinkCase):
         finally:
             for s in links:
                 s.close()
+
+
+def task_stat(pid, tid):
+    """(comm, nice) of one thread, from /proc/PID/task/TID/stat."""
+    with open("/proc/%d/task/%d/stat" % (pid, tid)) as f:
+        text = f.read()
+    comm = text[text.index("(") + 1:text.rindex(")")]
+    fields = text[text.rindex(")") + 2:].split()
+    return comm, int(fields[16])  # field 19 of proc(5), counted from state
+
+
+class CheckedOffTheLoop(LinkCase):
+    """The credentials' Ed25519 checks run on a thread of their own whose
+    nice value is 10 above the loop's (capped at 19): during a flood of
+    connecting sidecars they take the CPU only after the clients' work."""
+
+    NICE = 10  # LINKVERIFY_NICE in gateway/linkverify.h
+
+    def test_checks_on_a_nicer_thread(self):
+        st = self.stack
+        pid = st.gateway.pid
+        threads = {tid: task_stat(pid, tid)
+                   for tid in map(int, os.listdir("/proc/%d/task" % pid))}
+        checkers = [stat for stat in threads.values() if stat[0] == "ptg-linkverify"]
+        self.assertEqual(len(checkers), 1, "one checking thread: %r" % threads)
+        loop_nice = threads[pid][1]
+        self.assertEqual(checkers[0][1], min(19, loop_nice + self.NICE),
+                         "the checks run below the loop's priority")
+        # and they are the ones that admit a link
+        regs = st.metrics()["ptygate_link_registrations_total"]
+        s = st.link_fd()
+        try:
+            s.sendall(harness.link_credential(st.mint_credential(instance="checked-1")))
+            self.wait_until(lambda: st.metrics()["ptygate_link_registrations_total"]
+                            == regs + 1, "checked-1 registered")
+        finally:
+            s.close()
+
+
+class LinkKeyRotation(LinkCase):
+    """A key replaced on disk and a SIGHUP: the checking thread uses the new
+    key (same kid, new material), and the old key's credentials are refused."""
+
+    def test_sighup_replaces_the_checks_key(self):
+        st = self.stack
+        new_key, new_pub = (os.path.join(st.dir, n) for n in ("link2.key", "link2.pub"))
+        subprocess.run([st.cli, "token", "keygen", "--out-private", new_key,
+                        "--out-public", new_pub], check=True, capture_output=True)
+        old = harness.link_credential(st.mint_credential(instance="rot-old"))
+        new = harness.link_credential(st.mint_credential(instance="rot-new", key=new_key))
+        # a check made with the old key first, so the thread holds its copy
+        s = st.link_fd()
+        s.sendall(old)
+        self.wait_until(lambda: "rot-old" in st.readyz(), "rot-old registered")
+        s.close()
+        shutil.copy(new_pub, st.link_pub)
+        reloads = len(self.gateway_log_lines("SIGHUP: 1 link keys"))
+        os.kill(st.gateway.pid, signal.SIGHUP)
+        self.wait_until(lambda: len(self.gateway_log_lines("SIGHUP: 1 link keys")) > reloads,
+                        "the link keys reloaded")
+        s = st.link_fd()
+        try:
+            s.sendall(new)
+            self.wait_until(lambda: "rot-new" in st.readyz(), "rot-new registered")
+        finally:
+            s.close()
+        before = st.refusals("bad_signature")
+        s = st.link_fd()
+        try:
+            s.sendall(harness.link_credential(st.mint_credential(instance="rot-old2")))
+            self.assert_refused(s, "bad_signature", before)
+        finally:
+            s.close()
 
 
 class MaxInstances(LinkCase):
