@@ -68,6 +68,7 @@ struct registry {
 	/* this gateway's instances */
 	struct registry__local **locals;
 	size_t n_locals;
+	size_t flush_from; /* where the next flush looks first */
 	struct registry__op *ops;
 	size_t n_ops;
 	/* the routing cache */

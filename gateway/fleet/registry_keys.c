@@ -192,6 +192,8 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	}
 	free(cur);
 	registry__op_free(op);
+	/* Its slot is free: the next claims go now, not at the next tick. */
+	registry__kick(r);
 }
 
 static void claim_gateway(struct registry *r)
@@ -224,11 +226,18 @@ void registry__flush(struct registry *r)
 		return;
 	if (!r->gateway_written && !r->gateway_claiming)
 		claim_gateway(r);
-	for (size_t i = 0; i < r->n_locals && r->n_ops < REGISTRY__OPS_MAX; i++) {
-		struct registry__local *l = r->locals[i];
+	/* From where the last flush stopped, so a queue of claims costs a
+	   step each rather than a scan of every instance each. */
+	for (size_t k = 0; k < r->n_locals && r->n_ops < REGISTRY__OPS_MAX; k++) {
+		struct registry__local *l;
 
+		if (r->flush_from >= r->n_locals)
+			r->flush_from = 0;
+		l = r->locals[r->flush_from];
 		if (!l->written && !l->refused && !l->op)
 			claim_instance(r, l);
+		if (r->n_ops < REGISTRY__OPS_MAX)
+			r->flush_from++;
 	}
 }
 

@@ -120,6 +120,24 @@ class Keys(RegistryCase):
         self.assertIsNotNone(self.key("instances", "inst-e2e"))
         wait_until(lambda: self.registry(a)["routes"] == 1, "its route dropped", stacks=[a])
 
+    def test_claims_beyond_those_in_flight_go_on_at_once(self):
+        # More instances than claims in flight at once (32), and a TTL whose
+        # keep-alive tick (10 s) is past the bound: the claims must follow
+        # each other, not wait for a tick each batch.
+        n = 70
+
+        def instances_file(st):
+            with open(os.path.join(st.dir, "instances"), "w") as f:
+                for i in range(n):
+                    f.write("many-%02d unix:%s/none.sock\n" % (i, st.dir))
+
+        a = self.gateway("gw-a", extra=["--instances-file", "{dir}/instances",
+                                        "--registry-ttl", "30"],
+                         before_start=instances_file)
+        t0 = time.monotonic()
+        wait_until(lambda: len(self.keys()) == n + 2, "every key", timeout=9.5, stacks=[a])
+        note("%d instance keys written in %.2f s" % (n + 1, time.monotonic() - t0))
+
     def test_sigkill_keys_gone_within_ttl(self):
         a = self.gateway("gw-a")
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
