@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "buf.h"
 #include "ev.h"
@@ -295,6 +296,8 @@ struct registry *registry_new(struct gateway *gw)
 		return r;
 	r->enabled = 1;
 	r->resync_backoff_ms = 200;
+	r->rng =
+	    ((uint64_t)time_mono_us() << 16) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
 	if (configure(r, c) < 0 || !(r->etcd = client(r, c))) {
 		registry_free(r);
 		return NULL;

@@ -84,7 +84,8 @@ struct registry {
 	struct etcdjson_split split;
 	struct ev_timer *resync;
 	int64_t resync_backoff_ms;
-	int full; /* the cache is at --max-routes (logged once) */
+	uint64_t rng; /* xorshift state for the backoff's jitter, never 0 */
+	int full;     /* the cache is at --max-routes (logged once) */
 	/* counters */
 	uint64_t resyncs;
 	uint64_t request_errors;

@@ -94,14 +94,27 @@ static void apply_delete(struct registry *r, const struct etcdjson_kv *kv)
 	}
 }
 
+/* Half the backoff plus a random part of the other half: when a member
+   dies every gateway's watch on it breaks at once, and a fleet that read
+   the whole prefix again in step would hit the survivors together. */
+static int64_t jittered(struct registry *r, int64_t ms)
+{
+	r->rng ^= r->rng << 13;
+	r->rng ^= r->rng >> 7;
+	r->rng ^= r->rng << 17;
+	return ms / 2 + (int64_t)(r->rng % (uint64_t)(ms / 2 + 1));
+}
+
 static void failed(struct registry *r, const char *why)
 {
+	int64_t wait = jittered(r, r->resync_backoff_ms);
+
 	r->syncing = 0;
 	r->in_sync = 0;
 	log_warn(NULL,
 		 "registry: the routing cache is out of sync (%s): resyncing in %lld ms",
-		 why, (long long)r->resync_backoff_ms);
-	ev_timer_arm(r->resync, r->resync_backoff_ms, 0);
+		 why, (long long)wait);
+	ev_timer_arm(r->resync, wait, 0);
 	r->resync_backoff_ms *= 2;
 	if (r->resync_backoff_ms > REGISTRY__RESYNC_MAX_MS)
 		r->resync_backoff_ms = REGISTRY__RESYNC_MAX_MS;
