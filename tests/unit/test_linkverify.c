@@ -201,7 +201,9 @@ static void test_loop_sleeps_while_checks_run(void **state)
 	turns = fx.turn;
 	ev_timer_free(stop);
 	assert_int_equal(fx.delivered, 0);
-	assert_in_range(turns, 1, 3);
+	/* about 2 (the timer's turn, then the one that stops); a loop that
+	   polled without blocking would make thousands */
+	assert_in_range(turns, 1, 10);
 	set_gate(0);
 	run_until_delivered(200);
 }
