@@ -730,6 +730,7 @@ static enum MHD_Result answer(struct http_req *r)
 	char n[16];
 
 	log_refused(r);
+	metrics_count_refusal(&r->h->gw->metrics, rq->status);
 	metrics_observe(&r->h->gw->metrics.http_latency[rq->m.id % METRICS_ROUTES],
 			time_mono_us() - r->start_us);
 	if (rq->status == 101)

@@ -58,7 +58,8 @@ static const struct family families[] = {
     METRICS__F("ptygate_lag_events_total", "counter",
 	       "PTY_OUTPUT_LAGGED errors sent to slow clients.", lag_events),
     METRICS__F("ptygate_auth_failures_total", "counter",
-	       "Requests refused for a missing or invalid token.", auth_failures),
+	       "Requests refused 401 for a missing or invalid token, REST and attach.",
+	       auth_failures),
     METRICS__F("ptygate_upgrades_refused_total", "counter",
 	       "Attach requests answered with an HTTP error.", upgrades_refused),
     METRICS__F("ptygate_link_reconnects_total", "counter",
@@ -159,6 +160,26 @@ static void refusals(const struct metrics *m, struct buf *out)
 		buf_appendf(out,
 			    "ptygate_link_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
 			    metrics_link_refusal_name(r), m->link_refusals[r]);
+}
+
+static const unsigned refusal_statuses[3] = {401, 403, 429};
+
+void metrics_count_refusal(struct metrics *m, unsigned status)
+{
+	for (unsigned i = 0; i < 3; i++)
+		m->http_refusals[i] += refusal_statuses[i] == status;
+}
+
+static void http_refusals(const struct metrics *m, struct buf *out)
+{
+	metrics__head(
+	    out, "ptygate_http_refusals_total", "counter",
+	    "HTTP requests refused, REST and attach, by status: 401 (no or a bad "
+	    "token), 403 (not allowed), 429 (a rate or connection limit).");
+	for (unsigned i = 0; i < 3; i++)
+		buf_appendf(out,
+			    "ptygate_http_refusals_total{status=\"%u\"} %" PRIu64 "\n",
+			    refusal_statuses[i], m->http_refusals[i]);
 }
 
 static void instances(const struct metrics_link *links, unsigned n, struct buf *out)
@@ -268,6 +289,7 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
 	}
 	refusals(m, out);
+	http_refusals(m, out);
 	instances(links, n_links, out);
 	linked(links, n_links, out);
 }

@@ -23,6 +23,10 @@ struct metrics_hist {
 	uint64_t count;
 	uint64_t sum_us;
 };
+/* Counts an HTTP answer of status when it is a refusal an operator
+   watches (401, 403, 429); other statuses are not counted. */
+struct metrics;
+void metrics_count_refusal(struct metrics *m, unsigned status);
 /* Counts one latency (negative counts as 0). */
 void metrics_observe(struct metrics_hist *h, int64_t us);
 /* Counts now - *since_us when *since_us is set, then clears it: a
@@ -97,6 +101,7 @@ struct metrics {
 	uint64_t link_renewals;	     /* credentials renewed on a live link */
 	uint64_t registered_removed; /* registered instances removed after the grace */
 	uint64_t link_refusals[LINK_REFUSAL_N]; /* by enum link_refusal */
+	uint64_t http_refusals[3]; /* answered 401, 403, 429 (metrics_count_refusal) */
 	/* histograms */
 	struct metrics_hist http_latency[METRICS_ROUTES]; /* by enum route_id */
 	struct metrics_hist attach_latency; /* upgrade request to the join's answer */

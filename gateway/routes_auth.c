@@ -20,6 +20,7 @@
 
 int routes__unauthenticated(struct route_req *rq, const char *message)
 {
+	rq->gw->metrics.auth_failures++; /* missing or invalid, REST or attach */
 	routes__error(rq, 401, "UNAUTHENTICATED", message);
 	rq->www_authenticate = 1;
 	return -EACCES;
@@ -32,10 +33,8 @@ int routes__verify(struct route_req *rq, const char *tok, size_t len,
 	int rc =
 	    auth_jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
 
-	if (rc != JWT_OK) {
-		gw->metrics.auth_failures++;
+	if (rc != JWT_OK)
 		return routes__unauthenticated(rq, auth_jwt_strerror(rc));
-	}
 	return 0;
 }
 

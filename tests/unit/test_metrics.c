@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "metrics.h"
 #include "routes.h"
+#include "sidestats.h"
 
 static char *render(const struct metrics *m, const struct metrics_link *l, unsigned n)
 {
@@ -153,9 +154,10 @@ static void test_structure(void **state)
 		assert_int_equal(strncmp(name, "ptygate_", 8), 0);
 		samples++;
 	}
-	/* connections, the families, the refusals by reason, the instances by
-	   kind, linked, and per instance link_up, sessions and clients */
-	assert_int_equal(samples, 3 + 38 + (LINK_REFUSAL_N - 1) + 2 + 1 + 3);
+	/* connections, the families, the refusals by reason, the HTTP
+	   refusals by status, the instances by kind, linked, and per instance link_up,
+	   sessions and clients */
+	assert_int_equal(samples, 3 + 38 + (LINK_REFUSAL_N - 1) + 3 + 2 + 1 + 3);
 	free(t);
 }
 
@@ -282,6 +284,109 @@ static void test_process(void **state)
 	free(t);
 }
 
+static void test_http_refusals(void **state)
+{
+	struct metrics m = {0};
+	char *t;
+
+	for (unsigned status = 100; status < 600; status++)
+		metrics_count_refusal(&m, status);
+	metrics_count_refusal(&m, 403);
+	t = render(&m, NULL, 0);
+	assert_true(has_line(t, "ptygate_http_refusals_total{status=\"401\"} 1"));
+	assert_true(has_line(t, "ptygate_http_refusals_total{status=\"403\"} 2"));
+	assert_true(has_line(t, "ptygate_http_refusals_total{status=\"429\"} 1"));
+	free(t);
+}
+
+static char *render_sidecars(const struct metrics_link *l, unsigned n)
+{
+	struct buf b = BUF_INIT;
+	size_t len;
+
+	metrics_render_sidecars(l, n, &b);
+	return (char *)buf_steal(&b, &len);
+}
+
+/* A current report under its instance, escaped; an instance without one
+   shows only sidecar_up 0. */
+static void test_sidecar_families(void **state)
+{
+	struct sidestats s;
+	struct metrics_link links[] = {{"vm\"1", 1, 0, 0, 0, &s},
+				       {"vm-2", 1, 0, 0, 0, NULL}};
+	char *t;
+
+	memset(&s, 0, sizeof(s));
+	s.have = 1;
+	snprintf(s.last.version, sizeof(s.last.version), "9.9.9");
+	snprintf(s.last.commit, sizeof(s.last.commit), "abc\\def");
+	s.last.uptime_ms = 61005;
+	s.last.sessions_running = 3;
+	s.last.sessions_exited = 1;
+	s.last.attachments = 4;
+	s.last.pty_bytes = 12345678901ull;
+	s.last.state_dir = 1;
+	s.last.framelog_bytes = 777;
+	s.last.rss_bytes = 2 << 20;
+	s.last.cpu_ms = 1500;
+	s.last.open_fds = 11;
+	s.last.at_ms = 1764790000123;
+	t = render_sidecars(links, 2);
+	assert_true(has_line(t, "ptygate_sidecar_up{instance=\"vm\\\"1\"} 1"));
+	assert_true(has_line(t, "ptygate_sidecar_up{instance=\"vm-2\"} 0"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_build_info{instance=\"vm\\\"1\",version=\"9.9.9\","
+	       "commit=\"abc\\\\def\"} 1"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_sessions{instance=\"vm\\\"1\",state=\"running\"} 3"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_sessions{instance=\"vm\\\"1\",state=\"exited\"} 1"));
+	assert_true(
+	    has_line(t, "ptygate_sidecar_uptime_seconds{instance=\"vm\\\"1\"} 61.005"));
+	assert_true(has_line(t, "ptygate_sidecar_attachments{instance=\"vm\\\"1\"} 4"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_pty_bytes_total{instance=\"vm\\\"1\"} 12345678901"));
+	assert_true(has_line(t, "ptygate_sidecar_state_dir{instance=\"vm\\\"1\"} 1"));
+	assert_true(
+	    has_line(t, "ptygate_sidecar_framelog_bytes{instance=\"vm\\\"1\"} 777"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_resident_memory_bytes{instance=\"vm\\\"1\"} 2097152"));
+	assert_true(
+	    has_line(t, "ptygate_sidecar_cpu_seconds_total{instance=\"vm\\\"1\"} 1.500"));
+	assert_true(has_line(t, "ptygate_sidecar_open_fds{instance=\"vm\\\"1\"} 11"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_last_report_timestamp_seconds{instance=\"vm\\\"1\"} "
+	       "1764790000.123"));
+	assert_null(strstr(t, "_sessions{instance=\"vm-2\""));
+	assert_null(strstr(t, "_pty_bytes_total{instance=\"vm-2\""));
+	assert_non_null(strstr(t, "# TYPE ptygate_sidecar_pty_bytes_total counter\n"));
+	free(t);
+	s.have = 0; /* the last question went unanswered */
+	t = render_sidecars(links, 1);
+	assert_true(has_line(t, "ptygate_sidecar_up{instance=\"vm\\\"1\"} 0"));
+	assert_null(strstr(t, "ptygate_sidecar_build_info{"));
+	free(t);
+}
+
+/* What a sidecar may send: a version or commit up to 64 bytes. */
+static void test_sidecar_caps(void **state)
+{
+	Ptg__SidecarStats st = PTG__SIDECAR_STATS__INIT;
+	char long_text[SIDESTATS_TEXT_MAX + 2];
+
+	memset(long_text, 'v', sizeof(long_text) - 1);
+	long_text[SIDESTATS_TEXT_MAX] = '\0';
+	st.version = long_text;
+	assert_null(sidestats_over_caps(&st));
+	long_text[SIDESTATS_TEXT_MAX] = 'v';
+	long_text[SIDESTATS_TEXT_MAX + 1] = '\0';
+	assert_non_null(sidestats_over_caps(&st));
+	st.version = "1";
+	st.commit = long_text;
+	assert_non_null(sidestats_over_caps(&st));
+}
+
 static void test_label_escaping(void **state)
 {
 	struct metrics m = {0};
@@ -301,10 +406,16 @@ static void test_label_escaping(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_values),	   cmocka_unit_test(test_structure),
-	    cmocka_unit_test(test_label_escaping), cmocka_unit_test(test_instance_gauges),
-	    cmocka_unit_test(test_histogram),	   cmocka_unit_test(test_observe_since),
+	    cmocka_unit_test(test_values),
+	    cmocka_unit_test(test_structure),
+	    cmocka_unit_test(test_label_escaping),
+	    cmocka_unit_test(test_instance_gauges),
+	    cmocka_unit_test(test_histogram),
+	    cmocka_unit_test(test_observe_since),
 	    cmocka_unit_test(test_process),
+	    cmocka_unit_test(test_http_refusals),
+	    cmocka_unit_test(test_sidecar_families),
+	    cmocka_unit_test(test_sidecar_caps),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
