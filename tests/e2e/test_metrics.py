@@ -397,6 +397,7 @@ class Metrics(E2ETestCase):
                      "ptygate_attach_duration_seconds_bucket", "ptygate_build_info",
                      "ptygate_sidecar_build_info", "ptygate_instance_sessions",
                      "ptygate_instances_linked", "ptygate_sidecar_pty_bytes_total",
+                     "ptygate_http_refusals_total",
                      "ptygate_sidecar_framelog_bytes", "process_cpu_seconds_total",
                      "process_open_fds", "process_max_fds", "process_start_time_seconds"):
             self.assertIn(name, used)
