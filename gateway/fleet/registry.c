@@ -19,6 +19,7 @@
 #include "log.h"
 #include "registry_int.h"
 #include "timeutil.h"
+#include "uuid.h"
 #include "xalloc.h"
 
 #define REGISTRY__CONNECT_MS 2000
@@ -296,6 +297,7 @@ struct registry *registry_new(struct gateway *gw)
 		return r;
 	r->enabled = 1;
 	r->resync_backoff_ms = 200;
+	uuid_v7_new(r->boot);
 	r->rng =
 	    ((uint64_t)time_mono_us() << 16) ^ (uint64_t)getpid() ^ 0x9e3779b97f4a7c15ull;
 	if (configure(r, c) < 0 || !(r->etcd = client(r, c))) {

@@ -48,6 +48,7 @@ struct registry {
 	int enabled; /* --registry given */
 	struct etcd *etcd;
 	char id[256];
+	char boot[64]; /* this process's UUIDv7: tells it from a twin of its id */
 	char url[512];
 	char prefix[256];
 	char prefix_end[256];
@@ -114,6 +115,8 @@ void registry__flush(struct registry *r);
 struct registry__local *registry__local_find(const struct registry *r, const char *id);
 /* The watch saw instance key id change to an owner other than us, or go. */
 void registry__local_changed(struct registry *r, const char *id, int64_t lease);
+/* The watch saw this gateway's own gateway key go: claim it again. */
+void registry__gateway_key_gone(struct registry *r);
 
 /* registry_sync.c */
 /* Starts a range of the prefix then its watch; the cache keeps serving. */

@@ -65,9 +65,10 @@ struct registry__local *registry__local_find(const struct registry *r, const cha
 static char *value_of(const struct registry *r, const struct registry__op *op)
 {
 	json_t *j = op->gateway_key
-			? json_pack("{s:s,s:s,s:s}", "id", r->id, "url", r->url,
-				    "version", PTG_VERSION)
-			: json_pack("{s:s,s:s}", "gateway", r->id, "url", r->url);
+			? json_pack("{s:s,s:s,s:s,s:s}", "id", r->id, "url", r->url,
+				    "version", PTG_VERSION, "boot", r->boot)
+			: json_pack("{s:s,s:s,s:s}", "gateway", r->id, "url", r->url,
+				    "boot", r->boot);
 	char *s = json_dumps(j, JSON_COMPACT);
 
 	json_decref(j);
@@ -93,18 +94,27 @@ static void send_claim(struct registry__op *op, int64_t mod_revision)
 	buf_free(&b);
 }
 
-/* The gateway id in an instance key's value, or in a gateway key's. */
-static void owner_of(const struct etcdjson_kv *kv, char *id, size_t cap, char *url,
-		     size_t ucap)
+/* Who holds a key, from its value: the gateway id ("gateway" in an
+   instance key, "id" in a gateway key), its URL and its process's boot
+   id. */
+struct holder {
+	char id[256];
+	char url[512];
+	char boot[64];
+};
+
+static void holder_of(const struct etcdjson_kv *kv, struct holder *h)
 {
 	json_t *j = json_loadb(kv->value, kv->value_len, 0, NULL);
 	const char *g = json_string_value(json_object_get(j, "gateway"));
 	const char *u = json_string_value(json_object_get(j, "url"));
+	const char *b = json_string_value(json_object_get(j, "boot"));
 
 	if (!g)
 		g = json_string_value(json_object_get(j, "id"));
-	snprintf(id, cap, "%s", g ? g : "");
-	snprintf(url, ucap, "%s", u ? u : "");
+	snprintf(h->id, sizeof(h->id), "%s", g ? g : "");
+	snprintf(h->url, sizeof(h->url), "%s", u ? u : "");
+	snprintf(h->boot, sizeof(h->boot), "%s", b ? b : "");
 	json_decref(j);
 }
 
@@ -124,27 +134,30 @@ static void written(struct registry__op *op)
 }
 
 static void refused(struct registry__op *op, const struct etcdjson_kv *cur,
-		    const char *owner, const char *url)
+		    const struct holder *h)
 {
 	struct registry *r = op->r;
+	int twin = strcmp(h->id, r->id) == 0;
 
 	r->claims_refused++;
 	if (op->gateway_key) {
 		if (!r->gateway_refused)
 			log_error(
 			    NULL,
-			    "registry: gateway id %s is held by another live gateway "
+			    "registry: gateway id %s is held by another live process "
 			    "(url %s, lease %lld): give each gateway its own "
-			    "--gateway-id; trying again",
-			    r->id, url, (long long)cur->lease);
+			    "--gateway-id; claimed again when that key goes",
+			    r->id, h->url, (long long)cur->lease);
 		r->gateway_refused = 1;
 		return;
 	}
 	op->local->refused = 1;
-	log_warn(NULL,
-		 "registry: instance %s is held by live gateway %s (url %s, lease %lld): "
-		 "its key is not taken over; the instance is still served here",
-		 op->local->id, owner, url, (long long)cur->lease);
+	log_warn(
+	    NULL,
+	    "registry: instance %s is held by live gateway %s%s (url %s, lease %lld): "
+	    "its key is not taken over; the instance is still served here",
+	    op->local->id, h->id, twin ? " (another process with this --gateway-id)" : "",
+	    h->url, (long long)cur->lease);
 }
 
 /* A claim's transaction failed: cur is the key as it stands. Returns 1
@@ -152,17 +165,21 @@ static void refused(struct registry__op *op, const struct etcdjson_kv *cur,
 static int contended(struct registry__op *op, const struct etcdjson_kv *cur)
 {
 	struct registry *r = op->r;
-	char owner[256], url[512];
+	struct holder h;
+
 	if (cur->key[0] && cur->lease == r->lease) {
 		written(op);
 		return 0;
 	}
-	owner_of(cur, owner, sizeof(owner), url, sizeof(url));
-	if (cur->key[0] && strcmp(owner, r->id) != 0) {
-		refused(op, cur, owner, url);
+	holder_of(cur, &h);
+	/* Another gateway's, or another process's under this gateway's id (a
+	   twin, or this gateway's previous run whose lease has not lapsed
+	   yet): left alone until the watch sees it go. */
+	if (cur->key[0] && (strcmp(h.id, r->id) != 0 || strcmp(h.boot, r->boot) != 0)) {
+		refused(op, cur, &h);
 		return 0;
 	}
-	/* Absent by now, or this gateway's from an earlier lease. */
+	/* Absent by now, or this process's under an earlier lease. */
 	if (++op->rounds > REGISTRY__CLAIM_ROUNDS)
 		return 0;
 	send_claim(op, cur->key[0] ? cur->mod_revision : 0);
@@ -176,7 +193,7 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	struct registry *r = op->r;
 	struct etcdjson_kv *cur = xcalloc(1, sizeof(*cur));
 	char why[256];
-	int ok = 0;
+	int ok = 0, failed = 1;
 
 	op->req = NULL;
 	if (rc < 0 || status != 200)
@@ -184,16 +201,20 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 					 rc < 0 ? err : body);
 	else if (etcdjson_claim_reply(body, len, &ok, cur, why, sizeof(why)) < 0)
 		registry__request_failed(r, "claim of a key", 0, status, why);
-	else if (ok)
+	else
+		failed = 0;
+	if (!failed && ok) {
 		written(op);
-	else if (contended(op, cur)) {
+	} else if (!failed && contended(op, cur)) {
 		free(cur);
 		return;
 	}
 	free(cur);
 	registry__op_free(op);
-	/* Its slot is free: the next claims go now, not at the next tick. */
-	registry__kick(r);
+	/* Its slot is free: the next claims go now, not at the next tick. A
+	   failed request waits for the tick: etcd may be away. */
+	if (!failed)
+		registry__kick(r);
 }
 
 static void claim_gateway(struct registry *r)
@@ -224,7 +245,8 @@ void registry__flush(struct registry *r)
 {
 	if (!r->enabled || !r->lease || (r->user[0] && !r->authenticated))
 		return;
-	if (!r->gateway_written && !r->gateway_claiming)
+	/* A refused gateway key waits for the watch to see it go. */
+	if (!r->gateway_written && !r->gateway_claiming && !r->gateway_refused)
 		claim_gateway(r);
 	/* From where the last flush stopped, so a queue of claims costs a
 	   step each rather than a scan of every instance each. */
@@ -253,6 +275,13 @@ void registry__local_changed(struct registry *r, const char *id, int64_t lease)
 	   Taken under another lease: claimed again, which logs the owner. */
 	l->written = 0;
 	l->refused = 0;
+	registry__kick(r);
+}
+
+void registry__gateway_key_gone(struct registry *r)
+{
+	r->gateway_written = 0;
+	r->gateway_refused = 0;
 	registry__kick(r);
 }
 

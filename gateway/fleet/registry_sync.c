@@ -91,6 +91,8 @@ static void apply_delete(struct registry *r, const struct etcdjson_kv *kv)
 		registry__local_changed(r, name, 0);
 	} else if ((name = name_in(r, kv->key, GATEWAYS))) {
 		routecache_del(r->gateways, name);
+		if (strcmp(name, r->id) == 0)
+			registry__gateway_key_gone(r);
 	}
 }
 

@@ -103,10 +103,12 @@ class Keys(RegistryCase):
         self.assertEqual(gw_value["id"], "gw-a")
         self.assertEqual(gw_value["url"], "http://127.0.0.1:%d" % a.port)
         self.assertTrue(gw_value["version"])
+        self.assertRegex(gw_value["boot"], harness.UUID7)
         self.assertNotEqual(gw_lease, 0)
         for inst in ("inst-e2e", "extra-1"):
             value, lease = self.key("instances", inst)
-            self.assertEqual(value, {"gateway": "gw-a", "url": gw_value["url"]})
+            self.assertEqual(value, {"gateway": "gw-a", "url": gw_value["url"],
+                                     "boot": gw_value["boot"]})
             self.assertEqual(lease, gw_lease, "every key under the gateway's lease")
         reg = self.wait_state(a, "up") and self.registry(a)
         self.assertEqual((reg["gateway_id"], reg["lease"]), ("gw-a", True))
@@ -189,6 +191,31 @@ class Keys(RegistryCase):
                    == "gw-b", "gw-b holding inst-e2e", stacks=[b])
         wait_until(lambda: self.registry(b)["gateways"] == 1, "gw-a gone from the cache",
                    stacks=[b])
+
+
+class Twins(RegistryCase):
+
+    def revision(self):
+        return int(self.cluster.call("/v3/kv/range", {"key": "AA=="})["header"]["revision"])
+
+    def test_two_processes_with_one_gateway_id_do_not_fight(self):
+        # Two gateways on one host left at one --gateway-id, serving the
+        # same instance: the second is refused both keys, and neither
+        # rewrites the other's (no write after write through the watch).
+        a = self.gateway("gw-same")
+        wait_until(lambda: len(self.keys()) == 2, "the first one's keys", stacks=[a])
+        held = self.keys()
+        b = self.gateway("gw-same")
+        wait_until(lambda: b.metrics().get("ptygate_registry_claims_refused_total", 0) >= 2,
+                   "the twin's claims refused", stacks=[a, b])
+        with open(b.gateway.log_path) as f:
+            log = f.read()
+        self.assertIn("gateway id gw-same is held by another live process", log)
+        self.assertIn("(another process with this --gateway-id)", log)
+        first = self.revision()
+        time.sleep(3 * TTL)
+        self.assertEqual(self.revision(), first, "no key written since")
+        self.assertEqual(self.keys(), held, "the first one's keys as they were")
 
 
 class Outage(RegistryCase):
