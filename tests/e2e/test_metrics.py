@@ -7,6 +7,7 @@ metrics match what /proc says of the gateway; each sidecar's report
 (sessions, attachments, PTY bytes, memory) appears under its instance; a
 sidecar that does not offer reports (an older one, here a fake that
 answers the hello without the offer) is never asked and keeps its link;
+a fake's report lands field by field, one over the limits is refused;
 and every metric the shipped Grafana dashboard queries exists."""
 import json
 import math
@@ -29,16 +30,27 @@ GET_STATS = 41  # LinkMessage.get_stats
 REPORT_WAIT = 60
 
 
+def stats_reply(request_id, version):
+    """A Reply holding a SidecarStats with figures no real sidecar has."""
+    st = (fake.field(1, version) + fake.field(2, b"feedc0de") + fake.vfield(3, 90061500)
+          + fake.vfield(4, 7) + fake.vfield(5, 2) + fake.vfield(6, 5)
+          + fake.vfield(7, 123456789012) + fake.vfield(8, 1) + fake.vfield(9, 4096)
+          + fake.vfield(10, 3 << 20) + fake.vfield(11, 2500) + fake.vfield(12, 17))
+    return fake.reply(request_id, fake.field(21, st))  # Reply.stats = 21
+
+
 class OldSidecar:
     """A sidecar from before the reports: answers the Hello with a HelloAck
     that does not offer them and records the field number of every
     LinkMessage the gateway sends; one it does not know ends the link, as
-    an older sidecar's does."""
+    an older sidecar's does. With a version, it is a fake of a current
+    one: it offers reports and answers each GetStats with stats_reply."""
 
     KNOWN = set(range(1, 14)) | {20, 21, 22, 23, 30, 31, 40}
 
-    def __init__(self, path, instance):
-        self.path, self.instance = path, instance
+    def __init__(self, path, instance, version=None):
+        self.path, self.instance, self.version = path, instance, version
+        self.known = self.KNOWN | ({GET_STATS} if version else set())
         self.received = []
         self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.srv.bind(path)
@@ -78,9 +90,18 @@ class OldSidecar:
                     kinds = sorted(msg)
                     self.received.extend(kinds)
                     if fake.HELLO in kinds:
-                        conn.sendall(fake.hello_ack(self.instance))
-                    if not set(kinds) <= self.KNOWN:
+                        conn.sendall(self.hello_ack())
+                    if GET_STATS in kinds and self.version:
+                        q = fake.parse(msg[GET_STATS][0])
+                        conn.sendall(stats_reply(q[1][0], self.version))
+                    if not set(kinds) <= self.known:
                         return  # "unexpected message": the link ends
+
+    def hello_ack(self):
+        ack = fake.vfield(1, 1) + fake.field(2, self.instance.encode())
+        if self.version:
+            ack += fake.vfield(4, 1)  # HelloAck.reports_stats
+        return fake.framed(fake.field(2, ack))  # LinkMessage.hello_ack
 
     def stop(self):
         self.stopping.set()
@@ -89,12 +110,20 @@ class OldSidecar:
 
 
 class MetricsStack(Stack):
+    """The real sidecar (inst-e2e), an older one (inst-old), a fake current
+    one (inst-fake) and one whose answers break the limits (inst-long)."""
+
     def __init__(self):
-        super().__init__(gateway_args=["--instance", "inst-old=unix:{dir}/old.sock"])
+        super().__init__(gateway_args=["--instance", "inst-old=unix:{dir}/old.sock",
+                                       "--instance", "inst-fake=unix:{dir}/fake.sock",
+                                       "--instance", "inst-long=unix:{dir}/long.sock"])
         self.old = OldSidecar(os.path.join(self.dir, "old.sock"), "inst-old")
+        self.fake = OldSidecar(os.path.join(self.dir, "fake.sock"), "inst-fake", b"7.7.7")
+        self.long = OldSidecar(os.path.join(self.dir, "long.sock"), "inst-long", b"v" * 65)
 
     def stop(self):
-        self.old.stop()
+        for s in (self.old, self.fake, self.long):
+            s.stop()
         return super().stop()
 
 
@@ -273,7 +302,8 @@ class Metrics(E2ETestCase):
         self.assertEqual(value, 1)
         self.assertEqual(labels["version"], version)
         self.assertRegex(labels["commit"], r"^([0-9a-f]{7,40}|unknown)$")
-        [(_, side, value)] = [s for s in fams["ptygate_sidecar_build_info"].samples]
+        [(_, side, value)] = [s for s in fams["ptygate_sidecar_build_info"].samples
+                              if s[1]["instance"] == self.stack.instance]
         self.assertEqual((side["instance"], side["version"], value),
                          (self.stack.instance, version, 1))
         self.assertRegex(side["commit"], r"^([0-9a-f]{7,40}|unknown)$")
@@ -282,9 +312,10 @@ class Metrics(E2ETestCase):
         fams = self.wait_metric(
             lambda f: self.value(f, "ptygate_link_up", instance="inst-old") == 1,
             "the old sidecar's link up")
-        self.assertEqual(self.value(fams, "ptygate_instances", kind="configured"), 2)
+        fams = self.wait_metric(lambda f: self.value(f, "ptygate_instances_linked") == 4,
+                                "every link up")
+        self.assertEqual(self.value(fams, "ptygate_instances", kind="configured"), 4)
         self.assertEqual(self.value(fams, "ptygate_instances", kind="registered"), 0)
-        self.assertEqual(self.value(fams, "ptygate_instances_linked"), 2)
 
     def test_process_metrics_match_proc(self):
         pid = self.stack.gateway.pid
@@ -370,6 +401,39 @@ class Metrics(E2ETestCase):
         self.assertEqual(self.value(fams, "ptygate_link_reconnects_total"), 0)
         self.assertNotIn("inst-old", [s[1].get("instance") for s in
                                       fams["ptygate_sidecar_build_info"].samples])
+
+    def test_reports_read_as_sent_and_checked(self):
+        """Every field of a report lands in its family as the sidecar sent
+        it; a report over the limits (a 65-byte version) is refused, its
+        link kept."""
+        fake_up = lambda f: self.value(f, "ptygate_sidecar_up", instance="inst-fake") == 1
+        fams = self.wait_metric(fake_up, "the fake sidecar's report")
+        want = {
+            "ptygate_sidecar_uptime_seconds": 90061.5,
+            "ptygate_sidecar_attachments": 5,
+            "ptygate_sidecar_pty_bytes_total": 123456789012,
+            "ptygate_sidecar_state_dir": 1,
+            "ptygate_sidecar_framelog_bytes": 4096,
+            "ptygate_sidecar_resident_memory_bytes": 3 << 20,
+            "ptygate_sidecar_cpu_seconds_total": 2.5,
+            "ptygate_sidecar_open_fds": 17,
+        }
+        for family, v in want.items():
+            self.assertEqual(self.value(fams, family, instance="inst-fake"), v, family)
+        self.assertEqual(self.value(fams, "ptygate_sidecar_sessions", instance="inst-fake",
+                                    state="running"), 7)
+        self.assertEqual(self.value(fams, "ptygate_sidecar_sessions", instance="inst-fake",
+                                    state="exited"), 2)
+        self.assertEqual(self.value(fams, "ptygate_sidecar_build_info", instance="inst-fake",
+                                    version="7.7.7", commit="feedc0de"), 1)
+        self.wait_metric(lambda f: GET_STATS in self.stack.long.received
+                         and self.value(f, "ptygate_link_replies_refused_total") > 0,
+                         "the over-long report asked and refused")
+        fams = self.scrape()
+        self.assertEqual(self.value(fams, "ptygate_sidecar_up", instance="inst-long"), 0)
+        self.assertEqual(self.value(fams, "ptygate_link_up", instance="inst-long"), 1)
+        self.assertNotIn("inst-long", [s[1].get("instance") for s in
+                                       fams["ptygate_sidecar_build_info"].samples])
 
     # -- the dashboard
 
