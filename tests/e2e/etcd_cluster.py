@@ -10,6 +10,7 @@ import json
 import os
 import shutil
 import signal
+import ssl
 import subprocess
 import tempfile
 import time
@@ -31,12 +32,41 @@ def prefix_end(prefix):
     return bytes(b).decode()
 
 
+def make_tls(d):
+    """A CA, a server certificate for 127.0.0.1 and a client certificate
+    (ECDSA P-256, a day long) in d, with openssl: {name: path}."""
+    def run(*args):
+        subprocess.run(["openssl", *args], check=True, cwd=d, timeout=60,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    run("req", "-x509", *ec, "-keyout", "ca.key", "-out", "ca.pem", "-days", "1",
+        "-subj", "/CN=ptygate-test-ca")
+    # etcd's own JSON gateway reaches its gRPC side with the server
+    # certificate: it must be good for client authentication too.
+    for name, usage in (("server", "serverAuth,clientAuth"), ("client", "clientAuth")):
+        with open(os.path.join(d, name + ".ext"), "w") as f:
+            f.write("subjectAltName=IP:127.0.0.1\nextendedKeyUsage=%s\n" % usage)
+        run("req", *ec, "-keyout", name + ".key", "-out", name + ".csr", "-subj", "/CN=" + name)
+        run("x509", "-req", "-in", name + ".csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", name + ".pem", "-days", "1", "-extfile", name + ".ext")
+    return {n: os.path.join(d, n) for n in ("ca.pem", "server.pem", "server.key",
+                                            "client.pem", "client.key")}
+
+
 class EtcdCluster:
-    def __init__(self, members=3):
+    def __init__(self, members=3, tls=False):
+        """tls: clients must speak TLS with a client certificate the
+        cluster's own CA signed (self.tls names the files)."""
         if not os.access(ETCD, os.X_OK):
             raise unittest.SkipTest("etcd is not installed (Debian's etcd-server): "
                                     "the fleet registry's tests need it")
         self.dir = tempfile.mkdtemp(prefix="ptg-etcd-")
+        self.tls = make_tls(self.dir) if tls else None
+        self.scheme = "https" if tls else "http"
+        tls_args = ["--cert-file", self.tls["server.pem"], "--key-file", self.tls["server.key"],
+                    "--trusted-ca-file", self.tls["ca.pem"],
+                    "--client-cert-auth"] if tls else []
         self.names = ["m%d" % i for i in range(members)]
         self.client = [free_port() for _ in self.names]
         self.peer = [free_port() for _ in self.names]
@@ -51,10 +81,10 @@ class EtcdCluster:
                 "--listen-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
                 "--initial-advertise-peer-urls", "http://127.0.0.1:%d" % self.peer[i],
                 "--initial-cluster", cluster, "--initial-cluster-token", token,
-                "--initial-cluster-state", "new", "--log-level", "warn"], self.dir))
+                "--initial-cluster-state", "new", "--log-level", "warn", *tls_args], self.dir))
 
     def url(self, i):
-        return "http://127.0.0.1:%d" % self.client[i]
+        return "%s://127.0.0.1:%d" % (self.scheme, self.client[i])
 
     def endpoints(self):
         return ",".join(self.url(i) for i in range(len(self.names)))
@@ -117,8 +147,12 @@ class EtcdCluster:
         for u in urls:
             req = urllib.request.Request(u + path, data=json.dumps(body).encode(),
                                          headers=headers)
+            ctx = None
+            if self.tls:
+                ctx = ssl.create_default_context(cafile=self.tls["ca.pem"])
+                ctx.load_cert_chain(self.tls["client.pem"], self.tls["client.key"])
             try:
-                with urllib.request.urlopen(req, timeout=timeout) as r:
+                with urllib.request.urlopen(req, timeout=timeout, context=ctx) as r:
                     return json.loads(r.read())
             except OSError as e:
                 last = e

@@ -8,7 +8,11 @@ take over another live gateway's instance is refused by the transaction
 each other's instances and gateways in their routing caches. Outages:
 one etcd member killed goes unnoticed; all three stopped, the gateway
 keeps serving its own instance and says the registry is down in
-/readyz; etcd back, it converges."""
+/readyz; etcd back, it converges. Deployments' options: etcd with
+authentication on (--registry-user, --registry-password-file), etcd over
+TLS with client certificates (--registry-cacert, --registry-cert,
+--registry-key); two processes under one --gateway-id never rewrite each
+other's keys."""
 import os
 import time
 import unittest
@@ -191,6 +195,39 @@ class Keys(RegistryCase):
                    == "gw-b", "gw-b holding inst-e2e", stacks=[b])
         wait_until(lambda: self.registry(b)["gateways"] == 1, "gw-a gone from the cache",
                    stacks=[b])
+
+
+class Tls(RegistryCase):
+    """etcd that speaks TLS only and asks for a client certificate: the
+    gateway verifies etcd with --registry-cacert and presents
+    --registry-cert/--registry-key; without the certificate it is
+    refused."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.cluster = EtcdCluster(tls=True)
+        try:
+            cls.cluster.start()
+        except BaseException:
+            cls.cluster.stop()
+            cls.cluster.cleanup()
+            raise
+
+    def test_client_certificate(self):
+        tls = self.cluster.tls
+        a = self.gateway("gw-a", extra=["--registry-cacert", tls["ca.pem"],
+                                        "--registry-cert", tls["client.pem"],
+                                        "--registry-key", tls["client.key"]])
+        self.wait_state(a, "up")
+        wait_until(lambda: self.key("instances", "inst-e2e"), "the instance key", stacks=[a])
+        self.assertEqual(self.key("instances", "inst-e2e")[0]["gateway"], "gw-a")
+
+        b = self.gateway("gw-b", instance="inst-b",
+                         extra=["--registry-cacert", tls["ca.pem"]])
+        wait_until(lambda: b.metrics()["ptygate_registry_request_errors_total"] >= 2,
+                   "gw-b refused without a client certificate", stacks=[b])
+        self.assertEqual(self.registry(b)["state"], "down")
+        self.assertIsNone(self.key("instances", "inst-b"))
 
 
 class Twins(RegistryCase):
