@@ -25,6 +25,7 @@ struct forward {
 	long connect_timeout_ms, timeout_ms;
 	size_t body_max;
 	struct forward_call *calls;
+	struct relay *relays; /* started relays (relay.c) */
 	struct forward_stats stats;
 };
 
@@ -415,6 +416,11 @@ void forward_metrics(const struct forward *f, struct buf *out)
 		    "ptygate_relay_bytes_total{direction=\"to_client\"} %llu\n",
 		    (unsigned long long)s->relay_bytes_in,
 		    (unsigned long long)s->relay_bytes_out);
+}
+
+struct relay **forward_relay_list(struct forward *f)
+{
+	return &f->relays;
 }
 
 struct forward_stats *forward_stats_of(struct forward *f)

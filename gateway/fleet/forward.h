@@ -100,6 +100,9 @@ void forward_get_stats(const struct forward *f, struct forward_stats *s);
    Prometheus text format (zeros for a NULL f: forwarding off). */
 struct buf;
 void forward_metrics(const struct forward *f, struct buf *out);
+/* The head of the list of relays started on f (relay.c keeps it). */
+struct relay;
+struct relay **forward_relay_list(struct forward *f);
 /* The counters themselves, for relay.c to update. */
 struct forward_stats *forward_stats_of(struct forward *f);
 /* Applies o's TLS files, HTTP/1.1 and the protocol limits to easy (a

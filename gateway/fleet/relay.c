@@ -60,6 +60,7 @@ struct relay {
 	void *auser;
 	relay_end_cb ecb;
 	void *euser;
+	struct relay *prev, *next; /* in the forward's list once started */
 };
 
 static void pump(struct relay *r);
@@ -635,6 +636,10 @@ void relay_start(struct relay *r, int client_fd, const void *client_extra,
 	r->idle_ms = idle_ms;
 	r->last_io = time_mono_ms();
 	r->state = S_RELAY;
+	r->next = *forward_relay_list(r->f);
+	if (r->next)
+		r->next->prev = r;
+	*forward_relay_list(r->f) = r;
 	r->st->relays++;
 	r->st->relays_active++;
 	r->counted = 1;
@@ -653,8 +658,15 @@ void relay_free(struct relay *r)
 {
 	if (!r)
 		return;
-	if (r->counted)
+	if (r->counted) {
 		r->st->relays_active--;
+		if (r->prev)
+			r->prev->next = r->next;
+		else
+			*forward_relay_list(r->f) = r->next;
+		if (r->next)
+			r->next->prev = r->prev;
+	}
 	ev_io_free(r->cio);
 	ev_io_free(r->oio);
 	if (r->ofd >= 0)
@@ -670,4 +682,19 @@ void relay_free(struct relay *r)
 	buf_free(&r->head);
 	buf_free(&r->pairs);
 	free(r);
+}
+
+void relay_close_all(struct forward *f)
+{
+	struct relay **head = forward_relay_list(f);
+
+	while (*head) {
+		struct relay *r = *head;
+
+		r->state = S_DONE;
+		r->end_due = 0;
+		r->ecb(r->euser, r);
+		if (*head == r) /* the callback left it: it goes all the same */
+			relay_free(r);
+	}
 }

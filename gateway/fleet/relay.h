@@ -57,6 +57,10 @@ void relay_start(struct relay *r, int client_fd, const void *client_extra,
 		 size_t extra_len, int64_t idle_ms, relay_end_cb end, void *user);
 /* Ends r at any stage without callbacks. NULL is a no-op. */
 void relay_free(struct relay *r);
+/* Shutdown: ends every relay started on f now, each end callback called
+   (which closes the client's socket and frees the relay) before the
+   listeners that gave the sockets go. */
+void relay_close_all(struct forward *f);
 
 /* Parses an HTTP/1.x answer head in p[0, n): returns the head's length
    (through its blank line) with the status and the "name\0value\0"

@@ -339,6 +339,35 @@ static void test_upgrade_and_echo(void **state)
 	close(o.lfd);
 }
 
+static void on_end_free(void *user, struct relay *r)
+{
+	struct fx *x = user;
+
+	x->ended++;
+	relay_free(r);
+	x->r = NULL;
+}
+
+static void test_close_all_at_shutdown(void **state)
+{
+	struct fx *x = *state;
+	struct owner o;
+	struct forward_stats st;
+
+	owner_start(&o, ECHO, 1);
+	open_to(x, o.port, 10000);
+	assert_int_equal(x->a.status, 101);
+	relay_start(x->r, x->cfd, NULL, 0, 0, on_end_free, x);
+	relay_close_all(x->f);
+	assert_int_equal(x->ended, 1);
+	assert_null(x->r);
+	forward_get_stats(x->f, &st);
+	assert_int_equal(st.relays_active, 0);
+	/* The owner sees its connection end. */
+	pthread_join(o.th, NULL);
+	close(o.lfd);
+}
+
 static void test_refusal_comes_back(void **state)
 {
 	struct fx *x = *state;
@@ -479,6 +508,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_upgrade_and_echo, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refusal_comes_back, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_close_all_at_shutdown, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_silent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_backpressure, setup, teardown),
