@@ -26,6 +26,11 @@ if(NOT EXISTS ${CMAKE_SOURCE_DIR}/web/dist/index.html)
                   "have no web page (scripts/build-web.sh builds it)")
 endif()
 
+# The Grafana dashboard of the gateway's metrics (README "Metrics"), for
+# operators to import.
+install(FILES ${CMAKE_SOURCE_DIR}/deploy/grafana/ptygate-dashboard.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/ptygate/grafana COMPONENT gateway)
+
 # The example config, a Debian conffile in the package (packaging/gateway/
 # conffiles). A `cmake --install` over an existing /etc/ptygate keeps the
 # site's edited files rather than overwriting them with the example.

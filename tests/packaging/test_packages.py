@@ -47,6 +47,7 @@ GATEWAY_FILES = {
     "usr/lib/systemd/system/ptygate-gateway.service": 0o644,
     "etc/ptygate/gateway.conf": 0o644,
     "etc/ptygate/instances": 0o644,
+    "usr/share/ptygate/grafana/ptygate-dashboard.json": 0o644,
 }
 if HAVE_MAN:
     SIDECAR_FILES["usr/share/man/man1/ptygate-sidecar.1.gz"] = 0o644
@@ -338,6 +339,10 @@ class Packages(unittest.TestCase):
                     open(os.path.join(SOURCE, "deploy/config",
                                       os.path.basename(c)), "rb") as b:
                 self.assertEqual(a.read(), b.read(), c)
+        # So is the Grafana dashboard.
+        with open(root + "/usr/share/ptygate/grafana/ptygate-dashboard.json", "rb") as a, \
+                open(os.path.join(SOURCE, "deploy/grafana/ptygate-dashboard.json"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
     def test_units_run_as_their_units(self):
         """Both packages in one root, each unit's ExecStart run as the
