@@ -144,6 +144,24 @@ class Keys(RegistryCase):
         wait_until(lambda: len(self.keys()) == n + 2, "every key", timeout=9.5, stacks=[a])
         note("%d instance keys written in %.2f s" % (n + 1, time.monotonic() - t0))
 
+    def test_registered_instance_key_follows_its_link(self):
+        # A sidecar that dials in: its key is written when its link is
+        # accepted and deleted when, its link gone past --link-grace, the
+        # instance is removed.
+        st = harness.DialStack(gateway_args=[
+            "--registry", "etcd:" + self.cluster.endpoints(), "--registry-prefix",
+            self.prefix, "--registry-ttl", str(TTL), "--gateway-id", "gw-dial",
+            "--link-grace", "1"])
+        self.stacks.append(st)
+        st.start()
+        value = wait_until(lambda: self.key("instances", "inst-dial"),
+                           "the registered instance's key", stacks=[st])[0]
+        self.assertEqual(value["gateway"], "gw-dial")
+        st.sidecar.kill()
+        wait_until(lambda: self.key("instances", "inst-dial") is None,
+                   "its key deleted with the instance", stacks=[st])
+        self.assertIsNotNone(self.key("gateways", "gw-dial"), "the gateway lives on")
+
     def test_sigkill_keys_gone_within_ttl(self):
         a = self.gateway("gw-a")
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
