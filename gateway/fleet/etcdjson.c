@@ -66,10 +66,10 @@ static void emit(struct buf *out, json_t *j)
 	json_decref(j);
 }
 
-void etcdjson_range_req(struct buf *out, const char *key, const char *range_end,
-			int64_t revision, int64_t limit)
+void etcdjson_range_req(struct buf *out, const char *key, size_t key_len,
+			const char *range_end, int64_t revision, int64_t limit)
 {
-	json_t *j = json_pack("{s:o}", "key", b64_str(key));
+	json_t *j = json_pack("{s:o}", "key", b64_string(key, key_len));
 
 	if (range_end)
 		json_object_set_new(j, "range_end", b64_str(range_end));
@@ -293,12 +293,33 @@ static int get_kvs(const json_t *arr, struct etcdjson_range *out, char *why,
 		return -EPROTO;
 	}
 	out->kvs = xcalloc(n ? n : 1, sizeof(*out->kvs));
-	for (size_t i = 0; i < n; i++) {
-		int rc = get_kv(json_array_get(arr, i), &out->kvs[i], why, whylen);
+	for (size_t i = 0; i < n; i++, out->n++) {
+		/* The first bad kv's reason stays in why. */
+		char scratch[8];
+		int first = out->n_bad == 0;
 
-		if (rc < 0)
-			return rc;
-		out->n++;
+		if (get_kv(json_array_get(arr, i), &out->kvs[i], first ? why : scratch,
+			   first ? whylen : sizeof(scratch)) == 0)
+			continue;
+		memset(&out->kvs[i], 0, sizeof(out->kvs[i]));
+		out->kvs[i].bad = 1;
+		out->n_bad++;
+	}
+	return 0;
+}
+
+/* The raw key of the page's last kv, however long: paging goes on from
+   it even when that kv is bad. */
+static int last_key(const json_t *kv, struct etcdjson_range *out, char *why,
+		    size_t whylen)
+{
+	const json_t *k = json_object_get(kv, "key");
+
+	if (!json_is_string(k) ||
+	    b64_decode(json_string_value(k), json_string_length(k), &out->last_key) < 0 ||
+	    buf_size(&out->last_key) == 0) {
+		say(why, whylen, "the page's last key cannot be read: no next page");
+		return -EPROTO;
 	}
 	return 0;
 }
@@ -321,6 +342,9 @@ int etcdjson_range_reply(const char *body, size_t len, struct etcdjson_range *ou
 	more = json_object_get(j, "more");
 	out->more = more && json_is_true(more);
 	rc = get_kvs(json_object_get(j, "kvs"), out, why, whylen);
+	if (rc == 0 && out->n > 0)
+		rc = last_key(json_array_get(json_object_get(j, "kvs"), out->n - 1), out,
+			      why, whylen);
 	json_decref(j);
 	if (rc < 0)
 		etcdjson_range_free(out);
@@ -329,6 +353,7 @@ int etcdjson_range_reply(const char *body, size_t len, struct etcdjson_range *ou
 
 void etcdjson_range_free(struct etcdjson_range *r)
 {
+	buf_free(&r->last_key);
 	free(r->kvs);
 	r->kvs = NULL;
 	r->n = 0;
@@ -483,12 +508,17 @@ static int get_events(const json_t *arr, struct etcdjson_watch *out, char *why,
 		return -EPROTO;
 	}
 	out->events = xcalloc(n ? n : 1, sizeof(*out->events));
-	for (size_t i = 0; i < n; i++) {
-		int rc = get_event(json_array_get(arr, i), &out->events[i], why, whylen);
+	for (size_t i = 0; i < n; i++, out->n++) {
+		char scratch[8];
+		int first = out->n_bad == 0;
 
-		if (rc < 0)
-			return rc;
-		out->n++;
+		if (get_event(json_array_get(arr, i), &out->events[i],
+			      first ? why : scratch,
+			      first ? whylen : sizeof(scratch)) == 0)
+			continue;
+		memset(&out->events[i], 0, sizeof(out->events[i]));
+		out->events[i].kv.bad = 1;
+		out->n_bad++;
 	}
 	return 0;
 }

@@ -25,6 +25,8 @@ struct etcdjson_kv {
 	int64_t mod_revision;
 	int64_t create_revision;
 	int64_t lease;
+	int bad; /* in a range or a watch: refused (too long, not base64, ...),
+		    every other field empty; the rest of the reply stands */
 };
 
 struct etcdjson_range {
@@ -32,6 +34,9 @@ struct etcdjson_range {
 	int more;
 	size_t n;
 	struct etcdjson_kv *kvs; /* n of them, malloc'd; etcdjson_range_free */
+	size_t n_bad;		 /* kvs marked bad (the first one's reason in why) */
+	struct buf last_key;	 /* the last kv's key as it is, bad or not: where
+				    the next page starts */
 };
 
 struct etcdjson_event {
@@ -46,11 +51,12 @@ struct etcdjson_watch {
 	int64_t compact_revision; /* > 0: the start revision was compacted */
 	size_t n;
 	struct etcdjson_event *events; /* malloc'd; etcdjson_watch_free */
+	size_t n_bad;		       /* events marked bad (kv.bad; reason in why) */
 };
 
 /* Request bodies, appended to out. A revision or limit of 0 is left out. */
-void etcdjson_range_req(struct buf *out, const char *key, const char *range_end,
-			int64_t revision, int64_t limit);
+void etcdjson_range_req(struct buf *out, const char *key, size_t key_len,
+			const char *range_end, int64_t revision, int64_t limit);
 void etcdjson_grant_req(struct buf *out, int64_t ttl_s);
 void etcdjson_lease_req(struct buf *out, int64_t lease);
 void etcdjson_auth_req(struct buf *out, const char *user, const char *password);
@@ -66,7 +72,10 @@ void etcdjson_claim_req(struct buf *out, const char *key, const char *value,
 void etcdjson_release_req(struct buf *out, const char *key, int64_t lease);
 
 /* Replies. Each returns 0, or -EPROTO when body is not the reply it
-   should be (an error object included) and then says why in why. */
+   should be (an error object included) and then says why in why. One bad
+   kv or event of a range or a watch does not refuse the others: it is
+   marked bad and counted, its reason in why, so a single stray key under
+   the prefix cannot keep the whole map away. */
 int etcdjson_range_reply(const char *body, size_t len, struct etcdjson_range *out,
 			 char *why, size_t whylen);
 void etcdjson_range_free(struct etcdjson_range *r);

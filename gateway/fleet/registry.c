@@ -360,6 +360,7 @@ void registry_free(struct registry *r)
 	routecache_free(r->routes);
 	routecache_free(r->gateways);
 	etcdjson_split_free(&r->split);
+	buf_free(&r->page_from);
 	ev_timer_free(r->tick);
 	ev_timer_free(r->kick);
 	ev_timer_free(r->resync);
@@ -449,6 +450,9 @@ void registry_metrics(const struct registry *r, struct buf *out)
 	family(out, "ptygate_registry_claims_refused_total", "counter",
 	       "Instance keys not written because another live gateway holds them",
 	       (unsigned long long)r->claims_refused);
+	family(out, "ptygate_registry_keys_skipped_total", "counter",
+	       "Keys under the prefix left out of the map (malformed or too long)",
+	       (unsigned long long)r->keys_skipped);
 	family(out, "ptygate_registry_lease_grants_total", "counter", "Leases granted",
 	       (unsigned long long)r->lease_grants);
 	family(out, "ptygate_registry_leases_lost_total", "counter",

@@ -15,10 +15,10 @@
 #include "registry.h"
 #include "routecache.h"
 
-/* A request's answer is capped at this (a range page of
-   ETCDJSON_PAGE_MAX keys of at most ETCDJSON_FIELD_MAX bytes each, in
-   base64, fits). */
-#define REGISTRY__BODY_MAX (4u << 20)
+/* A request's answer is capped at this: two of the largest values etcd
+   takes (1.5 MiB each, a third more in base64) fit, so a range goes on,
+   its pages halved down to two keys, whatever else shares the prefix. */
+#define REGISTRY__BODY_MAX (8u << 20)
 /* One message of the watch stream at most. */
 #define REGISTRY__WATCH_MSG_MAX (4u << 20)
 /* Claims and releases in flight at once. */
@@ -79,7 +79,8 @@ struct registry {
 	int syncing;
 	int synced_once; /* a sync after the first is a resync */
 	int64_t revision;
-	char page_from[ETCDJSON_FIELD_MAX + 1];
+	struct buf page_from; /* the key the next range page starts at */
+	int64_t page_limit;   /* keys a range page asks for: halved on a page too big */
 	struct etcd_req *range_req;
 	struct etcd_req *watch_req;
 	struct etcdjson_split split;
@@ -93,6 +94,7 @@ struct registry {
 	uint64_t claims_refused;
 	uint64_t lease_grants;
 	uint64_t leases_lost;
+	uint64_t keys_skipped;
 };
 
 /* Logs a failed request once and counts it. */

@@ -68,6 +68,8 @@ static void apply_put(struct registry *r, const struct etcdjson_kv *kv)
 	char gw[256], url[512];
 	const char *name;
 
+	if (kv->bad)
+		return;
 	if ((name = name_in(r, kv->key, INSTANCES))) {
 		if (owner_of(kv, "gateway", gw, sizeof(gw), url, sizeof(url)) < 0) {
 			log_debug(NULL, "registry: %s: a value that names no owner",
@@ -86,6 +88,8 @@ static void apply_delete(struct registry *r, const struct etcdjson_kv *kv)
 {
 	const char *name;
 
+	if (kv->bad)
+		return;
 	if ((name = name_in(r, kv->key, INSTANCES))) {
 		routecache_del(r->routes, name);
 		registry__local_changed(r, name, 0);
@@ -105,6 +109,18 @@ static int64_t jittered(struct registry *r, int64_t ms)
 	r->rng ^= r->rng >> 7;
 	r->rng ^= r->rng << 17;
 	return ms / 2 + (int64_t)(r->rng % (uint64_t)(ms / 2 + 1));
+}
+
+/* Keys etcd holds under the prefix that no gateway wrote (too long, not
+   base64): left out of the map, logged and counted, never a reason to
+   refuse the rest. */
+static void skipped(struct registry *r, size_t n, const char *why)
+{
+	if (!n)
+		return;
+	r->keys_skipped += n;
+	log_warn(NULL, "registry: %zu keys under %s left out of the map: %s", n,
+		 r->prefix, why);
 }
 
 static void failed(struct registry *r, const char *why)
@@ -141,6 +157,7 @@ static int on_msg(const char *msg, size_t len, void *user)
 		etcdjson_watch_free(&w);
 		return -ESTALE;
 	}
+	skipped(r, w.n_bad, why);
 	for (size_t i = 0; i < w.n; i++) {
 		if (w.events[i].deleted)
 			apply_delete(r, &w.events[i].kv);
@@ -222,6 +239,13 @@ static void on_range(void *user, int rc, long status, const char *body, size_t l
 	int first = r->revision == 0;
 
 	r->range_req = NULL;
+	if (rc == -E2BIG && r->page_limit > 2) {
+		/* Big values under the prefix: smaller pages, the same read (two
+		   keys at least: a page after the first repeats its first). */
+		r->page_limit /= 2;
+		send_page(r);
+		return;
+	}
 	if (rc < 0 || status != 200) {
 		registry__request_failed(r, "range of the prefix", rc, status,
 					 rc < 0 ? err : body);
@@ -235,13 +259,16 @@ static void on_range(void *user, int rc, long status, const char *body, size_t l
 	}
 	if (first)
 		r->revision = page.revision;
-	/* A page after the first starts at the key that ended the one before. */
-	for (size_t i = 0; i < page.n; i++)
-		if (first || i > 0 || strcmp(page.kvs[i].key, r->page_from) != 0)
-			apply_put(r, &page.kvs[i]);
+	/* The page's first kv was the last page's own: counted there. */
+	skipped(r, page.n_bad - (!first && page.n > 0 && page.kvs[0].bad), why);
+	/* A page after the first starts with the key that ended the one
+	   before (the revision is fixed, so it is still there). */
+	for (size_t i = first ? 0 : 1; i < page.n; i++)
+		apply_put(r, &page.kvs[i]);
 	if (page.more && page.n > 0) {
-		snprintf(r->page_from, sizeof(r->page_from), "%s",
-			 page.kvs[page.n - 1].key);
+		buf_reset(&r->page_from);
+		buf_append(&r->page_from, buf_head(&page.last_key),
+			   buf_size(&page.last_key));
 		etcdjson_range_free(&page);
 		send_page(r);
 		return;
@@ -254,8 +281,9 @@ static void send_page(struct registry *r)
 {
 	struct buf b = BUF_INIT;
 
-	etcdjson_range_req(&b, r->page_from, r->prefix_end, r->revision,
-			   ETCDJSON_PAGE_MAX);
+	etcdjson_range_req(&b, (const char *)buf_head(&r->page_from),
+			   buf_size(&r->page_from), r->prefix_end, r->revision,
+			   r->page_limit);
 	r->range_req =
 	    etcd_post(r->etcd, "/v3/kv/range", (const char *)buf_head(&b), buf_size(&b),
 		      r->ttl_s * 1000, REGISTRY__BODY_MAX, on_range, r);
@@ -271,9 +299,11 @@ void registry__sync_start(struct registry *r)
 	r->synced_once = 1;
 	r->syncing = 1;
 	r->revision = 0;
+	r->page_limit = ETCDJSON_PAGE_MAX;
 	routecache_begin(r->routes);
 	routecache_begin(r->gateways);
-	snprintf(r->page_from, sizeof(r->page_from), "%s", r->prefix);
+	buf_reset(&r->page_from);
+	buf_append_str(&r->page_from, r->prefix);
 	send_page(r);
 }
 

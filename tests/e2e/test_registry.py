@@ -162,6 +162,20 @@ class Keys(RegistryCase):
                    "its key deleted with the instance", stacks=[st])
         self.assertIsNotNone(self.key("gateways", "gw-dial"), "the gateway lives on")
 
+    def test_stray_keys_under_the_prefix_are_left_out(self):
+        # Keys no gateway wrote: a name too long, a value that is not
+        # JSON, and values big enough that a page of them is over the
+        # answer's cap. The map is read all the same, without them.
+        self.cluster.put(self.prefix + "instances/" + "x" * 1500, "{}")
+        self.cluster.put(self.prefix + "instances/not-json", "not json")
+        big = "y" * (1 << 20)
+        for i in range(6):
+            self.cluster.put(self.prefix + "junk/%d" % i, big)
+        a = self.gateway("gw-a")
+        self.wait_state(a, "up")
+        wait_until(lambda: self.registry(a)["routes"] == 1, "its own route", stacks=[a])
+        self.assertGreaterEqual(a.metrics()["ptygate_registry_keys_skipped_total"], 7)
+
     def test_sigkill_keys_gone_within_ttl(self):
         a = self.gateway("gw-a")
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])

@@ -65,16 +65,9 @@ static void test_range_refusals(void **state)
 	    "[]",
 	    "{\"kvs\":[]}", /* no header revision */
 	    "{\"error\":\"etcdserver: no leader\",\"code\":14,\"message\":\"etcdserver: "
-	    "no leader\"}",
+	    "no "
+	    "leader\"}",
 	    "{" HEADER ",\"kvs\":{}}",
-	    "{" HEADER ",\"kvs\":[{\"value\":\"" VAL_A "\"}]}", /* no key */
-	    "{" HEADER ",\"kvs\":[{\"key\":\"not base64!\"}]}", /* bad key */
-	    "{" HEADER ",\"kvs\":[{\"key\":\"AA==\"}]}",	/* NUL in key */
-	    "{" HEADER ",\"kvs\":[{\"key\":\"" KEY_I1
-	    "\",\"lease\":\"1x\"}]}", /* bad num */
-	    "{" HEADER ",\"kvs\":[{\"key\":\"" KEY_I1 "\",\"lease\":true}]}",
-	    "{" HEADER ",\"kvs\":[{\"key\":\"" KEY_I1
-	    "\",\"mod_revision\":\"99999999999999999999\"}]}",
 	    "{\"header\":{\"revision\":\"42\"},\"header\":{}}", /* duplicate */
 	};
 	struct etcdjson_range r;
@@ -89,7 +82,42 @@ static void test_range_refusals(void **state)
 	assert_non_null(strstr(why, "no leader"));
 }
 
-static void test_value_over_cap_refused(void **state)
+/* One bad kv is marked and counted; the good ones around it stand. */
+static void test_range_bad_kvs_marked(void **state)
+{
+	static const char *const bad_kv[] = {
+	    "{\"value\":\"" VAL_A "\"}",		 /* no key */
+	    "{\"key\":\"not base64!\"}",		 /* bad key */
+	    "{\"key\":\"AA==\"}",			 /* NUL in key */
+	    "{\"key\":\"" KEY_I1 "\",\"lease\":\"1x\"}", /* bad number */
+	    "{\"key\":\"" KEY_I1 "\",\"lease\":true}",	 /* not a number */
+	    "{\"key\":\"" KEY_I1
+	    "\",\"mod_revision\":\"99999999999999999999\"}", /* over */
+	    "7",
+	};
+	struct etcdjson_range r;
+	char body[512];
+
+	for (size_t i = 0; i < sizeof(bad_kv) / sizeof(bad_kv[0]); i++) {
+		snprintf(body, sizeof(body),
+			 "{" HEADER ",\"kvs\":[{\"key\":\"" KEY_I1
+			 "\"},%s,{\"key\":\"" KEY_I1 "\",\"lease\":\"9\"}]}",
+			 bad_kv[i]);
+		why[0] = '\0';
+		assert_int_equal(range(body, &r), 0);
+		assert_int_equal(r.n, 3);
+		assert_int_equal(r.n_bad, 1);
+		assert_true(why[0] != '\0');
+		assert_false(r.kvs[0].bad);
+		assert_true(r.kvs[1].bad);
+		assert_string_equal(r.kvs[1].key, "");
+		assert_false(r.kvs[2].bad);
+		assert_int_equal(r.kvs[2].lease, 9);
+		etcdjson_range_free(&r);
+	}
+}
+
+static void test_value_over_cap_marked(void **state)
 {
 	size_t n = ETCDJSON_FIELD_MAX + 3; /* a multiple of 3: no padding */
 	char *raw = malloc(n), *body;
@@ -103,7 +131,10 @@ static void test_value_over_cap_refused(void **state)
 	snprintf(body, buf_size(&b) + 200,
 		 "{" HEADER ",\"kvs\":[{\"key\":\"%s\",\"value\":\"%s\"}]}", KEY_I1,
 		 (const char *)buf_head(&b));
-	assert_int_equal(range(body, &r), -EPROTO);
+	assert_int_equal(range(body, &r), 0);
+	assert_int_equal(r.n_bad, 1);
+	assert_true(r.kvs[0].bad);
+	etcdjson_range_free(&r);
 	free(body);
 	free(raw);
 	buf_free(&b);
@@ -211,13 +242,17 @@ static void test_watch_messages(void **state)
 	assert_true(w.canceled);
 	assert_int_equal(w.compact_revision, 17);
 	etcdjson_watch_free(&w);
-	/* Refused: no result, an unknown type, a non-boolean flag. */
-	assert_int_equal(watch("{" HEADER "}", &w), -EPROTO);
+	/* An event of an unknown type is marked, the message stands. */
 	assert_int_equal(
 	    watch("{\"result\":{\"events\":[{\"type\":\"PATCH\",\"kv\":{\"key\":\"" KEY_I1
 		  "\"}}]}}",
 		  &w),
-	    -EPROTO);
+	    0);
+	assert_int_equal(w.n_bad, 1);
+	assert_true(w.events[0].kv.bad);
+	etcdjson_watch_free(&w);
+	/* Refused: no result, a non-boolean flag, an error. */
+	assert_int_equal(watch("{" HEADER "}", &w), -EPROTO);
 	assert_int_equal(watch("{\"result\":{\"created\":\"yes\"}}", &w), -EPROTO);
 	assert_int_equal(
 	    watch("{\"error\":{\"grpc_code\":14,\"message\":\"unavailable\"}}", &w),
@@ -344,7 +379,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_range_reply),
 	    cmocka_unit_test(test_range_refusals),
-	    cmocka_unit_test(test_value_over_cap_refused),
+	    cmocka_unit_test(test_range_bad_kvs_marked),
+	    cmocka_unit_test(test_value_over_cap_marked),
 	    cmocka_unit_test(test_page_over_cap_refused),
 	    cmocka_unit_test(test_lease_replies),
 	    cmocka_unit_test(test_claim_replies),
