@@ -48,9 +48,16 @@ void registry__request_failed(struct registry *r, const char *what, int rc, long
 		r->authenticated = 0;
 }
 
+static void lease_step(struct registry *r);
+
 static void on_kick(struct ev_timer *t, void *user)
 {
-	registry__flush(user);
+	struct registry *r = user;
+
+	/* A lease found gone is granted again now, not at the next tick. */
+	if (!r->lease && (!r->user[0] || r->authenticated))
+		lease_step(r);
+	registry__flush(r);
 }
 
 void registry__kick(struct registry *r)

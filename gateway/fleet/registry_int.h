@@ -40,6 +40,7 @@ struct registry__op {
 	struct registry__local *local; /* a claim's instance, or NULL */
 	int gateway_key;	       /* a claim of the gateway key */
 	int rounds;		       /* a claim's transactions so far */
+	int64_t lease;		       /* the lease it was sent under */
 	char key[512];
 };
 

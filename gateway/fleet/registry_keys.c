@@ -86,6 +86,7 @@ static void send_claim(struct registry__op *op, int64_t mod_revision)
 	struct buf b = BUF_INIT;
 	char *value = value_of(r, op);
 
+	op->lease = r->lease;
 	etcdjson_claim_req(&b, op->key, value, r->lease, mod_revision);
 	free(value);
 	op->req =
@@ -199,7 +200,13 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	if (rc < 0 || status != 200)
 		registry__request_failed(r, "claim of a key", rc, status,
 					 rc < 0 ? err : body);
-	else if (etcdjson_claim_reply(body, len, &ok, cur, why, sizeof(why)) < 0)
+	/* Written under a lease etcd no longer has (and still the current
+	   one): a new lease at once, not at the next keep-alive. */
+	if (rc == 0 && status != 200 && op->lease == r->lease &&
+	    strstr(body, "requested lease not found")) {
+		registry__lease_lost(r, "etcd no longer knows it");
+		registry__kick(r);
+	} else if (etcdjson_claim_reply(body, len, &ok, cur, why, sizeof(why)) < 0)
 		registry__request_failed(r, "claim of a key", 0, status, why);
 	else
 		failed = 0;

@@ -176,6 +176,23 @@ class Keys(RegistryCase):
         wait_until(lambda: self.registry(a)["routes"] == 1, "its own route", stacks=[a])
         self.assertGreaterEqual(a.metrics()["ptygate_registry_keys_skipped_total"], 7)
 
+    def test_lease_lost_is_granted_again_and_keys_rewritten(self):
+        a = self.gateway("gw-a")
+        wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
+        old = self.key("gateways", "gw-a")[1]
+        # An operator (or etcd) ends the lease: the keys go with it.
+        self.cluster.call("/v3/lease/revoke", {"ID": str(old)})
+        t0 = time.monotonic()
+        wait_until(lambda: len(self.keys()) == 2 and all(
+            lease not in (0, old) for _, lease in self.keys().values()),
+            "both keys again under a new lease", stacks=[a])
+        note("keys back under a new lease %.2f s after the revoke"
+             % (time.monotonic() - t0))
+        m = a.metrics()
+        self.assertEqual(m["ptygate_registry_leases_lost_total"], 1)
+        self.assertEqual(m["ptygate_registry_lease_grants_total"], 2)
+        self.wait_state(a, "up")
+
     def test_sigkill_keys_gone_within_ttl(self):
         a = self.gateway("gw-a")
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
