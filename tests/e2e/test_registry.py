@@ -68,10 +68,11 @@ class RegistryCase(unittest.TestCase):
             st.cleanup()
         self.assertEqual(problems, [], "\n".join(problems))
 
-    def gateway(self, gid, instance="inst-e2e", extra=(), start=True, before_start=None):
+    def gateway(self, gid, instance="inst-e2e", extra=(), start=True, before_start=None,
+                ttl=TTL):
         st = Stack(instance=instance, gateway_args=[
             "--registry", "etcd:" + self.cluster.endpoints(), "--registry-prefix", self.prefix,
-            "--registry-ttl", str(TTL), "--gateway-id", gid, *extra])
+            "--registry-ttl", str(ttl), "--gateway-id", gid, *extra])
         self.stacks.append(st)
         if before_start:
             before_start(st)
@@ -177,7 +178,8 @@ class Keys(RegistryCase):
         self.assertGreaterEqual(a.metrics()["ptygate_registry_keys_skipped_total"], 7)
 
     def test_lease_lost_is_granted_again_and_keys_rewritten(self):
-        a = self.gateway("gw-a")
+        # A TTL no late keep-alive reaches: the one lease lost is the revoke.
+        a = self.gateway("gw-a", ttl=10)
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
         old = self.key("gateways", "gw-a")[1]
         # An operator (or etcd) ends the lease: the keys go with it.
@@ -288,10 +290,12 @@ class Twins(RegistryCase):
         # Two gateways on one host left at one --gateway-id, serving the
         # same instance: the second is refused both keys, and neither
         # rewrites the other's (no write after write through the watch).
-        a = self.gateway("gw-same")
+        # A TTL far past the wait: a keep-alive late on a loaded machine
+        # must not rewrite a key under a new lease while it is watched.
+        a = self.gateway("gw-same", ttl=30)
         wait_until(lambda: len(self.keys()) == 2, "the first one's keys", stacks=[a])
         held = self.keys()
-        b = self.gateway("gw-same")
+        b = self.gateway("gw-same", ttl=30)
         wait_until(lambda: b.metrics().get("ptygate_registry_claims_refused_total", 0) >= 2,
                    "the twin's claims refused", stacks=[a, b])
         with open(b.gateway.log_path) as f:
@@ -299,7 +303,7 @@ class Twins(RegistryCase):
         self.assertIn("gateway id gw-same is held by another live process", log)
         self.assertIn("(another process with this --gateway-id)", log)
         first = self.revision()
-        time.sleep(3 * TTL)
+        time.sleep(6)
         self.assertEqual(self.revision(), first, "no key written since")
         self.assertEqual(self.keys(), held, "the first one's keys as they were")
 
@@ -307,7 +311,9 @@ class Twins(RegistryCase):
 class Outage(RegistryCase):
 
     def test_member_kill_then_all_down_then_back(self):
-        a = self.gateway("gw-a")
+        # A TTL a loaded machine's late keep-alive cannot reach while the
+        # test checks that one member's death goes unnoticed.
+        a = self.gateway("gw-a", ttl=10)
         self.wait_state(a, "up")
         wait_until(lambda: len(self.keys()) == 2, "two keys", stacks=[a])
 
@@ -316,7 +322,7 @@ class Outage(RegistryCase):
         self.cluster.kill_member(0)
         self.cluster.wait_healthy()
         self.wait_state(a, "up")
-        time.sleep(TTL * 1.5)  # past a lease period: still alive
+        time.sleep(4)  # past a keep-alive period: still alive
         self.assertEqual(self.registry(a)["state"], "up")
         self.assertEqual(len(self.keys()), 2)
 
