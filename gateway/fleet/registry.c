@@ -130,6 +130,8 @@ static void on_grant(void *user, int rc, long status, const char *body, size_t l
 	if (rc < 0 || status != 200) {
 		registry__request_failed(r, "lease grant", rc, status,
 					 rc < 0 ? err : body);
+		if (rc < 0)
+			registry__member_silent(r, r->lease_endpoint);
 		return;
 	}
 	if (etcdjson_grant_reply(body, len, &lease, &ttl, why, sizeof(why)) < 0) {
@@ -155,6 +157,8 @@ static void on_keepalive(void *user, int rc, long status, const char *body, size
 	if (rc < 0 || status != 200) {
 		registry__request_failed(r, "lease keep-alive", rc, status,
 					 rc < 0 ? err : body);
+		if (rc < 0)
+			registry__member_silent(r, r->lease_endpoint);
 		return;
 	}
 	if (etcdjson_keepalive_reply(body, len, &ttl, why, sizeof(why)) < 0) {
@@ -186,6 +190,7 @@ static void lease_step(struct registry *r)
 	}
 	/* Answered within a third of the TTL, or tried again on the next
 	   tick while the lease still stands. */
+	r->lease_endpoint = etcd_endpoint(r->etcd);
 	r->lease_req = etcd_post(r->etcd, path, (const char *)buf_head(&b), buf_size(&b),
 				 r->ttl_s * 1000 / 3, REGISTRY__BODY_MAX, cb, r);
 	buf_free(&b);

@@ -84,6 +84,8 @@ struct registry {
 	int64_t page_limit;   /* keys a range page asks for: halved on a page too big */
 	struct etcd_req *range_req;
 	struct etcd_req *watch_req;
+	const char *watch_endpoint; /* the member the watch streams from */
+	const char *lease_endpoint; /* the member the last keep-alive went to */
 	struct etcdjson_split split;
 	struct ev_timer *resync;
 	int64_t resync_backoff_ms;
@@ -125,6 +127,9 @@ void registry__gateway_key_gone(struct registry *r);
 /* Starts a range of the prefix then its watch; the cache keeps serving. */
 void registry__sync_start(struct registry *r);
 void registry__sync_stop(struct registry *r);
+/* A request to endpoint failed at the transport: if the watch streams
+   from that member, it is restarted elsewhere (a resync). */
+void registry__member_silent(struct registry *r, const char *endpoint);
 /* The resync timer's callback: a sync after the backoff. */
 void registry__on_resync(struct ev_timer *t, void *user);
 

@@ -205,6 +205,7 @@ static void start_watch(struct registry *r)
 	etcdjson_split_free(&r->split);
 	etcdjson_split_init(&r->split, REGISTRY__WATCH_MSG_MAX);
 	etcdjson_watch_req(&b, r->prefix, r->prefix_end, r->revision + 1);
+	r->watch_endpoint = etcd_endpoint(r->etcd);
 	r->watch_req = etcd_stream(r->etcd, "/v3/watch", (const char *)buf_head(&b),
 				   buf_size(&b), on_watch_data, on_watch_done, r);
 	buf_free(&b);
@@ -305,6 +306,18 @@ void registry__sync_start(struct registry *r)
 	buf_reset(&r->page_from);
 	buf_append_str(&r->page_from, r->prefix);
 	send_page(r);
+}
+
+void registry__member_silent(struct registry *r, const char *endpoint)
+{
+	if (!r->watch_req || r->watch_endpoint != endpoint)
+		return;
+	/* A member that stopped answering may still hold the watch's
+	   connection open (a hung process, a partition): nothing would come
+	   and nothing would break. Read the map again from another one. */
+	etcd_cancel(r->watch_req);
+	r->watch_req = NULL;
+	failed(r, "the watch's member stopped answering keep-alives");
 }
 
 void registry__sync_stop(struct registry *r)

@@ -14,11 +14,12 @@ TLS with client certificates (--registry-cacert, --registry-cert,
 --registry-key); two processes under one --gateway-id never rewrite each
 other's keys."""
 import os
+import signal
 import time
 import unittest
 
 import harness
-from etcd_cluster import EtcdCluster
+from etcd_cluster import EtcdCluster, b64
 from harness import Stack, note
 
 TTL = 2
@@ -309,6 +310,35 @@ class Twins(RegistryCase):
 
 
 class Outage(RegistryCase):
+
+    def test_hung_member_holding_the_watch(self):
+        # The member the watch streams from stops (SIGSTOP: its sockets stay
+        # open, nothing breaks). The keep-alives it no longer answers move
+        # the watch to another member, so a key written meanwhile reaches
+        # the cache.
+        a = self.gateway("gw-a")
+        self.wait_state(a, "up")
+        stopped = self.cluster.members[0]
+        stopped.proc.send_signal(signal.SIGSTOP)
+        self.addCleanup(lambda: stopped.proc.send_signal(signal.SIGCONT))
+
+        def put():
+            # Through another member; if the stopped one led, the others
+            # elect a leader first.
+            try:
+                self.cluster.call("/v3/kv/put", {
+                    "key": b64(self.prefix + "instances/elsewhere"),
+                    "value": b64('{"gateway":"gw-x","url":"http://x"}')},
+                    url=self.cluster.url(1))
+                return True
+            except OSError:
+                return False
+
+        wait_until(put, "a write through another member", stacks=[a])
+        wait_until(lambda: self.registry(a)["routes"] == 2, "the new key in the cache",
+                   stacks=[a])
+        self.assertGreaterEqual(a.metrics()["ptygate_registry_resyncs_total"], 1)
+        stopped.proc.send_signal(signal.SIGCONT)
 
     def test_member_kill_then_all_down_then_back(self):
         # A TTL a loaded machine's late keep-alive cannot reach while the
