@@ -18,7 +18,10 @@
 #include "linkcred.h"
 #include "linklisten.h"
 #include "log.h"
+#include "fleetauth.h"
+#include "forward.h"
 #include "registry.h"
+#include "relay.h"
 #include "restlimit.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -548,6 +551,42 @@ fail:
 	return -1;
 }
 
+/* Forwarding to the owning gateway, with --fleet-secret-file: the key
+   and the forwarder on the loop. Without it this gateway neither
+   forwards nor takes forwarded requests. Returns 0 or -1 after saying
+   why on stderr (an unreadable or short secret refuses the start). */
+static int start_fleet(struct gateway *gw)
+{
+	const struct gw_config *c = gw->cfg;
+	struct forward_opts o = {
+	    .cacert = c->fleet_cacert,
+	    .cert = c->fleet_cert,
+	    .key = c->fleet_key,
+	    .connect_timeout_ms = 3000,
+	    .timeout_ms = (long)c->request_timeout_ms + 5000,
+	};
+	char err[512];
+
+	if (!c->fleet_secret_file[0]) {
+		if (c->registry[0])
+			log_warn(NULL, "fleet: no --fleet-secret-file: requests for "
+				       "instances other gateways serve answer 503");
+		return 0;
+	}
+	gw->fleet = xcalloc(1, sizeof(*gw->fleet));
+	if (fleetauth_load(gw->fleet, c->fleet_secret_file, err, sizeof(err)) < 0) {
+		fprintf(stderr, "ptygate-gateway: --fleet-secret-file: %s\n", err);
+		return -1;
+	}
+	o.auth = gw->fleet;
+	gw->forward = forward_new(gw->loop, &o, err, sizeof(err));
+	if (!gw->forward) {
+		fprintf(stderr, "ptygate-gateway: forwarding: %s\n", err);
+		return -1;
+	}
+	return 0;
+}
+
 struct gateway *gateway_new(struct gw_config *cfg)
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
@@ -565,9 +604,9 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		return NULL;
 	}
 	gw->registry = registry_new(gw);
-	if (!gw->registry || load_keys(gw) < 0 || load_instances(gw) < 0 ||
-	    fit_fd_limit(gw) < 0 || start_http(gw) < 0 || start_links(gw) < 0 ||
-	    start_loop(gw) < 0) {
+	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
+	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_http(gw) < 0 ||
+	    start_links(gw) < 0 || start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
@@ -591,6 +630,9 @@ void gateway_free(struct gateway *gw)
 	if (!gw)
 		return;
 	conn_set_free(&gw->conns);
+	if (gw->forward)
+		relay_close_all(
+		    gw->forward); /* before the listeners their sockets hold */
 	registry_free(gw->registry);
 	gw->registry = NULL;
 	linklisten_free(gw->linklisten);
@@ -599,6 +641,10 @@ void gateway_free(struct gateway *gw)
 	free(gw->ups);
 	http_free(gw->admin);
 	http_free(gw->http);
+	forward_free(gw->forward); /* after the requests that may hold its calls */
+	if (gw->fleet)
+		fleetauth_clear(gw->fleet);
+	free(gw->fleet);
 	ev_timer_free(gw->grace);
 	ev_timer_free(gw->tick);
 	keys_free(gw->keys);

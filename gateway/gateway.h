@@ -34,6 +34,8 @@ struct gateway {
 	struct conn_slots *slots;  /* connection counts per principal/instance */
 	struct restlimit *rest;	   /* REST requests per principal (routes_auth.c) */
 	struct registry *registry; /* the fleet's (registry.h), never NULL */
+	struct forward *forward;   /* to the owning gateway (forward.h), or NULL */
+	struct fleetauth *fleet;   /* --fleet-secret-file's key, or NULL */
 	int stopping;
 	struct ev_timer *grace; /* bounds the goodbye at shutdown */
 	struct ev_timer *tick;

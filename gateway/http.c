@@ -37,10 +37,13 @@
 
 #include "conn.h"
 #include "ev.h"
+#include "fleetauth.h"
 #include "gateway.h"
+#include "httpfleet.h"
 #include "log.h"
 #include "num.h"
 #include "peers.h"
+#include "relay.h"
 #include "routes.h"
 #include "timeutil.h"
 #include "tls.h"
@@ -122,12 +125,14 @@ struct http_req {
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
 	int started, handled, suspended, too_large, upgraded;
-	int close_after;	 /* the answer ends the connection */
-	int client_counted;	 /* holds one count of client in h->peers */
-	struct peer_addr client; /* behind a trusted proxy: from X-Forwarded-For */
-	int64_t start_us;	 /* its first byte, for the latency histograms */
-	struct route_req *rq;	 /* NULL once upgraded: conn.c has what it needs */
-	struct conn *conn;	 /* made before the 101, started after it */
+	int close_after;	       /* the answer ends the connection */
+	int client_counted;	       /* holds one count of client in h->peers */
+	struct peer_addr client;       /* behind a trusted proxy: from X-Forwarded-For */
+	int64_t start_us;	       /* its first byte, for the latency histograms */
+	struct route_req *rq;	       /* NULL once upgraded: conn.c has what it needs */
+	struct conn *conn;	       /* made before the 101, started after it */
+	struct httpfleet_headers hdrs; /* gathered when the request is forwarded */
+	char client_text[64];	       /* the client's address, for forwarding */
 };
 
 static void let_go(struct http *h);
@@ -502,6 +507,7 @@ static void req_release(struct http_req *r)
 		free(r->rq);
 		r->rq = NULL;
 	}
+	httpfleet_clear(&r->hdrs);
 	if (buf_size(&r->protocols))
 		explicit_bzero(buf_head(&r->protocols), buf_size(&r->protocols));
 	buf_free(&r->body);
@@ -634,6 +640,58 @@ void http_release(struct http_hold *hold, int fd)
 
 static enum MHD_Result answer(struct http_req *r);
 
+/* A relayed attach's client socket, and what it holds of the listener. */
+struct relayed {
+	struct http_hold hold;
+	int fd;
+};
+
+static void relay_ended(void *user, struct relay *rl)
+{
+	struct relayed *d = user;
+
+	relay_free(rl);
+	http_release(&d->hold, d->fd);
+	free(d);
+}
+
+/* The owner answered 101: the client's socket goes to the relay. */
+static void on_relayed(void *cls, struct MHD_Connection *c, void *req_cls,
+		       const char *extra, size_t extra_len, MHD_socket sock,
+		       struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_req *r = cls;
+	struct relayed *d = xcalloc(1, sizeof(*d));
+
+	d->hold.h = r->h;
+	d->fd = hand_out(r, sock, urh, &d->hold);
+	if (d->fd < 0) {
+		d->fd = sock;
+		d->hold.urh = urh;
+	}
+	r->upgraded = 1;
+	routes_relay_start(r->rq, d->fd, extra, extra_len, relay_ended, d);
+	req_release(r);
+}
+
+/* The owner's 101 to the client, with the owner's WebSocket headers. */
+static enum MHD_Result queue_relayed(struct http_req *r)
+{
+	struct MHD_Response *resp = MHD_create_response_for_upgrade(on_relayed, r);
+	const struct forward_header *h;
+	enum MHD_Result ok;
+	size_t n;
+
+	if (!resp)
+		return MHD_NO;
+	h = routes_forwarded_headers(r->rq, &n);
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_UPGRADE, "websocket");
+	httpfleet_answer_headers(resp, h, n);
+	ok = MHD_queue_response(r->c, MHD_HTTP_SWITCHING_PROTOCOLS, resp);
+	MHD_destroy_response(resp);
+	return ok;
+}
+
 static enum MHD_Result queue_upgrade(struct http_req *r)
 {
 	struct MHD_Response *resp;
@@ -725,8 +783,10 @@ static void log_refused(struct http_req *r)
 static enum MHD_Result answer(struct http_req *r)
 {
 	struct route_req *rq = r->rq;
+	const struct forward_header *fwd;
 	struct MHD_Response *resp;
 	enum MHD_Result ok;
+	size_t n_fwd;
 	char n[16];
 
 	log_refused(r);
@@ -734,14 +794,19 @@ static enum MHD_Result answer(struct http_req *r)
 	metrics_observe(&r->h->gw->metrics.http_latency[rq->m.id % METRICS_ROUTES],
 			time_mono_us() - r->start_us);
 	if (rq->status == 101)
-		return queue_upgrade(r);
+		return routes_relayed(rq) ? queue_relayed(r) : queue_upgrade(r);
 	resp = route_body(rq);
 	if (!resp)
 		return MHD_NO;
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, rq->content_type);
+	fwd = routes_forwarded_headers(rq, &n_fwd);
+	if (fwd) /* the owner's answer carries the owner's headers */
+		httpfleet_answer_headers(resp, fwd, n_fwd);
+	else
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+					rq->content_type);
 	if (rq->static_file)
 		webfiles_headers(resp, rq->static_file);
-	else
+	else if (!fwd)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (rq->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, rq->allow);
@@ -808,6 +873,13 @@ static const char *header(struct http_req *r, const char *name)
 	return MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, name);
 }
 
+static const struct forward_header *all_headers(struct route_req *rq, size_t *n)
+{
+	struct http_req *r = rq->user;
+
+	return httpfleet_collect(r->c, &r->hdrs, n);
+}
+
 /* The request is whole: fill the route request and ask the routes. */
 static void handle(struct http_req *r, const char *method)
 {
@@ -827,6 +899,11 @@ static void handle(struct http_req *r, const char *method)
 	rq->ws_extensions = header(r, "Sec-WebSocket-Extensions");
 	rq->origin = header(r, "Origin");
 	rq->host = header(r, MHD_HTTP_HEADER_HOST);
+	rq->fleet_auth = header(r, FLEETAUTH_HEADER);
+	rq->forwarded_for = header(r, "X-Forwarded-For");
+	client_str(r, r->client_text, sizeof(r->client_text));
+	rq->client = r->client_text;
+	rq->all_headers = all_headers;
 	rq->ws_protocol =
 	    buf_size(&r->protocols) > 1 ? (const char *)buf_head(&r->protocols) : NULL;
 	rq->body = (const char *)buf_head(&r->body);

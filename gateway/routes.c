@@ -357,6 +357,11 @@ static int dispatch(struct route_req *rq)
 		rq->allow = routes_allow(rq->m.id);
 		return 0;
 	}
+	if (routes__fleet_check(rq) < 0)
+		return 0;
+	rc = routes__forward(rq);
+	if (rc != -ENOENT)
+		return rc;
 	return handlers[rq->m.id](rq);
 }
 
@@ -378,6 +383,7 @@ void routes_req_clear(struct route_req *rq)
 		upstream_cancel(rq->pending_up, rq->pending_id);
 		rq->pending_up = NULL;
 	}
+	routes__forward_clear(rq);
 	routes__release_slot(rq);
 	routes__rest_release(rq);
 	if (rq->file_fd >= 0)

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "conn.h"
+#include "forward.h"
 #include "http.h"
 #include "link.pb-c.h"
 #include "ptg_limits.h"
@@ -125,6 +126,13 @@ struct route_req {
 	const char *origin, *host; /* Origin and Host, NULL when absent */
 	const char *body;
 	size_t body_len;
+	/* the fleet (routes_forward.c): the fleet header and X-Forwarded-For
+	   as received (NULL when absent), the client's address as this
+	   gateway sees it, and every header of the request, for forwarding
+	   it as it came */
+	const char *fleet_auth, *forwarded_for;
+	const char *client;
+	const struct forward_header *(*all_headers)(struct route_req *rq, size_t *n);
 	void (*done)(struct route_req *rq); /* an answer that waited is ready */
 	void *user;
 
@@ -155,7 +163,23 @@ struct route_req {
 	size_t held_bytes;	     /* counted in metrics.reply_bytes until cleared */
 	char *rest_principal;	     /* an admitted REST request's place (restlimit) */
 	struct route_export *export; /* a recording's pages (routes_recording.c) */
+	struct routes_fwd *fwd;	     /* a forwarded request (routes_forward.c) */
+	int forwarded;		     /* its fleet header verified: it came forwarded */
 };
+
+/* A forwarded request's answer carries the owner's headers: NULL when
+   it is not one (http.c then adds its own). */
+const struct forward_header *routes_forwarded_headers(const struct route_req *rq,
+						      size_t *n);
+/* 1 when rq's 101 is an owner's, to be relayed (routes_relay_start)
+   rather than served by a connection of this gateway. */
+int routes_relayed(const struct route_req *rq);
+/* The client has its 101: the relay to the owner takes fd (extra: what
+   the client sent after its head); end is called once both sides are
+   done, to close fd and relay_free the relay. */
+struct relay;
+void routes_relay_start(struct route_req *rq, int fd, const void *extra, size_t len,
+			void (*end)(void *user, struct relay *r), void *user);
 
 /* The 400 checks of an attach upgrade on rq's inputs, in order: a token
    in the query, a malformed upgrade, no pty-ws.v1 offered. *o starts

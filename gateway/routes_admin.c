@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "gateway.h"
+#include "forward.h"
 #include "metrics.h"
 #include "registry.h"
 #include "routes_int.h"
@@ -31,6 +32,9 @@ int routes__readyz(struct route_req *rq)
 	}
 	/* The registry's state is reported, not required: a gateway whose etcd
 	   is away still serves its own instances and its cached routes. */
+	/* A gateway of a fleet serves requests for the others' instances
+	   too: ready while it can forward to them, even with none of its own. */
+	any |= rq->gw->forward && registry_up(rq->gw->registry);
 	return routes__json(rq, any ? 200 : 503,
 			    json_pack("{s:o,s:o}", "instances", inst, "registry",
 				      registry_readyz(rq->gw->registry)));
@@ -58,6 +62,7 @@ int routes__metrics(struct route_req *rq)
 	rq->status = 200;
 	rq->content_type = ROUTES__PROMETHEUS;
 	registry_metrics(gw->registry, &rq->out);
+	forward_metrics(gw->forward, &rq->out);
 	return 0;
 }
 

@@ -75,6 +75,20 @@ void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t
 /* Gives back the connection slot an attach holds, if any. */
 void routes__release_slot(struct route_req *rq);
 
+/* ---- the fleet (routes_forward.c) ---- */
+
+/* The fleet header, when the request has one: verified, the request is
+   forwarded (rq->forwarded); not, a 401 is the answer. Returns 0 or
+   -EACCES. */
+int routes__fleet_check(struct route_req *rq);
+/* An instance route for an instance another gateway owns: forwarded
+   (returns 1, the answer comes through rq->done) or answered here (0:
+   503 when the registry is unavailable, a loop, or no forwarding).
+   -ENOENT: served here (local, or unknown: the handler's 404). */
+int routes__forward(struct route_req *rq);
+/* Drops what a forwarded request holds (a call or relay in flight). */
+void routes__forward_clear(struct route_req *rq);
+
 /* ---- handlers, one per route id ---- */
 
 int routes__healthz(struct route_req *rq);    /* routes_admin.c */
