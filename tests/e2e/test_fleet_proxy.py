@@ -1,9 +1,12 @@
 """A fleet behind real nginx: two hosts, each a gateway with its own sidecar
-and instance, and nginx in front running deploy/nginx/ptygate-fleet.conf
-(with this test's addresses and a self-signed certificate: nginx
-terminates TLS, clients use https:// and wss://). Requests and WebSocket upgrades for
-/agents/{instance}/... must reach the host that runs that instance, with
-the token, the subprotocol and the frames passing through untouched."""
+and instance, the gateways sharing a real three-member etcd cluster
+(etcd_cluster.py) and a fleet secret, and nginx in front running
+deploy/nginx/ptygate-fleet.conf (with this test's addresses and a
+self-signed certificate: nginx terminates TLS, clients use https:// and
+wss://), round-robin over both gateways with no per-instance map.
+Requests and WebSocket upgrades for /agents/{instance}/... must reach the
+host that runs that instance whichever gateway nginx picks, with the
+token, the subprotocol and the frames passing through untouched."""
 import http.client
 import json
 import os
@@ -18,6 +21,7 @@ import unittest
 import websockets
 
 import harness
+from etcd_cluster import EtcdCluster
 from harness import Client, FrameValidator, SUBPROTOCOL, Stack, b64url
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -45,11 +49,12 @@ def fleet_config(port, gateways, cert, key):
     conf = re.sub(r"ssl_session_cache .*;", "", conf)
     if cert not in conf or key not in conf:
         raise AssertionError("could not place the test's certificate in " + FLEET_CONF)
-    entries = "".join("    %s  127.0.0.1:%d;\n" % (inst, p) for inst, p in gateways)
-    conf = re.sub(r"(map \$ptygate_instance \$ptygate_gateway \{\n    default \"\";\n)"
-                  r"(?:    inst-[ab].*\n)+", lambda m: m.group(1) + entries, conf)
-    if "127.0.0.1:%d" % gateways[0][1] not in conf:
-        raise AssertionError("could not place the test's hosts in " + FLEET_CONF)
+    servers = "".join("    server 127.0.0.1:%d max_fails=2 fail_timeout=5s;\n" % p
+                      for _, p in gateways)
+    conf, n = re.subn(r"(upstream ptygate_gateways \{\n)(?:    server .*\n)+",
+                      lambda m: m.group(1) + servers, conf)
+    if n != 1 or "127.0.0.1:%d" % gateways[0][1] not in conf:
+        raise AssertionError("could not place the test's gateways in " + FLEET_CONF)
     return conf
 
 
@@ -132,12 +137,23 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
     @classmethod
     def setUpClass(cls):
         FrameValidator.get()
-        # Behind the proxy each client counts by X-Forwarded-For.
-        proxied = ["--trusted-proxy", "127.0.0.1"]
-        cls.a = Stack(instance="inst-a", gateway_args=proxied).start()
-        cls.b = Stack(instance="inst-b", gateway_args=proxied)
+        cls.cluster = EtcdCluster()
+        cls.a = cls.b = cls.proxy = None
         try:
+            cls.cluster.start()
+            secret = os.path.join(cls.cluster.dir, "fleet.secret")
+            with open(secret, "w") as f:
+                f.write(os.urandom(32).hex())
+            # Behind the proxy each client counts by X-Forwarded-For; the
+            # gateways find each other's instances in etcd.
+            fleet = ["--trusted-proxy", "127.0.0.1", "--registry",
+                     "etcd:" + cls.cluster.endpoints(), "--registry-prefix",
+                     "/fleet-proxy-%d/" % os.getpid(), "--fleet-secret-file", secret]
+            cls.a = Stack(instance="inst-a", gateway_args=fleet + ["--gateway-id", "gw-a"])
+            cls.b = Stack(instance="inst-b", gateway_args=fleet + ["--gateway-id", "gw-b"])
+            cls.a.start()
             cls.b.start()
+            cls.wait_routes()
             cls.proxy = Proxy(cls.a.dir, [("inst-a", cls.a.port), ("inst-b", cls.b.port)])
             cls.proxy.start()
         except BaseException:
@@ -145,12 +161,28 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
             raise
 
     @classmethod
+    def wait_routes(cls):
+        """Both gateways know both instances (a failure guard, not a measure)."""
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if all(st.http("GET", "/readyz").json()["registry"].get("routes") == 2
+                   for st in (cls.a, cls.b)):
+                return
+            time.sleep(0.05)
+        raise AssertionError("the gateways' routes did not converge:\n%s\n%s"
+                             % (cls.a.logs(), cls.b.logs()))
+
+    @classmethod
     def tearDownClass(cls):
         if getattr(cls, "proxy", None):
             cls.proxy.stop()
-        problems = cls.a.stop() + cls.b.stop()
-        cls.b.cleanup(keep=bool(problems))
-        cls.a.cleanup(keep=bool(problems))
+        problems = []
+        for st in (cls.a, cls.b):
+            if st:
+                problems += st.stop()
+                st.cleanup(keep=bool(problems))
+        cls.cluster.stop()
+        cls.cluster.cleanup()
         if problems:
             raise AssertionError("daemon problems:\n" + "\n".join(problems))
 
@@ -168,24 +200,34 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
         self.assertEqual(ws.subprotocol, SUBPROTOCOL)
         return Client(ws, "via-proxy")
 
-    def test_rest_is_routed_by_instance(self):
+    def test_rest_reaches_the_owner_whichever_gateway_nginx_picks(self):
         for stack in (self.a, self.b):
-            status, body = self.proxy.http(
-                "POST", "/agents/%s/sessions" % stack.instance,
-                token=stack.token(sub="admin", scope="sessions"),
-                body={"command": ["/bin/sh"], "env": {"PS1": "$ "}})
-            self.assertEqual(status, 201, body)
-            sid = json.loads(body)["session_id"]
-            # The session exists on that host's gateway, and only there.
-            self.assertEqual(stack.get_session(sid)["session_id"], sid)
+            token = stack.token(sub="admin", scope="sessions")
+            # Round-robin over two gateways: of two creates, one lands on
+            # the gateway that does not own the instance.
+            sids = []
+            for _ in range(2):
+                status, body = self.proxy.http(
+                    "POST", "/agents/%s/sessions" % stack.instance, token=token,
+                    body={"command": ["/bin/sh"], "env": {"PS1": "$ "}})
+                self.assertEqual(status, 201, body)
+                sids.append(json.loads(body)["session_id"])
+            # Each session lives on that host's sidecar; the other gateway
+            # forwards to it.
             other = self.b if stack is self.a else self.a
-            r = other.http("GET", "/agents/%s/sessions/%s" % (stack.instance, sid),
-                           token=other.token(sub="admin", scope="sessions"))
-            self.assertEqual(r.status, 404, r)
+            for sid in sids:
+                self.assertEqual(stack.get_session(sid)["session_id"], sid)
+                r = other.http("GET", "/agents/%s/sessions/%s" % (stack.instance, sid),
+                               token=token)
+                self.assertEqual((r.status, r.json()["session_id"]), (200, sid))
 
     def test_unknown_instance_is_404_json(self):
-        status, body = self.proxy.http("GET", "/agents/inst-zzz/sessions")
-        self.assertEqual(status, 404)
+        # Whichever gateway answers (a REST call checks its token first:
+        # the AgentCard needs none).
+        for _ in range(2):
+            status, body = self.proxy.http("GET",
+                                           "/agents/inst-zzz/.well-known/agent-card.json")
+            self.assertEqual(status, 404, body)
         self.assertEqual(json.loads(body)["code"], "NOT_FOUND")
 
     def test_a_token_of_one_host_is_refused_by_the_other(self):
@@ -197,10 +239,14 @@ class FleetProxy(unittest.IsolatedAsyncioTestCase):
     async def test_websocket_attach_through_the_proxy(self):
         for stack, auth in ((self.a, "header"), (self.b, "subprotocol")):
             sid = stack.create_session()
-            c = await self.attach_via_proxy(stack, sid, auth)
-            await c.expect_hello(sid)
-            await c.join_fresh("controller")
-            await c.run("echo via-$((20+22))-%s" % stack.instance, "via-42-" + stack.instance)
+            # Twice each: one lands on the gateway that relays to the owner.
+            for _ in range(2):
+                c = await self.attach_via_proxy(stack, sid, auth)
+                await c.expect_hello(sid)
+                await c.join_fresh("controller")
+                await c.run("echo via-$((20+22))-%s" % stack.instance,
+                            "via-42-" + stack.instance)
+                await c.ws.close()
 
 
 if __name__ == "__main__":

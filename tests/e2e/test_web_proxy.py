@@ -1,8 +1,8 @@
 """The browser page behind real nginx, as deployed: the shipped
 deploy/nginx/ptygate-fleet.conf (with this test's addresses and a
 self-signed certificate, as tests/e2e/test_fleet_proxy.py runs it), which
-routes only /agents/{instance}/... to a gateway, and a location derived
-from it that serves the gateway under a path prefix (/tools/ptygate/). A
+sends every path to the fleet's gateways, and a location derived from it
+that serves the gateway under a path prefix (/tools/ptygate/). A
 real headless chromium (web/test/proxy.mjs) loads the session page
 through each, every file coming back 200, attaches over wss:// and types
 into a real session; under the prefix it also lists the sessions from the
