@@ -132,7 +132,8 @@ struct http_req {
 	struct route_req *rq;	       /* NULL once upgraded: conn.c has what it needs */
 	struct conn *conn;	       /* made before the 101, started after it */
 	struct httpfleet_headers hdrs; /* gathered when the request is forwarded */
-	char client_text[64];	       /* the client's address, for forwarding */
+	int fleet; /* forwarded by a gateway of the fleet: client is its client */
+	char client_text[64]; /* the client's address, for forwarding */
 };
 
 static void let_go(struct http *h);
@@ -448,19 +449,28 @@ static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
 	}
 }
 
-/* Behind a trusted proxy: the client from X-Forwarded-For takes one
-   count for the life of the request (a WebSocket's whole life). Returns
-   0, or -EBUSY when that client is at its cap. */
-static int count_client(struct http_req *r, struct http_sock *s)
+/* Behind a trusted proxy, or forwarded by a gateway of the fleet (its
+   fleet header verified): the client from X-Forwarded-For takes one
+   count for the life of the request (a WebSocket's whole life), a
+   forwarding gateway's socket none (it brings many clients). Returns 0,
+   or -EBUSY when that client is at its cap. */
+static int count_client(struct http_req *r, struct http_sock *s, const char *method)
 {
 	const struct gw_config *cfg = r->h->gw->cfg;
 	const char *xff;
 
-	if (!s || !s->trusted)
+	r->fleet = s && httpfleet_forwarded(r->h->gw->fleet, r->c, method, r->target,
+					    &r->client);
+	if (!s || (!s->trusted && !r->fleet))
 		return 0;
+	if (r->fleet && s->counted) {
+		peer_table_give(r->h->peers, &s->peer);
+		s->counted = 0;
+	}
 	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
-	peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff,
-		    &r->client);
+	if (!r->fleet)
+		peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff,
+			    &r->client);
 	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
 		r->h->gw->metrics.conns_refused_address++;
 		log_refusal(r->h, &r->client, "request refused (429), client at its cap");
@@ -747,7 +757,7 @@ static void client_str(struct http_req *r, char *out, size_t cap)
 	static const struct peer_addr none;
 	struct http_sock *s = sock_of(r->c);
 
-	if (s && s->trusted && memcmp(&r->client, &none, sizeof(none)) != 0)
+	if (s && (s->trusted || r->fleet) && memcmp(&r->client, &none, sizeof(none)) != 0)
 		peer_addr_str(&r->client, out, cap);
 	else if (s)
 		peer_addr_str(&s->peer, out, cap);
@@ -918,13 +928,13 @@ static void handle(struct http_req *r, const char *method)
 
 /* The request is whole: its deadline is met, and behind a trusted proxy
    its client is counted. Returns 0, or -EBUSY with a 429 to answer. */
-static int whole(struct http_req *r)
+static int whole(struct http_req *r, const char *method)
 {
 	struct http_sock *s = sock_of(r->c);
 
 	if (s)
 		head_disarm(s);
-	if (count_client(r, s) == 0)
+	if (count_client(r, s, method) == 0)
 		return 0;
 	r->handled = 1;
 	routes_refuse(r->rq, 429, "RATE_LIMITED",
@@ -1007,7 +1017,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 		return upload(r, upload_data, upload_data_size);
 	if (r->too_large)
 		return reply_too_large(r);
-	if (!r->handled && whole(r) < 0)
+	if (!r->handled && whole(r, method) < 0)
 		return answer(r);
 	if (!r->handled)
 		handle(r, method);

@@ -3,8 +3,27 @@
 #include <string.h>
 #include <strings.h>
 
+#include "fleetauth.h"
 #include "httpfleet.h"
+#include "timeutil.h"
 #include "xalloc.h"
+
+int httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
+			const char *method, const char *target, struct peer_addr *client)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, FLEETAUTH_HEADER);
+	const char *xff =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, "X-Forwarded-For");
+	const char *last;
+
+	if (!key || !v || !xff ||
+	    fleetauth_verify(key, time_now_ms() / 1000, v, method, target, xff) < 0)
+		return 0;
+	last = strrchr(xff, ',');
+	last = last ? last + 1 : xff;
+	last += strspn(last, " \t");
+	return peer_addr_parse(last, strcspn(last, " \t"), client) == 0;
+}
 
 static enum MHD_Result one(void *cls, enum MHD_ValueKind kind, const char *key,
 			   const char *value)

@@ -11,6 +11,9 @@
 
 #include "buf.h"
 #include "forward.h"
+#include "peers.h"
+
+struct fleetauth;
 
 #define HTTPFLEET_HEADERS_MAX 128 /* a head within MHD's 16 KiB pool holds fewer */
 
@@ -26,6 +29,12 @@ struct httpfleet_headers {
 const struct forward_header *httpfleet_collect(struct MHD_Connection *c,
 					       struct httpfleet_headers *hs, size_t *n);
 void httpfleet_clear(struct httpfleet_headers *hs);
+/* 1 when the request on c carries a fleet header that verifies under key
+   (NULL: no fleet secret) for method and target: it came from a gateway
+   of the fleet, and *client is the one address its X-Forwarded-For
+   names. 0 otherwise (the routes refuse a header that does not verify). */
+int httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
+			const char *method, const char *target, struct peer_addr *client);
 /* Puts the owner's headers h[0, n) on resp; Upgrade and Connection are
    MHD's for a 101. */
 void httpfleet_answer_headers(struct MHD_Response *resp, const struct forward_header *h,
