@@ -290,6 +290,7 @@ static void reload_link_keys(struct gateway *gw)
 	}
 	keys_free(gw->link_keys);
 	gw->link_keys = ks;
+	linklisten_keys_changed(gw->linklisten);
 	log_info(NULL, "SIGHUP: %zu link keys", keys_count(ks));
 }
 

@@ -1,16 +1,21 @@
-/* linklisten: see linklisten.h. Accepted links wait in a list, each with
-   its opening buffer and a deadline timer, until their credential is
-   verified (handed to gateway_register) or refused. A link whose opening
-   is complete is checked off the loop, by linkverify's worker at a lower
-   CPU priority, and its result registered on the loop at most
+/* linklisten: see linklisten.h. Everything before the registration runs
+   on linkverify's worker thread, on its own loop, at a lower CPU
+   priority: the listeners are accepted there, and accepted links wait in
+   a list, each with its opening buffer and a deadline timer, until their
+   credential is verified or refused (refusals are sent, logged and
+   counted there too). Only a verified link, its fd with its claims and
+   peer, goes to the gateway's loop, which registers at most
    OPENINGS_PER_TURN a turn: a flood of connecting sidecars costs the
    clients a bounded slice of each turn and the CPU the worker is left,
-   not a thousand Ed25519 checks at the loop's priority. */
+   not a thousand accepts, reads and Ed25519 checks at the loop's
+   priority. The gateway's counters and gauges the worker changes are
+   changed atomically (metrics.c reads every one atomically). */
 #include "linklisten.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,21 +66,30 @@ struct pending_link {
 	struct ev_timer *deadline;
 	char peer[160];
 	size_t len;
-	int verifying; /* its opening complete, with the worker */
-	int late;      /* its deadline passed while it was */
 	struct pending_link *prev, *next;
 	uint8_t *in; /* small, or a buffer of the frame's size */
 	size_t cap;
 	uint8_t small[OPENING_SMALL]; /* last: not zeroed */
 };
 
+/* A verified link on its way to the loop. */
+struct verified_link {
+	int fd;
+	char peer[160];
+	struct linkcred cred;
+};
+
 struct linklisten {
 	struct gateway *gw;
+	struct ev_loop *wl; /* the worker's: listeners and pending links */
 	struct listener *ls;
 	size_t n_ls;
-	struct pending_link *pending; /* awaiting their credential */
-	size_t n_pending;
-	struct linkverify *verify; /* checks complete openings */
+	struct pending_link *pending; /* awaiting their credential; worker */
+	size_t n_pending;	      /* worker */
+	size_t max_pending;
+	int64_t auth_timeout_ms;
+	struct linkverify *verify; /* the worker */
+	pthread_mutex_t keys_mu;   /* over keys: the worker checks with it */
 	struct keyset *keys;	   /* the worker's copy of gw->link_keys */
 };
 
@@ -151,7 +165,7 @@ static void refuse(struct linklisten *ll, int fd, const char *peer, int reason)
 {
 	const char *why = reason < LINKCRED_N_REASONS ? linkcred_strerror(-reason) : NULL;
 
-	ll->gw->metrics.link_refusals[reason]++;
+	__atomic_fetch_add(&ll->gw->metrics.link_refusals[reason], 1, __ATOMIC_RELAXED);
 	log_warn("link-listen", "link from %s refused: %s%s%s", peer,
 		 metrics_link_refusal_name(reason), why ? ": " : "", why ? why : "");
 	refuse_fd(fd, reason);
@@ -173,7 +187,7 @@ static int pending_end(struct pending_link *pl, int keep_fd)
 	if (pl->next)
 		pl->next->prev = pl->prev;
 	ll->n_pending--;
-	ll->gw->metrics.links_pending = ll->n_pending;
+	__atomic_store_n(&ll->gw->metrics.links_pending, ll->n_pending, __ATOMIC_RELAXED);
 	ev_io_free(pl->io);
 	ev_timer_free(pl->deadline);
 	if (pl->in != pl->small)
@@ -196,34 +210,51 @@ static void pending_refuse(struct pending_link *pl, int reason)
 	refuse(ll, fd, peer, reason);
 }
 
-/* A verified credential: the link goes to its instance. */
+/* On the loop, a few a turn: a verified link registered, or refused
+   when its instance cannot take it. The most done in one turn is a
+   gauge, so the bound can be seen holding. */
+static void on_verified(void *user, void *item)
+{
+	struct linklisten *ll = user;
+	struct verified_link *vl = item;
+	const struct linkcred *c = &vl->cred;
+	int refusal = 0;
+
+	ll->gw->metrics.link_openings_turn_max = linkverify_turn_max(ll->verify);
+	if (gateway_register(ll->gw, c, vl->fd, vl->peer, &refusal) < 0)
+		refuse(ll, vl->fd, vl->peer, refusal);
+	else
+		log_info("link-listen",
+			 "link from %s: instance %s (kid '%s', expires in %lld s)",
+			 vl->peer, c->instance_id, c->kid,
+			 (long long)(c->exp - time_now_ms() / 1000));
+	free(vl);
+}
+
+/* Verified links the loop never took (shutdown): closed. */
+static void on_dropped(void *user, void *item)
+{
+	struct verified_link *vl = item;
+
+	close(vl->fd);
+	free(vl);
+}
+
+/* On the worker: a verified credential sends the link to the loop. */
 static void pending_accept(struct pending_link *pl, const struct linkcred *c)
 {
 	struct linklisten *ll = pl->ll;
-	char peer[sizeof(pl->peer)];
-	int refusal = 0, fd;
+	struct verified_link *vl = xmalloc(sizeof(*vl));
 
-	memcpy(peer, pl->peer, sizeof(peer));
-	fd = pending_end(pl, 1);
-	if (gateway_register(ll->gw, c, fd, peer, &refusal) < 0) {
-		refuse(ll, fd, peer, refusal);
-		return;
-	}
-	log_info("link-listen", "link from %s: instance %s (kid '%s', expires in %lld s)",
-		 peer, c->instance_id, c->kid,
-		 (long long)(c->exp - time_now_ms() / 1000));
+	memcpy(vl->peer, pl->peer, sizeof(vl->peer));
+	vl->cred = *c;
+	vl->fd = pending_end(pl, 1);
+	linkverify_post(ll->verify, vl);
 }
 
-/* A link with the worker stays until its result (which then refuses it
-   for the timeout): the worker holds it by its address. */
 static void on_pending_deadline(struct ev_timer *t, void *user)
 {
-	struct pending_link *pl = user;
-
-	if (pl->verifying)
-		pl->late = 1;
-	else
-		pending_refuse(pl, LINK_REFUSAL_TIMEOUT);
+	pending_refuse(user, LINK_REFUSAL_TIMEOUT);
 }
 
 /* ---- the worker's keys ---- */
@@ -259,30 +290,37 @@ static struct keyset *copy_keys(const struct keyset *src)
 }
 
 /* The gateway's set is replaced on SIGHUP, on the loop, while the worker
-   may be checking: the worker has a copy of its own, brought up to date
-   before each check is queued (a few keys compared) and swapped only
-   while the worker is held. */
-static void sync_keys(struct linklisten *ll)
+   may be checking: the worker checks with a copy of its own, swapped
+   under keys_mu (the loop waits for one check at most). */
+void linklisten_keys_changed(struct linklisten *ll)
 {
-	struct keyset *ks;
+	struct keyset *ks, *old;
 
-	if (ll->keys && same_keys(ll->keys, ll->gw->link_keys))
+	if (!ll || !ll->gw->link_keys || same_keys(ll->keys, ll->gw->link_keys))
 		return;
 	ks = copy_keys(ll->gw->link_keys);
-	linkverify_hold(ll->verify);
-	keys_free(ll->keys);
+	pthread_mutex_lock(&ll->keys_mu);
+	old = ll->keys;
 	ll->keys = ks;
-	linkverify_release(ll->verify);
+	pthread_mutex_unlock(&ll->keys_mu);
+	keys_free(old);
 }
 
-/* The complete opening goes to the worker; its fd is not read meanwhile
-   (nothing may follow the credential anyway). */
-static void queue_check(struct pending_link *pl)
+/* On the worker: the full check of a complete opening, then the link
+   goes to the loop or is refused. */
+static void check_opening(struct pending_link *pl)
 {
-	sync_keys(pl->ll);
-	ev_io_set(pl->io, 0);
-	pl->verifying = 1;
-	linkverify_submit(pl->ll->verify, pl, pl->in, pl->len);
+	struct linklisten *ll = pl->ll;
+	struct linkcred c;
+	int rc;
+
+	pthread_mutex_lock(&ll->keys_mu);
+	rc = linklisten_opening(ll->keys, pl->in, pl->len, time_now_ms() / 1000, &c);
+	pthread_mutex_unlock(&ll->keys_mu);
+	if (rc == 1)
+		pending_accept(pl, &c);
+	else
+		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
 }
 
 /* Once the frame's length is known: a frame longer than the small buffer
@@ -320,36 +358,11 @@ static void on_pending_read(struct ev_io *io, int fd, unsigned events, void *use
 	fit_frame(pl);
 	rc = opening_framed(pl->in, pl->len);
 	if (rc == 1)
-		queue_check(pl);
+		check_opening(pl);
 	else if (rc < 0)
 		pending_refuse(pl, -rc);
 	else if (pl->len == pl->cap)
 		pending_refuse(pl, LINK_REFUSAL_GARBAGE);
-}
-
-/* On the worker: the full check of an opening, with the worker's copy of
-   the keys (replaced only while the worker is held). */
-static int check_opening(void *ctx, const uint8_t *in, size_t len, struct linkcred *out)
-{
-	struct linklisten *ll = ctx;
-
-	return linklisten_opening(ll->keys, in, len, time_now_ms() / 1000, out);
-}
-
-/* On the loop, a few a turn: registered or refused. The most done in one
-   turn is a gauge, so the bound can be seen holding. */
-static void on_checked(void *user, void *tag, int rc, const struct linkcred *c)
-{
-	struct linklisten *ll = user;
-	struct pending_link *pl = tag;
-
-	ll->gw->metrics.link_openings_turn_max = linkverify_turn_max(ll->verify);
-	if (pl->late)
-		pending_refuse(pl, LINK_REFUSAL_TIMEOUT);
-	else if (rc == 1)
-		pending_accept(pl, c);
-	else
-		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
 }
 
 /* "tcp:HOST:PORT", "vsock:CID:PORT" (the CID the host gave the VM) or
@@ -393,7 +406,7 @@ static void pending_add(struct linklisten *ll, int fd, const char *peer)
 	pl->ll = ll;
 	pl->fd = fd;
 	snprintf(pl->peer, sizeof(pl->peer), "%s", peer);
-	pl->io = ev_io_new(ll->gw->loop, fd, EV_READ, on_pending_read, pl);
+	pl->io = ev_io_new(ll->wl, fd, EV_READ, on_pending_read, pl);
 	if (!pl->io) {
 		log_warn("link-listen", "link from %s: cannot watch it: %s", peer,
 			 strerror(errno));
@@ -402,14 +415,13 @@ static void pending_add(struct linklisten *ll, int fd, const char *peer)
 		return;
 	}
 	pl->deadline =
-	    ev_timer_new(ll->gw->loop, (int64_t)ll->gw->cfg->link_auth_timeout_s * 1000,
-			 0, on_pending_deadline, pl);
+	    ev_timer_new(ll->wl, ll->auth_timeout_ms, 0, on_pending_deadline, pl);
 	pl->next = ll->pending;
 	if (pl->next)
 		pl->next->prev = pl;
 	ll->pending = pl;
 	ll->n_pending++;
-	ll->gw->metrics.links_pending = ll->n_pending;
+	__atomic_store_n(&ll->gw->metrics.links_pending, ll->n_pending, __ATOMIC_RELAXED);
 }
 
 /* ---- listeners ---- */
@@ -430,6 +442,7 @@ static void pause_listener(struct listener *l)
 	ev_timer_arm(l->pause, ACCEPT_PAUSE_MS, 0);
 }
 
+/* On the worker, like everything up to the verified credential. */
 static void on_accept(struct ev_io *io, int lfd, unsigned events, void *user)
 {
 	struct listener *l = user;
@@ -450,7 +463,7 @@ static void on_accept(struct ev_io *io, int lfd, unsigned events, void *user)
 		}
 		memset((char *)&ss + sl, 0, sizeof(ss) - sl);
 		peer_name(fd, &ss, l->name + 5, peer, sizeof(peer));
-		if (ll->n_pending >= ll->gw->cfg->max_pending_links)
+		if (ll->n_pending >= ll->max_pending)
 			refuse(ll, fd, peer, LINK_REFUSAL_PENDING_FULL);
 		else
 			pending_add(ll, fd, peer);
@@ -470,34 +483,40 @@ static int listen_one(struct linklisten *ll, struct listener *l, const struct ad
 		return -1;
 	}
 	snprintf(l->name, sizeof(l->name), "from %s", text);
-	l->io = ev_io_new(ll->gw->loop, l->fd, EV_READ, on_accept, l);
+	l->io = ev_io_new(ll->wl, l->fd, EV_READ, on_accept, l);
 	if (!l->io) {
 		snprintf(err, errlen, "%s: cannot watch it: %s", text, strerror(errno));
 		close(l->fd);
 		l->fd = -1;
 		return -1;
 	}
-	l->pause = ev_timer_new(ll->gw->loop, -1, 0, on_unpause, l);
+	l->pause = ev_timer_new(ll->wl, -1, 0, on_unpause, l);
 	log_info(NULL, "accepting sidecar links on %s", text);
 	return 0;
 }
 
+/* The listeners are watched on the worker's loop before its thread
+   starts; from then on only the worker touches them. */
 struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen)
 {
 	struct linklisten *ll = xcalloc(1, sizeof(*ll));
 	const struct gw_config *c = gw->cfg;
 
 	ll->gw = gw;
+	ll->max_pending = c->max_pending_links;
+	ll->auth_timeout_ms = (int64_t)c->link_auth_timeout_s * 1000;
+	pthread_mutex_init(&ll->keys_mu, NULL);
+	ll->keys = gw->link_keys ? copy_keys(gw->link_keys) : keys_new();
 	ll->ls = xcalloc(c->n_link_listen, sizeof(*ll->ls));
-	ll->verify = linkverify_new(gw->loop, check_opening, ll, on_checked, ll,
-				    OPENINGS_PER_TURN);
+	ll->verify =
+	    linkverify_new(gw->loop, on_verified, on_dropped, ll, OPENINGS_PER_TURN);
 	if (!ll->verify) {
-		snprintf(err, errlen, "cannot start the credential checks: %s",
+		snprintf(err, errlen, "cannot start the link worker: %s",
 			 strerror(errno));
-		free(ll->ls);
-		free(ll);
+		linklisten_free(ll);
 		return NULL;
 	}
+	ll->wl = linkverify_loop(ll->verify);
 	for (size_t i = 0; i < c->n_link_listen; i++) {
 		if (listen_one(ll, &ll->ls[i], &c->link_listen[i], err, errlen) < 0) {
 			linklisten_free(ll);
@@ -505,15 +524,22 @@ struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen)
 		}
 		ll->n_ls++;
 	}
+	if (linkverify_start(ll->verify) < 0) {
+		snprintf(err, errlen, "cannot start the link worker: %s",
+			 strerror(errno));
+		linklisten_free(ll);
+		return NULL;
+	}
 	return ll;
 }
 
+/* The worker stopped first: then its loop's watchers are freed here, and
+   the verified links the loop never took are closed. */
 void linklisten_free(struct linklisten *ll)
 {
 	if (!ll)
 		return;
-	linkverify_free(ll->verify); /* before the links it may hold */
-	keys_free(ll->keys);
+	linkverify_stop(ll->verify);
 	while (ll->pending)
 		pending_end(ll->pending, 0);
 	for (size_t i = 0; i < ll->n_ls; i++) {
@@ -521,6 +547,9 @@ void linklisten_free(struct linklisten *ll)
 		ev_timer_free(ll->ls[i].pause);
 		close(ll->ls[i].fd);
 	}
+	linkverify_free(ll->verify);
+	keys_free(ll->keys);
+	pthread_mutex_destroy(&ll->keys_mu);
 	free(ll->ls);
 	free(ll);
 }

@@ -10,8 +10,10 @@
    closed at once. A link's opening is read into a buffer of at most
    LINKLISTEN_OPENING_MAX bytes (a small one unless its frame says it
    needs more), so an unauthenticated peer costs that much memory at most
-   and one bounded read per turn; its check runs off the
-   loop at a lower CPU priority (linkverify.h). */
+   and one bounded read per wake-up. All of it, the accepts, the reads,
+   the timeouts, the checks and the refusals, runs off the gateway's loop
+   on one worker thread at a lower CPU priority (linkverify.h); the loop
+   only registers the verified links, a few a turn. */
 #ifndef PTG_LINKLISTEN_H
 #define PTG_LINKLISTEN_H
 
@@ -35,6 +37,10 @@ struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen);
 /* Closes the listeners and every link still awaiting its credential.
    NULL is a no-op. */
 void linklisten_free(struct linklisten *ll);
+/* On the loop, after gw->link_keys was replaced (SIGHUP): the worker
+   checks the next credentials with a copy of the new set. NULL is a
+   no-op. */
+void linklisten_keys_changed(struct linklisten *ll);
 
 /* The credential step, a pure decision on the bytes in[0, len) a link
    has sent so far, checked with ks at now_s (seconds since the epoch):

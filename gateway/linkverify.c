@@ -1,13 +1,15 @@
-/* linkverify: see linkverify.h. Two FIFOs under one mutex: the jobs the
-   worker takes, and the results it leaves for the loop. An eventfd wakes
-   the loop when a result is added to an empty list; a before-poll hook
-   hands results over, a few a turn, asking for another turn without
-   sleeping only while results remain (not while checks are under way). */
+/* linkverify: see linkverify.h. The worker runs its own loop; the items
+   it posts wait in a FIFO under a mutex. An eventfd wakes the main loop
+   when an item is added to an empty FIFO; a before-poll hook hands them
+   over, a few a turn, asking for another turn without sleeping only
+   while items remain. A second eventfd, watched on the worker's loop,
+   tells it to stop. */
 #include "linkverify.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -17,34 +19,28 @@
 
 #include "xalloc.h"
 
-/* A turn hands over results for at most this long (each one is a
+/* A turn hands over items for at most this long (each one is a
    registration: an upstream, its hello). */
 #define TURN_US 1000
 
-struct job {
-	struct job *next;
-	void *tag;
-	int rc;
-	struct linkcred cred;
-	size_t len;
-	uint8_t in[];
+struct item {
+	struct item *next;
+	void *p;
 };
 
 struct linkverify {
-	struct ev_loop *loop;
-	linkverify_check_fn check;
-	void *ctx;
+	struct ev_loop *loop; /* the main one */
+	struct ev_loop *wl;   /* the worker's */
 	linkverify_done_fn done;
+	linkverify_drop_fn drop;
 	void *user;
 	size_t per_turn, turn_max;
-	int efd;
-	struct ev_io *wake;
+	int efd, stop_efd;
+	struct ev_io *wake, *stop_io;
 	pthread_t thread;
+	int running;
 	pthread_mutex_t mu;
-	pthread_cond_t work, idle;
-	struct job *jobs, *jobs_tail;	/* under mu */
-	struct job *results, *res_tail; /* under mu */
-	int stop, holds, checking;	/* under mu */
+	struct item *items, *tail; /* under mu */
 };
 
 static int64_t mono_us(void)
@@ -53,28 +49,6 @@ static int64_t mono_us(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void push(struct job **head, struct job **tail, struct job *j)
-{
-	j->next = NULL;
-	if (*tail)
-		(*tail)->next = j;
-	else
-		*head = j;
-	*tail = j;
-}
-
-static struct job *pop(struct job **head, struct job **tail)
-{
-	struct job *j = *head;
-
-	if (j) {
-		*head = j->next;
-		if (!*head)
-			*tail = NULL;
-	}
-	return j;
 }
 
 /* The worker gives way to the loop and to everything else at the
@@ -95,37 +69,24 @@ static void lower_priority(void)
 static void *run(void *arg)
 {
 	struct linkverify *v = arg;
-	struct job *j;
-	uint64_t one = 1;
-	int was_empty;
-	ssize_t n;
 
 	lower_priority();
-	pthread_mutex_lock(&v->mu);
-	for (;;) {
-		while (!v->stop && (!v->jobs || v->holds))
-			pthread_cond_wait(&v->work, &v->mu);
-		if (v->stop)
-			break;
-		j = pop(&v->jobs, &v->jobs_tail);
-		v->checking = 1;
-		pthread_mutex_unlock(&v->mu);
-		j->rc = v->check(v->ctx, j->in, j->len, &j->cred);
-		pthread_mutex_lock(&v->mu);
-		v->checking = 0;
-		pthread_cond_broadcast(&v->idle);
-		was_empty = !v->results;
-		push(&v->results, &v->res_tail, j);
-		if (was_empty) {
-			n = write(v->efd, &one, sizeof(one));
-			(void)n; /* a counter at its maximum is still readable */
-		}
-	}
-	pthread_mutex_unlock(&v->mu);
+	ev_loop_run(v->wl);
 	return NULL;
 }
 
-/* The eventfd only wakes the loop; the hook does the handing over. */
+/* On the worker's loop: linkverify_stop asked. */
+static void on_stop(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct linkverify *v = user;
+	uint64_t n;
+	ssize_t r = read(fd, &n, sizeof(n));
+
+	(void)r;
+	ev_loop_stop(v->wl);
+}
+
+/* The eventfd only wakes the main loop; the hook does the handing over. */
 static void on_wake(struct ev_io *io, int fd, unsigned events, void *user)
 {
 	uint64_t n;
@@ -134,8 +95,20 @@ static void on_wake(struct ev_io *io, int fd, unsigned events, void *user)
 	(void)r;
 }
 
-/* Before each poll: results, oldest first, up to the turn's bound; with
-   some left, the next poll does not block. */
+static struct item *pop(struct linkverify *v)
+{
+	struct item *it = v->items;
+
+	if (it) {
+		v->items = it->next;
+		if (!v->items)
+			v->tail = NULL;
+	}
+	return it;
+}
+
+/* Before each poll of the main loop: items, oldest first, up to the
+   turn's bound; with some left, the next poll does not block. */
 static void deliver(void *user)
 {
 	struct linkverify *v = user;
@@ -144,16 +117,18 @@ static void deliver(void *user)
 	int more;
 
 	for (;;) {
-		struct job *j;
+		struct item *it;
+		void *p;
 
 		pthread_mutex_lock(&v->mu);
-		j = done < v->per_turn ? pop(&v->results, &v->res_tail) : NULL;
-		more = v->results != NULL;
+		it = done < v->per_turn ? pop(v) : NULL;
+		more = v->items != NULL;
 		pthread_mutex_unlock(&v->mu);
-		if (!j)
+		if (!it)
 			break;
-		v->done(v->user, j->tag, j->rc, &j->cred);
-		free(j);
+		p = it->p;
+		free(it);
+		v->done(v->user, p);
 		done++;
 		if (mono_us() - t0 >= TURN_US)
 			break;
@@ -164,8 +139,55 @@ static void deliver(void *user)
 		ev_loop_again(v->loop);
 }
 
-/* Every signal blocked: the loop's signalfd takes them all. */
-static int start_thread(struct linkverify *v)
+static void close_fds(struct linkverify *v)
+{
+	ev_io_free(v->wake);
+	ev_io_free(v->stop_io);
+	if (v->efd >= 0)
+		close(v->efd);
+	if (v->stop_efd >= 0)
+		close(v->stop_efd);
+}
+
+struct linkverify *linkverify_new(struct ev_loop *loop, linkverify_done_fn done,
+				  linkverify_drop_fn drop, void *user, size_t per_turn)
+{
+	struct linkverify *v = xcalloc(1, sizeof(*v));
+	int e;
+
+	v->loop = loop;
+	v->done = done;
+	v->drop = drop;
+	v->user = user;
+	v->per_turn = per_turn ? per_turn : 1;
+	pthread_mutex_init(&v->mu, NULL);
+	v->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	v->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	v->wl = ev_loop_new();
+	if (v->efd >= 0 && v->stop_efd >= 0 && v->wl) {
+		v->wake = ev_io_new(loop, v->efd, EV_READ, on_wake, v);
+		v->stop_io = ev_io_new(v->wl, v->stop_efd, EV_READ, on_stop, v);
+		if (v->wake && v->stop_io) {
+			ev_hook_add(loop, deliver, v);
+			return v;
+		}
+	}
+	e = errno;
+	close_fds(v);
+	if (v->wl)
+		ev_loop_free(v->wl);
+	pthread_mutex_destroy(&v->mu);
+	free(v);
+	errno = e;
+	return NULL;
+}
+
+struct ev_loop *linkverify_loop(struct linkverify *v)
+{
+	return v->wl;
+}
+
+int linkverify_start(struct linkverify *v)
 {
 	sigset_t all, old;
 	int rc;
@@ -179,103 +201,62 @@ static int start_thread(struct linkverify *v)
 		return -1;
 	}
 	pthread_setname_np(v->thread, "ptg-linkverify");
+	v->running = 1;
 	return 0;
 }
 
-struct linkverify *linkverify_new(struct ev_loop *loop, linkverify_check_fn check,
-				  void *ctx, linkverify_done_fn done, void *user,
-				  size_t per_turn)
+void linkverify_stop(struct linkverify *v)
 {
-	struct linkverify *v = xcalloc(1, sizeof(*v));
+	uint64_t one = 1;
+	ssize_t n;
 
-	v->loop = loop;
-	v->check = check;
-	v->ctx = ctx;
-	v->done = done;
-	v->user = user;
-	v->per_turn = per_turn ? per_turn : 1;
-	pthread_mutex_init(&v->mu, NULL);
-	pthread_cond_init(&v->work, NULL);
-	pthread_cond_init(&v->idle, NULL);
-	v->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (v->efd >= 0)
-		v->wake = ev_io_new(loop, v->efd, EV_READ, on_wake, v);
-	if (!v->wake || start_thread(v) < 0) {
-		int e = errno;
-
-		ev_io_free(v->wake);
-		if (v->efd >= 0)
-			close(v->efd);
-		pthread_cond_destroy(&v->idle);
-		pthread_cond_destroy(&v->work);
-		pthread_mutex_destroy(&v->mu);
-		free(v);
-		errno = e;
-		return NULL;
-	}
-	ev_hook_add(loop, deliver, v);
-	return v;
-}
-
-static void free_list(struct job *j)
-{
-	while (j) {
-		struct job *next = j->next;
-		free(j);
-		j = next;
-	}
+	if (!v || !v->running)
+		return;
+	n = write(v->stop_efd, &one, sizeof(one));
+	(void)n; /* a counter at its maximum is still readable */
+	pthread_join(v->thread, NULL);
+	v->running = 0;
 }
 
 void linkverify_free(struct linkverify *v)
 {
+	struct item *it;
+
 	if (!v)
 		return;
-	pthread_mutex_lock(&v->mu);
-	v->stop = 1;
-	pthread_cond_broadcast(&v->work);
-	pthread_mutex_unlock(&v->mu);
-	pthread_join(v->thread, NULL);
+	linkverify_stop(v);
 	ev_hook_remove(v->loop, deliver, v);
-	ev_io_free(v->wake);
-	close(v->efd);
-	free_list(v->jobs);
-	free_list(v->results);
-	pthread_cond_destroy(&v->idle);
-	pthread_cond_destroy(&v->work);
+	while ((it = pop(v))) {
+		v->drop(v->user, it->p);
+		free(it);
+	}
+	close_fds(v);
+	ev_loop_free(v->wl);
 	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
 
-void linkverify_submit(struct linkverify *v, void *tag, const uint8_t *in, size_t len)
+void linkverify_post(struct linkverify *v, void *p)
 {
-	struct job *j = xmalloc(sizeof(*j) + len);
+	struct item *it = xmalloc(sizeof(*it));
+	uint64_t one = 1;
+	int was_empty;
+	ssize_t n;
 
-	memset(j, 0, sizeof(*j));
-	j->tag = tag;
-	j->len = len;
-	memcpy(j->in, in, len);
+	it->next = NULL;
+	it->p = p;
 	pthread_mutex_lock(&v->mu);
-	if (!v->jobs) /* the worker takes every job queued before it waits */
-		pthread_cond_signal(&v->work);
-	push(&v->jobs, &v->jobs_tail, j);
+	was_empty = !v->items;
+	if (v->tail)
+		v->tail->next = it;
+	else
+		v->items = it;
+	v->tail = it;
 	pthread_mutex_unlock(&v->mu);
-}
-
-void linkverify_hold(struct linkverify *v)
-{
-	pthread_mutex_lock(&v->mu);
-	v->holds++;
-	while (v->checking)
-		pthread_cond_wait(&v->idle, &v->mu);
-	pthread_mutex_unlock(&v->mu);
-}
-
-void linkverify_release(struct linkverify *v)
-{
-	pthread_mutex_lock(&v->mu);
-	v->holds--;
-	pthread_cond_signal(&v->work);
-	pthread_mutex_unlock(&v->mu);
+	if (was_empty) {
+		n = write(v->efd, &one, sizeof(one));
+		(void)n; /* a counter at its maximum is still readable */
+	}
 }
 
 size_t linkverify_turn_max(const struct linkverify *v)

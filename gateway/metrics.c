@@ -159,7 +159,8 @@ static void refusals(const struct metrics *m, struct buf *out)
 	for (int r = 1; r < LINK_REFUSAL_N; r++)
 		buf_appendf(out,
 			    "ptygate_link_refusals_total{reason=\"%s\"} %" PRIu64 "\n",
-			    metrics_link_refusal_name(r), m->link_refusals[r]);
+			    metrics_link_refusal_name(r),
+			    __atomic_load_n(&m->link_refusals[r], __ATOMIC_RELAXED));
 }
 
 static const unsigned refusal_statuses[3] = {401, 403, 429};
@@ -286,7 +287,9 @@ void metrics_render(const struct metrics *m, const struct metrics_link *links,
 		const uint64_t *v = (const uint64_t *)((const char *)m + f->off);
 
 		metrics__head(out, f->name, f->type, f->help);
-		buf_appendf(out, "%s %" PRIu64 "\n", f->name, *v);
+		/* read atomically: the link worker changes some (linklisten.c) */
+		buf_appendf(out, "%s %" PRIu64 "\n", f->name,
+			    __atomic_load_n(v, __ATOMIC_RELAXED));
 	}
 	refusals(m, out);
 	http_refusals(m, out);

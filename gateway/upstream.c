@@ -663,7 +663,8 @@ static void close_refused(struct upstream *u, int reason, const char *why)
 {
 	log_warn(u->name, "closing the link: %s (%s)", why,
 		 metrics_link_refusal_name(reason));
-	u->gw->metrics.link_refusals[reason]++;
+	/* the link worker adds to these counters too */
+	__atomic_fetch_add(&u->gw->metrics.link_refusals[reason], 1, __ATOMIC_RELAXED);
 	linkconn_close(u->lc, metrics_link_refusal_name(reason));
 }
 

@@ -1,11 +1,12 @@
 /* unit: gateway */
-/* gateway/linkverify.c: link openings are checked on a worker thread at a
-   lower CPU priority than the loop's; while checks are under way the loop
-   sleeps (no turn without an event); results come back at most per_turn
-   a turn, and a client's ready input is served in the first turn whatever
-   the number of results waiting; a held worker checks nothing. Turns are
-   counted by a hook added before the module's, so no assertion depends on
-   the machine's speed; waits for the worker are bounded guards only. */
+/* gateway/linkverify.c: the worker thread runs its own loop at a lower
+   CPU priority than the main loop's; while nothing is posted the main
+   loop sleeps (no turn without an event); posted items come back in order
+   at most per_turn a turn, and a client's ready input is served in the
+   first turn whatever the number of items waiting; items never handed
+   over are dropped at free. Turns are counted by a hook added before the
+   module's, so no assertion depends on the machine's speed; waits for the
+   worker are bounded guards only. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -14,8 +15,11 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,16 +34,15 @@ struct fixture {
 	struct ev_loop *loop;
 	struct linkverify *v;
 	pthread_t loop_thread;
-	/* the check's record, written on the worker */
-	atomic_int checked, off_loop, nice_seen;
-	/* a gate the check waits at while closed */
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	int gate_closed;
+	/* the worker's record */
+	atomic_int posted, off_loop, nice_seen, dropped;
+	int kick;	       /* an eventfd watched on the worker's loop */
+	struct ev_io *kick_io; /* on the worker's loop */
+	atomic_int to_post;    /* items the next kick posts */
 	/* the loop's side */
 	size_t turn, delivered, want, in_turn, most_in_turn;
 	size_t input_turn; /* the turn a ready pipe was served in, 0 before */
-	int last_rc;
+	int in_order;
 };
 
 static struct fixture fx;
@@ -51,37 +54,50 @@ static void sleep_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
-static int check(void *ctx, const uint8_t *in, size_t len, struct linkcred *out)
+/* On the worker: posts to_post items, numbered from posted. */
+static void on_kick(struct ev_io *io, int fd, unsigned events, void *user)
 {
-	struct fixture *f = ctx;
+	struct fixture *f = user;
+	uint64_t n;
+	ssize_t r = read(fd, &n, sizeof(n));
 
-	pthread_mutex_lock(&f->mu);
-	while (f->gate_closed)
-		pthread_cond_wait(&f->cv, &f->mu);
-	pthread_mutex_unlock(&f->mu);
+	(void)io;
+	(void)events;
+	(void)r;
 	if (!pthread_equal(pthread_self(), f->loop_thread))
 		atomic_store(&f->off_loop, 1);
 	atomic_store(&f->nice_seen, getpriority(PRIO_PROCESS, (id_t)gettid()));
-	memset(out, 0, sizeof(*out));
-	snprintf(out->instance_id, sizeof(out->instance_id), "%.*s", (int)len,
-		 (const char *)in);
-	atomic_fetch_add(&f->checked, 1);
-	return 1;
+	for (int i = atomic_exchange(&f->to_post, 0); i > 0; i--) {
+		int *item = malloc(sizeof(*item));
+
+		*item = atomic_load(&f->posted);
+		linkverify_post(f->v, item);
+		atomic_fetch_add(&f->posted, 1);
+	}
 }
 
-static void done(void *user, void *tag, int rc, const struct linkcred *c)
+static void done(void *user, void *item)
 {
 	struct fixture *f = user;
+	int *p = item;
 
-	(void)tag;
-	(void)c;
-	f->last_rc = rc;
+	if ((size_t)*p != f->delivered)
+		f->in_order = 0;
+	free(p);
 	f->delivered++;
 	f->in_turn++;
 	if (f->in_turn > f->most_in_turn)
 		f->most_in_turn = f->in_turn;
 	if (f->delivered == f->want)
 		ev_loop_stop(f->loop);
+}
+
+static void drop(void *user, void *item)
+{
+	struct fixture *f = user;
+
+	atomic_fetch_add(&f->dropped, 1);
+	free(item);
 }
 
 /* Added before the module's hook: each turn starts here. */
@@ -93,35 +109,30 @@ static void count_turn(void *user)
 	f->in_turn = 0;
 }
 
-static void set_gate(int closed)
-{
-	pthread_mutex_lock(&fx.mu);
-	fx.gate_closed = closed;
-	pthread_cond_broadcast(&fx.cv);
-	pthread_mutex_unlock(&fx.mu);
-}
-
 static int setup(void **state)
 {
 	(void)state;
 	memset(&fx, 0, sizeof(fx));
-	pthread_mutex_init(&fx.mu, NULL);
-	pthread_cond_init(&fx.cv, NULL);
+	fx.in_order = 1;
 	fx.loop_thread = pthread_self();
 	fx.loop = ev_loop_new();
 	ev_hook_add(fx.loop, count_turn, &fx);
-	fx.v = linkverify_new(fx.loop, check, &fx, done, &fx, PER_TURN);
-	return fx.loop && fx.v ? 0 : -1;
+	fx.v = linkverify_new(fx.loop, done, drop, &fx, PER_TURN);
+	if (!fx.loop || !fx.v)
+		return -1;
+	fx.kick = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	fx.kick_io = ev_io_new(linkverify_loop(fx.v), fx.kick, EV_READ, on_kick, &fx);
+	return fx.kick_io && linkverify_start(fx.v) == 0 ? 0 : -1;
 }
 
 static int teardown(void **state)
 {
 	(void)state;
-	set_gate(0);
+	linkverify_stop(fx.v);
+	ev_io_free(fx.kick_io);
 	linkverify_free(fx.v);
+	close(fx.kick);
 	ev_loop_free(fx.loop);
-	pthread_cond_destroy(&fx.cv);
-	pthread_mutex_destroy(&fx.mu);
 	return 0;
 }
 
@@ -131,7 +142,7 @@ static void on_guard(struct ev_timer *t, void *user)
 	ev_loop_stop(user);
 }
 
-/* Runs the loop until want results are in, the guard failing the test. */
+/* Runs the loop until want items are in, the guard failing the test. */
 static void run_until_delivered(size_t want)
 {
 	struct ev_timer *guard = ev_timer_new(fx.loop, GUARD_MS, 0, on_guard, fx.loop);
@@ -141,26 +152,26 @@ static void run_until_delivered(size_t want)
 		ev_loop_run(fx.loop);
 	ev_timer_free(guard);
 	assert_int_equal(fx.delivered, want);
+	assert_true(fx.in_order);
 }
 
-static void submit(size_t n)
+/* The worker posts n items (on its own loop, woken by the kick). */
+static void post(int n)
 {
-	for (size_t i = 0; i < n; i++) {
-		char id[32];
-		int len = snprintf(id, sizeof(id), "i-%zu", i);
+	uint64_t one = 1;
 
-		linkverify_submit(fx.v, &fx, (const uint8_t *)id, (size_t)len);
-	}
+	atomic_fetch_add(&fx.to_post, n);
+	assert_int_equal(write(fx.kick, &one, sizeof(one)), sizeof(one));
 }
 
-static void wait_checked(int n)
+static void wait_posted(int n)
 {
-	for (int ms = 0; atomic_load(&fx.checked) < n && ms < GUARD_MS; ms++)
+	for (int ms = 0; atomic_load(&fx.posted) < n && ms < GUARD_MS; ms++)
 		sleep_ms(1);
-	assert_int_equal(atomic_load(&fx.checked), n);
+	assert_int_equal(atomic_load(&fx.posted), n);
 }
 
-static void test_checked_off_the_loop_at_a_lower_priority(void **state)
+static void test_worker_loop_off_the_loop_at_a_lower_priority(void **state)
 {
 	int base, want;
 
@@ -168,9 +179,8 @@ static void test_checked_off_the_loop_at_a_lower_priority(void **state)
 	errno = 0;
 	base = getpriority(PRIO_PROCESS, 0);
 	want = base + LINKVERIFY_NICE > 19 ? 19 : base + LINKVERIFY_NICE;
-	submit(1);
+	post(1);
 	run_until_delivered(1);
-	assert_int_equal(fx.last_rc, 1);
 	assert_true(atomic_load(&fx.off_loop));
 	assert_int_equal(atomic_load(&fx.nice_seen), want);
 	/* the loop's own thread kept its priority */
@@ -183,28 +193,24 @@ static void on_stop(struct ev_timer *t, void *user)
 	ev_loop_stop(user);
 }
 
-/* While every check waits at the gate, the loop has nothing to do and
-   sleeps: the turns it makes are the few its own timer causes, however
-   many checks are under way (a loop that polled without blocking while
-   openings waited made thousands in the same time). */
-static void test_loop_sleeps_while_checks_run(void **state)
+/* While the worker posts nothing, the loop has nothing to do and
+   sleeps: the turns it makes are the few its own timer causes (a loop
+   that polled without blocking would make thousands in the same time). */
+static void test_loop_sleeps_while_nothing_posted(void **state)
 {
 	struct ev_timer *stop;
 	size_t turns;
 
 	(void)state;
-	set_gate(1);
-	submit(200);
 	stop = ev_timer_new(fx.loop, 200, 0, on_stop, fx.loop);
 	fx.turn = 0;
 	ev_loop_run(fx.loop);
 	turns = fx.turn;
 	ev_timer_free(stop);
 	assert_int_equal(fx.delivered, 0);
-	/* about 2 (the timer's turn, then the one that stops); a loop that
-	   polled without blocking would make thousands */
+	/* about 2 (the timer's turn, then the one that stops) */
 	assert_in_range(turns, 1, 10);
-	set_gate(0);
+	post(200);
 	run_until_delivered(200);
 }
 
@@ -220,10 +226,10 @@ static void on_input(struct ev_io *io, int fd, unsigned events, void *user)
 		fx.input_turn = fx.turn;
 }
 
-/* All results ready before the loop runs: at most PER_TURN are handed
+/* All items posted before the loop runs: at most PER_TURN are handed
    over a turn, and a client's input ready at the same time is served in
    the first turn, whatever their number. */
-static void results_bounded_with(size_t n)
+static void items_bounded_with(size_t n)
 {
 	int p[2];
 	struct ev_io *io;
@@ -232,67 +238,58 @@ static void results_bounded_with(size_t n)
 	assert_int_equal(pipe(p), 0);
 	assert_int_equal(write(p[1], &c, 1), 1);
 	io = ev_io_new(fx.loop, p[0], EV_READ, on_input, NULL);
-	submit(n);
-	wait_checked((int)n);
+	post((int)n);
+	wait_posted((int)n);
 	fx.turn = 0;
 	run_until_delivered(n);
 	assert_int_equal(fx.input_turn, 1);
 	assert_in_range(fx.most_in_turn, 1, PER_TURN);
 	assert_true(fx.turn >= (n + PER_TURN - 1) / PER_TURN);
+	assert_int_equal(linkverify_turn_max(fx.v), fx.most_in_turn);
 	ev_io_free(io);
 	close(p[0]);
 	close(p[1]);
 }
 
-static void test_results_bounded_per_turn_100(void **state)
+static void test_items_bounded_per_turn_100(void **state)
 {
 	(void)state;
-	results_bounded_with(100);
+	items_bounded_with(100);
 }
 
-static void test_results_bounded_per_turn_1000(void **state)
+static void test_items_bounded_per_turn_1000(void **state)
 {
 	(void)state;
-	results_bounded_with(1000);
+	items_bounded_with(1000);
 }
 
-/* A held worker starts no check (its context may be replaced); release
-   lets it go on. */
-static void test_hold_stops_checks(void **state)
+/* Items the loop never took are dropped by linkverify_free, each once
+   (LeakSanitizer sees anything left). */
+static void test_free_drops_items_left(void **state)
 {
 	(void)state;
-	linkverify_hold(fx.v);
-	submit(3);
-	sleep_ms(50);
-	assert_int_equal(atomic_load(&fx.checked), 0);
-	linkverify_release(fx.v);
-	run_until_delivered(3);
-}
-
-/* Checks queued behind a closed gate, and results the loop never took,
-   are dropped by linkverify_free (the teardown opens the gate first;
-   LeakSanitizer sees anything left). */
-static void test_free_with_work_left(void **state)
-{
-	(void)state;
-	set_gate(1);
-	submit(50);
-	linkverify_submit(fx.v, &fx, (const uint8_t *)"x", 1);
+	post(50);
+	wait_posted(50);
+	linkverify_stop(fx.v);
+	ev_io_free(fx.kick_io);
+	linkverify_free(fx.v);
+	fx.v = NULL;
+	fx.kick_io = NULL;
+	assert_int_equal(atomic_load(&fx.dropped), 50);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test_setup_teardown(test_checked_off_the_loop_at_a_lower_priority,
-					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_loop_sleeps_while_checks_run, setup,
+	    cmocka_unit_test_setup_teardown(
+		test_worker_loop_off_the_loop_at_a_lower_priority, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_loop_sleeps_while_nothing_posted, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_results_bounded_per_turn_100, setup,
+	    cmocka_unit_test_setup_teardown(test_items_bounded_per_turn_100, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_results_bounded_per_turn_1000, setup,
+	    cmocka_unit_test_setup_teardown(test_items_bounded_per_turn_1000, setup,
 					    teardown),
-	    cmocka_unit_test_setup_teardown(test_hold_stops_checks, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_free_with_work_left, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_free_drops_items_left, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
