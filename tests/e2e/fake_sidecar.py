@@ -284,8 +284,11 @@ def serve(conn, mode, instance_id):
 def main():
     mode, path, instance_id = sys.argv[1:4]
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(path)
+    # bind makes the file before listen lets anyone in: a client that
+    # waits for the file must not find it before then.
+    srv.bind(path + ".tmp")
     srv.listen(16)
+    os.rename(path + ".tmp", path)
     while True:
         conn, _ = srv.accept()
         threading.Thread(target=serve, args=(conn, mode, instance_id), daemon=True).start()
