@@ -881,19 +881,18 @@ struct server *server_new(const struct sidecar_config *cfg)
 		srv->session_uid = pw ? pw->pw_uid : 0;
 	}
 	srv->listen_fd = -1;
-	if (cfg->listen_given && open_listener(srv) < 0) {
-		ev_loop_free(srv->loop);
-		free(srv);
-		return NULL;
-	}
 	if (restore_sessions(srv) < 0 || !(srv->tasks = tasks_new(cfg, srv->loop))) {
-		if (srv->listen_fd >= 0)
-			close(srv->listen_fd);
 		ev_loop_free(srv->loop);
 		free(srv);
 		return NULL;
 	}
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
+	/* Listening last: a gateway that can connect finds the state
+	   directory tightened and the sessions restored. */
+	if (cfg->listen_given && open_listener(srv) < 0) {
+		server_free(srv);
+		return NULL;
+	}
 	if (srv->listen_fd >= 0 &&
 	    !(srv->listen_io =
 		  ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv))) {
