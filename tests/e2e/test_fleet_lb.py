@@ -339,5 +339,50 @@ class Fleet(E2ETestCase):
             d.cleanup()
 
 
+class RegistryAway(unittest.TestCase):
+    """etcd gone: a route in the cache is still forwarded; an instance the
+    cache does not hold is a 503 with Retry-After (not a 404: the registry
+    cannot say), at once, never a hang."""
+
+    def setUp(self):
+        self.cluster = EtcdCluster()
+        self.stacks = []
+        self.addCleanup(self.cleanup)
+        self.cluster.start()
+        secret = os.path.join(self.cluster.dir, "fleet.secret")
+        with open(secret, "w") as f:
+            f.write(secrets.token_hex(32))
+        for gid, inst in (("gw-a", "inst-a"), ("gw-b", "inst-b")):
+            st = Stack(instance=inst, gateway_args=[
+                "--registry", "etcd:" + self.cluster.endpoints(), "--registry-ttl", str(TTL),
+                "--gateway-id", gid, "--fleet-secret-file", secret])
+            self.stacks.append(st)
+            st.start()
+        Fleet.wait_routes(self.stacks, 2)
+
+    def cleanup(self):
+        problems = []
+        for st in self.stacks:
+            problems += st.stop()
+            st.cleanup()
+        self.cluster.stop()
+        self.cluster.cleanup()
+        self.assertEqual(problems, [])
+
+    def test_cached_route_forwarded_unknown_one_503(self):
+        a, b = self.stacks
+        self.cluster.stop_all()
+        wait_until(lambda: a.http("GET", "/readyz").json()["registry"]["state"] != "up",
+                   "the registry reported down", logs=a.logs)
+        r = a.http("GET", "/agents/inst-b/.well-known/agent-card.json")
+        self.assertEqual(r.status, 200, "a cached route still works: %r" % r)
+        t0 = time.monotonic()
+        r = a.http("GET", "/agents/inst-new/.well-known/agent-card.json")
+        self.assertLess(time.monotonic() - t0, 5.0)
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["code"], "UNAVAILABLE")
+        self.assertEqual(r.header("Retry-After"), "2")
+
+
 if __name__ == "__main__":
     harness.main()
