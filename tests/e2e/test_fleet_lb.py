@@ -10,8 +10,11 @@ through the third gateway sees the same frames. A client that forges the
 fleet header is refused (401, logged); an owner that is down is a 502 or
 503 in seconds, never a hang."""
 import asyncio
+import hashlib
+import hmac
 import http.client
 import os
+import struct
 import re
 import secrets
 import shutil
@@ -59,6 +62,22 @@ def haproxy_config(port, backends):
         raise AssertionError("%s no longer has the shape this test edits" % HAPROXY_CFG)
     # The health checks every 2 s as shipped; this test waits for them.
     return conf
+
+
+def fleet_header(secret, method, target, xff, ts=None):
+    """X-Ptygate-Fleet-Auth as docs/fleet.md describes it, made here
+    independently of the gateway: HMAC-SHA-512 cut to 32 bytes, keyed by
+    BLAKE2b-256 of the secret (keyed with the label), over the label, the
+    timestamp, the method, the target and X-Forwarded-For, each after its
+    4-byte big-endian length."""
+    label = b"ptygate-fleet-auth-v1"
+    ts = str(int(time.time()) if ts is None else ts)
+    key = hashlib.blake2b(secret.strip().encode(), digest_size=32, key=label).digest()
+    msg = b"".join(struct.pack(">I", len(f)) + f
+                   for f in (label, ts.encode(), method.encode(), target.encode(),
+                             xff.encode()))
+    mac = hmac.new(key, msg, hashlib.sha512).digest()[:32]
+    return "v1 %s %s" % (ts, harness.b64url(mac))
 
 
 class Via:
@@ -311,6 +330,32 @@ class Fleet(E2ETestCase):
         wait_until(lambda: "fleet" in a.gateway.log_tail(80) and
                    "refused 401" in a.gateway.log_tail(80),
                    "the refusal logged", logs=self.logs)
+
+    def test_signed_forward_accepted_and_never_forwarded_again(self):
+        a, b, _ = self.stacks
+        with open(self.secret_path) as f:
+            secret = f.read()
+        path = "/agents/inst-b/sessions"
+        token = b.token(sub="admin", scope="sessions")
+        # At the owner, a correctly signed forward is served.
+        r = b.http("GET", path, token=token, headers={
+            "X-Forwarded-For": "198.51.100.7",
+            "X-Ptygate-Fleet-Auth": fleet_header(secret, "GET", path, "198.51.100.7")})
+        self.assertEqual(r.status, 200, r)
+        # At a gateway that does not own inst-b, it is not sent on again.
+        r = a.http("GET", path, token=token, headers={
+            "X-Forwarded-For": "198.51.100.7",
+            "X-Ptygate-Fleet-Auth": fleet_header(secret, "GET", path, "198.51.100.7")})
+        self.assertEqual(r.status, 503, r)
+        self.assertEqual(r.json()["code"], "UNAVAILABLE")
+        wait_until(lambda: "not forwarded again" in a.gateway.log_tail(80),
+                   "the loop logged", logs=self.logs)
+        # A signature from a minute ago is refused.
+        r = b.http("GET", path, token=token, headers={
+            "X-Forwarded-For": "198.51.100.7",
+            "X-Ptygate-Fleet-Auth": fleet_header(secret, "GET", path, "198.51.100.7",
+                                                 ts=int(time.time()) - 60)})
+        self.assertEqual(r.status, 401, r)
 
     # -- an owner down
 
