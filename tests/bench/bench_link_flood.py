@@ -21,6 +21,12 @@ The fake sidecars' process runs at nice 19: on a 2-core machine it would
 otherwise take a core's share from the gateway and the sidecar, and the
 echo's delay would measure the flood's own Python, not the gateway.
 
+With PTG_BENCH_PIN=1, the flood's process is pinned to CPU 0 and the
+gateway (every thread), the sidecar (and the shell it starts) and this
+process (the echo's client) to CPU 1: on a loaded 2-core machine that
+keeps the flood's Python off the core the echo's path runs on, so what
+the echo still loses is the gateway's own cost of the flood.
+
 With a BEFORE gateway binary, each round runs it right after
 $PTG_GATEWAY (the same sidecar and CLI), so that the two builds meet the
 same load on a shared machine, and both are reported.
@@ -56,9 +62,21 @@ def credentials(key_path, n):
     return out
 
 
+PIN = os.environ.get("PTG_BENCH_PIN") == "1"
+FLOOD_CPU, ECHO_CPU = {0}, {1}
+
+
+def pin_process(pid, cpus):
+    """Every thread of pid (a thread's affinity is its own)."""
+    for tid in os.listdir("/proc/%d/task" % pid):
+        os.sched_setaffinity(int(tid), cpus)
+
+
 def flood(path, openings, ready, go, done):
     """Child process: connects every link at once, holds them until done."""
     os.nice(19)
+    if PIN:
+        os.sched_setaffinity(0, FLOOD_CPU)
     ready.set()
     go.wait()
     socks = []
@@ -118,6 +136,9 @@ async def one_run(n, r, res, gateway_bin):
     st.gateway_bin = gateway_bin
     st.start()
     try:
+        if PIN:
+            for pid in (st.gateway.pid, st.sidecar.pid, os.getpid()):
+                pin_process(pid, ECHO_CPU)
         openings = credentials(st.link_key, n)
         sid = st.create_session()
         c = await harness.Client.connect(st, sid, st.token(session_id=sid, scope="pty:control"))
@@ -182,12 +203,14 @@ async def main():
         for res, gateway_bin in builds:
             await one_run(n, r, res, gateway_bin)
     for res, gateway_bin in builds:
-        print("%s (%s): median (range) of %d runs, fakes at nice 19: %d links registered in "
+        print("%s (%s): median (range) of %d runs, fakes at nice 19%s: %d links registered in "
               "%s s; gateway RSS %s KiB and CPU %s us (its loop's thread: %s) per registered "
               "instance; at most %s registered a turn; "
               "echo p50 %s ms alone, %s ms during the flood; p99 %s ms alone, %s ms during the "
               "flood; max %s ms alone, %s ms during the flood"
-              % (res["name"], gateway_bin, runs, n, spread(res["register_s"]),
+              % (res["name"], gateway_bin, runs,
+                 ", flood pinned to CPU 0, gateway, sidecar and echo client to CPU 1"
+                 if PIN else "", n, spread(res["register_s"]),
                  spread(res["rss_kib_per"]), spread(res["all_us_per"]),
                  spread(res["loop_us_per"]), spread(res["turn_max"]),
                  spread(res["alone_p50"]), spread(res["flood_p50"]), spread(res["alone_p99"]),
