@@ -5,17 +5,24 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pty.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "runas.h"
 #include "spawn.h"
 
 extern char **environ;
+
+/* How long tty_spawn waits for the new image's environment: far more
+   than an exec takes on a loaded machine, a guard only. */
+#define EXEC_WAIT_TRIES	  5000
+#define EXEC_WAIT_STEP_NS 200000L
 
 /* The program's environment: ours, TERM if we have none, the account's
    login variables (kept in *login, which must outlive the result), then
@@ -88,6 +95,37 @@ static int open_pty(const struct tty_spec *spec, int *master, int *slave, char *
 	return 0;
 }
 
+/* vfork returns once the child's execve has replaced its memory, but the
+   kernel sets the new image's environment a moment later: until then
+   /proc/PID/environ reads empty, and a task started at once (which takes
+   the program's environment from there) would run without it. Waits until
+   it reads something; a program that exited already (a zombie reads
+   empty), one we may not read, or the guard ends the wait. */
+static void wait_exec_done(pid_t pid)
+{
+	const struct timespec step = {0, EXEC_WAIT_STEP_NS};
+	char path[64], c;
+	siginfo_t si;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+	for (int i = 0; i < EXEC_WAIT_TRIES; i++) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return;
+		n = read(fd, &c, 1);
+		close(fd);
+		if (n != 0)
+			return;
+		si.si_pid = 0;
+		if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 ||
+		    si.si_pid)
+			return;
+		nanosleep(&step, NULL);
+	}
+}
+
 int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen)
 {
@@ -137,6 +175,7 @@ int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	close(slave);
 	free(paths);
 	free(envp);
+	wait_exec_done(p);
 	fcntl(m, F_SETFL, fcntl(m, F_GETFL) | O_NONBLOCK);
 	*master = m;
 	*pid = p;

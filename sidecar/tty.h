@@ -19,7 +19,9 @@ struct tty_spec {
    session with the new PTY as its controlling terminal. On success sets *master
    (non-blocking, close-on-exec) and *pid and returns 0; on failure returns a negative
    errno and writes the reason to err. A failing exec in the child (no
-   such program, bad cwd) is reported here, not as a child exit. */
+   such program, bad cwd) is reported here, not as a child exit. Returns
+   once the program's environment reads in /proc/PID/environ (where a
+   task takes it from). */
 int tty_spawn(const struct tty_spec *spec, int *master, pid_t *pid, char *err,
 	      size_t errlen);
 

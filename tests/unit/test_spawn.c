@@ -12,6 +12,8 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -20,6 +22,7 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "fdio.h"
 #include "spawn.h"
 #include "tty.h"
 
@@ -128,6 +131,41 @@ static void test_the_program_gets_its_terminal_and_environment(void **state)
 	buf_free(&out);
 }
 
+/* A task takes the program's environment from /proc/PID/environ, which
+   the kernel fills a moment after vfork returns: read at once, it was
+   empty most times, and a task started right after the session ran
+   without the session's variables. */
+#define SPAWN_ROUNDS 400
+
+static void test_the_environment_reads_as_soon_as_spawned(void **state)
+{
+	static char var[] = "PTG_SPAWN_ENV=from-the-session";
+	char *env[] = {var, NULL};
+	char *argv[] = {"sleep", "30", NULL};
+	struct tty_spec spec = {.argv = argv, .env_extra = env, .cols = 80, .rows = 24};
+	char err[256], path[64];
+	struct buf b = BUF_INIT;
+	int master, status;
+	pid_t pid;
+
+	(void)state;
+	/* Each round the read comes right after the spawn; without the wait
+	   a few rounds in a hundred found it empty, so some round of these
+	   does, all but surely. */
+	for (int i = 0; i < SPAWN_ROUNDS; i++) {
+		assert_int_equal(tty_spawn(&spec, &master, &pid, err, sizeof(err)), 0);
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+		buf_reset(&b);
+		assert_int_equal(fd_read_file(path, 0, 1 << 20, &b, NULL, 0), 0);
+		buf_append(&b, "", 1);
+		assert_true(memmem(buf_head(&b), buf_size(&b), var, sizeof(var)) != NULL);
+		kill(pid, SIGKILL);
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		close(master);
+	}
+	buf_free(&b);
+}
+
 static void test_a_program_that_cannot_start_fails_the_request(void **state)
 {
 	char *missing[] = {"ptg-no-such-program", NULL};
@@ -186,6 +224,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_spawning_leaves_our_memory_writable),
 	    cmocka_unit_test(test_the_program_gets_its_terminal_and_environment),
+	    cmocka_unit_test(test_the_environment_reads_as_soon_as_spawned),
 	    cmocka_unit_test(test_a_program_that_cannot_start_fails_the_request),
 	    cmocka_unit_test(test_environment_and_path_lookup),
 	};
