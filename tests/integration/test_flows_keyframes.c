@@ -88,7 +88,12 @@ static void test_keyframe_cadence_frames(void **state)
 			assert_int_equal(m->frame->target_attach_id, 0);
 			assert_int_equal(m->frame->keyframe->anchor_sequence,
 					 m->frame->sequence);
-			assert_int_equal(outputs, 5);
+			/* The first prompt may have been printed before we
+			   joined: the sidecar counted it, we did not see it. */
+			if (keyframes)
+				assert_int_equal(outputs, 5);
+			else
+				assert_true(outputs >= 1 && outputs <= 5);
 			outputs = 0;
 			keyframes++;
 		}
@@ -105,40 +110,46 @@ static void test_keyframe_cadence_seconds(void **state)
 	static const char *const args[] = {"--keyframe-seconds", "1", NULL};
 	struct fixture *fx = *state;
 	int64_t first_uncovered = 0, now;
-	int done = 0, keyframes = 0, outputs = 0;
+	int done = 0, keyframes = 0, outputs = 0, prompt_keyframe = 0;
 	Ptg__LinkMessage *m;
 	struct peer *p;
 	struct joined j;
 	char sid[64];
 
 	p = start_shell_controller(fx, args, sid, &j);
-	/* Let the Keyframe covering the first prompt (printed before we
-	   joined) go by, so every uncovered output below is one we saw. */
-	expect_quiet(p, 1300);
 	send_input(p, sid, 1,
 		   "for i in 1 2 3 4 5 6 7 8 9 10; do echo slow $i; sleep 0.3; done; "
 		   "echo slow-$((0))end\n",
 		   NULL);
 	/* Each Keyframe comes about a second after the first output it does
-	   not cover; the loop stops after the one covering the end. */
+	   not cover; the loop stops after the one covering the end and the
+	   prompt after it (were the prompt its own frame after that
+	   Keyframe, it would be output while idle). Times are the sidecar's
+	   frame stamps, so a slow test process does not stretch them. */
 	while (!(done && !first_uncovered)) {
 		m = peer_recv(p, STEP_MS);
 		if (!m)
 			fail_msg("no Keyframe within %d ms of output", STEP_MS);
-		now = time_mono_ms();
 		assert_int_equal(m->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
+		now = m->frame->ts_ms;
 		if (m->frame->kind_case == PTG__FRAME__KIND_OUTPUT) {
 			if (!first_uncovered)
 				first_uncovered = now;
 			outputs++;
-			done = text_find(p, 0, "slow-0end") != NULL;
+			done = text_find(p, 0, "slow-0end\r\n$ ") != NULL;
 			continue;
 		}
 		assert_int_equal(m->frame->kind_case, PTG__FRAME__KIND_KEYFRAME);
 		assert_int_equal(m->frame->target_attach_id, 0);
 		assert_int_equal(m->frame->keyframe->anchor_sequence, m->frame->sequence);
-		if (!first_uncovered)
+		if (!first_uncovered) {
+			/* Only the first prompt's, printed before we joined
+			   (its Keyframe due a second later, at any point from
+			   before our join to after the command's start). */
+			if (!outputs && !prompt_keyframe++)
+				continue;
 			fail_msg("a Keyframe that covers no new output");
+		}
 		/* About a second, not the default's five: a loaded machine's
 		   timers run late, so the bound lies between the two. */
 		if (now - first_uncovered > 3500)
