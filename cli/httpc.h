@@ -1,6 +1,6 @@
 /* httpc: one blocking HTTP request through libcurl, as the REST commands
    need it: a method, a URL, an optional JSON body and a bearer token in,
-   the status and body out. (Named httpc, not http, because gateway/http.h
+   the status and body out. (Named httpc, not http, because gateway/http/http.h
    is the server's module and shares the include path.) */
 #ifndef PTG_CLI_HTTPC_H
 #define PTG_CLI_HTTPC_H

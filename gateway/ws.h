@@ -2,7 +2,7 @@
    Received bytes go in through ws_feed; complete messages come out
    through callbacks; every byte wslay wants to send (pongs, close frames,
    pings) comes out through on_write, which must take it all (the
-   connection appends it to its output queue, gateway/outq.h).
+   connection appends it to its output queue, gateway/conn/outq.h).
 
    Outgoing data does not pass through wslay. A server text message is
    built once as a complete frame (struct wsframe: header + payload) and

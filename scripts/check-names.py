@@ -10,7 +10,7 @@ external linkage must start with that name and "_" (ring.c: ring_*).
 Also allowed:
   - a module split in several files shares the header X_int.h in their
     directory: a file named X_*.c (or listed in SPLIT) exports X_* and
-    X__* (routes_json.c with gateway/routes_int.h: routes_*, routes__*),
+    X__* (routes_json.c with gateway/http/routes_int.h: routes_*, routes__*),
     and X.c itself exports X__* too;
   - main in main.c;
   - the EXCEPTIONS below, each with its reason.
@@ -47,7 +47,7 @@ EXCEPTIONS = {
     ("shared/b64.c", "b64url_*"): "(in flux: wsproto/wshandshake.c calls b64url_decode)",
     ("shared/timeutil.c", "time_*"): "(in flux: shared/log.c calls time_now_ms, "
     "time_format_ms)",
-    ("gateway/peers.c", "peer_*"): "(in flux: gateway/http.c, being edited, calls most)",
+    ("gateway/http/peers.c", "peer_*"): "(in flux: gateway/http/http.c, being edited, calls most)",
     ("shared/fdio.c", "f[ds]_*"): "(in flux: gateway/config.c, being edited, calls "
     "fd_read_file)",
 }

@@ -1,5 +1,5 @@
 """An observer is written at most CONN_FAN_WRITE_MAX (128 KiB,
-gateway/conn.h) a loop turn. A socket with room for megabytes (loopback,
+gateway/conn/conn.h) a loop turn. A socket with room for megabytes (loopback,
 a fast path) took them in one write, and with a thousand observers such
 writes held the gateway's loop, and with it the link and the
 controller's input, for tens of milliseconds a turn. The rest of the

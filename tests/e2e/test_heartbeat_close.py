@@ -39,7 +39,7 @@ class HeartbeatCloseCode(E2ETestCase):
 
 FLOOD_BYTES = 6000000  # "y\r\n" over the PTY: about 12 MB queued as JSON
 READ_RATE = 1 << 20    # what the slow client reads a second
-LINGER_S = 2           # LINGER_MS in gateway/conn.c
+LINGER_S = 2           # LINGER_MS in gateway/conn/conn.c
 
 
 def read_until_close(sock, buf, timeout, rate):

@@ -1,5 +1,5 @@
 /* unit: gateway */
-/* gateway/webfiles.c: which names are content-hashed (immutable), the
+/* gateway/http/webfiles.c: which names are content-hashed (immutable), the
    Cache-Control of each; and the web page's routes in routes_match: "/"
    and "/agents/I/sessions/S/" are the page, "/agents/I/sessions/S" stays
    the REST resource; files are opened beneath --static-dir with no
