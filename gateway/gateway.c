@@ -588,6 +588,31 @@ static int start_fleet(struct gateway *gw)
 	return 0;
 }
 
+static struct upstream *host_upstream(void *owner, const char *instance_id)
+{
+	return gateway_upstream(owner, instance_id);
+}
+
+static void host_slot_release(void *owner, const char *principal, const char *instance)
+{
+	gateway_slot_release(owner, principal, instance);
+}
+
+/* What connections are given of the gateway (conn.h). */
+static void fill_conn_host(struct gateway *gw)
+{
+	gw->conn_host = (struct conn_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .policy = &gw->policy,
+	    .metrics = &gw->metrics,
+	    .conns = &gw->conns,
+	    .owner = gw,
+	    .upstream = host_upstream,
+	    .slot_release = host_slot_release,
+	};
+}
+
 struct gateway *gateway_new(struct gw_config *cfg)
 {
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
@@ -604,6 +629,7 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		free(gw);
 		return NULL;
 	}
+	fill_conn_host(gw);
 	gw->registry = registry_new(gw);
 	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
 	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_http(gw) < 0 ||

@@ -27,9 +27,10 @@ struct gateway {
 	struct jwt_policy policy;
 	struct upstream **ups;
 	size_t n_ups;
-	struct http *http;     /* the public listener */
-	struct http *admin;    /* --admin-listen, or NULL */
-	struct conn_set conns; /* every upgraded connection */
+	struct http *http;	    /* the public listener */
+	struct http *admin;	    /* --admin-listen, or NULL */
+	struct conn_set conns;	    /* every upgraded connection */
+	struct conn_host conn_host; /* what each connection sees of the gateway */
 	struct metrics metrics;
 	struct conn_slots *slots;  /* connection counts per principal/instance */
 	struct restlimit *rest;	   /* REST requests per principal (routes_auth.c) */

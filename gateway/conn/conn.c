@@ -17,11 +17,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway.h"
-#include "http.h"
+#include "config.h"
+#include "log.h"
+#include "metrics.h"
 #include "ptg_limits.h"
 #include "task_ops.h"
-#include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
 #include "uuid.h"
@@ -78,7 +78,7 @@ static void fifo_remove(struct conn *c)
    connections not yet joined, closing ones) is written every turn. */
 void conn_mark_dirty(struct conn *c)
 {
-	struct conn_set *s = &c->gw->conns;
+	struct conn_set *s = c->host->conns;
 
 	if (c->dirty || c->dead)
 		return;
@@ -116,7 +116,7 @@ void conn_send_json(struct conn *c, const struct buf *json)
 	wf = wsframe_text((const char *)buf_head(json), buf_size(json));
 	outq_push_bytes(&c->q, wf->data, wf->len);
 	wsframe_unref(wf);
-	c->gw->metrics.frames_out++;
+	c->host->metrics->frames_out++;
 	conn_mark_dirty(c);
 }
 
@@ -125,7 +125,7 @@ void conn_send_json(struct conn *c, const struct buf *json)
 
 static void refill_ops(struct conn *c)
 {
-	int64_t rate = c->gw->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
+	int64_t rate = c->host->cfg->max_ops_per_sec, cap = 2 * rate * 1000;
 	int64_t now = time_mono_ms();
 
 	c->op_tokens =
@@ -138,7 +138,7 @@ static void refill_ops(struct conn *c)
 /* Milliseconds until the bucket holds an op again (0: it does). */
 static int64_t throttle_left_ms(struct conn *c)
 {
-	int64_t rate = c->gw->cfg->max_ops_per_sec;
+	int64_t rate = c->host->cfg->max_ops_per_sec;
 
 	refill_ops(c);
 	return c->op_tokens >= 0 ? 0 : (-c->op_tokens + rate - 1) / rate;
@@ -146,7 +146,7 @@ static int64_t throttle_left_ms(struct conn *c)
 
 void conn_take_op(struct conn *c)
 {
-	int64_t cap = 2 * (int64_t)c->gw->cfg->max_ops_per_sec * 1000;
+	int64_t cap = 2 * (int64_t)c->host->cfg->max_ops_per_sec * 1000;
 
 	refill_ops(c);
 	c->op_tokens -= 1000;
@@ -155,7 +155,7 @@ void conn_take_op(struct conn *c)
 	if (c->op_tokens >= 0 || c->throttled)
 		return;
 	c->throttled = 1;
-	c->gw->metrics.ops_throttled++;
+	c->host->metrics->ops_throttled++;
 	if (!c->dead && c->state != CONN_CLOSING)
 		ev_timer_arm(c->heartbeat, throttle_left_ms(c), 0);
 	conn_mark_dirty(c); /* the flush drops EV_READ */
@@ -167,13 +167,13 @@ void conn_take_op(struct conn *c)
    heartbeat closes it. */
 static void update_pressure(struct conn *c)
 {
-	const struct gw_config *cfg = c->gw->cfg;
+	const struct gw_config *cfg = c->host->cfg;
 	size_t queued = outq_bytes(&c->q);
 
 	if (!c->paused && queued > cfg->max_queue_bytes) {
 		c->paused = 1;
 		c->over_since_ms = time_mono_ms();
-		c->gw->metrics.backpressure_events++;
+		c->host->metrics->backpressure_events++;
 		log_info(c->log_ctx,
 			 "queue %zu bytes over the cap: not reading the client", queued);
 		if (!c->dead && c->state != CONN_CLOSING)
@@ -224,7 +224,7 @@ static int write_out(struct conn *c, size_t max)
 	while (outq_bytes(&c->q)) {
 		if (done == max) {
 			c->write_cut = 1;
-			c->gw->metrics.fanout_writes_cut++;
+			c->host->metrics->fanout_writes_cut++;
 			break;
 		}
 		cnt = trim_iov(iov, outq_iov(&c->q, iov, 64), max - done);
@@ -235,7 +235,7 @@ static int write_out(struct conn *c, size_t max)
 			break;
 		if (n <= 0)
 			return -1;
-		c->gw->metrics.bytes_out += (uint64_t)n;
+		c->host->metrics->bytes_out += (uint64_t)n;
 		outq_consume(&c->q, (size_t)n);
 		done += (size_t)n;
 	}
@@ -268,7 +268,7 @@ static void on_ws_text(const char *p, size_t n, void *user)
 {
 	struct conn *c = user;
 
-	c->gw->metrics.frames_in++;
+	c->host->metrics->frames_in++;
 	c->last_rx_ms = time_mono_ms();
 	if (c->state == CONN_CLOSING)
 		return;
@@ -402,8 +402,8 @@ static void conn_kill(struct conn *c, const char *why)
 	ev_timer_disarm(c->linger);
 	if (c->io)
 		ev_io_set(c->io, 0);
-	c->dead_next = c->gw->conns.dead;
-	c->gw->conns.dead = c;
+	c->dead_next = c->host->conns->dead;
+	c->host->conns->dead = c;
 }
 
 /* ---- heartbeat and token expiry ---- */
@@ -418,14 +418,14 @@ static void drop_backlog(struct conn *c)
 
 	if (!n)
 		return;
-	c->gw->metrics.close_dropped_bytes += n;
+	c->host->metrics->close_dropped_bytes += n;
 	log_info(c->log_ctx, "%zu unsent bytes dropped so the close goes next", n);
 }
 
 static void on_heartbeat(struct ev_timer *t, void *user)
 {
 	struct conn *c = user;
-	const struct gw_config *cfg = c->gw->cfg;
+	const struct gw_config *cfg = c->host->cfg;
 	int64_t now = time_mono_ms(), idle = now - c->last_rx_ms;
 	int64_t interval = (int64_t)cfg->ping_interval_s * 1000;
 
@@ -437,7 +437,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 			ev_timer_arm(t, left, 0);
 			return;
 		}
-		c->gw->metrics.queue_stall_closes++;
+		c->host->metrics->queue_stall_closes++;
 		log_info(c->log_ctx, "queue over the cap for %us: closing",
 			 cfg->queue_stall_s);
 		/* SPEC 7's "rate limited": it sends but does not read. */
@@ -461,7 +461,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 	}
 	if (c->ping_sent_ms && c->last_rx_ms <= c->ping_sent_ms &&
 	    now - c->ping_sent_ms >= (int64_t)cfg->pong_timeout_s * 1000) {
-		c->gw->metrics.heartbeat_timeouts++;
+		c->host->metrics->heartbeat_timeouts++;
 		log_info(c->log_ctx, "no pong in %us: reaping", cfg->pong_timeout_s);
 		/* The close frame goes next and is written now, while the
 		   socket takes it; a half-open peer that never answers it is
@@ -495,7 +495,7 @@ static void on_expiry(struct ev_timer *t, void *user)
 static void arm_expiry(struct conn *c)
 {
 	int64_t left_ms =
-	    (c->ctx.claims.exp + c->gw->policy.leeway_s) * 1000 - time_now_ms();
+	    (c->ctx.claims.exp + c->host->policy->leeway_s) * 1000 - time_now_ms();
 
 	ev_timer_arm(c->expiry, left_ms > 0 ? left_ms : 0, 0);
 }
@@ -504,7 +504,7 @@ static void arm_expiry(struct conn *c)
 
 void conn_count_role(struct conn *c, int role)
 {
-	struct metrics *m = &c->gw->metrics;
+	struct metrics *m = c->host->metrics;
 
 	if (c->counted_role == role)
 		return;
@@ -562,12 +562,12 @@ static void conn_destroy(struct conn *c)
 	free(c);
 }
 
-struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
+struct conn *conn_new(const struct conn_host *host, const struct attach_ctx *ctx)
 {
 	static unsigned serial;
 	struct conn *c = xcalloc(1, sizeof(*c));
 
-	c->gw = gw;
+	c->host = host;
 	c->fd = -1;
 	c->ctx = *ctx;
 	c->serial = ++serial;
@@ -575,18 +575,18 @@ struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx)
 	outq_init(&c->q);
 	conn_update_log_ctx(c);
 	c->ws = ws_new(&ws_cbs, c);
-	c->heartbeat = ev_timer_new(gw->loop, -1, 0, on_heartbeat, c);
-	c->expiry = ev_timer_new(gw->loop, -1, 0, on_expiry, c);
-	c->linger = ev_timer_new(gw->loop, -1, 0, on_linger, c);
+	c->heartbeat = ev_timer_new(host->loop, -1, 0, on_heartbeat, c);
+	c->expiry = ev_timer_new(host->loop, -1, 0, on_expiry, c);
+	c->linger = ev_timer_new(host->loop, -1, 0, on_linger, c);
 	if (!c->ws) {
 		log_warn(c->log_ctx,
 			 "refusing the upgrade: cannot set up a connection: %s",
 			 strerror(errno ? errno : ENOMEM));
-		gw->metrics.conns_setup_failed++;
+		host->metrics->conns_setup_failed++;
 		conn_destroy(c);
 		return NULL;
 	}
-	ws_set_max_message(c->ws, gw->cfg->max_frame_bytes);
+	ws_set_max_message(c->ws, host->cfg->max_frame_bytes);
 	ws_set_deflate(c->ws, ctx->deflate);
 	return c;
 }
@@ -598,26 +598,26 @@ void conn_discard(struct conn *c)
 }
 
 void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
-		const struct http_hold *hold)
+		const struct conn_socket *sock)
 {
-	struct gateway *gw = c->gw;
-	struct conn_set *s = &gw->conns;
+	const struct conn_host *host = c->host;
+	struct conn_set *s = host->conns;
 
 	c->fd = fd;
-	c->hold = *hold;
+	c->sock = *sock;
 	c->started = 1;
 	c->last_rx_ms = time_mono_ms();
 	c->next = s->all;
 	if (s->all)
 		s->all->prev = c;
 	s->all = c;
-	gw->metrics.conns_pending++;
-	c->io = ev_io_new(gw->loop, fd, EV_READ, on_io, c);
+	host->metrics->conns_pending++;
+	c->io = ev_io_new(host->loop, fd, EV_READ, on_io, c);
 	if (!c->io) {
 		/* Past the 101 nothing can be refused any more: hang up. */
 		log_warn(c->log_ctx, "cannot watch the upgraded socket: %s",
 			 strerror(errno));
-		gw->metrics.conns_setup_failed++;
+		host->metrics->conns_setup_failed++;
 		conn_kill(c, "cannot watch the socket");
 		return;
 	}
@@ -632,13 +632,13 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	log_info(c->log_ctx, "upgraded%s", c->ctx.deflate ? " (permessage-deflate)" : "");
 	/* Looked up now, not before the 101: a reload in between may have
 	   removed the instance. */
-	c->up = gateway_upstream(gw, c->ctx.instance_id);
+	c->up = host->upstream(host->owner, c->ctx.instance_id);
 	send_hello(c);
 	if (!c->up) {
 		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
 		return;
 	}
-	ev_timer_arm(c->heartbeat, (int64_t)gw->cfg->ping_interval_s * 1000, 0);
+	ev_timer_arm(c->heartbeat, (int64_t)host->cfg->ping_interval_s * 1000, 0);
 	arm_expiry(c);
 	if (extra_len && ws_feed(c->ws, (const uint8_t *)extra, extra_len) < 0)
 		c->state = CONN_CLOSING;
@@ -646,8 +646,8 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 
 static void conn_free(struct conn *c)
 {
-	struct gateway *gw = c->gw;
-	struct conn_set *s = &gw->conns;
+	const struct conn_host *host = c->host;
+	struct conn_set *s = host->conns;
 
 	conn_detach_quietly(c);
 	task_ops_conn_gone(c);
@@ -659,12 +659,12 @@ static void conn_free(struct conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	conn_count_role(c, 0);
-	gw->metrics.conns_pending--;
-	gateway_slot_release(gw, c->ctx.claims.sub, c->ctx.instance_id);
+	host->metrics->conns_pending--;
+	host->slot_release(host->owner, c->ctx.claims.sub, c->ctx.instance_id);
 	/* The io goes before the fd it watches is closed. */
 	ev_io_free(c->io);
 	c->io = NULL;
-	http_release(&c->hold, c->fd);
+	c->sock.release(c->sock.hold, c->fd);
 	conn_destroy(c);
 }
 
@@ -718,7 +718,7 @@ void conn_set_flush(struct conn_set *s)
 			flush_next(&s->fan, CONN_FAN_WRITE_MAX);
 	} while (s->fan.head && now_us() < end);
 	if (s->fan.head)
-		ev_loop_again(s->fan.head->gw->loop);
+		ev_loop_again(s->fan.head->host->loop);
 	free_dead(s);
 }
 

@@ -9,11 +9,44 @@
 #include <stdint.h>
 
 #include "auth_jwt.h"
-#include "http.h"
+#include "buf.h"
+#include "frames.h"
 #include "link.pb-c.h"
 #include "ptg_limits.h"
 
-struct gateway;
+struct conn_set;
+struct ev_loop;
+struct json_t;
+struct task_conn;
+struct gw_config;
+struct metrics;
+struct upstream;
+
+/* What a connection needs from its owner, and all it sees of it: given
+   at conn_new, it outlives every connection. The connection never
+   reaches the gateway as a whole. */
+struct conn_host {
+	struct ev_loop *loop;
+	const struct gw_config *cfg; /* the limits: queue, op rate, frames, heartbeat */
+	const struct jwt_policy *policy; /* the token's expiry leeway */
+	struct metrics *metrics;
+	struct conn_set *conns; /* the set every started connection joins */
+	void *owner;		/* the first argument of the calls below */
+	/* The link of instance_id, or NULL when the gateway has no such
+	   instance (any more). */
+	struct upstream *(*upstream)(void *owner, const char *instance_id);
+	/* Gives back the connection slot reserved for principal on instance
+	   before the 101. */
+	void (*slot_release)(void *owner, const char *principal, const char *instance);
+};
+
+/* Whoever handed the connection its socket: when the connection ends,
+   release(hold, fd) closes fd (or has it closed) and lets go of what
+   hold counted for it. */
+struct conn_socket {
+	void (*release)(void *hold, int fd);
+	void *hold;
+};
 
 /* What the upgrade established (http.c fills it before the 101). No
    link pointer: the connection looks its instance's link up by id when
@@ -60,17 +93,17 @@ struct conn_set {
 /* Before the 101: a connection for ctx with everything it needs but its
    socket. NULL (logged, counted in /metrics) when the gateway cannot set
    one up now: the caller refuses the upgrade with 503. */
-struct conn *conn_new(struct gateway *gw, const struct attach_ctx *ctx);
+struct conn *conn_new(const struct conn_host *host, const struct attach_ctx *ctx);
 /* The upgrade did not happen after all: frees c (the connection slot was
    never passed to it). */
 void conn_discard(struct conn *c);
 /* After the 101: c takes over the upgraded socket fd, the bytes MHD read
-   past the handshake, and what it holds of the listener (given back
-   with http_release when it ends); joins the gateway's connection set
-   and sends binding_hello. The connection slot (gateway_slot_acquire)
-   passes to c, which releases it when it ends. */
+   past the handshake, and sock, given back through sock->release when
+   it ends; joins the host's connection set and sends binding_hello.
+   The connection slot reserved before the 101 passes to c, which
+   releases it (host->slot_release) when it ends. */
 void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
-		const struct http_hold *hold);
+		const struct conn_socket *sock);
 
 /* The gateway's before-poll hook: writes what connections queued and
    frees the ones that ended. Every connection but joined observers is
@@ -95,5 +128,33 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id);
 int conn_set_empty(const struct conn_set *s);
 /* Bytes queued toward clients: in all, and in the deepest queue. */
 void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max);
+
+/* What the task ops (task_ops.h) see of a connection and do with it. */
+
+/* Queues a complete JSON text as one WebSocket frame of its own. */
+void conn_send_json(struct conn *c, const struct buf *json);
+/* Queues an Error frame (SPEC 4) echoing id; counts a violation for
+   INVALID_REQUEST and UNSUPPORTED_OPERATION. */
+void conn_send_error(struct conn *c, enum frames_code code, const char *id,
+		     const char *message);
+/* The link to the sidecar dropped: the attachment is gone. */
+void conn_link_lost(struct conn *c);
+/* The connection has ended (it is only waiting to be freed). */
+bool conn_ended(const struct conn *c);
+/* Hello sent, and no join held, asked for or being left, nor closing. */
+bool conn_unjoined(const struct conn *c);
+/* Whether a frame of len bytes would take the connection's non-empty
+   queue over --max-queue-bytes. */
+bool conn_queue_full_for(const struct conn *c, size_t len);
+/* The instance's link; NULL once it is gone. */
+struct upstream *conn_upstream(const struct conn *c);
+const struct attach_ctx *conn_attach_ctx(const struct conn *c);
+const char *conn_log_ctx(const struct conn *c);
+/* The client's trace id ("" when it sent none). */
+const char *conn_trace_id(const struct conn *c);
+/* The client's service_parameters (NULL when it sent none). */
+struct json_t *conn_service_params(const struct conn *c);
+/* Where the task ops keep their state for c (NULL until a task op). */
+struct task_conn **conn_tasks(struct conn *c);
 
 #endif

@@ -24,10 +24,10 @@ enum conn_state {
 };
 
 struct conn {
-	struct gateway *gw;
+	const struct conn_host *host;
 	struct upstream *up;	  /* the instance's link; NULL once it is gone */
 	int started;		  /* in the set, holding the connection slot */
-	struct conn *prev, *next; /* gw->conns.all */
+	struct conn *prev, *next; /* host->conns->all */
 	struct conn *dirty_prev, *dirty_next; /* in a conn_set FIFO */
 	struct conn_fifo *dirty;	      /* which one; NULL: none */
 	struct conn *dead_next;
@@ -36,7 +36,7 @@ struct conn {
 
 	int fd;
 	struct ev_io *io;
-	struct http_hold hold; /* the socket's and address count's owner */
+	struct conn_socket sock; /* who gets the socket back at the end */
 	struct ws *ws;
 	struct outq q;
 	struct attach_ctx ctx;
@@ -77,8 +77,6 @@ extern const struct upstream_sink conn_sink;
 /* A frame from the sidecar for this connection; wf is the encoded
    WebSocket frame shared by every recipient (the conn takes a ref). */
 void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf);
-/* The link to the sidecar dropped: the attachment is gone. */
-void conn_link_lost(struct conn *c);
 
 /* Spends one op of the connection's rate (--max-ops-per-sec). Ops are
    never refused: over the rate, the connection is not read until its
@@ -87,12 +85,6 @@ void conn_take_op(struct conn *c);
 
 /* Has the before-poll hook write this connection's queue. */
 void conn_mark_dirty(struct conn *c);
-/* Queues a complete JSON text as one WebSocket frame of its own. */
-void conn_send_json(struct conn *c, const struct buf *json);
-/* Queues an Error frame (SPEC 4) echoing id; counts a violation for
-   INVALID_REQUEST and UNSUPPORTED_OPERATION. */
-void conn_send_error(struct conn *c, enum frames_code code, const char *id,
-		     const char *message);
 /* binding_goodbye, then close code. */
 void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code);
 /* Closes with code (no goodbye): no more data is queued after this. */

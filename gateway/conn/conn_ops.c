@@ -8,8 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway.h"
+#include "config.h"
 #include "log.h"
+#include "metrics.h"
 #include "ptg_limits.h"
 #include "task_ops.h"
 #include "timeutil.h"
@@ -32,7 +33,7 @@ void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION &&
 	    code != FRAMES_PERMISSION_DENIED)
 		return;
-	if (++c->violations >= c->gw->cfg->violation_limit)
+	if (++c->violations >= c->host->cfg->violation_limit)
 		conn_close(c, PTG_CLOSE_VIOLATIONS, "too many protocol violations");
 }
 
@@ -96,7 +97,7 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		conn_count_role(c, c->role);
 		conn_update_log_ctx(c);
 		if (r->attach->replay_error[0]) {
-			c->gw->metrics.replays_out_of_range++;
+			c->host->metrics->replays_out_of_range++;
 			conn_send_error(c, FRAMES_REPLAY_OUT_OF_RANGE, c->pending_op_id,
 					r->attach->replay_error);
 		}
@@ -150,7 +151,7 @@ static void fall_behind(struct conn *c)
 {
 	size_t dropped = outq_drop_data(&c->q);
 
-	c->gw->metrics.lag_events++;
+	c->host->metrics->lag_events++;
 	c->lagged = 1;
 	log_info(c->log_ctx, "output queue over its bound: dropped %zu bytes", dropped);
 	request_keyframe(c, NULL, dropped ? dropped : 1);
@@ -180,7 +181,7 @@ static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
    backlog. A client that keeps up never holds output that old. */
 static int too_old(const struct conn *c, int64_t now_ms)
 {
-	uint32_t max_ms = c->gw->cfg->max_queue_ms;
+	uint32_t max_ms = c->host->cfg->max_queue_ms;
 	int64_t queued_ms;
 
 	/* Lagged, it has asked for its Keyframe already. */
@@ -200,15 +201,15 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 	/* An empty queue takes any one frame, however large: lag means
 	   frames waiting behind others, not one big frame. */
 	if (outq_bytes(&c->q) &&
-	    (outq_would_overflow(&c->q, wf->len, c->gw->cfg->max_queue_bytes) ||
+	    (outq_would_overflow(&c->q, wf->len, c->host->cfg->max_queue_bytes) ||
 	     too_old(c, now_ms))) {
 		fall_behind(c);
 		if (f->kind_case == PTG__FRAME__KIND_OUTPUT)
 			return;
 	}
 	outq_push_frame(&c->q, wf, now_ms);
-	c->gw->metrics.frames_out++;
-	metrics_observe_since(&c->gw->metrics.attach_latency, &c->ctx.requested_us);
+	c->host->metrics->frames_out++;
+	metrics_observe_since(&c->host->metrics->attach_latency, &c->ctx.requested_us);
 	conn_mark_dirty(c);
 	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
 		c->role = f->role_assigned->role;
@@ -303,7 +304,7 @@ static void op_join(struct conn *c, const struct envelope *env)
 	   after the Attach, and a client gone before the reply is detached. */
 	c->attach_id = a.attach_id;
 	if (env->has_replay_from)
-		c->gw->metrics.replays++;
+		c->host->metrics->replays++;
 	c->pending_request = id;
 	snprintf(c->pending_op_id, sizeof(c->pending_op_id), "%s", env->id);
 	c->state = CONN_JOINING;
@@ -555,4 +556,52 @@ void conn_handle_text(struct conn *c, const char *p, size_t n)
 	else
 		ops[env->op_kind](c, env);
 	envelope_free(env);
+}
+
+/* ---- what the task ops see ---- */
+
+bool conn_ended(const struct conn *c)
+{
+	return c->dead;
+}
+
+bool conn_unjoined(const struct conn *c)
+{
+	return c->state == CONN_OPEN;
+}
+
+bool conn_queue_full_for(const struct conn *c, size_t len)
+{
+	return outq_bytes(&c->q) &&
+	       outq_would_overflow(&c->q, len, c->host->cfg->max_queue_bytes);
+}
+
+struct upstream *conn_upstream(const struct conn *c)
+{
+	return c->up;
+}
+
+const struct attach_ctx *conn_attach_ctx(const struct conn *c)
+{
+	return &c->ctx;
+}
+
+const char *conn_log_ctx(const struct conn *c)
+{
+	return c->log_ctx;
+}
+
+const char *conn_trace_id(const struct conn *c)
+{
+	return c->trace_id;
+}
+
+json_t *conn_service_params(const struct conn *c)
+{
+	return c->service_params;
+}
+
+struct task_conn **conn_tasks(struct conn *c)
+{
+	return &c->tasks;
 }

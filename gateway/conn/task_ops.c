@@ -13,8 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn_int.h"
-#include "gateway.h"
+#include <jansson.h>
+
+#include "conn.h"
+#include "envelope.h"
+#include "frames.h"
 #include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -85,7 +88,7 @@ static void sink_task_update(const Ptg__TaskUpdate *tu, void *user)
 {
 	struct conn *c = user;
 
-	if (!c->dead)
+	if (!conn_ended(c))
 		deliver(c, tu);
 }
 
@@ -96,8 +99,8 @@ static void sink_link_lost(void *user)
 {
 	struct conn *c = user;
 
-	c->tasks->link_gone = 1;
-	if (c->state == CONN_OPEN)
+	(*conn_tasks(c))->link_gone = 1;
+	if (conn_unjoined(c))
 		conn_link_lost(c);
 }
 
@@ -108,12 +111,16 @@ static const struct upstream_sink task_sink = {
 
 static struct task_conn *task_conn_of(struct conn *c)
 {
-	if (!c->tasks) {
-		c->tasks = xcalloc(1, sizeof(*c->tasks));
-		c->tasks->sub_id = upstream_attach_id(c->up);
-		upstream_bind(c->up, c->tasks->sub_id, c->ctx.session_id, &task_sink, c);
+	struct task_conn **tc = conn_tasks(c);
+	struct upstream *up = conn_upstream(c);
+
+	if (!*tc) {
+		*tc = xcalloc(1, sizeof(**tc));
+		(*tc)->sub_id = upstream_attach_id(up);
+		upstream_bind(up, (*tc)->sub_id, conn_attach_ctx(c)->session_id,
+			      &task_sink, c);
 	}
-	return c->tasks;
+	return *tc;
 }
 
 static void unlink_pending(struct task_conn *tc, struct pending_op *p)
@@ -144,7 +151,8 @@ static void drop_unreadable_tasks(struct conn *c, json_t *payload)
 		dropped++;
 	}
 	if (dropped)
-		log_warn(c->log_ctx, "ListTasks: %zu unreadable tasks left out", dropped);
+		log_warn(conn_log_ctx(c), "ListTasks: %zu unreadable tasks left out",
+			 dropped);
 }
 
 static void on_reply(const Ptg__Reply *r, void *user)
@@ -155,7 +163,7 @@ static void on_reply(const Ptg__Reply *r, void *user)
 	struct buf out = BUF_INIT;
 	json_t *payload;
 
-	unlink_pending(c->tasks, p);
+	unlink_pending(*conn_tasks(c), p);
 	if (!r) {
 		conn_send_error(c, FRAMES_INTERNAL, p->client_id,
 				"the sandbox did not answer the task request");
@@ -186,7 +194,7 @@ static void on_reply(const Ptg__Reply *r, void *user)
    NULL when it is not a string of at most PTG_TASK_ID_MAX bytes. */
 static const char *idempotency_key(const struct conn *c)
 {
-	json_t *k = json_object_get(c->service_params, "idempotency_key");
+	json_t *k = json_object_get(conn_service_params(c), "idempotency_key");
 
 	if (!k)
 		return "";
@@ -197,7 +205,9 @@ static const char *idempotency_key(const struct conn *c)
 
 static int check_request(struct conn *c, const struct envelope *env, const char **idem)
 {
-	if (!(c->ctx.claims.scopes & SCOPE_TASKS)) {
+	const struct task_conn *tc = *conn_tasks(c);
+
+	if (!(conn_attach_ctx(c)->claims.scopes & SCOPE_TASKS)) {
 		conn_send_error(c, FRAMES_PERMISSION_DENIED, env->id,
 				"task operations need the `tasks` scope");
 		return -1;
@@ -215,7 +225,7 @@ static int check_request(struct conn *c, const struct envelope *env, const char 
 		    "most " PTG_STR(PTG_TASK_ID_MAX) " bytes");
 		return -1;
 	}
-	if (c->tasks && c->tasks->n_pending >= MAX_IN_FLIGHT) {
+	if (tc && tc->n_pending >= MAX_IN_FLIGHT) {
 		conn_send_error(c, FRAMES_RATE_LIMITED, env->id,
 				"too many task requests in flight on this connection");
 		return -1;
@@ -228,6 +238,8 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__TaskRequest tr = PTG__TASK_REQUEST__INIT;
 	const struct op_row *row = op_row(env->op_kind);
+	const struct attach_ctx *ctx = conn_attach_ctx(c);
+	struct upstream *up = conn_upstream(c);
 	struct task_conn *tc;
 	struct pending_op *p;
 	const char *idem;
@@ -235,23 +247,24 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 
 	if (!row || check_request(c, env, &idem) < 0)
 		return;
-	if (!c->up || (c->tasks && c->tasks->link_gone)) {
+	tc = *conn_tasks(c);
+	if (!up || (tc && tc->link_gone)) {
 		conn_send_error(c, FRAMES_INTERNAL, env->id,
 				"the link to the sandbox was lost");
 		return;
 	}
 	tc = task_conn_of(c);
 	params = env->payload ? json_dumps(env->payload, JSON_COMPACT) : NULL;
-	tr.request_id = upstream_next_id(c->up);
+	tr.request_id = upstream_next_id(up);
 	tr.attach_id = tc->sub_id;
-	tr.session_id = c->ctx.session_id;
+	tr.session_id = (char *)ctx->session_id;
 	tr.op = row->link_op;
 	tr.params_json = params ? params : "{}";
 	tr.idempotency_key = (char *)idem;
 	tr.client_op_id = (char *)env->id;
-	tr.trace_id = c->trace_id;
-	tr.principal = c->ctx.claims.sub;
-	tr.all_principals = (c->ctx.claims.scopes & SCOPE_TASKS_ALL) != 0;
+	tr.trace_id = (char *)conn_trace_id(c);
+	tr.principal = (char *)ctx->claims.sub;
+	tr.all_principals = (ctx->claims.scopes & SCOPE_TASKS_ALL) != 0;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
 	m.task_request = &tr;
 	p = xcalloc(1, sizeof(*p));
@@ -259,7 +272,7 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 	p->op = env->op_kind;
 	p->request_id = tr.request_id;
 	snprintf(p->client_id, sizeof(p->client_id), "%s", env->id);
-	if (upstream_request(c->up, &m, tr.request_id, on_reply, p) < 0) {
+	if (upstream_request(up, &m, tr.request_id, on_reply, p) < 0) {
 		conn_send_error(c, FRAMES_INTERNAL, env->id,
 				"the sandbox is unreachable");
 		free(p);
@@ -267,7 +280,7 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 		p->next = tc->pending;
 		tc->pending = p;
 		tc->n_pending++;
-		log_info(c->log_ctx, "task op %s", env->op);
+		log_info(conn_log_ctx(c), "task op %s", env->op);
 	}
 	free(params);
 }
@@ -282,8 +295,7 @@ static bool skip_for_backlog(struct conn *c, json_t *task, size_t len)
 	bool terminal = state && strcmp(state, "TASK_STATE_SUBMITTED") &&
 			strcmp(state, "TASK_STATE_WORKING");
 
-	return !terminal && outq_bytes(&c->q) &&
-	       outq_would_overflow(&c->q, len, c->gw->cfg->max_queue_bytes);
+	return !terminal && conn_queue_full_for(c, len);
 }
 
 static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
@@ -295,16 +307,16 @@ static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 	struct buf out = BUF_INIT;
 
 	if (!json_is_object(task) || !json_is_object(delta)) {
-		log_warn(c->log_ctx, "dropping an unreadable task update");
+		log_warn(conn_log_ctx(c), "dropping an unreadable task update");
 	} else if (skip_for_backlog(c, task,
 				    strlen(tu->task_json) + strlen(tu->delta_json))) {
-		log_debug(c->log_ctx,
+		log_debug(conn_log_ctx(c),
 			  "task update skipped: the client is behind (the next "
 			  "one carries the whole task)");
 	} else {
 		json_t *payload = json_pack("{s:O, s:O}", "task", task, "delta", delta);
-		frames_task_status_update(NULL, payload, c->service_params, time_now_ms(),
-					  &out);
+		frames_task_status_update(NULL, payload, conn_service_params(c),
+					  time_now_ms(), &out);
 		conn_send_json(c, &out);
 		json_decref(payload);
 	}
@@ -315,33 +327,35 @@ static void deliver(struct conn *c, const Ptg__TaskUpdate *tu)
 
 void task_ops_conn_gone(struct conn *c)
 {
-	struct task_conn *tc = c->tasks;
+	struct task_conn **slot = conn_tasks(c), *tc = *slot;
+	struct upstream *up = conn_upstream(c);
+	const struct attach_ctx *ctx = conn_attach_ctx(c);
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__TaskRequest tr = PTG__TASK_REQUEST__INIT;
 
 	if (!tc)
 		return;
-	if (tc->link_gone || !c->up) {
+	if (tc->link_gone || !up) {
 		/* The link failed every pending request already. */
 		free(tc);
-		c->tasks = NULL;
+		*slot = NULL;
 		return;
 	}
-	upstream_unbind(c->up, tc->sub_id);
+	upstream_unbind(up, tc->sub_id);
 	while (tc->pending) {
 		struct pending_op *p = tc->pending;
 		tc->pending = p->next;
-		upstream_cancel(c->up, p->request_id);
+		upstream_cancel(up, p->request_id);
 		free(p);
 	}
 	/* No reply wanted: params "" ends every subscription of sub_id. */
 	tr.attach_id = tc->sub_id;
-	tr.session_id = c->ctx.session_id;
-	tr.principal = c->ctx.claims.sub;
+	tr.session_id = (char *)ctx->session_id;
+	tr.principal = (char *)ctx->claims.sub;
 	tr.op = PTG__TASK_OP__TASK_OP_UNSUBSCRIBE;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_TASK_REQUEST;
 	m.task_request = &tr;
-	upstream_send(c->up, &m);
+	upstream_send(up, &m);
 	free(tc);
-	c->tasks = NULL;
+	*slot = NULL;
 }

@@ -74,6 +74,19 @@
 #define HTTP__EVICTING_MAX 32
 #define HTTP__BACKLOG	   511 /* the listen queue, as nginx's default */
 
+/* What an upgraded connection holds of its listener until it ends. A
+   plain socket leaves libmicrohttpd at the upgrade (MHD would keep its
+   connection and its pool, most of what an idle client costs, for the
+   socket's whole life): the connection owns a duplicate of the fd, and
+   the per-address count it was admitted under. Over TLS, MHD relays
+   the socket, so it keeps it: urh closes it. */
+struct http_hold {
+	struct http *h;
+	struct MHD_UpgradeResponseHandle *urh; /* NULL: the fd is the connection's */
+	struct peer_addr peer;		       /* counted in h's table when counted */
+	int counted;
+};
+
 struct http {
 	struct gateway *gw;
 	enum http_role role;
@@ -610,28 +623,9 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 	return fd;
 }
 
-/* conn.c takes the socket; the connection slot passes with it. */
-static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
-			const char *extra, size_t extra_len, MHD_socket sock,
-			struct MHD_UpgradeResponseHandle *urh)
-{
-	struct http_req *r = cls;
-	struct conn *conn = r->conn;
-	struct http_hold hold = {.h = r->h};
-	int fd = hand_out(r, sock, urh, &hold);
-
-	if (fd < 0) {
-		fd = sock;
-		hold.urh = urh;
-	}
-	r->rq->slot_held = 0;
-	r->upgraded = 1;
-	r->conn = NULL;
-	conn_start(conn, fd, extra, extra_len, &hold);
-	req_release(r);
-}
-
-void http_release(struct http_hold *hold, int fd)
+/* An upgraded socket's end: closes fd (or has MHD close it) and gives
+   the address count back. */
+static void let_go_socket(struct http_hold *hold, int fd)
 {
 	struct http *h = hold->h;
 
@@ -648,6 +642,37 @@ void http_release(struct http_hold *hold, int fd)
 	hold->urh = NULL;
 }
 
+/* The connection ended: its socket is let go and its hold freed. */
+static void release(void *user, int fd)
+{
+	let_go_socket(user, fd);
+	free(user);
+}
+
+/* conn.c takes the socket; the connection slot passes with it. */
+static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
+			const char *extra, size_t extra_len, MHD_socket sock,
+			struct MHD_UpgradeResponseHandle *urh)
+{
+	struct http_req *r = cls;
+	struct conn *conn = r->conn;
+	struct http_hold *hold = xcalloc(1, sizeof(*hold));
+	int fd;
+
+	hold->h = r->h;
+	fd = hand_out(r, sock, urh, hold);
+	if (fd < 0) {
+		fd = sock;
+		hold->urh = urh;
+	}
+	r->rq->slot_held = 0;
+	r->upgraded = 1;
+	r->conn = NULL;
+	conn_start(conn, fd, extra, extra_len,
+		   &(struct conn_socket){.release = release, .hold = hold});
+	req_release(r);
+}
+
 static enum MHD_Result answer(struct http_req *r);
 
 /* A relayed attach's client socket, and what it holds of the listener. */
@@ -661,7 +686,7 @@ static void relay_ended(void *user, struct relay *rl)
 	struct relayed *d = user;
 
 	relay_free(rl);
-	http_release(&d->hold, d->fd);
+	let_go_socket(&d->hold, d->fd);
 	free(d);
 }
 
@@ -710,7 +735,7 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	/* The connection is set up before the 101, so a gateway out of
 	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
 	r->rq->attach.requested_us = r->start_us;
-	r->conn = conn_new(r->h->gw, &r->rq->attach);
+	r->conn = conn_new(&r->h->gw->conn_host, &r->rq->attach);
 	if (!r->conn) {
 		r->h->gw->metrics.upgrades_refused++;
 		buf_reset(&r->rq->out);

@@ -8,8 +8,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "peers.h"
-
 struct gateway;
 struct http;
 struct MHD_UpgradeResponseHandle;
@@ -32,21 +30,6 @@ void http_run_pending(struct http *h);
    on error); new handshakes use them, open connections keep theirs.
    NULL or a plain listener: a no-op. */
 void http_reload(struct http *h);
-/* What an upgraded connection holds of its listener until it ends. A
-   plain socket leaves libmicrohttpd at the upgrade (MHD would keep its
-   connection and its pool, most of what an idle client costs, for the
-   socket's whole life): the connection owns a duplicate of the fd, and
-   the per-address count it was admitted under. Over TLS, MHD relays
-   the socket, so it keeps it: urh closes it. */
-struct http_hold {
-	struct http *h;
-	struct MHD_UpgradeResponseHandle *urh; /* NULL: the fd is the connection's */
-	struct peer_addr peer;		       /* counted in h's table when counted */
-	int counted;
-};
-/* The connection ended: closes fd (or has MHD close it) and gives the
-   address count back. */
-void http_release(struct http_hold *hold, int fd);
 
 /* The port actually bound. */
 uint16_t http_port(const struct http *h);

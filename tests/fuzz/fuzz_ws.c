@@ -5,8 +5,8 @@
    message limit); what the codec writes goes through an outq, as in the
    gateway, and must parse back as whole unmasked server frames.
    Build: clang -g -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE
-	  -Ishared -Igateway -Igateway/conn tests/fuzz/fuzz_ws.c gateway/ws.c gateway/conn/outq.c
-	  shared/xalloc.c -lwslay */
+	  -Ishared -Igateway -Igateway/conn tests/fuzz/fuzz_ws.c
+	  gateway/ws.c gateway/conn/outq.c shared/xalloc.c -lwslay */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
