@@ -23,6 +23,7 @@
 #include "registry.h"
 #include "relay.h"
 #include "restlimit.h"
+#include "task_ops.h"
 #include "timeutil.h"
 #include "upstream.h"
 #include "xalloc.h"
@@ -95,9 +96,12 @@ static void slot_drop(struct conn_slots *cs, const char *key)
 		cs->v[i] = cs->v[--cs->n];
 }
 
-int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *instance,
-			 const char **what)
+/* Reserves a connection slot for principal on instance before the 101
+   (routes_host.slot_acquire). */
+static int slot_acquire(void *owner, const char *principal, const char *instance,
+			const char **what)
 {
+	struct gateway *gw = owner;
 	char pkey[300], ikey[300];
 
 	snprintf(pkey, sizeof(pkey), "p\n%s", principal);
@@ -119,8 +123,9 @@ int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *
 	return 0;
 }
 
-void gateway_slot_release(struct gateway *gw, const char *principal, const char *instance)
+static void slot_release(void *owner, const char *principal, const char *instance)
 {
+	struct gateway *gw = owner;
 	char key[300];
 
 	snprintf(key, sizeof(key), "p\n%s", principal);
@@ -132,7 +137,7 @@ void gateway_slot_release(struct gateway *gw, const char *principal, const char 
 
 /* ---- instances ---- */
 
-struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id)
+static struct upstream *find_upstream(const struct gateway *gw, const char *instance_id)
 {
 	for (size_t i = 0; i < gw->n_ups; i++)
 		if (strcmp(upstream_instance(gw->ups[i]), instance_id) == 0)
@@ -143,7 +148,7 @@ struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id)
 /* Returns 0, or -1 (logged) when the instance's link cannot be made. */
 static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 {
-	struct upstream *u = gateway_upstream(gw, ic->id);
+	struct upstream *u = find_upstream(gw, ic->id);
 
 	if (u && upstream_registered(u)) {
 		log_error(NULL,
@@ -156,7 +161,7 @@ static int add_instance(struct gateway *gw, const struct gw_instance_cfg *ic)
 		upstream_set_addr(u, &ic->addr);
 		return 0;
 	}
-	u = upstream_new(gw, ic->id, &ic->addr);
+	u = upstream_new(&gw->upstream_host, ic->id, &ic->addr);
 	gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
 	gw->ups[gw->n_ups++] = u;
 	/* A configured instance is served here from the moment it is. */
@@ -216,10 +221,17 @@ static void reload_instances(struct gateway *gw)
 
 /* ---- registered instances (issue 18) ---- */
 
-int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
-		     const char *peer, int *refusal)
+/* A link that dialled in presented cred (verified): hands fd to the
+   instance's upstream, adding the instance when it is new. Returns 0
+   (fd taken) or -1 with *refusal (enum link_refusal) and fd untouched:
+   the id is a configured instance's, --max-instances is reached, or the
+   instance's links flap. */
+static int admit_link(void *owner, const struct linkcred *cred, int fd, const char *peer,
+		      int *refusal)
 {
-	struct upstream *u = gateway_upstream(gw, cred->instance_id);
+	struct gateway *gw = owner;
+
+	struct upstream *u = find_upstream(gw, cred->instance_id);
 
 	if (u && !upstream_registered(u)) {
 		*refusal = LINK_REFUSAL_STATIC;
@@ -230,7 +242,7 @@ int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
 		return -1;
 	}
 	if (!u) {
-		u = upstream_new_registered(gw, cred->instance_id);
+		u = upstream_new_registered(&gw->upstream_host, cred->instance_id);
 		gw->ups = xrealloc(gw->ups, (gw->n_ups + 1) * sizeof(*gw->ups));
 		gw->ups[gw->n_ups++] = u;
 		log_info(NULL, "instance %s registered by a link from %s",
@@ -245,8 +257,12 @@ int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
 	return 0;
 }
 
-void gateway_registered_gone(struct gateway *gw, struct upstream *u)
+/* A registered instance was down for --link-grace: removed (and u
+   freed) as an instance dropped from the instances file is. */
+static void registered_gone(void *owner, struct upstream *u)
 {
+	struct gateway *gw = owner;
+
 	for (size_t i = 0; i < gw->n_ups; i++) {
 		if (gw->ups[i] != u)
 			continue;
@@ -479,18 +495,19 @@ static int start_http(struct gateway *gw)
 	const struct gw_config *c = gw->cfg;
 	char err[512];
 
-	gw->http =
-	    http_new(gw, c->listen_host, c->listen_port, HTTP_PUBLIC, err, sizeof(err));
+	gw->http = http_new(&gw->http_host, c->listen_host, c->listen_port, ROUTE_PUBLIC,
+			    err, sizeof(err));
 	if (!gw->http) {
 		fprintf(stderr, "ptygate-gateway: --listen %s:%u: %s\n", c->listen_host,
 			c->listen_port, err);
 		return -1;
 	}
+	gw->routes_host.public_port = http_port(gw->http);
 	log_info(NULL, "listening on http://%s:%u", c->listen_host, http_port(gw->http));
 	if (!c->admin_host[0])
 		return 0;
-	gw->admin =
-	    http_new(gw, c->admin_host, c->admin_port, HTTP_ADMIN, err, sizeof(err));
+	gw->admin = http_new(&gw->http_host, c->admin_host, c->admin_port, ROUTE_ADMIN,
+			     err, sizeof(err));
 	if (!gw->admin) {
 		fprintf(stderr, "ptygate-gateway: --admin-listen %s:%u: %s\n",
 			c->admin_host, c->admin_port, err);
@@ -522,7 +539,7 @@ static int start_links(struct gateway *gw)
 
 	if (!gw->cfg->n_link_listen)
 		return 0;
-	gw->linklisten = linklisten_new(gw, err, sizeof(err));
+	gw->linklisten = linklisten_new(&gw->linklisten_host, err, sizeof(err));
 	if (!gw->linklisten) {
 		fprintf(stderr, "ptygate-gateway: --link-listen: %s\n", err);
 		return -1;
@@ -585,22 +602,72 @@ static int start_fleet(struct gateway *gw)
 		fprintf(stderr, "ptygate-gateway: forwarding: %s\n", err);
 		return -1;
 	}
+	gw->routes_host.fleet = gw->fleet;
+	gw->routes_host.forward = gw->forward;
 	return 0;
 }
 
 static struct upstream *host_upstream(void *owner, const char *instance_id)
 {
-	return gateway_upstream(owner, instance_id);
+	return find_upstream(owner, instance_id);
 }
 
-static void host_slot_release(void *owner, const char *principal, const char *instance)
+static struct upstream *const *host_instances(void *owner, size_t *n)
 {
-	gateway_slot_release(owner, principal, instance);
+	const struct gateway *gw = owner;
+
+	*n = gw->n_ups;
+	return gw->ups;
 }
 
-/* What connections are given of the gateway (conn.h). */
-static void fill_conn_host(struct gateway *gw)
+/* What connections (conn.h), instance links (upstream.h), the
+   --link-listen listeners (linklisten.h), the HTTP listeners (http.h) and
+   their routes (routes.h) are given of the gateway. */
+static void fill_hosts(struct gateway *gw)
 {
+	gw->routes_host = (struct routes_host){
+	    .cfg = gw->cfg,
+	    .keys = &gw->keys,
+	    .policy = &gw->policy,
+	    .metrics = &gw->metrics,
+	    .rest = gw->rest,
+	    .public_port = gw->cfg->listen_port,
+	    .owner = gw,
+	    .upstream = host_upstream,
+	    .instances = host_instances,
+	    .slot_acquire = slot_acquire,
+	    .slot_release = slot_release,
+	};
+	gw->registry_host = (struct registry_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .public_port = &gw->routes_host.public_port,
+	    .owner = gw,
+	    .upstream = host_upstream,
+	};
+	gw->http_host = (struct http_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .metrics = &gw->metrics,
+	    .conn = &gw->conn_host,
+	    .routes = &gw->routes_host,
+	};
+	gw->linklisten_host = (struct linklisten_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .metrics = &gw->metrics,
+	    .link_keys = &gw->link_keys,
+	    .owner = gw,
+	    .admit = admit_link,
+	};
+	gw->upstream_host = (struct upstream_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .metrics = &gw->metrics,
+	    .link_keys = &gw->link_keys,
+	    .owner = gw,
+	    .registered_gone = registered_gone,
+	};
 	gw->conn_host = (struct conn_host){
 	    .loop = gw->loop,
 	    .cfg = gw->cfg,
@@ -609,7 +676,9 @@ static void fill_conn_host(struct gateway *gw)
 	    .conns = &gw->conns,
 	    .owner = gw,
 	    .upstream = host_upstream,
-	    .slot_release = host_slot_release,
+	    .slot_release = slot_release,
+	    .task_op = task_ops_handle,
+	    .tasks_gone = task_ops_conn_gone,
 	};
 }
 
@@ -629,8 +698,9 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		free(gw);
 		return NULL;
 	}
-	fill_conn_host(gw);
-	gw->registry = registry_new(gw);
+	fill_hosts(gw);
+	gw->registry = registry_new(&gw->registry_host);
+	gw->routes_host.registry = gw->registry;
 	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
 	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_http(gw) < 0 ||
 	    start_links(gw) < 0 || start_loop(gw) < 0) {

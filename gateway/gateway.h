@@ -9,14 +9,14 @@
 #include "auth_jwt.h"
 #include "config.h"
 #include "conn.h"
+#include "http.h"
 #include "ev.h"
+#include "linklisten.h"
 #include "metrics.h"
+#include "registry.h"
+#include "upstream.h"
 
-struct upstream;
-struct http;
-struct linklisten;
 struct linkcred;
-struct registry;
 
 struct gateway {
 	struct gw_config *cfg;
@@ -27,10 +27,15 @@ struct gateway {
 	struct jwt_policy policy;
 	struct upstream **ups;
 	size_t n_ups;
-	struct http *http;	    /* the public listener */
-	struct http *admin;	    /* --admin-listen, or NULL */
-	struct conn_set conns;	    /* every upgraded connection */
-	struct conn_host conn_host; /* what each connection sees of the gateway */
+	struct http *http;		    /* the public listener */
+	struct http *admin;		    /* --admin-listen, or NULL */
+	struct conn_set conns;		    /* every upgraded connection */
+	struct conn_host conn_host;	    /* what each connection sees of the gateway */
+	struct upstream_host upstream_host; /* what each instance link sees of it */
+	struct linklisten_host linklisten_host; /* what the link listeners see */
+	struct routes_host routes_host;		/* what every HTTP request sees */
+	struct http_host http_host;		/* what the HTTP listeners see */
+	struct registry_host registry_host;	/* what the fleet's registry sees */
 	struct metrics metrics;
 	struct conn_slots *slots;  /* connection counts per principal/instance */
 	struct restlimit *rest;	   /* REST requests per principal (routes_auth.c) */
@@ -48,26 +53,5 @@ struct gateway *gateway_new(struct gw_config *cfg);
 void gateway_free(struct gateway *gw);
 /* Runs until SIGTERM/SIGINT, then says goodbye to every client. */
 int gateway_run(struct gateway *gw);
-
-struct upstream *gateway_upstream(struct gateway *gw, const char *instance_id);
-
-/* A link that dialled in presented cred (verified): hands fd to the
-   instance's upstream, adding the instance when it is new. Returns 0
-   (fd taken) or -1 with *refusal (enum link_refusal) and fd untouched:
-   the id is a configured instance's, --max-instances is reached, or the
-   instance's links flap. */
-int gateway_register(struct gateway *gw, const struct linkcred *cred, int fd,
-		     const char *peer, int *refusal);
-/* A registered instance was down for --link-grace: removed (and u freed)
-   as an instance dropped from the instances file is. */
-void gateway_registered_gone(struct gateway *gw, struct upstream *u);
-
-/* Reserves a connection slot for principal on instance before the 101.
-   Returns 0, -EAGAIN when the whole gateway is at --max-conns, or -EBUSY
-   at the principal's or the instance's cap; *what names the limit hit. */
-int gateway_slot_acquire(struct gateway *gw, const char *principal, const char *instance,
-			 const char **what);
-void gateway_slot_release(struct gateway *gw, const char *principal,
-			  const char *instance);
 
 #endif

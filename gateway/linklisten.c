@@ -4,7 +4,7 @@
    a list, each with its opening buffer and a deadline timer, until their
    credential is verified or refused (refusals are sent, logged and
    counted there too). Only a verified link, its fd with its claims and
-   peer, goes to the gateway's loop, which registers at most
+   peer, goes to the gateway's loop (host->admit), at most
    OPENINGS_PER_TURN a turn: a flood of connecting sidecars costs the
    clients a bounded slice of each turn and the CPU the worker is left,
    not a thousand accepts, reads and Ed25519 checks at the loop's
@@ -27,7 +27,7 @@
 
 #include "addr.h"
 #include "ev.h"
-#include "gateway.h"
+#include "config.h"
 #include "link.h"
 #include "linkcred.h"
 #include "linkverify.h"
@@ -80,7 +80,7 @@ struct verified_link {
 };
 
 struct linklisten {
-	struct gateway *gw;
+	const struct linklisten_host *host;
 	struct ev_loop *wl; /* the worker's: listeners and pending links */
 	struct listener *ls;
 	size_t n_ls;
@@ -90,7 +90,7 @@ struct linklisten {
 	int64_t auth_timeout_ms;
 	struct linkverify *verify; /* the worker */
 	pthread_mutex_t keys_mu;   /* over keys: the worker checks with it */
-	struct keyset *keys;	   /* the worker's copy of gw->link_keys */
+	struct keyset *keys;	   /* the worker's copy of *host->link_keys */
 };
 
 /* ---- the credential step ---- */
@@ -165,7 +165,8 @@ static void refuse(struct linklisten *ll, int fd, const char *peer, int reason)
 {
 	const char *why = reason < LINKCRED_N_REASONS ? linkcred_strerror(-reason) : NULL;
 
-	__atomic_fetch_add(&ll->gw->metrics.link_refusals[reason], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ll->host->metrics->link_refusals[reason], 1,
+			   __ATOMIC_RELAXED);
 	log_warn("link-listen", "link from %s refused: %s%s%s", peer,
 		 metrics_link_refusal_name(reason), why ? ": " : "", why ? why : "");
 	refuse_fd(fd, reason);
@@ -187,7 +188,8 @@ static int pending_end(struct pending_link *pl, int keep_fd)
 	if (pl->next)
 		pl->next->prev = pl->prev;
 	ll->n_pending--;
-	__atomic_store_n(&ll->gw->metrics.links_pending, ll->n_pending, __ATOMIC_RELAXED);
+	__atomic_store_n(&ll->host->metrics->links_pending, ll->n_pending,
+			 __ATOMIC_RELAXED);
 	ev_io_free(pl->io);
 	ev_timer_free(pl->deadline);
 	if (pl->in != pl->small)
@@ -220,8 +222,8 @@ static void on_verified(void *user, void *item)
 	const struct linkcred *c = &vl->cred;
 	int refusal = 0;
 
-	ll->gw->metrics.link_openings_turn_max = linkverify_turn_max(ll->verify);
-	if (gateway_register(ll->gw, c, vl->fd, vl->peer, &refusal) < 0)
+	ll->host->metrics->link_openings_turn_max = linkverify_turn_max(ll->verify);
+	if (ll->host->admit(ll->host->owner, c, vl->fd, vl->peer, &refusal) < 0)
 		refuse(ll, vl->fd, vl->peer, refusal);
 	else
 		log_info("link-listen",
@@ -296,9 +298,9 @@ void linklisten_keys_changed(struct linklisten *ll)
 {
 	struct keyset *ks, *old;
 
-	if (!ll || !ll->gw->link_keys || same_keys(ll->keys, ll->gw->link_keys))
+	if (!ll || !*ll->host->link_keys || same_keys(ll->keys, *ll->host->link_keys))
 		return;
-	ks = copy_keys(ll->gw->link_keys);
+	ks = copy_keys(*ll->host->link_keys);
 	pthread_mutex_lock(&ll->keys_mu);
 	old = ll->keys;
 	ll->keys = ks;
@@ -421,7 +423,8 @@ static void pending_add(struct linklisten *ll, int fd, const char *peer)
 		pl->next->prev = pl;
 	ll->pending = pl;
 	ll->n_pending++;
-	__atomic_store_n(&ll->gw->metrics.links_pending, ll->n_pending, __ATOMIC_RELAXED);
+	__atomic_store_n(&ll->host->metrics->links_pending, ll->n_pending,
+			 __ATOMIC_RELAXED);
 }
 
 /* ---- listeners ---- */
@@ -497,19 +500,20 @@ static int listen_one(struct linklisten *ll, struct listener *l, const struct ad
 
 /* The listeners are watched on the worker's loop before its thread
    starts; from then on only the worker touches them. */
-struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen)
+struct linklisten *linklisten_new(const struct linklisten_host *host, char *err,
+				  size_t errlen)
 {
 	struct linklisten *ll = xcalloc(1, sizeof(*ll));
-	const struct gw_config *c = gw->cfg;
+	const struct gw_config *c = host->cfg;
 
-	ll->gw = gw;
+	ll->host = host;
 	ll->max_pending = c->max_pending_links;
 	ll->auth_timeout_ms = (int64_t)c->link_auth_timeout_s * 1000;
 	pthread_mutex_init(&ll->keys_mu, NULL);
-	ll->keys = gw->link_keys ? copy_keys(gw->link_keys) : keys_new();
+	ll->keys = *host->link_keys ? copy_keys(*host->link_keys) : keys_new();
 	ll->ls = xcalloc(c->n_link_listen, sizeof(*ll->ls));
 	ll->verify =
-	    linkverify_new(gw->loop, on_verified, on_dropped, ll, OPENINGS_PER_TURN);
+	    linkverify_new(host->loop, on_verified, on_dropped, ll, OPENINGS_PER_TURN);
 	if (!ll->verify) {
 		snprintf(err, errlen, "cannot start the link worker: %s",
 			 strerror(errno));

@@ -2,7 +2,7 @@
    sidecars dial in. A link accepted here must first present its instance
    credential (LinkCredential, proto/link.proto) within
    --link-auth-timeout; it is verified against the --link-key set and
-   handed to its instance (gateway_register), which says hello on it.
+   handed to its instance (host->admit), which says hello on it.
    Anything else is refused: LinkRefused {reason} is sent, the link
    closed, a log line names the peer (a vsock peer by its CID) and the
    reason, and ptygate_link_refusals_total{reason} counts it. At most
@@ -23,17 +23,35 @@
 #include "auth_jwt.h"
 #include "keys.h"
 
-struct gateway;
+struct ev_loop;
+struct gw_config;
 struct linkcred;
 struct linklisten;
+struct metrics;
+
+/* What the listeners need from the gateway, and all they see of it:
+   given at linklisten_new, it outlives the listeners. */
+struct linklisten_host {
+	struct ev_loop *loop;
+	const struct gw_config *cfg;
+	struct metrics *metrics;
+	struct keyset *const *link_keys; /* --link-key's keys, replaced on SIGHUP */
+	void *owner;			 /* the first argument of admit */
+	/* A link presented cred (verified): hands fd to the instance's
+	   upstream, adding the instance when it is new. Returns 0 (fd
+	   taken) or -1 with *refusal (enum link_refusal) and fd untouched. */
+	int (*admit)(void *owner, const struct linkcred *cred, int fd, const char *peer,
+		     int *refusal);
+};
 
 /* The framed LinkCredential a link opens with, at most: its 4-byte
    length, the message's tags and a token of JWT_MAX_TOKEN bytes. */
 #define LINKLISTEN_OPENING_MAX (4 + 16 + JWT_MAX_TOKEN)
 
-/* Binds every cfg->link_listen address of gw and watches them. NULL
+/* Binds every host->cfg->link_listen address and watches them. NULL
    with the address and the reason in err. */
-struct linklisten *linklisten_new(struct gateway *gw, char *err, size_t errlen);
+struct linklisten *linklisten_new(const struct linklisten_host *host, char *err,
+				  size_t errlen);
 /* Closes the listeners and every link still awaiting its credential.
    NULL is a no-op. */
 void linklisten_free(struct linklisten *ll);

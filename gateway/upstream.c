@@ -13,11 +13,12 @@
 #include <unistd.h>
 
 #include "frames.h"
-#include "gateway.h"
+#include "config.h"
 #include "id.h"
 #include "linkcred.h"
 #include "linkconn.h"
 #include "log.h"
+#include "metrics.h"
 #include "sidestats.h"
 #include "timeutil.h"
 #include "ws.h"
@@ -82,7 +83,7 @@ struct binding {
 };
 
 struct upstream {
-	struct gateway *gw;
+	const struct upstream_host *host;
 	char id[PTG_ID_MAX + 1];
 	char name[300];
 	struct addr addr;
@@ -533,7 +534,7 @@ static Ptg__Reply refusal(const Ptg__Reply *r, int code, const char *why)
 static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *held,
 			       char *why, size_t cap)
 {
-	struct metrics *mt = &u->gw->metrics;
+	struct metrics *mt = u->host->metrics;
 	const char *over = reply_over_caps(u, r);
 	size_t bound;
 
@@ -589,7 +590,7 @@ static void route_reply(struct upstream *u, const Ptg__Reply *r)
 	} else {
 		b->sink->reply(&checked, b->user);
 	}
-	u->gw->metrics.reply_bytes -= held;
+	u->host->metrics->reply_bytes -= held;
 }
 
 /* The sidecar must be the instance this address was configured for: a
@@ -606,7 +607,7 @@ static int check_instance(struct upstream *u, const Ptg__HelloAck *a)
 	log_error(u->name,
 		  "link refused: the sidecar reports instance '%.128s', not '%s'",
 		  a->instance_id, u->id);
-	u->gw->metrics.link_instance_mismatches++;
+	u->host->metrics->link_instance_mismatches++;
 	linkconn_close(u->lc, "instance id mismatch");
 	return -1;
 }
@@ -618,7 +619,7 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 	u->up = 1;
 	u->backoff_ms = BACKOFF_MIN_MS;
 	if (u->ever_up)
-		u->gw->metrics.link_reconnects++;
+		u->host->metrics->link_reconnects++;
 	u->ever_up = 1;
 	if (a->limits) {
 		u->limits = *a->limits;
@@ -653,7 +654,7 @@ static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f
 /* The watchdog of a registered link: armed at exp + --link-renew-grace. */
 static void arm_lapse(struct upstream *u)
 {
-	int64_t at_ms = (u->exp_s + (int64_t)u->gw->cfg->link_renew_grace_s) * 1000;
+	int64_t at_ms = (u->exp_s + (int64_t)u->host->cfg->link_renew_grace_s) * 1000;
 	int64_t left = at_ms - time_now_ms();
 
 	ev_timer_arm(u->lapse, left > 0 ? left : 0, 0);
@@ -664,7 +665,7 @@ static void close_refused(struct upstream *u, int reason, const char *why)
 	log_warn(u->name, "closing the link: %s (%s)", why,
 		 metrics_link_refusal_name(reason));
 	/* the link worker adds to these counters too */
-	__atomic_fetch_add(&u->gw->metrics.link_refusals[reason], 1, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&u->host->metrics->link_refusals[reason], 1, __ATOMIC_RELAXED);
 	linkconn_close(u->lc, metrics_link_refusal_name(reason));
 }
 
@@ -689,8 +690,8 @@ static void on_renewal(struct upstream *u, const Ptg__LinkCredential *lc)
 		log_warn(u->name, "ignoring a credential on a link this gateway dialled");
 		return;
 	}
-	rc =
-	    linkcred_verify(u->gw->link_keys, tok, strlen(tok), time_now_ms() / 1000, &c);
+	rc = linkcred_verify(*u->host->link_keys, tok, strlen(tok), time_now_ms() / 1000,
+			     &c);
 	if (rc < 0) {
 		close_refused(u, -rc, linkcred_strerror(rc));
 		return;
@@ -702,7 +703,7 @@ static void on_renewal(struct upstream *u, const Ptg__LinkCredential *lc)
 	}
 	u->exp_s = c.exp;
 	arm_lapse(u);
-	u->gw->metrics.link_renewals++;
+	u->host->metrics->link_renewals++;
 	log_info(u->name, "credential renewed (kid '%s', expires in %lld s)", c.kid,
 		 (long long)(c.exp - time_now_ms() / 1000));
 }
@@ -721,7 +722,7 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 	if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
 	    (why = frame_over_caps(u, m->frame))) {
 		log_error(u->name, "dropping the link: the sidecar sent %s", why);
-		u->gw->metrics.link_violations++;
+		u->host->metrics->link_violations++;
 		linkconn_close(lc, why);
 		return;
 	}
@@ -780,8 +781,8 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	ev_timer_disarm(u->lapse);
 	log_warn(u->name,
 		 "link down: %s; the instance leaves in %u s unless it dials again",
-		 reason, u->gw->cfg->link_grace_s);
-	ev_timer_arm(u->grace, (int64_t)u->gw->cfg->link_grace_s * 1000, 0);
+		 reason, u->host->cfg->link_grace_s);
+	ev_timer_arm(u->grace, (int64_t)u->host->cfg->link_grace_s * 1000, 0);
 }
 
 /* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. */
@@ -793,9 +794,9 @@ static void on_link_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, 
 	struct upstream *u = user;
 	uint64_t ms = (uint64_t)cpu_us / 1000;
 
-	u->gw->metrics.link_turns_cut += cut ? 1 : 0;
-	if (ms > u->gw->metrics.link_turn_max_ms)
-		u->gw->metrics.link_turn_max_ms = ms;
+	u->host->metrics->link_turns_cut += cut ? 1 : 0;
+	if (ms > u->host->metrics->link_turn_max_ms)
+		u->host->metrics->link_turn_max_ms = ms;
 }
 
 static const struct linkconn_ops link_ops = {
@@ -810,7 +811,8 @@ static void send_hello(struct upstream *u)
 	Ptg__Hello h = PTG__HELLO__INIT;
 
 	h.protocol_version = PTG__PROTOCOL_VERSION__PROTOCOL_VERSION_1;
-	h.gateway_id = u->gw->cfg->gateway_id;
+	h.gateway_id =
+	    (char *)u->host->cfg->gateway_id; /* protobuf-c fields are not const */
 	m.msg_case = PTG__LINK_MESSAGE__MSG_HELLO;
 	m.hello = &h;
 	linkconn_send(u->lc, &m);
@@ -831,7 +833,7 @@ static void on_connected(struct ev_io *io, int fd, unsigned events, void *user)
 		schedule_dial(u);
 		return;
 	}
-	u->lc = linkconn_new(u->gw->loop, fd, u->name, &link_ops, u);
+	u->lc = linkconn_new(u->host->loop, fd, u->name, &link_ops, u);
 	if (!u->lc) {
 		schedule_dial(u);
 		return;
@@ -850,7 +852,7 @@ static void dial(struct upstream *u)
 		schedule_dial(u);
 		return;
 	}
-	u->connect_io = ev_io_new(u->gw->loop, fd, EV_WRITE, on_connected, u);
+	u->connect_io = ev_io_new(u->host->loop, fd, EV_WRITE, on_connected, u);
 	if (!u->connect_io) {
 		log_warn(u->name, "connect: cannot watch the socket: %s",
 			 strerror(errno));
@@ -866,12 +868,12 @@ static void on_retry(struct ev_timer *t, void *user)
 	dial(user);
 }
 
-struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
+struct upstream *upstream_new(const struct upstream_host *host, const char *instance_id,
 			      const struct addr *a)
 {
 	struct upstream *u = xcalloc(1, sizeof(*u));
 
-	u->gw = gw;
+	u->host = host;
 	snprintf(u->id, sizeof(u->id), "%s", instance_id);
 	snprintf(u->name, sizeof(u->name), "link %s", instance_id);
 	u->addr = *a;
@@ -880,8 +882,8 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 	u->next_request = 1;
 	u->next_attach = 1;
 	buf_init(&u->json);
-	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
-	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
+	u->retry = ev_timer_new(host->loop, -1, 0, on_retry, u);
+	u->sweep = ev_timer_new(host->loop, 1000, 1000, on_sweep, u);
 	dial(u);
 	return u;
 }
@@ -889,14 +891,17 @@ struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
 /* Down for --link-grace: the gateway removes the instance (and frees u). */
 static void on_grace(struct ev_timer *t, void *user)
 {
-	gateway_registered_gone(((struct upstream *)user)->gw, user);
+	struct upstream *u = user;
+
+	u->host->registered_gone(u->host->owner, u);
 }
 
-struct upstream *upstream_new_registered(struct gateway *gw, const char *instance_id)
+struct upstream *upstream_new_registered(const struct upstream_host *host,
+					 const char *instance_id)
 {
 	struct upstream *u = xcalloc(1, sizeof(*u));
 
-	u->gw = gw;
+	u->host = host;
 	u->registered = 1;
 	snprintf(u->id, sizeof(u->id), "%s", instance_id);
 	snprintf(u->name, sizeof(u->name), "link %s", instance_id);
@@ -905,10 +910,10 @@ struct upstream *upstream_new_registered(struct gateway *gw, const char *instanc
 	u->next_attach = 1;
 	u->flap_backoff_ms = FLAP_BACKOFF_MIN_MS;
 	buf_init(&u->json);
-	u->retry = ev_timer_new(gw->loop, -1, 0, on_retry, u);
-	u->sweep = ev_timer_new(gw->loop, 1000, 1000, on_sweep, u);
-	u->lapse = ev_timer_new(gw->loop, -1, 0, on_lapse, u);
-	u->grace = ev_timer_new(gw->loop, -1, 0, on_grace, u);
+	u->retry = ev_timer_new(host->loop, -1, 0, on_retry, u);
+	u->sweep = ev_timer_new(host->loop, 1000, 1000, on_sweep, u);
+	u->lapse = ev_timer_new(host->loop, -1, 0, on_lapse, u);
+	u->grace = ev_timer_new(host->loop, -1, 0, on_grace, u);
 	return u;
 }
 
@@ -948,7 +953,7 @@ static int flapping(struct upstream *u, int64_t now)
 static void retire_link(struct upstream *u, const char *peer)
 {
 	log_warn(u->name, "link replaced by a new one from %s", peer);
-	u->gw->metrics.link_replacements++;
+	u->host->metrics->link_replacements++;
 	linkconn_free(u->lc);
 	u->lc = NULL;
 	u->up = 0;
@@ -965,9 +970,9 @@ int upstream_adopt(struct upstream *u, int fd, const char *peer, int64_t exp_s)
 	ev_timer_disarm(u->grace);
 	snprintf(u->name, sizeof(u->name), "link %s from %.100s", u->id, peer);
 	u->exp_s = exp_s;
-	u->lc = linkconn_new(u->gw->loop, fd, u->name, &link_ops, u);
+	u->lc = linkconn_new(u->host->loop, fd, u->name, &link_ops, u);
 	if (!u->lc) {
-		ev_timer_arm(u->grace, (int64_t)u->gw->cfg->link_grace_s * 1000, 0);
+		ev_timer_arm(u->grace, (int64_t)u->host->cfg->link_grace_s * 1000, 0);
 		return 0; /* fd closed; down as if the link had dropped at once */
 	}
 	linkconn_set_turn_budget(u->lc, LINK_TURN_BUDGET_US);
@@ -1065,12 +1070,12 @@ uint64_t upstream_attach_id(struct upstream *u)
 static void send_capped(struct upstream *u, const Ptg__LinkMessage *m)
 {
 	linkconn_send(u->lc, m);
-	if (linkconn_pending(u->lc) <= u->gw->cfg->link_queue_bytes)
+	if (linkconn_pending(u->lc) <= u->host->cfg->link_queue_bytes)
 		return;
 	log_error(u->name,
 		  "dropping the link: %zu bytes queued, the sidecar is not reading",
 		  linkconn_pending(u->lc));
-	u->gw->metrics.link_queue_overflows++;
+	u->host->metrics->link_queue_overflows++;
 	linkconn_close(u->lc, "the sidecar is not reading");
 }
 
@@ -1093,7 +1098,7 @@ int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
 	p->id = id;
 	p->cb = cb;
 	p->user = user;
-	p->deadline = time_mono_ms() + u->gw->cfg->request_timeout_ms;
+	p->deadline = time_mono_ms() + u->host->cfg->request_timeout_ms;
 	p->next = u->pending;
 	u->pending = p;
 	send_capped(u, m);

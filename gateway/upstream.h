@@ -16,7 +16,10 @@
 #include "addr.h"
 #include "link.pb-c.h"
 
-struct gateway;
+struct ev_loop;
+struct gw_config;
+struct keyset;
+struct metrics;
 struct upstream;
 struct wsframe;
 
@@ -30,15 +33,29 @@ struct wsframe;
 #define UPSTREAM_CODE_SHED	1001 /* answers in flight hold their budget */
 typedef void (*upstream_reply_fn)(const Ptg__Reply *r, void *user);
 
+/* What a link needs from the gateway, and all it sees of it: given at
+   upstream_new, it outlives every link. */
+struct upstream_host {
+	struct ev_loop *loop;
+	const struct gw_config *cfg;
+	struct metrics *metrics;
+	struct keyset *const *link_keys; /* --link-key's keys, replaced on SIGHUP */
+	void *owner;			 /* the first argument of registered_gone */
+	/* A registered instance was down for --link-grace: the owner
+	   removes the instance and frees u. */
+	void (*registered_gone)(void *owner, struct upstream *u);
+};
+
 /* Never fails (allocation aborts, timers cost no descriptor); the link
    is dialled at once and again with backoff. */
-struct upstream *upstream_new(struct gateway *gw, const char *instance_id,
+struct upstream *upstream_new(const struct upstream_host *host, const char *instance_id,
 			      const struct addr *a);
 /* A registered instance's upstream (issue 18): it has no address and
    never dials; its links dial in (linklisten.c) and are handed over by
    upstream_adopt. Down for --link-grace, it asks the gateway to remove
-   it (gateway_registered_gone). Never fails. */
-struct upstream *upstream_new_registered(struct gateway *gw, const char *instance_id);
+   it (host->registered_gone). Never fails. */
+struct upstream *upstream_new_registered(const struct upstream_host *host,
+					 const char *instance_id);
 /* 1 for an upstream made by upstream_new_registered. */
 int upstream_registered(const struct upstream *u);
 /* Takes fd (connected, non-blocking), a link whose credential for this

@@ -21,7 +21,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "ptg_limits.h"
-#include "task_ops.h"
 #include "timeutil.h"
 #include "upstream.h"
 #include "uuid.h"
@@ -650,7 +649,7 @@ static void conn_free(struct conn *c)
 	struct conn_set *s = host->conns;
 
 	conn_detach_quietly(c);
-	task_ops_conn_gone(c);
+	c->host->tasks_gone(c);
 	fifo_remove(c);
 	if (c->prev)
 		c->prev->next = c->next;
@@ -751,7 +750,7 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 		   attach gets 404). */
 		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
 		conn_detach_quietly(c); /* when already closing, goodbye did nothing */
-		task_ops_conn_gone(c);
+		c->host->tasks_gone(c);
 		c->up = NULL;
 	}
 }

@@ -14,7 +14,9 @@
 #include "link.pb-c.h"
 #include "ptg_limits.h"
 
+struct conn;
 struct conn_set;
+struct envelope;
 struct ev_loop;
 struct json_t;
 struct task_conn;
@@ -38,6 +40,11 @@ struct conn_host {
 	/* Gives back the connection slot reserved for principal on instance
 	   before the 101. */
 	void (*slot_release)(void *owner, const char *principal, const char *instance);
+	/* The A2A task ops, served above the connection (task_ops.h): a
+	   task frame from the client, and the connection letting go of its
+	   instance's link (when it ends, or the instance is removed). */
+	void (*task_op)(struct conn *c, const struct envelope *env);
+	void (*tasks_gone)(struct conn *c);
 };
 
 /* Whoever handed the connection its socket: when the connection ends,
@@ -60,8 +67,6 @@ struct attach_ctx {
 	bool deflate;		   /* permessage-deflate agreed */
 	int64_t requested_us;	   /* the upgrade request's start; 0 once timed */
 };
-
-struct conn;
 
 /* How long one conn_set_flush writes to observers (see there). */
 #define CONN_FAN_SLICE_US 2000

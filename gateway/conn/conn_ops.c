@@ -12,7 +12,6 @@
 #include "log.h"
 #include "metrics.h"
 #include "ptg_limits.h"
-#include "task_ops.h"
 #include "timeutil.h"
 #include "upstream.h"
 
@@ -489,7 +488,7 @@ static void op_update_params(struct conn *c, const struct envelope *env)
 
 static void op_task(struct conn *c, const struct envelope *env)
 {
-	task_ops_handle(c, env);
+	c->host->task_op(c, env);
 }
 
 static void op_push_config(struct conn *c, const struct envelope *env)

@@ -14,8 +14,7 @@
 #include "buf.h"
 #include "ev.h"
 #include "fdio.h"
-#include "gateway.h"
-#include "http.h"
+#include "config.h"
 #include "log.h"
 #include "registry_int.h"
 #include "timeutil.h"
@@ -254,13 +253,13 @@ static void fleet_url(struct registry *r, const char *url)
 /* Without --fleet-url and --public-url: the URL of --listen as bound. */
 static void derive_url(struct registry *r)
 {
-	const struct gw_config *c = r->gw->cfg;
+	const struct gw_config *c = r->host->cfg;
 	const char *h = c->listen_host;
 	int v6 = strchr(h, ':') != NULL;
 
 	snprintf(r->url, sizeof(r->url), "%s://%s%s%s:%u",
 		 c->tls_cert[0] ? "https" : "http", v6 ? "[" : "", h, v6 ? "]" : "",
-		 http_port(r->gw->http));
+		 *r->host->public_port);
 }
 
 static int configure(struct registry *r, const struct gw_config *c)
@@ -292,19 +291,19 @@ static struct etcd *client(struct registry *r, const struct gw_config *c)
 	    .connect_timeout_ms = REGISTRY__CONNECT_MS,
 	};
 	char err[512];
-	struct etcd *e = etcd_new(r->gw->loop, &o, err, sizeof(err));
+	struct etcd *e = etcd_new(r->host->loop, &o, err, sizeof(err));
 
 	if (!e)
 		fprintf(stderr, "ptygate-gateway: --registry: %s\n", err);
 	return e;
 }
 
-struct registry *registry_new(struct gateway *gw)
+struct registry *registry_new(const struct registry_host *host)
 {
 	struct registry *r = xcalloc(1, sizeof(*r));
-	const struct gw_config *c = gw->cfg;
+	const struct gw_config *c = host->cfg;
 
-	r->gw = gw;
+	r->host = host;
 	if (!c->registry[0])
 		return r;
 	r->enabled = 1;
@@ -319,9 +318,9 @@ struct registry *registry_new(struct gateway *gw)
 	r->routes = routecache_new(c->max_routes);
 	r->gateways = routecache_new(c->max_routes);
 	etcdjson_split_init(&r->split, REGISTRY__WATCH_MSG_MAX);
-	r->tick = ev_timer_new(gw->loop, -1, 0, on_tick, r);
-	r->kick = ev_timer_new(gw->loop, -1, 0, on_kick, r);
-	r->resync = ev_timer_new(gw->loop, -1, 0, registry__on_resync, r);
+	r->tick = ev_timer_new(host->loop, -1, 0, on_tick, r);
+	r->kick = ev_timer_new(host->loop, -1, 0, on_kick, r);
+	r->resync = ev_timer_new(host->loop, -1, 0, registry__on_resync, r);
 	return r;
 }
 
@@ -390,7 +389,7 @@ enum registry_route registry_route(const struct registry *r, const char *instanc
 	*owner_url = NULL;
 	if (!r)
 		return REGISTRY_UNKNOWN;
-	if (gateway_upstream(r->gw, instance_id))
+	if (r->host->upstream(r->host->owner, instance_id))
 		return REGISTRY_LOCAL;
 	if (!r->enabled)
 		return REGISTRY_UNKNOWN;

@@ -13,7 +13,21 @@
 
 struct gateway;
 struct buf;
+struct ev_loop;
+struct gw_config;
 struct registry;
+struct upstream;
+
+/* What the registry needs from the gateway, and all it sees of it: given
+   at registry_new, it outlives the registry. */
+struct registry_host {
+	struct ev_loop *loop;
+	const struct gw_config *cfg;
+	const uint16_t *public_port; /* --listen's port as bound, once it is */
+	void *owner;		     /* the first argument of upstream */
+	/* The link of instance_id when this gateway serves it, else NULL. */
+	struct upstream *(*upstream)(void *owner, const char *instance_id);
+};
 
 enum registry_route {
 	REGISTRY_LOCAL,
@@ -22,12 +36,12 @@ enum registry_route {
 	REGISTRY_UNAVAILABLE
 };
 
-/* The registry of gw, built from gw->cfg's --registry options. Without
+/* The registry of the gateway, built from host->cfg's --registry options. Without
    --registry it talks to no etcd and answers only LOCAL or UNKNOWN.
    Returns NULL after printing why to stderr (a bad option value, libcurl
    failing to start). Nothing is sent before registry_start. */
-struct registry *registry_new(struct gateway *gw);
-/* Starts the lease, the keys and the watch on gw's loop. */
+struct registry *registry_new(const struct registry_host *host);
+/* Starts the lease, the keys and the watch on the gateway's loop. */
 void registry_start(struct registry *r);
 /* The gateway is leaving, its loop ended: revokes the lease, so its keys
    go now rather than a TTL later (bounded by a second; NULL: no-op). */

@@ -45,7 +45,7 @@ struct registry__op {
 };
 
 struct registry {
-	struct gateway *gw;
+	const struct registry_host *host;
 	int enabled; /* --registry given */
 	struct etcd *etcd;
 	char id[256];

@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "buf.h"
-#include "gateway.h"
 #include "log.h"
 #include "registry_int.h"
 #include "xalloc.h"

@@ -37,9 +37,10 @@
 
 #include "conn.h"
 #include "ev.h"
+#include "config.h"
 #include "fleetauth.h"
-#include "gateway.h"
 #include "httpfleet.h"
+#include "metrics.h"
 #include "log.h"
 #include "num.h"
 #include "peers.h"
@@ -88,8 +89,8 @@ struct http_hold {
 };
 
 struct http {
-	struct gateway *gw;
-	enum http_role role;
+	const struct http_host *host;
+	enum route_listener role;
 	struct MHD_Daemon *d;
 	struct ev_io *io;
 	struct ev_timer *timer;
@@ -237,7 +238,8 @@ static void head_arm(struct http_sock *s)
 	struct http *h = s->h;
 
 	head_disarm(s);
-	s->deadline = time_mono_ms() + (int64_t)h->gw->cfg->request_head_timeout_s * 1000;
+	s->deadline =
+	    time_mono_ms() + (int64_t)h->host->cfg->request_head_timeout_s * 1000;
 	s->prev = h->heads_tail;
 	*(h->heads_tail ? &h->heads_tail->next : &h->heads) = s;
 	h->heads_tail = s;
@@ -259,7 +261,7 @@ static void head_expired(struct ev_timer *t, void *user)
 
 		peer_addr_str(&s->peer, a, sizeof(a));
 		log_debug("http", "%s: no whole request in %u s, closing", a,
-			  h->gw->cfg->request_head_timeout_s);
+			  h->host->cfg->request_head_timeout_s);
 		shutdown(s->fd, SHUT_RDWR);
 		head_disarm(s);
 		h->kick = 1;
@@ -279,7 +281,7 @@ static void log_refusal(struct http *h, const struct peer_addr *a, const char *w
 	h->refused_logged_ms = now;
 	peer_addr_str(a, text, sizeof(text));
 	log_warn("http", "%s: %s (--max-conns %u, --max-conns-per-ip %u)", text, what,
-		 h->gw->cfg->max_conns, h->gw->cfg->max_conns_per_ip);
+		 h->host->cfg->max_conns, h->host->cfg->max_conns_per_ip);
 }
 
 /* MHD's connection limit counted the WebSockets too while it kept them:
@@ -296,7 +298,7 @@ static bool over_limit(struct http *h)
 	if (!di)
 		return false;
 	held = (uint64_t)di->num_connections + h->n_out - h->n_refusing - h->n_evicting;
-	return held >= (uint64_t)h->gw->cfg->max_conns + HTTP__EXTRA_CONNS;
+	return held >= (uint64_t)h->host->cfg->max_conns + HTTP__EXTRA_CONNS;
 }
 
 /* What an evicted plain connection is told, written straight to its
@@ -342,7 +344,7 @@ static bool evict_oldest_head(struct http *h)
 	s->evicted = 1;
 	h->n_evicting++;
 	h->kick = 1;
-	h->gw->metrics.heads_evicted++;
+	h->host->metrics->heads_evicted++;
 	log_refusal(h, &s->peer, "connection evicted at the limit: no request head yet");
 	return true;
 }
@@ -353,7 +355,7 @@ static bool evict_oldest_head(struct http *h)
 static enum MHD_Result refuse_conn(struct http *h, const struct peer_addr *a,
 				   unsigned status)
 {
-	struct metrics *m = &h->gw->metrics;
+	struct metrics *m = h->host->metrics;
 
 	if (h->n_refusing >= HTTP__REFUSALS_MAX) {
 		m->conns_dropped++;
@@ -380,7 +382,7 @@ static enum MHD_Result refuse_conn(struct http *h, const struct peer_addr *a,
 static enum MHD_Result on_accept(void *cls, const struct sockaddr *sa, socklen_t len)
 {
 	struct http *h = cls;
-	const struct gw_config *cfg = h->gw->cfg;
+	const struct gw_config *cfg = h->host->cfg;
 	struct peer_addr a;
 
 	h->verdict = 0;
@@ -412,7 +414,7 @@ static void tls_cred(struct http_sock *s, struct MHD_Connection *c)
 
 static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 {
-	const struct gw_config *cfg = h->gw->cfg;
+	const struct gw_config *cfg = h->host->cfg;
 	const union MHD_ConnectionInfo *fd, *addr;
 	struct peer_addr peer;
 	struct http_sock *s;
@@ -469,11 +471,11 @@ static void notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
    or -EBUSY when that client is at its cap. */
 static int count_client(struct http_req *r, struct http_sock *s, const char *method)
 {
-	const struct gw_config *cfg = r->h->gw->cfg;
+	const struct gw_config *cfg = r->h->host->cfg;
 	const char *xff;
 
-	r->fleet = s && httpfleet_forwarded(r->h->gw->fleet, r->c, method, r->target,
-					    &r->client);
+	r->fleet = s && httpfleet_forwarded(r->h->host->routes->fleet, r->c, method,
+					    r->target, &r->client);
 	if (!s || (!s->trusted && !r->fleet))
 		return 0;
 	if (r->fleet && s->counted) {
@@ -485,7 +487,7 @@ static int count_client(struct http_req *r, struct http_sock *s, const char *met
 		peer_client(cfg->trusted_proxies, cfg->n_trusted_proxies, &s->peer, xff,
 			    &r->client);
 	if (peer_table_take(r->h->peers, &r->client, cfg->max_conns_per_ip) < 0) {
-		r->h->gw->metrics.conns_refused_address++;
+		r->h->host->metrics->conns_refused_address++;
 		log_refusal(r->h, &r->client, "request refused (429), client at its cap");
 		return -EBUSY;
 	}
@@ -735,9 +737,9 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	/* The connection is set up before the 101, so a gateway out of
 	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
 	r->rq->attach.requested_us = r->start_us;
-	r->conn = conn_new(&r->h->gw->conn_host, &r->rq->attach);
+	r->conn = conn_new(r->h->host->conn, &r->rq->attach);
 	if (!r->conn) {
-		r->h->gw->metrics.upgrades_refused++;
+		r->h->host->metrics->upgrades_refused++;
 		buf_reset(&r->rq->out);
 		routes_error_body("UNAVAILABLE",
 				  "the gateway cannot take another connection now",
@@ -825,8 +827,8 @@ static enum MHD_Result answer(struct http_req *r)
 	char n[16];
 
 	log_refused(r);
-	metrics_count_refusal(&r->h->gw->metrics, rq->status);
-	metrics_observe(&r->h->gw->metrics.http_latency[rq->m.id % METRICS_ROUTES],
+	metrics_count_refusal(r->h->host->metrics, rq->status);
+	metrics_observe(&r->h->host->metrics->http_latency[rq->m.id % METRICS_ROUTES],
 			time_mono_us() - r->start_us);
 	if (rq->status == 101)
 		return routes_relayed(rq) ? queue_relayed(r) : queue_upgrade(r);
@@ -922,7 +924,7 @@ static void handle(struct http_req *r, const char *method)
 
 	MHD_get_connection_values(r->c, MHD_HEADER_KIND, protocol_line, &r->protocols);
 	buf_append(&r->protocols, "", 1);
-	rq->gw = r->h->gw;
+	rq->gateway = r->h->host->routes;
 	rq->role = r->h->role;
 	rq->method = method;
 	rq->target = r->target;
@@ -1007,7 +1009,7 @@ static enum MHD_Result first(struct http_req *r)
 	r->started = 1;
 	r->start_us = time_mono_us();
 	r->rq->done = done;
-	r->h->gw->metrics.http_requests++;
+	r->h->host->metrics->http_requests++;
 	if (s && s->refuse)
 		return answer_refusal(r, s->refuse);
 	return cl ? check_length(r, cl) : MHD_YES;
@@ -1119,7 +1121,7 @@ static uint16_t bound_port(int fd)
 
 static struct MHD_Daemon *start(struct http *h, int lfd)
 {
-	const struct gw_config *cfg = h->gw->cfg;
+	const struct gw_config *cfg = h->host->cfg;
 	unsigned flags = MHD_USE_EPOLL | MHD_ALLOW_SUSPEND_RESUME | MHD_ALLOW_UPGRADE |
 			 MHD_USE_ERROR_LOG;
 	/* Past our own limit (over_limit), room for the refusals being
@@ -1168,9 +1170,9 @@ static int loopback(const struct sockaddr_storage *ss)
 static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *err,
 		     size_t errlen)
 {
-	const struct gw_config *cfg = h->gw->cfg;
+	const struct gw_config *cfg = h->host->cfg;
 
-	if (h->role != HTTP_PUBLIC)
+	if (h->role != ROUTE_PUBLIC)
 		return 0;
 	if (!cfg->tls_cert[0]) {
 		if (cfg->allow_plaintext || loopback(ss))
@@ -1191,19 +1193,19 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 	return 0;
 }
 
-struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
-		      enum http_role role, char *err, size_t errlen)
+struct http *http_new(const struct http_host *hh, const char *host, uint16_t port,
+		      enum route_listener role, char *err, size_t errlen)
 {
 	struct http *h = xcalloc(1, sizeof(*h));
 	const union MHD_DaemonInfo *info;
 	struct sockaddr_storage ss;
 	int lfd;
 
-	h->gw = gw;
+	h->host = hh;
 	h->role = role;
 	h->peers = peer_table_new();
-	h->head_timer = ev_timer_new(gw->loop, -1, 0, head_expired, h);
-	h->timer = ev_timer_new(gw->loop, -1, 0, on_timer, h);
+	h->head_timer = ev_timer_new(hh->loop, -1, 0, head_expired, h);
+	h->timer = ev_timer_new(hh->loop, -1, 0, on_timer, h);
 	if (resolve(host, port, &ss, err, errlen) < 0)
 		goto out_free;
 	if (tls_setup(h, &ss, err, errlen) < 0)
@@ -1219,7 +1221,7 @@ struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
 		goto out_free;
 	}
 	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
-	h->io = info ? ev_io_new(gw->loop, info->epoll_fd, EV_READ, on_io, h) : NULL;
+	h->io = info ? ev_io_new(hh->loop, info->epoll_fd, EV_READ, on_io, h) : NULL;
 	if (!h->io) {
 		snprintf(err, errlen, "cannot watch libmicrohttpd's epoll fd");
 		goto out_free;

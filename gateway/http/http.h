@@ -8,19 +8,28 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct gateway;
-struct http;
-struct MHD_UpgradeResponseHandle;
+#include "routes.h"
 
-enum http_role {
-	HTTP_PUBLIC = 1, /* attach, REST, and admin routes unless split off */
-	HTTP_ADMIN = 2,	 /* only /healthz /readyz /metrics and the AgentCard */
+struct conn_host;
+struct ev_loop;
+struct gw_config;
+struct http;
+struct metrics;
+
+/* What a listener needs from the gateway, and all it sees of it: given
+   at http_new, it outlives the listener. */
+struct http_host {
+	struct ev_loop *loop;
+	const struct gw_config *cfg;
+	struct metrics *metrics;
+	const struct conn_host *conn;	  /* given to every upgraded connection */
+	const struct routes_host *routes; /* given to every request */
 };
 
 /* Listens on host:port (port 0: a free one). Returns NULL and writes the
    reason to err. */
-struct http *http_new(struct gateway *gw, const char *host, uint16_t port,
-		      enum http_role role, char *err, size_t errlen);
+struct http *http_new(const struct http_host *hh, const char *host, uint16_t port,
+		      enum route_listener role, char *err, size_t errlen);
 void http_free(struct http *h);
 /* Runs MHD if a request was resumed or an upgraded socket handed back
    since its last run (external mode has no wake-up of its own); the

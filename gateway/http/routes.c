@@ -17,7 +17,8 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "gateway.h"
+#include "config.h"
+#include "metrics.h"
 #include "id.h"
 #include "routes_int.h"
 #include "upstream.h"
@@ -335,14 +336,14 @@ static int on_listener(const struct route_req *rq)
 	int admin_route = id == ROUTE_HEALTHZ || id == ROUTE_READYZ ||
 			  id == ROUTE_METRICS || id == ROUTE_AGENT_CARD;
 
-	if (rq->role == HTTP_ADMIN)
+	if (rq->role == ROUTE_ADMIN)
 		return admin_route;
-	return !admin_route || !rq->gw->cfg->admin_host[0];
+	return !admin_route || !rq->gateway->cfg->admin_host[0];
 }
 
 static int dispatch(struct route_req *rq)
 {
-	int with_static = rq->role == HTTP_PUBLIC && rq->gw->cfg->static_dir[0];
+	int with_static = rq->role == ROUTE_PUBLIC && rq->gateway->cfg->static_dir[0];
 	const char *why;
 	int rc = routes_match(rq->target, with_static, &rq->m, &why);
 
@@ -392,7 +393,7 @@ void routes_req_clear(struct route_req *rq)
 	free(rq->export);
 	rq->export = NULL;
 	if (rq->held_bytes)
-		rq->gw->metrics.reply_bytes -= rq->held_bytes;
+		rq->gateway->metrics->reply_bytes -= rq->held_bytes;
 	rq->held_bytes = 0;
 	buf_free(&rq->out);
 }

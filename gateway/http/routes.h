@@ -16,7 +16,6 @@
 #include "buf.h"
 #include "conn.h"
 #include "forward.h"
-#include "http.h"
 #include "link.pb-c.h"
 #include "ptg_limits.h"
 #include "wshandshake.h"
@@ -26,6 +25,20 @@
 
 #define ROUTES_EXTENSION_URI                                                             \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+
+struct fleetauth;
+struct gw_config;
+struct keyset;
+struct metrics;
+struct registry;
+struct restlimit;
+struct upstream;
+
+/* Which listener a request came to. */
+enum route_listener {
+	ROUTE_PUBLIC = 1, /* attach, REST, and admin routes unless split off */
+	ROUTE_ADMIN = 2,  /* only /healthz /readyz /metrics and the AgentCard */
+};
 
 enum route_id {
 	ROUTE_HEALTHZ = 1, /* GET /healthz */
@@ -111,12 +124,38 @@ void routes_refuse(struct route_req *rq, unsigned status, const char *code,
 /* The HTTP status and error code for a sidecar Reply code. */
 unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name);
 
+/* What the routes need from the gateway, and all they see of it: given
+   to the listener at http_new, it outlives every request. */
+struct routes_host {
+	const struct gw_config *cfg;
+	struct keyset *const *keys; /* the client tokens' keys, loaded at start */
+	const struct jwt_policy *policy;
+	struct metrics *metrics;
+	struct restlimit *rest;	       /* REST requests per principal (routes_auth.c) */
+	struct registry *registry;     /* the fleet's (registry.h) */
+	struct forward *forward;       /* to the owning gateway (forward.h), or NULL */
+	const struct fleetauth *fleet; /* --fleet-secret-file's key, or NULL */
+	uint16_t public_port;	       /* the public listener's, for the URLs */
+	void *owner;		       /* the first argument of the calls below */
+	/* The link of instance_id, or NULL when there is no such instance. */
+	struct upstream *(*upstream)(void *owner, const char *instance_id);
+	/* Every instance's link: *n of them. */
+	struct upstream *const *(*instances)(void *owner, size_t *n);
+	/* Reserves a connection slot for principal on instance before the
+	   101: 0, -EAGAIN when the whole gateway is at --max-conns, or
+	   -EBUSY at the principal's or the instance's cap, *what naming the
+	   limit hit. */
+	int (*slot_acquire)(void *owner, const char *principal, const char *instance,
+			    const char **what);
+	void (*slot_release)(void *owner, const char *principal, const char *instance);
+};
+
 /* One HTTP request as the routes see it. http.c zeroes it, fills the
    inputs, calls routes_handle; the answer fields are then set. */
 struct route_req {
 	/* inputs */
-	struct gateway *gw;
-	enum http_role role;
+	const struct routes_host *gateway; /* all the routes see of the gateway */
+	enum route_listener role;
 	const char *method;
 	const char *target;	   /* raw request target, query included */
 	const char *authorization; /* header values, NULL when absent */

@@ -6,7 +6,8 @@
 #include <errno.h>
 #include <stdio.h>
 
-#include "gateway.h"
+#include "config.h"
+#include "metrics.h"
 #include "routes_int.h"
 #include "upstream.h"
 
@@ -14,7 +15,8 @@ void routes__release_slot(struct route_req *rq)
 {
 	if (!rq->slot_held)
 		return;
-	gateway_slot_release(rq->gw, rq->attach.claims.sub, rq->attach.instance_id);
+	rq->gateway->slot_release(rq->gateway->owner, rq->attach.claims.sub,
+				  rq->attach.instance_id);
 	rq->slot_held = 0;
 }
 
@@ -41,7 +43,7 @@ static void on_attach(struct route_req *rq, const Ptg__Reply *r)
    a future cookie-based login would not be CSRF-able). */
 static int attach_origin(struct route_req *rq)
 {
-	const struct gw_config *cfg = rq->gw->cfg;
+	const struct gw_config *cfg = rq->gateway->cfg;
 
 	if (wshs_origin_allowed(rq->origin, rq->host, cfg->public_url,
 				cfg->allowed_origins, cfg->n_allowed_origins))
@@ -93,11 +95,11 @@ static int attach_admit(struct route_req *rq, struct upstream *up)
 		 rq->m.instance);
 	snprintf(rq->attach.session_id, sizeof(rq->attach.session_id), "%s",
 		 rq->m.session);
-	rc = gateway_slot_acquire(rq->gw, c->sub, rq->m.instance, &what);
+	rc = rq->gateway->slot_acquire(rq->gateway->owner, c->sub, rq->m.instance, &what);
 	if (rc == -EAGAIN) {
 		/* Nothing this client did: the gateway is full (503, as
 		   nginx's limit_conn answers), and says when to try again. */
-		rq->gw->metrics.conns_refused_full++;
+		rq->gateway->metrics->conns_refused_full++;
 		routes__error(rq, 503, "UNAVAILABLE",
 			      "the gateway is at its connection limit (--max-conns); "
 			      "try again shortly");
@@ -136,7 +138,7 @@ int routes__attach(struct route_req *rq)
 	wshs_offer_clear(&o);
 	if (rc < 0 || !(up = routes__instance(rq)) || attach_admit(rq, up) < 0)
 		return 0;
-	if (!rq->gw->cfg->no_deflate)
+	if (!rq->gateway->cfg->no_deflate)
 		wshs_parse_extensions(rq->ws_extensions, &rq->deflate);
 	rq->attach.deflate = rq->deflate.on;
 	g.request_id = upstream_next_id(up);

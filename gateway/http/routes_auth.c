@@ -12,7 +12,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gateway.h"
+#include "metrics.h"
 #include "restlimit.h"
 #include "routes_int.h"
 #include "timeutil.h"
@@ -20,7 +20,7 @@
 
 int routes__unauthenticated(struct route_req *rq, const char *message)
 {
-	rq->gw->metrics.auth_failures++; /* missing or invalid, REST or attach */
+	rq->gateway->metrics->auth_failures++; /* missing or invalid, REST or attach */
 	routes__error(rq, 401, "UNAUTHENTICATED", message);
 	rq->www_authenticate = 1;
 	return -EACCES;
@@ -29,9 +29,9 @@ int routes__unauthenticated(struct route_req *rq, const char *message)
 int routes__verify(struct route_req *rq, const char *tok, size_t len,
 		   struct jwt_claims *c)
 {
-	struct gateway *gw = rq->gw;
-	int rc =
-	    auth_jwt_verify(gw->keys, &gw->policy, tok, len, time_now_ms() / 1000, c);
+	const struct routes_host *gateway = rq->gateway;
+	int rc = auth_jwt_verify(*gateway->keys, gateway->policy, tok, len,
+				 time_now_ms() / 1000, c);
 
 	if (rc != JWT_OK)
 		return routes__unauthenticated(rq, auth_jwt_strerror(rc));
@@ -80,7 +80,8 @@ static int rest_admit(struct route_req *rq, const struct jwt_claims *c)
 	unsigned retry;
 	char msg[128];
 
-	if (restlimit_acquire(rq->gw->rest, c->sub, time_mono_ms(), &retry, &what) < 0) {
+	if (restlimit_acquire(rq->gateway->rest, c->sub, time_mono_ms(), &retry, &what) <
+	    0) {
 		snprintf(msg, sizeof(msg), "too many requests: the limit on %s", what);
 		routes__error(rq, 429, "RATE_LIMITED", msg);
 		rq->retry_after = (int)retry;
@@ -94,7 +95,7 @@ void routes__rest_release(struct route_req *rq)
 {
 	if (!rq->rest_principal)
 		return;
-	restlimit_release(rq->gw->rest, rq->rest_principal);
+	restlimit_release(rq->gateway->rest, rq->rest_principal);
 	free(rq->rest_principal);
 	rq->rest_principal = NULL;
 }

@@ -14,7 +14,7 @@
 
 #include "fleetauth.h"
 #include "forward.h"
-#include "gateway.h"
+#include "config.h"
 #include "log.h"
 #include "registry.h"
 #include "relay.h"
@@ -144,7 +144,7 @@ static void request_of(struct route_req *rq, const char *url, struct forward_req
 
 static int send_on(struct route_req *rq, struct forward *fw, const char *url)
 {
-	struct gateway *g = rq->gw;
+	const struct routes_host *g = rq->gateway;
 	struct forward_request fr;
 	struct routes_fwd *f = fwd_of(rq);
 	struct forward_stats st;
@@ -175,7 +175,7 @@ static int send_on(struct route_req *rq, struct forward *fw, const char *url)
 
 int routes__fleet_check(struct route_req *rq)
 {
-	struct gateway *g = rq->gw;
+	const struct routes_host *g = rq->gateway;
 	int rc;
 
 	if (!rq->fleet_auth)
@@ -197,7 +197,7 @@ int routes__fleet_check(struct route_req *rq)
 
 int routes__forward(struct route_req *rq)
 {
-	struct gateway *g = rq->gw;
+	const struct routes_host *g = rq->gateway;
 	const char *url = NULL;
 	char ctx[PTG_ID_MAX + 32];
 
@@ -249,7 +249,7 @@ int routes_relayed(const struct route_req *rq)
 void routes_relay_start(struct route_req *rq, int fd, const void *extra, size_t len,
 			void (*end)(void *user, struct relay *r), void *user)
 {
-	const struct gw_config *cfg = rq->gw->cfg;
+	const struct gw_config *cfg = rq->gateway->cfg;
 	int64_t idle = 2 * (int64_t)(cfg->ping_interval_s + cfg->pong_timeout_s) * 1000;
 	struct relay *r = rq->fwd->relay;
 

@@ -16,7 +16,6 @@
 
 #define ROUTES__JSON "application/json"
 
-struct gateway;
 struct upstream;
 
 /* ---- answers (routes_reply.c) ---- */
@@ -67,8 +66,9 @@ int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c);
 
 /* ---- URL bases (routes_json.c) ---- */
 
-/* routes_bases for this gateway's listener (https/wss under TLS). */
-void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t cap);
+/* routes_bases for this gateway's public listener (https/wss under TLS). */
+void routes__bases(const struct routes_host *rh, char *http_base, char *ws_base,
+		   size_t cap);
 
 /* ---- attach (routes_attach.c) ---- */
 

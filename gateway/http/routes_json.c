@@ -2,14 +2,14 @@
    object and the create answer of SPEC 9, the AgentCard, the error body,
    the HTTP status of a sidecar reply code, and the public URL bases the
    AgentCard and attach_url are built from. Pure functions of their
-   inputs (but routes__gw_bases, which reads the gateway's settings). */
+   inputs (but routes__bases, which reads the gateway's settings). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "frames.h"
-#include "gateway.h"
+#include "config.h"
 #include "routes_int.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -243,13 +243,15 @@ unsigned routes_status_from_link(Ptg__ErrorCode code, const char **name)
 		return 500;
 	}
 }
-void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t cap)
+void routes__bases(const struct routes_host *rh, char *http_base, char *ws_base,
+		   size_t cap)
 {
-	uint16_t port = gw->http ? http_port(gw->http) : gw->cfg->listen_port;
-	const char *host = gw->cfg->listen_host;
-	char tls_url[sizeof(gw->cfg->public_url) + 16];
+	const struct gw_config *cfg = rh->cfg;
+	uint16_t port = rh->public_port;
+	const char *host = cfg->listen_host;
+	char tls_url[sizeof(cfg->public_url) + 16];
 
-	if (!gw->cfg->public_url[0] && gw->cfg->tls_cert[0]) {
+	if (!cfg->public_url[0] && cfg->tls_cert[0]) {
 		/* Under TLS the derived URLs are https:// and wss://. */
 		snprintf(tls_url, sizeof(tls_url), "https://%s%s%s:%u",
 			 strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
@@ -257,5 +259,5 @@ void routes__gw_bases(struct gateway *gw, char *http_base, char *ws_base, size_t
 		routes_bases(tls_url, host, port, http_base, ws_base, cap);
 		return;
 	}
-	routes_bases(gw->cfg->public_url, host, port, http_base, ws_base, cap);
+	routes_bases(cfg->public_url, host, port, http_base, ws_base, cap);
 }

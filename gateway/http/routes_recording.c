@@ -13,7 +13,6 @@
 #include <unistd.h>
 
 #include "fdio.h"
-#include "gateway.h"
 #include "routes_int.h"
 #include "upstream.h"
 #include "xalloc.h"

@@ -5,7 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "gateway.h"
+#include "metrics.h"
 #include "routes_int.h"
 #include "upstream.h"
 
@@ -56,7 +56,7 @@ int routes__link_error(struct route_req *rq, const Ptg__Reply *r)
 
 struct upstream *routes__instance(struct route_req *rq)
 {
-	struct upstream *up = gateway_upstream(rq->gw, rq->m.instance);
+	struct upstream *up = rq->gateway->upstream(rq->gateway->owner, rq->m.instance);
 
 	if (!up)
 		routes__error(rq, 404, "NOT_FOUND", "unknown instance");
@@ -66,7 +66,7 @@ struct upstream *routes__instance(struct route_req *rq)
 void routes__count(struct route_req *rq)
 {
 	if (rq->m.id == ROUTE_ATTACH && rq->status != 101)
-		rq->gw->metrics.upgrades_refused++;
+		rq->gateway->metrics->upgrades_refused++;
 }
 
 /* An answer made from a sidecar reply counts in ptygate_reply_bytes
@@ -75,7 +75,7 @@ void routes__count(struct route_req *rq)
 static void hold_answer(struct route_req *rq)
 {
 	rq->held_bytes = 2 * buf_size(&rq->out);
-	rq->gw->metrics.reply_bytes += rq->held_bytes;
+	rq->gateway->metrics->reply_bytes += rq->held_bytes;
 }
 
 static void reply_cb(const Ptg__Reply *r, void *user)

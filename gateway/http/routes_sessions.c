@@ -10,7 +10,6 @@
 #include <string.h>
 
 #include "b64.h"
-#include "gateway.h"
 #include "id.h"
 #include "num.h"
 #include "routes_int.h"
@@ -155,7 +154,7 @@ static void on_create(struct route_req *rq, const Ptg__Reply *r)
 		routes__error(rq, 500, "INTERNAL", "the sidecar sent no session");
 		return;
 	}
-	routes__gw_bases(rq->gw, http_base, ws_base, sizeof(http_base));
+	routes__bases(rq->gateway, http_base, ws_base, sizeof(http_base));
 	snprintf(url, sizeof(url), "%s/agents/%s/sessions/%s/attach", ws_base,
 		 rq->m.instance, r->session->session_id);
 	routes__json(rq, 201, routes_created_json(r->session, url));

@@ -6,7 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "gateway.h"
+#include "config.h"
 #include "routes_int.h"
 #include "webfiles.h"
 
@@ -39,8 +39,8 @@ static const char *mime(const char *file)
 int routes__static(struct route_req *rq)
 {
 	uint64_t size;
-	int fd =
-	    webfiles_open(rq->gw->cfg->static_dir, rq->m.file, ROUTES__STATIC_MAX, &size);
+	int fd = webfiles_open(rq->gateway->cfg->static_dir, rq->m.file,
+			       ROUTES__STATIC_MAX, &size);
 
 	if (fd < 0)
 		return routes__error(rq, 404, "NOT_FOUND", "no such path");

@@ -5,7 +5,7 @@
    registers the verified links. Asserted by thread identity: accept4 and
    read are wrapped here (the wrappers make the system calls themselves)
    and record which thread called them on which descriptor, and
-   gateway_register is this test's, recording the thread it runs on. The
+   the host's admit is this test's, recording the thread it runs on. The
    refusals (garbage, a timeout, a key replaced as SIGHUP does) are
    counted, each once. Waits are bounded guards only, never measures. */
 #include <stdarg.h>
@@ -31,7 +31,6 @@
 #include "auth_jwt.h"
 #include "config.h"
 #include "ev.h"
-#include "gateway.h"
 #include "link.h"
 #include "linkcred.h"
 #include "linklisten.h"
@@ -42,8 +41,7 @@
 #define MAX_FD	 4096
 
 static pthread_t loop_thread;
-/* descriptors accept4 returned, until the test's gateway_register takes
-   them */
+/* descriptors accept4 returned, until the test's admit takes them */
 static atomic_char link_fd[MAX_FD];
 static atomic_int accepts_on_loop, accepts_off_loop;
 static atomic_int reads_on_loop, reads_off_loop;
@@ -72,7 +70,13 @@ ssize_t read(int fd, void *b, size_t n)
 }
 
 static struct gw_config cfg;
-static struct gateway gw;
+/* What linklisten is given of a gateway (struct linklisten_host). */
+static struct {
+	struct ev_loop *loop;
+	struct keyset *link_keys;
+	struct metrics metrics;
+} gw;
+static struct linklisten_host host;
 static struct linklisten *ll;
 static char sock_path[108];
 static uint8_t sk1[64], pk1[32], sk2[64], pk2[32];
@@ -80,10 +84,10 @@ static int registered, registered_off_loop, want;
 static char last_instance[128];
 
 /* The test's: the link is taken (closed) and counted. */
-int gateway_register(struct gateway *g, const struct linkcred *cred, int fd,
-		     const char *peer, int *refusal)
+static int admit(void *owner, const struct linkcred *cred, int fd, const char *peer,
+		 int *refusal)
 {
-	(void)g;
+	(void)owner;
 	(void)peer;
 	(void)refusal;
 	if (!on_loop())
@@ -139,10 +143,16 @@ static int setup(void **state)
 		assert_int_equal(addr_parse(a, &cfg.link_listen[0], err, sizeof(err)), 0);
 	}
 	cfg.n_link_listen = 1;
-	gw.cfg = &cfg;
 	gw.loop = ev_loop_new();
 	gw.link_keys = keys_with("k1", pk1);
-	ll = linklisten_new(&gw, err, sizeof(err));
+	host = (struct linklisten_host){
+	    .loop = gw.loop,
+	    .cfg = &cfg,
+	    .metrics = &gw.metrics,
+	    .link_keys = &gw.link_keys,
+	    .admit = admit,
+	};
+	ll = linklisten_new(&host, err, sizeof(err));
 	if (!ll)
 		fprintf(stderr, "linklisten_new: %s\n", err);
 	registered = registered_off_loop = 0;

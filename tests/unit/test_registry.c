@@ -20,16 +20,30 @@
 #include "addr.h"
 #include "config.h"
 #include "ev.h"
-#include "gateway.h"
+#include "metrics.h"
 #include "registry.h"
 #include "registry_int.h"
 #include "upstream.h"
 
 struct fixture {
 	struct gw_config *cfg;
-	struct gateway gw;
+	struct ev_loop *loop;
+	struct metrics metrics;
+	struct keyset *link_keys;
+	uint16_t port;
+	struct upstream_host up_host;
+	struct registry_host host;
 	struct upstream *local;
 };
+
+/* The gateway's instance lookup as the registry asks it: the one local
+   instance is served here. */
+static struct upstream *served(void *owner, const char *instance_id)
+{
+	struct fixture *f = owner;
+
+	return strcmp(instance_id, upstream_instance(f->local)) == 0 ? f->local : NULL;
+}
 
 static int setup(void **state)
 {
@@ -41,13 +55,19 @@ static int setup(void **state)
 	gw_config_defaults(f->cfg);
 	snprintf(f->cfg->gateway_id, sizeof(f->cfg->gateway_id), "gw-self");
 	snprintf(f->cfg->public_url, sizeof(f->cfg->public_url), "http://self:1");
-	f->gw.cfg = f->cfg;
-	f->gw.loop = ev_loop_new();
+	f->loop = ev_loop_new();
+	f->up_host = (struct upstream_host){.loop = f->loop,
+					    .cfg = f->cfg,
+					    .metrics = &f->metrics,
+					    .link_keys = &f->link_keys};
+	f->host = (struct registry_host){.loop = f->loop,
+					 .cfg = f->cfg,
+					 .public_port = &f->port,
+					 .owner = f,
+					 .upstream = served};
 	assert_int_equal(
 	    addr_parse("unix:/nonexistent/ptg-test.sock", &a, err, sizeof(err)), 0);
-	f->local = upstream_new(&f->gw, "local-1", &a);
-	f->gw.ups = &f->local;
-	f->gw.n_ups = 1;
+	f->local = upstream_new(&f->up_host, "local-1", &a);
 	*state = f;
 	return 0;
 }
@@ -57,7 +77,7 @@ static int teardown(void **state)
 	struct fixture *f = *state;
 
 	upstream_free(f->local);
-	ev_loop_free(f->gw.loop);
+	ev_loop_free(f->loop);
 	free(f->cfg);
 	free(f);
 	return 0;
@@ -66,7 +86,7 @@ static int teardown(void **state)
 static void test_without_registry(void **state)
 {
 	struct fixture *f = *state;
-	struct registry *r = registry_new(&f->gw);
+	struct registry *r = registry_new(&f->host);
 	const char *url = "x";
 
 	assert_non_null(r);
@@ -85,7 +105,7 @@ static void test_routes_from_the_cache(void **state)
 	const char *url = NULL;
 
 	snprintf(f->cfg->registry, sizeof(f->cfg->registry), "http://127.0.0.1:1");
-	r = registry_new(&f->gw);
+	r = registry_new(&f->host);
 	assert_non_null(r);
 	assert_int_equal(routecache_put(r->routes, "remote-1", "gw-b", "http://b:2", 5),
 			 0);
