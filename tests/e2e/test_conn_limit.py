@@ -22,7 +22,7 @@ import harness
 from harness import RawWs
 
 MAX_CONNS = 2
-HTTP_EXTRA = 64  # HTTP__EXTRA_CONNS in gateway/http/http.c
+HTTP_EXTRA = 64  # HTTP__EXTRA_CONNS in gateway/http/http_int.h
 
 
 class ConnLimit(harness.E2ETestCase):

@@ -5,7 +5,7 @@ warm-up of 20. What it was: libmicrohttpd's per-connection pool (64 KiB,
 then 16 KiB: 16.9 KiB a connection) and its connection, kept for the life
 of every upgraded socket, and wslay's two contexts (8.5 KiB) held by idle
 connections. A plain upgraded socket now leaves libmicrohttpd at once
-(http_hold in gateway/http/http.c): about 3.4 KiB. Under ASan the allocator's redzones
+(http_hold in gateway/http/http_int.h): about 3.4 KiB. Under ASan the allocator's redzones
 and quarantine make RSS meaningless: the number is only noted there."""
 import asyncio
 import base64
