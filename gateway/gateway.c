@@ -679,6 +679,7 @@ static void fill_hosts(struct gateway *gw)
 	    .slot_release = slot_release,
 	    .task_op = task_ops_handle,
 	    .tasks_gone = task_ops_conn_gone,
+	    .client_text = conn_handle_text,
 	};
 }
 

@@ -45,6 +45,9 @@ struct conn_host {
 	   instance's link (when it ends, or the instance is removed). */
 	void (*task_op)(struct conn *c, const struct envelope *env);
 	void (*tasks_gone)(struct conn *c);
+	/* The client ops (SPEC 2, 4, 5), served above the socket and the
+	   WebSocket: one whole text frame from the client. */
+	void (*client_text)(struct conn *c, const char *p, size_t n);
 };
 
 /* Whoever handed the connection its socket: when the connection ends,
@@ -133,6 +136,10 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id);
 int conn_set_empty(const struct conn_set *s);
 /* Bytes queued toward clients: in all, and in the deepest queue. */
 void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max);
+
+/* One whole client text frame: the client ops (conn_ops.c), what the
+   owner gives as conn_host.client_text. */
+void conn_handle_text(struct conn *c, const char *p, size_t n);
 
 /* What the task ops (task_ops.h) see of a connection and do with it. */
 

@@ -89,8 +89,6 @@ void conn_mark_dirty(struct conn *c);
 void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code);
 /* Closes with code (no goodbye): no more data is queued after this. */
 void conn_close(struct conn *c, uint16_t code, const char *reason);
-/* One client text frame. */
-void conn_handle_text(struct conn *c, const char *p, size_t n);
 /* Tells the sidecar the attachment is gone (no reply wanted). */
 void conn_detach_quietly(struct conn *c);
 /* Moves the connection to the metrics gauge of role (0: not joined). */

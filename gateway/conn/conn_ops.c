@@ -19,23 +19,6 @@ typedef void (*op_fn)(struct conn *c, const struct envelope *env);
 
 /* ---- sending ---- */
 
-void conn_send_error(struct conn *c, enum frames_code code, const char *id,
-		     const char *message)
-{
-	struct buf out = BUF_INIT;
-
-	frames_error(code, id, message, time_now_ms(), &out);
-	conn_send_json(c, &out);
-	buf_free(&out);
-	/* Every error the client's own ops cause is a violation (a failure
-	   of the gateway or the sandbox is not). */
-	if (code != FRAMES_INVALID_REQUEST && code != FRAMES_UNSUPPORTED_OPERATION &&
-	    code != FRAMES_PERMISSION_DENIED)
-		return;
-	if (++c->violations >= c->host->cfg->violation_limit)
-		conn_close(c, PTG_CLOSE_VIOLATIONS, "too many protocol violations");
-}
-
 static void send_reply_error(struct conn *c, const Ptg__Reply *r)
 {
 	conn_send_error(c, frames_code_from_link(r->code),
@@ -43,28 +26,6 @@ static void send_reply_error(struct conn *c, const Ptg__Reply *r)
 }
 
 /* ---- the sidecar side of an attachment ---- */
-
-void conn_detach_quietly(struct conn *c)
-{
-	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
-	Ptg__Detach d = PTG__DETACH__INIT;
-
-	if (c->pending_request && c->up)
-		upstream_cancel(c->up, c->pending_request);
-	c->pending_request = 0;
-	if (!c->attach_id || !c->up) {
-		c->attach_id = 0;
-		return;
-	}
-	d.attach_id = c->attach_id;
-	d.session_id = c->ctx.session_id;
-	m.msg_case = PTG__LINK_MESSAGE__MSG_DETACH;
-	m.detach = &d;
-	upstream_unbind(c->up, c->attach_id);
-	upstream_send(c->up, &m);
-	log_info(c->log_ctx, "audit: detached");
-	c->attach_id = 0;
-}
 
 static void on_attach_reply(const Ptg__Reply *r, void *user)
 {
