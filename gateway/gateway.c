@@ -620,10 +620,9 @@ static struct upstream *const *host_instances(void *owner, size_t *n)
 	return gw->ups;
 }
 
-/* What connections (conn.h), instance links (upstream.h), the
-   --link-listen listeners (linklisten.h), the HTTP listeners (http.h) and
-   their routes (routes.h) are given of the gateway. */
-static void fill_hosts(struct gateway *gw)
+/* What the client side is given of the gateway: the HTTP listeners
+   (http.h), their routes (routes.h) and the connections (conn.h). */
+static void fill_client_hosts(struct gateway *gw)
 {
 	gw->routes_host = (struct routes_host){
 	    .cfg = gw->cfg,
@@ -638,35 +637,12 @@ static void fill_hosts(struct gateway *gw)
 	    .slot_acquire = slot_acquire,
 	    .slot_release = slot_release,
 	};
-	gw->registry_host = (struct registry_host){
-	    .loop = gw->loop,
-	    .cfg = gw->cfg,
-	    .public_port = &gw->routes_host.public_port,
-	    .owner = gw,
-	    .upstream = host_upstream,
-	};
 	gw->http_host = (struct http_host){
 	    .loop = gw->loop,
 	    .cfg = gw->cfg,
 	    .metrics = &gw->metrics,
 	    .conn = &gw->conn_host,
 	    .routes = &gw->routes_host,
-	};
-	gw->linklisten_host = (struct linklisten_host){
-	    .loop = gw->loop,
-	    .cfg = gw->cfg,
-	    .metrics = &gw->metrics,
-	    .link_keys = &gw->link_keys,
-	    .owner = gw,
-	    .admit = admit_link,
-	};
-	gw->upstream_host = (struct upstream_host){
-	    .loop = gw->loop,
-	    .cfg = gw->cfg,
-	    .metrics = &gw->metrics,
-	    .link_keys = &gw->link_keys,
-	    .owner = gw,
-	    .registered_gone = registered_gone,
 	};
 	gw->conn_host = (struct conn_host){
 	    .loop = gw->loop,
@@ -680,6 +656,36 @@ static void fill_hosts(struct gateway *gw)
 	    .task_op = task_ops_handle,
 	    .tasks_gone = task_ops_conn_gone,
 	    .client_text = conn_handle_text,
+	};
+}
+
+/* What the link side is given of the gateway: the instance links
+   (upstream.h), the --link-listen listeners (linklisten.h) and the
+   fleet's registry (registry.h). */
+static void fill_link_hosts(struct gateway *gw)
+{
+	gw->upstream_host = (struct upstream_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .metrics = &gw->metrics,
+	    .link_keys = &gw->link_keys,
+	    .owner = gw,
+	    .registered_gone = registered_gone,
+	};
+	gw->linklisten_host = (struct linklisten_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .metrics = &gw->metrics,
+	    .link_keys = &gw->link_keys,
+	    .owner = gw,
+	    .admit = admit_link,
+	};
+	gw->registry_host = (struct registry_host){
+	    .loop = gw->loop,
+	    .cfg = gw->cfg,
+	    .public_port = &gw->routes_host.public_port,
+	    .owner = gw,
+	    .upstream = host_upstream,
 	};
 }
 
@@ -699,7 +705,8 @@ struct gateway *gateway_new(struct gw_config *cfg)
 		free(gw);
 		return NULL;
 	}
-	fill_hosts(gw);
+	fill_link_hosts(gw);
+	fill_client_hosts(gw);
 	gw->registry = registry_new(&gw->registry_host);
 	gw->routes_host.registry = gw->registry;
 	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
