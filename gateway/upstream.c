@@ -15,6 +15,7 @@
 #include "frames.h"
 #include "config.h"
 #include "id.h"
+#include "linkcaps.h"
 #include "linkcred.h"
 #include "linkconn.h"
 #include "log.h"
@@ -26,11 +27,6 @@
 
 #define BACKOFF_MIN_MS 100
 #define BACKOFF_MAX_MS 5000
-/* The largest Output a sidecar may send in one frame (its PTY reads are
-   64 KiB): more is a hostile or broken peer, and the link is dropped. */
-#define LINK_MAX_OUTPUT_BYTES (1u << 20)
-/* Members of a MembershipChanged when the hello gave no limits. */
-#define LINK_MAX_MEMBERS_DEFAULT 1024
 /* What one loop turn may spend reading and handing out one link's
    messages (linkconn_set_turn_budget): a sidecar flooding frames (a
    member bomb, Output far faster than its clients read) costs another
@@ -355,165 +351,6 @@ static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
 		b->sink->task_update(tu, b->user);
 }
 
-/* ---- replies: the protocol's limits and the answer's size ---- */
-
-static size_t max_controllers(const struct upstream *u)
-{
-	return u->has_limits && u->limits.max_controllers ? u->limits.max_controllers
-							  : LINK_MAX_MEMBERS_DEFAULT;
-}
-
-static size_t max_observers(const struct upstream *u)
-{
-	return u->has_limits && u->limits.max_observers ? u->limits.max_observers
-							: LINK_MAX_MEMBERS_DEFAULT;
-}
-
-static int too_long(const char *s, size_t max_bytes)
-{
-	return s && strnlen(s, max_bytes + 1) > max_bytes;
-}
-
-/* Members as SPEC 5.1 bounds them; why not, or NULL. */
-static const char *members_over_caps(Ptg__Member **m, size_t n, size_t max)
-{
-	if (n > max)
-		return "more members than its hello's limits allow";
-	for (size_t i = 0; i < n; i++)
-		if (too_long(m[i]->client_id,
-			     PTG_UTF8_MAX_BYTES(PTG_CLIENT_ID_MAX_CHARS)) ||
-		    too_long(m[i]->label, PTG_LABEL_MAX_BYTES))
-			return "a member's client_id or label over its limit";
-	return NULL;
-}
-
-static const char *argv_over_caps(char **argv, size_t n)
-{
-	size_t total = 0;
-
-	if (n > PTG_ARGV_MAX)
-		return "more than " PTG_STR(PTG_ARGV_MAX) " argv entries";
-	for (size_t i = 0; i < n; i++) {
-		size_t len = strnlen(argv[i], PTG_ARG_MAX_BYTES + 1);
-
-		if (len > PTG_ARG_MAX_BYTES)
-			return "an argv entry over " PTG_STR(PTG_ARG_MAX_BYTES) " bytes";
-		total += len + 1;
-	}
-	return total > PTG_ARGV_MAX_BYTES
-		   ? "argv over " PTG_STR(PTG_ARGV_MAX_BYTES) " bytes"
-		   : NULL;
-}
-
-static const char *session_over_caps(const struct upstream *u, const Ptg__SessionInfo *s)
-{
-	const char *why;
-
-	if (!id_valid(s->session_id))
-		return "a session id that is not one";
-	if (!PTG_DIM_OK(s->cols, s->rows))
-		return "a session size out of range";
-	if (too_long(s->label, PTG_LABEL_MAX_BYTES))
-		return "a session label over its limit";
-	if ((why = argv_over_caps(s->argv, s->n_argv)))
-		return why;
-	if ((why =
-		 members_over_caps(s->controllers, s->n_controllers, max_controllers(u))))
-		return why;
-	return members_over_caps(s->observers, s->n_observers, max_observers(u));
-}
-
-/* A reply as the protocol bounds it (ptg_limits.h, the hello's limits);
-   why not, or NULL. */
-static const char *reply_over_caps(const struct upstream *u, const Ptg__Reply *r)
-{
-	const char *why = NULL;
-
-	if (too_long(r->message, PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS)) ||
-	    too_long(r->client_op_id, PTG_MSG_ID_MAX_BYTES))
-		return "a message or op id over its limit";
-	switch (r->result_case) {
-	case PTG__REPLY__RESULT_SESSION:
-		return session_over_caps(u, r->session);
-	case PTG__REPLY__RESULT_SESSIONS:
-		if (r->sessions->n_sessions > PTG_LIST_PAGE_MAX)
-			return "more than " PTG_STR(
-			    PTG_LIST_PAGE_MAX) " sessions in a page";
-		if (too_long(r->sessions->next_after, PTG_ID_MAX))
-			return "a page token over its limit";
-		for (size_t i = 0; !why && i < r->sessions->n_sessions; i++)
-			why = session_over_caps(u, r->sessions->sessions[i]);
-		return why;
-	case PTG__REPLY__RESULT_ATTACH:
-		return too_long(r->attach->client_id,
-				PTG_UTF8_MAX_BYTES(PTG_CLIENT_ID_MAX_CHARS)) ||
-			       too_long(r->attach->replay_error,
-					PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS))
-			   ? "an attach result over its limits"
-			   : NULL;
-	case PTG__REPLY__RESULT_STATS:
-		return sidestats_over_caps(r->stats);
-	case PTG__REPLY__RESULT_EXPORT_CHUNK: /* a page of a recording */
-		return r->export_chunk->data.len > (8u << 20) ||
-			       r->export_chunk->carry.len > 3
-			   ? "a recording's page over 8 MiB"
-			   : NULL;
-	default:
-		return NULL;
-	}
-}
-
-/* JSON text of s at most (jansson's escapes: a control byte is six
-   bytes, \u0001; a byte of invalid UTF-8 becomes U+FFFD, three). */
-static size_t json_str_bound(const char *s)
-{
-	size_t n = 2;
-
-	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++)
-		n += *p < 0x20 ? 6 : *p == '"' || *p == '\\' ? 2 : *p >= 0x80 ? 3 : 1;
-	return n;
-}
-
-/* Field names, numbers and timestamps of one session object, and of
-   one member (routes_session_json's shape), with room to spare. */
-#define SESSION_JSON_FIXED 512
-#define MEMBER_JSON_FIXED  32
-
-static size_t members_json_bound(Ptg__Member **m, size_t n)
-{
-	size_t total = 0;
-
-	for (size_t i = 0; i < n; i++)
-		total += MEMBER_JSON_FIXED + json_str_bound(m[i]->client_id) +
-			 json_str_bound(m[i]->label);
-	return total;
-}
-
-static size_t session_json_bound(const Ptg__SessionInfo *s)
-{
-	size_t total = SESSION_JSON_FIXED + json_str_bound(s->session_id) +
-		       json_str_bound(s->label) +
-		       members_json_bound(s->controllers, s->n_controllers) +
-		       members_json_bound(s->observers, s->n_observers);
-
-	for (size_t i = 0; i < s->n_argv; i++)
-		total += 1 + json_str_bound(s->argv[i]);
-	return total;
-}
-
-/* The JSON answer r may become, at most, before any of it is made. */
-static size_t answer_bound(const Ptg__Reply *r)
-{
-	size_t total = SESSION_JSON_FIXED + json_str_bound(r->message);
-
-	if (r->result_case == PTG__REPLY__RESULT_SESSION)
-		total += session_json_bound(r->session);
-	if (r->result_case == PTG__REPLY__RESULT_SESSIONS)
-		for (size_t i = 0; i < r->sessions->n_sessions; i++)
-			total += 1 + session_json_bound(r->sessions->sessions[i]);
-	return total;
-}
-
 /* In place of a refused reply, what its requester gets: the same ids,
    no result, code a gateway-only one (upstream.h), and why. */
 static Ptg__Reply refusal(const Ptg__Reply *r, int code, const char *why)
@@ -535,7 +372,7 @@ static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *
 			       char *why, size_t cap)
 {
 	struct metrics *mt = u->host->metrics;
-	const char *over = reply_over_caps(u, r);
+	const char *over = linkcaps_reply_over(upstream_limits(u), r);
 	size_t bound;
 
 	*held = 0;
@@ -546,7 +383,7 @@ static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *
 		mt->link_replies_refused++;
 		return refusal(r, UPSTREAM_CODE_BAD_REPLY, why);
 	}
-	bound = answer_bound(r);
+	bound = linkcaps_answer_bound(r);
 	if (bound > REPLY_ANSWER_MAX) {
 		snprintf(
 		    why, cap,
@@ -629,28 +466,6 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
 }
 
-/* Caps per message type on what the sidecar sends: a compromised sandbox
-   is an untrusted peer. Returns why the frame is refused, or NULL. */
-static const char *frame_over_caps(const struct upstream *u, const Ptg__Frame *f)
-{
-	const Ptg__MembershipChangedFrame *mc = f->membership;
-	const char *why;
-
-	switch (f->kind_case) {
-	case PTG__FRAME__KIND_OUTPUT:
-		return f->output->data.len > LINK_MAX_OUTPUT_BYTES ? "an oversized Output"
-								   : NULL;
-	case PTG__FRAME__KIND_MEMBERSHIP:
-		why = members_over_caps(mc->controllers, mc->n_controllers,
-					max_controllers(u));
-		return why ? why
-			   : members_over_caps(mc->observers, mc->n_observers,
-					       max_observers(u));
-	default:
-		return NULL;
-	}
-}
-
 /* The watchdog of a registered link: armed at exp + --link-renew-grace. */
 static void arm_lapse(struct upstream *u)
 {
@@ -720,7 +535,7 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 	if (!u->up && m->msg_case != PTG__LINK_MESSAGE__MSG_HELLO_ACK)
 		return; /* nothing counts before the hello is answered and checked */
 	if (m->msg_case == PTG__LINK_MESSAGE__MSG_FRAME &&
-	    (why = frame_over_caps(u, m->frame))) {
+	    (why = linkcaps_frame_over(upstream_limits(u), m->frame))) {
 		log_error(u->name, "dropping the link: the sidecar sent %s", why);
 		u->host->metrics->link_violations++;
 		linkconn_close(lc, why);
