@@ -5,7 +5,6 @@
 
 #include "id.h"
 #include "ptg_limits.h"
-#include "sidestats.h"
 
 /* The largest Output a sidecar may send in one frame (its PTY reads are
    64 KiB): more is a hostile or broken peer, and the link is dropped. */
@@ -103,8 +102,6 @@ const char *linkcaps_reply_over(const Ptg__Limits *lim, const Ptg__Reply *r)
 					PTG_UTF8_MAX_BYTES(PTG_DETAIL_MAX_CHARS))
 			   ? "an attach result over its limits"
 			   : NULL;
-	case PTG__REPLY__RESULT_STATS:
-		return sidestats_over_caps(r->stats);
 	case PTG__REPLY__RESULT_EXPORT_CHUNK: /* a page of a recording */
 		return r->export_chunk->data.len > (8u << 20) ||
 			       r->export_chunk->carry.len > 3

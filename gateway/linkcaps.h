@@ -11,7 +11,8 @@
 #include "link.pb-c.h"
 
 /* Why r breaks the protocol's limits or lim's (NULL: the hello gave
-   none), or NULL when it keeps them. */
+   none), or NULL when it keeps them. A sidecar's report of itself
+   (Stats) is sidestats_over_caps's to check. */
 const char *linkcaps_reply_over(const Ptg__Limits *lim, const Ptg__Reply *r);
 /* Caps per message type on a frame: why f is refused, or NULL. */
 const char *linkcaps_frame_over(const Ptg__Limits *lim, const Ptg__Frame *f);

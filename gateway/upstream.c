@@ -375,6 +375,9 @@ static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *
 	const char *over = linkcaps_reply_over(upstream_limits(u), r);
 	size_t bound;
 
+	if (!over && r->result_case == PTG__REPLY__RESULT_STATS)
+		over = sidestats_over_caps(r->stats);
+
 	*held = 0;
 	if (over) {
 		snprintf(why, cap, "the sidecar's reply broke the protocol's limits: %s",
