@@ -146,3 +146,21 @@ void curlev_remove(struct curlev *cv, struct curlev_job *job)
 	job->added = 0;
 	curl_multi_remove_handle(cv->multi, job->easy);
 }
+
+int curlev_errno(CURLcode res)
+{
+	switch (res) {
+	case CURLE_OK:
+		return 0;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+		return -ECONNREFUSED;
+	default:
+		return -EIO;
+	}
+}

@@ -35,5 +35,9 @@ int curlev_add(struct curlev *cv, struct curlev_job *job);
    closed or pooled as libcurl decides); the easy handle stays the
    caller's. Safe from inside done. A job not added: a no-op. */
 void curlev_remove(struct curlev *cv, struct curlev_job *job);
+/* A transfer's end as the fleet's callers report it: 0, -ETIMEDOUT,
+   -ECONNREFUSED when the peer could not be reached or sent nothing
+   (connect, name, TLS handshake, send, empty answer), else -EIO. */
+int curlev_errno(CURLcode res);
 
 #endif

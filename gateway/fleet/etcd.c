@@ -76,16 +76,7 @@ static int rc_of(const struct etcd_req *q, CURLcode res)
 		return -E2BIG;
 	if (q->aborted)
 		return -ECANCELED;
-	switch (res) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	default:
-		return -EIO;
-	}
+	return curlev_errno(res);
 }
 
 static void unlink_req(struct etcd_req *q)

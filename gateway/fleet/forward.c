@@ -60,6 +60,25 @@ static const char *const hop[] = {
     "Date",
 };
 
+struct forward_header *forward_headers_of(const struct buf *pairs, size_t n_pairs,
+					  size_t *n)
+{
+	struct forward_header *h = xcalloc(n_pairs + 1, sizeof(*h));
+	const char *p = (const char *)buf_head(pairs);
+
+	*n = 0;
+	for (size_t i = 0; i < n_pairs; i++) {
+		const char *name = p, *value = p + strlen(p) + 1;
+
+		p = value + strlen(value) + 1;
+		if (forward_hop_header(name))
+			continue;
+		h[*n].name = name;
+		h[(*n)++].value = value;
+	}
+	return h;
+}
+
 int forward_hop_header(const char *name)
 {
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
@@ -121,40 +140,12 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 /* The pairs kept, hop-by-hop ones left out, as an array into a->headers. */
 static struct forward_header *headers_of(struct forward_call *c, size_t *n)
 {
-	struct forward_header *h = xcalloc(c->n_head + 1, sizeof(*h));
-	const char *p = (const char *)buf_head(&c->head);
-
-	*n = 0;
-	for (size_t i = 0; i < c->n_head; i++) {
-		const char *name = p, *value = p + strlen(p) + 1;
-
-		p = value + strlen(value) + 1;
-		if (forward_hop_header(name))
-			continue;
-		h[*n].name = name;
-		h[(*n)++].value = value;
-	}
-	return h;
+	return forward_headers_of(&c->head, c->n_head, n);
 }
 
 static int rc_of(const struct forward_call *c, CURLcode res)
 {
-	if (c->too_big)
-		return -E2BIG;
-	switch (res) {
-	case CURLE_OK:
-		return 0;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-		return -ECONNREFUSED;
-	default:
-		return -EIO;
-	}
+	return c->too_big ? -E2BIG : curlev_errno(res);
 }
 
 static void call_free(struct forward_call *c)

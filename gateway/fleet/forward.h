@@ -15,6 +15,7 @@
 
 #include "fleetauth.h"
 
+struct buf;
 struct ev_loop;
 struct forward;
 struct forward_call;
@@ -84,6 +85,11 @@ void forward_cancel(struct forward_call *c);
    kept: the owner sees the name the client asked for, as its Origin
    check and URLs need. */
 int forward_hop_header(const char *name);
+/* pairs holds n_pairs headers, each name and value NUL-terminated one
+   after the other: the ones forwarded (forward_hop_header's left out)
+   as a new array pointing into pairs, *n of them. */
+struct forward_header *forward_headers_of(const struct buf *pairs, size_t n_pairs,
+					  size_t *n);
 /* Calls in flight, and counters since start. */
 struct forward_stats {
 	uint64_t in_flight;
@@ -98,7 +104,6 @@ struct forward_stats {
 void forward_get_stats(const struct forward *f, struct forward_stats *s);
 /* Appends the ptygate_forward_* and ptygate_relay_* families in the
    Prometheus text format (zeros for a NULL f: forwarding off). */
-struct buf;
 void forward_metrics(const struct forward *f, struct buf *out);
 /* The head of the list of relays started on f (relay.c keeps it). */
 struct relay;

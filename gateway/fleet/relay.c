@@ -136,20 +136,7 @@ long relay_parse_head(const char *p, size_t n, unsigned *status, struct buf *pai
 /* The pairs of the head, hop-by-hop ones left out. */
 static struct forward_header *headers_of(struct relay *r, size_t *n)
 {
-	struct forward_header *h = xcalloc(r->n_pairs + 1, sizeof(*h));
-	const char *p = (const char *)buf_head(&r->pairs);
-
-	*n = 0;
-	for (size_t i = 0; i < r->n_pairs; i++) {
-		const char *name = p, *value = p + strlen(p) + 1;
-
-		p = value + strlen(value) + 1;
-		if (forward_hop_header(name))
-			continue;
-		h[*n].name = name;
-		h[(*n)++].value = value;
-	}
-	return h;
+	return forward_headers_of(&r->pairs, r->n_pairs, n);
 }
 
 static const char *pair(struct relay *r, const char *want)
