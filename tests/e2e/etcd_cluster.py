@@ -22,6 +22,22 @@ from harness import Daemon, free_port
 ETCD = shutil.which("etcd") or "/usr/bin/etcd"
 
 
+# A failure guard, not a measurement (a loaded two-core machine, ASan).
+WAIT_BOUND = 30.0
+
+
+def wait_until(predicate, what, timeout=WAIT_BOUND, logs=lambda: ""):
+    """predicate's first true value, polled every 50 ms; an AssertionError
+    naming what (and logs()) when timeout passes first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("%s within %.0f s\n%s" % (what, timeout, logs()))
+
+
 def b64(s):
     return base64.b64encode(s.encode()).decode()
 

@@ -20,7 +20,7 @@ import unittest
 import websockets
 
 import harness
-from etcd_cluster import EtcdCluster
+from etcd_cluster import EtcdCluster, wait_until
 from harness import Client, Daemon, DialStack, E2ETestCase, FrameValidator, free_port, note
 from test_fleet_lb import HAPROXY, Via, haproxy_config
 
@@ -33,16 +33,6 @@ KILL_AFTER = 30
 PROGRAM = ("read go; i=1; while [ $i -le %d ]; do printf 'L%%d\\n' $i; i=$((i+1)); "
            "sleep 0.02; done; echo DONE; exec sleep 3600" % LINES)
 GATEWAY_IDS = ("gw-a", "gw-b", "gw-c")
-
-
-def wait_until(predicate, what, timeout=BOUND, logs=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("%s within %.0f s\n%s" % (what, timeout, logs()))
 
 
 def numbered_lines(output):

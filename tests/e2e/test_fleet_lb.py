@@ -9,21 +9,18 @@ that does not own the instance types and sees its echo, and an observer
 through the third gateway sees the same frames. A client that forges the
 fleet header is refused (401, logged); an owner that is down is a 502 or
 503 in seconds, never a hang."""
-import asyncio
 import hashlib
 import hmac
-import http.client
 import os
 import struct
 import re
 import secrets
 import shutil
-import subprocess
 import time
 import unittest
 
 import harness
-from etcd_cluster import EtcdCluster
+from etcd_cluster import EtcdCluster, wait_until
 from harness import Client, Daemon, E2ETestCase, FrameValidator, Stack, free_port, note
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -33,16 +30,6 @@ TTL = 2
 # A failure guard, not a measurement (a loaded two-core machine, ASan).
 BOUND = 30.0
 INSTANCES = ("inst-a", "inst-b", "inst-c")
-
-
-def wait_until(predicate, what, timeout=BOUND, logs=lambda: ""):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("%s within %.0f s\n%s" % (what, timeout, logs()))
 
 
 def haproxy_config(port, backends):

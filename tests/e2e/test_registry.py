@@ -19,6 +19,7 @@ import time
 import unittest
 
 import harness
+import etcd_cluster
 from etcd_cluster import EtcdCluster, b64
 from harness import Stack, note
 
@@ -29,14 +30,8 @@ BOUND = 30.0
 
 
 def wait_until(predicate, what, timeout=BOUND, stacks=()):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError("%s within %.0f s\n%s" % (
-        what, timeout, "\n".join(s.logs() for s in stacks)))
+    return etcd_cluster.wait_until(predicate, what, timeout,
+                                   logs=lambda: "\n".join(s.logs() for s in stacks))
 
 
 class RegistryCase(unittest.TestCase):
