@@ -416,7 +416,8 @@ static const char *state(const struct registry *r)
 		return "off";
 	if (registry_up(r))
 		return "up";
-	if (r->syncing && !r->in_sync)
+	/* Retries of a range etcd keeps refusing are not a sync under way. */
+	if (r->syncing && !r->in_sync && !r->range_failing)
 		return "syncing";
 	return "down";
 }

@@ -78,7 +78,8 @@ struct registry {
 	struct routecache *gateways; /* gateway id -> its fleet URL */
 	int in_sync;
 	int syncing;
-	int synced_once; /* a sync after the first is a resync */
+	int range_failing; /* the last range read failed: "down", not "syncing" */
+	int synced_once;   /* a sync after the first is a resync */
 	int64_t revision;
 	struct buf page_from; /* the key the next range page starts at */
 	int64_t page_limit;   /* keys a range page asks for: halved on a page too big */

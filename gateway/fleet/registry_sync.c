@@ -222,6 +222,7 @@ static void synced(struct registry *r)
 	routecache_sweep(r->gateways);
 	r->syncing = 0;
 	r->in_sync = 1;
+	r->range_failing = 0;
 	r->resync_backoff_ms = REGISTRY__RESYNC_MIN_MS;
 	log_info(NULL,
 		 "registry: routing cache in sync at revision %lld: %zu instances, %zu "
@@ -250,11 +251,13 @@ static void on_range(void *user, int rc, long status, const char *body, size_t l
 	if (rc < 0 || status != 200) {
 		registry__request_failed(r, "range of the prefix", rc, status,
 					 rc < 0 ? err : body);
+		r->range_failing = 1;
 		failed(r, "the range read failed");
 		return;
 	}
 	if (etcdjson_range_reply(body, len, &page, why, sizeof(why)) < 0) {
 		registry__request_failed(r, "range of the prefix", 0, status, why);
+		r->range_failing = 1;
 		failed(r, "the range read failed");
 		return;
 	}

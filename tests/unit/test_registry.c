@@ -17,6 +17,8 @@
 
 #include <cmocka.h>
 
+#include <jansson.h>
+
 #include "addr.h"
 #include "config.h"
 #include "ev.h"
@@ -134,11 +136,43 @@ static void test_routes_from_the_cache(void **state)
 	f->cfg->registry[0] = '\0';
 }
 
+static const char *readyz_state(const struct registry *r, char *out, size_t cap)
+{
+	json_t *j = registry_readyz(r);
+
+	snprintf(out, cap, "%s", json_string_value(json_object_get(j, "state")));
+	json_decref(j);
+	return out;
+}
+
+/* While etcd refuses the range reads (no credentials, say), the retries
+   in flight are not a sync under way: /readyz says down throughout, not
+   syncing whenever it happens to look during a retry. */
+static void test_refused_reads_are_down_not_syncing(void **state)
+{
+	struct fixture *f = *state;
+	struct registry *r;
+	char got[32];
+
+	snprintf(f->cfg->registry, sizeof(f->cfg->registry), "http://127.0.0.1:1");
+	r = registry_new(&f->host); /* as --registry makes it, never started */
+	assert_non_null(r);
+	r->syncing = 1;
+	assert_string_equal(readyz_state(r, got, sizeof(got)), "syncing");
+	r->range_failing = 1; /* the last range read was refused */
+	assert_string_equal(readyz_state(r, got, sizeof(got)), "down");
+	r->syncing = 0;
+	assert_string_equal(readyz_state(r, got, sizeof(got)), "down");
+	registry_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_without_registry, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_routes_from_the_cache, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refused_reads_are_down_not_syncing,
+					    setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
