@@ -9,6 +9,12 @@ set -eu
 cd "$(dirname "$0")/../web"
 out=${1:-dist}
 
+# One build at a time in this tree: the test suite's web tests each make
+# sure the page is built, and two of them run at once (ctest -j2); their
+# npm ci and dist.tmp would trample each other.
+exec 9>.build-lock
+flock 9
+
 # npm ci is skipped when node_modules already matches the lockfile.
 if [ ! -f node_modules/.package-lock.json ] ||
 	! cmp -s package-lock.json .lock-installed 2>/dev/null; then
