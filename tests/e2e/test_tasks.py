@@ -122,9 +122,9 @@ class TaskCase(E2ETestCase):
             await self.updates_until_terminal(c, acc["payload"]["task_id"])
             times.append((time.monotonic() - t0) * 1000)
         times.sort()
+        # A measurement for the log, not a bound a loaded machine could break.
         harness.note("task round trip (%s): median %.1f ms, max %.1f ms over %d"
                      % (what, times[n // 2], times[-1], n))
-        self.assertLess(times[n // 2], 1000 if self.stack.sanitized else 500)
 
     async def reconnect(self, sid, sub="agent", scope=TASK_SCOPE):
         deadline = time.monotonic() + 20
@@ -148,11 +148,10 @@ class Tasks(TaskCase):
         sid = self.stack.create_session(cwd=self.stack.dir, env={
             "PS1": "$ ", "PATH": "/usr/bin:/bin", "TASKVAR": "from-the-session"})
         _, c = await self.task_client(sid)
-        t0 = time.time()
         task = await self.send_message(
             c, "pwd; echo $TASKVAR; echo to-stderr >&2; read x || echo stdin-empty; exit 3", sid)
+        # Answered before the task ended, not after it: at once.
         self.assertIn(task["status"]["state"], ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING"))
-        self.assertLess(time.time() - t0, 3, "SendMessage answers at once")
         done = await self.wait_done(c, task["id"], sid)
         self.assertEqual(done["status"]["state"], "TASK_STATE_FAILED")
         self.assertEqual(done["metadata"]["exit_code"], 3)
