@@ -40,6 +40,7 @@ static const struct {
     {"GetTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
     {"ListTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
     {"DeleteTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
+    {"ptygate.decide_control", ENVELOPE_OP_CONTROL_DECIDE},
 };
 
 /* The envelope fields a client may send; `sequence` is handled apart. */
@@ -227,6 +228,8 @@ static int take_extensions(json_t *root, struct envelope *env, struct envelope_e
 						 "repeats an entry");
 		if (strcmp(json_string_value(e), ENVELOPE_PTY_EXTENSION) == 0)
 			env->pty_extension = true;
+		if (strcmp(json_string_value(e), ENVELOPE_CONTROL_EXTENSION) == 0)
+			env->control_extension = true;
 	}
 	env->has_extensions = true;
 	return 0;
@@ -491,6 +494,28 @@ int envelope_resize(const struct envelope *env, struct envelope_resize *out,
 	    dim(obj, "cols", true, &out->cols, err) ||
 	    dim(obj, "rows", true, &out->rows, err))
 		return -EINVAL;
+	return 0;
+}
+
+int envelope_decide_control(const struct envelope *env, struct envelope_decide *out,
+			    struct envelope_error *err)
+{
+	static const char *const allowed[] = {"client_id", "approve", NULL};
+	json_t *obj, *id, *yes;
+	size_t n;
+
+	if (check_payload(env, allowed, &obj, err))
+		return -EINVAL;
+	id = json_object_get(obj, "client_id");
+	yes = json_object_get(obj, "approve");
+	n = json_is_string(id) ? json_string_length(id) : 0;
+	if (!n || n > PTG_CLIENT_ID_MAX_CHARS)
+		return fail(err, "field 'payload.client_id' must be a client id");
+	if (!json_is_boolean(yes))
+		return fail(err, "field 'payload.approve' must be true or false");
+	memcpy(out->client_id, json_string_value(id), n);
+	out->client_id[n] = '\0';
+	out->approve = json_is_true(yes);
 	return 0;
 }
 

@@ -20,6 +20,9 @@
 #define ENVELOPE_PTY_EXTENSION                                                           \
 	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
 
+/* ptygate's own: control approval (docs/protocol.md, "Control approval"). */
+#define ENVELOPE_CONTROL_EXTENSION "urn:ptygate:extensions:control-approval:v1"
+
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
 #define ENVELOPE_EXTENSIONS_MAX	    16
@@ -49,7 +52,8 @@ enum envelope_op {
 	ENVELOPE_OP_CANCEL_TASK,
 	ENVELOPE_OP_SUBSCRIBE_TO_TASK,
 	ENVELOPE_OP_UNSUBSCRIBE,
-	ENVELOPE_OP_PUSH_CONFIG, /* the four push-notification config ops */
+	ENVELOPE_OP_PUSH_CONFIG,    /* the four push-notification config ops */
+	ENVELOPE_OP_CONTROL_DECIDE, /* ptygate.decide_control */
 };
 
 /* Where a parse or validation failed: the id to echo in the Error and a
@@ -68,6 +72,7 @@ struct envelope {
 	uint64_t replay_from;
 	bool has_extensions;	    /* the frame carried an `extensions` array */
 	bool pty_extension;	    /* ... which names ENVELOPE_PTY_EXTENSION */
+	bool control_extension;	    /* ... or ENVELOPE_CONTROL_EXTENSION */
 	json_t *service_parameters; /* one reference held, NULL when absent */
 	json_t *payload;	    /* borrowed; NULL when the payload is null */
 };
@@ -108,6 +113,13 @@ int envelope_resize(const struct envelope *env, struct envelope_resize *out,
 		    struct envelope_error *err);
 int envelope_request_role(const struct envelope *env, Ptg__Role *out,
 			  struct envelope_error *err);
+/* ptygate.decide_control {client_id, approve}: client_id is copied. */
+struct envelope_decide {
+	char client_id[PTG_CLIENT_ID_MAX_CHARS + 1];
+	bool approve;
+};
+int envelope_decide_control(const struct envelope *env, struct envelope_decide *out,
+			    struct envelope_error *err);
 /* request_keyframe and leave: payload {} (null accepted too). */
 int envelope_no_fields(const struct envelope *env, struct envelope_error *err);
 /* ping: *client_ts borrows the string from env (an RFC 3339 time). */

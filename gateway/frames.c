@@ -470,3 +470,67 @@ int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 	buf_append_str(out, "}");
 	return 0;
 }
+
+/* ---- the control approval extension ---- */
+
+static const char *const control_events[] = {"",       "requested", "approved",
+					     "denied", "expired",   "withdrawn"};
+
+static void client_ref(struct buf *out, const char *client_id, const char *label)
+{
+	buf_append_str(out, "{\"client_id\":");
+	str(out, client_id, PTG_CLIENT_ID_MAX_CHARS);
+	put_key(out, "label");
+	str(out, label, PTG_LABEL_MAX_CHARS);
+}
+
+static void control_pending(struct buf *out, const Ptg__ControlNotice *n)
+{
+	char ts[TS_STRLEN + 1];
+	size_t i;
+
+	buf_append_str(out, "[");
+	for (i = 0; i < n->n_pending && i < FRAMES_CONTROL_PENDING_MAX; i++) {
+		if (i)
+			buf_append_str(out, ",");
+		client_ref(out, n->pending[i]->client_id, n->pending[i]->label);
+		time_format_ms(n->pending[i]->expires_at_ms, ts);
+		buf_append_str(out, ",\"expires_at\":\"");
+		buf_append_str(out, ts);
+		buf_append_str(out, "\"}");
+	}
+	buf_append_str(out, "]");
+}
+
+void frames_control_notice(const Ptg__ControlNotice *n, int64_t now_ms, struct buf *out)
+{
+	unsigned ev = (unsigned)n->event;
+
+	head(out, FRAMES_CONTROL_NOTICE, "", NULL, now_ms, NULL);
+	buf_append_str(out, "{\"policy\":\"approve\",\"pending\":");
+	control_pending(out, n);
+	if (ev && ev < sizeof(control_events) / sizeof(control_events[0])) {
+		buf_append_str(out, ",\"event\":{\"kind\":\"");
+		buf_append_str(out, control_events[ev]);
+		buf_append_str(out, "\",\"client_id\":");
+		str(out, n->client_id, PTG_CLIENT_ID_MAX_CHARS);
+		put_key(out, "label");
+		str(out, n->label, PTG_LABEL_MAX_CHARS);
+		if (n->by_client_id[0]) {
+			put_key(out, "by");
+			client_ref(out, n->by_client_id, n->by_label);
+			buf_append_str(out, "}");
+		}
+		buf_append_str(out, "}");
+	}
+	buf_append_str(out, "}}");
+}
+
+void frames_control_decided(const char *id_echo, const char *client_id, bool approve,
+			    int64_t now_ms, struct buf *out)
+{
+	head(out, FRAMES_CONTROL_DECIDED, "", id_echo, now_ms, NULL);
+	buf_append_str(out, "{\"client_id\":");
+	str(out, client_id, PTG_CLIENT_ID_MAX_CHARS);
+	buf_append_str(out, approve ? ",\"approve\":true}}" : ",\"approve\":false}}");
+}

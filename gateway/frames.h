@@ -23,6 +23,12 @@
 #define FRAMES_BINDING_URI     "https://agentic-sandbox.aiwg.io/bindings/pty-ws/v1"
 #define FRAMES_BINDING_VERSION "1.0.0"
 #define FRAMES_SNAPSHOT_FORMAT "vt100-screen-state-v1"
+/* The control approval extension's frames (docs/protocol.md, "Control
+   approval"), for connections that activated it only. */
+#define FRAMES_CONTROL_NOTICE  "ptygate.control_requests"
+#define FRAMES_CONTROL_DECIDED "ptygate.control_decided"
+/* Pending requests a notice lists at most (the sidecar's cap is lower). */
+#define FRAMES_CONTROL_PENDING_MAX 32
 
 /* The Error codes of the binding (SPEC 4), in the table's order. */
 enum frames_code {
@@ -94,5 +100,13 @@ void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *pa
 void frames_task_status_update(const char *id, json_t *payload,
 			       json_t *service_parameters, int64_t now_ms,
 			       struct buf *out);
+/* ptygate.control_requests {policy, pending: [{client_id, label,
+   expires_at}], event?: {kind, client_id, label, by?: {client_id,
+   label}}}: the pending control requests of an approve session and the
+   change that made them; no sequence. */
+void frames_control_notice(const Ptg__ControlNotice *n, int64_t now_ms, struct buf *out);
+/* ptygate.control_decided {client_id, approve} echoing the decision's id. */
+void frames_control_decided(const char *id_echo, const char *client_id, bool approve,
+			    int64_t now_ms, struct buf *out);
 
 #endif

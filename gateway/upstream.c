@@ -101,7 +101,8 @@ struct upstream {
 	struct buf json;
 	Ptg__Limits limits;
 	int has_limits;
-	char refused[200]; /* why the last hello was refused, or "" */
+	int control_approval; /* its HelloAck offers control policies */
+	char refused[200];    /* why the last hello was refused, or "" */
 	/* a registered instance (issue 18): its links dial in */
 	int registered;
 	int64_t exp_s;		 /* the linked credential's exp */
@@ -342,6 +343,26 @@ static void route_frame(struct upstream *u, const Ptg__Frame *f)
 		free(to);
 }
 
+/* Rare (a person asked, or someone decided): each recipient encodes its
+   own copy, and delivery never unbinds. */
+static void route_control(struct upstream *u, const Ptg__ControlNotice *n)
+{
+	struct binding *b;
+	struct group *g;
+
+	if (n->target_attach_id) {
+		if ((b = find_binding(u, n->target_attach_id)) && b->sink->control &&
+		    strcmp(b->group->session_id, n->session_id) == 0)
+			b->sink->control(n, b->user);
+		return;
+	}
+	if (!(g = find_group(u, n->session_id)))
+		return;
+	for (size_t i = 0; i < g->n; i++)
+		if ((b = find_binding(u, g->ids[i])) && b->sink->control)
+			b->sink->control(n, b->user);
+}
+
 static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
 {
 	struct binding *b = find_binding(u, tu->attach_id);
@@ -466,6 +487,7 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 		u->has_limits = 1;
 	}
 	sidestats_linked(&u->stats, a->reports_stats);
+	u->control_approval = a->control_approval;
 	log_info(u->name, "link up (sidecar instance '%.128s')", a->instance_id);
 }
 
@@ -556,6 +578,9 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 		break;
 	case PTG__LINK_MESSAGE__MSG_TASK_UPDATE:
 		route_task_update(u, m->task_update);
+		break;
+	case PTG__LINK_MESSAGE__MSG_CONTROL_NOTICE:
+		route_control(u, m->control_notice);
 		break;
 	default:
 		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
@@ -849,6 +874,11 @@ const char *upstream_instance(const struct upstream *u)
 int upstream_up(const struct upstream *u)
 {
 	return u->up;
+}
+
+int upstream_control_approval(const struct upstream *u)
+{
+	return u->up && u->control_approval;
 }
 
 const struct sidestats *upstream_stats(const struct upstream *u)

@@ -78,6 +78,8 @@ void upstream_set_addr(struct upstream *u, const struct addr *a);
 const Ptg__Limits *upstream_limits(const struct upstream *u);
 /* 1 when the link is connected and the hello is answered. */
 int upstream_up(const struct upstream *u);
+/* 1 when the sidecar said it knows control policies (HelloAck). */
+int upstream_control_approval(const struct upstream *u);
 /* What the sidecar last reported of itself (sidestats.h). */
 struct sidestats;
 const struct sidestats *upstream_stats(const struct upstream *u);
@@ -111,6 +113,8 @@ struct upstream_sink {
 	/* A task update for the subscriber with the binding's id (SPEC 6).
 	   A sink that sets this and no frame callback receives no frames. */
 	void (*task_update)(const Ptg__TaskUpdate *tu, void *user);
+	/* The pending control requests of the attachment's session. */
+	void (*control)(const Ptg__ControlNotice *n, void *user);
 };
 
 /* Attachments: frames for (session, attach id) go to sink with user. */

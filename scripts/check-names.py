@@ -31,6 +31,7 @@ PRODUCT_DIRS = ("auth", "cli", "gateway", "shared", "sidecar", "wsproto")
 SPLIT = {
     "sidecar/join.c": "session",  # the join flows of session.h, on session_int.h
     "sidecar/replay.c": "session",  # a join's disk replay, on session_int.h
+    "sidecar/approval.c": "session",  # the approve control policy, on session_int.h
 }
 
 # (source file, symbol glob): why the symbol keeps its name. "(in flux)":

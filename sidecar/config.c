@@ -41,6 +41,8 @@ static const char usage[] =
     "                           or the frame log with --state-dir (67108864)\n"
     "  --max-controllers K      controllers per session (4)\n"
     "  --max-observers M        observers per session (32)\n"
+    "  --control-seconds S      how long a control request waits for a\n"
+    "                           controller's approval, 1-3600 (60)\n"
     "  --keyframe-seconds S     keyframe at least every S s of output (5)\n"
     "  --keyframe-frames N      keyframe at least every N output frames (100)\n"
     "  --keyframe-max-bytes B   largest snapshot sent, 1024-12582912; a larger\n"
@@ -97,6 +99,7 @@ void config_defaults(struct sidecar_config *c)
 	c->replay_seconds = 86400;
 	c->replay_bytes = 64ull << 20;
 	c->max_controllers = 4;
+	c->control_timeout_s = 60;
 	c->max_observers = 32;
 	c->keyframe_seconds = 5;
 	c->keyframe_frames = 100;
@@ -191,6 +194,7 @@ enum {
 	OPT_RBYTES,
 	OPT_MAXC,
 	OPT_MAXO,
+	OPT_CONTROL_S,
 	OPT_KFS,
 	OPT_KFF,
 	OPT_KFMAX,
@@ -232,6 +236,7 @@ static const struct option options[] = {
     {"replay-seconds", required_argument, NULL, OPT_RSECONDS},
     {"replay-bytes", required_argument, NULL, OPT_RBYTES},
     {"max-controllers", required_argument, NULL, OPT_MAXC},
+    {"control-seconds", required_argument, NULL, OPT_CONTROL_S},
     {"max-observers", required_argument, NULL, OPT_MAXO},
     {"keyframe-seconds", required_argument, NULL, OPT_KFS},
     {"keyframe-frames", required_argument, NULL, OPT_KFF},
@@ -461,6 +466,9 @@ static int apply_option(struct sidecar_config *c, int opt, const char *arg)
 				 &c->replay_bytes);
 	case OPT_MAXC:
 		return parse_u32("--max-controllers", arg, 0, 1024, &c->max_controllers);
+	case OPT_CONTROL_S:
+		return parse_u32("--control-seconds", arg, 1, 3600,
+				 &c->control_timeout_s);
 	case OPT_MAXO:
 		return parse_u32("--max-observers", arg, 0, 4096, &c->max_observers);
 	case OPT_KFS:

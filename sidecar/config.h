@@ -30,6 +30,7 @@ struct sidecar_config {
 	uint32_t replay_seconds; /* replay_buffer_retention_seconds */
 	uint64_t replay_bytes;	 /* byte budget per session */
 	uint32_t max_controllers;
+	uint32_t control_timeout_s; /* a control request waits this long */
 	uint32_t max_observers;
 	uint32_t keyframe_seconds;
 	uint32_t keyframe_frames;

@@ -26,8 +26,8 @@ static Ptg__Role to_wire_role(enum member_role r)
 				      : PTG__ROLE__ROLE_OBSERVER;
 }
 
-static void emit_role(struct session *s, const struct member *m, int downgraded,
-		      const char *reason)
+void session_emit_role(struct session *s, const struct member *m, int downgraded,
+		       const char *reason)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__RoleAssignedFrame ra = PTG__ROLE_ASSIGNED_FRAME__INIT;
@@ -174,10 +174,17 @@ static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__A
 	enum member_role want =
 	    a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
 	int may_control = has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited;
+	/* Under approve, a controller's join waits for approval as an observer. */
+	int asks = want == MEMBER_CONTROLLER && session_control_gates(s, may_control);
 	struct member *m;
 
-	m = members_join(s->members, lc, a->attach_id, want, may_control, a->label,
-			 downgraded, reason);
+	m = members_join(s->members, lc, a->attach_id, asks ? MEMBER_OBSERVER : want,
+			 may_control, a->label, downgraded, reason);
+	if (m && asks) {
+		m->asks_control = 1;
+		*downgraded = 1;
+		*reason = session_control_wait_reason();
+	}
 	if (m && s->exited && want == MEMBER_CONTROLLER) {
 		*downgraded = 1;
 		*reason = "the session has exited";
@@ -216,10 +223,10 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 	if (replay_error[0]) {
 		apply_join_size(s, m, a->cols, a->rows);
 		session_emit_keyframe(s, m);
-		emit_role(s, m, downgraded, reason);
+		session_emit_role(s, m, downgraded, reason);
 		session_emit_membership_joined(s, m);
 	} else if (replay) {
-		emit_role(s, m, downgraded, reason);
+		session_emit_role(s, m, downgraded, reason);
 		/* History older than memory streams over later loop turns;
 		   the flow goes on in session_join_after_replay. */
 		if (session_replay_start(s, m, a->replay_from, a->cols, a->rows))
@@ -228,11 +235,12 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		session_join_after_replay(s, m, a->cols, a->rows);
 		return;
 	} else {
-		emit_role(s, m, downgraded, reason);
+		session_emit_role(s, m, downgraded, reason);
 		session_emit_membership_joined(s, m);
 		apply_join_size(s, m, a->cols, a->rows);
 		session_emit_keyframe(s, m);
 	}
+	session_control_joined(s, m);
 	if (s->exited)
 		session_emit_closed(s, m);
 }
@@ -243,6 +251,7 @@ void session_join_after_replay(struct session *s, struct member *m, unsigned col
 	apply_join_size(s, m, cols, rows);
 	session_emit_keyframe(s, m);
 	session_emit_membership_joined(s, m);
+	session_control_joined(s, m);
 	if (s->exited)
 		session_emit_closed(s, m);
 }
@@ -281,6 +290,7 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 	was_controller = m->role == MEMBER_CONTROLLER;
 	members_leave(s->members, m);
 	session_emit_membership(s);
+	session_control_prune(s);
 	/* The leaver sees the final membership too (seed: controller attach,
 	   step 12), even when it was its link's last member here. */
 	if (!link_has_member(s, lc))
@@ -300,6 +310,7 @@ void session_drop_link(struct session *s, struct linkconn *lc)
 	if (!members_drop_link(s->members, lc))
 		return;
 	session_emit_membership(s);
+	session_control_prune(s);
 	session_after_leave(s,
 			    members_count(s->members, MEMBER_CONTROLLER) < controllers);
 }
@@ -328,16 +339,22 @@ void session_request_role(struct session *s, struct linkconn *lc,
 		return;
 	}
 	if (s->exited && want == MEMBER_CONTROLLER) {
-		emit_role(s, m, 1, "the session has exited");
+		session_emit_role(s, m, 1, "the session has exited");
 		return;
 	}
+	if (want == MEMBER_CONTROLLER && session_control_ask(s, m))
+		return;
+	if (want == MEMBER_OBSERVER)
+		session_control_withdraw(s, m);
 	changed = members_request_role(s->members, m, want, &downgraded, &reason);
 	log_info(s->id, "audit: role client=%s role=%s%s", m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer",
 		 downgraded ? " (request refused)" : "");
-	emit_role(s, m, downgraded, reason);
+	session_emit_role(s, m, downgraded, reason);
 	if (changed)
 		session_emit_membership(s);
+	if (changed && want == MEMBER_OBSERVER)
+		session_control_prune(s); /* the last controller may have stepped down */
 }
 
 void session_request_keyframe(struct session *s, struct linkconn *lc,

@@ -21,7 +21,8 @@ struct member {
 	enum member_role role;
 	int may_control;		  /* the token had pty:control at join */
 	int64_t last_keyframe_request_ms; /* session's rate limit; 0: never */
-	int replaying; /* its join's replay is still streaming (replay.c) */
+	int replaying;	  /* its join's replay is still streaming (replay.c) */
+	int asks_control; /* joined as controller under approve: ask at the flow's end */
 	struct member *prev, *next;
 };
 

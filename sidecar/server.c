@@ -226,6 +226,7 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 	ack.instance_id = (char *)c->instance_id;
 	ack.limits = &lim;
 	ack.reports_stats = 1;
+	ack.control_approval = 1;
 	out.msg_case = PTG__LINK_MESSAGE__MSG_HELLO_ACK;
 	out.hello_ack = &ack;
 	linkconn_send(l->lc, &out);
@@ -264,6 +265,9 @@ static const char *check_create(const Ptg__CreateSession *c)
 		return "cols and rows must be 1 to " PTG_STR(PTG_DIM_MAX);
 	if (strlen(c->cwd) > 4096 || strlen(c->label) > PTG_LABEL_MAX_BYTES)
 		return "cwd or label too long";
+	if (c->control_policy != PTG__CONTROL_POLICY__CONTROL_OPEN &&
+	    c->control_policy != PTG__CONTROL_POLICY__CONTROL_APPROVE)
+		return "unknown control policy";
 	return NULL;
 }
 
@@ -288,6 +292,7 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	    .cols = c->cols,
 	    .rows = c->rows,
 	    .policy = c->policy,
+	    .control_policy = c->control_policy,
 	    .label = c->label,
 	};
 	const char *bad = check_create(c);
@@ -536,6 +541,16 @@ static void on_request_role(struct link *l, const Ptg__LinkMessage *m)
 		session_request_role(s, l->lc, rr);
 }
 
+static void on_decide_control(struct link *l, const Ptg__LinkMessage *m)
+{
+	const Ptg__DecideControl *dc = m->decide_control;
+	struct session *s = session_or_reply(l, dc->session_id, dc->request_id,
+					     dc->attach_id, dc->client_op_id);
+
+	if (s)
+		session_decide_control(s, l->lc, dc);
+}
+
 static void on_request_keyframe(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__RequestKeyframe *rk = m->request_keyframe;
@@ -594,6 +609,7 @@ static const handler_fn handlers[] = {
     [PTG__LINK_MESSAGE__MSG_TASK_REQUEST] = on_task,
     [PTG__LINK_MESSAGE__MSG_EXPORT_SESSION] = on_export,
     [PTG__LINK_MESSAGE__MSG_GET_STATS] = on_stats,
+    [PTG__LINK_MESSAGE__MSG_DECIDE_CONTROL] = on_decide_control,
 };
 
 /* ---- links ---- */

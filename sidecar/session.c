@@ -129,6 +129,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->cols = p->cols ? p->cols : cfg->default_cols;
 	s->rows = p->rows ? p->rows : cfg->default_rows;
 	s->policy = p->policy;
+	s->control_policy = p->control_policy;
 	s->label = xstrdup(p->label ? p->label : "");
 	s->argv = p->argv && p->argv[0] ? session__strv_dup(p->argv) : default_argv(cfg);
 	s->created_ms = time_now_ms();
@@ -171,6 +172,7 @@ void session_free(struct session *s)
 	ev_timer_free(s->keyframe_timer);
 	ev_timer_free(s->kick_timer);
 	ev_timer_free(s->membership_timer);
+	session_control_free(s);
 	feeder_free(s->feeder);
 	screen_free(s->screen);
 	ring_free(s->ring);
@@ -837,6 +839,7 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 	o->exited_at_ms = s->exited ? s->exited_ms : 0;
 	o->label = s->label;
 	o->policy = s->policy;
+	o->control_policy = s->control_policy;
 	while (s->argv[argc])
 		argc++;
 	o->argv = s->argv;

@@ -38,6 +38,7 @@ struct session_params {
 	char *const *env_extra; /* NAME=VALUE */
 	unsigned cols, rows;	/* 0: the configured default */
 	Ptg__Policy policy;
+	Ptg__ControlPolicy control_policy;
 	const char *label;
 };
 
@@ -109,6 +110,9 @@ void session_request_role(struct session *s, struct linkconn *lc,
 			  const Ptg__RequestRole *rr);
 void session_request_keyframe(struct session *s, struct linkconn *lc,
 			      const Ptg__RequestKeyframe *rk);
+/* A controller's answer to a pending control request (approval.c). */
+void session_decide_control(struct session *s, struct linkconn *lc,
+			    const Ptg__DecideControl *dc);
 /* The link is gone: its attachments leave (one membership broadcast). */
 void session_drop_link(struct session *s, struct linkconn *lc);
 /* The sidecar's --state-max-bytes: deletes the oldest segments of all

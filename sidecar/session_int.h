@@ -5,6 +5,7 @@
 #define PTG_SESSION_INT_H
 
 #include "buf.h"
+#include "control.h"
 #include "feeder.h"
 #include "framelog.h"
 #include "members.h"
@@ -40,6 +41,9 @@ struct session {
 	unsigned cols, rows;
 
 	Ptg__Policy policy;
+	Ptg__ControlPolicy control_policy;
+	struct control control; /* pending control requests (approval.c) */
+	struct ev_timer *control_timer;
 	char *label;
 	char **argv;
 	int64_t created_ms;
@@ -158,5 +162,28 @@ void session_emit_closed(struct session *s, const struct member *target);
 int session_apply_size(struct session *s, unsigned cols, unsigned rows);
 /* A member left: broadcast, and end the session by policy. */
 void session_after_leave(struct session *s, int was_controller);
+/* RoleAssigned to m: its role now, and why a request was refused. */
+void session_emit_role(struct session *s, const struct member *m, int downgraded,
+		       const char *reason);
+
+/* approval.c: the approve control policy. */
+/* 1 when a controller request from a member who may control must wait
+   for a controller's approval (approve, running, a controller there). */
+int session_control_gates(struct session *s, int may_control);
+/* The downgrade reason of a request held for approval. */
+const char *session_control_wait_reason(void);
+/* An ask for control from observer m: 1 when held for approval (the
+   RoleAssigned answer sent), 0 when it takes the open path. */
+int session_control_ask(struct session *s, struct member *m);
+/* The end of m's join flow: its copy of the pending requests, and its
+   own ask when it joined asking for control (m->asks_control). */
+void session_control_joined(struct session *s, struct member *m);
+/* m no longer asks (it asked for observer). */
+void session_control_withdraw(struct session *s, struct member *m);
+/* After members left or a controller stepped down: requests of members
+   gone are withdrawn; with no controller left the oldest is granted. */
+void session_control_prune(struct session *s);
+/* session_free. */
+void session_control_free(struct session *s);
 
 #endif

@@ -47,6 +47,7 @@ void session_state_persist(struct session *s)
 	r.cols = s->cols;
 	r.rows = s->rows;
 	r.policy = s->policy;
+	r.control_policy = s->control_policy;
 	r.created_ms = s->created_ms;
 	r.exited_ms = s->exited_ms;
 	snprintf(r.label, sizeof(r.label), "%s", s->label);
@@ -381,6 +382,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->cols = r->screen_cols ? r->screen_cols : r->cols;
 	s->rows = r->screen_rows ? r->screen_rows : r->rows;
 	s->policy = r->policy;
+	s->control_policy = r->control_policy;
 	s->label = xstrdup(r->label);
 	s->argv = session__strv_dup(r->argv);
 	s->created_ms = r->created_ms;

@@ -186,10 +186,10 @@ int store_write(const char *dir, const struct store_record *r)
 		    STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
 				"reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64
 				"\nexited %" PRId64 "\n"
-				"reserved %" PRIu64 "\n",
+				"reserved %" PRIu64 "\ncontrol %d\n",
 		    r->sequence, r->running, r->has_exit_code, r->exit_code,
 		    r->close_reason, r->cols, r->rows, r->policy, r->created_ms,
-		    r->exited_ms, r->reserved);
+		    r->exited_ms, r->reserved, r->control_policy);
 	put_str(&b, "label", r->label);
 	put_str(&b, "detail", r->detail);
 	for (char **a = r->argv; a && *a; a++)
@@ -338,6 +338,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 		return get_size(v, strlen(v), &r->cols, &r->rows);
 	if (!strcmp(key, "policy"))
 		return get_int(v, &r->policy);
+	if (!strcmp(key, "control"))
+		return get_int(v, &r->control_policy);
 	if (!strcmp(key, "created"))
 		return num_parse_i64(v, INT64_MIN, INT64_MAX, &r->created_ms);
 	if (!strcmp(key, "exited"))

@@ -24,7 +24,8 @@ struct store_record {
 	int has_exit_code, exit_code;
 	int close_reason; /* Ptg__CloseReason */
 	unsigned cols, rows;
-	int policy; /* Ptg__Policy */
+	int policy;	    /* Ptg__Policy */
+	int control_policy; /* Ptg__ControlPolicy (0, open, in old records) */
 	int64_t created_ms, exited_ms;
 	char label[PTG_LABEL_MAX_BYTES + 1];
 	char detail[256];

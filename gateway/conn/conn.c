@@ -146,6 +146,7 @@ void conn_detach_quietly(struct conn *c)
 	if (c->pending_request && c->up)
 		upstream_cancel(c->up, c->pending_request);
 	c->pending_request = 0;
+	conn_forget_decision(c);
 	if (!c->attach_id || !c->up) {
 		c->attach_id = 0;
 		return;

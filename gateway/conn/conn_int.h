@@ -44,13 +44,15 @@ struct conn {
 	unsigned serial;
 
 	enum conn_state state;
-	int spoke;	   /* the first client frame has arrived */
-	int pty_extension; /* activated by the first frame */
+	int spoke;	       /* the first client frame has arrived */
+	int pty_extension;     /* activated by the first frame */
+	int control_extension; /* control approval: activated by the first frame */
 	json_t *service_params;
 	char trace_id[PTG_TASK_ID_MAX + 1];
 
-	uint64_t attach_id;	  /* set at the join; 0 when there is none */
-	uint64_t pending_request; /* Attach or Detach awaiting its reply */
+	uint64_t attach_id;		   /* set at the join; 0 when there is none */
+	uint64_t pending_request;	   /* Attach or Detach awaiting its reply */
+	struct decision *pending_decision; /* a DecideControl awaiting its reply */
 	char pending_op_id[PTG_MSG_ID_MAX_BYTES + 1];
 	int role; /* Ptg__Role */
 	char client_id[64];
@@ -91,6 +93,8 @@ void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t co
 void conn_close(struct conn *c, uint16_t code, const char *reason);
 /* Tells the sidecar the attachment is gone (no reply wanted). */
 void conn_detach_quietly(struct conn *c);
+/* Drops a ptygate.decide_control still waiting for its reply. */
+void conn_forget_decision(struct conn *c);
 /* Moves the connection to the metrics gauge of role (0: not joined). */
 void conn_count_role(struct conn *c, int role);
 /* Refreshes the log context after the client id or trace id changed. */

@@ -14,6 +14,7 @@
 #include "ptg_limits.h"
 #include "timeutil.h"
 #include "upstream.h"
+#include "xalloc.h"
 
 typedef void (*op_fn)(struct conn *c, const struct envelope *env);
 
@@ -193,10 +194,23 @@ static void sink_link_lost(void *user)
 	conn_link_lost(user);
 }
 
+static void sink_control(const Ptg__ControlNotice *n, void *user)
+{
+	struct conn *c = user;
+	struct buf out = BUF_INIT;
+
+	if (!c->control_extension || c->dead)
+		return;
+	frames_control_notice(n, time_now_ms(), &out);
+	conn_send_json(c, &out);
+	buf_free(&out);
+}
+
 const struct upstream_sink conn_sink = {
     .frame = sink_frame,
     .reply = sink_reply,
     .link_lost = sink_link_lost,
+    .control = sink_control,
 };
 
 /* ---- client ops ---- */
@@ -405,6 +419,93 @@ static void op_leave(struct conn *c, const struct envelope *env)
 	c->state = CONN_LEAVING;
 }
 
+struct decision {
+	struct conn *c;
+	uint64_t request_id;
+	char op_id[PTG_MSG_ID_MAX_BYTES + 1];
+	struct envelope_decide d;
+};
+
+static void on_decide_reply(const Ptg__Reply *r, void *user)
+{
+	struct decision *dn = user;
+	struct buf out = BUF_INIT;
+
+	dn->c->pending_decision = NULL;
+	if (!r)
+		conn_send_error(dn->c, FRAMES_INTERNAL, dn->op_id,
+				"the sandbox did not answer the decision");
+	else if (r->code != PTG__ERROR_CODE__OK)
+		send_reply_error(dn->c, r);
+	else {
+		frames_control_decided(dn->op_id, dn->d.client_id, dn->d.approve,
+				       time_now_ms(), &out);
+		conn_send_json(dn->c, &out);
+		buf_free(&out);
+	}
+	free(dn);
+}
+
+/* ptygate.decide_control: a controller approves or denies a pending
+   control request (docs/protocol.md, "Control approval"). One at a
+   time per connection. */
+static void op_decide_control(struct conn *c, const struct envelope *env)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__DecideControl dc = PTG__DECIDE_CONTROL__INIT;
+	struct envelope_error err;
+	struct decision *dn;
+
+	if (!c->control_extension || !upstream_control_approval(c->up)) {
+		conn_send_error(c, FRAMES_UNSUPPORTED_OPERATION, env->id,
+				!c->control_extension
+				    ? "the control approval extension was not activated "
+				      "on this connection's first frame"
+				    : "the sandbox does not support control approval");
+		return;
+	}
+	if (!ready_for(c, env, 1))
+		return;
+	if (c->pending_decision) {
+		conn_send_error(c, FRAMES_RATE_LIMITED, env->id,
+				"a decision is still on its way: one at a time");
+		return;
+	}
+	dn = xcalloc(1, sizeof(*dn));
+	if (envelope_decide_control(env, &dn->d, &err) < 0) {
+		free(dn);
+		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
+		return;
+	}
+	dn->c = c;
+	snprintf(dn->op_id, sizeof(dn->op_id), "%s", env->id);
+	dc.attach_id = c->attach_id;
+	dc.session_id = c->ctx.session_id;
+	dc.client_op_id = (char *)env->id;
+	dc.client_id = dn->d.client_id;
+	dc.approve = dn->d.approve;
+	dc.request_id = dn->request_id = upstream_next_id(c->up);
+	m.msg_case = PTG__LINK_MESSAGE__MSG_DECIDE_CONTROL;
+	m.decide_control = &dc;
+	if (upstream_request(c->up, &m, dn->request_id, on_decide_reply, dn) < 0) {
+		free(dn);
+		conn_send_error(c, FRAMES_INTERNAL, env->id,
+				"the sandbox is unreachable");
+		return;
+	}
+	c->pending_decision = dn;
+}
+
+void conn_forget_decision(struct conn *c)
+{
+	if (!c->pending_decision)
+		return;
+	if (c->up)
+		upstream_cancel(c->up, c->pending_decision->request_id);
+	free(c->pending_decision);
+	c->pending_decision = NULL;
+}
+
 static void op_ping(struct conn *c, const struct envelope *env)
 {
 	struct envelope_error err;
@@ -484,6 +585,7 @@ static const op_fn ops[] = {
     [ENVELOPE_OP_SUBSCRIBE_TO_TASK] = op_task,
     [ENVELOPE_OP_UNSUBSCRIBE] = op_task,
     [ENVELOPE_OP_PUSH_CONFIG] = op_push_config,
+    [ENVELOPE_OP_CONTROL_DECIDE] = op_decide_control,
 };
 
 /* SPEC 2: `extensions` and `service_parameters` count on the first frame. */
@@ -491,6 +593,7 @@ static void first_frame(struct conn *c, const struct envelope *env)
 {
 	c->spoke = 1;
 	c->pty_extension = env->pty_extension;
+	c->control_extension = env->control_extension;
 	if (env->service_parameters)
 		take_service_params(c, env->service_parameters);
 }

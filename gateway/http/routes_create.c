@@ -156,6 +156,21 @@ static int f_policy(struct route_create *rc, json_t *v, char *err, size_t errlen
 	return 0;
 }
 
+static int f_control_policy(struct route_create *rc, json_t *v, char *err, size_t errlen)
+{
+	const char *s = json_string_value(v);
+
+	if (s && !strcmp(s, "open")) {
+		rc->msg.control_policy = PTG__CONTROL_POLICY__CONTROL_OPEN;
+	} else if (s && !strcmp(s, "approve")) {
+		rc->msg.control_policy = PTG__CONTROL_POLICY__CONTROL_APPROVE;
+	} else {
+		snprintf(err, errlen, "control_policy: expected \"open\" or \"approve\"");
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int f_label(struct route_create *rc, json_t *v, char *err, size_t errlen)
 {
 	const char *s = json_string_value(v);
@@ -173,8 +188,10 @@ static const struct {
 	const char *name;
 	int (*fn)(struct route_create *rc, json_t *v, char *err, size_t errlen);
 } create_fields[] = {
-    {"command", f_command}, {"cwd", f_cwd},	  {"env", f_env},     {"cols", f_cols},
-    {"rows", f_rows},	    {"policy", f_policy}, {"label", f_label},
+    {"command", f_command}, {"cwd", f_cwd},
+    {"env", f_env},	    {"cols", f_cols},
+    {"rows", f_rows},	    {"policy", f_policy},
+    {"label", f_label},	    {"control_policy", f_control_policy},
 };
 
 int routes_parse_create(const char *body, size_t len, struct route_create *rc, char *err,

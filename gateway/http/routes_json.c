@@ -84,6 +84,11 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 	    json_string(s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER
 			    ? "terminate_on_last_controller"
 			    : "keep_running"));
+	json_object_set_new(
+	    o, "control_policy",
+	    json_string(s->control_policy == PTG__CONTROL_POLICY__CONTROL_APPROVE
+			    ? "approve"
+			    : "open"));
 	for (size_t i = 0; i < s->n_argv; i++)
 		json_array_append_new(cmd, jstr(s->argv[i]));
 	json_object_set_new(o, "command", cmd);

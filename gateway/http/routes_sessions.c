@@ -179,6 +179,13 @@ static int create(struct route_req *rq)
 		routes_create_clear(&rc);
 		return routes__unavailable(rq);
 	}
+	if (rc.msg.control_policy != PTG__CONTROL_POLICY__CONTROL_OPEN &&
+	    !upstream_control_approval(up)) {
+		routes_create_clear(&rc);
+		return routes__error(rq, 400, "INVALID_REQUEST",
+				     "control_policy: this sandbox's sidecar knows "
+				     "only \"open\"");
+	}
 	rc.msg.request_id = upstream_next_id(up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
 	m.create_session = &rc.msg;

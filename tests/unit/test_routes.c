@@ -218,6 +218,11 @@ static void test_create_ok(void **state)
 
 	assert_int_equal(create("{\"policy\":\"keep_running\",\"env\":{}}", &rc, err), 0);
 	assert_int_equal(rc.msg.policy, PTG__POLICY__POLICY_KEEP_RUNNING);
+	assert_int_equal(rc.msg.control_policy, PTG__CONTROL_POLICY__CONTROL_OPEN);
+	routes_create_clear(&rc);
+
+	assert_int_equal(create("{\"control_policy\":\"approve\"}", &rc, err), 0);
+	assert_int_equal(rc.msg.control_policy, PTG__CONTROL_POLICY__CONTROL_APPROVE);
 	routes_create_clear(&rc);
 }
 
@@ -247,6 +252,8 @@ static void test_create_refused(void **state)
 	    {"{\"rows\":true}", "rows"},
 	    {"{\"policy\":\"forever\"}", "policy"},
 	    {"{\"policy\":null}", "policy"},
+	    {"{\"control_policy\":\"owner\"}", "control_policy"},
+	    {"{\"control_policy\":true}", "control_policy"},
 	    {"{\"label\":5}", "label"},
 	};
 	struct route_create rc;
@@ -334,12 +341,14 @@ static void test_session_json(void **state)
 		    "\"observers\":[{\"client_id\":\"c-2\",\"label\":\"\"}],"
 		    "\"exit_code\":null,\"created_at\":\"2026-05-09T14:30:00.182Z\","
 		    "\"exited_at\":null,\"label\":\"build\",\"policy\":\"keep_running\","
+		    "\"control_policy\":\"open\","
 		    "\"command\":[\"/bin/bash\",\"-l\",\"bad\xef\xbf\xbd\"]}");
 	s->state = PTG__SESSION_STATE__SESSION_EXITED;
 	s->has_exit_code = 1;
 	s->exit_code = 0;
 	s->exited_at_ms = s->created_at_ms + 1000;
 	s->policy = PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER;
+	s->control_policy = PTG__CONTROL_POLICY__CONTROL_APPROVE;
 	s->n_controllers = 0;
 	json_t *v = routes_session_json(s);
 	assert_string_equal(json_string_value(json_object_get(v, "state")), "exited");
@@ -349,6 +358,8 @@ static void test_session_json(void **state)
 			    "2026-05-09T14:30:01.182Z");
 	assert_string_equal(json_string_value(json_object_get(v, "policy")),
 			    "terminate_on_last_controller");
+	assert_string_equal(json_string_value(json_object_get(v, "control_policy")),
+			    "approve");
 	assert_int_equal(json_array_size(json_object_get(v, "controllers")), 0);
 	json_decref(v);
 	s->state = PTG__SESSION_STATE__SESSION_RUNNING;
