@@ -58,6 +58,9 @@ static const char attach_usage[] =
     "quiet for half a second (5 s at most); the screen still goes to stdout.\n"
     "Without a terminal the join asks for no size: a script never resizes the\n"
     "session.\n"
+    "In a session whose control policy is approve, requests for control are\n"
+    "shown as they come; a controller answers the oldest with Ctrl-] then y\n"
+    "(approve) or n (deny); Ctrl-] twice detaches, any other key goes on.\n"
     "\n"
     "  --url URL            the attach URL, "
     "ws[s]://HOST:PORT/agents/I/sessions/S/attach\n"
@@ -106,6 +109,7 @@ struct attach {
 	bool close_sent;  /* the leave timed out and we closed ourselves */
 	bool quit;	  /* stop now */
 	bool told_observer;
+	bool deciding;	   /* Ctrl-] with a control request waiting: y, n or detach */
 	bool left;	   /* this client sent pty.leave_session */
 	unsigned attempt;  /* reconnect attempts since the last join */
 	struct buf early;  /* keys typed before RoleAssigned, sent after it */
@@ -270,6 +274,22 @@ static void input(struct attach *a, const uint8_t *p, size_t n)
 	}
 }
 
+/* The key after Ctrl-] while a control request waits. */
+static void decide(struct attach *a, uint8_t key)
+{
+	const char *asker = ptyc_control_pending(a->pc);
+
+	a->deciding = false;
+	if (key == ATTACH_DETACH_KEY) {
+		a->detached = true;
+		leave(a);
+	} else if ((key == 'y' || key == 'n') && asker) {
+		send_msg(a, ptyc_msg_decide(asker, key == 'y'));
+	} else {
+		notice("control request left waiting", a);
+	}
+}
+
 static void on_stdin(struct attach *a)
 {
 	static uint8_t in[PTYC_INPUT_CHUNK];
@@ -286,12 +306,24 @@ static void on_stdin(struct attach *a)
 		a->eof_ms = time_mono_ms();
 		return;
 	}
+	if (a->deciding) {
+		decide(a, in[0]);
+		if (a->detached || n == 1)
+			return;
+		memmove(in, in + 1, (size_t)--n);
+	}
 	key = a->tty ? memchr(in, ATTACH_DETACH_KEY, (size_t)n) : NULL;
 	input(a, in, key ? (size_t)(key - in) : (size_t)n);
-	if (key) {
-		a->detached = true;
-		leave(a);
+	if (!key)
+		return;
+	if (controls(a) && ptyc_control_pending(a->pc)) {
+		a->deciding = true;
+		notice("control request waiting: y approves, n denies, Ctrl-] detaches",
+		       a);
+		return; /* keys after the prefix in this read are dropped */
 	}
+	a->detached = true;
+	leave(a);
 }
 
 /* After piped input ended: leave when output has been quiet for

@@ -49,6 +49,7 @@ struct ptyc {
 	char goodbye_reason[64];
 	bool closed;
 	int exit_code;
+	char pending[PTG_CLIENT_ID_MAX_CHARS + 1]; /* the oldest control request */
 };
 
 struct ptyc_handler {
@@ -268,10 +269,61 @@ static int on_goodbye(struct ptyc *p, const json_t *env, const json_t *payload)
 	return 0;
 }
 
+/* A control request's name for the user: label and client id, cleaned. */
+static void who(const json_t *o, char *out, size_t len)
+{
+	size_t i;
+
+	snprintf(out, len, "%.64s (%.32s)", str(o, "label"), str(o, "client_id"));
+	for (i = 0; out[i]; i++)
+		if ((unsigned char)out[i] < ' ' || out[i] == 0x7f)
+			out[i] = '?';
+}
+
+static int on_control(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	const json_t *pending = json_object_get(payload, "pending");
+	const json_t *ev = json_object_get(payload, "event"), *by;
+	const char *kind = str(ev, "kind");
+	char asker[128], decider[128];
+
+	if (!json_is_array(pending))
+		return -EPROTO;
+	snprintf(p->pending, sizeof(p->pending), "%s",
+		 str(json_array_get(pending, 0), "client_id"));
+	if (!*kind)
+		return 0;
+	who(ev, asker, sizeof(asker));
+	by = json_object_get(ev, "by");
+	who(by, decider, sizeof(decider));
+	if (!strcmp(kind, "requested"))
+		notice(p, "%s asks for control%s", asker,
+		       !strcmp(p->role, "controller")
+			   ? ": Ctrl-] then y approves, n denies"
+			   : "; a controller approves or denies it");
+	else if (!strcmp(kind, "approved") && by)
+		notice(p, "control: %s approved by %s", asker, decider);
+	else if (!strcmp(kind, "approved"))
+		notice(p, "control: %s took over (no controller was left)", asker);
+	else if (!strcmp(kind, "denied"))
+		notice(p, "control: %s denied by %s", asker, decider);
+	else
+		notice(p, "control: the request of %s %s", asker, kind);
+	return 0;
+}
+
+static int on_decided(struct ptyc *p, const json_t *env, const json_t *payload)
+{
+	notice(p, "control: you %s %.32s",
+	       json_is_true(json_object_get(payload, "approve")) ? "approved" : "denied",
+	       str(payload, "client_id"));
+	return 0;
+}
+
 static const struct ptyc_handler ptyc_ops[] = {
-    {"pty.session_frame", session_frame},
-    {"Error", on_error},
-    {"binding_goodbye", on_goodbye},
+    {"pty.session_frame", session_frame},    {"Error", on_error},
+    {"binding_goodbye", on_goodbye},	     {"ptygate.control_requests", on_control},
+    {"ptygate.control_decided", on_decided},
     /* binding_hello, pong and task frames need nothing from this client. */
 };
 
@@ -372,7 +424,8 @@ char *ptyc_msg_join(const struct ptyc_join *j)
 	if (j->label)
 		json_object_set_new(payload, "client_label", json_string(j->label));
 	env = envelope("pty.join_session", payload);
-	json_object_set_new(env, "extensions", json_pack("[s]", PTYC_EXTENSION_URI));
+	json_object_set_new(env, "extensions",
+			    json_pack("[s, s]", PTYC_EXTENSION_URI, PTYC_CONTROL_URI));
 	if (j->replay)
 		json_object_set_new(env, "replay_from",
 				    json_integer((json_int_t)j->replay_from));
@@ -403,4 +456,16 @@ char *ptyc_msg_resize(unsigned cols, unsigned rows)
 char *ptyc_msg_leave(void)
 {
 	return dump(envelope("pty.leave_session", json_object()));
+}
+
+const char *ptyc_control_pending(const struct ptyc *p)
+{
+	return p->pending[0] ? p->pending : NULL;
+}
+
+char *ptyc_msg_decide(const char *client_id, bool approve)
+{
+	return dump(
+	    envelope("ptygate.decide_control", json_pack("{s:s, s:b}", "client_id",
+							 client_id, "approve", approve)));
 }

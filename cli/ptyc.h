@@ -15,7 +15,9 @@
 #include "ptg_limits.h"
 
 #define PTYC_EXTENSION_URI "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
-#define PTYC_INPUT_CHUNK   (48 * 1024) /* raw bytes per pty.session_input */
+/* ptygate's control approval (docs/protocol.md, "Control approval"). */
+#define PTYC_CONTROL_URI "urn:ptygate:extensions:control-approval:v1"
+#define PTYC_INPUT_CHUNK (48 * 1024) /* raw bytes per pty.session_input */
 
 /* What ptyc_handle reports, with the user pointer given to ptyc_new. */
 struct ptyc_callbacks {
@@ -69,5 +71,10 @@ char *ptyc_msg_join(const struct ptyc_join *j);
 char *ptyc_msg_input(const uint8_t *data, size_t n);
 char *ptyc_msg_resize(unsigned cols, unsigned rows);
 char *ptyc_msg_leave(void);
+/* The oldest control request waiting for a controller's answer (its
+   client id), or NULL: only in sessions whose control policy is approve. */
+const char *ptyc_control_pending(const struct ptyc *p);
+/* ptygate.decide_control: approves or denies client_id's request. */
+char *ptyc_msg_decide(const char *client_id, bool approve);
 
 #endif

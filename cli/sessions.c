@@ -64,6 +64,9 @@ static const char sessions_usage[] =
 		     "  --env KEY=VALUE     environment variable; repeatable\n"
 		     "  --policy POLICY     keep_running (default) or "
 		     "terminate_on_last_controller\n"
+		     "  --control-policy P  open (default: control on request) or "
+		     "approve\n"
+		     "                      (a controller approves each request)\n"
 		     "  --label LABEL       a label for the session\n"
 		     "  -- COMMAND ARG...   the program to run (default: the "
 		     "sidecar's)\n";
@@ -90,6 +93,7 @@ enum {
 	SESS_OPT_ENV,
 	SESS_OPT_POLICY,
 	SESS_OPT_LABEL,
+	SESS_OPT_CONTROL,
 	SESS_OPT_OUTPUT,
 };
 
@@ -104,6 +108,7 @@ const struct option sessions_opts[] = {
     {"env", required_argument, NULL, SESS_OPT_ENV},
     {"policy", required_argument, NULL, SESS_OPT_POLICY},
     {"label", required_argument, NULL, SESS_OPT_LABEL},
+    {"control-policy", required_argument, NULL, SESS_OPT_CONTROL},
     {"quiet", no_argument, NULL, 'q'},
     {"output", required_argument, NULL, 'o'},
     {"help", no_argument, NULL, 'h'},
@@ -148,6 +153,12 @@ static int body_option(struct sessions_args *a, int c, const char *arg, const ch
 					       "terminate_on_last_controller)",
 					       arg);
 		json_object_set_new(a->body, "policy", json_string(arg));
+		return CLI_OK;
+	case SESS_OPT_CONTROL:
+		if (strcmp(arg, "open") && strcmp(arg, "approve"))
+			return cli_usage_error(
+			    cmd, "bad --control-policy '%s' (open or approve)", arg);
+		json_object_set_new(a->body, "control_policy", json_string(arg));
 		return CLI_OK;
 	case SESS_OPT_ENV:
 		eq = strchr(arg, '=');

@@ -281,6 +281,55 @@ static void test_notices(void **state)
 	buf_free(&r.screen);
 }
 
+static json_t *parse(char *s);
+
+#define CONTROL                                                                          \
+	"{\"op\":\"ptygate.control_requests\",\"id\":\"x\",\"ts\":\"t\",\"payload\":"
+
+/* Control approval: who asked, the key that answers (for a controller),
+   the outcome, and the oldest request kept for the answer. */
+static void test_control_requests(void **state)
+{
+	struct rec r;
+	struct ptyc *p = new_client(&r);
+	json_t *o;
+
+	feed(p,
+	     FRAME "{\"kind\":\"RoleAssigned\",\"role\":\"controller\","
+		   "\"client_id\":\"c-a\"}}",
+	     1);
+	feed(p, CONTROL "{\"policy\":\"approve\",\"pending\":[]}}");
+	assert_null(ptyc_control_pending(p));
+	assert_int_equal(r.n_notices, 0);
+	feed(p, CONTROL "{\"policy\":\"approve\",\"pending\":[{\"client_id\":\"c-b\","
+			"\"label\":\"bob\",\"expires_at\":\"t\"}],\"event\":{\"kind\":"
+			"\"requested\",\"client_id\":\"c-b\",\"label\":\"bob\"}}}");
+	assert_string_equal(ptyc_control_pending(p), "c-b");
+	assert_string_equal(
+	    r.notices[0], "bob (c-b) asks for control: Ctrl-] then y approves, n denies");
+	feed(p, CONTROL "{\"policy\":\"approve\",\"pending\":[],\"event\":{\"kind\":"
+			"\"denied\",\"client_id\":\"c-b\",\"label\":\"bob\",\"by\":{"
+			"\"client_id\":\"c-a\",\"label\":\"alice\"}}}}");
+	assert_null(ptyc_control_pending(p));
+	assert_string_equal(r.notices[1], "control: bob (c-b) denied by alice (c-a)");
+	feed(p, "{\"op\":\"ptygate.control_decided\",\"id\":\"x\",\"ts\":\"t\","
+		"\"payload\":{\"client_id\":\"c-b\",\"approve\":false}}");
+	assert_string_equal(r.notices[2], "control: you denied c-b");
+	assert_int_equal(ptyc_handle(p, CONTROL "{}}", strlen(CONTROL "{}}")), -EPROTO);
+	ptyc_free(p);
+	buf_free(&r.screen);
+
+	o = parse(ptyc_msg_decide("c-b", true));
+	assert_string_equal(json_string_value(json_object_get(o, "op")),
+			    "ptygate.decide_control");
+	assert_string_equal(json_string_value(json_object_get(
+				json_object_get(o, "payload"), "client_id")),
+			    "c-b");
+	assert_true(
+	    json_is_true(json_object_get(json_object_get(o, "payload"), "approve")));
+	json_decref(o);
+}
+
 static void test_malformed_and_unknown(void **state)
 {
 	struct rec r;
@@ -347,7 +396,10 @@ static void test_builders(void **state)
 	assert_string_equal(
 	    json_string_value(json_array_get(json_object_get(o, "extensions"), 0)),
 	    PTYC_EXTENSION_URI);
-	assert_int_equal(json_array_size(json_object_get(o, "extensions")), 1);
+	assert_string_equal(
+	    json_string_value(json_array_get(json_object_get(o, "extensions"), 1)),
+	    PTYC_CONTROL_URI);
+	assert_int_equal(json_array_size(json_object_get(o, "extensions")), 2);
 	assert_null(json_object_get(o, "replay_from"));
 	assert_string_equal(json_string_value(json_object_get(pl, "role")), "controller");
 	assert_int_equal(json_integer_value(json_object_get(pl, "cols")), 120);
@@ -417,6 +469,7 @@ int main(void)
 	    cmocka_unit_test(test_keyframe_without_full_reset),
 	    cmocka_unit_test(test_resume_repaints_without_scrolling),
 	    cmocka_unit_test(test_notices),
+	    cmocka_unit_test(test_control_requests),
 	    cmocka_unit_test(test_malformed_and_unknown),
 	    cmocka_unit_test(test_builders),
 	};
