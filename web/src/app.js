@@ -11,6 +11,7 @@ import {
   SUBPROTOCOL, base64ToBytes, bytesToBase64, bearerProtocol, inputBytes,
   envelope, joinFrame, parseLocation, tokenClaims, backoffMs, classify,
   sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
+  controlAsker, controlEventText,
 } from './protocol.js';
 import {
   parseCast, countAt, seekPlan, sizeAfter, batches, Playhead, formatTime, SPEEDS,
@@ -192,6 +193,7 @@ class Attachment {
     this.role = null;         // what the server granted
     this.clientId = null;
     this.members = { controllers: [], observers: [] };
+    this.pending = [];        // control requests waiting for a controller (approve sessions)
     this.lastSeq = null;      // last sequence applied (replay_from)
     this.helloSeq = 0;
     this.needKeyframe = true;
@@ -305,6 +307,8 @@ class Attachment {
       case 'pty.session_frame': return this.onFrame(f);
       case 'Error': return this.onError(f.payload || {});
       case 'binding_goodbye': return this.onGoodbye(f.payload || {});
+      case 'ptygate.control_requests': return this.onControl(f.payload || {});
+      case 'ptygate.control_decided': return this.renderControl();
       default: return undefined;
     }
   }
@@ -325,6 +329,8 @@ class Attachment {
   onClose(ev) {
     this.ws = null;
     this.joined = false;
+    this.pending = [];
+    this.renderControl();
     this.renderRole();
     if (FINAL_CLOSE[ev.code]) this.ended = true;
     if (this.ended) {
@@ -445,6 +451,7 @@ class Attachment {
     this.joined = true;
     this.attempt = 0;
     this.renderRole();
+    this.renderControl();
     if (!/ended/.test($('status').textContent)) setStatus('connected');
     if (this.role === 'controller') this.scheduleResize();
   }
@@ -459,6 +466,7 @@ class Attachment {
     this.wantRole = p.role;
     this.renderRole();
     this.renderMembers();
+    this.renderControl();
     if (p.role === 'controller' && this.joined) this.scheduleResize();
   }
 
@@ -591,6 +599,47 @@ class Attachment {
     badge.className = 'badge ' + (this.role || '');
     $('request-control').hidden = !this.joined || this.ended || this.role === 'controller';
     $('release-control').hidden = !this.joined || this.ended || this.role !== 'controller';
+  }
+
+  // ---- control approval ----
+
+  // The whole list of waiting requests, and the change that made it.
+  onControl(p) {
+    this.pending = Array.isArray(p.pending) ? p.pending : [];
+    const said = controlEventText(p.event);
+    if (said) this.note(said);
+    this.renderControl();
+  }
+
+  decideControl(clientId, approve) {
+    this.send(envelope('ptygate.decide_control', { client_id: clientId, approve }));
+  }
+
+  // A banner everyone sees while someone waits; a controller's has the
+  // buttons that answer.
+  renderControl() {
+    const box = $('control-banner');
+    box.replaceChildren();
+    box.hidden = !this.pending.length;
+    for (const r of this.pending) {
+      const row = document.createElement('div');
+      row.className = 'control-request';
+      row.dataset.clientId = r.client_id;
+      const text = document.createElement('span');
+      text.textContent = controlAsker(r, this.clientId);
+      row.append(text);
+      if (this.role === 'controller' && this.joined) {
+        for (const [cls, label, yes] of [['approve', 'Approve', true], ['deny', 'Deny', false]]) {
+          const b = document.createElement('button');
+          b.type = 'button';
+          b.className = cls;
+          b.textContent = label;
+          b.addEventListener('click', () => this.decideControl(r.client_id, yes));
+          row.append(b);
+        }
+      }
+      box.append(row);
+    }
   }
 
   renderMembers() {

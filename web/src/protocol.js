@@ -5,6 +5,9 @@
 export const SUBPROTOCOL = 'pty-ws.v1';
 export const EXTENSION_URI =
   'https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1';
+// ptygate's control approval (docs/protocol.md, "Control approval"):
+// requests for control a controller approves, in sessions that ask it.
+export const CONTROL_URI = 'urn:ptygate:extensions:control-approval:v1';
 export const BACKOFF_FIRST_MS = 500;
 export const BACKOFF_MAX_MS = 30000;
 
@@ -53,11 +56,26 @@ export function envelope(op, payload, fields = {}) {
 
 // The join of SPEC 5.1; replay_from only on a reconnect.
 export function joinFrame({ role, cols, rows, label, replayFrom }) {
-  const fields = { extensions: [EXTENSION_URI] };
+  const fields = { extensions: [EXTENSION_URI, CONTROL_URI] };
   if (replayFrom !== null && replayFrom !== undefined) fields.replay_from = replayFrom;
   const payload = { role, cols, rows };
   if (label) payload.client_label = label.slice(0, 128);
   return envelope('pty.join_session', payload, fields);
+}
+
+// The banner's line for one pending control request (you: this page's
+// client id), and what a control event says to everyone.
+export function controlAsker(r, you) {
+  return `${r.label || r.client_id}${r.client_id === you ? ' (you)' : ''} asks for control`;
+}
+
+export function controlEventText(ev) {
+  if (!ev || !ev.kind || ev.kind === 'requested') return '';
+  const who = ev.label || ev.client_id;
+  const by = ev.by ? (ev.by.label || ev.by.client_id) : '';
+  if (ev.kind === 'approved') return by ? `${who} was given control by ${by}` : `${who} took control (no controller was left)`;
+  if (ev.kind === 'denied') return `${by} denied control to ${who}`;
+  return `the request of ${who} ${ev.kind}`;
 }
 
 // Where the page is: "PREFIX/" is the picker, "PREFIX/agents/I/sessions/S/"

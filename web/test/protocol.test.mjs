@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import {
   bearerProtocol, bytesToBase64, base64ToBytes, inputBytes, joinFrame, parseLocation,
   backoffMs, classify, tokenClaims, EXTENSION_URI, BACKOFF_MAX_MS,
+  CONTROL_URI, controlAsker, controlEventText,
   sessionsPath, sessionPath, attachUrl, keyBarBytes, withCtrl, sizeNote, principalOf,
 } from '../src/protocol.js';
 
@@ -27,7 +28,7 @@ test('input bytes: text as UTF-8, binary as byte values', () => {
 
 test('join: extension activated, replay_from only on a reconnect', () => {
   const fresh = joinFrame({ role: 'observer', cols: 80, rows: 24, label: 'x', replayFrom: null });
-  assert.deepEqual(fresh.extensions, [EXTENSION_URI]);
+  assert.deepEqual(fresh.extensions, [EXTENSION_URI, CONTROL_URI]);
   assert.equal('replay_from' in fresh, false);
   assert.deepEqual(fresh.payload, { role: 'observer', cols: 80, rows: 24, client_label: 'x' });
   assert.equal(joinFrame({ role: 'controller', cols: 1, rows: 1, replayFrom: 0 }).replay_from, 0);
@@ -126,4 +127,20 @@ test('the principal is the token\'s sub', () => {
   assert.equal(principalOf({ sub: 'x'.repeat(300) }).length, 128);
   assert.equal(principalOf({}), null);
   assert.equal(principalOf({ sub: 7 }), null);
+});
+
+test('control approval: the banner line and what an event says', () => {
+  assert.equal(controlAsker({ client_id: 'c-b', label: 'bob' }, 'c-a'), 'bob asks for control');
+  assert.equal(controlAsker({ client_id: 'c-b', label: '' }, 'c-b'), 'c-b (you) asks for control');
+  const by = { client_id: 'c-a', label: 'alice' };
+  assert.equal(controlEventText({ kind: 'approved', client_id: 'c-b', label: 'bob', by }),
+    'bob was given control by alice');
+  assert.equal(controlEventText({ kind: 'approved', client_id: 'c-b', label: 'bob' }),
+    'bob took control (no controller was left)');
+  assert.equal(controlEventText({ kind: 'denied', client_id: 'c-b', label: 'bob', by }),
+    'alice denied control to bob');
+  assert.equal(controlEventText({ kind: 'expired', client_id: 'c-b', label: 'bob' }),
+    'the request of bob expired');
+  assert.equal(controlEventText({ kind: 'requested', client_id: 'c-b' }), '');
+  assert.equal(controlEventText(undefined), '');
 });
