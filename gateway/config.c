@@ -382,8 +382,12 @@ static const char usage_fleet[] =
     "                                forwarding)\n"
     "  --fleet-cacert FILE           PEM CA bundle that signs the other gateways'\n"
     "                                certificates (https:// fleet URLs)\n"
-    "  --fleet-cert FILE             this gateway's client certificate for them\n"
+    "  --fleet-cert FILE             this gateway's certificate for them (PEM)\n"
     "  --fleet-key FILE              its private key (PEM)\n"
+    "  --fleet-listen HOST:PORT      take forwarded requests here only: HTTPS\n"
+    "                                with --fleet-cert, a client certificate\n"
+    "                                signed by --fleet-cacert required (default:\n"
+    "                                on --listen, no client certificate)\n"
     "\n";
 
 static const char usage_process[] =
@@ -457,6 +461,7 @@ enum {
 	OPT_FLEET_CACERT,
 	OPT_FLEET_CERT,
 	OPT_FLEET_KEY,
+	OPT_FLEET_LISTEN,
 	OPT_LOG,
 	OPT_LOG_FORMAT,
 	OPT_PID,
@@ -520,6 +525,7 @@ static const struct option options[] = {
     {"fleet-cacert", required_argument, NULL, OPT_FLEET_CACERT},
     {"fleet-cert", required_argument, NULL, OPT_FLEET_CERT},
     {"fleet-key", required_argument, NULL, OPT_FLEET_KEY},
+    {"fleet-listen", required_argument, NULL, OPT_FLEET_LISTEN},
     {"max-routes", required_argument, NULL, OPT_MAX_ROUTES},
     {"log-level", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_LOG_FORMAT},
@@ -983,6 +989,9 @@ static int apply(struct gw_config *c, struct source *src, int opt, const char *a
 		return str(src, opt, arg, c->fleet_cacert, sizeof(c->fleet_cacert));
 	case OPT_FLEET_CERT:
 		return str(src, opt, arg, c->fleet_cert, sizeof(c->fleet_cert));
+	case OPT_FLEET_LISTEN:
+		return parse_listen(src, opt, arg, c->fleet_listen_host,
+				    sizeof(c->fleet_listen_host), &c->fleet_listen_port);
 	case OPT_FLEET_KEY:
 		return str(src, opt, arg, c->fleet_key, sizeof(c->fleet_key));
 	case OPT_LOG:
@@ -1287,6 +1296,13 @@ static int check(struct gw_config *c)
 	if (!c->fleet_cert[0] != !c->fleet_key[0]) {
 		fprintf(stderr,
 			CONFIG__PROG ": --fleet-cert and --fleet-key go together\n");
+		return -EINVAL;
+	}
+	if (c->fleet_listen_host[0] &&
+	    (!c->fleet_secret_file[0] || !c->fleet_cacert[0] || !c->fleet_cert[0])) {
+		fprintf(stderr,
+			CONFIG__PROG ": --fleet-listen needs --fleet-secret-file, "
+				     "--fleet-cacert, --fleet-cert and --fleet-key\n");
 		return -EINVAL;
 	}
 	if (!c->tls_cert[0] != !c->tls_key[0]) {

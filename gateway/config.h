@@ -101,6 +101,8 @@ struct gw_config {
 	char fleet_cacert[4096];      /* TLS to other gateways (https fleet URLs) */
 	char fleet_cert[4096];	      /* this gateway's client certificate for them */
 	char fleet_key[4096];
+	char fleet_listen_host[256]; /* "" : forwarded requests on --listen */
+	uint16_t fleet_listen_port;  /* mutual TLS: --fleet-cert, --fleet-cacert */
 	int log_level;
 	int log_format; /* enum log_format */
 	char pid_file[4096];

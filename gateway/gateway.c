@@ -322,6 +322,7 @@ static void before_poll(void *user)
 	conn_set_flush(&gw->conns);
 	http_run_pending(gw->http);
 	http_run_pending(gw->admin);
+	http_run_pending(gw->fleet_http);
 	/* An upgrade completed inside that MHD run queued its binding_hello
 	   after the flush above: write it now, not after the next wake-up.
 	   Observers had their slice of this turn already. */
@@ -337,11 +338,41 @@ static void on_tick(struct ev_timer *t, void *user)
 			     &gw->metrics.queue_bytes_max);
 }
 
+/* SIGHUP: the fleet secret is read again (rotated on every gateway of
+   the fleet together); a file that cannot be read, or is too short,
+   keeps the current key. The owner's checks read gw->fleet; the
+   forwarder keeps a copy. */
+static void reload_fleet_secret(struct gateway *gw)
+{
+	struct fleetauth fa;
+	char err[512];
+
+	if (!gw->fleet)
+		return;
+	if (fleetauth_load(&fa, gw->cfg->fleet_secret_file, err, sizeof(err)) < 0) {
+		log_error(
+		    NULL,
+		    "SIGHUP: keeping the current fleet secret: --fleet-secret-file: %s",
+		    err);
+		return;
+	}
+	*gw->fleet = fa;
+	forward_set_auth(gw->forward, &fa);
+	fleetauth_clear(&fa);
+	log_info(NULL, "SIGHUP: the fleet secret re-read from %s",
+		 gw->cfg->fleet_secret_file);
+}
+
 static void on_hup(int signo, void *user)
 {
-	reload_instances(user);
-	reload_link_keys(user);
-	http_reload(((struct gateway *)user)->http);
+	struct gateway *gw = user;
+
+	reload_instances(gw);
+	reload_link_keys(gw);
+	http_reload(gw->http);
+	reload_fleet_secret(gw);
+	http_reload(gw->fleet_http);
+	registry_reload(gw->registry);
 }
 
 static void on_grace_over(struct ev_timer *t, void *user)
@@ -472,7 +503,8 @@ static int fit_fd_limit(struct gateway *gw)
 		      ? INT32_MAX
 		      : (int64_t)rl.rlim_cur) -
 		 (open_now > 0 ? open_now : 0) - FD_SPARE - 2 * (int64_t)gw->n_ups -
-		 link_fds(c) - FD_HTTP_EXTRA * (c->admin_host[0] ? 2 : 1);
+		 link_fds(c) -
+		 FD_HTTP_EXTRA * (1 + !!c->admin_host[0] + !!c->fleet_listen_host[0]);
 	fit = budget / per_conn;
 	if (fit < 1)
 		fit = 1;
@@ -515,6 +547,28 @@ static int start_http(struct gateway *gw)
 	}
 	log_info(NULL, "admin routes on http://%s:%u", c->admin_host,
 		 http_port(gw->admin));
+	return 0;
+}
+
+/* --fleet-listen: forwarded requests from the fleet's gateways, over
+   mutual TLS. */
+static int start_fleet_http(struct gateway *gw)
+{
+	const struct gw_config *c = gw->cfg;
+	char err[512];
+
+	if (!c->fleet_listen_host[0])
+		return 0;
+	gw->fleet_http = http_new(&gw->http_host, c->fleet_listen_host,
+				  c->fleet_listen_port, ROUTE_FLEET, err, sizeof(err));
+	if (!gw->fleet_http) {
+		fprintf(stderr, "ptygate-gateway: --fleet-listen %s:%u: %s\n",
+			c->fleet_listen_host, c->fleet_listen_port, err);
+		return -1;
+	}
+	gw->fleet_port = http_port(gw->fleet_http);
+	log_info(NULL, "fleet requests on https://%s:%u (client certificates from %s)",
+		 c->fleet_listen_host, gw->fleet_port, c->fleet_cacert);
 	return 0;
 }
 
@@ -684,6 +738,7 @@ static void fill_link_hosts(struct gateway *gw)
 	    .loop = gw->loop,
 	    .cfg = gw->cfg,
 	    .public_port = &gw->routes_host.public_port,
+	    .fleet_port = &gw->fleet_port,
 	    .owner = gw,
 	    .upstream = host_upstream,
 	};
@@ -711,7 +766,7 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	gw->routes_host.registry = gw->registry;
 	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
 	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_http(gw) < 0 ||
-	    start_links(gw) < 0 || start_loop(gw) < 0) {
+	    start_fleet_http(gw) < 0 || start_links(gw) < 0 || start_loop(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}
@@ -744,6 +799,7 @@ void gateway_free(struct gateway *gw)
 	for (size_t i = 0; i < gw->n_ups; i++)
 		upstream_free(gw->ups[i]);
 	free(gw->ups);
+	http_free(gw->fleet_http);
 	http_free(gw->admin);
 	http_free(gw->http);
 	forward_free(gw->forward); /* after the requests that may hold its calls */

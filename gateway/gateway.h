@@ -29,6 +29,8 @@ struct gateway {
 	size_t n_ups;
 	struct http *http;		    /* the public listener */
 	struct http *admin;		    /* --admin-listen, or NULL */
+	struct http *fleet_http;	    /* --fleet-listen, or NULL */
+	uint16_t fleet_port;		    /* its port as bound */
 	struct conn_set conns;		    /* every upgraded connection */
 	struct conn_host conn_host;	    /* what each connection sees of the gateway */
 	struct upstream_host upstream_host; /* what each instance link sees of it */

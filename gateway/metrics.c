@@ -108,6 +108,10 @@ static const struct family families[] = {
 	       "Connections still sending their request head, closed at the "
 	       "connection cap to make room.",
 	       heads_evicted),
+    METRICS__F("ptygate_fleet_tls_refusals_total", "counter",
+	       "Handshakes on --fleet-listen refused: no client certificate, or one "
+	       "the fleet's CA does not sign.",
+	       fleet_tls_refused),
     METRICS__F("ptygate_close_dropped_bytes_total", "counter",
 	       "Unsent output dropped so a closing connection's close frame leaves "
 	       "next.",

@@ -433,3 +433,8 @@ const struct fleetauth *forward_auth(const struct forward *f)
 {
 	return &f->auth;
 }
+
+void forward_set_auth(struct forward *f, const struct fleetauth *auth)
+{
+	f->auth = *auth;
+}

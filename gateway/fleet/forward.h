@@ -117,5 +117,8 @@ void forward_setup_easy(const struct forward *f, void *easy);
 struct ev_loop *forward_loop(const struct forward *f);
 struct curlev *forward_curlev(const struct forward *f);
 const struct fleetauth *forward_auth(const struct forward *f);
+/* The fleet's key, read again (SIGHUP): what is signed from now on uses
+   it; requests under way keep what they were signed with. */
+void forward_set_auth(struct forward *f, const struct fleetauth *auth);
 
 #endif

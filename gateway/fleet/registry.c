@@ -216,23 +216,22 @@ static void on_tick(struct ev_timer *t, void *user)
 
 /* ---- life ---- */
 
-static int read_password(struct registry *r, const char *path)
+/* The password file into out[outlen]: 0, or -1 with the reason in err. */
+static int read_password(const char *path, char *out, size_t outlen, char *err,
+			 size_t errlen)
 {
 	struct buf b = BUF_INIT;
-	char err[256];
 	size_t n;
 
-	if (fd_read_file(path, FDIO_REGULAR, sizeof(r->password) - 1, &b, err,
-			 sizeof(err)) < 0) {
-		fprintf(stderr, "ptygate-gateway: --registry-password-file: %s\n", err);
+	if (fd_read_file(path, FDIO_REGULAR, outlen - 1, &b, err, errlen) < 0) {
 		buf_free(&b);
 		return -1;
 	}
 	n = buf_size(&b);
 	while (n > 0 && (buf_head(&b)[n - 1] == '\n' || buf_head(&b)[n - 1] == '\r'))
 		n--;
-	memcpy(r->password, buf_head(&b), n);
-	r->password[n] = '\0';
+	memcpy(out, buf_head(&b), n);
+	out[n] = '\0';
 	memset(buf_head(&b), 0, buf_size(&b));
 	buf_free(&b);
 	return 0;
@@ -250,21 +249,24 @@ static void fleet_url(struct registry *r, const char *url)
 		snprintf(r->url, sizeof(r->url), "%s", url);
 }
 
-/* Without --fleet-url and --public-url: the URL of --listen as bound. */
+/* Without --fleet-url: the URL of --fleet-listen as bound, or without
+   it and --public-url, that of --listen. */
 static void derive_url(struct registry *r)
 {
 	const struct gw_config *c = r->host->cfg;
-	const char *h = c->listen_host;
+	int fleet = c->fleet_listen_host[0] && r->host->fleet_port;
+	const char *h = fleet ? c->fleet_listen_host : c->listen_host;
 	int v6 = strchr(h, ':') != NULL;
 
 	snprintf(r->url, sizeof(r->url), "%s://%s%s%s:%u",
-		 c->tls_cert[0] ? "https" : "http", v6 ? "[" : "", h, v6 ? "]" : "",
-		 *r->host->public_port);
+		 fleet || c->tls_cert[0] ? "https" : "http", v6 ? "[" : "", h,
+		 v6 ? "]" : "", fleet ? *r->host->fleet_port : *r->host->public_port);
 }
 
 static int configure(struct registry *r, const struct gw_config *c)
 {
 	size_t plen = strlen(c->registry_prefix);
+	char err[256];
 
 	if (plen == 0 || plen > 200) {
 		fprintf(stderr, "ptygate-gateway: --registry-prefix: 1 to 200 bytes\n");
@@ -273,11 +275,17 @@ static int configure(struct registry *r, const struct gw_config *c)
 	snprintf(r->prefix, sizeof(r->prefix), "%s", c->registry_prefix);
 	etcdjson_prefix_end(r->prefix, r->prefix_end);
 	snprintf(r->id, sizeof(r->id), "%s", c->gateway_id);
-	fleet_url(r, c->fleet_url[0] ? c->fleet_url : c->public_url);
+	/* With --fleet-listen and no --fleet-url, derive_url names it. */
+	fleet_url(r, c->fleet_url[0]	       ? c->fleet_url
+		     : c->fleet_listen_host[0] ? ""
+					       : c->public_url);
 	r->ttl_s = c->registry_ttl_s;
 	snprintf(r->user, sizeof(r->user), "%s", c->registry_user);
-	if (r->user[0] && read_password(r, c->registry_password_file) < 0)
+	if (r->user[0] && read_password(c->registry_password_file, r->password,
+					sizeof(r->password), err, sizeof(err)) < 0) {
+		fprintf(stderr, "ptygate-gateway: --registry-password-file: %s\n", err);
 		return -1;
+	}
 	return 0;
 }
 
@@ -335,6 +343,28 @@ void registry_start(struct registry *r)
 	    "registry: gateway %s (fleet URL %s) in etcd at %s, prefix %s, TTL %lld s",
 	    r->id, r->url, etcd_endpoint(r->etcd), r->prefix, (long long)r->ttl_s);
 	ev_timer_arm(r->tick, 0, r->ttl_s * 1000 / 3);
+}
+
+void registry_reload(struct registry *r)
+{
+	const char *path = r && r->enabled ? r->host->cfg->registry_password_file : "";
+	char pw[sizeof(r->password)], err[256];
+
+	if (!path[0])
+		return;
+	if (read_password(path, pw, sizeof(pw), err, sizeof(err)) < 0) {
+		log_error(NULL,
+			  "SIGHUP: keeping the current etcd password: "
+			  "--registry-password-file: %s",
+			  err);
+		return;
+	}
+	memcpy(r->password, pw, sizeof(pw));
+	explicit_bzero(pw, sizeof(pw));
+	log_info(NULL,
+		 "SIGHUP: the etcd password re-read from %s (used at the next "
+		 "authentication)",
+		 path);
 }
 
 void registry_leave(struct registry *r)

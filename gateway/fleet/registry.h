@@ -24,6 +24,7 @@ struct registry_host {
 	struct ev_loop *loop;
 	const struct gw_config *cfg;
 	const uint16_t *public_port; /* --listen's port as bound, once it is */
+	const uint16_t *fleet_port;  /* --fleet-listen's, or NULL */
 	void *owner;		     /* the first argument of upstream */
 	/* The link of instance_id when this gateway serves it, else NULL. */
 	struct upstream *(*upstream)(void *owner, const char *instance_id);
@@ -43,6 +44,10 @@ enum registry_route {
 struct registry *registry_new(const struct registry_host *host);
 /* Starts the lease, the keys and the watch on the gateway's loop. */
 void registry_start(struct registry *r);
+/* SIGHUP: --registry-password-file is read again (kept on error, logged)
+   for the next authentication; the endpoints, prefix, TTL, id, fleet URL
+   and TLS files stay as started. NULL: no-op. */
+void registry_reload(struct registry *r);
 /* The gateway is leaving, its loop ended: revokes the lease, so its keys
    go now rather than a TTL later (bounded by a second; NULL: no-op). */
 void registry_leave(struct registry *r);

@@ -228,10 +228,11 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 		     size_t errlen)
 {
 	const struct gw_config *cfg = h->cfg;
+	int fleet = h->role == ROUTE_FLEET;
 
-	if (h->role != ROUTE_PUBLIC)
+	if (h->role == ROUTE_ADMIN)
 		return 0;
-	if (!cfg->tls_cert[0]) {
+	if (!fleet && !cfg->tls_cert[0]) {
 		if (cfg->allow_plaintext || loopback(ss))
 			return 0;
 		snprintf(err, errlen,
@@ -244,7 +245,10 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 		snprintf(err, errlen, "this libmicrohttpd is built without TLS");
 		return -ENOTSUP;
 	}
-	if (tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, err, errlen) < 0)
+	if (fleet ? tls_store_init(&h->tls, cfg->fleet_cert, cfg->fleet_key,
+				   cfg->fleet_cacert, err, errlen) < 0
+		  : tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, NULL, err,
+				   errlen) < 0)
 		return -EINVAL;
 	h->has_tls = 1;
 	return 0;
@@ -316,10 +320,13 @@ void http_reload(struct http *h)
 	if (!h || !h->has_tls)
 		return;
 	if (tls_store_reload(&h->tls, err, sizeof(err)) < 0)
-		log_error("http", "SIGHUP: keeping the current certificate: %s", err);
+		log_error("http", "SIGHUP: keeping the current %s: %s",
+			  h->tls.ca_file[0] ? "fleet certificate and CA" : "certificate",
+			  err);
 	else
-		log_info("http", "SIGHUP: certificate and key re-read from %s and %s",
-			 h->tls.cert_file, h->tls.key_file);
+		log_info("http", "SIGHUP: certificate and key re-read from %s and %s%s%s",
+			 h->tls.cert_file, h->tls.key_file,
+			 h->tls.ca_file[0] ? ", client CA from " : "", h->tls.ca_file);
 }
 
 uint16_t http_port(const struct http *h)

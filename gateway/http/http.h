@@ -35,8 +35,9 @@ void http_free(struct http *h);
    since its last run (external mode has no wake-up of its own); the
    gateway calls it before every poll. NULL is a no-op. */
 void http_run_pending(struct http *h);
-/* SIGHUP: re-reads --tls-cert and --tls-key (keeping the current ones
-   on error); new handshakes use them, open connections keep theirs.
+/* SIGHUP: re-reads --tls-cert and --tls-key (the fleet listener's
+   --fleet-cert, --fleet-key and --fleet-cacert), keeping the current
+   ones on error; new handshakes use them, open connections keep theirs.
    NULL or a plain listener: a no-op. */
 void http_reload(struct http *h);
 

@@ -216,20 +216,54 @@ enum MHD_Result http__on_accept(void *cls, const struct sockaddr *sa, socklen_t 
 	return MHD_YES;
 }
 
+/* The fleet listener's handshake check (GnuTLS calls it once the
+   client's certificate, or its absence, is known): nonzero fails the
+   handshake. MHD makes a connection its GnuTLS session's pointer, and
+   the connection's socket context is its http_sock. */
+static int verify_fleet_peer(gnutls_session_t session)
+{
+	struct MHD_Connection *c = gnutls_session_get_ptr(session);
+	const union MHD_ConnectionInfo *ci =
+	    c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
+	struct http_sock *s = ci ? ci->socket_context : NULL;
+	char why[256], a[64] = "?";
+
+	if (tls_client_check(session, why, sizeof(why)) == 0)
+		return 0;
+	if (s) {
+		s->h->metrics->fleet_tls_refused++;
+		peer_addr_str(&s->peer, a, sizeof(a));
+	}
+	log_warn("http", "%s: --fleet-listen handshake refused: %s", a, why);
+	return -1;
+}
+
 /* Before its handshake, a new TLS connection gets the credentials
    loaded last (SIGHUP), and holds them until it closes (tls.h). Should
-   that fail it keeps MHD's, those loaded at start, which never go away. */
-static void tls_cred(struct http_sock *s, struct MHD_Connection *c)
+   that fail it keeps MHD's, those loaded at start, which never go away;
+   on the fleet listener, which asks every client for its certificate,
+   it is closed instead (MHD's credentials would ask for none). Returns
+   0, or -1 when the connection must be closed. */
+static int tls_cred(struct http_sock *s, struct MHD_Connection *c)
 {
 	const union MHD_ConnectionInfo *tls =
 	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
 	struct tls_cred *cur = s->h->tls.current;
+	int fleet = s->h->tls.ca_file[0] != '\0';
 
 	if (!tls || !tls->tls_session || !cur ||
 	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) <
 		0)
-		return;
+		return fleet ? -1 : 0;
 	s->cred = tls_cred_ref(cur);
+	if (fleet) {
+		/* Asked, not required: a client without one reaches the
+		   check above, which logs and counts it. */
+		gnutls_certificate_server_set_request(tls->tls_session,
+						      GNUTLS_CERT_REQUEST);
+		gnutls_session_set_verify_function(tls->tls_session, verify_fleet_peer);
+	}
+	return 0;
 }
 
 static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
@@ -256,8 +290,11 @@ static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 	/* Unlimited here: the accept policy checked the cap just before. */
 	s->counted = !s->trusted && !s->refuse &&
 		     peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
-	if (h->has_tls)
-		tls_cred(s, c);
+	if (h->has_tls && tls_cred(s, c) < 0) {
+		log_error("http", "--fleet-listen: no credentials for a new connection, "
+				  "closing it");
+		shutdown(s->fd, SHUT_RDWR);
+	}
 	http__head_arm(s);
 	*ctx = s;
 }
@@ -292,10 +329,13 @@ void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
 int http__count_client(struct http_req *r, struct http_sock *s, const char *method)
 {
 	const struct gw_config *cfg = r->h->cfg;
+	/* With --fleet-listen, only its authenticated peers forward. */
+	int fleet_door = r->h->role == ROUTE_FLEET || !cfg->fleet_listen_host[0];
 	const char *xff;
 
-	r->fleet = s && httpfleet_forwarded(r->h->routes_host->fleet, r->c, method,
-					    r->target, &r->client);
+	r->fleet = s && fleet_door &&
+		   httpfleet_forwarded(r->h->routes_host->fleet, r->c, method, r->target,
+				       &r->client);
 	if (!s || (!s->trusted && !r->fleet))
 		return 0;
 	if (r->fleet && s->counted) {

@@ -38,6 +38,7 @@ struct upstream;
 enum route_listener {
 	ROUTE_PUBLIC = 1, /* attach, REST, and admin routes unless split off */
 	ROUTE_ADMIN = 2,  /* only /healthz /readyz /metrics and the AgentCard */
+	ROUTE_FLEET = 3,  /* --fleet-listen: forwarded instance requests only */
 };
 
 enum route_id {

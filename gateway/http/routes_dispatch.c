@@ -44,6 +44,9 @@ static int on_listener(const struct route_req *rq)
 
 	if (rq->role == ROUTE_ADMIN)
 		return admin_route;
+	if (rq->role == ROUTE_FLEET)
+		return id == ROUTE_AGENT_CARD || id == ROUTE_SESSIONS ||
+		       id == ROUTE_SESSION || id == ROUTE_ATTACH || id == ROUTE_RECORDING;
 	return !admin_route || !rq->gateway->cfg->admin_host[0];
 }
 

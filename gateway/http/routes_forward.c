@@ -176,10 +176,21 @@ static int send_on(struct route_req *rq, struct forward *fw, const char *url)
 int routes__fleet_check(struct route_req *rq)
 {
 	const struct routes_host *g = rq->gateway;
+	int fleet_listen = g->cfg->fleet_listen_host[0] != '\0';
 	int rc;
 
+	if (!rq->fleet_auth && rq->role == ROUTE_FLEET) {
+		routes__unauthenticated(rq,
+					"--fleet-listen takes forwarded requests only");
+		return -EACCES;
+	}
 	if (!rq->fleet_auth)
 		return 0;
+	if (fleet_listen && rq->role != ROUTE_FLEET) {
+		routes__unauthenticated(rq, "a fleet header, and this gateway takes "
+					    "forwarded requests on --fleet-listen only");
+		return -EACCES;
+	}
 	rc = g->fleet ? fleetauth_verify(g->fleet, time_now_ms() / 1000, rq->fleet_auth,
 					 rq->method, rq->target,
 					 rq->forwarded_for ? rq->forwarded_for : "")

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gnutls/x509.h>
+
 #include "fdio.h"
 #include "xalloc.h"
 
@@ -18,8 +20,23 @@ static void cred_free(struct tls_cred *c)
 	free(c);
 }
 
-static int load(const char *cert_file, const char *key_file, struct tls_cred **out,
-		char *err, size_t errlen)
+static int trust(struct tls_cred *c, const char *ca_file, char *err, size_t errlen)
+{
+	int rc;
+
+	if (!ca_file || !ca_file[0])
+		return 0;
+	rc =
+	    gnutls_certificate_set_x509_trust_file(c->x509, ca_file, GNUTLS_X509_FMT_PEM);
+	if (rc > 0)
+		return 0;
+	snprintf(err, errlen, "--fleet-cacert %s: %s", ca_file,
+		 rc < 0 ? gnutls_strerror(rc) : "no certificate in it");
+	return -EINVAL;
+}
+
+static int load(const char *cert_file, const char *key_file, const char *ca_file,
+		struct tls_cred **out, char *err, size_t errlen)
 {
 	struct tls_cred *c = xcalloc(1, sizeof(*c));
 	int rc;
@@ -37,6 +54,8 @@ static int load(const char *cert_file, const char *key_file, struct tls_cred **o
 			 key_file, gnutls_strerror(rc));
 		goto fail;
 	}
+	if (trust(c, ca_file, err, errlen) < 0)
+		goto fail;
 	c->refs = 1;
 	*out = c;
 	return 0;
@@ -56,12 +75,13 @@ static char *slurp(const char *path, char *err, size_t errlen)
 }
 
 int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_file,
-		   char *err, size_t errlen)
+		   const char *ca_file, char *err, size_t errlen)
 {
 	memset(t, 0, sizeof(*t));
 	snprintf(t->cert_file, sizeof(t->cert_file), "%s", cert_file);
 	snprintf(t->key_file, sizeof(t->key_file), "%s", key_file);
-	if (load(cert_file, key_file, &t->current, err, errlen) < 0)
+	snprintf(t->ca_file, sizeof(t->ca_file), "%s", ca_file ? ca_file : "");
+	if (load(cert_file, key_file, t->ca_file, &t->current, err, errlen) < 0)
 		return -EINVAL;
 	t->cert_pem = slurp(cert_file, err, errlen);
 	t->key_pem = t->cert_pem ? slurp(key_file, err, errlen) : NULL;
@@ -76,7 +96,7 @@ int tls_store_reload(struct tls_store *t, char *err, size_t errlen)
 {
 	struct tls_cred *c;
 
-	if (load(t->cert_file, t->key_file, &c, err, errlen) < 0)
+	if (load(t->cert_file, t->key_file, t->ca_file, &c, err, errlen) < 0)
 		return -EINVAL;
 	tls_cred_unref(t->current);
 	t->current = c;
@@ -104,4 +124,36 @@ void tls_cred_unref(struct tls_cred *c)
 {
 	if (c && --c->refs == 0)
 		cred_free(c);
+}
+
+int tls_client_check(gnutls_session_t session, char *why, size_t whylen)
+{
+	gnutls_typed_vdata_st purpose = {
+	    .type = GNUTLS_DT_KEY_PURPOSE_OID,
+	    .data = (unsigned char *)GNUTLS_KP_TLS_WWW_CLIENT,
+	};
+	gnutls_datum_t text = {NULL, 0};
+	unsigned status = 0, n = 0;
+	int rc;
+
+	if (!gnutls_certificate_get_peers(session, &n) || n == 0) {
+		snprintf(why, whylen, "no client certificate");
+		return -EACCES;
+	}
+	rc = gnutls_certificate_verify_peers(session, &purpose, 1, &status);
+	if (rc < 0) {
+		snprintf(why, whylen, "client certificate: %s", gnutls_strerror(rc));
+		return -EACCES;
+	}
+	if (status == 0)
+		return 0;
+	if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &text,
+							 0) == 0) {
+		snprintf(why, whylen, "client certificate: %s", (const char *)text.data);
+		gnutls_free(text.data);
+	} else {
+		snprintf(why, whylen, "client certificate not trusted (status 0x%x)",
+			 status);
+	}
+	return -EACCES;
 }

@@ -443,6 +443,25 @@ static void test_http_flags(void **state)
 	assert_string_equal(c->fleet_cacert, "/ca");
 	assert_string_equal(c->fleet_cert, "/c.pem");
 	assert_string_equal(c->fleet_key, "/k.pem");
+	assert_string_equal(c->fleet_listen_host, "");
+	/* --fleet-listen: mutual TLS needs the fleet's CA, this gateway's
+	   certificate and the secret. */
+	assert_int_equal(parse(c, BASE, "--fleet-listen", "0.0.0.0:8443", NULL), -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-listen", "0.0.0.0:8443",
+			       "--fleet-secret-file", "/s", "--fleet-cert", "/c.pem",
+			       "--fleet-key", "/k.pem", NULL),
+			 -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-listen", "0.0.0.0:8443",
+			       "--fleet-cacert", "/ca", "--fleet-cert", "/c.pem",
+			       "--fleet-key", "/k.pem", NULL),
+			 -EINVAL);
+	assert_int_equal(parse(c, BASE, "--fleet-listen", "[::1]:8443",
+			       "--fleet-secret-file", "/s", "--fleet-cacert", "/ca",
+			       "--fleet-cert", "/c.pem", "--fleet-key", "/k.pem", NULL),
+			 0);
+	assert_string_equal(c->fleet_listen_host, "::1");
+	assert_int_equal(c->fleet_listen_port, 8443);
+	assert_int_equal(parse(c, BASE, "--fleet-listen", "nope", NULL), -EINVAL);
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "https://a.example/x", NULL),
 			 -EINVAL);
 	assert_int_equal(parse(c, BASE, "--allowed-origin", "null", NULL), -EINVAL);
