@@ -1,7 +1,7 @@
 /* completion: see completion.h. The scripts complete the command, the
    verb, the long and short options of each (from the getopt tables),
    file names after options that take a file or directory, and the
-   values of --output and --policy. token keeps its tables to itself, so
+   values of --output, --policy and --control-policy. token keeps its tables to itself, so
    its options are read from `ptygate token VERB --help` when completing. */
 #include <string.h>
 
@@ -35,6 +35,7 @@ static const struct {
 } completion_values[] = {
     {"output", "text json"},
     {"policy", "keep_running terminate_on_last_controller"},
+    {"control-policy", "open approve"},
 };
 
 /* Options whose value is a path: their name ends in "file" or is "cwd". */
@@ -179,8 +180,8 @@ static const char completion_usage[] =
     "Usage: ptygate completion bash|zsh\n"
     "\n"
     "Prints a completion script for the shell: commands, verbs, options, file\n"
-    "names after the options that take one, the values of --output and\n"
-    "--policy.\n"
+    "names after the options that take one, the values of --output,\n"
+    "--policy and --control-policy.\n"
     "\n"
     "  bash: ptygate completion bash > /etc/bash_completion.d/ptygate\n"
     "        (or add 'source <(ptygate completion bash)' to ~/.bashrc)\n"

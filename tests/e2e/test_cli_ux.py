@@ -145,6 +145,8 @@ class Completion(unittest.TestCase):
                          ["--output"])
         self.assertEqual(self.complete(["ptygate", "sessions", "get", "-o", ""]),
                          ["json", "text"])
+        self.assertEqual(self.complete(["ptygate", "sessions", "create", "--control-policy", ""]),
+                         ["approve", "open"])
         self.assertEqual(self.complete(["ptygate", "attach", "--obs"]), ["--observer"])
         self.assertEqual(self.complete(["ptygate", "run", "-"]).count("-q"), 1)
         self.assertEqual(self.complete(["ptygate", "token", "mint", "--sc"]), ["--scope"])

@@ -6,6 +6,9 @@ after --control-seconds; with no controller left the oldest asker takes
 over. Clients without the extension see only SPEC frames, and an open
 session (the default) behaves as SPEC 5.1 says."""
 
+import os
+import subprocess
+
 import harness
 from harness import E2ETestCase
 
@@ -154,6 +157,23 @@ class ControlApproval(E2ETestCase):
         self.assertNotIn("by", n["payload"]["event"])
         await bob.run("echo took-$((6*7))", "took-42")
 
+    async def test_at_most_eight_wait(self):
+        sid = self.stack.create_session(control_policy="approve")
+        alice, _, _ = await self.two(sid)  # bob does not ask
+        askers = []
+        for i in range(9):
+            c = await self.connect(sid, sub="asker%d" % i)
+            await join_with_control(c, "observer", "asker%d" % i)
+            await c.send("pty.request_role", {"role": "controller"})
+            ra = await c.wait_for("pty.session_frame", "RoleAssigned",
+                                  where=lambda f: f["payload"].get("downgraded"))
+            askers.append(ra["payload"]["reason"])
+        self.assertEqual(askers[:8], ["waiting for a controller's approval"] * 8)
+        self.assertIn("too many control requests", askers[8])
+        n = await alice.wait_for(NOTICE, where=lambda f: len(f["payload"]["pending"]) == 8)
+        self.assertEqual([p["label"] for p in n["payload"]["pending"]],
+                         ["asker%d" % i for i in range(8)])
+
     async def test_open_session_is_spec_5_1(self):
         sid = self.stack.create_session()
         self.assertEqual(self.stack.get_session(sid)["control_policy"], "open")
@@ -167,6 +187,27 @@ class ControlApproval(E2ETestCase):
         self.assertFalse([f for f in alice.frames + bob.frames if f["op"] == NOTICE])
         mine = await alice.send("ptygate.decide_control", {"client_id": "c-0", "approve": True})
         await refused(alice, "INVALID_REQUEST", mine)
+
+    def test_cli_creates_with_a_control_policy(self):
+        cli = harness.cli_binary()
+        if not cli:
+            self.skipTest("ptygate CLI not built")
+        token_file = os.path.join(self.stack.dir, "sessions-token")
+        with open(token_file, "w") as f:
+            f.write(self.stack.token(sub="e2e-admin", scope="sessions"))
+        target = ["--gateway", "http://127.0.0.1:%d" % self.stack.port,
+                  "--instance", self.stack.instance, "--token-file", token_file]
+        run = lambda *args: subprocess.run([cli, "sessions", *args], capture_output=True,
+                                           text=True, timeout=60)
+        made = run("create", *target, "--control-policy", "approve", "-q", "--", "/bin/sh")
+        self.assertEqual(made.returncode, 0, made.stderr)
+        sid = made.stdout.strip()
+        self.assertEqual(self.stack.get_session(sid)["control_policy"], "approve")
+        shown = run("get", sid, *target)
+        self.assertIn("control_policy: approve", shown.stdout.splitlines())
+        bad = run("create", *target, "--control-policy", "owner")
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertIn("--control-policy", bad.stderr)
 
     def test_rest_refuses_an_unknown_policy(self):
         r = self.stack.http("POST", "/agents/%s/sessions" % self.stack.instance,
