@@ -417,6 +417,60 @@ class Auth(RegistryCase):
         self.assertEqual(self.registry(b)["state"], "down")
         self.assertEqual(b.http("GET", "/readyz").status, 200)
 
+    def test_password_file_reread_on_sighup(self):
+        """A new password in the file is taken on SIGHUP and used when etcd
+        asks again (changing a user's password drops its tokens); a file
+        that cannot be read keeps the current password."""
+        root = self.cluster.token(("root", "s3cret-pw"))
+        self.cluster.call("/v3/auth/user/add", {"name": "fleet", "password": "pw-one"},
+                          token=root)
+        self.cluster.call("/v3/auth/user/grant", {"user": "fleet", "role": "root"},
+                          token=root)
+        pw = []
+
+        def password(st):
+            pw.append(os.path.join(st.dir, "etcd.pw"))
+            with open(pw[0], "w") as f:
+                f.write("pw-one\n")
+
+        a = self.gateway("gw-a", extra=["--registry-user", "fleet",
+                                        "--registry-password-file", "{dir}/etcd.pw"],
+                         before_start=password)
+        self.wait_state(a, "up")
+
+        def count(line):
+            with open(a.gateway.log_path) as f:
+                return f.read().count(line)
+
+        def hup(line):
+            n = count(line)
+            a.gateway.proc.send_signal(signal.SIGHUP)
+            wait_until(lambda: count(line) > n, line, stacks=[a])
+
+        def change_password(new):
+            """etcd drops fleet's tokens; the gateway's lease revoked, its
+            grant of a new one is refused and it authenticates again."""
+            n = count("authenticated to etcd as fleet")
+            root = self.cluster.token(("root", "s3cret-pw"))
+            self.cluster.call("/v3/auth/user/changepw", {"name": "fleet", "password": new},
+                              token=root)
+            gw_key = self.prefix + "gateways/gw-a"
+            lease = wait_until(lambda: self.cluster.get_prefix(
+                self.prefix, auth=("root", "s3cret-pw")).get(gw_key, (0, 0))[1],
+                "the gateway key under a lease", stacks=[a])
+            self.cluster.call("/v3/lease/revoke", {"ID": str(lease)}, token=root)
+            wait_until(lambda: count("authenticated to etcd as fleet") > n,
+                       "authenticated again after the password changed", stacks=[a])
+            self.wait_state(a, "up")
+
+        with open(pw[0], "w") as f:
+            f.write("pw-two\n")
+        hup("SIGHUP: the etcd password re-read")
+        change_password("pw-two")
+        os.unlink(pw[0])
+        hup("SIGHUP: keeping the current etcd password")
+        change_password("pw-two")  # the kept password still opens etcd
+
 
 if __name__ == "__main__":
     unittest.main()
