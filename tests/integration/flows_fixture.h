@@ -155,6 +155,9 @@ struct create_req {
 
 /* Creates the session (it must succeed) and writes its id. */
 void create_session(struct peer *p, const struct create_req *cr, char id[64]);
+/* The same with a control policy (create_session's is open). */
+void create_session_controlled(struct peer *p, const struct create_req *cr,
+			       Ptg__ControlPolicy control, char id[64]);
 /* create_session of SH with SH_ENV, cols x rows, keep_running. */
 void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[64]);
 

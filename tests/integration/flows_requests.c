@@ -16,6 +16,12 @@ const char *const SH_ENV[] = {"PS1=$ ", "PS2=> ", "ENV=", NULL};
 
 void create_session(struct peer *p, const struct create_req *cr, char id[64])
 {
+	create_session_controlled(p, cr, PTG__CONTROL_POLICY__CONTROL_OPEN, id);
+}
+
+void create_session_controlled(struct peer *p, const struct create_req *cr,
+			       Ptg__ControlPolicy control, char id[64])
+{
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
 	Ptg__EnvVar vars[8], *pv[8];
@@ -39,6 +45,7 @@ void create_session(struct peer *p, const struct create_req *cr, char id[64])
 	c.cols = cr->cols;
 	c.rows = cr->rows;
 	c.policy = cr->policy;
+	c.control_policy = control;
 	m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
 	m.create_session = &c;
 	peer_send(p, &m);
