@@ -256,6 +256,8 @@ static void check_extensions(const char *value, int pty)
 	env = parse_ok(text);
 	assert_true(env->has_extensions);
 	assert_int_equal(env->pty_extension, pty);
+	assert_int_equal(env->control_extension,
+			 strstr(value, ENVELOPE_CONTROL_EXTENSION) != NULL);
 	envelope_free(env);
 }
 
@@ -266,6 +268,7 @@ static void test_extensions(void **state)
 
 	check_extensions("[]", 0);
 	check_extensions("[\"" ENVELOPE_PTY_EXTENSION "\"]", 1);
+	check_extensions("[\"" ENVELOPE_CONTROL_EXTENSION "\"]", 0);
 	check_extensions("[\"https://example.com/x\",\"" ENVELOPE_PTY_EXTENSION "\"]", 1);
 	check_extensions("[\"" ENVELOPE_PTY_EXTENSION "/\"]", 0);
 	check_extensions("[\"https://agentic-sandbox.aiwg.io/extensions/"
@@ -637,6 +640,35 @@ static void test_request_role(void **state)
 	envelope_free(env);
 }
 
+static void test_decide_control(void **state)
+{
+	struct envelope_decide d;
+	struct envelope_error err;
+	struct envelope *env = with_payload("ptygate.decide_control",
+					    "{\"client_id\":\"c-0a\",\"approve\":false}");
+
+	assert_int_equal(env->op_kind, ENVELOPE_OP_CONTROL_DECIDE);
+	assert_false(envelope_op_is_pty(env->op_kind));
+	assert_int_equal(envelope_decide_control(env, &d, &err), 0);
+	assert_string_equal(d.client_id, "c-0a");
+	assert_false(d.approve);
+	envelope_free(env);
+	env = with_payload("ptygate.decide_control",
+			   "{\"client_id\":\"c-0a\",\"approve\":1}");
+	EXPECT_REFUSAL(envelope_decide_control(env, &d, &err_),
+		       "field 'payload.approve'");
+	envelope_free(env);
+	env = with_payload("ptygate.decide_control",
+			   "{\"client_id\":\"\",\"approve\":true}");
+	EXPECT_REFUSAL(envelope_decide_control(env, &d, &err_),
+		       "field 'payload.client_id'");
+	envelope_free(env);
+	env = with_payload("ptygate.decide_control", "{\"approve\":true,\"x\":1}");
+	EXPECT_REFUSAL(envelope_decide_control(env, &d, &err_),
+		       "unknown field 'payload.x'");
+	envelope_free(env);
+}
+
 static void test_no_fields(void **state)
 {
 	struct envelope_error err;
@@ -737,6 +769,7 @@ int main(void)
 	    cmocka_unit_test(test_service_parameters),
 	    cmocka_unit_test(test_trace_id_alphabet),
 	    cmocka_unit_test(test_op_lookup),
+	    cmocka_unit_test(test_decide_control),
 	    cmocka_unit_test(test_join_bounds),
 	    cmocka_unit_test(test_join_fields),
 	    cmocka_unit_test(test_join_label),

@@ -518,6 +518,56 @@ static void test_goodbye_pong(void **state)
 	buf_free(&b);
 }
 
+static void test_control(void **state)
+{
+	Ptg__ControlPending one = PTG__CONTROL_PENDING__INIT, *list[] = {&one};
+	Ptg__ControlNotice n = PTG__CONTROL_NOTICE__INIT;
+	struct buf b = BUF_INIT;
+	json_t *v, *p, *ev;
+
+	frames_control_notice(&n, t0, &b); /* a joiner's copy: nothing waits */
+	v = take(&b);
+	p = json_object_get(v, "payload");
+	assert_int_equal(json_array_size(json_object_get(p, "pending")), 0);
+	assert_null(json_object_get(p, "event"));
+	json_decref(v);
+	one.client_id = "c-1";
+	one.label = "b\xffob";
+	one.expires_at_ms = t1;
+	n.pending = list;
+	n.n_pending = 1;
+	n.event = PTG__CONTROL_EVENT_KIND__CONTROL_EVENT_DENIED;
+	n.client_id = "c-1";
+	n.label = "bob";
+	n.by_client_id = "c-2";
+	n.by_label = "alice";
+	frames_control_notice(&n, t0, &b);
+	v = take(&b);
+	assert_string_equal(str_at(v, "op"), "ptygate.control_requests");
+	assert_null(json_object_get(v, "sequence"));
+	p = json_object_get(v, "payload");
+	assert_string_equal(str_at(p, "policy"), "approve");
+	assert_string_equal(
+	    str_at(json_array_get(json_object_get(p, "pending"), 0), "label"),
+	    "b\xef\xbf\xbdob");
+	assert_string_equal(
+	    str_at(json_array_get(json_object_get(p, "pending"), 0), "expires_at"),
+	    T1_TEXT);
+	ev = json_object_get(p, "event");
+	assert_string_equal(str_at(ev, "kind"), "denied");
+	assert_string_equal(str_at(json_object_get(ev, "by"), "label"), "alice");
+	json_decref(v);
+
+	frames_control_decided(UID, "c-1", true, t0, &b);
+	v = take(&b);
+	assert_string_equal(str_at(v, "op"), "ptygate.control_decided");
+	assert_string_equal(str_at(v, "id"), UID);
+	assert_true(
+	    json_is_true(json_object_get(json_object_get(v, "payload"), "approve")));
+	json_decref(v);
+	buf_free(&b);
+}
+
 static void test_replies(void **state)
 {
 	struct buf b = BUF_INIT;
@@ -626,6 +676,7 @@ int main(void)
 	    cmocka_unit_test(test_frame_refused),
 	    cmocka_unit_test(test_goodbye_pong),
 	    cmocka_unit_test(test_replies),
+	    cmocka_unit_test(test_control),
 	    cmocka_unit_test(test_schema),
 	    cmocka_unit_test(test_schema_a2a_error_null),
 	};
