@@ -285,6 +285,8 @@ static void decide(struct attach *a, uint8_t key)
 		leave(a);
 	} else if ((key == 'y' || key == 'n') && asker) {
 		send_msg(a, ptyc_msg_decide(asker, key == 'y'));
+	} else if (key == 'y' || key == 'n') {
+		notice("no control request is waiting any more", a);
 	} else {
 		notice("control request left waiting", a);
 	}
