@@ -37,6 +37,7 @@ static void validate(const struct envelope *env, struct buf *out)
 	struct envelope_error err;
 	struct envelope_join j;
 	struct envelope_resize r;
+	struct envelope_decide d;
 	struct buf in = BUF_INIT;
 	const char *ts;
 	json_t *sp;
@@ -50,6 +51,12 @@ static void validate(const struct envelope *env, struct buf *out)
 		abort();
 	envelope_resize(env, &r, &err);
 	envelope_request_role(env, &role, &err);
+	if (envelope_decide_control(env, &d, &err) == 0) {
+		if (!d.client_id[0] || strlen(d.client_id) > PTG_CLIENT_ID_MAX_CHARS)
+			abort();
+		frames_control_decided(env->id, d.client_id, d.approve, 1, out);
+		check(out);
+	}
 	envelope_no_fields(env, &err);
 	if (envelope_ping(env, &ts, &err) == 0) {
 		frames_pong(env->id, ts, 1, out);
