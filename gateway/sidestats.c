@@ -7,7 +7,13 @@
 
 #include "ptg_limits.h"
 #include "timeutil.h"
-#include "upstream.h"
+
+void sidestats_init(struct sidestats *s, const struct sidestats_link *link, void *owner)
+{
+	memset(s, 0, sizeof(*s));
+	s->link = link;
+	s->owner = owner;
+}
 
 void sidestats_linked(struct sidestats *s, int supported)
 {
@@ -53,21 +59,21 @@ static void on_reply(const Ptg__Reply *r, void *user)
 		keep(&s->last, r->stats);
 }
 
-void sidestats_poll(struct sidestats *s, struct upstream *u, int64_t now_ms)
+void sidestats_poll(struct sidestats *s, int64_t now_ms)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__GetStats q = PTG__GET_STATS__INIT;
 
-	if (!upstream_up(u) || !s->supported) {
+	if (!s->link->up(s->owner) || !s->supported) {
 		s->have = 0;
 		return;
 	}
 	if (s->pending || now_ms < s->next_ms)
 		return;
-	q.request_id = upstream_next_id(u);
+	q.request_id = s->link->next_id(s->owner);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_GET_STATS;
 	m.get_stats = &q;
-	if (upstream_request(u, &m, q.request_id, on_reply, s) == 0)
+	if (s->link->request(s->owner, &m, q.request_id, on_reply, s) == 0)
 		s->pending = q.request_id;
 	s->next_ms = now_ms + SIDESTATS_POLL_MS;
 }

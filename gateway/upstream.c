@@ -1,8 +1,9 @@
-/* upstream: see upstream.h. Frames are encoded to JSON and wrapped in a
-   WebSocket frame once per link message, then shared by reference with
-   every attachment they are for. */
-#include "ptg_limits.h"
-#include "upstream.h"
+/* upstream: see upstream.h. The link's life (dialling, hello, a
+   registered instance's links and their renewal) and its requests and
+   replies; the attachments and the fan-out of frames to them are
+   upstream_fanout.c's, what the sidecar reports of itself sidestats.c's
+   (driven from here, asking through stats_link). */
+#include "upstream_int.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -12,17 +13,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "frames.h"
 #include "config.h"
-#include "id.h"
 #include "linkcaps.h"
 #include "linkcred.h"
 #include "linkconn.h"
 #include "log.h"
 #include "metrics.h"
-#include "sidestats.h"
 #include "timeutil.h"
-#include "ws.h"
 #include "xalloc.h"
 
 #define BACKOFF_MIN_MS 100
@@ -41,89 +38,19 @@
    control byte) and its members. A hostile list of 16 MB could be 100 MB
    of JSON and 548 MiB of the gateway's memory. */
 #define REPLY_ANSWER_MAX (8u << 20)
-/* Two sidecars presenting one instance id (a VM cloned with its
-   credential, a restarted VM whose old link has not timed out yet) each
-   replace the other's link as they re-dial: past FLAP_MAX replacements
-   in FLAP_WINDOW_MS, new links for the instance are refused ("flapping")
-   for a backoff that doubles from FLAP_BACKOFF_MIN_MS up to
-   FLAP_BACKOFF_MAX_MS, so the live link is left alone meanwhile. */
-#define FLAP_MAX	    5
-#define FLAP_WINDOW_MS	    10000
-#define FLAP_BACKOFF_MIN_MS 1000
-#define FLAP_BACKOFF_MAX_MS 60000
 /* What all replies and their answers may hold at once (struct metrics
    reply_bytes): a reply that would pass it is answered 503. */
 #define REPLY_BYTES_MAX (64u << 20)
-
-struct pending {
-	uint64_t id;
-	upstream_reply_fn cb;
-	void *user;
-	int64_t deadline;
-	struct pending *next;
-};
-
-/* The attachments of one session: a frame for a session reaches its
-   own attachments without looking at any other session's. */
-struct group {
-	char session_id[PTG_ID_MAX + 1];
-	uint64_t *ids; /* attach ids, in binding order */
-	size_t n, cap;
-};
-
-struct binding {
-	uint64_t attach_id;
-	struct group *group;
-	const struct upstream_sink *sink;
-	void *user;
-};
-
-struct upstream {
-	const struct upstream_host *host;
-	char id[PTG_ID_MAX + 1];
-	char name[300];
-	struct addr addr;
-	int connect_fd;
-	struct ev_io *connect_io;
-	struct linkconn *lc;
-	int up;
-	int ever_up;
-	struct ev_timer *retry;
-	int64_t backoff_ms;
-	struct ev_timer *sweep;
-	uint64_t next_request;
-	uint64_t next_attach;
-	struct pending *pending;
-	struct binding *binds;
-	size_t n_binds, cap_binds;
-	struct group **groups; /* sorted by session id */
-	size_t n_groups, cap_groups;
-	struct buf json;
-	Ptg__Limits limits;
-	int has_limits;
-	int control_approval; /* its HelloAck offers control policies */
-	char refused[200];    /* why the last hello was refused, or "" */
-	/* a registered instance (issue 18): its links dial in */
-	int registered;
-	int64_t exp_s;		 /* the linked credential's exp */
-	struct ev_timer *lapse;	 /* exp + --link-renew-grace: the link closes */
-	struct ev_timer *grace;	 /* down --link-grace: the instance leaves */
-	int64_t flaps[FLAP_MAX]; /* monotonic times of the last replacements */
-	size_t n_flaps;		 /* replacements recorded, at most FLAP_MAX */
-	int64_t flap_until;	 /* new links refused until then */
-	int64_t flap_backoff_ms;
-	struct sidestats stats; /* what the sidecar reports of itself */
-};
 
 static void dial(struct upstream *u);
 
 /* ---- pending requests ---- */
 
-static struct pending *take_pending(struct upstream *u, uint64_t id)
+static struct upstream__pending *take_pending(struct upstream *u, uint64_t id)
 {
-	for (struct pending **pp = &u->pending; *pp; pp = &(*pp)->next) {
+	for (struct upstream__pending **pp = &u->pending; *pp; pp = &(*pp)->next) {
 		if ((*pp)->id == id) {
-			struct pending *p = *pp;
+			struct upstream__pending *p = *pp;
 			*pp = p->next;
 			return p;
 		}
@@ -133,7 +60,7 @@ static struct pending *take_pending(struct upstream *u, uint64_t id)
 
 static void fail_all_pending(struct upstream *u)
 {
-	struct pending *p;
+	struct upstream__pending *p;
 
 	while ((p = u->pending)) {
 		u->pending = p->next;
@@ -146,7 +73,7 @@ static void on_sweep(struct ev_timer *t, void *user)
 {
 	struct upstream *u = user;
 	int64_t now = time_mono_ms();
-	struct pending **pp = &u->pending, *p;
+	struct upstream__pending **pp = &u->pending, *p;
 
 	while ((p = *pp)) {
 		if (p->deadline > now) {
@@ -158,218 +85,7 @@ static void on_sweep(struct ev_timer *t, void *user)
 		p->cb(NULL, p->user);
 		free(p);
 	}
-	sidestats_poll(&u->stats, u, now);
-}
-
-/* ---- bindings ---- */
-
-/* The bindings are kept sorted by attach id, so a frame's delivery to
-   each of n recipients is a binary search, not a scan (n observers on
-   one session cost O(n log n) per frame, not O(n^2)). */
-static size_t binding_pos(const struct upstream *u, uint64_t attach_id)
-{
-	size_t lo = 0, hi = u->n_binds;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (u->binds[mid].attach_id < attach_id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static struct binding *find_binding(struct upstream *u, uint64_t attach_id)
-{
-	size_t i = binding_pos(u, attach_id);
-
-	return i < u->n_binds && u->binds[i].attach_id == attach_id ? &u->binds[i] : NULL;
-}
-
-/* The groups are kept sorted by session id: a frame finds its session's
-   in O(log sessions) comparisons. */
-static size_t group_pos(const struct upstream *u, const char *session_id)
-{
-	size_t lo = 0, hi = u->n_groups;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (strcmp(u->groups[mid]->session_id, session_id) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static struct group *find_group(const struct upstream *u, const char *session_id)
-{
-	size_t i = group_pos(u, session_id);
-
-	return i < u->n_groups && strcmp(u->groups[i]->session_id, session_id) == 0
-		   ? u->groups[i]
-		   : NULL;
-}
-
-static struct group *group_join(struct upstream *u, const char *session_id, uint64_t id)
-{
-	size_t i = group_pos(u, session_id);
-	struct group *g;
-
-	if (i < u->n_groups && strcmp(u->groups[i]->session_id, session_id) == 0) {
-		g = u->groups[i];
-	} else {
-		if (u->n_groups == u->cap_groups) {
-			u->cap_groups = u->cap_groups ? u->cap_groups * 2 : 8;
-			u->groups =
-			    xrealloc(u->groups, u->cap_groups * sizeof(*u->groups));
-		}
-		memmove(&u->groups[i + 1], &u->groups[i],
-			(u->n_groups - i) * sizeof(*u->groups));
-		u->n_groups++;
-		g = u->groups[i] = xcalloc(1, sizeof(*g));
-		snprintf(g->session_id, sizeof(g->session_id), "%s", session_id);
-	}
-	if (g->n == g->cap) {
-		g->cap = g->cap ? g->cap * 2 : 4;
-		g->ids = xrealloc(g->ids, g->cap * sizeof(*g->ids));
-	}
-	g->ids[g->n++] = id;
-	return g;
-}
-
-/* Takes id out of g, and g out of the upstream once it is empty. */
-static void group_leave(struct upstream *u, struct group *g, uint64_t id)
-{
-	size_t i;
-
-	for (i = 0; i < g->n && g->ids[i] != id; i++)
-		;
-	if (i < g->n) {
-		memmove(&g->ids[i], &g->ids[i + 1], (g->n - i - 1) * sizeof(*g->ids));
-		g->n--;
-	}
-	if (g->n)
-		return;
-	i = group_pos(u, g->session_id);
-	memmove(&u->groups[i], &u->groups[i + 1],
-		(u->n_groups - i - 1) * sizeof(*u->groups));
-	u->n_groups--;
-	free(g->ids);
-	free(g);
-}
-
-void upstream_bind(struct upstream *u, uint64_t attach_id, const char *session_id,
-		   const struct upstream_sink *sink, void *user)
-{
-	size_t i = binding_pos(u, attach_id);
-	struct binding *b;
-
-	if (i < u->n_binds && u->binds[i].attach_id == attach_id) {
-		b = &u->binds[i]; /* bound again: the newest sink wins */
-		group_leave(u, b->group, attach_id);
-	} else {
-		if (u->n_binds == u->cap_binds) {
-			u->cap_binds = u->cap_binds ? u->cap_binds * 2 : 16;
-			u->binds = xrealloc(u->binds, u->cap_binds * sizeof(*u->binds));
-		}
-		memmove(&u->binds[i + 1], &u->binds[i],
-			(u->n_binds - i) * sizeof(*u->binds));
-		u->n_binds++;
-		b = &u->binds[i];
-	}
-	b->attach_id = attach_id;
-	b->group = group_join(u, session_id, attach_id);
-	b->sink = sink;
-	b->user = user;
-}
-
-void upstream_unbind(struct upstream *u, uint64_t attach_id)
-{
-	size_t i = binding_pos(u, attach_id);
-
-	if (i == u->n_binds || u->binds[i].attach_id != attach_id)
-		return;
-	group_leave(u, u->binds[i].group, attach_id);
-	memmove(&u->binds[i], &u->binds[i + 1], (u->n_binds - i - 1) * sizeof(*u->binds));
-	u->n_binds--;
-}
-
-/* ---- frames from the sidecar ---- */
-
-/* Encodes f once as the JSON text frame every recipient shares. */
-static struct wsframe *encode_frame(struct upstream *u, const Ptg__Frame *f)
-{
-	buf_reset(&u->json);
-	if (frames_session_frame(f, NULL, time_now_ms(), &u->json) < 0) {
-		log_warn(u->name, "dropping a frame the binding cannot express");
-		return NULL;
-	}
-	return wsframe_text((const char *)buf_head(&u->json), buf_size(&u->json));
-}
-
-/* Recipients are found before anything is encoded: a session nobody
-   watches costs no JSON. Delivery may unbind (a Closed ends
-   connections): the recipients are a copy of the session's attach ids,
-   each looked up again before its delivery. */
-static void route_frame(struct upstream *u, const Ptg__Frame *f)
-{
-	uint64_t few[32], *to = few;
-	size_t k = 0;
-	struct wsframe *wf = NULL;
-	struct binding *b;
-	struct group *g;
-
-	if (f->target_attach_id) {
-		if ((b = find_binding(u, f->target_attach_id)) && b->sink->frame)
-			few[k++] = f->target_attach_id;
-	} else if ((g = find_group(u, f->session_id))) {
-		if (g->n > 32)
-			to = xmalloc(g->n * sizeof(*to));
-		for (size_t i = 0; i < g->n; i++)
-			if ((b = find_binding(u, g->ids[i])) && b->sink->frame)
-				to[k++] = g->ids[i];
-	}
-	if (k)
-		wf = encode_frame(u, f);
-	for (size_t i = 0; wf && i < k; i++)
-		if ((b = find_binding(u, to[i])))
-			b->sink->frame(f, wf, b->user);
-	wsframe_unref(wf);
-	if (to != few)
-		free(to);
-}
-
-/* Rare (a person asked, or someone decided): each recipient encodes its
-   own copy, and delivery never unbinds. */
-static void route_control(struct upstream *u, const Ptg__ControlNotice *n)
-{
-	struct binding *b;
-	struct group *g;
-
-	if (n->target_attach_id) {
-		if ((b = find_binding(u, n->target_attach_id)) && b->sink->control &&
-		    strcmp(b->group->session_id, n->session_id) == 0)
-			b->sink->control(n, b->user);
-		return;
-	}
-	if (!(g = find_group(u, n->session_id)))
-		return;
-	for (size_t i = 0; i < g->n; i++)
-		if ((b = find_binding(u, g->ids[i])) && b->sink->control)
-			b->sink->control(n, b->user);
-}
-
-static void route_task_update(struct upstream *u, const Ptg__TaskUpdate *tu)
-{
-	struct binding *b = find_binding(u, tu->attach_id);
-
-	if (b && b->sink->task_update &&
-	    strcmp(b->group->session_id, tu->session_id) == 0)
-		b->sink->task_update(tu, b->user);
+	sidestats_poll(&u->stats, now);
 }
 
 /* In place of a refused reply, what its requester gets: the same ids,
@@ -434,14 +150,15 @@ static Ptg__Reply screen_reply(struct upstream *u, const Ptg__Reply *r, size_t *
 
 static void route_reply(struct upstream *u, const Ptg__Reply *r)
 {
-	struct pending *p = r->request_id ? take_pending(u, r->request_id) : NULL;
-	struct binding *b = NULL;
+	struct upstream__pending *p =
+	    r->request_id ? take_pending(u, r->request_id) : NULL;
+	struct upstream__binding *b = NULL;
 	char why[256];
 	size_t held;
 	Ptg__Reply checked;
 
 	if (!p)
-		b = r->attach_id ? find_binding(u, r->attach_id) : NULL;
+		b = r->attach_id ? upstream__find_binding(u, r->attach_id) : NULL;
 	if (!p && !(b && b->sink->reply))
 		return;
 	checked = screen_reply(u, r, &held, why, sizeof(why));
@@ -574,13 +291,13 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 		route_reply(u, m->reply);
 		break;
 	case PTG__LINK_MESSAGE__MSG_FRAME:
-		route_frame(u, m->frame);
+		upstream__route_frame(u, m->frame);
 		break;
 	case PTG__LINK_MESSAGE__MSG_TASK_UPDATE:
-		route_task_update(u, m->task_update);
+		upstream__route_task_update(u, m->task_update);
 		break;
 	case PTG__LINK_MESSAGE__MSG_CONTROL_NOTICE:
-		route_control(u, m->control_notice);
+		upstream__route_control(u, m->control_notice);
 		break;
 	default:
 		log_warn(u->name, "ignoring link message %d", (int)m->msg_case);
@@ -596,18 +313,6 @@ static void schedule_dial(struct upstream *u)
 	    u->backoff_ms * 2 > BACKOFF_MAX_MS ? BACKOFF_MAX_MS : u->backoff_ms * 2;
 }
 
-/* Every attachment on the link is gone with it; the clients reconnect
-   with replay_from once the link is back. */
-static void drop_bindings(struct upstream *u)
-{
-	while (u->n_binds) {
-		struct binding b = u->binds[--u->n_binds];
-
-		group_leave(u, b.group, b.attach_id);
-		b.sink->link_lost(b.user);
-	}
-}
-
 static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 {
 	struct upstream *u = user;
@@ -615,7 +320,7 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	u->lc = NULL;
 	u->up = 0;
 	fail_all_pending(u);
-	drop_bindings(u);
+	upstream__drop_bindings(u);
 	if (!u->registered) {
 		log_warn(u->name, "link down: %s", reason);
 		schedule_dial(u);
@@ -711,6 +416,29 @@ static void on_retry(struct ev_timer *t, void *user)
 	dial(user);
 }
 
+/* What sidestats asks of the link: owner is the upstream. */
+static int stats_up(void *owner)
+{
+	return upstream_up(owner);
+}
+
+static uint64_t stats_next_id(void *owner)
+{
+	return upstream_next_id(owner);
+}
+
+static int stats_request(void *owner, const Ptg__LinkMessage *m, uint64_t id,
+			 upstream_reply_fn reply, void *user)
+{
+	return upstream_request(owner, m, id, reply, user);
+}
+
+static const struct sidestats_link stats_link = {
+    .up = stats_up,
+    .next_id = stats_next_id,
+    .request = stats_request,
+};
+
 struct upstream *upstream_new(const struct upstream_host *host, const char *instance_id,
 			      const struct addr *a)
 {
@@ -725,6 +453,7 @@ struct upstream *upstream_new(const struct upstream_host *host, const char *inst
 	u->next_request = 1;
 	u->next_attach = 1;
 	buf_init(&u->json);
+	sidestats_init(&u->stats, &stats_link, u);
 	u->retry = ev_timer_new(host->loop, -1, 0, on_retry, u);
 	u->sweep = ev_timer_new(host->loop, 1000, 1000, on_sweep, u);
 	dial(u);
@@ -753,6 +482,7 @@ struct upstream *upstream_new_registered(const struct upstream_host *host,
 	u->next_attach = 1;
 	u->flap_backoff_ms = FLAP_BACKOFF_MIN_MS;
 	buf_init(&u->json);
+	sidestats_init(&u->stats, &stats_link, u);
 	u->retry = ev_timer_new(host->loop, -1, 0, on_retry, u);
 	u->sweep = ev_timer_new(host->loop, 1000, 1000, on_sweep, u);
 	u->lapse = ev_timer_new(host->loop, -1, 0, on_lapse, u);
@@ -801,7 +531,7 @@ static void retire_link(struct upstream *u, const char *peer)
 	u->lc = NULL;
 	u->up = 0;
 	fail_all_pending(u);
-	drop_bindings(u);
+	upstream__drop_bindings(u);
 }
 
 int upstream_adopt(struct upstream *u, int fd, const char *peer, int64_t exp_s)
@@ -843,14 +573,12 @@ void upstream_free(struct upstream *u)
 		return;
 	hang_up(u);
 	fail_all_pending(u);
-	drop_bindings(u);
+	upstream__drop_bindings(u);
 	ev_timer_free(u->retry);
 	ev_timer_free(u->sweep);
 	ev_timer_free(u->lapse);
 	ev_timer_free(u->grace);
-	free(u->binds);
-	free(u->groups); /* empty: drop_bindings emptied every group */
-	buf_free(&u->json);
+	upstream__fanout_free(u);
 	free(u);
 }
 
@@ -862,7 +590,7 @@ void upstream_set_addr(struct upstream *u, const struct addr *a)
 	u->addr = *a;
 	hang_up(u);
 	fail_all_pending(u);
-	drop_bindings(u);
+	upstream__drop_bindings(u);
 	u->backoff_ms = BACKOFF_MIN_MS;
 	dial(u);
 }
@@ -886,11 +614,6 @@ const struct sidestats *upstream_stats(const struct upstream *u)
 	return &u->stats;
 }
 
-void upstream_counts(const struct upstream *u, unsigned *sessions, unsigned *clients)
-{
-	*sessions = (unsigned)u->n_groups;
-	*clients = (unsigned)u->n_binds;
-}
 const char *upstream_state(const struct upstream *u)
 {
 	return u->up ? "up" : u->refused[0] ? u->refused : "down";
@@ -906,10 +629,6 @@ const Ptg__Limits *upstream_limits(const struct upstream *u)
 uint64_t upstream_next_id(struct upstream *u)
 {
 	return u->next_request++;
-}
-uint64_t upstream_attach_id(struct upstream *u)
-{
-	return u->next_attach++;
 }
 
 /* Queues m toward the sidecar. A sidecar that does not read is not
@@ -938,7 +657,7 @@ int upstream_send(struct upstream *u, const Ptg__LinkMessage *m)
 int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
 		     upstream_reply_fn cb, void *user)
 {
-	struct pending *p;
+	struct upstream__pending *p;
 
 	if (!u->up)
 		return -ENOTCONN;

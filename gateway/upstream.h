@@ -1,8 +1,8 @@
 /* upstream: the gateway's link to one instance's sidecar. Dials with
    backoff, says hello, matches replies to requests, and hands frames to
-   the attachments of each session. The fan-out lives here, in
-   upstream.c: the recipients of a frame are found first, then the frame
-   is encoded once (JSON, then one WebSocket frame) and that struct
+   the attachments of each session. The fan-out lives in
+   upstream_fanout.c: the recipients of a frame are found first, then the
+   frame is encoded once (JSON, then one WebSocket frame) and that struct
    wsframe is shared by reference with every recipient, whose output
    queue (outq.c) holds the reference (conn_deliver in conn_ops.c). An
    upstream does not know what an attachment is: it delivers to the sink
