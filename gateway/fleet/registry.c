@@ -1,8 +1,9 @@
 /* registry: the fleet registry's life (see registry.h): the lease and
    its keep-alive on one timer at a third of the TTL, etcd's
-   authentication, the lookup and the reports. This gateway's own keys
-   are written by registry_keys.c, the routing cache is kept by
-   registry_sync.c. */
+   authentication, the lookup and the reports. It composes the parts (see
+   registry_int.h): this gateway's own keys are written by
+   registry_keys.c, the routing cache is kept by registry_sync.c, and
+   what they share is registry_core.c's. */
 #include "registry.h"
 
 #include <errno.h>
@@ -26,27 +27,6 @@
    not hold up a shutdown (the lease then lapses by itself). */
 #define REGISTRY__LEAVE_MS 1000
 
-void registry__key(const struct registry *r, const char *kind, const char *name,
-		   char *out, size_t cap)
-{
-	snprintf(out, cap, "%s%s%s", r->prefix, kind, name);
-}
-
-void registry__request_failed(struct registry *r, const char *what, int rc, long status,
-			      const char *err)
-{
-	r->request_errors++;
-	if (rc < 0)
-		log_warn(NULL, "registry: %s failed at %s: %s", what,
-			 etcd_endpoint(r->etcd), err);
-	else
-		log_warn(NULL, "registry: %s: etcd answered %ld: %.200s", what, status,
-			 err);
-	/* etcd refuses a token it no longer knows: authenticate again. */
-	if (r->user[0] && (status == 401 || (err && strstr(err, "auth token"))))
-		r->authenticated = 0;
-}
-
 static void lease_step(struct registry *r);
 
 static void on_kick(struct ev_timer *t, void *user)
@@ -57,27 +37,6 @@ static void on_kick(struct ev_timer *t, void *user)
 	if (!r->lease && (!r->user[0] || r->authenticated))
 		lease_step(r);
 	registry__flush(r);
-}
-
-void registry__kick(struct registry *r)
-{
-	if (!ev_timer_armed(r->kick))
-		ev_timer_arm(r->kick, 0, 0);
-}
-
-void registry__lease_lost(struct registry *r, const char *why)
-{
-	if (!r->lease)
-		return;
-	log_warn(NULL, "registry: lease %lld lost (%s): granting a new one",
-		 (long long)r->lease, why);
-	r->lease = 0;
-	r->leases_lost++;
-	r->gateway_written = 0;
-	for (size_t i = 0; i < r->n_locals; i++) {
-		r->locals[i]->written = 0;
-		r->locals[i]->refused = 0;
-	}
 }
 
 /* ---- authentication ---- */
@@ -312,6 +271,7 @@ struct registry *registry_new(const struct registry_host *host)
 	const struct gw_config *c = host->cfg;
 
 	r->host = host;
+	r->keys_events = &registry__keys_handlers;
 	if (!c->registry[0])
 		return r;
 	r->enabled = 1;
@@ -392,12 +352,8 @@ void registry_free(struct registry *r)
 	if (!r)
 		return;
 	registry__sync_stop(r);
-	while (r->ops)
-		registry__op_free(r->ops);
+	registry__keys_free(r);
 	etcd_free(r->etcd);
-	for (size_t i = 0; i < r->n_locals; i++)
-		free(r->locals[i]);
-	free(r->locals);
 	routecache_free(r->routes);
 	routecache_free(r->gateways);
 	etcdjson_split_free(&r->split);

@@ -1,7 +1,11 @@
 /* registry_int: what the registry's files share and nothing else sees:
-   the registry's fields (registry.c: the lease, the timers, lookups and
-   reports; registry_keys.c: this gateway's own keys; registry_sync.c:
-   the routing cache's range and watch). */
+   the registry's fields and its parts' functions. The calls go one way:
+   registry.c (the lease, the timers, lookups and reports) composes
+   registry_keys.c (this gateway's own keys) and registry_sync.c (the
+   routing cache's range and watch); both of those use registry_core.c
+   (keys, failed requests, the kick, a lost lease), which calls none of
+   them. What keys must hear of the lease and the watch reaches it through
+   struct registry__keys_events, wired by registry.c. */
 #ifndef PTG_REGISTRY_INT_H
 #define PTG_REGISTRY_INT_H
 
@@ -21,31 +25,23 @@
 #define REGISTRY__BODY_MAX (8u << 20)
 /* One message of the watch stream at most. */
 #define REGISTRY__WATCH_MSG_MAX (4u << 20)
-/* Claims and releases in flight at once. */
-#define REGISTRY__OPS_MAX 32
+struct registry__local; /* registry_keys.c's */
+struct registry__op;
 
-/* One of this gateway's instances, as the registry holds it. */
-struct registry__local {
-	char id[PTG_ID_MAX + 1];
-	int written; /* its key is in etcd under the current lease */
-	int refused; /* another live gateway holds it: wait for its delete */
-	struct registry__op *op;
-};
-
-/* A request in flight and what it is for. */
-struct registry__op {
-	struct registry *r;
-	struct registry__op *prev, *next;
-	struct etcd_req *req;
-	struct registry__local *local; /* a claim's instance, or NULL */
-	int gateway_key;	       /* a claim of the gateway key */
-	int rounds;		       /* a claim's transactions so far */
-	int64_t lease;		       /* the lease it was sent under */
-	char key[512];
+/* What registry_keys.c hears of the core and the watch. */
+struct registry__keys_events {
+	/* The lease is gone: every key is to be written again. */
+	void (*lease_lost)(struct registry *r);
+	/* The watch saw instance key id change to an owner other than us
+	   (under lease), or go (lease 0). */
+	void (*instance_changed)(struct registry *r, const char *id, int64_t lease);
+	/* The watch saw this gateway's own gateway key go: claim it again. */
+	void (*gateway_key_gone)(struct registry *r);
 };
 
 struct registry {
 	const struct registry_host *host;
+	const struct registry__keys_events *keys_events;
 	int enabled; /* --registry given */
 	struct etcd *etcd;
 	char id[256];
@@ -101,10 +97,12 @@ struct registry {
 	uint64_t keys_skipped;
 };
 
+/* registry_core.c */
 /* Logs a failed request once and counts it. */
 void registry__request_failed(struct registry *r, const char *what, int rc, long status,
 			      const char *err);
-/* The lease is known to be gone: every key is to be written again. */
+/* The lease is known to be gone: every key is to be written again
+   (keys_events->lease_lost). */
 void registry__lease_lost(struct registry *r, const char *why);
 /* Arms the flush on the next loop turn (safe inside libcurl's callbacks). */
 void registry__kick(struct registry *r);
@@ -113,16 +111,13 @@ void registry__key(const struct registry *r, const char *kind, const char *name,
 		   char *out, size_t cap);
 
 /* registry_keys.c */
-struct registry__op *registry__op_new(struct registry *r, const char *key);
-void registry__op_free(struct registry__op *op);
+/* The keys_events registry.c wires: registry_keys.c's handlers. */
+extern const struct registry__keys_events registry__keys_handlers;
 /* Sends what this gateway's keys need (the gateway key first, then the
-   instances'), within REGISTRY__OPS_MAX in flight. */
+   instances'), within a bound on requests in flight. */
 void registry__flush(struct registry *r);
-struct registry__local *registry__local_find(const struct registry *r, const char *id);
-/* The watch saw instance key id change to an owner other than us, or go. */
-void registry__local_changed(struct registry *r, const char *id, int64_t lease);
-/* The watch saw this gateway's own gateway key go: claim it again. */
-void registry__gateway_key_gone(struct registry *r);
+/* Cancels the requests in flight and frees this gateway's keys. */
+void registry__keys_free(struct registry *r);
 
 /* registry_sync.c */
 /* Starts a range of the prefix then its watch; the cache keeps serving. */

@@ -4,7 +4,8 @@
    that is absent, or that names this gateway, is claimed; one under a
    foreign lease is left, logged and counted, and claimed again when the
    watch sees it go), and deleted only while it is still under the
-   lease. */
+   lease. It calls registry_core.c only: a lost lease and what the watch
+   sees reach it through registry__keys_handlers. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -19,7 +20,30 @@
    under every round is contended by a writer outside the fleet's rules. */
 #define REGISTRY__CLAIM_ROUNDS 3
 
-struct registry__op *registry__op_new(struct registry *r, const char *key)
+/* Claims and releases in flight at once. */
+#define REGISTRY__OPS_MAX 32
+
+/* One of this gateway's instances, as the registry holds it. */
+struct registry__local {
+	char id[PTG_ID_MAX + 1];
+	int written; /* its key is in etcd under the current lease */
+	int refused; /* another live gateway holds it: wait for its delete */
+	struct registry__op *op;
+};
+
+/* A request in flight and what it is for. */
+struct registry__op {
+	struct registry *r;
+	struct registry__op *prev, *next;
+	struct etcd_req *req;
+	struct registry__local *local; /* a claim's instance, or NULL */
+	int gateway_key;	       /* a claim of the gateway key */
+	int rounds;		       /* a claim's transactions so far */
+	int64_t lease;		       /* the lease it was sent under */
+	char key[512];
+};
+
+static struct registry__op *op_new(struct registry *r, const char *key)
 {
 	struct registry__op *op = xcalloc(1, sizeof(*op));
 
@@ -33,7 +57,7 @@ struct registry__op *registry__op_new(struct registry *r, const char *key)
 	return op;
 }
 
-void registry__op_free(struct registry__op *op)
+static void op_free(struct registry__op *op)
 {
 	struct registry *r = op->r;
 
@@ -52,7 +76,7 @@ void registry__op_free(struct registry__op *op)
 	free(op);
 }
 
-struct registry__local *registry__local_find(const struct registry *r, const char *id)
+static struct registry__local *local_find(const struct registry *r, const char *id)
 {
 	for (size_t i = 0; i < r->n_locals; i++)
 		if (strcmp(r->locals[i]->id, id) == 0)
@@ -216,7 +240,7 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 		return;
 	}
 	free(cur);
-	registry__op_free(op);
+	op_free(op);
 	/* Its slot is free: the next claims go now, not at the next tick. A
 	   failed request waits for the tick: etcd may be away. */
 	if (!failed)
@@ -229,7 +253,7 @@ static void claim_gateway(struct registry *r)
 	struct registry__op *op;
 
 	registry__key(r, "gateways/", r->id, key, sizeof(key));
-	op = registry__op_new(r, key);
+	op = op_new(r, key);
 	op->gateway_key = 1;
 	r->gateway_claiming = 1;
 	send_claim(op, 0);
@@ -241,7 +265,7 @@ static void claim_instance(struct registry *r, struct registry__local *l)
 	struct registry__op *op;
 
 	registry__key(r, "instances/", l->id, key, sizeof(key));
-	op = registry__op_new(r, key);
+	op = op_new(r, key);
 	op->local = l;
 	l->op = op;
 	send_claim(op, 0);
@@ -269,9 +293,9 @@ void registry__flush(struct registry *r)
 	}
 }
 
-void registry__local_changed(struct registry *r, const char *id, int64_t lease)
+static void local_changed(struct registry *r, const char *id, int64_t lease)
 {
-	struct registry__local *l = registry__local_find(r, id);
+	struct registry__local *l = local_find(r, id);
 
 	if (!l || (lease && lease == r->lease))
 		return;
@@ -284,11 +308,38 @@ void registry__local_changed(struct registry *r, const char *id, int64_t lease)
 	registry__kick(r);
 }
 
-void registry__gateway_key_gone(struct registry *r)
+static void gateway_key_gone(struct registry *r)
 {
 	r->gateway_written = 0;
 	r->gateway_refused = 0;
 	registry__kick(r);
+}
+
+/* The lease is gone: every key is written again under the next one. */
+static void lease_lost(struct registry *r)
+{
+	r->gateway_written = 0;
+	for (size_t i = 0; i < r->n_locals; i++) {
+		r->locals[i]->written = 0;
+		r->locals[i]->refused = 0;
+	}
+}
+
+const struct registry__keys_events registry__keys_handlers = {
+    .lease_lost = lease_lost,
+    .instance_changed = local_changed,
+    .gateway_key_gone = gateway_key_gone,
+};
+
+void registry__keys_free(struct registry *r)
+{
+	while (r->ops)
+		op_free(r->ops);
+	for (size_t i = 0; i < r->n_locals; i++)
+		free(r->locals[i]);
+	free(r->locals);
+	r->locals = NULL;
+	r->n_locals = 0;
 }
 
 /* ---- what the gateway tells the registry ---- */
@@ -297,7 +348,7 @@ void registry_instance_up(struct registry *r, const char *instance_id)
 {
 	struct registry__local *l;
 
-	if (!r || !r->enabled || registry__local_find(r, instance_id))
+	if (!r || !r->enabled || local_find(r, instance_id))
 		return;
 	l = xcalloc(1, sizeof(*l));
 	snprintf(l->id, sizeof(l->id), "%s", instance_id);
@@ -322,7 +373,7 @@ static void on_release(void *user, int rc, long status, const char *body, size_t
 	else
 		log_debug(NULL, "registry: instance key %s %s", op->key,
 			  ok ? "deleted" : "was not ours to delete");
-	registry__op_free(op);
+	op_free(op);
 }
 
 static void release(struct registry *r, const char *id)
@@ -332,7 +383,7 @@ static void release(struct registry *r, const char *id)
 	struct buf b = BUF_INIT;
 
 	registry__key(r, "instances/", id, key, sizeof(key));
-	op = registry__op_new(r, key);
+	op = op_new(r, key);
 	etcdjson_release_req(&b, key, r->lease);
 	op->req =
 	    etcd_post(r->etcd, "/v3/kv/txn", (const char *)buf_head(&b), buf_size(&b),
@@ -345,10 +396,10 @@ void registry_instance_down(struct registry *r, const char *instance_id)
 	struct registry__local *l;
 	size_t i;
 
-	if (!r || !r->enabled || !(l = registry__local_find(r, instance_id)))
+	if (!r || !r->enabled || !(l = local_find(r, instance_id)))
 		return;
 	if (l->op)
-		registry__op_free(l->op);
+		op_free(l->op);
 	/* A claim cancelled in flight may have landed: delete under the lease
 	   whatever it wrote. Without a lease, the key went with the old one. */
 	if (r->lease && !l->refused)

@@ -3,7 +3,9 @@
    after it. The watch's stream is cut into messages (each capped) and
    applied as they come; when it breaks, or etcd says its start was
    compacted, the cache is read again (range + revision), logged and
-   counted, while lookups go on from the map as it stands. */
+   counted, while lookups go on from the map as it stands. It calls
+   registry_core.c only; what the watch sees of this gateway's own keys
+   goes to them through keys_events. */
 #include <errno.h>
 #include <jansson.h>
 #include <stdlib.h>
@@ -77,7 +79,7 @@ static void apply_put(struct registry *r, const struct etcdjson_kv *kv)
 			return;
 		}
 		put_route(r, r->routes, name, gw, url, kv->lease);
-		registry__local_changed(r, name, kv->lease);
+		r->keys_events->instance_changed(r, name, kv->lease);
 	} else if ((name = name_in(r, kv->key, GATEWAYS))) {
 		if (owner_of(kv, "id", gw, sizeof(gw), url, sizeof(url)) == 0)
 			put_route(r, r->gateways, name, gw, url, kv->lease);
@@ -92,11 +94,11 @@ static void apply_delete(struct registry *r, const struct etcdjson_kv *kv)
 		return;
 	if ((name = name_in(r, kv->key, INSTANCES))) {
 		routecache_del(r->routes, name);
-		registry__local_changed(r, name, 0);
+		r->keys_events->instance_changed(r, name, 0);
 	} else if ((name = name_in(r, kv->key, GATEWAYS))) {
 		routecache_del(r->gateways, name);
 		if (strcmp(name, r->id) == 0)
-			registry__gateway_key_gone(r);
+			r->keys_events->gateway_key_gone(r);
 	}
 }
 
