@@ -35,7 +35,7 @@ static const struct {
 } completion_values[] = {
     {"output", "text json"},
     {"policy", "keep_running terminate_on_last_controller"},
-    {"control-policy", "open approve"},
+    {"control-policy", "open approve owner_only"},
 };
 
 /* Options whose value is a path: their name ends in "file" or is "cwd". */

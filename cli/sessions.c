@@ -64,9 +64,9 @@ static const char sessions_usage[] =
 		     "  --env KEY=VALUE     environment variable; repeatable\n"
 		     "  --policy POLICY     keep_running (default) or "
 		     "terminate_on_last_controller\n"
-		     "  --control-policy P  open (default: control on request) or "
-		     "approve\n"
-		     "                      (a controller approves each request)\n"
+		     "  --control-policy P  open (default: control on request), approve\n"
+		     "                      (a controller approves each request) or\n"
+		     "                      owner_only (only the creator's principal)\n"
 		     "  --label LABEL       a label for the session\n"
 		     "  -- COMMAND ARG...   the program to run (default: the "
 		     "sidecar's)\n";
@@ -155,9 +155,12 @@ static int body_option(struct sessions_args *a, int c, const char *arg, const ch
 		json_object_set_new(a->body, "policy", json_string(arg));
 		return CLI_OK;
 	case SESS_OPT_CONTROL:
-		if (strcmp(arg, "open") && strcmp(arg, "approve"))
+		if (strcmp(arg, "open") && strcmp(arg, "approve") &&
+		    strcmp(arg, "owner_only"))
 			return cli_usage_error(
-			    cmd, "bad --control-policy '%s' (open or approve)", arg);
+			    cmd,
+			    "bad --control-policy '%s' (open, approve or owner_only)",
+			    arg);
 		json_object_set_new(a->body, "control_policy", json_string(arg));
 		return CLI_OK;
 	case SESS_OPT_ENV:

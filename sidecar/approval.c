@@ -30,6 +30,14 @@ int session_control_gates(struct session *s, int may_control)
 	       members_count(s->members, MEMBER_CONTROLLER) > 0;
 }
 
+const char *session_control_owner_refusal(const struct session *s, const char *principal)
+{
+	if (s->control_policy != PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY ||
+	    (s->owner[0] && principal && strcmp(principal, s->owner) == 0))
+		return NULL;
+	return "only the session's owner may control it (control policy owner_only)";
+}
+
 const char *session_control_wait_reason(void)
 {
 	return WAIT_REASON;

@@ -173,7 +173,9 @@ static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__A
 {
 	enum member_role want =
 	    a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
-	int may_control = has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited;
+	const char *not_owner = session_control_owner_refusal(s, a->principal);
+	int may_control =
+	    has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited && !not_owner;
 	/* Under approve, a controller's join waits for approval as an observer. */
 	int asks = want == MEMBER_CONTROLLER && session_control_gates(s, may_control);
 	struct member *m;
@@ -184,6 +186,12 @@ static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__A
 		m->asks_control = 1;
 		*downgraded = 1;
 		*reason = session_control_wait_reason();
+	}
+	if (m && not_owner) {
+		m->not_owner = 1;
+		if (want == MEMBER_CONTROLLER &&
+		    has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL))
+			*reason = not_owner;
 	}
 	if (m && s->exited && want == MEMBER_CONTROLLER) {
 		*downgraded = 1;
@@ -340,6 +348,10 @@ void session_request_role(struct session *s, struct linkconn *lc,
 	}
 	if (s->exited && want == MEMBER_CONTROLLER) {
 		session_emit_role(s, m, 1, "the session has exited");
+		return;
+	}
+	if (want == MEMBER_CONTROLLER && m->not_owner && m->role == MEMBER_OBSERVER) {
+		session_emit_role(s, m, 1, session_control_owner_refusal(s, NULL));
 		return;
 	}
 	if (want == MEMBER_CONTROLLER && session_control_ask(s, m))

@@ -23,6 +23,7 @@ struct member {
 	int64_t last_keyframe_request_ms; /* session's rate limit; 0: never */
 	int replaying;	  /* its join's replay is still streaming (replay.c) */
 	int asks_control; /* joined as controller under approve: ask at the flow's end */
+	int not_owner;	  /* owner_only: another principal than the session's owner */
 	struct member *prev, *next;
 };
 

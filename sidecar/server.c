@@ -266,8 +266,11 @@ static const char *check_create(const Ptg__CreateSession *c)
 	if (strlen(c->cwd) > 4096 || strlen(c->label) > PTG_LABEL_MAX_BYTES)
 		return "cwd or label too long";
 	if (c->control_policy != PTG__CONTROL_POLICY__CONTROL_OPEN &&
-	    c->control_policy != PTG__CONTROL_POLICY__CONTROL_APPROVE)
+	    c->control_policy != PTG__CONTROL_POLICY__CONTROL_APPROVE &&
+	    c->control_policy != PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY)
 		return "unknown control policy";
+	if (strlen(c->owner) > STORE_OWNER_MAX)
+		return "owner too long";
 	return NULL;
 }
 
@@ -293,6 +296,7 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	    .rows = c->rows,
 	    .policy = c->policy,
 	    .control_policy = c->control_policy,
+	    .owner = c->owner,
 	    .label = c->label,
 	};
 	const char *bad = check_create(c);

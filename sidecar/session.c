@@ -130,6 +130,7 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->rows = p->rows ? p->rows : cfg->default_rows;
 	s->policy = p->policy;
 	s->control_policy = p->control_policy;
+	s->owner = xstrdup(p->owner ? p->owner : "");
 	s->label = xstrdup(p->label ? p->label : "");
 	s->argv = p->argv && p->argv[0] ? session__strv_dup(p->argv) : default_argv(cfg);
 	s->created_ms = time_now_ms();
@@ -181,6 +182,7 @@ void session_free(struct session *s)
 	buf_free(&s->pack);
 	strv_free(s->argv);
 	free(s->label);
+	free(s->owner);
 	free(s);
 }
 
@@ -840,6 +842,7 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 	o->label = s->label;
 	o->policy = s->policy;
 	o->control_policy = s->control_policy;
+	o->owner = s->owner;
 	while (s->argv[argc])
 		argc++;
 	o->argv = s->argv;

@@ -39,6 +39,7 @@ struct session_params {
 	unsigned cols, rows;	/* 0: the configured default */
 	Ptg__Policy policy;
 	Ptg__ControlPolicy control_policy;
+	const char *owner; /* the creator's principal, or NULL */
 	const char *label;
 };
 

@@ -42,6 +42,7 @@ struct session {
 
 	Ptg__Policy policy;
 	Ptg__ControlPolicy control_policy;
+	char *owner;		/* the creator's principal ("" when unknown) */
 	struct control control; /* pending control requests (approval.c) */
 	struct ev_timer *control_timer;
 	char *label;
@@ -170,6 +171,9 @@ void session_emit_role(struct session *s, const struct member *m, int downgraded
 /* 1 when a controller request from a member who may control must wait
    for a controller's approval (approve, running, a controller there). */
 int session_control_gates(struct session *s, int may_control);
+/* owner_only: why principal may not control (it is not the session's
+   owner), or NULL when it may as far as the policy goes. */
+const char *session_control_owner_refusal(const struct session *s, const char *principal);
 /* The downgrade reason of a request held for approval. */
 const char *session_control_wait_reason(void);
 /* An ask for control from observer m: 1 when held for approval (the

@@ -48,6 +48,7 @@ void session_state_persist(struct session *s)
 	r.rows = s->rows;
 	r.policy = s->policy;
 	r.control_policy = s->control_policy;
+	snprintf(r.owner, sizeof(r.owner), "%s", s->owner);
 	r.created_ms = s->created_ms;
 	r.exited_ms = s->exited_ms;
 	snprintf(r.label, sizeof(r.label), "%s", s->label);
@@ -383,6 +384,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->rows = r->screen_rows ? r->screen_rows : r->rows;
 	s->policy = r->policy;
 	s->control_policy = r->control_policy;
+	s->owner = xstrdup(r->owner);
 	s->label = xstrdup(r->label);
 	s->argv = session__strv_dup(r->argv);
 	s->created_ms = r->created_ms;

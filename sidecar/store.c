@@ -191,6 +191,7 @@ int store_write(const char *dir, const struct store_record *r)
 		    r->close_reason, r->cols, r->rows, r->policy, r->created_ms,
 		    r->exited_ms, r->reserved, r->control_policy);
 	put_str(&b, "label", r->label);
+	put_str(&b, "owner", r->owner);
 	put_str(&b, "detail", r->detail);
 	for (char **a = r->argv; a && *a; a++)
 		put_str(&b, "arg", *a);
@@ -346,6 +347,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 		return num_parse_i64(v, INT64_MIN, INT64_MAX, &r->exited_ms);
 	if (!strcmp(key, "label"))
 		return get_str(v, r->label, sizeof(r->label));
+	if (!strcmp(key, "owner"))
+		return get_str(v, r->owner, sizeof(r->owner));
 	if (!strcmp(key, "detail"))
 		return get_str(v, r->detail, sizeof(r->detail));
 	if (!strcmp(key, "arg")) {

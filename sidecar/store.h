@@ -13,6 +13,9 @@
 #include "uuid.h"
 #include "ptg_limits.h"
 
+/* A principal (a token's sub) is at most this many bytes. */
+#define STORE_OWNER_MAX 256
+
 struct store_record {
 	char id[UUID_STRLEN + 1];
 	uint64_t sequence;
@@ -28,6 +31,7 @@ struct store_record {
 	int control_policy; /* Ptg__ControlPolicy (0, open, in old records) */
 	int64_t created_ms, exited_ms;
 	char label[PTG_LABEL_MAX_BYTES + 1];
+	char owner[STORE_OWNER_MAX + 1]; /* the creator's principal */
 	char detail[256];
 	char **argv;	 /* NULL-terminated; owned */
 	uint8_t *screen; /* the last snapshot; owned, NULL if none */

@@ -164,8 +164,12 @@ static int f_control_policy(struct route_create *rc, json_t *v, char *err, size_
 		rc->msg.control_policy = PTG__CONTROL_POLICY__CONTROL_OPEN;
 	} else if (s && !strcmp(s, "approve")) {
 		rc->msg.control_policy = PTG__CONTROL_POLICY__CONTROL_APPROVE;
+	} else if (s && !strcmp(s, "owner_only")) {
+		rc->msg.control_policy = PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY;
 	} else {
-		snprintf(err, errlen, "control_policy: expected \"open\" or \"approve\"");
+		snprintf(
+		    err, errlen,
+		    "control_policy: expected \"open\", \"approve\" or \"owner_only\"");
 		return -EINVAL;
 	}
 	return 0;

@@ -59,6 +59,18 @@ static const char *state(const Ptg__SessionInfo *s)
 	return s->state == PTG__SESSION_STATE__SESSION_EXITED ? "exited" : "running";
 }
 
+static const char *control_policy(const Ptg__SessionInfo *s)
+{
+	switch (s->control_policy) {
+	case PTG__CONTROL_POLICY__CONTROL_APPROVE:
+		return "approve";
+	case PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY:
+		return "owner_only";
+	default:
+		return "open";
+	}
+}
+
 json_t *routes_session_json(const Ptg__SessionInfo *s)
 {
 	json_t *o = json_object(), *cmd = json_array();
@@ -84,11 +96,8 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 	    json_string(s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER
 			    ? "terminate_on_last_controller"
 			    : "keep_running"));
-	json_object_set_new(
-	    o, "control_policy",
-	    json_string(s->control_policy == PTG__CONTROL_POLICY__CONTROL_APPROVE
-			    ? "approve"
-			    : "open"));
+	json_object_set_new(o, "control_policy", json_string(control_policy(s)));
+	json_object_set_new(o, "owner", jstr(s->owner));
 	for (size_t i = 0; i < s->n_argv; i++)
 		json_array_append_new(cmd, jstr(s->argv[i]));
 	json_object_set_new(o, "command", cmd);

@@ -186,6 +186,7 @@ static int create(struct route_req *rq)
 				     "control_policy: this sandbox's sidecar knows "
 				     "only \"open\"");
 	}
+	rc.msg.owner = c.sub;
 	rc.msg.request_id = upstream_next_id(up);
 	m.msg_case = PTG__LINK_MESSAGE__MSG_CREATE_SESSION;
 	m.create_session = &rc.msg;

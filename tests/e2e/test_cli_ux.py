@@ -146,7 +146,7 @@ class Completion(unittest.TestCase):
         self.assertEqual(self.complete(["ptygate", "sessions", "get", "-o", ""]),
                          ["json", "text"])
         self.assertEqual(self.complete(["ptygate", "sessions", "create", "--control-policy", ""]),
-                         ["approve", "open"])
+                         ["approve", "open", "owner_only"])
         self.assertEqual(self.complete(["ptygate", "attach", "--obs"]), ["--observer"])
         self.assertEqual(self.complete(["ptygate", "run", "-"]).count("-q"), 1)
         self.assertEqual(self.complete(["ptygate", "token", "mint", "--sc"]), ["--scope"])

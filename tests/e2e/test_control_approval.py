@@ -217,6 +217,34 @@ class ControlApproval(E2ETestCase):
         self.assertIn("control_policy", r.json()["message"])
 
 
+class OwnerOnly(E2ETestCase):
+
+    async def test_only_the_creator_controls(self):
+        sid = self.stack.create_session(control_policy="owner_only",
+                                        token=self.stack.token(sub="alice", scope="sessions"))
+        info = self.stack.get_session(sid)
+        self.assertEqual((info["control_policy"], info["owner"]), ("owner_only", "alice"))
+        alice = await self.connect(sid, sub="alice")
+        ra, _, _ = await alice.join_fresh("controller")
+        self.assertEqual(role_of(ra), "controller")
+        bob = await self.connect(sid, sub="bob")
+        ra, _, _ = await bob.join_fresh("controller")
+        self.assertEqual(role_of(ra), "observer")
+        self.assertIn("owner", ra["payload"]["reason"])
+        await alice.send("pty.leave_session", {})
+        await alice.wait_for("binding_goodbye")
+        await bob.send("pty.request_role", {"role": "controller"})
+        ra = await bob.wait_for("pty.session_frame", "RoleAssigned")
+        self.assertEqual(role_of(ra), "observer")
+        self.assertIs(ra["payload"]["downgraded"], True)
+        self.assertIn("owner", ra["payload"]["reason"])
+        typed = await bob.type("true\n")
+        await refused(bob, "PERMISSION_DENIED", typed)
+        again = await self.connect(sid, sub="alice", label="alice-again")
+        ra, _, _ = await again.join_fresh("controller")
+        self.assertEqual(role_of(ra), "controller", "the owner controls from any connection")
+
+
 class ControlExpiry(E2ETestCase):
     SIDECAR_ARGS = ("--control-seconds", 1)
 

@@ -224,6 +224,9 @@ static void test_create_ok(void **state)
 	assert_int_equal(create("{\"control_policy\":\"approve\"}", &rc, err), 0);
 	assert_int_equal(rc.msg.control_policy, PTG__CONTROL_POLICY__CONTROL_APPROVE);
 	routes_create_clear(&rc);
+	assert_int_equal(create("{\"control_policy\":\"owner_only\"}", &rc, err), 0);
+	assert_int_equal(rc.msg.control_policy, PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY);
+	routes_create_clear(&rc);
 }
 
 static void test_create_refused(void **state)
@@ -341,7 +344,7 @@ static void test_session_json(void **state)
 		    "\"observers\":[{\"client_id\":\"c-2\",\"label\":\"\"}],"
 		    "\"exit_code\":null,\"created_at\":\"2026-05-09T14:30:00.182Z\","
 		    "\"exited_at\":null,\"label\":\"build\",\"policy\":\"keep_running\","
-		    "\"control_policy\":\"open\","
+		    "\"control_policy\":\"open\",\"owner\":\"\","
 		    "\"command\":[\"/bin/bash\",\"-l\",\"bad\xef\xbf\xbd\"]}");
 	s->state = PTG__SESSION_STATE__SESSION_EXITED;
 	s->has_exit_code = 1;
@@ -360,6 +363,11 @@ static void test_session_json(void **state)
 			    "terminate_on_last_controller");
 	assert_string_equal(json_string_value(json_object_get(v, "control_policy")),
 			    "approve");
+	s->control_policy = PTG__CONTROL_POLICY__CONTROL_OWNER_ONLY;
+	json_decref(v);
+	v = routes_session_json(s);
+	assert_string_equal(json_string_value(json_object_get(v, "control_policy")),
+			    "owner_only");
 	assert_int_equal(json_array_size(json_object_get(v, "controllers")), 0);
 	json_decref(v);
 	s->state = PTG__SESSION_STATE__SESSION_RUNNING;

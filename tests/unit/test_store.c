@@ -38,6 +38,8 @@ static void make_record(struct store_record *r, char **argv)
 	r->rows = 20;
 	r->created_ms = 1700000000000;
 	snprintf(r->label, sizeof(r->label), "secret label");
+	snprintf(r->owner, sizeof(r->owner), "alice smith");
+	r->control_policy = 2;
 	r->argv = argv;
 }
 
@@ -83,6 +85,8 @@ static void test_sealed_round_trip(void **st)
 	assert_int_equal(all[0].sequence, 41);
 	assert_int_equal(all[0].reserved, 1065);
 	assert_string_equal(all[0].label, "secret label");
+	assert_string_equal(all[0].owner, "alice smith");
+	assert_int_equal(all[0].control_policy, 2);
 	assert_string_equal(all[0].argv[2], "echo hi");
 	assert_int_equal(all[0].screen_seq, 40);
 	assert_int_equal(all[0].screen_cols, 90);
