@@ -1,6 +1,12 @@
 /* forward: see forward.h. Each call is one easy handle on the shared
    multi (curlev); the owner's header lines are kept as "name\0value\0"
-   pairs and turned into an array when the call ends. */
+   pairs and turned into an array when the head is whole. Its body goes
+   into the call's window; a chunk that would pass FORWARD_WINDOW pauses
+   the transfer (libcurl keeps that chunk), and forward_read unpauses it
+   once the client has taken half the window. One ev timer is the
+   deadline: for the head, then for each silence of the owner while the
+   transfer is not paused (a paused one waits for the client, whose own
+   bounds are the HTTP server's). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,6 +17,7 @@
 
 #include "buf.h"
 #include "curlev.h"
+#include "ev.h"
 #include "forward.h"
 #include "timeutil.h"
 #include "xalloc.h"
@@ -23,7 +30,6 @@ struct forward {
 	struct fleetauth auth;
 	char *cacert, *cert, *key;
 	long connect_timeout_ms, timeout_ms;
-	size_t body_max;
 	struct forward_call *calls;
 	struct relay *relays; /* started relays (relay.c) */
 	struct forward_stats stats;
@@ -36,10 +42,13 @@ struct forward_call {
 	struct curl_slist *hdrs;
 	struct buf head; /* the owner's headers: "name\0value\0" pairs */
 	size_t n_head;
-	struct buf body;
-	int too_big;
+	int64_t length;	   /* the owner's Content-Length, or -1 */
+	struct buf window; /* body bytes not yet read */
+	struct ev_timer *deadline;
+	int too_big, head_given, paused, ended, end_rc;
 	char err[CURL_ERROR_SIZE];
-	forward_done_cb done;
+	forward_head_cb head_cb;
+	forward_body_cb body_cb;
 	void *user;
 };
 
@@ -89,17 +98,121 @@ int forward_hop_header(const char *name)
 
 /* ---- the owner's answer ---- */
 
+static void call_free(struct forward_call *c);
+
+/* The deadline starts over: the owner has this long for its next bytes. */
+static void rearm(struct forward_call *c)
+{
+	ev_timer_arm(c->deadline, c->f->timeout_ms, 0);
+}
+
+static int rc_of(const struct forward_call *c, CURLcode res)
+{
+	return c->too_big ? -E2BIG : curlev_errno(res);
+}
+
+/* The head to the caller, once. */
+static void give_head(struct forward_call *c, int rc, const char *err)
+{
+	struct forward_answer a = {.rc = rc, .length = c->length, .err = err};
+	struct forward_header *h = NULL;
+
+	c->head_given = 1;
+	if (rc == 0) {
+		curl_easy_getinfo(c->job.easy, CURLINFO_RESPONSE_CODE, &a.status);
+		h = forward_headers_of(&c->head, c->n_head, &a.n_headers);
+		a.headers = h;
+	} else {
+		c->f->stats.failed++;
+	}
+	c->head_cb(c->user, &a);
+	free(h);
+}
+
+/* The transfer is over (rc 0: the body ended whole): the caller hears
+   of it through the head when none was given, else through body. */
+static void finish(struct forward_call *c, int rc, const char *err)
+{
+	c->ended = 1;
+	c->end_rc = rc;
+	c->f->stats.in_flight--;
+	ev_timer_disarm(c->deadline);
+	curlev_remove(c->f->cv, &c->job);
+	if (c->head_given) {
+		c->body_cb(c->user);
+		return;
+	}
+	give_head(c, rc, err);
+	if (rc < 0)
+		call_free(c);
+}
+
+static const char *err_of(const struct forward_call *c, CURLcode res)
+{
+	return c->too_big  ? "the owner's answer is over the forwarding caps"
+	       : c->err[0] ? c->err
+			   : curl_easy_strerror(res);
+}
+
+static void on_done(struct curlev_job *job, CURLcode res)
+{
+	struct forward_call *c = job->user;
+
+	finish(c, rc_of(c, res), err_of(c, res));
+}
+
+static void on_deadline(struct ev_timer *t, void *user)
+{
+	struct forward_call *c = user;
+
+	snprintf(c->err, sizeof(c->err), "the owner sent nothing for %ld ms",
+		 c->f->timeout_ms);
+	finish(c, -ETIMEDOUT, c->err);
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 {
 	struct forward_call *c = user;
 	size_t n = size * nmemb;
 
-	if (buf_size(&c->body) + n > c->f->body_max) {
-		c->too_big = 1;
-		return 0;
+	if (buf_size(&c->window) && buf_size(&c->window) + n > FORWARD_WINDOW) {
+		c->paused = 1;
+		ev_timer_disarm(c->deadline);
+		return CURL_WRITEFUNC_PAUSE;
 	}
-	buf_append(&c->body, data, n);
+	buf_append(&c->window, data, n);
+	rearm(c);
+	if (c->head_given)
+		c->body_cb(c->user);
 	return n;
+}
+
+/* The owner's Content-Length, kept apart: the client's answer has the
+   same length when the owner said it, so a short body shows. */
+static void keep_length(struct forward_call *c, const char *value, size_t len)
+{
+	char digits[24];
+	uint64_t v;
+
+	if (len == 0 || len >= sizeof(digits) || strspn(value, "0123456789") < len)
+		return;
+	memcpy(digits, value, len);
+	digits[len] = '\0';
+	v = strtoull(digits, NULL, 10);
+	if (v <= INT64_MAX)
+		c->length = (int64_t)v;
+}
+
+/* The blank line ending a head: a final one goes to the caller. */
+static void head_end(struct forward_call *c)
+{
+	long status = 0;
+
+	curl_easy_getinfo(c->job.easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 200 && !c->head_given) {
+		rearm(c);
+		give_head(c, 0, NULL);
+	}
 }
 
 /* One header line. A status line starts the set over (a 100 Continue
@@ -108,86 +221,64 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 {
 	struct forward_call *c = user;
 	size_t n = size * nmemb, len = n, name_len;
-	const char *colon;
+	const char *colon, *value;
 
 	if (len >= 4 && memcmp(data, "HTTP", 4) == 0) {
 		buf_reset(&c->head);
 		c->n_head = 0;
+		c->length = -1;
 		return n;
 	}
 	while (len && (data[len - 1] == '\n' || data[len - 1] == '\r'))
 		len--;
-	colon = len ? memchr(data, ':', len) : NULL;
+	if (len == 0) {
+		head_end(c);
+		return n;
+	}
+	colon = memchr(data, ':', len);
 	if (!colon)
-		return n; /* the blank line ending the head */
+		return n;
 	name_len = colon - data;
 	if (c->n_head >= FORWARD_HEADERS_MAX ||
 	    buf_size(&c->head) + len + 2 > FORWARD_HEADER_BYTES_MAX) {
 		c->too_big = 1;
 		return 0;
 	}
+	value = colon + 1;
+	while (value < data + len && (*value == ' ' || *value == '\t'))
+		value++;
+	if (name_len == 14 && strncasecmp(data, "Content-Length", 14) == 0)
+		keep_length(c, value, data + len - value);
 	buf_append(&c->head, data, name_len);
 	buf_append(&c->head, "", 1);
-	colon++;
-	while (colon < data + len && (*colon == ' ' || *colon == '\t'))
-		colon++;
-	buf_append(&c->head, colon, data + len - colon);
+	buf_append(&c->head, value, data + len - value);
 	buf_append(&c->head, "", 1);
 	c->n_head++;
 	return n;
 }
 
-/* The pairs kept, hop-by-hop ones left out, as an array into a->headers. */
-static struct forward_header *headers_of(struct forward_call *c, size_t *n)
+long forward_read(struct forward_call *c, void *dst, size_t cap)
 {
-	return forward_headers_of(&c->head, c->n_head, n);
-}
+	size_t n = buf_size(&c->window);
 
-static int rc_of(const struct forward_call *c, CURLcode res)
-{
-	return c->too_big ? -E2BIG : curlev_errno(res);
-}
-
-static void call_free(struct forward_call *c)
-{
-	struct forward *f = c->f;
-
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		f->calls = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
-	f->stats.in_flight--;
-	curlev_remove(f->cv, &c->job);
-	curl_easy_cleanup(c->job.easy);
-	curl_slist_free_all(c->hdrs);
-	buf_free(&c->head);
-	buf_free(&c->body);
-	free(c);
-}
-
-static void on_done(struct curlev_job *job, CURLcode res)
-{
-	struct forward_call *c = job->user;
-	struct forward_answer a = {.rc = rc_of(c, res)};
-	struct forward_header *h = NULL;
-
-	if (a.rc == 0) {
-		curl_easy_getinfo(job->easy, CURLINFO_RESPONSE_CODE, &a.status);
-		h = headers_of(c, &a.n_headers);
-		a.headers = h;
-		a.body = buf_head(&c->body);
-		a.body_len = buf_size(&c->body);
-	} else {
-		c->f->stats.failed++;
-		a.err = c->too_big  ? "the owner's answer is over the forwarding caps"
-			: c->err[0] ? c->err
-				    : curl_easy_strerror(res);
+	if (n == 0)
+		return c->ended ? c->end_rc : -EAGAIN;
+	if (n > cap)
+		n = cap;
+	memcpy(dst, buf_head(&c->window), n);
+	buf_consume(&c->window, n);
+	if (c->paused && !c->ended && buf_size(&c->window) <= FORWARD_WINDOW / 2) {
+		/* libcurl may hand the chunk it kept over from inside. */
+		c->paused = 0;
+		rearm(c);
+		curl_easy_pause(c->job.easy, CURLPAUSE_CONT);
 	}
-	c->done(c->user, &a);
-	free(h);
-	call_free(c);
+	return (long)n;
+}
+
+size_t forward_buffered(const struct forward_call *c)
+{
+	return buf_size(&c->window);
 }
 
 /* ---- the request ---- */
@@ -268,7 +359,6 @@ static int setup(struct forward_call *c, const struct forward_request *rq)
 	/* The target goes as it came: no "/../" squashed, no redirect followed. */
 	curl_easy_setopt(e, CURLOPT_PATH_AS_IS, 1L);
 	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, c->f->timeout_ms);
 	curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, rq->method);
 	if (strcmp(rq->method, "HEAD") == 0)
 		curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
@@ -287,16 +377,40 @@ static int setup(struct forward_call *c, const struct forward_request *rq)
 	return 0;
 }
 
+static void call_free(struct forward_call *c)
+{
+	struct forward *f = c->f;
+
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		f->calls = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	if (!c->ended)
+		f->stats.in_flight--;
+	curlev_remove(f->cv, &c->job);
+	curl_easy_cleanup(c->job.easy);
+	curl_slist_free_all(c->hdrs);
+	ev_timer_free(c->deadline);
+	buf_free(&c->head);
+	buf_free(&c->window);
+	free(c);
+}
+
 struct forward_call *forward_http(struct forward *f, const struct forward_request *rq,
-				  forward_done_cb done, void *user)
+				  forward_head_cb head, forward_body_cb body, void *user)
 {
 	struct forward_call *c = xcalloc(1, sizeof(*c));
 
 	c->f = f;
-	c->done = done;
+	c->head_cb = head;
+	c->body_cb = body;
 	c->user = user;
+	c->length = -1;
 	buf_init(&c->head);
-	buf_init(&c->body);
+	buf_init(&c->window);
+	c->deadline = ev_timer_new(f->loop, f->timeout_ms, 0, on_deadline, c);
 	c->job.easy = curl_easy_init();
 	c->job.done = on_done;
 	c->job.user = c;
@@ -350,7 +464,6 @@ struct forward *forward_new(struct ev_loop *loop, const struct forward_opts *o, 
 	f->key = dup_or_null(o->key);
 	f->connect_timeout_ms = o->connect_timeout_ms > 0 ? o->connect_timeout_ms : 3000;
 	f->timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : 15000;
-	f->body_max = o->body_max ? o->body_max : FORWARD_BODY_MAX_DEFAULT;
 	return f;
 }
 

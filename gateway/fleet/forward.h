@@ -2,11 +2,15 @@
    owns, sent there as it is (method, target, end-to-end headers, body)
    through libcurl on the loop (curlev), signed with the fleet's secret
    (fleetauth) and carrying the client's address in X-Forwarded-For; the
-   owner's status, end-to-end headers and body come back, each bounded.
-   Connect and whole-request timeouts bound every call: an owner that is
-   down or silent is an answer in seconds, never a hang. Mutual TLS when
-   the operator gives a client certificate (--fleet-cert, --fleet-key)
-   and a CA (--fleet-cacert) for https:// fleet URLs. */
+   owner's status and end-to-end headers come back bounded, then its
+   body streamed through a bounded window: past FORWARD_WINDOW bytes not
+   yet read the owner's transfer is paused, so a forward holds the same
+   memory whatever the body's size and a slow client slows the owner.
+   A deadline bounds the wait for the head and every pause of the owner
+   mid-body: an owner that is down or silent is an answer (or a broken
+   body) in seconds, never a hang. Mutual TLS when the operator gives a
+   client certificate (--fleet-cert, --fleet-key) and a CA
+   (--fleet-cacert) for https:// fleet URLs. */
 #ifndef PTG_FORWARD_H
 #define PTG_FORWARD_H
 
@@ -22,14 +26,14 @@ struct forward_call;
 
 #define FORWARD_HEADERS_MAX	 64	     /* headers in an owner's answer */
 #define FORWARD_HEADER_BYTES_MAX (16 * 1024) /* their bytes together */
-#define FORWARD_BODY_MAX_DEFAULT (16 * 1024 * 1024)
+/* Body bytes a call holds for its client; the owner is paused past it. */
+#define FORWARD_WINDOW (256 * 1024)
 
 struct forward_opts {
 	const struct fleetauth *auth;	 /* the fleet's key (copied) */
 	const char *cacert, *cert, *key; /* PEM files for https:// owners, or NULL */
 	long connect_timeout_ms;	 /* reaching the owner */
-	long timeout_ms;		 /* the whole exchange */
-	size_t body_max;		 /* an answer's body; over it: -E2BIG */
+	long timeout_ms; /* the owner's head, and any silence of its body */
 };
 
 struct forward_header {
@@ -49,22 +53,26 @@ struct forward_request {
 	size_t body_len;
 };
 
-/* What came back. rc: 0 with the owner's answer, or -ECONNREFUSED (the
-   owner could not be reached), -ETIMEDOUT, -E2BIG (its answer passed a
-   cap), -EIO (anything else) with a message in err. */
+/* The owner's head. rc: 0 with its status and headers, or -ECONNREFUSED
+   (the owner could not be reached), -ETIMEDOUT, -E2BIG (its head passed
+   a cap), -EIO (anything else) with a message in err. */
 struct forward_answer {
 	int rc;
 	long status;
 	const struct forward_header *headers; /* end-to-end ones only */
 	size_t n_headers;
-	const uint8_t *body;
-	size_t body_len;
+	int64_t length; /* the owner's Content-Length, or -1 */
 	const char *err;
 };
 
-/* Called once from the loop; a and what it points to live until the
-   callback returns, then the call is freed. */
-typedef void (*forward_done_cb)(void *user, const struct forward_answer *a);
+/* Called once from the loop (never from inside forward_http); a and
+   what it points to live until it returns. With rc < 0 the call is
+   freed when it returns; with rc 0 the body follows (forward_read) and
+   the call lives until forward_cancel. */
+typedef void (*forward_head_cb)(void *user, const struct forward_answer *a);
+/* forward_read has something new to say: bytes, the body's end or its
+   break. Called from the loop, possibly from inside forward_read. */
+typedef void (*forward_body_cb)(void *user);
 
 /* NULL with the reason in err when libcurl cannot start. */
 struct forward *forward_new(struct ev_loop *loop, const struct forward_opts *o, char *err,
@@ -73,10 +81,19 @@ struct forward *forward_new(struct ev_loop *loop, const struct forward_opts *o, 
 void forward_free(struct forward *f);
 
 /* Sends rq to its owner. Returns the call, or NULL when it cannot start
-   (a bad URL, an over-long field): done is then never called. */
+   (a bad URL, an over-long field): head is then never called. */
 struct forward_call *forward_http(struct forward *f, const struct forward_request *rq,
-				  forward_done_cb done, void *user);
-/* Drops a call whose done has not run (the client went away). */
+				  forward_head_cb head, forward_body_cb body, void *user);
+/* Up to cap bytes of the owner's body into dst, as read(2) says it:
+   n > 0 bytes; 0 the body ended whole; -EAGAIN nothing yet (body is
+   called when there is); another negative errno: the body broke (the
+   owner went away -EIO, fell silent -ETIMEDOUT). */
+long forward_read(struct forward_call *c, void *dst, size_t cap);
+/* Body bytes the call holds now (at most FORWARD_WINDOW and one chunk). */
+size_t forward_buffered(const struct forward_call *c);
+/* Ends a call, its transfer aborted if under way (the client went
+   away), and frees it: head and body are not called again. NULL is a
+   no-op. */
 void forward_cancel(struct forward_call *c);
 
 /* 1 when name is a hop-by-hop header (RFC 9110 7.6.1), or one the

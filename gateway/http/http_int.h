@@ -34,9 +34,10 @@ struct metrics;
    largest legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
-#define HTTP__MEMORY_LIMIT (16 * 1024)
-#define HTTP__TIMEOUT_S	   30 /* an idle HTTP connection */
-#define HTTP__EXTRA_CONNS  64 /* HTTP requests beyond the WebSocket limit */
+#define HTTP__MEMORY_LIMIT  (16 * 1024)
+#define HTTP__TIMEOUT_S	    30		/* an idle HTTP connection */
+#define HTTP__FORWARD_BLOCK (32 * 1024) /* a forwarded body, read at a time */
+#define HTTP__EXTRA_CONNS   64		/* HTTP requests beyond the WebSocket limit */
 /* Connections past the limit that are answered 429 or 503 and closed,
    at once (nginx's limit_conn answers too): each holds MHD's pool until
    its head is read and the answer written, so there are at most this

@@ -276,10 +276,37 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	return ok;
 }
 
-static struct MHD_Response *route_body(struct route_req *rq)
+/* MHD asks for more of a forwarded body. None yet: the connection waits
+   suspended until the owner sends more (the routes call done). The
+   owner's body breaking breaks the client's answer: MHD closes the
+   connection without the chunked answer's last chunk, or short of its
+   Content-Length, so no client takes a part for the whole. */
+static ssize_t forwarded_read(void *cls, uint64_t pos, char *out, size_t max)
 {
-	struct MHD_Response *resp;
+	struct http_req *r = cls;
+	long n = routes_forward_read(r->rq, out, max);
 
+	if (n > 0)
+		return n;
+	if (n == -EAGAIN) {
+		r->suspended = 1;
+		MHD_suspend_connection(r->c);
+		return 0;
+	}
+	return n == 0 ? MHD_CONTENT_READER_END_OF_STREAM
+		      : MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static struct MHD_Response *route_body(struct http_req *r)
+{
+	struct route_req *rq = r->rq;
+	struct MHD_Response *resp;
+	int64_t length;
+
+	if (routes_forward_streams(rq, &length))
+		return MHD_create_response_from_callback(
+		    length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)length, HTTP__FORWARD_BLOCK,
+		    forwarded_read, r, NULL);
 	if (rq->file_fd >= 0) {
 		resp = MHD_create_response_from_fd64(rq->file_size, rq->file_fd);
 		if (resp)
@@ -345,7 +372,7 @@ static enum MHD_Result answer(struct http_req *r)
 			time_mono_us() - r->start_us);
 	if (rq->status == 101)
 		return routes_relayed(rq) ? queue_relayed(r) : queue_upgrade(r);
-	resp = route_body(rq);
+	resp = route_body(r);
 	if (!resp)
 		return MHD_NO;
 	fwd = routes_forwarded_headers(rq, &n_fwd);

@@ -211,6 +211,14 @@ struct route_req {
    it is not one (http.c then adds its own). */
 const struct forward_header *routes_forwarded_headers(const struct route_req *rq,
 						      size_t *n);
+/* 1 when rq's answer is an owner's whose body streams from the owner
+   (routes_forward_read), with the owner's Content-Length in *length (-1:
+   not given, the answer is chunked). */
+int routes_forward_streams(const struct route_req *rq, int64_t *length);
+/* The owner's body as forward_read gives it: n bytes, 0 its end,
+   -EAGAIN none yet (rq->done is called when there are), another
+   negative errno when it broke (logged here). */
+long routes_forward_read(struct route_req *rq, void *dst, size_t cap);
 /* 1 when rq's 101 is an owner's, to be relayed (routes_relay_start)
    rather than served by a connection of this gateway. */
 int routes_relayed(const struct route_req *rq);

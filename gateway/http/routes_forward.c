@@ -29,6 +29,9 @@ struct routes_fwd {
 	struct forward_header *h;
 	size_t n;
 	struct forward_call *call;
+	int streams;	/* the owner's head came: its body follows from call */
+	int64_t length; /* the owner's Content-Length, or -1 */
+	uint64_t sent;	/* body bytes read from call */
 	struct relay *relay;
 	char url[512]; /* the owner's, for the log */
 };
@@ -100,13 +103,29 @@ static void answered(struct route_req *rq, int rc, unsigned status,
 		rq->done(rq);
 }
 
-static void on_http(void *user, const struct forward_answer *a)
+/* The owner's head: its status and headers go out at once, its body
+   as it comes (routes_forward_read). */
+static void on_head(void *user, const struct forward_answer *a)
 {
 	struct route_req *rq = user;
 
-	rq->fwd->call = NULL;
-	answered(rq, a->rc, (unsigned)a->status, a->headers, a->n_headers, a->body,
-		 a->body_len, a->err);
+	if (a->rc < 0) {
+		rq->fwd->call = NULL; /* freed when this returns */
+		answered(rq, a->rc, 0, NULL, 0, NULL, 0, a->err);
+		return;
+	}
+	rq->fwd->streams = 1;
+	rq->fwd->length = a->length;
+	answered(rq, 0, (unsigned)a->status, a->headers, a->n_headers, NULL, 0, NULL);
+}
+
+/* More of the owner's body, or its end: a reader waiting is woken. */
+static void on_body(void *user)
+{
+	struct route_req *rq = user;
+
+	if (rq->done)
+		rq->done(rq);
 }
 
 static void on_upgrade(void *user, const struct relay_answer *a)
@@ -152,7 +171,7 @@ static int send_on(struct route_req *rq, struct forward *fw, const char *url)
 	snprintf(rq->fwd->url, sizeof(rq->fwd->url), "%s", url);
 	request_of(rq, url, &fr);
 	if (rq->m.id != ROUTE_ATTACH) {
-		f->call = forward_http(fw, &fr, on_http, rq);
+		f->call = forward_http(fw, &fr, on_head, on_body, rq);
 		if (!f->call)
 			return routes__error(rq, 502, "BAD_GATEWAY",
 					     "the request cannot be forwarded");
@@ -250,6 +269,31 @@ int routes__forward(struct route_req *rq)
 		return 0;
 	}
 	return send_on(rq, g->forward, url);
+}
+
+int routes_forward_streams(const struct route_req *rq, int64_t *length)
+{
+	if (!rq->fwd || !rq->fwd->streams)
+		return 0;
+	*length = rq->fwd->length;
+	return 1;
+}
+
+long routes_forward_read(struct route_req *rq, void *dst, size_t cap)
+{
+	struct routes_fwd *f = rq->fwd;
+	long n = forward_read(f->call, dst, cap);
+	char why[96];
+
+	if (n > 0)
+		f->sent += (uint64_t)n;
+	if (n < 0 && n != -EAGAIN) {
+		snprintf(why, sizeof(why),
+			 "the owner's answer broke after %llu body bytes: %s",
+			 (unsigned long long)f->sent, strerror((int)-n));
+		log_failure(rq, f->url, why);
+	}
+	return n;
 }
 
 int routes_relayed(const struct route_req *rq)
