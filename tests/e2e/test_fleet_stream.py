@@ -95,7 +95,11 @@ class FleetStream(E2ETestCase):
                     "--registry", "etcd:" + cls.cluster.endpoints(),
                     "--registry-prefix", "/fleet-stream-%d/" % os.getpid(),
                     "--gateway-id", gid, "--fleet-secret-file", secret,
-                    "--ping-interval", str(beat), "--pong-timeout", "2"])
+                    "--ping-interval", str(beat), "--pong-timeout", "2",
+                    # The owner answers an export's head once it has the
+                    # whole file: slow under the sanitizer on a loaded
+                    # machine, past the default head deadline.
+                    "--request-timeout-ms", "60000"])
                 cls.stacks.append(st)
                 st.start()
             wait_until(lambda: all(st.http("GET", "/readyz").json()["registry"]["routes"] == 3
