@@ -63,16 +63,40 @@ endfunction()
 ptg_install_unit(ptygate-sidecar.service sidecar "")
 ptg_install_unit(ptygate-gateway.service gateway ${PTG_WEBDIR})
 
-# Man pages from each binary's --help and --version, at build time, when
-# help2man is there (scripts/install-deps.sh installs it); without it the
-# build and the install go on without man pages.
+# The daemons' manual pages, made at build time from their option tables
+# (shared/opttab.h) by the binaries themselves: NAME.8 from --help-man and
+# NAME.conf.5 (the config file) from --help-man-conf.
+set(man_out ${CMAKE_BINARY_DIR}/man)
+file(MAKE_DIRECTORY ${man_out})
+set(man_pages)
+foreach(pair "ptygate-sidecar|sidecar")
+  string(REPLACE "|" ";" pair "${pair}")
+  list(GET pair 0 bin)
+  list(GET pair 1 component)
+  foreach(page "${bin}.8|--help-man|man8" "${bin}.conf.5|--help-man-conf|man5")
+    string(REPLACE "|" ";" page "${page}")
+    list(GET page 0 file)
+    list(GET page 1 flag)
+    list(GET page 2 dir)
+    add_custom_command(
+      OUTPUT ${man_out}/${file}.gz
+      COMMAND sh -c "\"$0\" $1 | gzip -9n > \"$2\"" $<TARGET_FILE:${bin}> ${flag}
+              ${man_out}/${file}.gz
+      DEPENDS ${bin}
+      COMMENT "${bin} ${flag}"
+      VERBATIM)
+    list(APPEND man_pages ${man_out}/${file}.gz)
+    install(FILES ${man_out}/${file}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/${dir}
+            COMPONENT ${component})
+  endforeach()
+endforeach()
+
+# The other binaries' pages from their --help and --version, when help2man
+# is there (scripts/install-deps.sh installs it); without it the build and
+# the install go on without them.
 find_program(HELP2MAN help2man)
 if(HELP2MAN)
-  set(man_out ${CMAKE_BINARY_DIR}/man)
-  file(MAKE_DIRECTORY ${man_out})
-  set(man_pages)
-  foreach(pair "ptygate-sidecar|sidecar|terminal sessions of one sandbox, served to ptygate-gateway"
-               "ptygate-gateway|gateway|WebSocket access to the terminal sessions of sandboxes"
+  foreach(pair "ptygate-gateway|gateway|WebSocket access to the terminal sessions of sandboxes"
                "ptygate|gateway|client for ptygate: tokens, sessions, terminal attach")
     string(REPLACE "|" ";" pair "${pair}")
     list(GET pair 0 bin)
@@ -89,10 +113,11 @@ if(HELP2MAN)
     install(FILES ${man_out}/${bin}.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
             COMPONENT ${component})
   endforeach()
-  add_custom_target(man ALL DEPENDS ${man_pages})
 else()
-  message(WARNING "help2man not found: no man pages (scripts/install-deps.sh)")
+  message(WARNING "help2man not found: no man pages for ptygate-gateway and ptygate "
+                  "(scripts/install-deps.sh)")
 endif()
+add_custom_target(man ALL DEPENDS ${man_pages})
 
 # --- cpack -G DEB ---------------------------------------------------------
 set(CPACK_GENERATOR DEB)

@@ -1,4 +1,7 @@
-/* config: the sidecar's settings, from its command line. */
+/* config: the sidecar's settings, from its command line and an optional
+   config file with the same keys (--config FILE; the command line wins).
+   The options, their ranges, defaults and help are one table,
+   config_table.c. */
 #ifndef PTG_SIDECAR_CONFIG_H
 #define PTG_SIDECAR_CONFIG_H
 
@@ -10,7 +13,7 @@
 #include "ptg_limits.h"
 #include "seal.h"
 
-#define SIDECAR_MAX_DIALS 8 /* --dial addresses (the --help text says 8) */
+#define SIDECAR_MAX_DIALS 8 /* --dial addresses */
 
 struct sidecar_config {
 	struct addr listen;
@@ -54,20 +57,24 @@ struct sidecar_config {
 	uint32_t task_max_subscribers;	 /* per task */
 	/* durable state (issue 9) */
 	struct seal_keys state_keys; /* n == 0: plaintext (--state-plaintext) */
+	char state_key_file[4096];   /* "" : none */
+	char state_old_key_files[SEAL_MAX_KEYS - 1][4096];
+	size_t n_state_old_key_files;
 	int state_plaintext;
 	enum framelog_fsync fsync;
 	uint32_t fsync_interval_ms;
 	uint64_t state_max_bytes; /* frame logs of all sessions; 0: no cap */
 	uint64_t state_segment_bytes;
-	uint64_t replay_memory_bytes; /* the ring (a cache) with --state-dir */
-	const char *export_session;   /* --export-asciicast ID (argv) */
-	char session_user[64];	      /* "" : programs run as the sidecar's user */
+	uint64_t replay_memory_bytes;	     /* the ring (a cache) with --state-dir */
+	char export_session[PTG_ID_MAX + 1]; /* --export-asciicast ID; "" : none */
+	char session_user[64];		     /* "" : programs run as the sidecar's user */
 };
 
-/* Fills the defaults of SPEC 3 and 5. */
+/* Fills the defaults (those of the protocol's replay and limits). */
 void config_defaults(struct sidecar_config *c);
-/* Parses argv. Returns 0 to run, 1 when --help or --version printed,
-   or -EINVAL after printing the reason to stderr. */
+/* Parses argv and the --config file. Returns 0 to run, 1 when --help,
+   --version or a manual page printed, or -EINVAL after printing the
+   reason to stderr. */
 int config_parse(struct sidecar_config *c, int argc, char **argv);
 
 #endif

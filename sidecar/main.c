@@ -59,7 +59,7 @@ int main(int argc, char **argv)
 	log_set_level(cfg.log_level);
 	log_set_format(cfg.log_format);
 	log_detect_journal();
-	if (cfg.export_session)
+	if (cfg.export_session[0])
 		return export_asciicast(&cfg, cfg.export_session, stdout);
 	cred = load_credential(&cfg, &failed);
 	if (failed)

@@ -38,6 +38,8 @@ WEB_BUILT = os.path.exists(os.path.join(SOURCE, "web/dist/index.html"))
 # path -> mode, for each package; directories end with "/".
 SIDECAR_FILES = {
     "usr/bin/ptygate-sidecar": 0o755,
+    "usr/share/man/man8/ptygate-sidecar.8.gz": 0o644,
+    "usr/share/man/man5/ptygate-sidecar.conf.5.gz": 0o644,
     "usr/lib/systemd/system/ptygate-sidecar.service": 0o644,
     "var/lib/ptygate/": 0o700,
 }
@@ -50,7 +52,6 @@ GATEWAY_FILES = {
     "usr/share/ptygate/grafana/ptygate-dashboard.json": 0o644,
 }
 if HAVE_MAN:
-    SIDECAR_FILES["usr/share/man/man1/ptygate-sidecar.1.gz"] = 0o644
     GATEWAY_FILES["usr/share/man/man1/ptygate-gateway.1.gz"] = 0o644
     GATEWAY_FILES["usr/share/man/man1/ptygate.1.gz"] = 0o644
 if WEB_BUILT:
