@@ -69,7 +69,7 @@ ptg_install_unit(ptygate-gateway.service gateway ${PTG_WEBDIR})
 set(man_out ${CMAKE_BINARY_DIR}/man)
 file(MAKE_DIRECTORY ${man_out})
 set(man_pages)
-foreach(pair "ptygate-sidecar|sidecar")
+foreach(pair "ptygate-sidecar|sidecar" "ptygate-gateway|gateway")
   string(REPLACE "|" ";" pair "${pair}")
   list(GET pair 0 bin)
   list(GET pair 1 component)
@@ -91,13 +91,12 @@ foreach(pair "ptygate-sidecar|sidecar")
   endforeach()
 endforeach()
 
-# The other binaries' pages from their --help and --version, when help2man
-# is there (scripts/install-deps.sh installs it); without it the build and
-# the install go on without them.
+# The CLI's page from its --help and --version, when help2man is there
+# (scripts/install-deps.sh installs it); without it the build and the
+# install go on without it.
 find_program(HELP2MAN help2man)
 if(HELP2MAN)
-  foreach(pair "ptygate-gateway|gateway|WebSocket access to the terminal sessions of sandboxes"
-               "ptygate|gateway|client for ptygate: tokens, sessions, terminal attach")
+  foreach(pair "ptygate|gateway|client for ptygate: tokens, sessions, terminal attach")
     string(REPLACE "|" ";" pair "${pair}")
     list(GET pair 0 bin)
     list(GET pair 1 component)
@@ -114,8 +113,7 @@ if(HELP2MAN)
             COMPONENT ${component})
   endforeach()
 else()
-  message(WARNING "help2man not found: no man pages for ptygate-gateway and ptygate "
-                  "(scripts/install-deps.sh)")
+  message(WARNING "help2man not found: no man page for ptygate (scripts/install-deps.sh)")
 endif()
 add_custom_target(man ALL DEPENDS ${man_pages})
 

@@ -1,6 +1,7 @@
 /* config: the gateway's settings, from its command line and an optional
    config file with the same keys ("key = value" lines, '#' comments;
-   a flag given on the command line wins over the file). */
+   a flag given on the command line wins over the file). The options,
+   their ranges, defaults and help are one table, config_table.c. */
 #ifndef PTG_GATEWAY_CONFIG_H
 #define PTG_GATEWAY_CONFIG_H
 
@@ -39,6 +40,7 @@ struct gw_config {
 	size_t n_instances; /* from --instance and the instances file */
 	size_t
 	    n_flag_instances; /* the first ones, from --instance: a reload keeps them */
+	size_t n_file_instances; /* while parsing: the first ones, from the config file */
 	char instances_file[4096]; /* reloaded on SIGHUP */
 
 	/* registered instances (issue 18): sidecars that dial in */
@@ -109,8 +111,9 @@ struct gw_config {
 };
 
 void gw_config_defaults(struct gw_config *c);
-/* Parses argv (and --config FILE). Returns 0 to run, 1 after --help or
-   --version, -EINVAL after printing the reason to stderr. */
+/* Parses argv (and --config FILE). Returns 0 to run, 1 after --help,
+   --version or a manual page, -EINVAL after printing the reason to
+   stderr. */
 int gw_config_parse(struct gw_config *c, int argc, char **argv);
 /* Reads an instances file ("ID ADDR" lines, '#' comments) into
    out[0..*n). Returns 0 or -EINVAL with the file and line in err. */

@@ -11,6 +11,7 @@ cannot read the sidecar's state key or state.
 
 Environment (tests/CMake via the top-level CMakeLists.txt):
 PTG_BUILD_DIR, PTG_SOURCE_DIR, PTG_VERSION, PTG_HAVE_MAN (1 or 0)."""
+import gzip
 import json
 import os
 import pwd
@@ -46,13 +47,14 @@ SIDECAR_FILES = {
 GATEWAY_FILES = {
     "usr/bin/ptygate-gateway": 0o755,
     "usr/bin/ptygate": 0o755,
+    "usr/share/man/man8/ptygate-gateway.8.gz": 0o644,
+    "usr/share/man/man5/ptygate-gateway.conf.5.gz": 0o644,
     "usr/lib/systemd/system/ptygate-gateway.service": 0o644,
     "etc/ptygate/gateway.conf": 0o644,
     "etc/ptygate/instances": 0o644,
     "usr/share/ptygate/grafana/ptygate-dashboard.json": 0o644,
 }
 if HAVE_MAN:
-    GATEWAY_FILES["usr/share/man/man1/ptygate-gateway.1.gz"] = 0o644
     GATEWAY_FILES["usr/share/man/man1/ptygate.1.gz"] = 0o644
 if WEB_BUILT:
     GATEWAY_FILES["usr/share/ptygate/web/index.html"] = 0o644
@@ -238,6 +240,21 @@ class Packages(unittest.TestCase):
             full = os.path.join(ctl, s)
             self.assertEqual(stat.S_IMODE(os.stat(full).st_mode), 0o755, s)
             run("sh", "-n", full)
+
+    def test_daemon_man_pages(self):
+        """Both daemons ship NAME(8) and NAME.conf(5), made from their option
+        tables: groff renders them without a warning, and each names the
+        option it is about."""
+        for name, option in (("ptygate-sidecar", "max\\-sessions"),
+                             ("ptygate-gateway", "max\\-conns")):
+            root = self.extract(name)
+            for page in (f"man8/{name}.8.gz", f"man5/{name}.conf.5.gz"):
+                with gzip.open(os.path.join(root, "usr/share/man", page), "rt") as f:
+                    text = f.read()
+                self.assertIn(option, text, page)
+                res = subprocess.run(["groff", "-man", "-ww", "-z", "-Tutf8"], input=text,
+                                     capture_output=True, text=True, timeout=GUARD_S)
+                self.assertEqual((res.returncode, res.stderr), (0, ""), page)
 
     def test_sidecar(self):
         name = "ptygate-sidecar"

@@ -2,7 +2,9 @@
 /* gw_config: every flag with a good and a bad value, the required key and
    instance, --help/--version, the config file (comments, quotes, unknown
    keys, command-line precedence) and the instances file (comments, bad
-   lines with their line number, duplicates, merging with --instance). */
+   lines with their line number, duplicates, merging with --instance);
+   the option table (config_table.c): every option in --help and both
+   manual pages, every range and its error the table's. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -16,6 +18,8 @@
 #include <cmocka.h>
 
 #include "config.h"
+#include "config_int.h"
+#include "help_opttab.h"
 #include "help_ranges.h"
 #include "log.h"
 
@@ -542,6 +546,44 @@ static void test_help_states_the_parsers_ranges(void **state)
 	free(text);
 }
 
+static int try_option_in(void *cfg, const char *opt, const char *value)
+{
+	return parse(cfg, BASE, opt, value, NULL);
+}
+
+static void test_table_documents_every_option(void **state)
+{
+	assert_true(help_opttab_check_documented(&config__table) >= 60);
+}
+
+static void test_ranges_come_from_the_table(void **state)
+{
+	struct gw_config *c = cfg_new();
+
+	assert_true(help_opttab_check_ranges(&config__table, try_option_in, c) >= 24);
+	free(c);
+}
+
+/* Switches in a config file take true or false; the command line's
+   switch wins over a file's false. */
+static void test_config_file_switches(void **state)
+{
+	struct gw_config *c = cfg_new();
+	const char *f =
+	    tmpfile_with(0, "sw.conf", "no-deflate = true\nallow-plaintext = false\n");
+
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), 0);
+	assert_true(c->no_deflate);
+	assert_false(c->allow_plaintext);
+	assert_int_equal(parse(c, BASE, "--config", f, "--allow-plaintext", NULL), 0);
+	assert_true(c->allow_plaintext);
+	f = tmpfile_with(0, "sw-bad.conf", "no-deflate = yes\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	f = tmpfile_with(0, "sw-man.conf", "help-man = true\n");
+	assert_int_equal(parse(c, BASE, "--config", f, NULL), -EINVAL);
+	free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -557,6 +599,9 @@ int main(void)
 	    cmocka_unit_test(test_instances_text),
 	    cmocka_unit_test(test_instances_file_merge),
 	    cmocka_unit_test(test_http_flags),
+	    cmocka_unit_test(test_table_documents_every_option),
+	    cmocka_unit_test(test_ranges_come_from_the_table),
+	    cmocka_unit_test(test_config_file_switches),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);
