@@ -634,7 +634,9 @@ static int start_fleet(struct gateway *gw)
 	    .cacert = c->fleet_cacert,
 	    .cert = c->fleet_cert,
 	    .key = c->fleet_key,
-	    .connect_timeout_ms = 3000,
+	    /* The TLS handshake counts as connecting: a fixed few seconds
+	       turned a loaded owner's slow handshake into a 504. */
+	    .connect_timeout_ms = (long)c->request_timeout_ms,
 	    .timeout_ms = (long)c->request_timeout_ms + 5000,
 	};
 	char err[512];

@@ -37,7 +37,12 @@ class FleetTls(unittest.IsolatedAsyncioTestCase):
                       os.path.join(d, "fleet.secret"),
                       # Every byte must arrive: no lag recovery for output
                       # that waits on a slow (sanitizer) build's relay.
-                      "--max-queue-ms", "0"]
+                      "--max-queue-ms", "0",
+                      # Connecting to the owner (its TLS handshake
+                      # included) may take this long: only the untrusted
+                      # certificate may fail it, never a loaded machine's
+                      # slow handshake (a 504 instead of the 502).
+                      "--request-timeout-ms", "60000"]
             for gid, inst, trust in (("gw-a", "inst-a", True), ("gw-b", "inst-b", True),
                                      ("gw-c", "inst-c", False)):
                 st = TlsStack()

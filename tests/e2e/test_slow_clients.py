@@ -15,8 +15,10 @@ import harness
 from harness import RawWs
 
 # Long enough that the normal client below is served, on a loaded
-# machine too, while every trickler still holds its connection.
-HEAD_TIMEOUT_S = 10
+# machine too, while every trickler still holds its connection: beside
+# a CPU hog and other suites the sanitizer build's attach took 11 s once,
+# past a 10 s deadline, and the test then failed on the machine's load.
+HEAD_TIMEOUT_S = 30
 TRICKLERS = 200
 SOURCES = ["127.0.0.%d" % i for i in range(2, 12)]  # 20 each: under the default cap
 
@@ -71,7 +73,7 @@ class Trickle(harness.E2ETestCase):
         t0 = time.monotonic()
         r = await asyncio.get_running_loop().run_in_executor(
             None, lambda: self.stack.http("GET", "/agents/%s/sessions/%s" % (self.stack.instance, self.sid),
-                                          token=self.stack.token(sub="e2e-admin", scope="sessions"), timeout=5))
+                                          token=self.stack.token(sub="e2e-admin", scope="sessions"), timeout=60))
         rest_s = time.monotonic() - t0
         self.assertEqual(r.status, 200, r)
         return attach_s, rest_s, len(cut_after)
@@ -86,7 +88,7 @@ class Trickle(harness.E2ETestCase):
         harness.note("during %d trickling heads: attach %.0f ms, REST %.0f ms; cut after %.1f-%.1f s"
                      % (TRICKLERS, attach_s * 1000, rest_s * 1000, min(cut_after), max(cut_after)))
         # Served while the trickle runs, not once the head deadline has
-        # freed the gateway (tens of ms unloaded; the deadline is 10 s).
+        # freed the gateway (tens of ms unloaded; the deadline is 30 s).
         self.assertEqual(cut_before, 0, "the normal client was served only after %d tricklers "
                          "were cut (attach %.1f s, REST %.1f s)" % (cut_before, attach_s, rest_s))
         self.assertEqual(len(cut_after), TRICKLERS)
