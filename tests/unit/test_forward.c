@@ -8,8 +8,8 @@
    the window arrives whole while the call never holds more than the
    window (the owner paused while nobody reads), an owner breaking off
    mid-body is a read error, not an end; an owner down is -ECONNREFUSED,
-   a silent one -ETIMEDOUT within the timeout, a head over the caps
-   -E2BIG. */
+   a silent one -ETIMEDOUT within the timeout (before its head, or in
+   the middle of its body), a head over the caps -E2BIG. */
 #include <errno.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -474,6 +474,51 @@ static void test_owner_silent(void **state)
 	close(fd);
 }
 
+/* An owner on the test's own loop: a head promising 1000 bytes, 10 of
+   them, then silence on a connection kept open. */
+struct stall {
+	struct ev_io *io;
+	int conn;
+};
+
+static void on_stall_accept(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	static const char answer[] = "HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n"
+				     "0123456789";
+	struct stall *st = user;
+
+	st->conn = accept(fd, NULL, NULL);
+	assert_true(st->conn >= 0);
+	assert_int_equal(write(st->conn, answer, sizeof(answer) - 1), sizeof(answer) - 1);
+	ev_io_set(io, 0);
+}
+
+static void test_owner_silent_mid_body(void **state)
+{
+	struct fx *x = *state;
+	struct sockaddr_in a = {.sin_family = AF_INET,
+				.sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct stall st = {.conn = -1};
+	char url[64];
+
+	assert_int_equal(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", ntohs(a.sin_port));
+	fwd_new(x, 300);
+	st.io = ev_io_new(x->loop, fd, EV_READ, on_stall_accept, &st);
+	run(x, url, "GET", "/agents/a/recording", NULL);
+	assert_int_equal(x->rc, 0);
+	assert_int_equal(x->length, 1000);
+	assert_int_equal(buf_size(&x->body), 10);
+	assert_int_equal(x->end_rc, -ETIMEDOUT);
+	ev_io_free(st.io);
+	close(st.conn);
+	close(fd);
+}
+
 static void on_never(void *user, const struct forward_answer *a)
 {
 	fail_msg("a cancelled call answered");
@@ -526,6 +571,7 @@ int main(void)
 					    teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_owner_silent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_owner_silent_mid_body, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cancel_and_bad_target, setup, teardown),
 	    cmocka_unit_test(test_hop_headers),
 	};
