@@ -21,7 +21,6 @@ Checked:
 Source files are those git tracks when ROOT is a git checkout, else every
 *.c and *.h under the checked directories.
 """
-import fnmatch
 import os
 import re
 import subprocess

@@ -10,7 +10,7 @@ PACKAGES="
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
   libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
   libwslay-dev zlib1g-dev nettle-dev libgnutls28-dev openssl
-  python3 python3-websockets python3-jsonschema
+  python3 python3-websockets python3-jsonschema python3-pyflakes
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs node-ws chromium
   help2man dpkg-dev systemd
@@ -22,6 +22,8 @@ PACKAGES="
 # etcd-server, etcd-client: the fleet registry's tests run a three-member
 # etcd cluster on loopback ports (libcurl4-openssl-dev: the gateway's
 # client of etcd's JSON gateway).
+# python3-pyflakes: the test command checks the tests' and scripts'
+# Python for unused and undefined names.
 # haproxy: e2e.fleet_lb runs deploy/haproxy/ptygate.cfg in front of three
 # gateways.
 # node-ws: a second permessage-deflate client for e2e.deflate (Node's ws).

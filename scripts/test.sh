@@ -13,6 +13,8 @@ cd "$(dirname "$0")/.."
 # CODE-MAP.md true to the tree: every path it names exists, one row per
 # source file, no row twice.
 ./scripts/check-codemap.py
+# The tests' and scripts' Python without unused imports or undefined names.
+/usr/bin/python3 -m pyflakes tests scripts
 # The browser terminal's files (npm ci from web/package-lock.json), served
 # by the gateway in e2e.web and driven there in headless chromium.
 ./scripts/build-web.sh

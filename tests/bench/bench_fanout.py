@@ -14,7 +14,6 @@ Usage: PTG_SIDECAR=... PTG_GATEWAY=... tests/bench/bench_fanout.py [MIB] [RUNS] 
 """
 import os
 import selectors
-import socket
 import statistics
 import struct
 import sys

@@ -18,7 +18,7 @@ import threading
 import time
 
 import harness
-from harness import Closed, E2ETestCase, RawWs
+from harness import Closed, E2ETestCase
 
 os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
                               + ":quarantine_size_mb=16")

@@ -488,7 +488,7 @@ class DiskBudget(DurableCase):
         # From just before the oldest retained: served (partly from disk).
         c2 = await self.reconnect(sid)
         await c2.join("observer", replay_from=oldest - 1)
-        ra = await c2.expect_frame("pty.session_frame", "RoleAssigned")
+        await c2.expect_frame("pty.session_frame", "RoleAssigned")
         nxt = await c2.expect_frame("pty.session_frame")
         self.assertEqual(nxt["sequence"], oldest)
         live_copy = [f for f in live.frames if f.get("sequence") == oldest]

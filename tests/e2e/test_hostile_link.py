@@ -16,7 +16,6 @@ stays under a bound.
 """
 import asyncio
 import concurrent.futures
-import json
 import os
 import statistics
 import sys

@@ -24,7 +24,6 @@ while a client of the real instance keeps typing into `cat`:
   requests by attach_id.
 """
 import asyncio
-import json
 import os
 import shutil
 import socket

@@ -6,10 +6,8 @@ signature, expired, unknown kid, a client token, nothing sent, garbage, a
 configured id, flapping) is answered LinkRefused with its reason, logged
 with the peer and counted in ptygate_link_refusals_total; a credential
 renewed on disk reaches the live link."""
-import base64
 import json
 import os
-import socket
 import time
 
 import harness

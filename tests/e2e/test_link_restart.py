@@ -11,7 +11,7 @@ import signal
 import time
 
 import harness
-from harness import DialStack, E2ETestCase, matches, note
+from harness import DialStack, E2ETestCase, note
 
 TICKS = 10
 TICKER = "(i=1; while [ $i -le %d ]; do echo tick-$i; i=$((i+1)); sleep 0.3; done) &" % TICKS
