@@ -20,79 +20,6 @@ static int has_scope(const Ptg__Attach *a, Ptg__Scope want)
 	return 0;
 }
 
-static Ptg__Role to_wire_role(enum member_role r)
-{
-	return r == MEMBER_CONTROLLER ? PTG__ROLE__ROLE_CONTROLLER
-				      : PTG__ROLE__ROLE_OBSERVER;
-}
-
-void session_emit_role(struct session *s, const struct member *m, int downgraded,
-		       const char *reason)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__RoleAssignedFrame ra = PTG__ROLE_ASSIGNED_FRAME__INIT;
-
-	ra.role = to_wire_role(m->role);
-	ra.client_id = (char *)m->client_id;
-	ra.downgraded = downgraded;
-	ra.reason = (char *)(downgraded && reason ? reason : "");
-	f.kind_case = PTG__FRAME__KIND_ROLE_ASSIGNED;
-	f.role_assigned = &ra;
-	session_emit(s, &f, m);
-}
-
-static void emit_membership_to(struct session *s, const struct member *target)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__MembershipChangedFrame mc = PTG__MEMBERSHIP_CHANGED_FRAME__INIT;
-
-	mc.controllers = session_member_list(s, MEMBER_CONTROLLER, &mc.n_controllers);
-	mc.observers = session_member_list(s, MEMBER_OBSERVER, &mc.n_observers);
-	f.kind_case = PTG__FRAME__KIND_MEMBERSHIP;
-	f.membership = &mc;
-	session_emit(s, &f, target);
-	session_member_list_free(mc.controllers, mc.n_controllers);
-	session_member_list_free(mc.observers, mc.n_observers);
-}
-
-void session_emit_membership(struct session *s)
-{
-	emit_membership_to(s, NULL);
-	s->membership_dirty = 0;
-	if (s->membership_timer)
-		ev_timer_disarm(s->membership_timer);
-}
-
-static void on_membership_due(struct ev_timer *t, void *user)
-{
-	struct session *s = user;
-
-	if (s->membership_dirty)
-		session_emit_membership(s);
-}
-
-void session_emit_membership_joined(struct session *s, const struct member *joiner)
-{
-	int64_t now = time_mono_ms(), since = now - s->membership_window_ms;
-
-	if (!s->membership_window_ms || since >= MEMBERSHIP_COALESCE_MS) {
-		s->membership_window_ms = now;
-		s->membership_in_window = 0;
-		since = 0;
-	}
-	if (s->membership_in_window < MEMBERSHIP_BURST && !s->membership_dirty) {
-		s->membership_in_window++;
-		session_emit_membership(s);
-		return;
-	}
-	if (!s->membership_timer)
-		s->membership_timer = ev_timer_new(s->loop, -1, 0, on_membership_due, s);
-	emit_membership_to(s, joiner);
-	s->membership_dirty = 1;
-	if (!ev_timer_armed(s->membership_timer))
-		ev_timer_arm(s->membership_timer, MEMBERSHIP_COALESCE_MS - since, 0);
-}
-
 /* ---- attach ---- */
 
 /* The first controller's size is applied before its Keyframe (SPEC 5.1). */
@@ -156,7 +83,7 @@ static void send_attach_reply(struct session *s, struct linkconn *lc,
 	Ptg__AttachResult ar = PTG__ATTACH_RESULT__INIT;
 
 	ar.client_id = (char *)m->client_id;
-	ar.role = to_wire_role(m->role);
+	ar.role = session_wire_role(m->role);
 	ar.replay_error = (char *)replay_error;
 	ar.current_sequence = s->seq;
 	r.request_id = a->request_id;
@@ -200,6 +127,19 @@ static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__A
 	return m;
 }
 
+/* The join flow after the replay: the join size, the Keyframe,
+   MembershipChanged, and Closed for an exited session. */
+static void join_after_replay(struct session *s, struct member *m, unsigned cols,
+			      unsigned rows)
+{
+	apply_join_size(s, m, cols, rows);
+	session_emit_keyframe(s, m);
+	session_emit_membership_joined(s, m);
+	session_control_joined(s, m);
+	if (s->exited)
+		session_emit_closed(s, m);
+}
+
 void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
 {
 	char replay_error[160] = "";
@@ -236,11 +176,12 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 	} else if (replay) {
 		session_emit_role(s, m, downgraded, reason);
 		/* History older than memory streams over later loop turns;
-		   the flow goes on in session_join_after_replay. */
-		if (session_replay_start(s, m, a->replay_from, a->cols, a->rows))
+		   the flow goes on in join_after_replay. */
+		if (session_replay_start(s, m, a->replay_from, a->cols, a->rows,
+					 join_after_replay))
 			return;
 		session_state_replay(s, lc, a->attach_id, a->replay_from);
-		session_join_after_replay(s, m, a->cols, a->rows);
+		join_after_replay(s, m, a->cols, a->rows);
 		return;
 	} else {
 		session_emit_role(s, m, downgraded, reason);
@@ -248,17 +189,6 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 		apply_join_size(s, m, a->cols, a->rows);
 		session_emit_keyframe(s, m);
 	}
-	session_control_joined(s, m);
-	if (s->exited)
-		session_emit_closed(s, m);
-}
-
-void session_join_after_replay(struct session *s, struct member *m, unsigned cols,
-			       unsigned rows)
-{
-	apply_join_size(s, m, cols, rows);
-	session_emit_keyframe(s, m);
-	session_emit_membership_joined(s, m);
 	session_control_joined(s, m);
 	if (s->exited)
 		session_emit_closed(s, m);
@@ -275,7 +205,8 @@ static int link_has_member(struct session *s, struct linkconn *lc)
 	return 0;
 }
 
-void session_after_leave(struct session *s, int was_controller)
+/* A member left: end the session by policy. */
+static void after_leave(struct session *s, int was_controller)
 {
 	if (was_controller &&
 	    s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER &&
@@ -306,7 +237,7 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 	if (reply_request_id)
 		wire_send_error(lc, reply_request_id, attach_id, client_op_id,
 				PTG__ERROR_CODE__OK, "left");
-	session_after_leave(s, was_controller);
+	after_leave(s, was_controller);
 	return 0;
 }
 
@@ -319,8 +250,7 @@ void session_drop_link(struct session *s, struct linkconn *lc)
 		return;
 	session_emit_membership(s);
 	session_control_prune(s);
-	session_after_leave(s,
-			    members_count(s->members, MEMBER_CONTROLLER) < controllers);
+	after_leave(s, members_count(s->members, MEMBER_CONTROLLER) < controllers);
 }
 
 /* ---- roles and keyframes ---- */

@@ -1,4 +1,4 @@
-/* replay: a join's replay that needs the disk, streamed (issue 9). The
+/* replay: a join's replay that needs the disk, streamed. The
    frames after replay_from go out oldest first, from the frame log while
    the memory ring no longer has them, then from the ring, at most
    REPLAY_TURN_BYTES per loop turn and only while the link's output queue
@@ -39,10 +39,11 @@
 struct replay {
 	struct session *s;
 	struct member *m;
-	unsigned cols, rows;	    /* the join's size, applied at the end */
-	uint64_t sent;		    /* the last sequence sent */
-	struct framelog_reader *rd; /* NULL while the ring serves */
-	int rd_fresh;		    /* rd has given nothing yet */
+	unsigned cols, rows;	      /* the join's size, applied at the end */
+	session_replay_done_fn *done; /* the rest of the join flow */
+	uint64_t sent;		      /* the last sequence sent */
+	struct framelog_reader *rd;   /* NULL while the ring serves */
+	int rd_fresh;		      /* rd has given nothing yet */
 	struct ev_timer *timer;
 	uint64_t disk_frames, disk_bytes;
 	int64_t t0;
@@ -75,6 +76,7 @@ static void finish(struct replay *rp, const char *stop_why)
 	struct session *s = rp->s;
 	struct member *m = rp->m;
 	unsigned cols = rp->cols, rows = rp->rows;
+	session_replay_done_fn *done = rp->done;
 	char msg[256];
 
 	if (rp->disk_frames || stop_why)
@@ -95,7 +97,7 @@ static void finish(struct replay *rp, const char *stop_why)
 	if (stop_why)
 		session_emit_error(
 		    s, m, PTG__FRAME_ERROR_CODE__FRAME_ERROR_PTY_OUTPUT_LAGGED, msg);
-	session_join_after_replay(s, m, cols, rows);
+	done(s, m, cols, rows);
 }
 
 struct ring_step {
@@ -190,7 +192,7 @@ static void pump(struct ev_timer *t, void *user)
 }
 
 int session_replay_start(struct session *s, struct member *m, uint64_t after,
-			 unsigned cols, unsigned rows)
+			 unsigned cols, unsigned rows, session_replay_done_fn *done)
 {
 	struct replay *rp;
 
@@ -201,6 +203,7 @@ int session_replay_start(struct session *s, struct member *m, uint64_t after,
 	rp->m = m;
 	rp->cols = cols;
 	rp->rows = rows;
+	rp->done = done;
 	rp->sent = after;
 	rp->t0 = time_mono_ms();
 	rp->timer = ev_timer_new(s->loop, 0, 0, pump, rp);

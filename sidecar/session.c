@@ -1,5 +1,7 @@
-/* session: a session's process and PTY, and the numbering, retention and
-   delivery of its frames. The join flows live in join.c. */
+/* session: a session's process and PTY, its output and Keyframe cadence,
+   size, exit and kill, and its one constructor. Frames go out through
+   session_emit.c, durable state through session_state.c; the join flows
+   live in join.c, above this file. */
 #include "session_int.h"
 
 #include <errno.h>
@@ -38,7 +40,7 @@
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
 
-char **session__strv_dup(char *const *v)
+static char **strv_dup(char *const *v)
 {
 	size_t n = 0;
 	char **out;
@@ -58,12 +60,12 @@ static void strv_free(char **v)
 	free(v);
 }
 
-/* The login shell of the session's user, for a create without a command. */
-static char **default_argv(const struct sidecar_config *cfg)
+/* The login shell of the session's user, for a create without a command
+   (pointing into getpwnam's or the environment's storage). */
+static const char *login_shell(const struct sidecar_config *cfg)
 {
 	const char *sh = cfg->session_user[0] ? NULL : getenv("SHELL");
 	struct passwd *pw;
-	char *argv[2] = {NULL, NULL};
 
 	if (cfg->session_user[0]) {
 		pw = getpwnam(cfg->session_user);
@@ -72,12 +74,11 @@ static char **default_argv(const struct sidecar_config *cfg)
 		pw = getpwuid(getuid());
 		sh = pw && pw->pw_shell && pw->pw_shell[0] ? pw->pw_shell : "/bin/sh";
 	}
-	argv[0] = (char *)sh;
-	return session__strv_dup(argv);
+	return sh;
 }
 
 /* The replay ring of SPEC 3, sized by the sidecar's flags. */
-struct ring *session__new_ring(const struct sidecar_config *cfg)
+static struct ring *new_ring(const struct sidecar_config *cfg)
 {
 	struct ring_limits lim = {
 	    .max_frames = cfg->replay_frames,
@@ -117,12 +118,15 @@ static int start_process(struct session *s, const struct session_params *p, char
 	return 0;
 }
 
-struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
-			    const struct session_params *p, char *err, size_t errlen)
+/* The one constructor: every field from what the session is (p: its
+   size, policies, label and argv as given), with no process yet. A new
+   session then starts its program; a restored one fills in what its
+   record says. */
+static struct session *alloc_session(const struct sidecar_config *cfg,
+				     struct ev_loop *loop, const struct session_params *p)
 {
 	struct session *s = xcalloc(1, sizeof(*s));
 
-	uuid_v7_new(s->id);
 	s->cfg = cfg;
 	s->loop = loop;
 	s->master = -1;
@@ -132,21 +136,116 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	s->control_policy = p->control_policy;
 	s->owner = xstrdup(p->owner ? p->owner : "");
 	s->label = xstrdup(p->label ? p->label : "");
-	s->argv = p->argv && p->argv[0] ? session__strv_dup(p->argv) : default_argv(cfg);
-	s->created_ms = time_now_ms();
+	s->argv = strv_dup(p->argv);
 	buf_init(&s->input);
 	buf_init(&s->pack);
+	s->screen = screen_new(s->cols, s->rows);
+	s->feeder = feeder_new(s->screen);
+	s->ring = new_ring(cfg);
+	s->members = members_new(cfg->max_controllers, cfg->max_observers);
+	return s;
+}
+
+struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
+			    const struct session_params *p, char *err, size_t errlen)
+{
+	struct session_params given = *p;
+	char *shell[2] = {NULL, NULL};
+	struct session *s;
+
+	if (!p->argv || !p->argv[0]) {
+		shell[0] = (char *)login_shell(cfg);
+		given.argv = shell;
+	}
+	s = alloc_session(cfg, loop, &given);
+	uuid_v7_new(s->id);
+	s->created_ms = time_now_ms();
 	if (start_process(s, p, err, errlen) < 0) {
 		session_free(s);
 		return NULL;
 	}
-	s->screen = screen_new(s->cols, s->rows);
-	s->feeder = feeder_new(s->screen);
-	s->ring = session__new_ring(cfg);
-	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0], s->cols,
 		 s->rows);
 	session_state_start(s);
+	return s;
+}
+
+static void emit_log_line(struct session *s, const char *text)
+{
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
+
+	feeder_append(s->feeder, (const uint8_t *)text, strlen(text));
+	o.stream = PTG__STREAM__STREAM_LOG;
+	o.data.data = (uint8_t *)text;
+	o.data.len = strlen(text);
+	f.kind_case = PTG__FRAME__KIND_OUTPUT;
+	f.output = &o;
+	session_emit(s, &f, NULL);
+}
+
+/* The program did not survive: say up to where history was saved, then
+   close (SPEC 5.3, the seed's honest boundary: nothing padded). */
+static void state_the_boundary(struct session *s, uint64_t saved_through)
+{
+	char line[256];
+
+	if (saved_through)
+		snprintf(
+		    line, sizeof(line),
+		    "\r\n[ptygate] the sidecar restarted: this "
+		    "session's program was lost in the restart; its history was saved "
+		    "up to sequence %llu.\r\n",
+		    (unsigned long long)saved_through);
+	else
+		snprintf(line, sizeof(line),
+			 "\r\n[ptygate] the sidecar restarted: this "
+			 "session's program was lost in the restart; none of its history "
+			 "was saved.\r\n");
+	emit_log_line(s, line);
+	s->has_exit_code = 0;
+	s->close_reason = PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED;
+	snprintf(s->detail, sizeof(s->detail),
+		 "the sidecar restarted; the program was lost");
+	session_emit_closed(s, NULL);
+}
+
+struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop *loop,
+				const struct store_record *r)
+{
+	/* The screen file is newer than the record when it has a size. */
+	struct session_params p = {
+	    .argv = r->argv,
+	    .cols = r->screen_cols ? r->screen_cols : r->cols,
+	    .rows = r->screen_rows ? r->screen_rows : r->rows,
+	    .policy = r->policy,
+	    .control_policy = r->control_policy,
+	    .owner = r->owner,
+	    .label = r->label,
+	};
+	struct session *s = alloc_session(cfg, loop, &p);
+	uint64_t saved;
+
+	memcpy(s->id, r->id, sizeof(s->id));
+	s->created_ms = r->created_ms;
+	s->reaped = s->exited = 1;
+	s->has_exit_code = r->has_exit_code;
+	s->exit_code = r->exit_code;
+	s->close_reason = r->close_reason;
+	snprintf(s->detail, sizeof(s->detail), "%s", r->detail);
+	s->exited_ms = r->running ? time_now_ms() : r->exited_ms;
+	if (r->screen)
+		screen_feed(s->screen, r->screen, r->screen_len);
+	saved = session_state_restore(s, r);
+	if (r->running)
+		state_the_boundary(s, saved);
+	session_state_persist(s);
+	log_info(s->id,
+		 "restored from the state dir at sequence %llu, history on disk "
+		 "%llu-%llu%s",
+		 (unsigned long long)s->seq,
+		 (unsigned long long)(s->log ? framelog_first_seq(s->log) : 0),
+		 (unsigned long long)saved, r->running ? " (its program was lost)" : "");
 	return s;
 }
 
@@ -212,75 +311,6 @@ int64_t session_evictable_since(const struct session *s)
 
 /* ---- frames ---- */
 
-static int is_retained(const Ptg__Frame *f)
-{
-	return f->kind_case != PTG__FRAME__KIND_ROLE_ASSIGNED;
-}
-
-/* 1 when a member on link is still replaying (replay.c). */
-static int link_replaying(struct session *s, const void *link)
-{
-	for (struct member *m = members_first(s->members); m;
-	     m = members_next(s->members, m))
-		if (m->link == link && m->replaying)
-			return 1;
-	return 0;
-}
-
-static void broadcast(struct session *s, const uint8_t *p, size_t n)
-{
-	struct member *m, *o;
-
-	if (!s->n_replaying) { /* the common case: one copy per link */
-		for (unsigned i = 0; i < members_nlinks(s->members); i++)
-			wire_send_frame(members_link(s->members, i), p, n, 0);
-		return;
-	}
-	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
-		/* A replaying member gets this frame through its replay. Its
-		   link's other members get their own copy: the gateway would
-		   hand a link-wide one to every attachment on the link. */
-		if (m->replaying)
-			continue;
-		if (link_replaying(s, m->link)) {
-			wire_send_frame(m->link, p, n, m->attach_id);
-			continue;
-		}
-		/* One copy per link: skip links an earlier member already had. */
-		for (o = members_first(s->members); o != m;
-		     o = members_next(s->members, o))
-			if (o->link == m->link)
-				break;
-		if (o == m)
-			wire_send_frame(m->link, p, n, 0);
-	}
-}
-
-uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target)
-{
-	f->session_id = s->id;
-	session_state_reserve(s); /* on disk before the number goes out */
-	f->sequence = ++s->seq;
-	f->ts_ms = time_now_ms();
-	f->target_attach_id = 0;
-	if (f->kind_case == PTG__FRAME__KIND_KEYFRAME)
-		f->keyframe->anchor_sequence = f->sequence;
-	buf_reset(&s->pack);
-	wire_pack_frame(f, &s->pack);
-	if (target) {
-		wire_send_frame(target->link, buf_head(&s->pack), buf_size(&s->pack),
-				target->attach_id);
-		return f->sequence;
-	}
-	if (is_retained(f)) {
-		ring_append(s->ring, f->sequence, f->ts_ms, buf_head(&s->pack),
-			    buf_size(&s->pack));
-		session_state_log(s, f, &s->pack);
-	}
-	broadcast(s, buf_head(&s->pack), buf_size(&s->pack));
-	return f->sequence;
-}
-
 uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
@@ -325,33 +355,6 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	session_state_save_screen(s, &snap);
 	buf_free(&snap);
 	return seq;
-}
-
-void session_emit_closed(struct session *s, const struct member *target)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__ClosedFrame c = PTG__CLOSED_FRAME__INIT;
-
-	c.has_exit_code = s->has_exit_code;
-	c.exit_code = s->exit_code;
-	c.reason = s->close_reason;
-	c.detail = s->detail;
-	f.kind_case = PTG__FRAME__KIND_CLOSED;
-	f.closed = &c;
-	session_emit(s, &f, target);
-}
-
-void session_emit_error(struct session *s, const struct member *target,
-			Ptg__FrameErrorCode code, const char *msg)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__ErrorFrame e = PTG__ERROR_FRAME__INIT;
-
-	e.code = code;
-	e.message = (char *)msg;
-	f.kind_case = PTG__FRAME__KIND_ERROR;
-	f.error = &e;
-	session_emit(s, &f, target);
 }
 
 /* ---- output and keyframe cadence ---- */
@@ -786,31 +789,6 @@ void session_tick(struct session *s, int64_t now_ms)
 }
 
 /* ---- info ---- */
-
-Ptg__Member **session_member_list(struct session *s, enum member_role role, size_t *n)
-{
-	Ptg__Member **out = xcalloc(members_count(s->members, role) + 1, sizeof(*out));
-	struct member *m;
-
-	*n = 0;
-	for (m = members_first(s->members); m; m = members_next(s->members, m)) {
-		if (m->role != role)
-			continue;
-		out[*n] = xmalloc(sizeof(**out));
-		ptg__member__init(out[*n]);
-		out[*n]->client_id = m->client_id;
-		out[*n]->label = m->label;
-		(*n)++;
-	}
-	return out;
-}
-
-void session_member_list_free(Ptg__Member **v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i]);
-	free(v);
-}
 
 void session_counts(const struct session *s, struct session_counts *out)
 {

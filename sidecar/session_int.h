@@ -1,6 +1,13 @@
-/* session_int: the session's fields, shared by session.c (process, PTY,
-   output, frames) and join.c (membership, roles, keyframes). Not for any
-   other module. */
+/* session_int: the session's fields and the calls between the files of
+   the session module, which call one way only, each down to the ones
+   below it:
+     join.c (the join flows, leave, roles, keyframe requests)
+       session.c (process, PTY, output, size, exit; the constructor)
+	 approval.c (the approve control policy)
+	 replay.c (a join's replay from disk; ends through a callback)
+	   session_emit.c (numbering, retention and sending of frames)
+	     session_state.c (durability under --state-dir)
+   Not for any other module. */
 #ifndef PTG_SESSION_INT_H
 #define PTG_SESSION_INT_H
 
@@ -82,10 +89,6 @@ struct session {
 	unsigned n_replaying;
 };
 
-/* session.c helpers shared with session_state.c. */
-char **session__strv_dup(char *const *v);
-struct ring *session__new_ring(const struct sidecar_config *cfg);
-
 /* session_state.c: the session's durable state under --state-dir. */
 /* Reserves the next block of sequence numbers on disk when the next
    number would pass the reserved ceiling. */
@@ -102,6 +105,12 @@ void session_state_start(struct session *s);
 void session_state_log(struct session *s, const Ptg__Frame *f, const struct buf *packed);
 /* Closes the frame log (session_free). */
 void session_state_free(struct session *s);
+struct store_record;
+/* A session rebuilt from record r (session_restore): opens its frame
+   log, brings the screen up to the last frame on disk and sets the
+   sequence above every number that may have been issued. Returns the
+   last sequence on disk (0: none). */
+uint64_t session_state_restore(struct session *s, const struct store_record *r);
 /* The oldest sequence a replay can start after (disk or memory). */
 uint64_t session_state_oldest(const struct session *s);
 /* 0 when a replay from (exclusive) replay_from can be served, else -ERANGE. */
@@ -115,9 +124,12 @@ void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attac
    turns. Returns 0 when the ring holds everything after `after` (the
    caller replays it at once), or 1 when a streaming replay started:
    m is held "replaying" (broadcasts skip it) until the history is sent,
-   and session_join_after_replay(s, m, cols, rows) then ends its join. */
+   and done(s, m, cols, rows) then ends its join (not called when the
+   replay is cancelled or freed). */
+typedef void session_replay_done_fn(struct session *s, struct member *m, unsigned cols,
+				    unsigned rows);
 int session_replay_start(struct session *s, struct member *m, uint64_t after,
-			 unsigned cols, unsigned rows);
+			 unsigned cols, unsigned rows, session_replay_done_fn *done);
 /* Drops m's replay without sending more (m leaves). */
 void session_replay_cancel(struct session *s, const struct member *m);
 /* Drops the replays of every member on link (the link ended). */
@@ -127,19 +139,11 @@ void session_replay_cancel_link(struct session *s, const void *link);
 void session_replay_stop(struct session *s, const struct member *m, const char *why);
 /* session_free. */
 void session_replay_free_all(struct session *s);
-/* join.c: the join flow after the replay: the join size, the Keyframe,
-   MembershipChanged, and Closed for an exited session. */
-void session_join_after_replay(struct session *s, struct member *m, unsigned cols,
-			       unsigned rows);
-
+/* session_emit.c: every frame goes out through session_emit. */
 /* Numbers f, stamps it, packs it once, retains it when it is a retained
    broadcast kind, and sends it to target (NULL: every member's link).
    Keyframes get anchor_sequence = their own sequence. Returns it. */
 uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target);
-/* A Keyframe of the current screen, to target or broadcast. */
-uint64_t session_emit_keyframe(struct session *s, const struct member *target);
-/* Feeds the screen model the output it has not seen yet. */
-void session_screen_sync(struct session *s);
 /* An Error frame (SPEC 5.3 kinds) to target, or broadcast. */
 void session_emit_error(struct session *s, const struct member *target,
 			Ptg__FrameErrorCode code, const char *msg);
@@ -158,14 +162,20 @@ void session_emit_membership(struct session *s);
 void session_emit_membership_joined(struct session *s, const struct member *joiner);
 /* Sends Closed to target (NULL: broadcast). */
 void session_emit_closed(struct session *s, const struct member *target);
-/* Applies a size to the PTY and the screen and broadcasts Resize;
-   returns 0 or a negative errno from the PTY. */
-int session_apply_size(struct session *s, unsigned cols, unsigned rows);
-/* A member left: broadcast, and end the session by policy. */
-void session_after_leave(struct session *s, int was_controller);
 /* RoleAssigned to m: its role now, and why a request was refused. */
 void session_emit_role(struct session *s, const struct member *m, int downgraded,
 		       const char *reason);
+/* A member's role as the link names it. */
+Ptg__Role session_wire_role(enum member_role r);
+
+/* session.c: the process, the PTY, the screen and the size. */
+/* A Keyframe of the current screen, to target or broadcast. */
+uint64_t session_emit_keyframe(struct session *s, const struct member *target);
+/* Feeds the screen model the output it has not seen yet. */
+void session_screen_sync(struct session *s);
+/* Applies a size to the PTY and the screen and broadcasts Resize;
+   returns 0 or a negative errno from the PTY. */
+int session_apply_size(struct session *s, unsigned cols, unsigned rows);
 
 /* approval.c: the approve control policy. */
 /* 1 when a controller request from a member who may control must wait

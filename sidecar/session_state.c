@@ -1,8 +1,9 @@
-/* session_state: a session's durable state under --state-dir (issue 9):
+/* session_state: a session's durable state under --state-dir:
    its record with the sequence reservation, its last screen, its frame
    log, the replay of history older than the memory ring, and the rebuild
-   after a sidecar restart with the boundary stated honestly. session.c
-   and join.c call in through the hooks of session_int.h. */
+   after a sidecar restart. session.c, session_emit.c and join.c call in
+   through the hooks of session_int.h; nothing here calls back up (no
+   frame is sent from here but the ring's replay to one attachment). */
 #include "session_int.h"
 
 #include <errno.h>
@@ -84,7 +85,7 @@ static void save_current_screen(struct session *s)
 
 	if (!has_state(s))
 		return;
-	session_screen_sync(s);
+	feeder_sync(s->feeder);
 	screen_snapshot(s->screen, &snap);
 	session_state_save_screen(s, &snap);
 	buf_free(&snap);
@@ -211,7 +212,7 @@ void session_state_replay(struct session *s, struct linkconn *lc, uint64_t attac
 	ring_foreach_after(s->ring, after, replay_entry, &rr);
 }
 
-/* ---- recordings (issue 21) ---- */
+/* ---- recordings ---- */
 
 struct page {
 	struct export_enc enc;
@@ -287,20 +288,6 @@ void session_export_page(struct session *s, const Ptg__ExportSession *q, struct 
 
 /* ---- after a sidecar restart ---- */
 
-static void emit_log_line(struct session *s, const char *text)
-{
-	Ptg__Frame f = PTG__FRAME__INIT;
-	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
-
-	feeder_append(s->feeder, (const uint8_t *)text, strlen(text));
-	o.stream = PTG__STREAM__STREAM_LOG;
-	o.data.data = (uint8_t *)text;
-	o.data.len = strlen(text);
-	f.kind_case = PTG__FRAME__KIND_OUTPUT;
-	f.output = &o;
-	session_emit(s, &f, NULL);
-}
-
 /* Brings the saved screen up to the last frame on disk: the Output and
    Resize frames logged after it was saved (at most a second of them). */
 static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
@@ -324,7 +311,7 @@ static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
 				      f->output->data.len);
 		if (f->kind_case == PTG__FRAME__KIND_RESIZE &&
 		    PTG_DIM_OK(f->resize->cols, f->resize->rows)) {
-			session_screen_sync(s);
+			feeder_sync(s->feeder);
 			s->cols = f->resize->cols;
 			s->rows = f->resize->rows;
 			screen_resize(s->screen, s->cols, s->rows);
@@ -332,7 +319,7 @@ static void replay_screen_from_log(struct session *s, uint64_t screen_seq)
 		ptg__frame__free_unpacked(f, NULL);
 	}
 	framelog_reader_free(rd);
-	session_screen_sync(s);
+	feeder_sync(s->feeder);
 }
 
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
@@ -342,63 +329,10 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
-/* The program did not survive: say up to where history was saved, then
-   close (SPEC 5.3, the seed's honest boundary: nothing padded). */
-static void state_the_boundary(struct session *s, uint64_t saved_through)
+uint64_t session_state_restore(struct session *s, const struct store_record *r)
 {
-	char line[256];
-
-	if (saved_through)
-		snprintf(
-		    line, sizeof(line),
-		    "\r\n[ptygate] the sidecar restarted: this "
-		    "session's program was lost in the restart; its history was saved "
-		    "up to sequence %llu.\r\n",
-		    (unsigned long long)saved_through);
-	else
-		snprintf(line, sizeof(line),
-			 "\r\n[ptygate] the sidecar restarted: this "
-			 "session's program was lost in the restart; none of its history "
-			 "was saved.\r\n");
-	emit_log_line(s, line);
-	s->has_exit_code = 0;
-	s->close_reason = PTG__CLOSE_REASON__CLOSE_INSTANCE_TERMINATED;
-	snprintf(s->detail, sizeof(s->detail),
-		 "the sidecar restarted; the program was lost");
-	session_emit_closed(s, NULL);
-}
-
-struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop *loop,
-				const struct store_record *r)
-{
-	struct session *s = xcalloc(1, sizeof(*s));
 	uint64_t saved;
 
-	memcpy(s->id, r->id, sizeof(s->id));
-	s->cfg = cfg;
-	s->loop = loop;
-	s->master = -1;
-	s->reaped = s->exited = 1;
-	/* The screen file is newer than the record when it has a size. */
-	s->cols = r->screen_cols ? r->screen_cols : r->cols;
-	s->rows = r->screen_rows ? r->screen_rows : r->rows;
-	s->policy = r->policy;
-	s->control_policy = r->control_policy;
-	s->owner = xstrdup(r->owner);
-	s->label = xstrdup(r->label);
-	s->argv = session__strv_dup(r->argv);
-	s->created_ms = r->created_ms;
-	s->has_exit_code = r->has_exit_code;
-	s->exit_code = r->exit_code;
-	s->close_reason = r->close_reason;
-	snprintf(s->detail, sizeof(s->detail), "%s", r->detail);
-	s->exited_ms = r->running ? time_now_ms() : r->exited_ms;
-	s->screen = screen_new(s->cols, s->rows);
-	if (r->screen)
-		screen_feed(s->screen, r->screen, r->screen_len);
-	s->feeder = feeder_new(s->screen);
-	s->ring = session__new_ring(cfg);
-	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	open_log(s);
 	replay_screen_from_log(s, r->screen_seq);
 	saved = s->log ? framelog_last_seq(s->log) : 0;
@@ -407,16 +341,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->seq = max3(r->sequence, r->reserved, saved);
 	s->seq_reserved = s->seq;
 	ring_forget_through(s->ring, s->seq);
-	if (r->running)
-		state_the_boundary(s, saved);
-	session_state_persist(s);
-	log_info(s->id,
-		 "restored from the state dir at sequence %llu, history on disk "
-		 "%llu-%llu%s",
-		 (unsigned long long)s->seq,
-		 (unsigned long long)(s->log ? framelog_first_seq(s->log) : 0),
-		 (unsigned long long)saved, r->running ? " (its program was lost)" : "");
-	return s;
+	return saved;
 }
 
 /* ---- the sidecar's disk budget ---- */
