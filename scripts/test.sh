@@ -29,8 +29,12 @@ for cfg in release asan; do
 	cmake -S . -B "$dir" $flags >/dev/null
 	cmake --build "$dir" -j "$jobs"
 	# Every product object's external names carry its module's prefix
-	# (CODE-MAP's naming rule), read with nm from the release build.
-	if [ "$cfg" = release ]; then ./scripts/check-names.py "$dir"; fi
+	# (CODE-MAP's naming rule), read with nm from the release build,
+	# and the files of each library call one way (no circle of calls).
+	if [ "$cfg" = release ]; then
+		./scripts/check-names.py "$dir"
+		./scripts/check-calls.py "$dir"
+	fi
 	echo "== $cfg: test"
 	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

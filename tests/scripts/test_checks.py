@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Tests of scripts/check-codemap.py and scripts/check-names.py on tiny
-fixture trees made in a temporary directory: a missing file, a row listed
-twice, a source file with no row and a misnamed symbol are each reported,
-and a true tree passes.
+"""Tests of scripts/check-codemap.py, scripts/check-names.py and
+scripts/check-calls.py on tiny fixture trees made in a temporary
+directory: a missing file, a row listed twice, a source file with no row,
+a misnamed symbol and a circle of calls are each reported, and a true
+tree passes.
 
   test_checks.py [CC]      (CTest: scripts.checks)
 """
@@ -154,8 +155,45 @@ def test_names():
                rc == 1 and "build it first" in err, err)
 
 
+def test_calls():
+    with tempfile.TemporaryDirectory() as root:
+        build = os.path.join(root, "build")
+        write(root, "shared/low.c", "int low_value(void) { return 1; }\n")
+        write(root, "shared/mid.c", """\
+            int low_value(void);
+            int mid_value(void) { return low_value() + 1; }
+            """)
+        write(root, "shared/top.c", """\
+            int mid_value(void);
+            int top_value(void) { return mid_value() + 1; }
+            """)
+        for src in ("shared/low.c", "shared/mid.c", "shared/top.c"):
+            compile_into(root, build, src)
+        rc, err = run("check-calls.py", build, "--root", root)
+        expect("calls: files calling one way pass", rc == 0, err)
+
+        write(root, "shared/low.c", """\
+            int top_value(void);
+            int low_value(void) { return 1; }
+            int low_back(void) { return top_value(); }
+            """)
+        compile_into(root, build, "shared/low.c")
+        rc, err = run("check-calls.py", build, "--root", root)
+        expect("calls: a circle of three files fails", rc == 1, err)
+        for edge in ("shared/low.c -> shared/top.c (top_value)",
+                     "shared/mid.c -> shared/low.c (low_value)",
+                     "shared/top.c -> shared/mid.c (mid_value)"):
+            expect(f"calls: {edge} is reported", edge in err, err)
+
+    with tempfile.TemporaryDirectory() as root:
+        rc, err = run("check-calls.py", root, "--root", root)
+        expect("calls: no objects is an error, not a pass",
+               rc == 1 and "build it first" in err, err)
+
+
 test_codemap()
 test_names()
+test_calls()
 if failures:
     print(f"{len(failures)} checks failed")
     sys.exit(1)
