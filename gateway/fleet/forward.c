@@ -139,6 +139,8 @@ static void finish(struct forward_call *c, int rc, const char *err)
 	ev_timer_disarm(c->deadline);
 	curlev_remove(c->f->cv, &c->job);
 	if (c->head_given) {
+		if (rc < 0)
+			c->f->stats.broken++;
 		c->body_cb(c->user);
 		return;
 	}
@@ -505,8 +507,14 @@ void forward_metrics(const struct forward *f, struct buf *out)
 	family(out, "ptygate_forward_failures_total", "counter",
 	       "forwarded REST requests with no answer from the owner (502/504)",
 	       s->failed);
+	family(out, "ptygate_forward_broken_total", "counter",
+	       "forwarded REST answers the owner broke off mid-body (the "
+	       "client's answer ended short of whole)",
+	       s->broken);
 	family(out, "ptygate_forwards_in_flight", "gauge",
-	       "forwarded REST requests waiting for the owner", s->in_flight);
+	       "forwarded REST requests waiting for the owner's head or "
+	       "streaming its body",
+	       s->in_flight);
 	family(out, "ptygate_relayed_connections", "gauge",
 	       "WebSocket attaches relayed to the owning gateway now", s->relays_active);
 	family(out, "ptygate_relayed_connections_total", "counter",

@@ -112,6 +112,7 @@ struct forward_stats {
 	uint64_t in_flight;
 	uint64_t requests;	  /* calls started */
 	uint64_t failed;	  /* calls that ended with rc < 0 */
+	uint64_t broken;	  /* answers the owner broke off mid-body */
 	uint64_t relays_active;	  /* WebSocket attaches relayed now (relay.c) */
 	uint64_t relays;	  /* relays started */
 	uint64_t relays_failed;	  /* attaches whose owner could not be reached */

@@ -233,6 +233,7 @@ class FleetStream(E2ETestCase):
         self.assertLess(n, length, "the client's answer ends short: broken, not whole")
         wait_until(lambda: "answer broke after" in self.b.gateway.log_tail(200),
                    "gw-b logs the broken answer", logs=self.b.logs)
+        self.assertGreaterEqual(self.b.metrics().get("ptygate_forward_broken_total", 0), 1)
 
     def test_client_gone_aborts_the_owners_transfer(self):
         s, status, headers, rest = get(self.b.port, self.export_path(self.a, self.big_a),
