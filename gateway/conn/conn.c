@@ -136,6 +136,18 @@ void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 		conn_close(c, PTG_CLOSE_VIOLATIONS, "too many protocol violations");
 }
 
+/* Drops a ptygate.decide_control still waiting for its reply (the ops
+   send it; the connection's end forgets it, so no call goes back up). */
+static void forget_decision(struct conn *c)
+{
+	if (!c->pending_decision)
+		return;
+	if (c->up)
+		upstream_cancel(c->up, c->pending_decision->request_id);
+	free(c->pending_decision);
+	c->pending_decision = NULL;
+}
+
 /* Tells the sidecar the attachment is gone (no reply wanted), and drops
    a join or leave still waiting for its reply. */
 void conn_detach_quietly(struct conn *c)
@@ -146,7 +158,7 @@ void conn_detach_quietly(struct conn *c)
 	if (c->pending_request && c->up)
 		upstream_cancel(c->up, c->pending_request);
 	c->pending_request = 0;
-	conn_forget_decision(c);
+	forget_decision(c);
 	if (!c->attach_id || !c->up) {
 		c->attach_id = 0;
 		return;

@@ -23,6 +23,15 @@ enum conn_state {
 	CONN_CLOSING, /* our close frame is queued: no more data */
 };
 
+/* A ptygate.decide_control sent to the sidecar, awaiting its reply: the
+   ops make it, the reply or the connection's end frees it. */
+struct decision {
+	struct conn *c;
+	uint64_t request_id;
+	char op_id[PTG_MSG_ID_MAX_BYTES + 1];
+	struct envelope_decide d;
+};
+
 struct conn {
 	const struct conn_host *host;
 	struct upstream *up;	  /* the instance's link; NULL once it is gone */
@@ -93,8 +102,6 @@ void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t co
 void conn_close(struct conn *c, uint16_t code, const char *reason);
 /* Tells the sidecar the attachment is gone (no reply wanted). */
 void conn_detach_quietly(struct conn *c);
-/* Drops a ptygate.decide_control still waiting for its reply. */
-void conn_forget_decision(struct conn *c);
 /* Moves the connection to the metrics gauge of role (0: not joined). */
 void conn_count_role(struct conn *c, int role);
 /* Refreshes the log context after the client id or trace id changed. */

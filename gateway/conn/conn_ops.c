@@ -419,13 +419,6 @@ static void op_leave(struct conn *c, const struct envelope *env)
 	c->state = CONN_LEAVING;
 }
 
-struct decision {
-	struct conn *c;
-	uint64_t request_id;
-	char op_id[PTG_MSG_ID_MAX_BYTES + 1];
-	struct envelope_decide d;
-};
-
 static void on_decide_reply(const Ptg__Reply *r, void *user)
 {
 	struct decision *dn = user;
@@ -494,16 +487,6 @@ static void op_decide_control(struct conn *c, const struct envelope *env)
 		return;
 	}
 	c->pending_decision = dn;
-}
-
-void conn_forget_decision(struct conn *c)
-{
-	if (!c->pending_decision)
-		return;
-	if (c->up)
-		upstream_cancel(c->up, c->pending_decision->request_id);
-	free(c->pending_decision);
-	c->pending_decision = NULL;
 }
 
 static void op_ping(struct conn *c, const struct envelope *env)
