@@ -22,8 +22,6 @@ EXCEPTIONS = {
     "(in flux: the option table calls the config's parsers, which read it)",
     frozenset({"sidecar/config.c", "sidecar/config_table.c"}):
     "(in flux: the option table calls the config's parsers, which read it)",
-    frozenset({"gateway/conn/conn.c", "gateway/conn/conn_ops.c"}):
-    "(in flux: the gateway's connection is being reshaped)",
 }
 
 
