@@ -10,7 +10,6 @@
 #include "ptg_limits.h"
 #include "timeutil.h"
 #include "wire.h"
-#include "xalloc.h"
 
 static int has_scope(const Ptg__Attach *a, Ptg__Scope want)
 {

@@ -17,7 +17,6 @@
 #include "store.h"
 #include "timeutil.h"
 #include "wire.h"
-#include "xalloc.h"
 
 /* Sequence numbers are reserved on disk this many at a time: one durable
    record write per block, and a restart continues above the block. */
