@@ -11,14 +11,41 @@
 
 #include "httpc.h"
 
-/* libcurl's write callback: appends to the body, refusing past the cap. */
-static size_t collect_body(char *p, size_t size, size_t nmemb, void *user)
+/* One transfer: where its body goes. */
+struct transfer {
+	CURL *c;
+	struct httpc_response *r;
+	httpc_sink_fn sink; /* a 2xx body goes here as it comes; NULL: into r->body */
+	void *user;
+	int sink_failed;
+};
+
+static int success(CURL *c)
 {
-	struct buf *b = user;
+	long status = 0;
+
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	return status >= 200 && status <= 299;
+}
+
+/* libcurl's write callback: a streamed success to its sink, anything
+   else appended to the body, refused past the cap (libcurl then fails
+   the transfer with CURLE_WRITE_ERROR). */
+static size_t take_body(char *p, size_t size, size_t nmemb, void *user)
+{
+	struct transfer *t = user;
+	struct buf *b = &t->r->body;
 	size_t n = size * nmemb;
 
+	if (t->sink && success(t->c)) {
+		if (t->sink(p, n, t->user) < 0) {
+			t->sink_failed = 1;
+			return 0;
+		}
+		return n;
+	}
 	if (buf_size(b) + n > HTTPC_BODY_MAX)
-		return 0; /* libcurl fails the transfer with CURLE_WRITE_ERROR */
+		return 0;
 	buf_append(b, p, n);
 	return n;
 }
@@ -41,15 +68,23 @@ static struct curl_slist *headers(const char *bearer, const char *json, struct b
 }
 
 static void setup(CURL *c, const char *method, const char *url, const char *json,
-		  struct curl_slist *h, struct httpc_response *r, char *ebuf)
+		  struct curl_slist *h, struct transfer *t, char *ebuf)
 {
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r->body);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, take_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)HTTPC_TIMEOUT_MS);
+	if (t->sink) {
+		/* A stream may take long; only one that stalls is given up. */
+		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)HTTPC_TIMEOUT_MS);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME,
+				 (long)(HTTPC_TIMEOUT_MS / 1000));
+	} else {
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)HTTPC_TIMEOUT_MS);
+	}
 	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
@@ -62,42 +97,58 @@ static void setup(CURL *c, const char *method, const char *url, const char *json
 	}
 }
 
-int httpc_request(const char *method, const char *url, const char *bearer,
-		  const char *json, struct httpc_response *r, char *err, size_t errlen)
+static int perform(const char *method, const char *url, const char *bearer,
+		   const char *json, struct transfer *t, char *err, size_t errlen)
 {
 	char ebuf[CURL_ERROR_SIZE] = "";
 	struct buf auth = BUF_INIT;
 	struct curl_slist *h;
 	CURLcode cc;
-	CURL *c;
 	int rc = 0;
 
-	memset(r, 0, sizeof(*r));
+	memset(t->r, 0, sizeof(*t->r));
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK ||
-	    !(c = curl_easy_init())) {
+	    !(t->c = curl_easy_init())) {
 		snprintf(err, errlen, "libcurl failed to initialise");
 		return -EIO;
 	}
 	h = headers(bearer, json, &auth);
-	setup(c, method, url, json, h, r, ebuf);
-	cc = curl_easy_perform(c);
+	setup(t->c, method, url, json, h, t, ebuf);
+	cc = curl_easy_perform(t->c);
 	if (cc != CURLE_OK) {
 		snprintf(err, errlen, "%s %s: %s", method, url,
-			 cc == CURLE_WRITE_ERROR ? "response body too large"
-			 : ebuf[0]		 ? ebuf
-						 : curl_easy_strerror(cc));
+			 t->sink_failed		   ? "cannot write what came"
+			 : cc == CURLE_WRITE_ERROR ? "response body too large"
+			 : ebuf[0]		   ? ebuf
+						   : curl_easy_strerror(cc));
 		rc = -EIO;
 	} else {
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
-		*buf_reserve(&r->body, 1) = '\0';
+		curl_easy_getinfo(t->c, CURLINFO_RESPONSE_CODE, &t->r->status);
+		*buf_reserve(&t->r->body, 1) = '\0';
 	}
-	curl_easy_cleanup(c);
+	curl_easy_cleanup(t->c);
 	curl_slist_free_all(h);
 	if (auth.data)
 		sodium_memzero(auth.data, auth.cap);
 	buf_free(&auth);
 	curl_global_cleanup();
 	return rc;
+}
+
+int httpc_request(const char *method, const char *url, const char *bearer,
+		  const char *json, struct httpc_response *r, char *err, size_t errlen)
+{
+	struct transfer t = {.r = r};
+
+	return perform(method, url, bearer, json, &t, err, errlen);
+}
+
+int httpc_stream(const char *url, const char *bearer, httpc_sink_fn sink, void *user,
+		 struct httpc_response *r, char *err, size_t errlen)
+{
+	struct transfer t = {.r = r, .sink = sink, .user = user};
+
+	return perform("GET", url, bearer, NULL, &t, err, errlen);
 }
 
 void httpc_response_free(struct httpc_response *r)

@@ -24,6 +24,16 @@ struct httpc_response {
    timeout, oversized body). */
 int httpc_request(const char *method, const char *url, const char *bearer,
 		  const char *json, struct httpc_response *r, char *err, size_t errlen);
+/* Takes the next n bytes of a streamed body; <0 cuts the transfer. */
+typedef int (*httpc_sink_fn)(const void *p, size_t n, void *user);
+/* GETs url as httpc_request does, but a 2xx answer's body goes to sink
+   as it arrives, whatever its size (r->body stays empty), and only a
+   transfer that stalls for HTTPC_TIMEOUT_MS times out; any other
+   answer's body is in r->body for its error. Returns 0 when the whole
+   body came (a cut chunked answer is -EIO), or -EIO with the reason in
+   err. */
+int httpc_stream(const char *url, const char *bearer, httpc_sink_fn sink, void *user,
+		 struct httpc_response *r, char *err, size_t errlen);
 /* Frees the body. NULL is a no-op. */
 void httpc_response_free(struct httpc_response *r);
 

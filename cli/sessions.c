@@ -44,7 +44,8 @@ static const char sessions_usage[] =
     "JSON document as it is, for scripts. list fetches every page of the\n"
     "gateway's paged list and prints them as one {\"sessions\": [...]}.\n"
     "export writes the session's recording (asciicast v2, live or exited) to\n"
-    "FILE, or stdout; it needs the 'sessions' or 'pty:observe' scope.\n"
+    "FILE, or stdout, as it arrives (any size; FILE.part until it is whole);\n"
+    "it needs the 'sessions' or 'pty:observe' scope.\n"
     "\n"
     "Common options:\n"
     "  --gateway URL       gateway base URL (env PTYGATE_GATEWAY,\n"
@@ -551,34 +552,50 @@ static int kill_report(struct sessions_args *a, const char *url,
 	return rc;
 }
 
-/* export: the recording into -o FILE (made whole, then renamed over it)
-   or onto stdout. */
-static int save_recording(const struct sessions_args *a, const struct httpc_response *r)
+/* export: the sink of the streamed recording. */
+static int write_out(const void *p, size_t n, void *user)
 {
-	char tmp[4096];
-	FILE *f;
-	int ok;
+	return fwrite(p, 1, n, user) == n ? 0 : -1;
+}
 
-	if (!a->out_file || !strcmp(a->out_file, "-")) {
-		ok = fwrite(buf_head(&r->body), 1, buf_size(&r->body), stdout) ==
-			 buf_size(&r->body) &&
-		     fflush(stdout) == 0;
-		return ok ? CLI_OK : CLI_FAIL;
+/* export: the recording written as it arrives, into -o FILE (FILE.part
+   first, renamed over FILE once whole, removed on failure) or onto
+   stdout; no size limit. */
+static int export_recording(const struct sessions_args *a, const char *url)
+{
+	int to_stdout = !a->out_file || !strcmp(a->out_file, "-");
+	struct httpc_response r;
+	char tmp[4096], err[512];
+	FILE *f = stdout;
+	int rc = CLI_FAIL, ok;
+
+	if (!to_stdout) {
+		snprintf(tmp, sizeof(tmp), "%s.part", a->out_file);
+		f = fopen(tmp, "w");
+		if (!f) {
+			cli_error("cannot write %s: %s", tmp, strerror(errno));
+			return CLI_FAIL;
+		}
 	}
-	snprintf(tmp, sizeof(tmp), "%s.part", a->out_file);
-	f = fopen(tmp, "w");
-	if (!f) {
-		cli_error("cannot write %s: %s", tmp, strerror(errno));
-		return CLI_FAIL;
-	}
-	ok = fwrite(buf_head(&r->body), 1, buf_size(&r->body), f) == buf_size(&r->body);
-	ok = (fclose(f) == 0) && ok && rename(tmp, a->out_file) == 0;
-	if (!ok) {
+	ok = httpc_stream(url, a->target.token, write_out, f, &r, err, sizeof(err)) == 0;
+	if (!ok)
+		cli_error("%s", err);
+	else if (r.status < 200 || r.status > 299)
+		report(&r);
+	else
+		rc = CLI_OK;
+	httpc_response_free(&r);
+	ok = to_stdout ? fflush(stdout) == 0 : fclose(f) == 0;
+	if (rc == CLI_OK && !ok)
+		cli_error("cannot write %s: %s", to_stdout ? "the recording" : tmp,
+			  strerror(errno));
+	if (rc == CLI_OK && ok && !to_stdout && rename(tmp, a->out_file) < 0)
 		cli_error("cannot write %s: %s", a->out_file, strerror(errno));
+	else if (rc == CLI_OK && ok)
+		return CLI_OK;
+	if (!to_stdout)
 		unlink(tmp);
-		return CLI_FAIL;
-	}
-	return CLI_OK;
+	return CLI_FAIL;
 }
 
 static int run(struct sessions_args *a)
@@ -604,6 +621,9 @@ static int run(struct sessions_args *a)
 	if (a->verb == SESS_EXPORT) {
 		buf_append_str(&url, "/recording");
 		*buf_reserve(&url, 1) = '\0';
+		rc = export_recording(a, (const char *)url.data);
+		buf_free(&url);
+		return rc;
 	}
 	if (httpc_request(methods[a->verb], (const char *)url.data, a->target.token, body,
 			  &r, err, sizeof(err)) < 0) {
@@ -612,8 +632,6 @@ static int run(struct sessions_args *a)
 	} else if (r.status < 200 || r.status > 299) {
 		report(&r);
 		rc = CLI_FAIL;
-	} else if (a->verb == SESS_EXPORT) {
-		rc = save_recording(a, &r);
 	} else if (a->verb == SESS_KILL) {
 		rc = kill_report(a, (const char *)url.data, &r);
 	} else {

@@ -30,6 +30,9 @@
 #include "wshandshake.h"
 #include "xalloc.h"
 
+/* What a streamed answer (a recording) is written in: MHD's buffer for it. */
+#define HTTP_STREAM_BLOCK (64 * 1024)
+
 static struct http_req *req_new(struct http *h, struct MHD_Connection *c,
 				const char *target)
 {
@@ -297,6 +300,31 @@ static ssize_t forwarded_read(void *cls, uint64_t pos, char *out, size_t max)
 		      : MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
+/* A streamed body's next block: with none ready yet the connection is
+   suspended until the routes call rq->done (done() resumes it), so a
+   slow sidecar costs no busy loop and a slow client no memory: nothing
+   more is asked of the sidecar while the client has not read. */
+static ssize_t stream_block(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct http_req *r = cls;
+	ssize_t n;
+
+	(void)pos;
+	n = routes_stream_read(r->rq, out, max);
+	if (n > 0)
+		return n;
+	if (n == ROUTES_STREAM_END)
+		return MHD_CONTENT_READER_END_OF_STREAM;
+	if (n == ROUTES_STREAM_ERROR) {
+		log_warn("http", "a streamed answer ended early: %.*s",
+			 (int)strcspn(r->target, "?"), r->target);
+		return MHD_CONTENT_READER_END_WITH_ERROR;
+	}
+	r->suspended = 1;
+	MHD_suspend_connection(r->c);
+	return 0;
+}
+
 static struct MHD_Response *route_body(struct http_req *r)
 {
 	struct route_req *rq = r->rq;
@@ -307,6 +335,9 @@ static struct MHD_Response *route_body(struct http_req *r)
 		return MHD_create_response_from_callback(
 		    length < 0 ? MHD_SIZE_UNKNOWN : (uint64_t)length, HTTP__FORWARD_BLOCK,
 		    forwarded_read, r, NULL);
+	if (rq->streamed)
+		return MHD_create_response_from_callback(
+		    MHD_SIZE_UNKNOWN, HTTP_STREAM_BLOCK, stream_block, r, NULL);
 	if (rq->file_fd >= 0) {
 		resp = MHD_create_response_from_fd64(rq->file_size, rq->file_fd);
 		if (resp)

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <jansson.h>
 
@@ -186,6 +187,7 @@ struct route_req {
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
 	const char *static_file; /* ROUTE_STATIC served: its path, for webfiles_headers */
+	int streamed; /* the body is pulled through routes_stream_read (a recording) */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */
@@ -206,6 +208,15 @@ struct route_req {
 	struct routes_fwd *fwd;	     /* a forwarded request (routes_forward.c) */
 	int forwarded;		     /* its fleet header verified: it came forwarded */
 };
+
+/* A streamed answer's next bytes (at most cap) into out: their count,
+   0 when none is ready yet (the HTTP server waits for rq->done, then
+   reads again), ROUTES_STREAM_END when the body is whole, or
+   ROUTES_STREAM_ERROR when it cannot be finished (the answer must be
+   cut, not ended as if whole). */
+#define ROUTES_STREAM_END   (-1)
+#define ROUTES_STREAM_ERROR (-2)
+ssize_t routes_stream_read(struct route_req *rq, void *out, size_t cap);
 
 /* A forwarded request's answer carries the owner's headers: NULL when
    it is not one (http.c then adds its own). */

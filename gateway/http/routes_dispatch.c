@@ -99,8 +99,7 @@ void routes_req_clear(struct route_req *rq)
 	if (rq->file_fd >= 0)
 		close(rq->file_fd);
 	rq->file_fd = -1;
-	free(rq->export);
-	rq->export = NULL;
+	routes__export_free(rq);
 	if (rq->held_bytes)
 		rq->gateway->metrics->reply_bytes -= rq->held_bytes;
 	rq->held_bytes = 0;

@@ -100,5 +100,7 @@ int routes__session(struct route_req *rq);    /* routes_sessions.c */
 int routes__attach(struct route_req *rq);     /* routes_attach.c */
 int routes__static(struct route_req *rq);     /* routes_static.c */
 int routes__recording(struct route_req *rq);  /* routes_recording.c */
+/* Frees what a recording's export holds (routes_recording.c). */
+void routes__export_free(struct route_req *rq);
 
 #endif

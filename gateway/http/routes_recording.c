@@ -1,24 +1,24 @@
 /* routes_recording: GET /agents/{i}/sessions/{s}/recording, a session's
-   recording as asciicast v2 (issue 21), live or exited. The sidecar
-   answers ExportSession a page at a time (at most 1 MiB); each page is
-   appended to an unlinked temporary file and the next asked for, so the
-   gateway holds one page in memory whatever the history's size; the
-   answer is that file, sent by the HTTP server in chunks as the client
-   reads. Bounded by RECORDING_MAX. Scope: sessions or pty:observe (a
-   recording shows what observing shows), for that instance and session. */
+   recording as asciicast v2, live or exited, streamed. The sidecar
+   answers ExportSession a page at a time (at most 1 MiB). The first page
+   decides the status (a refusal or a missing session is a JSON error as
+   on every route); after it the body is pulled by the HTTP server as the
+   client reads (routes_stream_read), and the next page is asked for only
+   while less than a page waits, so one export holds at most about two
+   pages whatever the history's size or the client's speed. A link lost
+   after the 200 ends the body with an error (the chunked answer is cut,
+   never closed as if whole). Scope: sessions or pty:observe (a recording
+   shows what observing shows), for that instance and session. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "fdio.h"
+#include "metrics.h"
 #include "routes_int.h"
 #include "upstream.h"
 #include "xalloc.h"
 
 #define RECORDING_TYPE "application/x-asciicast"
-#define RECORDING_MAX  (256ull << 20) /* bytes of asciicast one answer may take */
 #define PAGE_BYTES     (1u << 20)
 
 struct route_export {
@@ -27,33 +27,119 @@ struct route_export {
 	int64_t start_ts_ms;
 	uint8_t carry[4];
 	size_t carry_len;
-	uint64_t bytes;
+	struct buf pages; /* received, not yet handed to the HTTP server */
+	size_t held;	  /* of pages, counted in ptygate_reply_bytes */
+	int asking;	  /* a page is in flight */
+	int done;	  /* the history ends here (for now, when live) */
+	int failed;	  /* the link failed after the 200 */
 };
 
-static int ask_page(struct route_req *rq);
-
-static int temp_file(void)
-{
-	const char *dir = getenv("TMPDIR");
-
-	return open(dir && dir[0] ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-}
-
-static void fail(struct route_req *rq, unsigned status, const char *code, const char *why)
-{
-	close(rq->file_fd);
-	rq->file_fd = -1;
-	routes__error(rq, status, code, why);
-}
-
-static void on_page(struct route_req *rq, const Ptg__Reply *r)
+/* The memory the export holds counts in ptygate_reply_bytes. */
+static void account(struct route_req *rq)
 {
 	struct route_export *x = rq->export;
-	const Ptg__ExportChunk *c;
+	size_t now = buf_size(&x->pages);
 
-	if (!r || r->code != PTG__ERROR_CODE__OK || !r->export_chunk) {
-		close(rq->file_fd);
-		rq->file_fd = -1;
+	rq->gateway->metrics->reply_bytes += now;
+	rq->gateway->metrics->reply_bytes -= x->held;
+	x->held = now;
+}
+
+/* Takes one page's data and cursor. */
+static void take_page(struct route_req *rq, const Ptg__ExportChunk *c)
+{
+	struct route_export *x = rq->export;
+
+	buf_append(&x->pages, c->data.data, c->data.len);
+	account(rq);
+	if (c->done || c->next_after <= x->after || c->carry.len > 3) {
+		x->done = 1;
+		return;
+	}
+	x->after = c->next_after;
+	x->start_ts_ms = c->start_ts_ms;
+	if (c->carry.len) /* no carry: protobuf-c's data is NULL */
+		memcpy(x->carry, c->carry.data, c->carry.len);
+	x->carry_len = c->carry.len;
+}
+
+static int page_ok(const Ptg__Reply *r)
+{
+	return r && r->code == PTG__ERROR_CODE__OK && r->export_chunk;
+}
+
+static void ask_message(struct route_req *rq, Ptg__ExportSession *q, Ptg__LinkMessage *m)
+{
+	struct route_export *x = rq->export;
+
+	q->request_id = upstream_next_id(x->up);
+	q->session_id = rq->m.session;
+	q->after_sequence = x->after;
+	q->start_ts_ms = x->start_ts_ms;
+	q->carry.data = x->carry;
+	q->carry.len = x->carry_len;
+	q->max_bytes = PAGE_BYTES;
+	m->msg_case = PTG__LINK_MESSAGE__MSG_EXPORT_SESSION;
+	m->export_session = q;
+}
+
+/* A later page: the HTTP server, waiting for it, is woken through
+   rq->done. */
+static void on_more(const Ptg__Reply *r, void *user)
+{
+	struct route_req *rq = user;
+	struct route_export *x = rq->export;
+
+	rq->pending_up = NULL;
+	x->asking = 0;
+	if (page_ok(r))
+		take_page(rq, r->export_chunk);
+	else
+		x->failed = 1;
+	if (rq->done)
+		rq->done(rq);
+}
+
+static void ask_more(struct route_req *rq)
+{
+	struct route_export *x = rq->export;
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__ExportSession q = PTG__EXPORT_SESSION__INIT;
+
+	ask_message(rq, &q, &m);
+	x->asking = 1;
+	rq->pending_up = x->up;
+	rq->pending_id = q.request_id;
+	if (upstream_request(x->up, &m, q.request_id, on_more, rq) < 0) {
+		rq->pending_up = NULL;
+		x->asking = 0;
+		x->failed = 1;
+	}
+}
+
+ssize_t routes_stream_read(struct route_req *rq, void *out, size_t cap)
+{
+	struct route_export *x = rq->export;
+	size_t n = buf_size(&x->pages) < cap ? buf_size(&x->pages) : cap;
+
+	if (n) {
+		memcpy(out, buf_head(&x->pages), n);
+		buf_consume(&x->pages, n);
+		account(rq);
+	}
+	if (!x->asking && !x->done && !x->failed && buf_size(&x->pages) < PAGE_BYTES)
+		ask_more(rq);
+	if (n)
+		return (ssize_t)n;
+	if (x->failed)
+		return ROUTES_STREAM_ERROR;
+	return x->done ? ROUTES_STREAM_END : 0;
+}
+
+/* The first page: the status. */
+static void on_first(struct route_req *rq, const Ptg__Reply *r)
+{
+	if (!page_ok(r)) {
 		if (r && r->code == PTG__ERROR_CODE__OK)
 			routes__error(rq, 502, "BAD_GATEWAY",
 				      "the sidecar sent no recording");
@@ -61,60 +147,28 @@ static void on_page(struct route_req *rq, const Ptg__Reply *r)
 			routes__link_error(rq, r);
 		return;
 	}
-	c = r->export_chunk;
-	x->bytes += c->data.len;
-	if (x->bytes > RECORDING_MAX) {
-		fail(rq, 413, "RESOURCE_EXHAUSTED",
-		     "the recording is larger than 256 MiB; export it on the instance "
-		     "(ptygate-sidecar --export-asciicast)");
-		return;
-	}
-	if (fd_write_all(rq->file_fd, c->data.data, c->data.len) < 0) {
-		fail(rq, 500, "INTERNAL", "cannot write the recording's temporary file");
-		return;
-	}
-	if (!c->done && c->next_after > x->after && c->carry.len <= 3) {
-		x->after = c->next_after;
-		x->start_ts_ms = c->start_ts_ms;
-		if (c->carry.len) /* no carry: protobuf-c's data is NULL */
-			memcpy(x->carry, c->carry.data, c->carry.len);
-		x->carry_len = c->carry.len;
-		ask_page(rq);
-		return;
-	}
-	rq->file_size = x->bytes;
-	if (lseek(rq->file_fd, 0, SEEK_SET) < 0) {
-		fail(rq, 500, "INTERNAL", "cannot read the recording's temporary file");
-		return;
-	}
+	take_page(rq, r->export_chunk);
 	rq->status = 200;
 	rq->content_type = RECORDING_TYPE;
+	rq->streamed = 1;
 }
 
-static int ask_page(struct route_req *rq)
+void routes__export_free(struct route_req *rq)
 {
 	struct route_export *x = rq->export;
-	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
-	Ptg__ExportSession q = PTG__EXPORT_SESSION__INIT;
 
-	if (!upstream_up(x->up)) {
-		on_page(rq, NULL);
-		return 0;
-	}
-	q.request_id = upstream_next_id(x->up);
-	q.session_id = rq->m.session;
-	q.after_sequence = x->after;
-	q.start_ts_ms = x->start_ts_ms;
-	q.carry.data = x->carry;
-	q.carry.len = x->carry_len;
-	q.max_bytes = PAGE_BYTES;
-	m.msg_case = PTG__LINK_MESSAGE__MSG_EXPORT_SESSION;
-	m.export_session = &q;
-	return routes__ask(rq, x->up, &m, q.request_id, on_page);
+	if (!x)
+		return;
+	rq->gateway->metrics->reply_bytes -= x->held;
+	buf_free(&x->pages);
+	free(x);
+	rq->export = NULL;
 }
 
 int routes__recording(struct route_req *rq)
 {
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__ExportSession q = PTG__EXPORT_SESSION__INIT;
 	struct jwt_claims c;
 	struct upstream *up =
 	    routes__rest_gate(rq, SCOPE_SESSIONS | SCOPE_OBSERVE, rq->m.session, &c);
@@ -123,11 +177,9 @@ int routes__recording(struct route_req *rq)
 		return 0;
 	if (!upstream_up(up))
 		return routes__unavailable(rq);
-	rq->file_fd = temp_file();
-	if (rq->file_fd < 0)
-		return routes__error(rq, 500, "INTERNAL",
-				     "cannot make a temporary file for the recording");
 	rq->export = xcalloc(1, sizeof(*rq->export));
 	rq->export->up = up;
-	return ask_page(rq);
+	buf_init(&rq->export->pages);
+	ask_message(rq, &q, &m);
+	return routes__ask(rq, up, &m, q.request_id, on_first);
 }
