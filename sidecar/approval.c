@@ -110,7 +110,8 @@ static void on_due(struct ev_timer *t, void *user)
 
 	(void)t;
 	while (control_take_expired(&s->control, time_mono_ms(), &r)) {
-		log_info(s->id, "audit: control request client=%s expired", r.client_id);
+		log_info(s->log_ctx, "audit: control request client=%s expired",
+			 r.client_id);
 		if ((m = asker(s, &r))) {
 			snprintf(why, sizeof(why), "no controller answered within %u s",
 				 s->cfg->control_timeout_s);
@@ -147,7 +148,7 @@ static void hold(struct session *s, struct member *m, int answered)
 		session_emit_role(s, m, 1, WAIT_REASON);
 	if (rc == 1)
 		return; /* asked before: the same request goes on */
-	log_info(s->id, "audit: control requested client=%s", m->client_id);
+	log_info(s->log_ctx, "audit: control requested client=%s", m->client_id);
 	send_notice(s, NULL, PTG__CONTROL_EVENT_KIND__CONTROL_EVENT_REQUESTED,
 		    &s->control.v[s->control.n - 1], NULL);
 	arm(s);
@@ -171,8 +172,8 @@ static void grant(struct session *s, struct member *m, const struct member *by)
 
 	changed =
 	    members_request_role(s->members, m, MEMBER_CONTROLLER, &downgraded, &reason);
-	log_info(s->id, "audit: role client=%s role=%s (approved by %s)", m->client_id,
-		 m->role == MEMBER_CONTROLLER ? "controller" : "observer",
+	log_info(s->log_ctx, "audit: role client=%s role=%s (approved by %s)",
+		 m->client_id, m->role == MEMBER_CONTROLLER ? "controller" : "observer",
 		 by ? by->client_id : "nobody: no controller was left");
 	session_emit_role(s, m, downgraded, reason);
 	if (changed)
@@ -278,7 +279,7 @@ void session_decide_control(struct session *s, struct linkconn *lc,
 		       &r);
 	wire_send_error(lc, dc->request_id, dc->attach_id, dc->client_op_id,
 			PTG__ERROR_CODE__OK, "%s", dc->approve ? "approved" : "denied");
-	log_info(s->id, "audit: control request client=%s %s by %s", r.client_id,
+	log_info(s->log_ctx, "audit: control request client=%s %s by %s", r.client_id,
 		 dc->approve ? "approved" : "denied", by->client_id);
 	if (!(m = asker(s, &r))) {
 		/* pruned on every leave: cannot happen */

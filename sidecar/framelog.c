@@ -34,7 +34,7 @@ struct seg {
 
 struct framelog {
 	char dir[PATH_CAP];
-	char id[64];
+	char id[64]; /* "session=ID": its log lines' context */
 	struct framelog_opts o;
 	struct seg *segs; /* oldest first */
 	size_t nsegs;
@@ -467,14 +467,15 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 	struct framelog *l = xcalloc(1, sizeof(*l));
 
 	log_dir(l->dir, sizeof(l->dir), state_dir, id);
-	snprintf(l->id, sizeof(l->id), "%s", id);
+	snprintf(l->id, sizeof(l->id), "session=%s", id);
 	l->o = *o;
 	l->fd = -1;
 	buf_init(&l->pending);
 	buf_init(&l->scratch);
 	l->wst = syncer_status_new();
 	if (mkdir_p(l->dir) < 0) {
-		log_warn(id, "frame log: cannot create %s: %s", l->dir, strerror(errno));
+		log_warn(l->id, "frame log: cannot create %s: %s", l->dir,
+			 strerror(errno));
 		syncer_status_put(l->wst);
 		free(l);
 		return NULL;

@@ -33,7 +33,7 @@ static void apply_join_size(struct session *s, const struct member *m, unsigned 
 		return;
 	rc = session_apply_size(s, cols, rows);
 	if (rc < 0)
-		log_warn(s->id, "join size %ux%u: %s", cols, rows, strerror(-rc));
+		log_warn(s->log_ctx, "join size %ux%u: %s", cols, rows, strerror(-rc));
 }
 
 static int check_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
@@ -163,7 +163,7 @@ void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a
 				members_count(s->members, MEMBER_OBSERVER));
 		return;
 	}
-	log_info(s->id, "audit: attach principal=%s client=%s role=%s trace=%s",
+	log_info(s->log_ctx, "audit: attach principal=%s client=%s role=%s trace=%s",
 		 a->principal, m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer", a->trace_id);
 	send_attach_reply(s, lc, a, m, replay_error);
@@ -222,7 +222,7 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 
 	if (!m)
 		return -ENOENT;
-	log_info(s->id, "audit: leave client=%s role=%s", m->client_id,
+	log_info(s->log_ctx, "audit: leave client=%s role=%s", m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer");
 	session_replay_cancel(s, m);
 	was_controller = m->role == MEMBER_CONTROLLER;
@@ -288,7 +288,7 @@ void session_request_role(struct session *s, struct linkconn *lc,
 	if (want == MEMBER_OBSERVER)
 		session_control_withdraw(s, m);
 	changed = members_request_role(s->members, m, want, &downgraded, &reason);
-	log_info(s->id, "audit: role client=%s role=%s%s", m->client_id,
+	log_info(s->log_ctx, "audit: role client=%s role=%s%s", m->client_id,
 		 m->role == MEMBER_CONTROLLER ? "controller" : "observer",
 		 downgraded ? " (request refused)" : "");
 	session_emit_role(s, m, downgraded, reason);

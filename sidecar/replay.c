@@ -80,7 +80,7 @@ static void finish(struct replay *rp, const char *stop_why)
 	char msg[256];
 
 	if (rp->disk_frames || stop_why)
-		log_info(s->id,
+		log_info(s->log_ctx,
 			 "replayed %llu frames (%llu bytes) from disk in %lld ms%s",
 			 (unsigned long long)rp->disk_frames,
 			 (unsigned long long)rp->disk_bytes,
@@ -91,7 +91,7 @@ static void finish(struct replay *rp, const char *stop_why)
 			 "the replay stopped after sequence %llu: %s; "
 			 "a Keyframe follows",
 			 (unsigned long long)rp->sent, stop_why);
-		log_warn(s->id, "%s", msg);
+		log_warn(s->log_ctx, "%s", msg);
 	}
 	free_replay(rp);
 	if (stop_why)

@@ -127,7 +127,7 @@ static void remove_session(struct server *srv, size_t i)
 
 	session_counts(srv->sessions[i], &c);
 	srv->pty_bytes_gone += c.pty_bytes;
-	log_info(session_id(srv->sessions[i]), "reaped");
+	log_info(session_log_ctx(srv->sessions[i]), "reaped");
 	session_forget(srv->sessions[i]);
 	session_free(srv->sessions[i]);
 	srv->n_sessions--;
@@ -339,7 +339,7 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 		return;
 	}
 	if (full) {
-		log_info(session_id(srv->sessions[oldest_evictable(srv)]),
+		log_info(session_log_ctx(srv->sessions[oldest_evictable(srv)]),
 			 "making room for a new session (--max-sessions %u)",
 			 srv->cfg->max_sessions);
 		remove_session(srv, oldest_evictable(srv));

@@ -146,6 +146,13 @@ static struct session *alloc_session(const struct sidecar_config *cfg,
 	return s;
 }
 
+/* Its log lines name it as a field (session=ID, a "session" key in JSON
+   logs), not as free text, so a session's lines can be selected. */
+static void set_log_ctx(struct session *s)
+{
+	snprintf(s->log_ctx, sizeof(s->log_ctx), "session=%s", s->id);
+}
+
 struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *loop,
 			    const struct session_params *p, char *err, size_t errlen)
 {
@@ -159,13 +166,14 @@ struct session *session_new(const struct sidecar_config *cfg, struct ev_loop *lo
 	}
 	s = alloc_session(cfg, loop, &given);
 	uuid_v7_new(s->id);
+	set_log_ctx(s);
 	s->created_ms = time_now_ms();
 	if (start_process(s, p, err, errlen) < 0) {
 		session_free(s);
 		return NULL;
 	}
-	log_info(s->id, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0], s->cols,
-		 s->rows);
+	log_info(s->log_ctx, "started pid %d: %s (%ux%u)", (int)s->pid, s->argv[0],
+		 s->cols, s->rows);
 	session_state_start(s);
 	return s;
 }
@@ -227,6 +235,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	uint64_t saved;
 
 	memcpy(s->id, r->id, sizeof(s->id));
+	set_log_ctx(s);
 	s->created_ms = r->created_ms;
 	s->reaped = s->exited = 1;
 	s->has_exit_code = r->has_exit_code;
@@ -240,7 +249,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	if (r->running)
 		state_the_boundary(s, saved);
 	session_state_persist(s);
-	log_info(s->id,
+	log_info(s->log_ctx,
 		 "restored from the state dir at sequence %llu, history on disk "
 		 "%llu-%llu%s",
 		 (unsigned long long)s->seq,
@@ -288,6 +297,11 @@ void session_free(struct session *s)
 const char *session_id(const struct session *s)
 {
 	return s->id;
+}
+
+const char *session_log_ctx(const struct session *s)
+{
+	return s->log_ctx;
 }
 pid_t session_pid(const struct session *s)
 {
@@ -338,7 +352,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 			 "the screen (%ux%u) takes %zu bytes to snapshot, "
 			 "more than %u",
 			 s->cols, s->rows, buf_size(&snap), s->cfg->keyframe_max_bytes);
-		log_warn(s->id, "%s", msg);
+		log_warn(s->log_ctx, "%s", msg);
 		buf_free(&snap);
 		session_emit_error(
 		    s, target, PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE,
@@ -602,7 +616,7 @@ static void flush_input(struct session *s)
 	int rc = write_input(s);
 
 	if (rc < 0) {
-		log_warn(s->id, "writing to the PTY: %s; %zu input bytes lost",
+		log_warn(s->log_ctx, "writing to the PTY: %s; %zu input bytes lost",
 			 strerror(-rc), buf_size(&s->input));
 		buf_reset(&s->input);
 		session_emit_error(s, NULL,
@@ -737,7 +751,7 @@ static void finish_if_done(struct session *s)
 	s->kill_timer = NULL;
 	s->exited = 1;
 	s->exited_ms = time_now_ms();
-	log_info(s->id, "closed: %s", s->detail);
+	log_info(s->log_ctx, "closed: %s", s->detail);
 	session_emit_closed(s, NULL);
 	session_checkpoint(s);
 }
@@ -754,7 +768,7 @@ static void on_kill_grace(struct ev_timer *t, void *user)
 	struct session *s = user;
 
 	if (!s->reaped) {
-		log_info(s->id, "still running after hang-up; sending SIGKILL");
+		log_info(s->log_ctx, "still running after hang-up; sending SIGKILL");
 		kill(-s->pid, SIGKILL);
 		kill(s->pid, SIGKILL);
 	}
@@ -767,7 +781,7 @@ void session_kill(struct session *s, const char *detail)
 	s->kill_requested = 1;
 	s->close_reason = PTG__CLOSE_REASON__CLOSE_KILLED;
 	snprintf(s->detail, sizeof(s->detail), "%s", detail);
-	log_info(s->id, "ending: %s", detail);
+	log_info(s->log_ctx, "ending: %s", detail);
 	kill(-s->pid, SIGHUP);
 	kill(s->pid, SIGHUP);
 	kill(-s->pid, SIGCONT);

@@ -59,6 +59,8 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 void session_free(struct session *s);
 
 const char *session_id(const struct session *s);
+/* "session=ID", the context its log lines carry. */
+const char *session_log_ctx(const struct session *s);
 pid_t session_pid(const struct session *s);
 int session_exited(const struct session *s);
 /* Writes the session's record and current screen to the state dir (the

@@ -29,6 +29,7 @@
 
 struct session {
 	char id[UUID_STRLEN + 1];
+	char log_ctx[UUID_STRLEN + 9]; /* "session=ID": its log lines' context */
 	const struct sidecar_config *cfg;
 	struct ev_loop *loop;
 

@@ -55,7 +55,7 @@ void session_state_persist(struct session *s)
 	snprintf(r.detail, sizeof(r.detail), "%s", s->detail);
 	r.argv = s->argv;
 	if (store_write(s->cfg->state_dir, &r) < 0)
-		log_warn(s->id, "cannot write the session record in %s",
+		log_warn(s->log_ctx, "cannot write the session record in %s",
 			 s->cfg->state_dir);
 }
 
@@ -73,7 +73,7 @@ void session_state_save_screen(struct session *s, const struct buf *snap)
 		return;
 	if (store_write_screen(s->cfg->state_dir, s->id, s->seq, s->cols, s->rows,
 			       buf_head(snap), buf_size(snap)) < 0)
-		log_warn(s->id, "cannot write the screen in %s", s->cfg->state_dir);
+		log_warn(s->log_ctx, "cannot write the screen in %s", s->cfg->state_dir);
 	s->screen_saved_seq = s->seq;
 	s->screen_saved_ms = time_mono_ms();
 }
@@ -247,7 +247,7 @@ static int page_from_log(struct session *s, struct page *pg, uint64_t after)
 		full = page_add(pg, rec.seq, rec.ts_ms, rec.frame, rec.len);
 	framelog_reader_free(rd);
 	if (!full && rc < 0) {
-		log_warn(s->id, "export: the history stops at a damaged record (%s)",
+		log_warn(s->log_ctx, "export: the history stops at a damaged record (%s)",
 			 strerror(-rc));
 		return -1;
 	}

@@ -273,8 +273,8 @@ void task_send_release(struct task_send *s)
 
 static void set_log_ctx(struct task *t)
 {
-	snprintf(t->log_ctx, sizeof(t->log_ctx), "%.64s/task %s%s%.128s", t->session_id,
-		 t->id, t->trace_id[0] ? " trace=" : "", t->trace_id);
+	snprintf(t->log_ctx, sizeof(t->log_ctx), "session=%.64s task=%s%s%.128s",
+		 t->session_id, t->id, t->trace_id[0] ? " trace=" : "", t->trace_id);
 }
 
 struct task *task_new(const char *session_id, const char *owner, struct task_send *s,

@@ -49,7 +49,7 @@ struct task {
 	char message_id[PTG_TASK_ID_MAX + 1];
 	char idem_key[PTG_TASK_ID_MAX + 1]; /* "" when none */
 	char trace_id[PTG_TASK_ID_MAX + 1]; /* "" when none */
-	char log_ctx[320];		    /* "session/task trace=..." */
+	char log_ctx[320];		    /* "session=S task=T trace=..." */
 	enum task_state state;
 	int64_t created_ms, updated_ms; /* updated: the last status change */
 	json_t *message;		/* the user's message, canonical */

@@ -937,9 +937,12 @@ static void op_list(const struct req *q)
 		budget += 4096 + strlen(t->command);
 		n++;
 	}
-	if (skipped)
-		log_warn(q->r->session_id, "ListTasks: %zu unwritable tasks left out",
-			 skipped);
+	if (skipped) {
+		char ctx[96];
+
+		snprintf(ctx, sizeof(ctx), "session=%.64s", q->r->session_id);
+		log_warn(ctx, "ListTasks: %zu unwritable tasks left out", skipped);
+	}
 	buf_append_str(&page, buf_size(&page) ? "]" : "{\"tasks\":[]");
 	/* Task ids are UUIDs: nothing in next needs escaping. */
 	buf_appendf(&page, ",\"next_page_token\":\"%s\",\"page_size\":%ld}", next, size);
