@@ -125,7 +125,7 @@ static size_t json_str_bound(const char *s)
 
 /* Field names, numbers and timestamps of one session object, and of
    one member (routes_session_json's shape), with room to spare. */
-#define SESSION_JSON_FIXED 512
+#define SESSION_JSON_FIXED 640
 #define MEMBER_JSON_FIXED  32
 
 static size_t members_json_bound(Ptg__Member **m, size_t n)

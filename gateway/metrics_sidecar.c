@@ -26,6 +26,7 @@ struct sidecar_family {
 METRICS__FIG(uptime_ms)
 METRICS__FIG(attachments)
 METRICS__FIG(pty_bytes)
+METRICS__FIG(pty_input_bytes)
 METRICS__FIG(state_dir)
 METRICS__FIG(framelog_bytes)
 METRICS__FIG(rss_bytes)
@@ -48,6 +49,9 @@ static const struct sidecar_family families[] = {
     {"ptygate_sidecar_pty_bytes_total", "counter",
      "Bytes the sidecar read from its sessions' PTYs since it started.", PLAIN,
      fig_pty_bytes},
+    {"ptygate_sidecar_pty_input_bytes_total", "counter",
+     "Bytes the sidecar wrote to its sessions' PTYs (their input) since it started.",
+     PLAIN, fig_pty_input_bytes},
     {"ptygate_sidecar_state_dir", "gauge",
      "1 when the sidecar keeps durable history (--state-dir).", PLAIN, fig_state_dir},
     {"ptygate_sidecar_framelog_bytes", "gauge",

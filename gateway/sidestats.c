@@ -41,6 +41,7 @@ static void keep(struct sidestats_figures *f, const Ptg__SidecarStats *st)
 	f->attachments = st->attachments;
 	f->open_fds = st->open_fds;
 	f->pty_bytes = st->pty_bytes;
+	f->pty_input_bytes = st->pty_input_bytes;
 	f->framelog_bytes = st->framelog_bytes;
 	f->rss_bytes = st->rss_bytes;
 	f->cpu_ms = st->cpu_ms;

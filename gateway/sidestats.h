@@ -34,7 +34,7 @@ struct sidestats_figures {
 	char commit[SIDESTATS_TEXT_MAX + 1];
 	uint64_t uptime_ms;
 	uint32_t sessions_running, sessions_exited, attachments, open_fds;
-	uint64_t pty_bytes, framelog_bytes, rss_bytes, cpu_ms;
+	uint64_t pty_bytes, pty_input_bytes, framelog_bytes, rss_bytes, cpu_ms;
 	int state_dir;
 	int64_t at_ms; /* wall clock when the answer came */
 };

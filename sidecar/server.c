@@ -73,7 +73,7 @@ struct server {
 	unsigned n_accepted; /* of them, the ones accepted (MAX_LINKS) */
 	unsigned link_seq;
 	struct tasks *tasks;
-	uint64_t pty_bytes_gone; /* read from the PTYs of sessions reaped */
+	struct stats_gone gone; /* PTY bytes of sessions reaped */
 };
 
 typedef void (*handler_fn)(struct link *l, const Ptg__LinkMessage *m);
@@ -126,7 +126,8 @@ static void remove_session(struct server *srv, size_t i)
 	struct session_counts c;
 
 	session_counts(srv->sessions[i], &c);
-	srv->pty_bytes_gone += c.pty_bytes;
+	srv->gone.pty_bytes += c.pty_bytes;
+	srv->gone.input_bytes += c.input_bytes;
 	log_info(session_log_ctx(srv->sessions[i]), "reaped");
 	session_forget(srv->sessions[i]);
 	session_free(srv->sessions[i]);
@@ -589,7 +590,7 @@ static void on_stats(struct link *l, const Ptg__LinkMessage *m)
 	Ptg__Reply r = PTG__REPLY__INIT;
 	Ptg__SidecarStats st;
 
-	stats_fill(l->srv->sessions, l->srv->n_sessions, l->srv->pty_bytes_gone,
+	stats_fill(l->srv->sessions, l->srv->n_sessions, &l->srv->gone,
 		   l->srv->cfg->state_dir[0] != '\0', &st);
 	r.request_id = m->get_stats->request_id;
 	r.code = PTG__ERROR_CODE__OK;

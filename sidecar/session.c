@@ -236,6 +236,8 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 
 	memcpy(s->id, r->id, sizeof(s->id));
 	set_log_ctx(s);
+	s->bytes_before[0] = r->output_bytes;
+	s->bytes_before[1] = r->input_bytes;
 	s->created_ms = r->created_ms;
 	s->reaped = s->exited = 1;
 	s->has_exit_code = r->has_exit_code;
@@ -599,6 +601,7 @@ static int write_input(struct session *s)
 	while (buf_size(&s->input)) {
 		n = write(s->master, buf_head(&s->input), buf_size(&s->input));
 		if (n > 0) {
+			s->input_bytes += (uint64_t)n;
 			buf_consume(&s->input, (size_t)n);
 			continue;
 		}
@@ -809,6 +812,7 @@ void session_counts(const struct session *s, struct session_counts *out)
 	out->members = members_count(s->members, MEMBER_CONTROLLER) +
 		       members_count(s->members, MEMBER_OBSERVER);
 	out->pty_bytes = s->pty_bytes;
+	out->input_bytes = s->input_bytes;
 	out->log_bytes = s->log ? framelog_disk_bytes(s->log) : 0;
 }
 
@@ -835,6 +839,8 @@ void session_info(struct session *s, Ptg__SessionInfo *o)
 	o->policy = s->policy;
 	o->control_policy = s->control_policy;
 	o->owner = s->owner;
+	o->output_bytes = s->bytes_before[0] + s->pty_bytes;
+	o->input_bytes = s->bytes_before[1] + s->input_bytes;
 	while (s->argv[argc])
 		argc++;
 	o->argv = s->argv;

@@ -86,9 +86,10 @@ int64_t session_evictable_since(const struct session *s);
 void session_info(struct session *s, Ptg__SessionInfo *out);
 /* What the sidecar's stats count of a session. */
 struct session_counts {
-	unsigned members;   /* its attachments, every link */
-	uint64_t pty_bytes; /* read from its PTY */
-	uint64_t log_bytes; /* its frame log on disk (0 without --state-dir) */
+	unsigned members;     /* its attachments, every link */
+	uint64_t pty_bytes;   /* read from its PTY by this process */
+	uint64_t input_bytes; /* written to its PTY by this process */
+	uint64_t log_bytes;   /* its frame log on disk (0 without --state-dir) */
 };
 void session_counts(const struct session *s, struct session_counts *out);
 void session_info_release(Ptg__SessionInfo *out);

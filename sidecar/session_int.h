@@ -44,8 +44,10 @@ struct session {
 	int output_held;       /* a member's link is backed up: the PTY is not read */
 	struct ring *ring;
 	struct members *members;
-	uint64_t seq;	    /* last sequence issued */
-	uint64_t pty_bytes; /* read from the PTY */
+	uint64_t seq;		  /* last sequence issued */
+	uint64_t pty_bytes;	  /* read from the PTY by this process */
+	uint64_t input_bytes;	  /* written to the PTY by this process */
+	uint64_t bytes_before[2]; /* output, input counted before a restart */
 	unsigned cols, rows;
 
 	Ptg__Policy policy;

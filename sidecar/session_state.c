@@ -49,6 +49,8 @@ void session_state_persist(struct session *s)
 	r.policy = s->policy;
 	r.control_policy = s->control_policy;
 	snprintf(r.owner, sizeof(r.owner), "%s", s->owner);
+	r.output_bytes = s->bytes_before[0] + s->pty_bytes;
+	r.input_bytes = s->bytes_before[1] + s->input_bytes;
 	r.created_ms = s->created_ms;
 	r.exited_ms = s->exited_ms;
 	snprintf(r.label, sizeof(r.label), "%s", s->label);

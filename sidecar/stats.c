@@ -21,14 +21,15 @@ static void process(Ptg__SidecarStats *out)
 	out->open_fds = p.open_fds > UINT32_MAX ? UINT32_MAX : (uint32_t)p.open_fds;
 }
 
-void stats_fill(struct session *const *v, size_t n, uint64_t pty_bytes_gone,
+void stats_fill(struct session *const *v, size_t n, const struct stats_gone *gone,
 		int state_dir, Ptg__SidecarStats *out)
 {
 	ptg__sidecar_stats__init(out);
 	out->version = (char *)buildinfo_version();
 	out->commit = (char *)buildinfo_commit();
 	out->state_dir = state_dir != 0;
-	out->pty_bytes = pty_bytes_gone;
+	out->pty_bytes = gone->pty_bytes;
+	out->pty_input_bytes = gone->input_bytes;
 	for (size_t i = 0; i < n; i++) {
 		struct session_counts c;
 
@@ -39,6 +40,7 @@ void stats_fill(struct session *const *v, size_t n, uint64_t pty_bytes_gone,
 			out->sessions_running++;
 		out->attachments += c.members;
 		out->pty_bytes += c.pty_bytes;
+		out->pty_input_bytes += c.input_bytes;
 		out->framelog_bytes += c.log_bytes;
 	}
 	process(out);

@@ -11,10 +11,13 @@
 
 struct session;
 
-/* Fills *out from the sessions v[0..n) and this process; pty_bytes_gone
-   is what sessions already reaped read from their PTYs. The strings are
-   static. */
-void stats_fill(struct session *const *v, size_t n, uint64_t pty_bytes_gone,
+/* What sessions already reaped read from and wrote to their PTYs. */
+struct stats_gone {
+	uint64_t pty_bytes, input_bytes;
+};
+/* Fills *out from the sessions v[0..n), those gone and this process. The
+   strings are static. */
+void stats_fill(struct session *const *v, size_t n, const struct stats_gone *gone,
 		int state_dir, Ptg__SidecarStats *out);
 
 #endif

@@ -182,14 +182,15 @@ int store_write(const char *dir, const struct store_record *r)
 	char name[64];
 	int rc;
 
-	buf_appendf(&b,
-		    STORE_MAGIC "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
-				"reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64
-				"\nexited %" PRId64 "\n"
-				"reserved %" PRIu64 "\ncontrol %d\n",
-		    r->sequence, r->running, r->has_exit_code, r->exit_code,
-		    r->close_reason, r->cols, r->rows, r->policy, r->created_ms,
-		    r->exited_ms, r->reserved, r->control_policy);
+	buf_appendf(
+	    &b,
+	    STORE_MAGIC
+	    "\nsequence %" PRIu64 "\nrunning %d\nexit %d %d\n"
+	    "reason %d\nsize %u %u\npolicy %d\ncreated %" PRId64 "\nexited %" PRId64 "\n"
+	    "reserved %" PRIu64 "\ncontrol %d\nbytes %" PRIu64 " %" PRIu64 "\n",
+	    r->sequence, r->running, r->has_exit_code, r->exit_code, r->close_reason,
+	    r->cols, r->rows, r->policy, r->created_ms, r->exited_ms, r->reserved,
+	    r->control_policy, r->output_bytes, r->input_bytes);
 	put_str(&b, "label", r->label);
 	put_str(&b, "owner", r->owner);
 	put_str(&b, "detail", r->detail);
@@ -309,6 +310,21 @@ static int get_str(const char *v, char *dst, size_t cap)
 	return 0;
 }
 
+/* "OUTPUT INPUT": the PTY's byte counts. */
+static int get_bytes(const char *v, struct store_record *r)
+{
+	char out[24];
+	size_t n = strcspn(v, " ");
+
+	if (n == 0 || n >= sizeof(out))
+		return -EINVAL;
+	memcpy(out, v, n);
+	out[n] = 0;
+	if (v[n] != ' ' || num_parse_u64(out, 0, UINT64_MAX, &r->output_bytes) < 0)
+		return -EINVAL;
+	return num_parse_u64(v + n + 1, 0, UINT64_MAX, &r->input_bytes);
+}
+
 static int parse_line(struct store_record *r, const char *line, size_t *argc)
 {
 	char key[16], val[4200];
@@ -324,6 +340,8 @@ static int parse_line(struct store_record *r, const char *line, size_t *argc)
 		return num_parse_u64(v, 0, UINT64_MAX, &r->sequence);
 	if (!strcmp(key, "reserved"))
 		return num_parse_u64(v, 0, UINT64_MAX, &r->reserved);
+	if (!strcmp(key, "bytes"))
+		return get_bytes(v, r);
 	if (!strcmp(key, "running"))
 		return get_int(v, &r->running);
 	if (!strcmp(key, "exit")) {

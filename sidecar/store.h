@@ -36,6 +36,7 @@ struct store_record {
 	char **argv;	 /* NULL-terminated; owned */
 	uint8_t *screen; /* the last snapshot; owned, NULL if none */
 	size_t screen_len;
+	uint64_t output_bytes, input_bytes; /* its PTY's counts (0 in old records) */
 	uint64_t screen_seq;		   /* the sequence it was saved at (0: unknown) */
 	unsigned screen_cols, screen_rows; /* its size (0: unknown) */
 };

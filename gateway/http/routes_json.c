@@ -84,6 +84,9 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 			    json_integer((json_int_t)s->current_sequence));
 	json_object_set_new(o, "oldest_retained_sequence",
 			    json_integer((json_int_t)s->oldest_retained_sequence));
+	/* The PTY's byte counts (extensions of SPEC 9's object). */
+	json_object_set_new(o, "output_bytes", json_integer((json_int_t)s->output_bytes));
+	json_object_set_new(o, "input_bytes", json_integer((json_int_t)s->input_bytes));
 	json_object_set_new(o, "controllers", members(s->controllers, s->n_controllers));
 	json_object_set_new(o, "observers", members(s->observers, s->n_observers));
 	json_object_set_new(o, "exit_code",

@@ -326,6 +326,7 @@ static void test_sidecar_families(void **state)
 	s.last.sessions_exited = 1;
 	s.last.attachments = 4;
 	s.last.pty_bytes = 12345678901ull;
+	s.last.pty_input_bytes = 4242;
 	s.last.state_dir = 1;
 	s.last.framelog_bytes = 777;
 	s.last.rss_bytes = 2 << 20;
@@ -347,6 +348,8 @@ static void test_sidecar_families(void **state)
 	assert_true(has_line(t, "ptygate_sidecar_attachments{instance=\"vm\\\"1\"} 4"));
 	assert_true(has_line(
 	    t, "ptygate_sidecar_pty_bytes_total{instance=\"vm\\\"1\"} 12345678901"));
+	assert_true(has_line(
+	    t, "ptygate_sidecar_pty_input_bytes_total{instance=\"vm\\\"1\"} 4242"));
 	assert_true(has_line(t, "ptygate_sidecar_state_dir{instance=\"vm\\\"1\"} 1"));
 	assert_true(
 	    has_line(t, "ptygate_sidecar_framelog_bytes{instance=\"vm\\\"1\"} 777"));

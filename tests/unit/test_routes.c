@@ -311,6 +311,8 @@ static Ptg__SessionInfo *session_fixture(void)
 	s.rows = 30;
 	s.current_sequence = 77;
 	s.oldest_retained_sequence = 3;
+	s.output_bytes = 123456;
+	s.input_bytes = 42;
 	s.controllers = ctl;
 	s.n_controllers = 1;
 	s.observers = obs;
@@ -340,6 +342,7 @@ static void test_session_json(void **state)
 		    "{\"session_id\":\"01966a3e-8f2c-7abc-8def-0123456789ab\","
 		    "\"state\":\"running\",\"pid\":4242,\"cols\":120,\"rows\":30,"
 		    "\"current_sequence\":77,\"oldest_retained_sequence\":3,"
+		    "\"output_bytes\":123456,\"input_bytes\":42,"
 		    "\"controllers\":[{\"client_id\":\"c-1\",\"label\":\"alice\"}],"
 		    "\"observers\":[{\"client_id\":\"c-2\",\"label\":\"\"}],"
 		    "\"exit_code\":null,\"created_at\":\"2026-05-09T14:30:00.182Z\","

@@ -33,6 +33,8 @@ static void make_record(struct store_record *r, char **argv)
 	snprintf(r->id, sizeof(r->id), "%s", ID);
 	r->sequence = 41;
 	r->reserved = 1065;
+	r->output_bytes = 12345678901ull;
+	r->input_bytes = 77;
 	r->running = 1;
 	r->cols = 100;
 	r->rows = 20;
@@ -84,6 +86,8 @@ static void test_sealed_round_trip(void **st)
 	assert_int_equal(n, 1);
 	assert_int_equal(all[0].sequence, 41);
 	assert_int_equal(all[0].reserved, 1065);
+	assert_int_equal(all[0].output_bytes, 12345678901ull);
+	assert_int_equal(all[0].input_bytes, 77);
 	assert_string_equal(all[0].label, "secret label");
 	assert_string_equal(all[0].owner, "alice smith");
 	assert_int_equal(all[0].control_policy, 2);
