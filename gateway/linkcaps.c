@@ -141,7 +141,7 @@ static size_t members_json_bound(Ptg__Member **m, size_t n)
 static size_t session_json_bound(const Ptg__SessionInfo *s)
 {
 	size_t total = SESSION_JSON_FIXED + json_str_bound(s->session_id) +
-		       json_str_bound(s->label) +
+		       json_str_bound(s->label) + json_str_bound(s->owner) +
 		       members_json_bound(s->controllers, s->n_controllers) +
 		       members_json_bound(s->observers, s->n_observers);
 
