@@ -119,7 +119,7 @@ int opttab_apply(const struct opttab *t, void *cfg, const struct opttab_src *src
 
 int opttab_defaults(const struct opttab *t, void *cfg)
 {
-	static const struct opttab_src src = {"(default)", 0};
+	const struct opttab_src src = {"(default)", 0, t};
 
 	for (size_t i = 0; i < t->n_opts; i++) {
 		const struct opttab_opt *o = &t->opts[i];
@@ -174,7 +174,7 @@ static int file_line(char *line, unsigned lineno, void *ctx, char *why, size_t w
 
 static int load_file(const struct opttab *t, void *cfg, const char *path)
 {
-	struct opttab_src src = {path, 0};
+	struct opttab_src src = {path, 0, t};
 	struct file_ctx ctx = {t, cfg, &src};
 	struct buf text = BUF_INIT;
 	char err[OPTTAB_ERR_MAX];
@@ -269,7 +269,7 @@ static int collect(const struct opttab *t, int argc, char **argv, struct given *
 int opttab_parse(const struct opttab *t, void *cfg, int argc, char **argv)
 {
 	struct given *given = xcalloc((size_t)argc + 1, sizeof(*given));
-	const struct opttab_src cli = {NULL, 0};
+	const struct opttab_src cli = {NULL, 0, t};
 	const char *config_file = NULL;
 	size_t n = 0;
 	int rc;

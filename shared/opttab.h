@@ -69,10 +69,15 @@ struct opttab_opt {
 		.size = sizeof(((T *)0)->field), .help = hl                              \
 	}
 
-/* Where a value came from: file NULL is the command line. */
+struct opttab;
+
+/* Where a value came from: file NULL is the command line. table is the
+   table parsing it, so a daemon's own parser reports through it
+   (opttab_report(src->table, ...)) without naming the table itself. */
 struct opttab_src {
 	const char *file;
 	unsigned line;
+	const struct opttab *table;
 };
 
 struct opttab {
@@ -88,7 +93,8 @@ struct opttab {
 	size_t n_opts;
 	unsigned help_col; /* the column of the help text in --help */
 	/* Parses arg into cfg for an OPTTAB_CUSTOM entry (arg NULL for a
-	   switch on the command line); reports through opttab_report. */
+	   switch on the command line); reports through
+	   opttab_report(src->table, ...). */
 	int (*custom)(void *cfg, const struct opttab_src *src, const struct opttab_opt *o,
 		      const char *arg);
 	/* Called after the config file (if any) and before the command line. */
