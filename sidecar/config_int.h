@@ -1,13 +1,18 @@
-/* config_int: what the sidecar's config files share (config_table.c:
-   the option table; config.c: its own parsers and the checks of the
-   whole) and nothing outside them uses. */
+/* config_int: what the sidecar's config files share and nothing outside
+   them uses. The calls go one way: config.c (parsing, the checks of the
+   whole) uses config_table.c (the option table) and config_values.c (the
+   table's own parsers); config_table.c points at config_values.c;
+   config_values.c calls neither. */
 #ifndef PTG_SIDECAR_CONFIG_INT_H
 #define PTG_SIDECAR_CONFIG_INT_H
 
 #include "config.h"
 #include "opttab.h"
 
-/* The options config.c parses itself (OPTTAB_CUSTOM). */
+/* The room for an error message of a parser the config calls. */
+#define CONFIG_ERR_MAX 512
+
+/* The options config_values.c parses (OPTTAB_CUSTOM). */
 enum config__custom_id {
 	CONFIG__LISTEN = 1,
 	CONFIG__DIAL,
