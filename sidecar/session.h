@@ -74,7 +74,9 @@ int session_reapable(const struct session *s, int64_t now_ms);
    ExportSession: data into out (c->data points into it), at most
    EXPORT_PAGE_MAX bytes past one frame's events, the cursor for the next
    page in c (whose carry.data must hold 4 bytes). From the frame log
-   with --state-dir, else the ring. */
+   with --state-dir, else the ring. The export ends at q's
+   until_sequence, or without one at the last frame now (c's
+   until_sequence: the end to ask the later pages for). */
 #define EXPORT_PAGE_MAX (1u << 20)
 void session_export_page(struct session *s, const Ptg__ExportSession *q, struct buf *out,
 			 Ptg__ExportChunk *c);

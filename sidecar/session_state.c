@@ -220,14 +220,20 @@ struct page {
 	struct buf *out;
 	size_t max;
 	uint64_t last;
+	uint64_t until; /* the export's end: frames numbered above it are not in it */
 };
 
-/* Adds one frame to the page; 1 when the page is full. */
+enum { PAGE_FULL = 1, PAGE_END = 2 };
+
+/* Adds one frame to the page: PAGE_FULL when the page is full,
+   PAGE_END past the export's end. */
 static int page_add(struct page *pg, uint64_t seq, int64_t ts_ms, const uint8_t *frame,
 		    size_t len)
 {
+	if (seq > pg->until)
+		return PAGE_END;
 	if (buf_size(pg->out) >= pg->max)
-		return 1;
+		return PAGE_FULL;
 	export_frame(&pg->enc, frame, len, ts_ms, pg->out);
 	pg->last = seq;
 	return 0;
@@ -238,28 +244,33 @@ static int page_entry(const struct ring_entry *e, void *user)
 	return page_add(user, e->sequence, e->ts_ms, e->data, e->len);
 }
 
-/* 1 when the page ended before the history did; -1 on a damaged record. */
+/* PAGE_FULL when the page ended before the export did; -1 on a damaged
+   record. */
 static int page_from_log(struct session *s, struct page *pg, uint64_t after)
 {
 	struct framelog_reader *rd = framelog_reader_new(s->log, after);
 	struct framelog_rec rec;
-	int rc, full = 0;
+	int rc, stop = 0;
 
-	while (!full && (rc = framelog_reader_next(rd, &rec)) == 1)
-		full = page_add(pg, rec.seq, rec.ts_ms, rec.frame, rec.len);
+	while (!stop && (rc = framelog_reader_next(rd, &rec)) == 1)
+		stop = page_add(pg, rec.seq, rec.ts_ms, rec.frame, rec.len);
 	framelog_reader_free(rd);
-	if (!full && rc < 0) {
+	if (!stop && rc < 0) {
 		log_warn(s->log_ctx, "export: the history stops at a damaged record (%s)",
 			 strerror(-rc));
 		return -1;
 	}
-	return full;
+	return stop;
 }
 
 void session_export_page(struct session *s, const Ptg__ExportSession *q, struct buf *out,
 			 Ptg__ExportChunk *c)
 {
-	struct page pg = {.out = out, .last = q->after_sequence};
+	/* A live program may print faster than the export is read: the
+	   export stops at the end the history had on its first page. */
+	struct page pg = {.out = out,
+			  .last = q->after_sequence,
+			  .until = q->until_sequence ? q->until_sequence : s->seq};
 	int first = !q->after_sequence && !q->start_ts_ms, more;
 
 	pg.max = q->max_bytes && q->max_bytes < EXPORT_PAGE_MAX ? q->max_bytes
@@ -273,7 +284,8 @@ void session_export_page(struct session *s, const Ptg__ExportSession *q, struct 
 		more = page_from_log(s, &pg, q->after_sequence);
 	else
 		more = ring_foreach_after(s->ring, q->after_sequence, page_entry, &pg);
-	c->done = more != 1;
+	c->done = more != PAGE_FULL;
+	c->until_sequence = pg.until;
 	if (c->done)
 		export_end(&pg.enc, out);
 	c->data.data = buf_head(out);

@@ -5,7 +5,10 @@
    on every route); after it the body is pulled by the HTTP server as the
    client reads (routes_stream_read), and the next page is asked for only
    while less than a page waits, so one export holds at most about two
-   pages whatever the history's size or the client's speed. A link lost
+   pages whatever the history's size or the client's speed. The export
+   ends where the history ended when it began (the end the first page
+   pins), so a live program printing faster than the client reads never
+   keeps it going. A link lost
    after the 200 ends the body with an error (the chunked answer is cut,
    never closed as if whole). Scope: sessions or pty:observe (a recording
    shows what observing shows), for that instance and session. */
@@ -24,13 +27,14 @@
 struct route_export {
 	struct upstream *up;
 	uint64_t after;
+	uint64_t until; /* the export's end, pinned by the first page */
 	int64_t start_ts_ms;
 	uint8_t carry[4];
 	size_t carry_len;
 	struct buf pages; /* received, not yet handed to the HTTP server */
 	size_t held;	  /* of pages, counted in ptygate_reply_bytes */
 	int asking;	  /* a page is in flight */
-	int done;	  /* the history ends here (for now, when live) */
+	int done;	  /* the export ends here */
 	int failed;	  /* the link failed after the 200 */
 };
 
@@ -57,6 +61,8 @@ static void take_page(struct route_req *rq, const Ptg__ExportChunk *c)
 		return;
 	}
 	x->after = c->next_after;
+	if (!x->until)
+		x->until = c->until_sequence;
 	x->start_ts_ms = c->start_ts_ms;
 	if (c->carry.len) /* no carry: protobuf-c's data is NULL */
 		memcpy(x->carry, c->carry.data, c->carry.len);
@@ -79,6 +85,7 @@ static void ask_message(struct route_req *rq, Ptg__ExportSession *q, Ptg__LinkMe
 	q->carry.data = x->carry;
 	q->carry.len = x->carry_len;
 	q->max_bytes = PAGE_BYTES;
+	q->until_sequence = x->until;
 	m->msg_case = PTG__LINK_MESSAGE__MSG_EXPORT_SESSION;
 	m->export_session = q;
 }
