@@ -1,10 +1,12 @@
 /* screen_int: what the files of the screen module share and nothing
-   else sees: screen.c (the model) and screen_snapshot.c (its encoder). */
+   else sees: screen.c (the model), screen_tail.c (feeding a batch that
+   leaves out what scrolls off) and screen_snapshot.c (its encoder). */
 #ifndef PTG_SCREEN_INT_H
 #define PTG_SCREEN_INT_H
 
 #include "buf.h"
 #include "screen.h"
+#include "vtguard.h"
 
 /* A copy of the normal screen taken when the alternate one is entered. */
 struct saved_screen {
@@ -20,6 +22,30 @@ struct snapshot_cache {
 	struct buf bytes;
 	uint64_t changes; /* screen__changes when it was made */
 	bool valid;
+};
+
+/* A session's terminal model; screen.c alone changes libvterm's setup
+   and the callbacks' fields, screen_tail.c reads the geometry and the
+   modes to decide what to leave out. */
+struct screen {
+	VTerm *vt;
+	VTermScreen *vs;
+	VTermState *state;
+	struct modes *modes;
+	unsigned cols, rows;
+	bool cursor_visible, cursor_blink, altscreen, reverse;
+	int cursor_shape;
+	bool in_run;	 /* libvterm is being fed a text run */
+	bool glyph_seen; /* glyph holds the last cell a run damaged */
+	VTermRect glyph;
+	struct saved_screen normal; /* cells == NULL when not on the alt screen */
+	struct buf *probe;	    /* where screen_probe collects answers */
+	uint64_t vterm_bytes;	    /* fed to libvterm, for screen_vterm_bytes */
+	struct vtguard guard;	    /* between the output and libvterm */
+	/* Bumped by every call that may change what a snapshot shows: the
+	   cached snapshot is good while it stands still. */
+	uint64_t changes;
+	struct snapshot_cache cache;
 };
 
 /* The normal screen under the alternate one, NULL when the normal screen
