@@ -7,13 +7,13 @@
 #include "tasks.h"
 #include "tasks_int.h"
 
-#include "tasks.h"
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
 #include "buf.h"
 #include "log.h"
 #include "ptg_limits.h"
