@@ -1,7 +1,10 @@
 /* framelog: see framelog.h. Single-threaded: the loop appends, flushes
    on a timer and reads for replays; a segment being written is read up
-   to what was written (whole records only, the writer is this thread). */
+   to what was written (whole records only, the writer is this thread).
+   This file opens, writes and retains the log; the files' names and the
+   reading of a segment, for replay and export, are framelog_read.c. */
 #include "framelog.h"
+#include "framelog_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,203 +22,8 @@
 #include "syncer.h"
 #include "xalloc.h"
 
-#define PATH_CAP 4400
-#define REC_HEAD 17 /* u64 sequence, i64 ts, u8 kind */
-#define READ_BUF (256 * 1024)
 /* The staging buffer is kept up to this size between appends. */
 #define STAGE_KEEP (64 * 1024)
-
-struct seg {
-	uint64_t first_seq, last_seq;
-	int64_t first_ts, last_ts;
-	uint64_t bytes;
-	uint32_t frames;
-};
-
-struct framelog {
-	char dir[PATH_CAP];
-	char id[64]; /* "session=ID": its log lines' context */
-	struct framelog_opts o;
-	struct seg *segs; /* oldest first */
-	size_t nsegs;
-	int fd; /* the open (last) segment, -1 when none */
-	struct seal_stream push;
-	struct buf pending; /* what one append writes: a header, a record */
-	struct buf scratch;
-	uint64_t last_seq;
-	uint64_t disk_bytes;
-	uint64_t forgotten_through;
-	int failed;		   /* a write failed: warned once */
-	struct syncer_status *wst; /* errors of the writer thread's batches */
-	int64_t last_ticket;	   /* the last batch handed to it (0: none) */
-};
-
-static void put_le(uint8_t *p, uint64_t v, int n)
-{
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void file_path(char *out, size_t cap, const char *dir, uint64_t first,
-		      const char *suffix)
-{
-	char name[32];
-
-	snprintf(name, sizeof(name), "%016" PRIx64 "%s", first, suffix);
-	/* dir is at most PATH_CAP - 100 (framelog_open checks it). */
-	snprintf(out, cap, "%.4290s/%s", dir, name);
-}
-
-static void seg_path(char *out, size_t cap, const char *dir, uint64_t first)
-{
-	file_path(out, cap, dir, first, ".seg");
-}
-
-static void idx_path(char *out, size_t cap, const char *dir, uint64_t first)
-{
-	file_path(out, cap, dir, first, ".idx");
-}
-
-static void log_dir(char *out, size_t cap, const char *state_dir, const char *id)
-{
-	snprintf(out, cap, "%s/%s.frames", state_dir, id);
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* "<16 lower-case hex digits><suffix>": the first sequence of a segment
-   file (or of its index). Returns 0, or -EINVAL for any other name. */
-static int parse_seg_name(const char *name, const char *suffix, uint64_t *first)
-{
-	if (strlen(name) != 16 + strlen(suffix) || strcmp(name + 16, suffix))
-		return -EINVAL;
-	for (int i = 0; i < 16; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') ||
-		      (name[i] >= 'a' && name[i] <= 'f')))
-			return -EINVAL;
-	return num_parse_hex_u64_n(name, 16, first);
-}
-
-/* The first sequences of the files named <16 hex><suffix> in dir, sorted. */
-static uint64_t *list_files(const char *dir, const char *suffix, size_t *n)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	uint64_t *v = NULL, first;
-
-	*n = 0;
-	if (!d)
-		return NULL;
-	while ((e = readdir(d))) {
-		if (parse_seg_name(e->d_name, suffix, &first) < 0)
-			continue;
-		v = xrealloc(v, (*n + 1) * sizeof(*v));
-		v[(*n)++] = first;
-	}
-	closedir(d);
-	if (*n)
-		qsort(v, *n, sizeof(*v), cmp_u64);
-	return v;
-}
-
-static uint64_t *list_segments(const char *dir, size_t *n)
-{
-	return list_files(dir, ".seg", n);
-}
-
-/* ---- reading one segment ---- */
-
-struct segfile {
-	FILE *f;
-	struct seal_stream st;
-	uint8_t *body, *plain;
-	size_t cap;
-	uint64_t good_off; /* end of the last good record */
-	uint64_t prev_seq;
-	uint64_t limit; /* bytes of the file that are whole records */
-};
-
-static int segfile_open(struct segfile *sf, const char *path,
-			const struct seal_keys *keys)
-{
-	uint8_t hdr[SEAL_HEADER_BYTES];
-	int rc;
-
-	memset(sf, 0, sizeof(*sf));
-	sf->limit = UINT64_MAX;
-	sf->f = fopen(path, "rbe");
-	if (!sf->f)
-		return -errno;
-	setvbuf(sf->f, NULL, _IOFBF, READ_BUF);
-	if (fread(hdr, 1, sizeof(hdr), sf->f) != sizeof(hdr))
-		return -EBADMSG;
-	rc = seal_pull_init(&sf->st, keys, hdr);
-	sf->good_off = sizeof(hdr);
-	return rc;
-}
-
-static void segfile_close(struct segfile *sf)
-{
-	if (sf->f)
-		fclose(sf->f);
-	free(sf->body);
-	free(sf->plain);
-	sodium_memzero(&sf->st, sizeof(sf->st));
-	memset(sf, 0, sizeof(*sf));
-}
-
-/* 1 and the record, 0 at a clean end, -EBADMSG for a torn or damaged
-   record (the file's good part ends at good_off). */
-static int segfile_next(struct segfile *sf, struct framelog_rec *out)
-{
-	uint8_t lenb[4];
-	size_t got, n, m;
-
-	/* Past the limit the writer thread may be mid-write: not ours yet. */
-	if (sf->good_off >= sf->limit)
-		return 0;
-	got = fread(lenb, 1, 4, sf->f);
-	if (got == 0 && feof(sf->f))
-		return 0;
-	if (got != 4)
-		return -EBADMSG;
-	n = (size_t)get_le(lenb, 4);
-	if (n < REC_HEAD || n > FRAMELOG_MAX_RECORD + 64)
-		return -EBADMSG;
-	if (n > sf->cap) {
-		sf->body = xrealloc(sf->body, n);
-		sf->plain = xrealloc(sf->plain, n);
-		sf->cap = n;
-	}
-	if (fread(sf->body, 1, n, sf->f) != n)
-		return -EBADMSG;
-	if (seal_pull(&sf->st, sf->body, n, sf->plain, &m) < 0 || m < REC_HEAD)
-		return -EBADMSG;
-	out->seq = get_le(sf->plain, 8);
-	out->ts_ms = (int64_t)get_le(sf->plain + 8, 8);
-	out->kind = sf->plain[16];
-	out->frame = sf->plain + REC_HEAD;
-	out->len = m - REC_HEAD;
-	if (out->seq <= sf->prev_seq)
-		return -EBADMSG;
-	sf->prev_seq = out->seq;
-	sf->good_off += 4 + n;
-	return 1;
-}
 
 /* ---- opening: verify and cut ---- */
 
@@ -224,9 +32,9 @@ static void drop_front(struct framelog *l, size_t count)
 	char path[PATH_CAP];
 
 	for (size_t i = 0; i < count; i++) {
-		seg_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
+		framelog__seg_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
 		unlink(path);
-		idx_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
+		framelog__idx_path(path, sizeof(path), l->dir, l->segs[i].first_seq);
 		unlink(path);
 		l->disk_bytes -= l->segs[i].bytes;
 		if (l->segs[i].last_seq > l->forgotten_through)
@@ -248,10 +56,10 @@ static int verify_segment(struct framelog *l, uint64_t first, struct seg *s)
 
 	memset(s, 0, sizeof(*s));
 	s->first_seq = first;
-	seg_path(path, sizeof(path), l->dir, first);
-	rc = segfile_open(&sf, path, l->o.keys);
+	framelog__seg_path(path, sizeof(path), l->dir, first);
+	rc = framelog__segfile_open(&sf, path, l->o.keys);
 	while (rc == 0) {
-		rc = segfile_next(&sf, &r);
+		rc = framelog__segfile_next(&sf, &r);
 		if (rc <= 0)
 			break;
 		if (!s->frames && r.seq != first) {
@@ -266,7 +74,7 @@ static int verify_segment(struct framelog *l, uint64_t first, struct seg *s)
 		rc = 0;
 	}
 	s->bytes = sf.good_off;
-	segfile_close(&sf);
+	framelog__segfile_close(&sf);
 	return rc;
 }
 
@@ -275,7 +83,7 @@ static void cut_tail(struct framelog *l, struct seg *s, const char *why)
 	char path[PATH_CAP];
 	struct stat st;
 
-	seg_path(path, sizeof(path), l->dir, s->first_seq);
+	framelog__seg_path(path, sizeof(path), l->dir, s->first_seq);
 	if (stat(path, &st) < 0)
 		return;
 	if (!s->frames) {
@@ -312,14 +120,14 @@ static void write_index(struct framelog *l, const struct seg *s)
 	int64_t ticket;
 
 	memcpy(plain, IDX_MAGIC, 8);
-	put_le(plain + 8, s->first_seq, 8);
-	put_le(plain + 16, s->last_seq, 8);
-	put_le(plain + 24, s->frames, 4);
-	put_le(plain + 28, (uint64_t)s->first_ts, 8);
-	put_le(plain + 36, (uint64_t)s->last_ts, 8);
-	put_le(plain + 44, s->bytes, 8);
+	framelog__put_le(plain + 8, s->first_seq, 8);
+	framelog__put_le(plain + 16, s->last_seq, 8);
+	framelog__put_le(plain + 24, s->frames, 4);
+	framelog__put_le(plain + 28, (uint64_t)s->first_ts, 8);
+	framelog__put_le(plain + 36, (uint64_t)s->last_ts, 8);
+	framelog__put_le(plain + 44, s->bytes, 8);
 	seal_file(l->o.keys, plain, sizeof(plain), &sealed, &n);
-	idx_path(path, sizeof(path), l->dir, s->first_seq);
+	framelog__idx_path(path, sizeof(path), l->dir, s->first_seq);
 	/* No fsync: an index lost in a crash only costs one full check. The
 	   writer thread makes the file (creating files is not free). */
 	ticket = syncer_write_file(path, sealed, n);
@@ -349,7 +157,7 @@ static int read_index(const struct framelog *l, uint64_t first, struct seg *s)
 	struct stat st;
 	int rc;
 
-	idx_path(path, sizeof(path), l->dir, first);
+	framelog__idx_path(path, sizeof(path), l->dir, first);
 	rc = fd_read_file(path, FDIO_REGULAR, 4096, &raw, NULL, 0);
 	if (rc == 0)
 		rc = seal_unseal_file(l->o.keys, buf_head(&raw), buf_size(&raw), &plain,
@@ -359,13 +167,13 @@ static int read_index(const struct framelog *l, uint64_t first, struct seg *s)
 		rc = -EBADMSG;
 	if (rc == 0) {
 		memset(s, 0, sizeof(*s));
-		s->first_seq = get_le(plain + 8, 8);
-		s->last_seq = get_le(plain + 16, 8);
-		s->frames = (uint32_t)get_le(plain + 24, 4);
-		s->first_ts = (int64_t)get_le(plain + 28, 8);
-		s->last_ts = (int64_t)get_le(plain + 36, 8);
-		s->bytes = get_le(plain + 44, 8);
-		seg_path(path, sizeof(path), l->dir, first);
+		s->first_seq = framelog__get_le(plain + 8, 8);
+		s->last_seq = framelog__get_le(plain + 16, 8);
+		s->frames = (uint32_t)framelog__get_le(plain + 24, 4);
+		s->first_ts = (int64_t)framelog__get_le(plain + 28, 8);
+		s->last_ts = (int64_t)framelog__get_le(plain + 36, 8);
+		s->bytes = framelog__get_le(plain + 44, 8);
+		framelog__seg_path(path, sizeof(path), l->dir, first);
 		if (s->first_seq != first || !s->frames || s->last_seq < first ||
 		    stat(path, &st) < 0 || (uint64_t)st.st_size != s->bytes)
 			rc = -EBADMSG;
@@ -392,7 +200,7 @@ static int load_closed_segment(struct framelog *l, uint64_t first, struct seg *s
 static void load_segments(struct framelog *l)
 {
 	size_t n;
-	uint64_t *firsts = list_segments(l->dir, &n);
+	uint64_t *firsts = framelog__list_segments(l->dir, &n);
 	uint64_t through;
 	struct seg s;
 
@@ -435,9 +243,9 @@ static void load_segments(struct framelog *l)
 		drop_front(l, l->nsegs);
 		if (rc != -ENOKEY) {
 			char path[PATH_CAP];
-			seg_path(path, sizeof(path), l->dir, firsts[i]);
+			framelog__seg_path(path, sizeof(path), l->dir, firsts[i]);
 			unlink(path);
-			idx_path(path, sizeof(path), l->dir, firsts[i]);
+			framelog__idx_path(path, sizeof(path), l->dir, firsts[i]);
 			unlink(path);
 		}
 		/* Without its key the segment's range is unknown; the next
@@ -466,7 +274,7 @@ struct framelog *framelog_open(const char *state_dir, const char *id,
 {
 	struct framelog *l = xcalloc(1, sizeof(*l));
 
-	log_dir(l->dir, sizeof(l->dir), state_dir, id);
+	framelog__log_dir(l->dir, sizeof(l->dir), state_dir, id);
 	snprintf(l->id, sizeof(l->id), "session=%s", id);
 	l->o = *o;
 	l->fd = -1;
@@ -541,17 +349,17 @@ void framelog_close(struct framelog *l)
 static void rm_rf_log(const char *dir)
 {
 	size_t n;
-	uint64_t *firsts = list_segments(dir, &n);
+	uint64_t *firsts = framelog__list_segments(dir, &n);
 	char path[PATH_CAP];
 
 	for (size_t i = 0; i < n; i++) {
-		seg_path(path, sizeof(path), dir, firsts[i]);
+		framelog__seg_path(path, sizeof(path), dir, firsts[i]);
 		unlink(path);
 	}
 	free(firsts);
-	firsts = list_files(dir, ".idx", &n);
+	firsts = framelog__list_files(dir, ".idx", &n);
 	for (size_t i = 0; i < n; i++) {
-		idx_path(path, sizeof(path), dir, firsts[i]);
+		framelog__idx_path(path, sizeof(path), dir, firsts[i]);
 		unlink(path);
 	}
 	free(firsts);
@@ -562,7 +370,7 @@ void framelog_remove(const char *state_dir, const char *id)
 {
 	char dir[PATH_CAP];
 
-	log_dir(dir, sizeof(dir), state_dir, id);
+	framelog__log_dir(dir, sizeof(dir), state_dir, id);
 	rm_rf_log(dir);
 }
 
@@ -668,7 +476,7 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	struct seg *s;
 
 	close_segment(l, 0);
-	seg_path(path, sizeof(path), l->dir, seq);
+	framelog__seg_path(path, sizeof(path), l->dir, seq);
 	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (l->fd < 0)
 		return -errno;
@@ -708,14 +516,14 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 	}
 	buf_reset(&l->scratch);
 	p = buf_reserve(&l->scratch, REC_HEAD + len);
-	put_le(p, seq, 8);
-	put_le(p + 8, (uint64_t)ts_ms, 8);
+	framelog__put_le(p, seq, 8);
+	framelog__put_le(p + 8, (uint64_t)ts_ms, 8);
 	p[16] = kind;
 	if (len)
 		memcpy(p + REC_HEAD, frame, len);
 	sealed = seal_sealed_len(&l->push, REC_HEAD + len);
 	p = buf_reserve(&l->pending, 4 + sealed);
-	put_le(p, sealed, 4);
+	framelog__put_le(p, sealed, 4);
 	seal_push(&l->push, buf_head(&l->scratch), REC_HEAD + len, p + 4);
 	buf_commit(&l->pending, 4 + sealed);
 	s = &l->segs[l->nsegs - 1];
@@ -797,106 +605,4 @@ uint64_t framelog_disk_bytes(const struct framelog *l)
 uint64_t framelog_forgotten_through(const struct framelog *l)
 {
 	return l->forgotten_through;
-}
-
-/* ---- replay ---- */
-
-struct framelog_reader {
-	char dir[PATH_CAP];
-	const struct seal_keys *keys;
-	uint64_t *firsts;
-	uint64_t *limits; /* each segment's written bytes, or NULL: all */
-	size_t n, next;
-	uint64_t after;
-	struct segfile sf;
-	int open;
-};
-
-static struct framelog_reader *reader_new(const char *dir, const struct seal_keys *keys,
-					  uint64_t *firsts, size_t n, uint64_t after)
-{
-	struct framelog_reader *r = xcalloc(1, sizeof(*r));
-	size_t start = 0;
-
-	snprintf(r->dir, sizeof(r->dir), "%s", dir);
-	r->keys = keys;
-	r->firsts = firsts;
-	r->n = n;
-	r->after = after;
-	/* Skip segments that end at or before after: the next one starts
-	   above it. */
-	while (start + 1 < n && firsts[start + 1] <= after + 1)
-		start++;
-	r->next = start;
-	return r;
-}
-
-struct framelog_reader *framelog_reader_new(struct framelog *l, uint64_t after)
-{
-	uint64_t *firsts = xcalloc(l->nsegs + 1, sizeof(*firsts));
-	uint64_t *limits = xcalloc(l->nsegs + 1, sizeof(*limits));
-	struct framelog_reader *r;
-
-	/* Every record appended is in the file (framelog_append writes it);
-	   what is appended later is beyond the limits, for a later reader. */
-	for (size_t i = 0; i < l->nsegs; i++) {
-		firsts[i] = l->segs[i].first_seq;
-		limits[i] = l->segs[i].bytes;
-	}
-	r = reader_new(l->dir, l->o.keys, firsts, l->nsegs, after);
-	r->limits = limits;
-	return r;
-}
-
-struct framelog_reader *framelog_reader_open(const char *state_dir, const char *id,
-					     const struct seal_keys *keys, uint64_t after)
-{
-	char dir[PATH_CAP];
-	size_t n;
-	uint64_t *firsts;
-
-	log_dir(dir, sizeof(dir), state_dir, id);
-	firsts = list_segments(dir, &n);
-	return reader_new(dir, keys, firsts, n, after);
-}
-
-int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out)
-{
-	char path[PATH_CAP];
-	int rc;
-
-	for (;;) {
-		if (!r->open) {
-			if (r->next >= r->n)
-				return 0;
-			seg_path(path, sizeof(path), r->dir, r->firsts[r->next++]);
-			rc = segfile_open(&r->sf, path, r->keys);
-			if (r->limits)
-				r->sf.limit = r->limits[r->next - 1];
-			if (rc < 0) {
-				segfile_close(&r->sf);
-				return rc;
-			}
-			r->open = 1;
-		}
-		rc = segfile_next(&r->sf, out);
-		if (rc == 0) {
-			segfile_close(&r->sf);
-			r->open = 0;
-			continue;
-		}
-		if (rc < 0 || out->seq > r->after)
-			return rc;
-	}
-}
-
-void framelog_reader_free(struct framelog_reader *r)
-{
-	if (!r)
-		return;
-	if (r->open)
-		segfile_close(&r->sf);
-	free(r->firsts);
-	free(r->limits);
-	free(r);
 }
