@@ -17,8 +17,7 @@
 #include "uuid.h"
 #include "xalloc.h"
 
-#define PTYC_SNAPSHOT_FORMAT "vt100-screen-state-v1"
-#define PTYC_RIS	     "\033c"
+#define PTYC_RIS "\033c"
 /* In place of the snapshot's full reset (RIS), which would also wipe the
    user's scrollback and terminal settings: a soft reset (DECSTR: pen,
    margins, origin, cursor keys, charsets), the modes a snapshot turns on
@@ -168,7 +167,7 @@ static int keyframe(struct ptyc *p, const json_t *env, const json_t *payload)
 	uint64_t seq = 0;
 	bool has = sequence(env, &seq);
 
-	if (strcmp(str(payload, "snapshot_format"), PTYC_SNAPSHOT_FORMAT)) {
+	if (strcmp(str(payload, "snapshot_format"), PTYWS_SNAPSHOT_FORMAT)) {
 		notice(p, "ignored a Keyframe in format '%s'",
 		       str(payload, "snapshot_format"));
 		return 0;
@@ -185,7 +184,7 @@ static int on_role(struct ptyc *p, const json_t *env, const json_t *payload)
 	const char *role = str(payload, "role");
 	const char *reason = str(payload, "reason");
 
-	if (strcmp(role, "controller") && strcmp(role, "observer"))
+	if (strcmp(role, PTYWS_ROLE_CONTROLLER) && strcmp(role, PTYWS_ROLE_OBSERVER))
 		return -EPROTO;
 	snprintf(p->role, sizeof(p->role), "%s", role);
 	if (json_is_true(json_object_get(payload, "downgraded")))
@@ -214,15 +213,16 @@ static int on_closed(struct ptyc *p, const json_t *env, const json_t *payload)
 
 static int frame_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	if (!strcmp(str(payload, "code"), "PTY_OUTPUT_LAGGED"))
+	if (!strcmp(str(payload, "code"), PTYWS_FRAME_ERR_OUTPUT_LAGGED))
 		p->synced = false; /* frames were dropped: the next Keyframe repairs */
 	notice(p, "session error %s: %s", str(payload, "code"), str(payload, "message"));
 	return 0;
 }
 
 static const struct ptyc_handler ptyc_kinds[] = {
-    {"Output", output},	   {"Keyframe", keyframe}, {"RoleAssigned", on_role},
-    {"Closed", on_closed}, {"Error", frame_error},
+    {PTYWS_KIND_OUTPUT, output},	 {PTYWS_KIND_KEYFRAME, keyframe},
+    {PTYWS_KIND_ROLE_ASSIGNED, on_role}, {PTYWS_KIND_CLOSED, on_closed},
+    {PTYWS_KIND_ERROR, frame_error},
     /* Resize and MembershipChanged change nothing this client shows. */
 };
 
@@ -245,7 +245,7 @@ static int session_frame(struct ptyc *p, const json_t *env, const json_t *payloa
 
 static int on_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
-	if (!strcmp(str(payload, "code"), "REPLAY_OUT_OF_RANGE")) {
+	if (!strcmp(str(payload, "code"), PTYWS_ERR_REPLAY_OUT_OF_RANGE)) {
 		/* The old screen is lost (SPEC 5.2): the Keyframe replaces it,
 		   and pushing it into the scrollback keeps it for the user. */
 		p->resumed = false;
@@ -296,16 +296,16 @@ static int on_control(struct ptyc *p, const json_t *env, const json_t *payload)
 	who(ev, asker, sizeof(asker));
 	by = json_object_get(ev, "by");
 	who(by, decider, sizeof(decider));
-	if (!strcmp(kind, "requested"))
+	if (!strcmp(kind, PTYWS_CONTROL_REQUESTED))
 		notice(p, "%s asks for control%s", asker,
-		       !strcmp(p->role, "controller")
+		       !strcmp(p->role, PTYWS_ROLE_CONTROLLER)
 			   ? ": Ctrl-] then y approves, n denies"
 			   : "; a controller approves or denies it");
-	else if (!strcmp(kind, "approved") && by)
+	else if (!strcmp(kind, PTYWS_CONTROL_APPROVED) && by)
 		notice(p, "control: %s approved by %s", asker, decider);
-	else if (!strcmp(kind, "approved"))
+	else if (!strcmp(kind, PTYWS_CONTROL_APPROVED))
 		notice(p, "control: %s took over (no controller was left)", asker);
-	else if (!strcmp(kind, "denied"))
+	else if (!strcmp(kind, PTYWS_CONTROL_DENIED))
 		notice(p, "control: %s denied by %s", asker, decider);
 	else
 		notice(p, "control: the request of %s %s", asker, kind);
@@ -321,9 +321,9 @@ static int on_decided(struct ptyc *p, const json_t *env, const json_t *payload)
 }
 
 static const struct ptyc_handler ptyc_ops[] = {
-    {"pty.session_frame", session_frame},    {"Error", on_error},
-    {"binding_goodbye", on_goodbye},	     {"ptygate.control_requests", on_control},
-    {"ptygate.control_decided", on_decided},
+    {PTYWS_OP_SESSION_FRAME, session_frame}, {PTYWS_OP_ERROR, on_error},
+    {PTYWS_OP_GOODBYE, on_goodbye},	     {PTYWS_OP_CONTROL_REQUESTS, on_control},
+    {PTYWS_OP_CONTROL_DECIDED, on_decided},
     /* binding_hello, pong and task frames need nothing from this client. */
 };
 
@@ -413,8 +413,8 @@ static char *dump(json_t *env)
 
 char *ptyc_msg_join(const struct ptyc_join *j)
 {
-	json_t *payload =
-	    json_pack("{s:s}", "role", j->observer ? "observer" : "controller");
+	json_t *payload = json_pack(
+	    "{s:s}", "role", j->observer ? PTYWS_ROLE_OBSERVER : PTYWS_ROLE_CONTROLLER);
 	json_t *env;
 
 	if (j->cols && j->rows) { /* none: the session's size stays */
@@ -423,9 +423,9 @@ char *ptyc_msg_join(const struct ptyc_join *j)
 	}
 	if (j->label)
 		json_object_set_new(payload, "client_label", json_string(j->label));
-	env = envelope("pty.join_session", payload);
+	env = envelope(PTYWS_OP_JOIN, payload);
 	json_object_set_new(env, "extensions",
-			    json_pack("[s, s]", PTYC_EXTENSION_URI, PTYC_CONTROL_URI));
+			    json_pack("[s, s]", PTYWS_EXT_PTY, PTYWS_EXT_CONTROL));
 	if (j->replay)
 		json_object_set_new(env, "replay_from",
 				    json_integer((json_int_t)j->replay_from));
@@ -443,19 +443,19 @@ char *ptyc_msg_input(const uint8_t *data, size_t n)
 	    payload, "data",
 	    json_stringn(n ? (const char *)buf_head(&b) : "", buf_size(&b)));
 	buf_free(&b);
-	return dump(envelope("pty.session_input", payload));
+	return dump(envelope(PTYWS_OP_INPUT, payload));
 }
 
 char *ptyc_msg_resize(unsigned cols, unsigned rows)
 {
-	return dump(envelope(
-	    "pty.session_resize",
-	    json_pack("{s:I, s:I}", "cols", (json_int_t)cols, "rows", (json_int_t)rows)));
+	return dump(
+	    envelope(PTYWS_OP_RESIZE, json_pack("{s:I, s:I}", "cols", (json_int_t)cols,
+						"rows", (json_int_t)rows)));
 }
 
 char *ptyc_msg_leave(void)
 {
-	return dump(envelope("pty.leave_session", json_object()));
+	return dump(envelope(PTYWS_OP_LEAVE, json_object()));
 }
 
 const char *ptyc_control_pending(const struct ptyc *p)
@@ -466,6 +466,6 @@ const char *ptyc_control_pending(const struct ptyc *p)
 char *ptyc_msg_decide(const char *client_id, bool approve)
 {
 	return dump(
-	    envelope("ptygate.decide_control", json_pack("{s:s, s:b}", "client_id",
-							 client_id, "approve", approve)));
+	    envelope(PTYWS_OP_DECIDE_CONTROL, json_pack("{s:s, s:b}", "client_id",
+							client_id, "approve", approve)));
 }

@@ -13,10 +13,8 @@
 #include <stdint.h>
 
 #include "ptg_limits.h"
+#include "ptyws.h"
 
-#define PTYC_EXTENSION_URI "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
-/* ptygate's control approval (docs/protocol.md, "Control approval"). */
-#define PTYC_CONTROL_URI "urn:ptygate:extensions:control-approval:v1"
 #define PTYC_INPUT_CHUNK (48 * 1024) /* raw bytes per pty.session_input */
 
 /* What ptyc_handle reports, with the user pointer given to ptyc_new. */

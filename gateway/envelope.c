@@ -21,26 +21,26 @@ static const struct {
 	const char *name;
 	enum envelope_op kind;
 } ops[] = {
-    {"pty.join_session", ENVELOPE_OP_PTY_JOIN},
-    {"pty.session_input", ENVELOPE_OP_PTY_INPUT},
-    {"pty.session_resize", ENVELOPE_OP_PTY_RESIZE},
-    {"pty.request_role", ENVELOPE_OP_PTY_REQUEST_ROLE},
-    {"pty.request_keyframe", ENVELOPE_OP_PTY_REQUEST_KEYFRAME},
-    {"pty.leave_session", ENVELOPE_OP_PTY_LEAVE},
-    {"ping", ENVELOPE_OP_PING},
-    {"UpdateServiceParameters", ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS},
-    {"SendMessage", ENVELOPE_OP_SEND_MESSAGE},
-    {"SendStreamingMessage", ENVELOPE_OP_SEND_STREAMING_MESSAGE},
-    {"GetTask", ENVELOPE_OP_GET_TASK},
-    {"ListTasks", ENVELOPE_OP_LIST_TASKS},
-    {"CancelTask", ENVELOPE_OP_CANCEL_TASK},
-    {"SubscribeToTask", ENVELOPE_OP_SUBSCRIBE_TO_TASK},
-    {"Unsubscribe", ENVELOPE_OP_UNSUBSCRIBE},
-    {"SetTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
-    {"GetTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
-    {"ListTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
-    {"DeleteTaskPushNotificationConfig", ENVELOPE_OP_PUSH_CONFIG},
-    {"ptygate.decide_control", ENVELOPE_OP_CONTROL_DECIDE},
+    {PTYWS_OP_JOIN, ENVELOPE_OP_PTY_JOIN},
+    {PTYWS_OP_INPUT, ENVELOPE_OP_PTY_INPUT},
+    {PTYWS_OP_RESIZE, ENVELOPE_OP_PTY_RESIZE},
+    {PTYWS_OP_REQUEST_ROLE, ENVELOPE_OP_PTY_REQUEST_ROLE},
+    {PTYWS_OP_REQUEST_KEYFRAME, ENVELOPE_OP_PTY_REQUEST_KEYFRAME},
+    {PTYWS_OP_LEAVE, ENVELOPE_OP_PTY_LEAVE},
+    {PTYWS_OP_PING, ENVELOPE_OP_PING},
+    {PTYWS_OP_UPDATE_PARAMS, ENVELOPE_OP_UPDATE_SERVICE_PARAMETERS},
+    {PTYWS_OP_SEND_MESSAGE, ENVELOPE_OP_SEND_MESSAGE},
+    {PTYWS_OP_SEND_STREAMING, ENVELOPE_OP_SEND_STREAMING_MESSAGE},
+    {PTYWS_OP_GET_TASK, ENVELOPE_OP_GET_TASK},
+    {PTYWS_OP_LIST_TASKS, ENVELOPE_OP_LIST_TASKS},
+    {PTYWS_OP_CANCEL_TASK, ENVELOPE_OP_CANCEL_TASK},
+    {PTYWS_OP_SUBSCRIBE_TO_TASK, ENVELOPE_OP_SUBSCRIBE_TO_TASK},
+    {PTYWS_OP_UNSUBSCRIBE, ENVELOPE_OP_UNSUBSCRIBE},
+    {PTYWS_OP_SET_PUSH_CONFIG, ENVELOPE_OP_PUSH_CONFIG},
+    {PTYWS_OP_GET_PUSH_CONFIG, ENVELOPE_OP_PUSH_CONFIG},
+    {PTYWS_OP_LIST_PUSH_CONFIG, ENVELOPE_OP_PUSH_CONFIG},
+    {PTYWS_OP_DELETE_PUSH_CONFIG, ENVELOPE_OP_PUSH_CONFIG},
+    {PTYWS_OP_DECIDE_CONTROL, ENVELOPE_OP_CONTROL_DECIDE},
 };
 
 /* The envelope fields a client may send; `sequence` is handled apart. */
@@ -226,9 +226,9 @@ static int take_extensions(json_t *root, struct envelope *env, struct envelope_e
 			if (json_equal(e, json_array_get(v, j)))
 				return fail(err, "field 'extensions' "
 						 "repeats an entry");
-		if (strcmp(json_string_value(e), ENVELOPE_PTY_EXTENSION) == 0)
+		if (strcmp(json_string_value(e), PTYWS_EXT_PTY) == 0)
 			env->pty_extension = true;
-		if (strcmp(json_string_value(e), ENVELOPE_CONTROL_EXTENSION) == 0)
+		if (strcmp(json_string_value(e), PTYWS_EXT_CONTROL) == 0)
 			env->control_extension = true;
 	}
 	env->has_extensions = true;
@@ -399,13 +399,14 @@ static int role(json_t *obj, Ptg__Role *out, struct envelope_error *err)
 
 	if (!v)
 		return fail(err, "missing field 'payload.role'");
-	if (strcmp(s, "controller") == 0)
+	if (strcmp(s, PTYWS_ROLE_CONTROLLER) == 0)
 		*out = PTG__ROLE__ROLE_CONTROLLER;
-	else if (strcmp(s, "observer") == 0)
+	else if (strcmp(s, PTYWS_ROLE_OBSERVER) == 0)
 		*out = PTG__ROLE__ROLE_OBSERVER;
 	else
 		return fail(err, "field 'payload.role' must be "
-				 "\"controller\" or \"observer\"");
+				 "\"" PTYWS_ROLE_CONTROLLER "\" or \"" PTYWS_ROLE_OBSERVER
+				 "\"");
 	return 0;
 }
 

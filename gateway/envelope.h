@@ -15,13 +15,8 @@
 
 #include "buf.h"
 #include "link.pb-c.h"
+#include "ptyws.h"
 #include "ptg_limits.h"
-
-#define ENVELOPE_PTY_EXTENSION                                                           \
-	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
-
-/* ptygate's own: control approval (docs/protocol.md, "Control approval"). */
-#define ENVELOPE_CONTROL_EXTENSION "urn:ptygate:extensions:control-approval:v1"
 
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */
@@ -71,8 +66,8 @@ struct envelope {
 	bool has_replay_from;		   /* false when absent or null */
 	uint64_t replay_from;
 	bool has_extensions;	    /* the frame carried an `extensions` array */
-	bool pty_extension;	    /* ... which names ENVELOPE_PTY_EXTENSION */
-	bool control_extension;	    /* ... or ENVELOPE_CONTROL_EXTENSION */
+	bool pty_extension;	    /* ... which names PTYWS_EXT_PTY */
+	bool control_extension;	    /* ... or PTYWS_EXT_CONTROL */
 	json_t *service_parameters; /* one reference held, NULL when absent */
 	json_t *payload;	    /* borrowed; NULL when the payload is null */
 };

@@ -20,36 +20,44 @@
 #define FRAMES__NO_LIMIT SIZE_MAX
 
 static const struct frames_error_row errors[FRAMES_CODE_COUNT] = {
-    [FRAMES_TASK_NOT_FOUND] = {"TASK_NOT_FOUND", "TaskNotFound", -32001, 0, false},
-    [FRAMES_TASK_NOT_CANCELABLE] = {"TASK_NOT_CANCELABLE", "TaskNotCancelable", -32002, 0,
-				    false},
-    [FRAMES_INVALID_REQUEST] = {"INVALID_REQUEST", "InvalidRequest", -32600, 0, false},
-    [FRAMES_UNSUPPORTED_OPERATION] = {"UNSUPPORTED_OPERATION", "UnsupportedOperation",
-				      -32004, 0, false},
-    [FRAMES_UNAUTHENTICATED] = {"UNAUTHENTICATED", "Unauthenticated", 0, 401, false},
-    [FRAMES_PERMISSION_DENIED] = {"PERMISSION_DENIED", "PermissionDenied", 0, 403, false},
-    [FRAMES_RATE_LIMITED] = {"RATE_LIMITED", "RateLimited", 0, 429, true},
-    [FRAMES_INTERNAL] = {"INTERNAL", "Internal", -32603, 0, true},
-    [FRAMES_REPLAY_OUT_OF_RANGE] = {"REPLAY_OUT_OF_RANGE", NULL, 0, 0, false},
+    [FRAMES_TASK_NOT_FOUND] = {PTYWS_ERR_TASK_NOT_FOUND, PTYWS_A2A_TASK_NOT_FOUND, -32001,
+			       0, false},
+    [FRAMES_TASK_NOT_CANCELABLE] = {PTYWS_ERR_TASK_NOT_CANCELABLE,
+				    PTYWS_A2A_TASK_NOT_CANCELABLE, -32002, 0, false},
+    [FRAMES_INVALID_REQUEST] = {PTYWS_ERR_INVALID_REQUEST, PTYWS_A2A_INVALID_REQUEST,
+				-32600, 0, false},
+    [FRAMES_UNSUPPORTED_OPERATION] = {PTYWS_ERR_UNSUPPORTED_OPERATION,
+				      PTYWS_A2A_UNSUPPORTED_OPERATION, -32004, 0, false},
+    [FRAMES_UNAUTHENTICATED] = {PTYWS_ERR_UNAUTHENTICATED, PTYWS_A2A_UNAUTHENTICATED, 0,
+				401, false},
+    [FRAMES_PERMISSION_DENIED] = {PTYWS_ERR_PERMISSION_DENIED,
+				  PTYWS_A2A_PERMISSION_DENIED, 0, 403, false},
+    [FRAMES_RATE_LIMITED] = {PTYWS_ERR_RATE_LIMITED, PTYWS_A2A_RATE_LIMITED, 0, 429,
+			     true},
+    [FRAMES_INTERNAL] = {PTYWS_ERR_INTERNAL, PTYWS_A2A_INTERNAL, -32603, 0, true},
+    [FRAMES_REPLAY_OUT_OF_RANGE] = {PTYWS_ERR_REPLAY_OUT_OF_RANGE, NULL, 0, 0, false},
 };
 
 static const char *const goodbye_reasons[] = {
-    [FRAMES_BYE_SERVER_SHUTDOWN] = "server_shutdown",
-    [FRAMES_BYE_SESSION_CLOSED] = "session_closed",
-    [FRAMES_BYE_PRINCIPAL_REVOKED] = "principal_revoked",
-    [FRAMES_BYE_RATE_LIMITED] = "rate_limited",
-    [FRAMES_BYE_OTHER] = "other",
+    [FRAMES_BYE_SERVER_SHUTDOWN] = PTYWS_BYE_SERVER_SHUTDOWN,
+    [FRAMES_BYE_SESSION_CLOSED] = PTYWS_BYE_SESSION_CLOSED,
+    [FRAMES_BYE_PRINCIPAL_REVOKED] = PTYWS_BYE_PRINCIPAL_REVOKED,
+    [FRAMES_BYE_RATE_LIMITED] = PTYWS_BYE_RATE_LIMITED,
+    [FRAMES_BYE_OTHER] = PTYWS_BYE_OTHER,
 };
 
-static const char *const streams[] = {"stdout", "stderr", "log"};
+static const char *const streams[] = {PTYWS_STREAM_STDOUT, PTYWS_STREAM_STDERR,
+				      PTYWS_STREAM_LOG};
 static const char *const close_reasons[] = {
-    "normal", "killed", "timeout", "instance_terminated", "error",
+    PTYWS_CLOSED_NORMAL,  PTYWS_CLOSED_KILLED,
+    PTYWS_CLOSED_TIMEOUT, PTYWS_CLOSED_INSTANCE_TERMINATED,
+    PTYWS_CLOSED_ERROR,
 };
 static const char *const frame_errors[] = {
-    "PTY_WRITE_FAILED",
-    "PTY_RESIZE_FAILED",
-    "PTY_OUTPUT_LAGGED",
-    "KEYFRAME_UNAVAILABLE",
+    PTYWS_FRAME_ERR_WRITE_FAILED,
+    PTYWS_FRAME_ERR_RESIZE_FAILED,
+    PTYWS_FRAME_ERR_OUTPUT_LAGGED,
+    PTYWS_FRAME_ERR_KEYFRAME_UNAVAILABLE,
 };
 
 #define FRAMES__COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -206,12 +214,13 @@ void frames_binding_hello(const char *id, const char *session_id,
 {
 	static const uint64_t zero;
 
-	head(out, "binding_hello", "", id, now_ms, &zero);
-	buf_append_str(out, "{\"binding_uri\":\"" FRAMES_BINDING_URI "\","
-			    "\"binding_version\":\"" FRAMES_BINDING_VERSION "\","
-			    "\"supported_operations\":[\"SendMessage\","
-			    "\"SendStreamingMessage\",\"GetTask\",\"ListTasks\","
-			    "\"CancelTask\",\"SubscribeToTask\"],"
+	head(out, PTYWS_OP_HELLO, "", id, now_ms, &zero);
+	buf_append_str(out, "{\"binding_uri\":\"" PTYWS_BINDING_URI "\","
+			    "\"binding_version\":\"" PTYWS_BINDING_VERSION "\","
+			    "\"supported_operations\":[\"" PTYWS_OP_SEND_MESSAGE
+			    "\",\"" PTYWS_OP_SEND_STREAMING "\",\"" PTYWS_OP_GET_TASK
+			    "\",\"" PTYWS_OP_LIST_TASKS "\",\"" PTYWS_OP_CANCEL_TASK
+			    "\",\"" PTYWS_OP_SUBSCRIBE_TO_TASK "\"],"
 			    "\"activated_extensions\":[],\"session\":{\"session_id\":");
 	str(out, session_id, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"current_sequence\":%" PRIu64 "},", current_sequence);
@@ -242,7 +251,7 @@ void frames_error(enum frames_code code, const char *id_echo, const char *messag
 {
 	const struct frames_error_row *row = frames_error_row(code);
 
-	head(out, "Error", "", id_echo, now_ms, NULL);
+	head(out, PTYWS_OP_ERROR, "", id_echo, now_ms, NULL);
 	buf_appendf(out, "{\"code\":\"%s\",\"message\":", row->code);
 	str(out, message, FRAMES__NO_LIMIT);
 	put_key(out, "a2a_error");
@@ -255,7 +264,7 @@ void frames_goodbye(const char *id, enum frames_goodbye_reason reason, const cha
 {
 	if ((unsigned)reason >= FRAMES__COUNT(goodbye_reasons))
 		reason = FRAMES_BYE_OTHER;
-	head(out, "binding_goodbye", "", id, now_ms, NULL);
+	head(out, PTYWS_OP_GOODBYE, "", id, now_ms, NULL);
 	buf_appendf(out, "{\"reason\":\"%s\"", goodbye_reasons[reason]);
 	if (detail && *detail) {
 		put_key(out, "detail");
@@ -270,7 +279,7 @@ void frames_pong(const char *id_echo, const char *client_ts, int64_t now_ms,
 	char ts[TS_STRLEN + 1];
 
 	time_format_ms(now_ms, ts);
-	head(out, "pong", "", id_echo, now_ms, NULL);
+	head(out, PTYWS_OP_PONG, "", id_echo, now_ms, NULL);
 	buf_append_str(out, "{\"client_ts\":");
 	str(out, client_ts, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"server_ts\":\"%s\"}}", ts);
@@ -279,7 +288,7 @@ void frames_pong(const char *id_echo, const char *client_ts, int64_t now_ms,
 void frames_service_update_response(const char *id_echo, json_t *params, int64_t now_ms,
 				    struct buf *out)
 {
-	head(out, "UpdateServiceParameters", ".Response", id_echo, now_ms, NULL);
+	head(out, PTYWS_OP_UPDATE_PARAMS, PTYWS_SUFFIX_RESPONSE, id_echo, now_ms, NULL);
 	buf_append_str(out, "{\"service_parameters\":");
 	json(out, params);
 	buf_append_str(out, "}}");
@@ -288,7 +297,8 @@ void frames_service_update_response(const char *id_echo, json_t *params, int64_t
 void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
 		  int64_t now_ms, struct buf *out)
 {
-	head(out, op, accepted ? ".Accepted" : ".Response", id_echo, now_ms, NULL);
+	head(out, op, accepted ? PTYWS_SUFFIX_ACCEPTED : PTYWS_SUFFIX_RESPONSE, id_echo,
+	     now_ms, NULL);
 	json(out, payload);
 	buf_append_str(out, "}");
 }
@@ -305,7 +315,7 @@ void frames_task_status_update(const char *id, json_t *payload,
 		id = fresh;
 	}
 	time_format_ms(now_ms, ts);
-	buf_append_str(out, "{\"op\":\"TaskStatusUpdate\",\"id\":");
+	buf_append_str(out, "{\"op\":\"" PTYWS_OP_TASK_STATUS "\",\"id\":");
 	str(out, id, FRAMES__NO_LIMIT);
 	buf_appendf(out, ",\"ts\":\"%s\"", ts);
 	if (service_parameters) {
@@ -321,7 +331,7 @@ void frames_task_status_update(const char *id, json_t *payload,
 
 static void output(struct buf *out, const Ptg__OutputFrame *o)
 {
-	buf_append_str(out, "{\"kind\":\"Output\",\"stream\":\"");
+	buf_append_str(out, "{\"kind\":\"" PTYWS_KIND_OUTPUT "\",\"stream\":\"");
 	buf_append_str(out, streams[o->stream]);
 	buf_append_str(out, "\",\"data\":\"");
 	b64_encode(o->data.data, o->data.len, out);
@@ -330,8 +340,11 @@ static void output(struct buf *out, const Ptg__OutputFrame *o)
 
 static void role_assigned(struct buf *out, const Ptg__RoleAssignedFrame *r)
 {
-	buf_appendf(out, "{\"kind\":\"RoleAssigned\",\"role\":\"%s\",\"client_id\":",
-		    r->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
+	buf_appendf(out,
+		    "{\"kind\":\"" PTYWS_KIND_ROLE_ASSIGNED
+		    "\",\"role\":\"%s\",\"client_id\":",
+		    r->role == PTG__ROLE__ROLE_CONTROLLER ? PTYWS_ROLE_CONTROLLER
+							  : PTYWS_ROLE_OBSERVER);
 	str(out, r->client_id, PTG_CLIENT_ID_MAX_CHARS);
 	if (r->downgraded) {
 		buf_append_str(out, ",\"downgraded\":true");
@@ -360,7 +373,7 @@ static void members(struct buf *out, Ptg__Member **m, size_t n)
 
 static void membership(struct buf *out, const Ptg__MembershipChangedFrame *m)
 {
-	buf_append_str(out, "{\"kind\":\"MembershipChanged\",\"controllers\":");
+	buf_append_str(out, "{\"kind\":\"" PTYWS_KIND_MEMBERSHIP "\",\"controllers\":");
 	members(out, m->controllers, m->n_controllers);
 	put_key(out, "observers");
 	members(out, m->observers, m->n_observers);
@@ -369,10 +382,10 @@ static void membership(struct buf *out, const Ptg__MembershipChangedFrame *m)
 
 static void keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
 {
-	buf_append_str(out, "{\"kind\":\"Keyframe\",\"snapshot\":\"");
+	buf_append_str(out, "{\"kind\":\"" PTYWS_KIND_KEYFRAME "\",\"snapshot\":\"");
 	b64_encode(k->snapshot.data, k->snapshot.len, out);
 	buf_appendf(out,
-		    "\",\"snapshot_format\":\"" FRAMES_SNAPSHOT_FORMAT "\","
+		    "\",\"snapshot_format\":\"" PTYWS_SNAPSHOT_FORMAT "\","
 		    "\"snapshot_cols\":%" PRIu32 ",\"snapshot_rows\":%" PRIu32
 		    ",\"anchor_sequence\":%" PRIu64 "}",
 		    k->cols, k->rows, k->anchor_sequence);
@@ -380,7 +393,7 @@ static void keyframe(struct buf *out, const Ptg__KeyframeFrame *k)
 
 static void closed(struct buf *out, const Ptg__ClosedFrame *c)
 {
-	buf_append_str(out, "{\"kind\":\"Closed\",\"exit_code\":");
+	buf_append_str(out, "{\"kind\":\"" PTYWS_KIND_CLOSED "\",\"exit_code\":");
 	if (c->has_exit_code)
 		buf_appendf(out, "%" PRId32, c->exit_code);
 	else
@@ -395,7 +408,8 @@ static void closed(struct buf *out, const Ptg__ClosedFrame *c)
 
 static void frame_error(struct buf *out, const Ptg__ErrorFrame *e)
 {
-	buf_appendf(out, "{\"kind\":\"Error\",\"code\":\"%s\",\"message\":",
+	buf_appendf(out,
+		    "{\"kind\":\"" PTYWS_KIND_ERROR "\",\"code\":\"%s\",\"message\":",
 		    frame_errors[e->code]);
 	str(out, e->message, PTG_DETAIL_MAX_CHARS);
 	buf_append_str(out, "}");
@@ -436,8 +450,8 @@ static void kind(struct buf *out, const Ptg__Frame *f)
 		break;
 	case PTG__FRAME__KIND_RESIZE:
 		buf_appendf(out,
-			    "{\"kind\":\"Resize\",\"cols\":%" PRIu32 ",\"rows\":%" PRIu32
-			    "}",
+			    "{\"kind\":\"" PTYWS_KIND_RESIZE "\",\"cols\":%" PRIu32
+			    ",\"rows\":%" PRIu32 "}",
 			    f->resize->cols, f->resize->rows);
 		break;
 	case PTG__FRAME__KIND_ROLE_ASSIGNED:
@@ -464,7 +478,7 @@ int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 	if (!frame_ok(f))
 		return -EINVAL;
 	/* Replayed frames keep the ts they were made with (SPEC 2). */
-	head(out, "pty.session_frame", "", id, f->ts_ms ? f->ts_ms : now_ms,
+	head(out, PTYWS_OP_SESSION_FRAME, "", id, f->ts_ms ? f->ts_ms : now_ms,
 	     &f->sequence);
 	kind(out, f);
 	buf_append_str(out, "}");
@@ -473,8 +487,12 @@ int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 
 /* ---- the control approval extension ---- */
 
-static const char *const control_events[] = {"",       "requested", "approved",
-					     "denied", "expired",   "withdrawn"};
+static const char *const control_events[] = {"",
+					     PTYWS_CONTROL_REQUESTED,
+					     PTYWS_CONTROL_APPROVED,
+					     PTYWS_CONTROL_DENIED,
+					     PTYWS_CONTROL_EXPIRED,
+					     PTYWS_CONTROL_WITHDRAWN};
 
 static void client_ref(struct buf *out, const char *client_id, const char *label)
 {
@@ -506,8 +524,9 @@ void frames_control_notice(const Ptg__ControlNotice *n, int64_t now_ms, struct b
 {
 	unsigned ev = (unsigned)n->event;
 
-	head(out, FRAMES_CONTROL_NOTICE, "", NULL, now_ms, NULL);
-	buf_append_str(out, "{\"policy\":\"approve\",\"pending\":");
+	head(out, PTYWS_OP_CONTROL_REQUESTS, "", NULL, now_ms, NULL);
+	buf_append_str(out,
+		       "{\"policy\":\"" PTYWS_CONTROL_POLICY_APPROVE "\",\"pending\":");
 	control_pending(out, n);
 	if (ev && ev < sizeof(control_events) / sizeof(control_events[0])) {
 		buf_append_str(out, ",\"event\":{\"kind\":\"");
@@ -529,7 +548,7 @@ void frames_control_notice(const Ptg__ControlNotice *n, int64_t now_ms, struct b
 void frames_control_decided(const char *id_echo, const char *client_id, bool approve,
 			    int64_t now_ms, struct buf *out)
 {
-	head(out, FRAMES_CONTROL_DECIDED, "", id_echo, now_ms, NULL);
+	head(out, PTYWS_OP_CONTROL_DECIDED, "", id_echo, now_ms, NULL);
 	buf_append_str(out, "{\"client_id\":");
 	str(out, client_id, PTG_CLIENT_ID_MAX_CHARS);
 	buf_append_str(out, approve ? ",\"approve\":true}}" : ",\"approve\":false}}");

@@ -19,14 +19,8 @@
 
 #include "buf.h"
 #include "link.pb-c.h"
+#include "ptyws.h"
 
-#define FRAMES_BINDING_URI     "https://agentic-sandbox.aiwg.io/bindings/pty-ws/v1"
-#define FRAMES_BINDING_VERSION "1.0.0"
-#define FRAMES_SNAPSHOT_FORMAT "vt100-screen-state-v1"
-/* The control approval extension's frames (docs/protocol.md, "Control
-   approval"), for connections that activated it only. */
-#define FRAMES_CONTROL_NOTICE  "ptygate.control_requests"
-#define FRAMES_CONTROL_DECIDED "ptygate.control_decided"
 /* Pending requests a notice lists at most (the sidecar's cap is lower). */
 #define FRAMES_CONTROL_PENDING_MAX 32
 

@@ -64,7 +64,8 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		}
 	}
 	log_info(c->log_ctx, "audit: attached as %s",
-		 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller" : "observer");
+		 c->role == PTG__ROLE__ROLE_CONTROLLER ? PTYWS_ROLE_CONTROLLER
+						       : PTYWS_ROLE_OBSERVER);
 }
 
 static void on_leave_reply(const Ptg__Reply *r, void *user)
@@ -176,8 +177,8 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 		c->role = f->role_assigned->role;
 		conn_count_role(c, c->role);
 		log_info(c->log_ctx, "audit: role %s%s",
-			 c->role == PTG__ROLE__ROLE_CONTROLLER ? "controller"
-							       : "observer",
+			 c->role == PTG__ROLE__ROLE_CONTROLLER ? PTYWS_ROLE_CONTROLLER
+							       : PTYWS_ROLE_OBSERVER,
 			 f->role_assigned->downgraded ? " (downgraded)" : "");
 	}
 	if (f->kind_case == PTG__FRAME__KIND_CLOSED)

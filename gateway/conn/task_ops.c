@@ -48,19 +48,20 @@ struct op_row {
 
 static const struct op_row *op_row(enum envelope_op op)
 {
-	static const struct op_row send = {PTG__TASK_OP__TASK_OP_SEND, "SendMessage",
-					   false};
+	static const struct op_row send = {PTG__TASK_OP__TASK_OP_SEND,
+					   PTYWS_OP_SEND_MESSAGE, false};
 	static const struct op_row stream = {PTG__TASK_OP__TASK_OP_SEND_STREAMING,
-					     "SendStreamingMessage", true};
-	static const struct op_row get = {PTG__TASK_OP__TASK_OP_GET, "GetTask", false};
-	static const struct op_row list = {PTG__TASK_OP__TASK_OP_LIST, "ListTasks",
-					   false};
-	static const struct op_row cancel = {PTG__TASK_OP__TASK_OP_CANCEL, "CancelTask",
-					     false};
+					     PTYWS_OP_SEND_STREAMING, true};
+	static const struct op_row get = {PTG__TASK_OP__TASK_OP_GET, PTYWS_OP_GET_TASK,
+					  false};
+	static const struct op_row list = {PTG__TASK_OP__TASK_OP_LIST,
+					   PTYWS_OP_LIST_TASKS, false};
+	static const struct op_row cancel = {PTG__TASK_OP__TASK_OP_CANCEL,
+					     PTYWS_OP_CANCEL_TASK, false};
 	static const struct op_row sub = {PTG__TASK_OP__TASK_OP_SUBSCRIBE,
-					  "SubscribeToTask", true};
+					  PTYWS_OP_SUBSCRIBE_TO_TASK, true};
 	static const struct op_row unsub = {PTG__TASK_OP__TASK_OP_UNSUBSCRIBE,
-					    "Unsubscribe", false};
+					    PTYWS_OP_UNSUBSCRIBE, false};
 
 	switch (op) {
 	case ENVELOPE_OP_SEND_MESSAGE:

@@ -24,9 +24,6 @@
 #define ROUTES_BODY_MAX (64 * 1024) /* request body cap */
 #define ROUTES_FILE_MAX 255	    /* a static file's path */
 
-#define ROUTES_EXTENSION_URI                                                             \
-	"https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
-
 struct fleetauth;
 struct gw_config;
 struct keyset;

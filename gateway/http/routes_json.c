@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "frames.h"
+#include "ptyws.h"
 #include "config.h"
 #include "routes_int.h"
 #include "timeutil.h"
@@ -204,16 +205,17 @@ json_t *routes_agent_card(const char *instance, const char *http_base,
 	    "Terminal sessions and shell commands of one sandbox instance.", "url", url,
 	    "version", PTG_VERSION, "protocolVersion", "0.3.0", "capabilities",
 	    "streaming", 1, "pushNotifications", 0, "stateTransitionHistory", 0,
-	    "extensions", "uri", ROUTES_EXTENSION_URI, "description",
+	    "extensions", "uri", PTYWS_EXT_PTY, "description",
 	    "Live PTY sessions: observe, control, replay, keyframes.", "required", 0,
 	    "params", ext_params(lim), "additionalInterfaces", "url", attach, "transport",
-	    FRAMES_BINDING_URI, "binding_uri", FRAMES_BINDING_URI, "binding_version",
-	    "1.0.0", "subprotocol", WSHS_PROTOCOL, "operations", "SendMessage",
-	    "SendStreamingMessage", "GetTask", "ListTasks", "CancelTask",
-	    "SubscribeToTask", "preference", "secondary", "defaultInputModes",
-	    "text/plain", "defaultOutputModes", "text/plain", "skills", skills(),
-	    "securitySchemes", "bearer", "type", "http", "scheme", "bearer",
-	    "bearerFormat", "JWT", "security", "bearer");
+	    PTYWS_BINDING_URI, "binding_uri", PTYWS_BINDING_URI, "binding_version",
+	    PTYWS_BINDING_VERSION, "subprotocol", WSHS_PROTOCOL, "operations",
+	    PTYWS_OP_SEND_MESSAGE, PTYWS_OP_SEND_STREAMING, PTYWS_OP_GET_TASK,
+	    PTYWS_OP_LIST_TASKS, PTYWS_OP_CANCEL_TASK, PTYWS_OP_SUBSCRIBE_TO_TASK,
+	    "preference", "secondary", "defaultInputModes", "text/plain",
+	    "defaultOutputModes", "text/plain", "skills", skills(), "securitySchemes",
+	    "bearer", "type", "http", "scheme", "bearer", "bearerFormat", "JWT",
+	    "security", "bearer");
 }
 
 void routes_error_body(const char *code, const char *message, struct buf *out)

@@ -395,10 +395,10 @@ static void test_builders(void **state)
 			    "pty.join_session");
 	assert_string_equal(
 	    json_string_value(json_array_get(json_object_get(o, "extensions"), 0)),
-	    PTYC_EXTENSION_URI);
+	    PTYWS_EXT_PTY);
 	assert_string_equal(
 	    json_string_value(json_array_get(json_object_get(o, "extensions"), 1)),
-	    PTYC_CONTROL_URI);
+	    PTYWS_EXT_CONTROL);
 	assert_int_equal(json_array_size(json_object_get(o, "extensions")), 2);
 	assert_null(json_object_get(o, "replay_from"));
 	assert_string_equal(json_string_value(json_object_get(pl, "role")), "controller");

@@ -22,7 +22,7 @@
 static const char seed_join[] =
     "{\"op\":\"pty.join_session\",\"id\":\"" CID "\","
     "\"ts\":\"2026-05-09T14:30:00.150Z\","
-    "\"extensions\":[\"" ENVELOPE_PTY_EXTENSION "\"],"
+    "\"extensions\":[\"" PTYWS_EXT_PTY "\"],"
     "\"service_parameters\":{\"trace_id\":\"00-1234-01\"},"
     "\"replay_from\":400,"
     "\"payload\":{\"role\":\"controller\",\"cols\":120,\"rows\":30,"
@@ -257,7 +257,7 @@ static void check_extensions(const char *value, int pty)
 	assert_true(env->has_extensions);
 	assert_int_equal(env->pty_extension, pty);
 	assert_int_equal(env->control_extension,
-			 strstr(value, ENVELOPE_CONTROL_EXTENSION) != NULL);
+			 strstr(value, PTYWS_EXT_CONTROL) != NULL);
 	envelope_free(env);
 }
 
@@ -267,10 +267,10 @@ static void test_extensions(void **state)
 	int i, n;
 
 	check_extensions("[]", 0);
-	check_extensions("[\"" ENVELOPE_PTY_EXTENSION "\"]", 1);
-	check_extensions("[\"" ENVELOPE_CONTROL_EXTENSION "\"]", 0);
-	check_extensions("[\"https://example.com/x\",\"" ENVELOPE_PTY_EXTENSION "\"]", 1);
-	check_extensions("[\"" ENVELOPE_PTY_EXTENSION "/\"]", 0);
+	check_extensions("[\"" PTYWS_EXT_PTY "\"]", 1);
+	check_extensions("[\"" PTYWS_EXT_CONTROL "\"]", 0);
+	check_extensions("[\"https://example.com/x\",\"" PTYWS_EXT_PTY "\"]", 1);
+	check_extensions("[\"" PTYWS_EXT_PTY "/\"]", 0);
 	check_extensions("[\"https://agentic-sandbox.aiwg.io/extensions/"
 			 "pty-extensions/v2\"]",
 			 0);

@@ -17,6 +17,7 @@
 #include <jansson.h>
 
 #include "routes.h"
+#include "ptyws.h"
 
 static void match_ok(const char *target, int with_static, enum route_id id,
 		     const char *inst, const char *sess)
@@ -426,7 +427,7 @@ static void test_agent_card(void **state)
 	ext = json_array_get(
 	    json_object_get(json_object_get(card, "capabilities"), "extensions"), 0);
 	assert_string_equal(json_string_value(json_object_get(ext, "uri")),
-			    ROUTES_EXTENSION_URI);
+			    PTYWS_EXT_PTY);
 	params = json_object_get(ext, "params");
 	assert_json(
 	    json_incref(params),
