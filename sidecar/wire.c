@@ -1,5 +1,5 @@
-/* wire: see wire.h. The LinkMessage field numbers used here come from
-   proto/link.proto (LinkMessage.frame = 21, Frame.target_attach_id = 4). */
+/* wire: see wire.h. The framing of packed frames is shared/link.c's
+   (link_wrap_frame). */
 #include "wire.h"
 
 #include <stdarg.h>
@@ -8,23 +8,6 @@
 
 #include "link.h"
 #include "log.h"
-
-enum {
-	TAG_LINK_FRAME = (21 << 3) | 2,	 /* length-delimited */
-	TAG_FRAME_TARGET = (4 << 3) | 0, /* varint */
-};
-
-static size_t put_varint(uint8_t *p, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
 
 void wire_pack_frame(const Ptg__Frame *f, struct buf *out)
 {
@@ -37,34 +20,21 @@ void wire_pack_frame(const Ptg__Frame *f, struct buf *out)
 void wire_send_frame(struct linkconn *lc, const uint8_t *frame, size_t len,
 		     uint64_t target)
 {
-	uint8_t head[4 + 2 + 10], tail[1 + 10];
-	size_t tlen = 0, hlen, body;
+	struct link_wrap w;
 	struct iovec iov[3];
 
-	if (target) {
-		tail[0] = TAG_FRAME_TARGET;
-		tlen = 1 + put_varint(tail + 1, target);
-	}
-	/* LinkMessage body: tag, length, frame bytes (+ target field). */
-	hlen = 4;
-	hlen += put_varint(head + hlen, TAG_LINK_FRAME);
-	hlen += put_varint(head + hlen, len + tlen);
-	body = hlen - 4 + len + tlen;
-	head[0] = (uint8_t)(body >> 24);
-	head[1] = (uint8_t)(body >> 16);
-	head[2] = (uint8_t)(body >> 8);
-	head[3] = (uint8_t)body;
-	if (body > LINK_MAX_MESSAGE) {
+	link_wrap_frame(&w, len, target);
+	if (w.body > LINK_MAX_MESSAGE) {
 		/* Frames are bounded where they are made (Output 64 KiB, Keyframe
 		   --keyframe-max-bytes); this is the last line of defence of the link. */
 		log_error(linkconn_name(lc),
-			  "dropping a %zu-byte frame over the link cap", body);
+			  "dropping a %zu-byte frame over the link cap", w.body);
 		return;
 	}
-	iov[0] = (struct iovec){head, hlen};
+	iov[0] = (struct iovec){w.head, w.head_len};
 	iov[1] = (struct iovec){(void *)frame, len};
-	iov[2] = (struct iovec){tail, tlen};
-	linkconn_send_iov(lc, iov, tlen ? 3 : 2);
+	iov[2] = (struct iovec){w.tail, w.tail_len};
+	linkconn_send_iov(lc, iov, w.tail_len ? 3 : 2);
 }
 
 /* Sends r in order (reply_lane 0) or in the link's reply lane. */

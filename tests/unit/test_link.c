@@ -1,6 +1,7 @@
 /* unit: shared */
 /* link: framing round trips, a stream fed one byte at a time, the size
-   cap checked on the header alone, and bodies that are not messages. */
+   cap checked on the header alone, bodies that are not messages, and the
+   fast framing of packed frames against protobuf-c's packing. */
 #include <errno.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -190,6 +191,81 @@ static void test_bad_bodies(void **state)
 	assert_int_equal(decode_bytes(unknown, sizeof(unknown)), -EBADMSG);
 }
 
+/* A packed Frame with an Output of n bytes (so the frame's length
+   crosses the varints' 1-, 2- and 3-byte boundaries). */
+static void packed_frame(size_t n, struct buf *out)
+{
+	static uint8_t data[70000];
+	Ptg__Frame f = PTG__FRAME__INIT;
+	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
+	uint8_t *p;
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		data[i] = (uint8_t)(i * 7);
+	o.data.data = data;
+	o.data.len = n;
+	f.session_id = (char *)"s-1";
+	f.sequence = 42;
+	f.kind_case = PTG__FRAME__KIND_OUTPUT;
+	f.output = &o;
+	p = buf_reserve(out, ptg__frame__get_packed_size(&f));
+	buf_commit(out, ptg__frame__pack(&f, p));
+}
+
+/* head, frame bytes, tail, as wire_send_frame hands them to the link. */
+static void wrapped(const struct buf *frame, uint64_t target, struct buf *out)
+{
+	struct link_wrap w;
+
+	link_wrap_frame(&w, buf_size(frame), target);
+	assert_true(w.head_len <= LINK_WRAP_HEAD_MAX && w.tail_len <= LINK_WRAP_TAIL_MAX);
+	assert_int_equal(w.body, w.head_len - 4 + buf_size(frame) + w.tail_len);
+	buf_append(out, w.head, w.head_len);
+	buf_append(out, buf_head(frame), buf_size(frame));
+	buf_append(out, w.tail, w.tail_len);
+}
+
+/* Untargeted, the fast framing is protobuf-c's packing byte for byte;
+   targeted, it decodes to the same frame with the target set. */
+static void test_wrap_frame(void **state)
+{
+	static const size_t sizes[] = {0, 1, 100, 120, 125, 16370, 16380, 70000};
+	static const uint64_t targets[] = {0, 1, 127, 128, 300, UINT64_MAX};
+	size_t i, j;
+
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		for (j = 0; j < sizeof(targets) / sizeof(targets[0]); j++) {
+			struct buf frame = BUF_INIT, fast = BUF_INIT, packed = BUF_INIT;
+			Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT, *out;
+
+			packed_frame(sizes[i], &frame);
+			wrapped(&frame, targets[j], &fast);
+			if (!targets[j]) {
+				m.msg_case = PTG__LINK_MESSAGE__MSG_FRAME;
+				m.frame = ptg__frame__unpack(NULL, buf_size(&frame),
+							     buf_head(&frame));
+				link_encode(&m, &packed);
+				ptg__frame__free_unpacked(m.frame, NULL);
+				assert_int_equal(buf_size(&fast), buf_size(&packed));
+				assert_memory_equal(buf_head(&fast), buf_head(&packed),
+						    buf_size(&packed));
+			}
+			assert_int_equal(link_decode(&fast, &out), 1);
+			assert_int_equal(buf_size(&fast), 0);
+			assert_int_equal(out->msg_case, PTG__LINK_MESSAGE__MSG_FRAME);
+			assert_int_equal(out->frame->target_attach_id, targets[j]);
+			assert_int_equal(out->frame->sequence, 42);
+			assert_string_equal(out->frame->session_id, "s-1");
+			assert_int_equal(out->frame->output->data.len, sizes[i]);
+			link_message_free(out);
+			buf_free(&frame);
+			buf_free(&fast);
+			buf_free(&packed);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -198,6 +274,7 @@ int main(void)
 	    cmocka_unit_test(test_one_byte_at_a_time),
 	    cmocka_unit_test(test_over_cap),
 	    cmocka_unit_test(test_bad_bodies),
+	    cmocka_unit_test(test_wrap_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
