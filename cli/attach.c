@@ -412,7 +412,8 @@ static int farewell(struct attach *a)
 	return code == 1000 ? CLI_OK : CLI_FAIL;
 }
 
-/* The attach URL path of SPEC 1, escaped. */
+/* The attach URL path (docs/protocol.md, "1. Opening a connection"),
+   escaped. */
 static char *url_path(const struct attach *a)
 {
 	struct buf b = BUF_INIT;
@@ -431,7 +432,7 @@ static int dial(struct attach *a)
 {
 	static const struct wsclient_callbacks wcb = {.on_text = text};
 	static const struct ptyc_callbacks pcb = {screen, notice};
-	char err[512], *path = url_path(a);
+	char err[CLI_ERR_LEN], *path = url_path(a);
 
 	a->pc = ptyc_new(&pcb, a);
 	if (a->tls.insecure)
@@ -527,7 +528,7 @@ static int reconnect(struct attach *a)
 	static const struct ptyc_callbacks pcb = {screen, notice};
 	uint64_t last = ptyc_last_sequence(a->pc);
 	bool observer = !controls(a);
-	char err[512], line[640], *path = url_path(a);
+	char err[CLI_ERR_LEN], line[640], *path = url_path(a);
 	struct wsclient *ws;
 	int64_t wait;
 

@@ -72,23 +72,38 @@ enum {
 	ATTACH_OPT_INSECURE,
 };
 
-const struct option attach_opts[] = {
-    CLI_TARGET_LONGOPTS,
-    {"session", required_argument, NULL, ATTACH_OPT_SESSION},
-    {"observer", no_argument, NULL, ATTACH_OPT_OBSERVER},
-    {"replay-from", required_argument, NULL, ATTACH_OPT_REPLAY},
-    {"label", required_argument, NULL, ATTACH_OPT_LABEL},
-    {"cols", required_argument, NULL, ATTACH_OPT_COLS},
-    {"rows", required_argument, NULL, ATTACH_OPT_ROWS},
-    {"url", required_argument, NULL, ATTACH_OPT_URL},
-    {"ca-file", required_argument, NULL, ATTACH_OPT_CA_FILE},
-    {"insecure", no_argument, NULL, ATTACH_OPT_INSECURE},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+/* Every option of `ptygate attach`, once (see CLI_GETOPT in cli.h). */
+#define ATTACH_OPTS(X)                                                                   \
+	CLI_TARGET_OPTS(X)                                                               \
+	X("session", required_argument, ATTACH_OPT_SESSION, "ID",                        \
+	  "the session to attach to (or give it as the operand)")                        \
+	X("observer", no_argument, ATTACH_OPT_OBSERVER, NULL,                            \
+	  "join as an observer (default: as a controller)")                              \
+	X("replay-from", required_argument, ATTACH_OPT_REPLAY, "N",                      \
+	  "replay the frames after sequence N before going live")                        \
+	X("label", required_argument, ATTACH_OPT_LABEL, "LABEL",                         \
+	  "how other clients see this one (default: $USER@host)")                        \
+	X("cols", required_argument, ATTACH_OPT_COLS, "N",                               \
+	  "the width to ask for (default: this terminal's; none when stdin is not a "    \
+	  "terminal: a script never resizes the session)")                               \
+	X("rows", required_argument, ATTACH_OPT_ROWS, "N",                               \
+	  "the height to ask for (default: this terminal's)")                            \
+	X("url", required_argument, ATTACH_OPT_URL, "URL",                               \
+	  "the attach URL, ws[s]://HOST:PORT/agents/I/sessions/S/attach, in place of "   \
+	  "--gateway, --instance and --session")                                         \
+	X("ca-file", required_argument, ATTACH_OPT_CA_FILE, "FILE",                      \
+	  "wss://: trust the certificate authorities in FILE (PEM) alone, not the "      \
+	  "system's")                                                                    \
+	X("insecure", no_argument, ATTACH_OPT_INSECURE, NULL,                            \
+	  "wss://: do not check the gateway's certificate (with a warning; for tests)")  \
+	X("help", no_argument, 'h', NULL, "show the help")
+
+const struct option attach_opts[] = {ATTACH_OPTS(CLI_GETOPT) CLI_GETOPT_END};
+const struct cli_optdoc attach_optdocs[] = {ATTACH_OPTS(CLI_OPTDOC) CLI_OPTDOC_END};
 
 /* Whether s is UTF-8 of at most PTG_LABEL_MAX_CHARS characters, the
-   bound SPEC 5.1 sets on client_label (characters, not bytes). */
+   bound the protocol sets on client_label (characters, not bytes; see
+   docs/protocol.md, "Client ops"). */
 static bool label_ok(const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
@@ -251,7 +266,7 @@ static int options(struct attach *a, int argc, char **argv)
 int attach__parse(struct attach *a, int argc, char **argv)
 {
 	struct wsclient_addr addr;
-	char err[256];
+	char err[CLI_ERR_LEN];
 	int rc = options(a, argc, argv);
 
 	if (rc != CLI_OK)

@@ -234,7 +234,7 @@ static int take_token(struct cli_target *t, const char *text, size_t n, const ch
 static int load_token(struct cli_target *t, const char *cmd)
 {
 	struct buf b = BUF_INIT;
-	char err[256];
+	char err[CLI_ERR_LEN];
 	const char *env = getenv("PTYGATE_TOKEN");
 	int rc;
 

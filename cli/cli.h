@@ -29,13 +29,46 @@ enum cli_target_opt {
 	CLI_OPT_FIRST_FREE, /* the next free value for a command's own options */
 };
 
-/* clang-format off */
-#define CLI_TARGET_LONGOPTS                                                  \
-	{ "gateway", required_argument, NULL, CLI_OPT_GATEWAY },             \
-	{ "instance", required_argument, NULL, CLI_OPT_INSTANCE },           \
-	{ "token", required_argument, NULL, CLI_OPT_TOKEN },                 \
-	{ "token-file", required_argument, NULL, CLI_OPT_TOKEN_FILE }
-/* clang-format on */
+/* The room for one error message a command prints on one line (a
+   gateway's refusal, a TLS failure, a file it could not read). */
+#define CLI_ERR_LEN 512
+
+/* One option of a command as its manual page and checks see it. */
+struct cli_optdoc {
+	const char *name; /* the long name, without "--" */
+	int val;	 /* getopt_long's value: a short option's letter, or above 0xff */
+	const char *arg; /* the value's name ("FILE"); NULL: takes none */
+	const char *help; /* plain text, one paragraph */
+};
+
+/* Each command writes its options once, as a list of
+   X(name, has_arg, val, arg, help), and makes from that one list both its
+   getopt_long table (which the parser and `ptygate completion` read) and
+   its cli_optdoc table (which `ptygate --help-man` reads), so an option
+   the parser takes cannot be missing from the manual. */
+#define CLI_GETOPT(nm, has, v, ar, hl) {nm, has, NULL, v},
+#define CLI_OPTDOC(nm, has, v, ar, hl) {nm, v, ar, hl},
+#define CLI_GETOPT_END                                                                   \
+	{                                                                                \
+		NULL, 0, NULL, 0                                                         \
+	}
+#define CLI_OPTDOC_END                                                                   \
+	{                                                                                \
+		NULL, 0, NULL, NULL                                                      \
+	}
+
+/* The target options, in every command that talks to a gateway. */
+#define CLI_TARGET_OPTS(X)                                                               \
+	X("gateway", required_argument, CLI_OPT_GATEWAY, "URL",                          \
+	  "the gateway's base URL, http:// or https:// (attach and run also take "       \
+	  "ws:// and wss://); default: $PTYGATE_GATEWAY, else " CLI_DEFAULT_GATEWAY)     \
+	X("instance", required_argument, CLI_OPT_INSTANCE, "ID",                         \
+	  "the sandbox instance; default: $PTYGATE_INSTANCE")                            \
+	X("token", required_argument, CLI_OPT_TOKEN, "TOKEN",                            \
+	  "the bearer token itself; a command line is visible to every user in ps, so "  \
+	  "this warns: prefer --token-file or $PTYGATE_TOKEN")                           \
+	X("token-file", required_argument, CLI_OPT_TOKEN_FILE, "FILE",                   \
+	  "read the bearer token from FILE; without it or --token, $PTYGATE_TOKEN")
 
 /* Where a command talks to and as whom. The const strings point into
    argv or the environment; gateway and token are owned (cli_target_clear). */

@@ -15,10 +15,12 @@
 static const char *const token_verbs[] = {"keygen", "mint", NULL};
 static const char *const completion_shells[] = {"bash", "zsh", NULL};
 
-static const struct option completion_opts[] = {
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+#define COMPLETION_OPTS(X) X("help", no_argument, 'h', NULL, "show the help")
+
+static const struct option completion_opts[] = {COMPLETION_OPTS(CLI_GETOPT)
+						    CLI_GETOPT_END};
+const struct cli_optdoc completion_optdocs[] = {COMPLETION_OPTS(CLI_OPTDOC)
+						    CLI_OPTDOC_END};
 
 const struct cli_command completion_commands[] = {
     {"token", token_main, token_verbs, NULL, ""},

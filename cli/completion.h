@@ -8,6 +8,8 @@
 #include <getopt.h>
 #include <stdio.h>
 
+#include "cli.h"
+
 /* One `ptygate COMMAND`. */
 struct cli_command {
 	const char *name;
@@ -16,6 +18,9 @@ struct cli_command {
 	const struct option *opts;	   /* NULL: ask `COMMAND VERB --help` */
 	const char *shortopts;		   /* as getopt reads them, "" for none */
 };
+
+/* `ptygate completion`'s own options, as the manual page describes them. */
+extern const struct cli_optdoc completion_optdocs[];
 
 /* Every command, ending with a zeroed entry. */
 extern const struct cli_command completion_commands[];

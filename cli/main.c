@@ -6,6 +6,7 @@
 
 #include "cli.h"
 #include "completion.h"
+#include "manpage.h"
 
 static const char main_usage[] =
     "Usage: ptygate COMMAND [options]\n"
@@ -23,7 +24,8 @@ static const char main_usage[] =
     "Run 'ptygate COMMAND --help' for a command's options. Options may come\n"
     "before or after the arguments; '--' ends them.\n"
     "  -h, --help      show this help\n"
-    "  --version       show the version\n";
+    "  --version       show the version\n"
+    "  --help-man      print the manual page ptygate(1) (roff)\n";
 
 int main(int argc, char **argv)
 {
@@ -37,6 +39,10 @@ int main(int argc, char **argv)
 	    !strcmp(argv[1], "help")) {
 		fputs(main_usage, stdout);
 		return CLI_OK;
+	}
+	if (!strcmp(argv[1], "--help-man")) {
+		manpage_print(stdout);
+		return fflush(stdout) ? CLI_FAIL : CLI_OK;
 	}
 	if (!strcmp(argv[1], "--version")) {
 		printf("ptygate %s\n", PTG_VERSION);

@@ -2,7 +2,8 @@
    by op, then pty.session_frame by payload kind, through tables; only the
    screen frames (Output, Keyframe) take part in the sequence filter, as
    frames addressed to one connection (RoleAssigned) may carry a higher
-   number than replayed frames that follow them (SPEC 5.2). */
+   number than replayed frames that follow them (docs/protocol.md, "3.
+   Sequences, replay and keyframes"). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -246,7 +247,7 @@ static int session_frame(struct ptyc *p, const json_t *env, const json_t *payloa
 static int on_error(struct ptyc *p, const json_t *env, const json_t *payload)
 {
 	if (!strcmp(str(payload, "code"), PTYWS_ERR_REPLAY_OUT_OF_RANGE)) {
-		/* The old screen is lost (SPEC 5.2): the Keyframe replaces it,
+		/* The old screen is lost (REPLAY_OUT_OF_RANGE): the Keyframe replaces it,
 		   and pushing it into the scrollback keeps it for the user. */
 		p->resumed = false;
 		p->have_seq = false;

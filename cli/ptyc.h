@@ -1,8 +1,10 @@
 /* ptyc: the pty-ws/v1 client protocol as `ptygate attach` speaks it,
-   with no I/O. It builds the client's frames (SPEC 2, 5.1) and reads the
+   with no I/O. It builds the client's frames (docs/protocol.md, "2. Frames") and
+   reads the
    server's: Keyframe snapshots and Output data go to the screen in
    sequence order (a frame at or below the last applied sequence, which a
-   Keyframe sets to its anchor_sequence, is dropped: SPEC 3), Error frames
+   Keyframe sets to its anchor_sequence, is dropped: docs/protocol.md,
+   "3. Sequences, replay and keyframes"), Error frames
    and role downgrades become one-line notices, and the role, the
    session's end and binding_goodbye are kept for the caller. */
 #ifndef PTG_CLI_PTYC_H

@@ -1,8 +1,8 @@
 /* run: `ptygate run`. One poll loop over the WebSocket and a signalfd:
    SendStreamingMessage, then every TaskStatusUpdate replaces our copy of
-   the task (SPEC 6), and what its artifacts hold beyond what was printed
-   is printed. A deadline (--timeout) bounds the whole wait, so a task
-   or a stream that never ends cannot hang the caller. */
+   the task (docs/protocol.md, "7. Around the WebSocket"), and what its artifacts hold
+   beyond what was printed is printed. A deadline (--timeout) bounds the whole wait, so a
+   task or a stream that never ends cannot hang the caller. */
 #include "run.h"
 
 #include <errno.h>
@@ -62,14 +62,21 @@ static const char run_usage[] =
     "Without -q each change of the task's state is one line on stderr,\n"
     "\"ptygate: task ID TASK_STATE_WORKING\", with the state as A2A names it.\n";
 
-const struct option run_opts[] = {
-    CLI_TARGET_LONGOPTS,
-    {"quiet", no_argument, NULL, 'q'},
-    {"session", required_argument, NULL, RUN_OPT_SESSION},
-    {"timeout", required_argument, NULL, RUN_OPT_TIMEOUT},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+/* Every option of `ptygate run`, once (see CLI_GETOPT in cli.h). */
+#define RUN_OPTS(X)                                                                      \
+	CLI_TARGET_OPTS(X)                                                               \
+	X("quiet", no_argument, 'q', NULL,                                               \
+	  "no status lines: stderr holds the task's stderr and errors only (a task "     \
+	  "that failed or was canceled still says so)")                                  \
+	X("session", required_argument, RUN_OPT_SESSION, "ID",                           \
+	  "the session to run in (required)")                                            \
+	X("timeout", required_argument, RUN_OPT_TIMEOUT, "DURATION",                     \
+	  "give up after DURATION (N, Ns, Nm, Nh or Nd; 0: never; default 1h): cancel "  \
+	  "the task and exit 124")                                                       \
+	X("help", no_argument, 'h', NULL, "show the help")
+
+const struct option run_opts[] = {RUN_OPTS(CLI_GETOPT) CLI_GETOPT_END};
+const struct cli_optdoc run_optdocs[] = {RUN_OPTS(CLI_OPTDOC) CLI_OPTDOC_END};
 
 struct run {
 	struct cli_target target;
@@ -433,7 +440,7 @@ static char *url_path(const struct run *r)
 static int run(struct run *r)
 {
 	static const struct wsclient_callbacks wcb = {.on_text = on_text};
-	char err[512], mid[UUID_STRLEN + 1], *path = url_path(r);
+	char err[CLI_ERR_LEN], mid[UUID_STRLEN + 1], *path = url_path(r);
 
 	r->sigfd = -1;
 	r->ws = wsclient_connect(r->target.gateway, path, r->target.token, RUN_CONNECT_MS,

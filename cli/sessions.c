@@ -1,4 +1,5 @@
-/* sessions: the REST commands of SPEC 9. Each verb builds one request
+/* sessions: the session REST API (docs/protocol.md, "7. Around the
+   WebSocket"). Each verb builds one request
    (POST/GET /agents/{instance}/sessions, GET/DELETE .../sessions/{id}),
    prints the answer for people (a table, or "key: value" lines) or, with
    --output json, as the gateway's JSON, and turns a non-2xx answer's
@@ -95,26 +96,44 @@ enum {
 	SESS_OPT_POLICY,
 	SESS_OPT_LABEL,
 	SESS_OPT_CONTROL,
-	SESS_OPT_OUTPUT,
 };
 
 const char *const sessions_verbs[] = {"create", "list", "get", "kill", "export", NULL};
 
-const struct option sessions_opts[] = {
-    CLI_TARGET_LONGOPTS,
-    {"session", required_argument, NULL, SESS_OPT_SESSION},
-    {"cols", required_argument, NULL, SESS_OPT_COLS},
-    {"rows", required_argument, NULL, SESS_OPT_ROWS},
-    {"cwd", required_argument, NULL, SESS_OPT_CWD},
-    {"env", required_argument, NULL, SESS_OPT_ENV},
-    {"policy", required_argument, NULL, SESS_OPT_POLICY},
-    {"label", required_argument, NULL, SESS_OPT_LABEL},
-    {"control-policy", required_argument, NULL, SESS_OPT_CONTROL},
-    {"quiet", no_argument, NULL, 'q'},
-    {"output", required_argument, NULL, 'o'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+/* Every option of `ptygate sessions`, once (see CLI_GETOPT in cli.h). */
+#define SESSIONS_OPTS(X)                                                                 \
+	CLI_TARGET_OPTS(X)                                                               \
+	X("session", required_argument, SESS_OPT_SESSION, "ID",                          \
+	  "the session, for get, kill and export (or give it as the operand)")           \
+	X("cols", required_argument, SESS_OPT_COLS, "N",                                 \
+	  "create: the terminal's width, " PTG_STR(PTG_DIM_MIN) " to " PTG_STR(          \
+	      PTG_DIM_MAX) " (default: the sidecar's)")                                  \
+	X("rows", required_argument, SESS_OPT_ROWS, "N",                                 \
+	  "create: the terminal's height, " PTG_STR(PTG_DIM_MIN) " to " PTG_STR(         \
+	      PTG_DIM_MAX) " (default: the sidecar's)")                                  \
+	X("cwd", required_argument, SESS_OPT_CWD, "DIR",                                 \
+	  "create: the working directory of the command")                                \
+	X("env", required_argument, SESS_OPT_ENV, "KEY=VALUE",                           \
+	  "create: an environment variable of the command; repeatable")                  \
+	X("policy", required_argument, SESS_OPT_POLICY, "POLICY",                        \
+	  "create: keep_running (the default) or terminate_on_last_controller (the "     \
+	  "program is hung up when its last controller leaves)")                         \
+	X("label", required_argument, SESS_OPT_LABEL, "LABEL",                           \
+	  "create: a label for the session")                                             \
+	X("control-policy", required_argument, SESS_OPT_CONTROL, "P",                    \
+	  "create: open (the default: control on request), approve (a controller "       \
+	  "approves each request) or owner_only (only the creator's principal "          \
+	  "controls)")                                                                   \
+	X("quiet", no_argument, 'q', NULL,                                               \
+	  "create: print only the session id; kill: print nothing")                      \
+	X("output", required_argument, 'o', "FORMAT",                                    \
+	  "text (the default: a table for list, key: value lines for create and get) "   \
+	  "or json (the gateway's JSON document as it is); export: the FILE to write "   \
+	  "the recording to (FILE.part until it is whole)")                              \
+	X("help", no_argument, 'h', NULL, "show the help")
+
+const struct option sessions_opts[] = {SESSIONS_OPTS(CLI_GETOPT) CLI_GETOPT_END};
+const struct cli_optdoc sessions_optdocs[] = {SESSIONS_OPTS(CLI_OPTDOC) CLI_OPTDOC_END};
 
 static const char *opt_name(int c)
 {
@@ -425,7 +444,7 @@ static int list_page(const struct sessions_args *a, const struct buf *base,
 {
 	struct httpc_response r;
 	struct buf url = BUF_INIT;
-	char err[512];
+	char err[CLI_ERR_LEN];
 	json_t *o = NULL;
 	const char *t;
 	int rc = CLI_FAIL;
@@ -503,7 +522,7 @@ static json_t *kill_wait(const struct sessions_args *a, const char *url)
 {
 	int64_t until = time_mono_ms() + SESSIONS_KILL_WAIT_MS;
 	struct httpc_response r;
-	char err[512];
+	char err[CLI_ERR_LEN];
 	json_t *o = NULL;
 
 	for (;;) {
@@ -565,7 +584,7 @@ static int export_recording(const struct sessions_args *a, const char *url)
 {
 	int to_stdout = !a->out_file || !strcmp(a->out_file, "-");
 	struct httpc_response r;
-	char tmp[4096], err[512];
+	char tmp[4096], err[CLI_ERR_LEN];
 	FILE *f = stdout;
 	int rc = CLI_FAIL, ok;
 
@@ -603,7 +622,7 @@ static int run(struct sessions_args *a)
 	static const char *const methods[] = {"POST", "GET", "GET", "DELETE", "GET"};
 	struct httpc_response r;
 	struct buf url = BUF_INIT;
-	char err[512], *body = NULL;
+	char err[CLI_ERR_LEN], *body = NULL;
 	int rc;
 
 	if (strncmp(a->target.gateway, "http://", 7) &&

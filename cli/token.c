@@ -1,4 +1,5 @@
-/* token: the operator's side of SPEC 7. `keygen` writes an Ed25519 pair
+/* token: the operator's side of authentication (docs/protocol.md, "6.
+   Authentication"). `keygen` writes an Ed25519 pair
    in the PEM forms the gateway loads; `mint` builds the claims (sub,
    instance_id, session_id, scope, iat, exp, nbf, aud, iss) and signs them
    with the same key code the verifier uses (auth/keys.h, auth/auth_jwt.h),
@@ -137,7 +138,7 @@ static int sign(const struct token_key *k, const char *claims, struct buf *out)
 {
 	struct buf secret = BUF_INIT;
 	uint8_t sk[64];
-	char err[256] = "";
+	char err[CLI_ERR_LEN] = "";
 	int rc;
 
 	if (k->hs256_file) {
@@ -242,21 +243,40 @@ enum {
 	TOKEN_OPT_ISS,
 };
 
-static const struct option token_mint_opts[] = {
-    {"hs256-secret-file", required_argument, NULL, TOKEN_OPT_HS256},
-    {"ed25519-key", required_argument, NULL, TOKEN_OPT_ED25519},
-    {"kid", required_argument, NULL, TOKEN_OPT_KID},
-    {"sub", required_argument, NULL, TOKEN_OPT_SUB},
-    {"instance", required_argument, NULL, TOKEN_OPT_INSTANCE},
-    {"session", required_argument, NULL, TOKEN_OPT_SESSION},
-    {"scope", required_argument, NULL, TOKEN_OPT_SCOPE},
-    {"ttl", required_argument, NULL, TOKEN_OPT_TTL},
-    {"not-before-in", required_argument, NULL, TOKEN_OPT_NBF},
-    {"audience", required_argument, NULL, TOKEN_OPT_AUD},
-    {"issuer", required_argument, NULL, TOKEN_OPT_ISS},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+/* Every option of `ptygate token mint`, once (see CLI_GETOPT in cli.h). */
+#define TOKEN_MINT_OPTS(X)                                                               \
+	X("hs256-secret-file", required_argument, TOKEN_OPT_HS256, "FILE",               \
+	  "sign with HS256, the secret read from FILE")                                  \
+	X("ed25519-key", required_argument, TOKEN_OPT_ED25519, "FILE",                   \
+	  "sign with EdDSA, the PKCS#8 PEM private key in FILE (an instance "            \
+	  "credential: the fleet's provisioning key)")                                   \
+	X("kid", required_argument, TOKEN_OPT_KID, "KID",                                \
+	  "the key id in the header: gateways pick the key by it, which is how keys "    \
+	  "are rotated")                                                                 \
+	X("sub", required_argument, TOKEN_OPT_SUB, "SUBJECT",                            \
+	  "the principal (required for a client token; an instance credential's "        \
+	  "defaults to the instance)")                                                   \
+	X("instance", required_argument, TOKEN_OPT_INSTANCE, "ID",                       \
+	  "instance_id, or '*' for every instance (required; an instance credential "    \
+	  "names one real instance)")                                                    \
+	X("session", required_argument, TOKEN_OPT_SESSION, "ID",                         \
+	  "session_id, or '*' (default: every session)")                                 \
+	X("scope", required_argument, TOKEN_OPT_SCOPE, "\"SCOPE ...\"",                  \
+	  "space separated, repeatable: pty:observe, pty:control, tasks, "               \
+	  "sessions (default: pty:observe)")                                             \
+	X("ttl", required_argument, TOKEN_OPT_TTL, "DURATION",                           \
+	  "the lifetime: N or Ns (seconds), Nm, Nh or Nd (default 1h)")                  \
+	X("not-before-in", required_argument, TOKEN_OPT_NBF, "DURATION",                 \
+	  "not valid until that long from now (sets nbf)")                               \
+	X("audience", required_argument, TOKEN_OPT_AUD, "AUD",                           \
+	  "the aud claim; ptygate-link mints an instance credential instead of a "       \
+	  "client token")                                                                \
+	X("issuer", required_argument, TOKEN_OPT_ISS, "ISS", "the iss claim")            \
+	X("help", no_argument, 'h', NULL, "show the help")
+
+const struct option token_mint_opts[] = {TOKEN_MINT_OPTS(CLI_GETOPT) CLI_GETOPT_END};
+const struct cli_optdoc token_mint_optdocs[] = {TOKEN_MINT_OPTS(CLI_OPTDOC)
+						    CLI_OPTDOC_END};
 
 /* One mint option into spec or k. Returns CLI_OK or CLI_USAGE. */
 static int mint_option(int c, const char *arg, struct token_spec *spec,
@@ -358,17 +378,22 @@ static int mint(int argc, char **argv)
 	return rc;
 }
 
-static const struct option token_keygen_opts[] = {
-    {"out-private", required_argument, NULL, 'k'},
-    {"out-public", required_argument, NULL, 'p'},
-    {"help", no_argument, NULL, 'h'},
-    {NULL, 0, NULL, 0},
-};
+/* Every option of `ptygate token keygen`, once (see CLI_GETOPT in cli.h). */
+#define TOKEN_KEYGEN_OPTS(X)                                                             \
+	X("out-private", required_argument, 'k', "FILE",                                 \
+	  "write the private key here, PKCS#8 PEM, mode 0600 (required)")                \
+	X("out-public", required_argument, 'p', "FILE",                                  \
+	  "write the public key here, SubjectPublicKeyInfo PEM, mode 0644 (required)")   \
+	X("help", no_argument, 'h', NULL, "show the help")
+
+const struct option token_keygen_opts[] = {TOKEN_KEYGEN_OPTS(CLI_GETOPT) CLI_GETOPT_END};
+const struct cli_optdoc token_keygen_optdocs[] = {TOKEN_KEYGEN_OPTS(CLI_OPTDOC)
+						      CLI_OPTDOC_END};
 
 static int keygen(int argc, char **argv)
 {
 	const char *cmd = "token keygen", *priv = NULL, *pub = NULL;
-	char err[256];
+	char err[CLI_ERR_LEN];
 	int c;
 
 	cli_getopt_reset();

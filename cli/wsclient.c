@@ -228,7 +228,8 @@ int wsclient_agreed_deflate(const char *head, size_t n, bool *deflate, char *err
 	return ok ? 0 : -EPROTO;
 }
 
-/* The 101's headers against RFC 6455 4.1 and SPEC 1. */
+/* The 101's headers against RFC 6455 4.1 and the binding's opening
+   (docs/protocol.md, "1. Opening a connection"). */
 static int check_upgrade(const char *head, const char *accept, char *err, size_t errlen)
 {
 	char v[256];

@@ -1,7 +1,7 @@
 /* wsclient: the client side of one WebSocket connection (RFC 6455) for
    `ptygate attach`. The opening handshake is written by hand over a TCP
-   socket (SPEC 1: offer "pty-ws.v1", bearer token in Authorization,
-   check Sec-WebSocket-Accept and the echoed subprotocol); framing is
+   socket (docs/protocol.md, "1. Opening a connection": offer "pty-ws.v1", bearer token in
+   Authorization, check Sec-WebSocket-Accept and the echoed subprotocol); framing is
    wslay's client context, which masks every frame with a key from
    libsodium's randombytes_buf. wss:// (and https://) go through TLS
    (tlsio.h, GnuTLS) with the server's certificate verified.

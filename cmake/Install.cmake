@@ -26,22 +26,25 @@ if(NOT EXISTS ${CMAKE_SOURCE_DIR}/web/dist/index.html)
                   "have no web page (scripts/build-web.sh builds it)")
 endif()
 
-# The Grafana dashboard of the gateway's metrics (README "Metrics"), for
-# operators to import.
+# The Grafana dashboard of the gateway's metrics (docs/gateway.md,
+# "Metrics"), for operators to import.
 install(FILES ${CMAKE_SOURCE_DIR}/deploy/grafana/ptygate-dashboard.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/ptygate/grafana COMPONENT gateway)
 
-# The example config, a Debian conffile in the package (packaging/gateway/
+# The example configs, Debian conffiles in the packages (packaging/*/
 # conffiles). A `cmake --install` over an existing /etc/ptygate keeps the
-# site's edited files rather than overwriting them with the example.
-install(CODE "foreach(f gateway.conf instances)
-    if(EXISTS \"\$ENV{DESTDIR}/etc/ptygate/\${f}\")
-      message(STATUS \"Keeping: \$ENV{DESTDIR}/etc/ptygate/\${f}\")
-    else()
-      file(INSTALL \"${CMAKE_SOURCE_DIR}/deploy/config/\${f}\"
-           DESTINATION /etc/ptygate) # file(INSTALL) adds DESTDIR
-    endif()
-  endforeach()" COMPONENT gateway)
+# site's edited files rather than overwriting them with the examples.
+function(ptg_install_config component)
+  install(CODE "foreach(f ${ARGN})
+      if(EXISTS \"\$ENV{DESTDIR}/etc/ptygate/\${f}\")
+        message(STATUS \"Keeping: \$ENV{DESTDIR}/etc/ptygate/\${f}\")
+      else()
+        file(INSTALL \"${CMAKE_SOURCE_DIR}/deploy/config/\${f}\"
+             DESTINATION /etc/ptygate) # file(INSTALL) adds DESTDIR
+      endif()
+    endforeach()" COMPONENT ${component})
+endfunction()
+ptg_install_config(gateway gateway.conf instances)
 # /var/lib/ptygate holds the sealed state and its key (root's, 0700: the
 # sessions run as another user and must not read it); the sidecar's unit
 # has it as StateDirectory= with the same mode.
@@ -63,58 +66,35 @@ endfunction()
 ptg_install_unit(ptygate-sidecar.service sidecar "")
 ptg_install_unit(ptygate-gateway.service gateway ${PTG_WEBDIR})
 
-# The daemons' manual pages, made at build time from their option tables
-# (shared/opttab.h) by the binaries themselves: NAME.8 from --help-man and
-# NAME.conf.5 (the config file) from --help-man-conf.
+# The manual pages, made at build time by the binaries themselves from
+# their option tables: each daemon's NAME.8 from --help-man and NAME.conf.5
+# (the config file) from --help-man-conf (shared/opttab.h); the CLI's
+# ptygate.1 from `ptygate --help-man` (cli/manpage.c).
 set(man_out ${CMAKE_BINARY_DIR}/man)
 file(MAKE_DIRECTORY ${man_out})
 set(man_pages)
-foreach(pair "ptygate-sidecar|sidecar" "ptygate-gateway|gateway")
-  string(REPLACE "|" ";" pair "${pair}")
-  list(GET pair 0 bin)
-  list(GET pair 1 component)
-  foreach(page "${bin}.8|--help-man|man8" "${bin}.conf.5|--help-man-conf|man5")
-    string(REPLACE "|" ";" page "${page}")
-    list(GET page 0 file)
-    list(GET page 1 flag)
-    list(GET page 2 dir)
-    add_custom_command(
-      OUTPUT ${man_out}/${file}.gz
-      COMMAND sh -c "\"$0\" $1 | gzip -9n > \"$2\"" $<TARGET_FILE:${bin}> ${flag}
-              ${man_out}/${file}.gz
-      DEPENDS ${bin}
-      COMMENT "${bin} ${flag}"
-      VERBATIM)
-    list(APPEND man_pages ${man_out}/${file}.gz)
-    install(FILES ${man_out}/${file}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/${dir}
-            COMPONENT ${component})
-  endforeach()
+foreach(page "ptygate-sidecar|sidecar|ptygate-sidecar.8|--help-man|man8"
+             "ptygate-sidecar|sidecar|ptygate-sidecar.conf.5|--help-man-conf|man5"
+             "ptygate-gateway|gateway|ptygate-gateway.8|--help-man|man8"
+             "ptygate-gateway|gateway|ptygate-gateway.conf.5|--help-man-conf|man5"
+             "ptygate|gateway|ptygate.1|--help-man|man1")
+  string(REPLACE "|" ";" page "${page}")
+  list(GET page 0 bin)
+  list(GET page 1 component)
+  list(GET page 2 file)
+  list(GET page 3 flag)
+  list(GET page 4 dir)
+  add_custom_command(
+    OUTPUT ${man_out}/${file}.gz
+    COMMAND sh -c "\"$0\" $1 | gzip -9n > \"$2\"" $<TARGET_FILE:${bin}> ${flag}
+            ${man_out}/${file}.gz
+    DEPENDS ${bin}
+    COMMENT "${bin} ${flag}"
+    VERBATIM)
+  list(APPEND man_pages ${man_out}/${file}.gz)
+  install(FILES ${man_out}/${file}.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/${dir}
+          COMPONENT ${component})
 endforeach()
-
-# The CLI's page from its --help and --version, when help2man is there
-# (scripts/install-deps.sh installs it); without it the build and the
-# install go on without it.
-find_program(HELP2MAN help2man)
-if(HELP2MAN)
-  foreach(pair "ptygate|gateway|client for ptygate: tokens, sessions, terminal attach")
-    string(REPLACE "|" ";" pair "${pair}")
-    list(GET pair 0 bin)
-    list(GET pair 1 component)
-    list(GET pair 2 what)
-    add_custom_command(
-      OUTPUT ${man_out}/${bin}.1.gz
-      COMMAND ${HELP2MAN} --no-info --no-discard-stderr --section=1
-              "--name=${what}" --output=${man_out}/${bin}.1 $<TARGET_FILE:${bin}>
-      COMMAND gzip -9nf ${man_out}/${bin}.1
-      DEPENDS ${bin}
-      COMMENT "help2man ${bin}")
-    list(APPEND man_pages ${man_out}/${bin}.1.gz)
-    install(FILES ${man_out}/${bin}.1.gz DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
-            COMPONENT ${component})
-  endforeach()
-else()
-  message(WARNING "help2man not found: no man page for ptygate (scripts/install-deps.sh)")
-endif()
 add_custom_target(man ALL DEPENDS ${man_pages})
 
 # --- cpack -G DEB ---------------------------------------------------------

@@ -4,7 +4,7 @@
 set -eu
 
 # stress-ng keeps the cores busy while the tests run, to show that none of
-# them depends on how the machine schedules it (README, "Tests under load").
+# them depends on how the machine schedules it (docs/testing.md, "Tests under load").
 PACKAGES="
   build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
@@ -13,7 +13,7 @@ PACKAGES="
   python3 python3-websockets python3-jsonschema python3-pyflakes
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs node-ws chromium
-  help2man dpkg-dev systemd
+  man-db dpkg-dev systemd
   stress-ng
   tmux zsh
   etcd-server etcd-client
@@ -27,6 +27,7 @@ PACKAGES="
 # haproxy: e2e.fleet_lb runs deploy/haproxy/ptygate.cfg in front of three
 # gateways.
 # node-ws: a second permessage-deflate client for e2e.deflate (Node's ws).
+# man-db: e2e.cli_manpage renders ptygate(1) with `man --warnings -l`.
 # systemd: systemd-analyze verify and security check the units in
 # tests/packaging (the machine need not boot with systemd); util-linux's
 # setpriv runs their commands as the units would.

@@ -10,7 +10,7 @@ start, the gateway serves a session of the sidecar, and that session
 cannot read the sidecar's state key or state.
 
 Environment (tests/CMake via the top-level CMakeLists.txt):
-PTG_BUILD_DIR, PTG_SOURCE_DIR, PTG_VERSION, PTG_HAVE_MAN (1 or 0)."""
+PTG_BUILD_DIR, PTG_SOURCE_DIR, PTG_VERSION."""
 import gzip
 import json
 import os
@@ -31,7 +31,6 @@ import http.client
 BUILD = os.environ["PTG_BUILD_DIR"]
 SOURCE = os.environ["PTG_SOURCE_DIR"]
 VERSION = os.environ["PTG_VERSION"]
-HAVE_MAN = os.environ.get("PTG_HAVE_MAN") == "1"
 # `systemd-analyze security` exposure (0 to 10) each unit must stay under.
 EXPOSURE_MAX = {"ptygate-sidecar.service": 5.0, "ptygate-gateway.service": 3.0}
 WEB_BUILT = os.path.exists(os.path.join(SOURCE, "web/dist/index.html"))
@@ -49,13 +48,12 @@ GATEWAY_FILES = {
     "usr/bin/ptygate": 0o755,
     "usr/share/man/man8/ptygate-gateway.8.gz": 0o644,
     "usr/share/man/man5/ptygate-gateway.conf.5.gz": 0o644,
+    "usr/share/man/man1/ptygate.1.gz": 0o644,
     "usr/lib/systemd/system/ptygate-gateway.service": 0o644,
     "etc/ptygate/gateway.conf": 0o644,
     "etc/ptygate/instances": 0o644,
     "usr/share/ptygate/grafana/ptygate-dashboard.json": 0o644,
 }
-if HAVE_MAN:
-    GATEWAY_FILES["usr/share/man/man1/ptygate.1.gz"] = 0o644
 if WEB_BUILT:
     GATEWAY_FILES["usr/share/ptygate/web/index.html"] = 0o644
 
@@ -243,12 +241,16 @@ class Packages(unittest.TestCase):
 
     def test_daemon_man_pages(self):
         """Both daemons ship NAME(8) and NAME.conf(5), made from their option
-        tables: groff renders them without a warning, and each names the
-        option it is about."""
-        for name, option in (("ptygate-sidecar", "max\\-sessions"),
-                             ("ptygate-gateway", "max\\-conns")):
+        tables, and the gateway package the CLI's ptygate(1): groff renders
+        them without a warning, and each names an option it is about."""
+        for name, option, pages in (
+                ("ptygate-sidecar", "max\\-sessions", ("man8/ptygate-sidecar.8.gz",
+                                                      "man5/ptygate-sidecar.conf.5.gz")),
+                ("ptygate-gateway", "max\\-conns", ("man8/ptygate-gateway.8.gz",
+                                                   "man5/ptygate-gateway.conf.5.gz")),
+                ("ptygate-gateway", "replay\\-from", ("man1/ptygate.1.gz",))):
             root = self.extract(name)
-            for page in (f"man8/{name}.8.gz", f"man5/{name}.conf.5.gz"):
+            for page in pages:
                 with gzip.open(os.path.join(root, "usr/share/man", page), "rt") as f:
                     text = f.read()
                 self.assertIn(option, text, page)
