@@ -1,6 +1,7 @@
 # install() rules and the two Debian packages (cpack -G DEB), one CPack
 # component each:
-#   sidecar -> ptygate-sidecar: for sandbox VM images
+#   sidecar -> ptygate-sidecar: for sandbox VM images, with its example
+#              config
 #   gateway -> ptygate-gateway: the host's gateway, the ptygate CLI, the
 #              example config and the web page
 # Binaries go under the prefix (cpack: /usr). The config and the state
@@ -45,6 +46,7 @@ function(ptg_install_config component)
     endforeach()" COMPONENT ${component})
 endfunction()
 ptg_install_config(gateway gateway.conf instances)
+ptg_install_config(sidecar sidecar.conf)
 # /var/lib/ptygate holds the sealed state and its key (root's, 0700: the
 # sessions run as another user and must not read it); the sidecar's unit
 # has it as StateDirectory= with the same mode.
@@ -119,6 +121,7 @@ set(CPACK_COMPONENT_SIDECAR_DESCRIPTION
 # postinst creates the unit's User= (agent) with adduser if the image lacks it.
 set(CPACK_DEBIAN_SIDECAR_PACKAGE_DEPENDS "adduser")
 set(CPACK_DEBIAN_SIDECAR_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_SOURCE_DIR}/packaging/sidecar/conffiles
     ${CMAKE_SOURCE_DIR}/packaging/sidecar/postinst
     ${CMAKE_SOURCE_DIR}/packaging/sidecar/prerm
     ${CMAKE_SOURCE_DIR}/packaging/sidecar/postrm)

@@ -41,6 +41,7 @@ SIDECAR_FILES = {
     "usr/share/man/man8/ptygate-sidecar.8.gz": 0o644,
     "usr/share/man/man5/ptygate-sidecar.conf.5.gz": 0o644,
     "usr/lib/systemd/system/ptygate-sidecar.service": 0o644,
+    "etc/ptygate/sidecar.conf": 0o644,
     "var/lib/ptygate/": 0o700,
 }
 GATEWAY_FILES = {
@@ -282,7 +283,12 @@ class Packages(unittest.TestCase):
         self.check_scripts(ctl, ("postinst", "prerm", "postrm"))
         with open(os.path.join(ctl, "postinst")) as f:
             self.assertIn("adduser --system", f.read())
-        self.assertFalse(os.path.exists(os.path.join(ctl, "conffiles")))
+        with open(os.path.join(ctl, "conffiles")) as f:
+            self.assertEqual(f.read().split(), ["/etc/ptygate/sidecar.conf"])
+        # The shipped config is the example in deploy/, byte for byte.
+        with open(os.path.join(root, "etc/ptygate/sidecar.conf"), "rb") as a, \
+                open(os.path.join(SOURCE, "deploy/config/sidecar.conf"), "rb") as b:
+            self.assertEqual(a.read(), b.read())
 
     def test_sidecar_dial_dropin(self):
         """deploy/systemd's dial-out drop-in (issue 18) on the packaged
