@@ -1,9 +1,10 @@
 #!/bin/sh
-# The README's run command, in the dial-out form (issue 18): installs
-# what is missing, builds, starts a gateway on 127.0.0.1 with no instance
-# configured (--link-listen on a unix socket) and a sidecar that dials it
-# (--dial) with an instance credential, creates a session running a
-# shell, and prints how to attach. Ctrl-C stops both daemons.
+# The README's run command, in the dial-out form (docs/sidecar.md,
+# "Dialling out"): installs what is missing, builds, starts a gateway on
+# 127.0.0.1 with no instance configured (--link-listen on a unix
+# socket) and a sidecar that dials it (--dial) with an instance
+# credential, creates a session running a shell, and prints how to
+# attach. Ctrl-C stops both daemons.
 #
 # Every key is made afresh in the state directory on each run: the
 # client-token pair (signing.pem, verify.pem), the provisioning pair

@@ -27,7 +27,7 @@ from harness import Daemon, E2ETestCase
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ATTACK_SECONDS = 3.0
-# Documented in README: gateway RSS growth during an attack.
+# Documented in docs/security.md: gateway RSS growth during an attack.
 RSS_BOUND_MIB = 64
 os.environ["ASAN_OPTIONS"] = (os.environ.get("ASAN_OPTIONS", "detect_leaks=1:abort_on_error=1")
                               + ":quarantine_size_mb=16")

@@ -446,7 +446,7 @@ static void test_character_held_across_a_shrink(void **state)
 /* Random output at small sizes, where the edge cases live (the cases
    above were found this way). It runs without a crash under ASan;
    valgrind still sees libvterm's string-sequence copy read bytes it never
-   set (the open defect README names). */
+   set (the open defect docs/testing.md names). */
 static void test_random_output_small_screens(void **state)
 {
 	static uint8_t buf[1 << 16];
