@@ -199,7 +199,8 @@ static const char manpage_head[] =
     ".SH SYNOPSIS\n"
     ".nf\n"
     "\\fBptygate\\fR \\fICOMMAND\\fR [\\fIoptions\\fR] [\\fIoperands\\fR]\n"
-    "\\fBptygate\\fR \\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR | \\fB\\-\\-help\\-man\\fR\n"
+    "\\fBptygate\\fR \\fB\\-\\-help\\fR | \\fB\\-\\-version\\fR | "
+    "\\fB\\-\\-help\\-man\\fR\n"
     ".fi\n";
 
 static const char manpage_description[] =
@@ -246,15 +247,19 @@ static const char manpage_tail[] =
     ".SH EXAMPLES\n"
     ".nf\n"
     "ptygate token keygen \\-\\-out\\-private client.key \\-\\-out\\-public client.pub\n"
-    "ptygate token mint \\-\\-ed25519\\-key client.key \\-\\-sub alice \\-\\-instance vm\\-1 \\e\n"
+    "ptygate token mint \\-\\-ed25519\\-key client.key \\-\\-sub alice \\-\\-instance "
+    "vm\\-1 \\e\n"
     "    \\-\\-scope \"pty:control sessions tasks\" > alice.token\n"
     "export PTYGATE_GATEWAY=http://127.0.0.1:8080 PTYGATE_INSTANCE=vm\\-1\n"
-    "sid=$(ptygate sessions create \\-q \\-\\-token\\-file alice.token \\-\\- /bin/bash)\n"
+    "sid=$(ptygate sessions create \\-q \\-\\-token\\-file alice.token \\-\\- "
+    "/bin/bash)\n"
     "ptygate attach \\-\\-token\\-file alice.token \"$sid\"\n"
-    "ptygate run \\-\\-token\\-file alice.token \\-\\-session \"$sid\" \\-\\- 'make; make test'\n"
+    "ptygate run \\-\\-token\\-file alice.token \\-\\-session \"$sid\" \\-\\- 'make; "
+    "make test'\n"
     "ptygate sessions export \\-\\-token\\-file alice.token \\-o session.cast \"$sid\"\n"
     "ptygate token mint \\-\\-audience ptygate\\-link \\-\\-instance vm\\-42 \\e\n"
-    "    \\-\\-ed25519\\-key provisioning.pem \\-\\-kid prov\\-1 \\-\\-ttl 12h > vm\\-42.token\n"
+    "    \\-\\-ed25519\\-key provisioning.pem \\-\\-kid prov\\-1 \\-\\-ttl 12h > "
+    "vm\\-42.token\n"
     ".fi\n"
     ".SH \"SEE ALSO\"\n"
     "\\fBptygate\\-gateway\\fR(8), \\fBptygate\\-gateway.conf\\fR(5), "
@@ -268,11 +273,12 @@ void manpage_print(FILE *out)
 	fputs(".SH COMMANDS\n", out);
 	for (const struct manpage_cmd *c = manpage_cmds; c->name; c++)
 		command(out, c);
-	fputs(".SH OPTIONS\n"
-	      ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nShow the commands; after a command, "
-	      "its help.\n"
-	      ".TP\n\\fB\\-\\-version\\fR\nShow the version.\n"
-	      ".TP\n\\fB\\-\\-help\\-man\\fR\nPrint this manual page (roff).\n",
-	      out);
+	fputs(
+	    ".SH OPTIONS\n"
+	    ".TP\n\\fB\\-h\\fR, \\fB\\-\\-help\\fR\nShow the commands; after a command, "
+	    "its help.\n"
+	    ".TP\n\\fB\\-\\-version\\fR\nShow the version.\n"
+	    ".TP\n\\fB\\-\\-help\\-man\\fR\nPrint this manual page (roff).\n",
+	    out);
 	fputs(manpage_tail, out);
 }

@@ -118,7 +118,7 @@ static void test_every_command(void **state)
 static void test_sections_and_escapes(void **state)
 {
 	static const char *const sections[] = {
-	    ".TH \"PTYGATE\" \"1\"", ".SH SYNOPSIS",    ".SH DESCRIPTION",
+	    ".TH \"PTYGATE\" \"1\"", ".SH SYNOPSIS",	".SH DESCRIPTION",
 	    ".SH COMMANDS",	     ".SH ENVIRONMENT", ".SH FILES",
 	    ".SH \"EXIT STATUS\"",   ".SH EXAMPLES",	".SH \"SEE ALSO\"",
 	    "PTYGATE_TOKEN",	     "\\-\\-help\\-man"};
