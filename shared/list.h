@@ -9,26 +9,26 @@
 #include <sys/queue.h>
 
 #ifndef LIST_FOREACH_SAFE
-#define LIST_FOREACH_SAFE(var, head, field, tvar)                                         \
-	for ((var) = LIST_FIRST(head); (var) && ((tvar) = LIST_NEXT(var, field), 1);      \
+#define LIST_FOREACH_SAFE(var, head, field, tvar)                                        \
+	for ((var) = LIST_FIRST(head); (var) && ((tvar) = LIST_NEXT(var, field), 1);     \
 	     (var) = (tvar))
 #endif
 
 #ifndef TAILQ_FOREACH_SAFE
-#define TAILQ_FOREACH_SAFE(var, head, field, tvar)                                        \
-	for ((var) = TAILQ_FIRST(head); (var) && ((tvar) = TAILQ_NEXT(var, field), 1);    \
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)                                       \
+	for ((var) = TAILQ_FIRST(head); (var) && ((tvar) = TAILQ_NEXT(var, field), 1);   \
 	     (var) = (tvar))
 #endif
 
 #ifndef SLIST_FOREACH_SAFE
-#define SLIST_FOREACH_SAFE(var, head, field, tvar)                                        \
-	for ((var) = SLIST_FIRST(head); (var) && ((tvar) = SLIST_NEXT(var, field), 1);    \
+#define SLIST_FOREACH_SAFE(var, head, field, tvar)                                       \
+	for ((var) = SLIST_FIRST(head); (var) && ((tvar) = SLIST_NEXT(var, field), 1);   \
 	     (var) = (tvar))
 #endif
 
 #ifndef STAILQ_FOREACH_SAFE
-#define STAILQ_FOREACH_SAFE(var, head, field, tvar)                                       \
-	for ((var) = STAILQ_FIRST(head); (var) && ((tvar) = STAILQ_NEXT(var, field), 1);  \
+#define STAILQ_FOREACH_SAFE(var, head, field, tvar)                                      \
+	for ((var) = STAILQ_FIRST(head); (var) && ((tvar) = STAILQ_NEXT(var, field), 1); \
 	     (var) = (tvar))
 #endif
 

@@ -41,7 +41,8 @@ static void tailq_frees_odd_keys(void **state)
 		it = item_new(i); /* the macros name their element more than once */
 		TAILQ_INSERT_TAIL(&head, it, t);
 	}
-	TAILQ_FOREACH_SAFE(it, &head, t, next) {
+	TAILQ_FOREACH_SAFE(it, &head, t, next)
+	{
 		assert_int_equal(it->key, seen++);
 		if (it->key % 2) {
 			TAILQ_REMOVE(&head, it, t);
@@ -49,7 +50,8 @@ static void tailq_frees_odd_keys(void **state)
 		}
 	}
 	assert_int_equal(seen, N_ITEMS);
-	TAILQ_FOREACH_SAFE(it, &head, t, next) {
+	TAILQ_FOREACH_SAFE(it, &head, t, next)
+	{
 		assert_int_equal(it->key, 2 * left++);
 		TAILQ_REMOVE(&head, it, t);
 		free(it);
@@ -69,7 +71,8 @@ static void list_frees_every_element(void **state)
 		it = item_new(i);
 		LIST_INSERT_HEAD(&head, it, l);
 	}
-	LIST_FOREACH_SAFE(it, &head, l, next) {
+	LIST_FOREACH_SAFE(it, &head, l, next)
+	{
 		assert_int_equal(it->key, N_ITEMS - 1 - seen++);
 		LIST_REMOVE(it, l);
 		free(it);
@@ -92,12 +95,14 @@ static void singly_linked_forms_free_as_they_go(void **state)
 		it = item_new(i);
 		STAILQ_INSERT_TAIL(&qh, it, sq);
 	}
-	SLIST_FOREACH_SAFE(it, &sh, s, next) {
+	SLIST_FOREACH_SAFE(it, &sh, s, next)
+	{
 		seen++;
 		SLIST_REMOVE_HEAD(&sh, s);
 		free(it);
 	}
-	STAILQ_FOREACH_SAFE(it, &qh, sq, next) {
+	STAILQ_FOREACH_SAFE(it, &qh, sq, next)
+	{
 		assert_int_equal(it->key, seen++ - N_ITEMS);
 		STAILQ_REMOVE_HEAD(&qh, sq);
 		free(it);
@@ -109,9 +114,9 @@ static void singly_linked_forms_free_as_they_go(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(tailq_frees_odd_keys),
-		cmocka_unit_test(list_frees_every_element),
-		cmocka_unit_test(singly_linked_forms_free_as_they_go),
+	    cmocka_unit_test(tailq_frees_odd_keys),
+	    cmocka_unit_test(list_frees_every_element),
+	    cmocka_unit_test(singly_linked_forms_free_as_they_go),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
