@@ -1,19 +1,19 @@
-/* syncer: see syncer.h. A FIFO of batches under one mutex; the thread
-   starts on the first batch and lives as long as the process. Tickets
-   are handed out in queue order and the thread finishes them in that
-   order, so "written through ticket T" is one counter. */
+/* syncer: see syncer.h. A work-queue (workq.h) of batches, counted by
+   their file data, bounded; its worker starts on the first batch and
+   lives as long as the process. "Written through ticket T" is the
+   queue's own counter of items done. */
 #include "syncer.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fdio.h"
+#include "workq.h"
 #include "xalloc.h"
 
 struct syncer_status {
@@ -22,23 +22,18 @@ struct syncer_status {
 };
 
 struct batch {
-	int fd; /* -1 for a whole file (path) */
+	struct workq_item item; /* size: len */
+	int fd;			/* -1 for a whole file (path) */
 	char *path;
 	uint8_t *data;
 	size_t len;
 	int sync;
-	int64_t ticket;
 	struct syncer_status *st;
-	struct batch *next;
 };
 
-static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
-static pthread_cond_t progress = PTHREAD_COND_INITIALIZER;
-static struct batch *head, *tail;
-static size_t queued, peak, limit = SYNCER_QUEUE_BYTES;
-static int64_t issued, written;
-static int started;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* the statuses */
+static struct workq *queue;
+static pthread_once_t queue_once = PTHREAD_ONCE_INIT;
 
 struct syncer_status *syncer_status_new(void)
 {
@@ -73,6 +68,15 @@ int syncer_status_error(const struct syncer_status *st)
 	return e;
 }
 
+/* Keeps the first error of st's batches. */
+static void note_error(struct syncer_status *st, int rc)
+{
+	pthread_mutex_lock(&mu);
+	if (rc < 0 && st && !st->error)
+		st->error = rc;
+	pthread_mutex_unlock(&mu);
+}
+
 /* A whole small file: temp, write, rename. */
 static int write_file(const char *path, const uint8_t *data, size_t len)
 {
@@ -104,169 +108,100 @@ static int write_batch(struct batch *b)
 	return rc;
 }
 
-static void *run(void *arg)
+/* On the worker: writes b's file, then (done: readers may look, the
+   queue has room again) syncs it. */
+static void run(struct workq *q, struct workq_item *it, void *user)
 {
-	struct batch *b;
-	int rc;
+	struct batch *b = WORKQ_OWNER(it, struct batch, item);
+	int rc = write_batch(b);
 
-	(void)arg;
-	pthread_mutex_lock(&mu);
-	for (;;) {
-		while (!head)
-			pthread_cond_wait(&work, &mu);
-		b = head;
-		pthread_mutex_unlock(&mu);
-		rc = write_batch(b);
-		pthread_mutex_lock(&mu);
-		/* Written: readers may look; the queue has room again. */
-		head = b->next;
-		if (!head)
-			tail = NULL;
-		queued -= b->len;
-		written = b->ticket;
-		if (rc < 0 && b->st && !b->st->error)
-			b->st->error = rc;
-		pthread_cond_broadcast(&progress);
-		pthread_mutex_unlock(&mu);
-		rc = b->sync && fdatasync(b->fd) < 0 ? -errno : 0;
-		if (b->fd >= 0)
-			close(b->fd);
-		free(b->path);
-		pthread_mutex_lock(&mu);
-		if (b->st) {
-			if (rc < 0 && !b->st->error)
-				b->st->error = rc;
-			put_locked(b->st);
-		}
-		free(b);
+	(void)user;
+	note_error(b->st, rc);
+	workq_done(q, it);
+	rc = b->sync && fdatasync(b->fd) < 0 ? -errno : 0;
+	if (b->fd >= 0)
+		close(b->fd);
+	free(b->path);
+	if (b->st) {
+		note_error(b->st, rc);
+		syncer_status_put(b->st);
 	}
-	return NULL;
+	free(b);
 }
 
-static int start_locked(void)
+static void make_queue(void)
 {
-	pthread_t t;
-	pthread_attr_t a;
-	sigset_t all, old;
-	int rc;
-
-	if (started)
-		return 0;
-	/* The thread takes no signal, whenever it starts (even before the
-	   loop blocks SIGTERM for its signalfd, as when a restart writes
-	   segment indexes): the loop handles them all. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	rc = pthread_create(&t, &a, run, NULL);
-	pthread_attr_destroy(&a);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc)
-		return -rc;
-	started = 1;
-	return 0;
+	queue = workq_new(run, NULL);
+	workq_set_limit(queue, SYNCER_QUEUE_BYTES);
 }
 
-/* Appends b to the queue, waiting while it is full (an empty queue
-   always takes a batch, however large, so this ends). Under mu. */
-static int64_t enqueue_locked(struct batch *b)
+/* The queue, its worker started (even before the loop blocks SIGTERM for
+   its signalfd, as when a restart writes segment indexes, the worker
+   takes no signal). 0 or a negative errno. */
+static int start(void)
 {
-	while (queued && queued + b->len > limit)
-		pthread_cond_wait(&progress, &mu);
-	b->ticket = ++issued;
-	if (b->st)
+	pthread_once(&queue_once, make_queue);
+	return workq_start(queue, NULL);
+}
+
+/* Queues b, waiting while the queue is full. */
+static int64_t enqueue(struct batch *b)
+{
+	if (b->st) {
+		pthread_mutex_lock(&mu);
 		b->st->refs++;
-	if (tail)
-		tail->next = b;
-	else
-		head = b;
-	tail = b;
-	queued += b->len;
-	if (queued > peak)
-		peak = queued;
-	pthread_cond_signal(&work);
-	return b->ticket;
+		pthread_mutex_unlock(&mu);
+	}
+	b->item.size = b->len;
+	return workq_submit(queue, &b->item);
 }
 
 int64_t syncer_sync(int fd, struct syncer_status *st)
 {
 	struct batch *b;
 	int rc, dup_fd = -1;
-	int64_t ticket;
 
-	pthread_mutex_lock(&mu);
-	rc = start_locked();
+	rc = start();
 	if (!rc && (dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		rc = -errno;
-	if (rc) {
-		pthread_mutex_unlock(&mu);
+	if (rc)
 		return rc;
-	}
 	b = xcalloc(1, sizeof(*b));
 	b->fd = dup_fd;
 	b->sync = 1;
 	b->st = st;
-	ticket = enqueue_locked(b);
-	pthread_mutex_unlock(&mu);
-	return ticket;
+	return enqueue(b);
 }
 
 int64_t syncer_write_file(const char *path, uint8_t *data, size_t len)
 {
 	struct batch *b;
-	int64_t ticket;
-	int rc;
+	int rc = start();
 
-	pthread_mutex_lock(&mu);
-	rc = start_locked();
-	if (rc) {
-		pthread_mutex_unlock(&mu);
+	if (rc)
 		return rc;
-	}
 	b = xcalloc(1, sizeof(*b));
 	b->fd = -1;
 	b->path = xstrdup(path);
 	b->data = data;
 	b->len = len;
-	ticket = enqueue_locked(b);
-	pthread_mutex_unlock(&mu);
-	return ticket;
+	return enqueue(b);
 }
 
 void syncer_wait(int64_t ticket)
 {
-	pthread_mutex_lock(&mu);
-	while (written < ticket)
-		pthread_cond_wait(&progress, &mu);
-	pthread_mutex_unlock(&mu);
-}
-
-/* A counter the writer thread updates, read under its lock. */
-static size_t read_locked(const size_t *counter)
-{
-	size_t n;
-
-	pthread_mutex_lock(&mu);
-	n = *counter;
-	pthread_mutex_unlock(&mu);
-	return n;
-}
-
-size_t syncer_queued_bytes(void)
-{
-	return read_locked(&queued);
+	pthread_once(&queue_once, make_queue);
+	workq_wait(queue, ticket);
 }
 
 size_t syncer_queued_peak(void)
 {
-	return read_locked(&peak);
+	pthread_once(&queue_once, make_queue);
+	return workq_peak(queue);
 }
 
 void syncer_set_limit(size_t bytes)
 {
-	pthread_mutex_lock(&mu);
-	limit = bytes ? bytes : SYNCER_QUEUE_BYTES;
-	peak = queued;
-	pthread_mutex_unlock(&mu);
+	pthread_once(&queue_once, make_queue);
+	workq_set_limit(queue, bytes ? bytes : SYNCER_QUEUE_BYTES);
 }
