@@ -1,6 +1,7 @@
 /* linkverify: see linkverify.h. The worker runs its own loop; the items
-   it posts wait in a FIFO under a mutex. An eventfd wakes the main loop
-   when an item is added to an empty FIFO; a before-poll hook hands them
+   it posts wait in a work-queue the main loop empties (workq.h), whose
+   eventfd wakes the main loop when an item lands in an empty queue; a
+   before-poll hook hands them
    over, a few a turn, asking for another turn without sleeping only
    while items remain. A second eventfd, watched on the worker's loop,
    tells it to stop. */
@@ -8,7 +9,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "workq.h"
 #include "xalloc.h"
 
 /* A turn hands over items for at most this long (each one is a
@@ -24,7 +25,7 @@
 #define TURN_US 1000
 
 struct item {
-	struct item *next;
+	struct workq_item wi;
 	void *p;
 };
 
@@ -35,12 +36,11 @@ struct linkverify {
 	linkverify_drop_fn drop;
 	void *user;
 	size_t per_turn, turn_max;
-	int efd, stop_efd;
+	int stop_efd;
 	struct ev_io *wake, *stop_io;
 	pthread_t thread;
 	int running;
-	pthread_mutex_t mu;
-	struct item *items, *tail; /* under mu */
+	struct workq *items; /* posted, for the main loop */
 };
 
 static int64_t mono_us(void)
@@ -97,14 +97,9 @@ static void on_wake(struct ev_io *io, int fd, unsigned events, void *user)
 
 static struct item *pop(struct linkverify *v)
 {
-	struct item *it = v->items;
+	struct workq_item *wi = workq_pop(v->items);
 
-	if (it) {
-		v->items = it->next;
-		if (!v->items)
-			v->tail = NULL;
-	}
-	return it;
+	return wi ? WORKQ_OWNER(wi, struct item, wi) : NULL;
 }
 
 /* Before each poll of the main loop: items, oldest first, up to the
@@ -120,10 +115,8 @@ static void deliver(void *user)
 		struct item *it;
 		void *p;
 
-		pthread_mutex_lock(&v->mu);
 		it = done < v->per_turn ? pop(v) : NULL;
-		more = v->items != NULL;
-		pthread_mutex_unlock(&v->mu);
+		more = !workq_empty(v->items);
 		if (!it)
 			break;
 		p = it->p;
@@ -143,8 +136,7 @@ static void close_fds(struct linkverify *v)
 {
 	ev_io_free(v->wake);
 	ev_io_free(v->stop_io);
-	if (v->efd >= 0)
-		close(v->efd);
+	workq_free(v->items);
 	if (v->stop_efd >= 0)
 		close(v->stop_efd);
 }
@@ -160,12 +152,11 @@ struct linkverify *linkverify_new(struct ev_loop *loop, linkverify_done_fn done,
 	v->drop = drop;
 	v->user = user;
 	v->per_turn = per_turn ? per_turn : 1;
-	pthread_mutex_init(&v->mu, NULL);
-	v->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	v->items = workq_new(NULL, NULL);
 	v->stop_efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	v->wl = ev_loop_new();
-	if (v->efd >= 0 && v->stop_efd >= 0 && v->wl) {
-		v->wake = ev_io_new(loop, v->efd, EV_READ, on_wake, v);
+	if (v->items && v->stop_efd >= 0 && v->wl) {
+		v->wake = ev_io_new(loop, workq_wake_fd(v->items), EV_READ, on_wake, v);
 		v->stop_io = ev_io_new(v->wl, v->stop_efd, EV_READ, on_stop, v);
 		if (v->wake && v->stop_io) {
 			ev_hook_add(loop, deliver, v);
@@ -176,7 +167,6 @@ struct linkverify *linkverify_new(struct ev_loop *loop, linkverify_done_fn done,
 	close_fds(v);
 	if (v->wl)
 		ev_loop_free(v->wl);
-	pthread_mutex_destroy(&v->mu);
 	free(v);
 	errno = e;
 	return NULL;
@@ -189,18 +179,12 @@ struct ev_loop *linkverify_loop(struct linkverify *v)
 
 int linkverify_start(struct linkverify *v)
 {
-	sigset_t all, old;
-	int rc;
+	int rc = workq_thread_start(&v->thread, "ptg-linkverify", run, v);
 
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	rc = pthread_create(&v->thread, NULL, run, v);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (rc != 0) {
-		errno = rc;
+	if (rc < 0) {
+		errno = -rc;
 		return -1;
 	}
-	pthread_setname_np(v->thread, "ptg-linkverify");
 	v->running = 1;
 	return 0;
 }
@@ -232,31 +216,15 @@ void linkverify_free(struct linkverify *v)
 	}
 	close_fds(v);
 	ev_loop_free(v->wl);
-	pthread_mutex_destroy(&v->mu);
 	free(v);
 }
 
 void linkverify_post(struct linkverify *v, void *p)
 {
-	struct item *it = xmalloc(sizeof(*it));
-	uint64_t one = 1;
-	int was_empty;
-	ssize_t n;
+	struct item *it = xcalloc(1, sizeof(*it));
 
-	it->next = NULL;
 	it->p = p;
-	pthread_mutex_lock(&v->mu);
-	was_empty = !v->items;
-	if (v->tail)
-		v->tail->next = it;
-	else
-		v->items = it;
-	v->tail = it;
-	pthread_mutex_unlock(&v->mu);
-	if (was_empty) {
-		n = write(v->efd, &one, sizeof(one));
-		(void)n; /* a counter at its maximum is still readable */
-	}
+	workq_submit(v->items, &it->wi);
 }
 
 size_t linkverify_turn_max(const struct linkverify *v)
