@@ -36,7 +36,7 @@ struct workq_item {
 };
 
 /* The struct of type holding the item it as its member field. */
-#define WORKQ_OWNER(it, type, field) ((type *)((char *)(it) - offsetof(type, field)))
+#define WORKQ_OWNER(it, type, field) ((type *)((char *)(it)-offsetof(type, field)))
 
 struct workq;
 

@@ -96,7 +96,7 @@ static void held_worker_lets_items_be_taken_back(void **state)
 	assert_int_equal(workq_take_back(q, &jobs[1].item), WORKQ_IDLE);
 	assert_false(workq_busy(q, &jobs[1].item));
 	assert_int_equal(workq_size(q), 10 * (N_JOBS - 1));
-	assert_int_equal(lg.n, 0); /* still held: nothing ran */
+	assert_int_equal(lg.n, 0);	   /* still held: nothing ran */
 	workq_wait_idle(q, &jobs[2].item); /* lets the worker go */
 	workq_wait(q, last);
 	assert_int_equal(lg.n, N_JOBS - 1);
@@ -196,11 +196,11 @@ static void a_loop_queue_wakes_when_it_stops_being_empty(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(runs_in_order_and_counts_tickets),
-		cmocka_unit_test(held_worker_lets_items_be_taken_back),
-		cmocka_unit_test(a_full_queue_makes_submit_wait),
-		cmocka_unit_test(stop_leaves_queued_items),
-		cmocka_unit_test(a_loop_queue_wakes_when_it_stops_being_empty),
+	    cmocka_unit_test(runs_in_order_and_counts_tickets),
+	    cmocka_unit_test(held_worker_lets_items_be_taken_back),
+	    cmocka_unit_test(a_full_queue_makes_submit_wait),
+	    cmocka_unit_test(stop_leaves_queued_items),
+	    cmocka_unit_test(a_loop_queue_wakes_when_it_stops_being_empty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
