@@ -1,6 +1,7 @@
 /* unit: shared */
 /* list: the FOREACH_SAFE forms added to <sys/queue.h> visit every
-   element once, in order, while the loop frees the element it is on. */
+   element once, in order, while the loop frees the element it is on;
+   STAILQ_LAST names the tail. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -111,12 +112,31 @@ static void singly_linked_forms_free_as_they_go(void **state)
 	assert_true(SLIST_EMPTY(&sh) && STAILQ_EMPTY(&qh));
 }
 
+static void stailq_last_is_the_tail(void **state)
+{
+	STAILQ_HEAD(, item) qh = STAILQ_HEAD_INITIALIZER(qh);
+	struct item *it, *next;
+
+	(void)state;
+	assert_null(STAILQ_LAST(&qh, item, sq));
+	for (int i = 0; i < N_ITEMS; i++) {
+		it = item_new(i);
+		STAILQ_INSERT_TAIL(&qh, it, sq);
+		assert_ptr_equal(STAILQ_LAST(&qh, item, sq), it);
+	}
+	STAILQ_FOREACH_SAFE(it, &qh, sq, next)
+	free(it);
+	STAILQ_INIT(&qh);
+	assert_null(STAILQ_LAST(&qh, item, sq));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(tailq_frees_odd_keys),
 	    cmocka_unit_test(list_frees_every_element),
 	    cmocka_unit_test(singly_linked_forms_free_as_they_go),
+	    cmocka_unit_test(stailq_last_is_the_tail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
