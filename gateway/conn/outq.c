@@ -1,4 +1,4 @@
-/* outq: a singly linked list of chunks with a write offset into the head.
+/* outq: a STAILQ of chunks with a write offset into the first.
    Shared frames are queued by reference so fan-out costs one pointer per
    connection; private bytes are copied, and small consecutive pushes (a
    control frame arrives from wslay as header, then payload) share one
@@ -14,7 +14,7 @@
 #define OUTQ__PRIVATE_MIN 256
 
 struct outq_chunk {
-	struct outq_chunk *next;
+	STAILQ_ENTRY(outq_chunk) entry;
 	struct wsframe *frame; /* shared data, or NULL for private bytes */
 	int64_t queued_ms;     /* when a frame was pushed */
 	bool starts_frame;     /* a WebSocket frame begins at its first byte */
@@ -41,19 +41,13 @@ static void chunk_free(struct outq_chunk *c)
 
 static void append(struct outq *q, struct outq_chunk *c)
 {
-	c->next = NULL;
-	if (q->tail)
-		q->tail->next = c;
-	else
-		q->head = c;
-	q->tail = c;
+	STAILQ_INSERT_TAIL(&q->chunks, c, entry);
 	q->bytes += chunk_len(c);
 }
 
 void outq_init(struct outq *q)
 {
-	q->head = NULL;
-	q->tail = NULL;
+	STAILQ_INIT(&q->chunks);
 	q->head_off = 0;
 	q->bytes = 0;
 	q->frame_left = 0;
@@ -66,10 +60,8 @@ void outq_clear(struct outq *q)
 
 	if (q == NULL)
 		return;
-	for (c = q->head; c; c = next) {
-		next = c->next;
-		chunk_free(c);
-	}
+	STAILQ_FOREACH_SAFE(c, &q->chunks, entry, next)
+	chunk_free(c);
 	outq_init(q);
 }
 
@@ -136,7 +128,7 @@ static void track(struct outq *q, const uint8_t *p, size_t n)
 
 void outq_push_bytes(struct outq *q, const void *p, size_t n)
 {
-	struct outq_chunk *c = q->tail;
+	struct outq_chunk *c = STAILQ_LAST(&q->chunks, outq_chunk, entry);
 	size_t cap;
 
 	if (n == 0)
@@ -166,14 +158,14 @@ bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
 
 bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms)
 {
-	const struct outq_chunk *c = q->head;
+	const struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
 
 	/* A started head is on its way. Only a few chunks are looked at, so
 	   a client whose own replies fill its queue cannot make every
 	   delivery a walk: its frames then wait for the byte cap instead. */
 	if (c && q->head_off > 0)
-		c = c->next;
-	for (int i = 0; c && i < 4; c = c->next, i++) {
+		c = STAILQ_NEXT(c, entry);
+	for (int i = 0; c && i < 4; c = STAILQ_NEXT(c, entry), i++) {
 		if (c->frame) {
 			*queued_ms = c->queued_ms;
 			return true;
@@ -188,7 +180,7 @@ int outq_iov(const struct outq *q, struct iovec *iov, int max)
 	size_t off = q->head_off;
 	int i = 0;
 
-	for (c = q->head; c && i < max; c = c->next, i++) {
+	for (c = STAILQ_FIRST(&q->chunks); c && i < max; c = STAILQ_NEXT(c, entry), i++) {
 		iov[i].iov_base = (void *)(data(c) + off);
 		iov[i].iov_len = chunk_len(c) - off;
 		off = 0;
@@ -202,7 +194,7 @@ void outq_consume(struct outq *q, size_t n)
 		abort();
 	q->bytes -= n;
 	while (n > 0) {
-		struct outq_chunk *c = q->head;
+		struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
 		size_t left = chunk_len(c) - q->head_off;
 
 		if (n < left) {
@@ -210,25 +202,22 @@ void outq_consume(struct outq *q, size_t n)
 			return;
 		}
 		n -= left;
-		q->head = c->next;
+		STAILQ_REMOVE_HEAD(&q->chunks, entry);
 		q->head_off = 0;
 		chunk_free(c);
 	}
-	if (q->head == NULL)
-		q->tail = NULL;
 }
 
 size_t outq_drop_data(struct outq *q)
 {
-	struct outq_chunk *c = q->head, *next;
+	struct outq_chunk *c = STAILQ_FIRST(&q->chunks), *next;
 	size_t before = q->bytes;
 	bool first = true;
 
-	q->head = NULL;
-	q->tail = NULL;
+	STAILQ_INIT(&q->chunks);
 	q->bytes = 0;
 	for (; c; c = next, first = false) {
-		next = c->next;
+		next = STAILQ_NEXT(c, entry);
 		/* A started head must finish; private bytes are control frames. */
 		if (c->frame && !(first && q->head_off > 0))
 			chunk_free(c);
@@ -242,24 +231,23 @@ size_t outq_drop_data(struct outq *q)
 
 size_t outq_drop_unsent(struct outq *q)
 {
-	struct outq_chunk *c = q->head, *next;
+	struct outq_chunk *c = STAILQ_FIRST(&q->chunks), *next;
 	size_t before = q->bytes;
 
-	q->head = NULL;
-	q->tail = NULL;
+	STAILQ_INIT(&q->chunks);
 	q->bytes = 0;
 	/* A started head goes on to its frame's end: the chunks that carry
 	   the rest of that frame (none starts a frame) are kept with it. */
 	if (c && q->head_off > 0) {
 		do {
-			next = c->next;
+			next = STAILQ_NEXT(c, entry);
 			append(q, c);
 			c = next;
 		} while (c && !c->starts_frame);
 		q->bytes -= q->head_off;
 	}
 	for (; c; c = next) {
-		next = c->next;
+		next = STAILQ_NEXT(c, entry);
 		chunk_free(c);
 	}
 	return before - q->bytes;

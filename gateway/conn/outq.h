@@ -14,14 +14,14 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "list.h"
 #include "ws.h"
 
 struct outq_chunk;
 
 struct outq {
-	struct outq_chunk *head;
-	struct outq_chunk *tail;
-	size_t head_off; /* bytes of the head chunk already written */
+	STAILQ_HEAD(, outq_chunk) chunks;
+	size_t head_off; /* bytes of the first chunk already written */
 	size_t bytes;	 /* bytes queued and not yet written */
 	/* Where the private bytes pushed last stand in their frame, so each
 	   chunk knows whether a frame starts with it (outq_drop_unsent):

@@ -60,8 +60,8 @@ static void test_fanout_refs(void **state)
 	assert_int_equal(buf_size(&sb), 18);
 	assert_memory_equal(buf_head(&sb) + 9, "\x81\x07{\"a\":1}", 9);
 	/* f is freed now: ASan would report any further use or a leak. */
-	assert_null(a.head);
-	assert_null(b.tail);
+	assert_null(STAILQ_FIRST(&a.chunks));
+	assert_ptr_equal(b.chunks.stqh_last, &b.chunks.stqh_first); /* b's tail */
 	buf_free(&sa);
 	buf_free(&sb);
 }
@@ -172,8 +172,8 @@ static void test_drop_data(void **state)
 	drain_all(&q, 100, &sink);
 	assert_memory_equal(buf_head(&sink), "\x8a\x00\x81\x03two", 7);
 	assert_int_equal(outq_drop_data(&q), 0);
-	assert_null(q.head);
-	assert_null(q.tail);
+	assert_null(STAILQ_FIRST(&q.chunks));
+	assert_ptr_equal(q.chunks.stqh_last, &q.chunks.stqh_first); /* the tail too */
 	wsframe_unref(f1);
 	wsframe_unref(f2);
 	buf_free(&sink);
@@ -198,7 +198,7 @@ static void test_drop_unsent(void **state)
 	assert_int_equal(outq_drop_unsent(&q), 5 + 2 + 5);
 	assert_int_equal(f1->refs, 1);
 	assert_int_equal(f2->refs, 1);
-	assert_null(q.head);
+	assert_null(STAILQ_FIRST(&q.chunks));
 	outq_push_bytes(&q, "\x88\x02\x03\xf3", 4);
 	drain_all(&q, 100, &sink);
 	assert_memory_equal(buf_head(&sink), "\x88\x02\x03\xf3", 4);
@@ -239,7 +239,7 @@ static void test_drop_unsent(void **state)
 	outq_push_bytes(&q, ping, 2);
 	outq_push_bytes(&q, body, sizeof(body));
 	assert_int_equal(outq_drop_unsent(&q), sizeof(big) + 2 + sizeof(body));
-	assert_null(q.head);
+	assert_null(STAILQ_FIRST(&q.chunks));
 	wsframe_unref(f1);
 	wsframe_unref(f2);
 	buf_free(&sink);
