@@ -751,6 +751,7 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	struct gateway *gw = xcalloc(1, sizeof(*gw));
 
 	gw->cfg = cfg;
+	conn_set_init(&gw->conns);
 	gw->loop = ev_loop_new();
 	gw->slots = xcalloc(1, sizeof(*gw->slots));
 	gw->rest = restlimit_new(cfg->rest_rate, cfg->rest_concurrency);

@@ -47,13 +47,7 @@ static void update_pressure(struct conn *c);
 static void fifo_push(struct conn_fifo *q, struct conn *c)
 {
 	c->dirty = q;
-	c->dirty_next = NULL;
-	c->dirty_prev = q->tail;
-	if (q->tail)
-		q->tail->dirty_next = c;
-	else
-		q->head = c;
-	q->tail = c;
+	TAILQ_INSERT_TAIL(q, c, dirty_entry);
 }
 
 static void fifo_remove(struct conn *c)
@@ -62,14 +56,7 @@ static void fifo_remove(struct conn *c)
 
 	if (!q)
 		return;
-	if (c->dirty_prev)
-		c->dirty_prev->dirty_next = c->dirty_next;
-	else
-		q->head = c->dirty_next;
-	if (c->dirty_next)
-		c->dirty_next->dirty_prev = c->dirty_prev;
-	else
-		q->tail = c->dirty_prev;
+	TAILQ_REMOVE(q, c, dirty_entry);
 	c->dirty = NULL;
 }
 
@@ -455,8 +442,7 @@ static void conn_kill(struct conn *c, const char *why)
 	ev_timer_disarm(c->linger);
 	if (c->io)
 		ev_io_set(c->io, 0);
-	c->dead_next = c->host->conns->dead;
-	c->host->conns->dead = c;
+	SLIST_INSERT_HEAD(&c->host->conns->dead, c, dead_entry);
 }
 
 /* ---- heartbeat and token expiry ---- */
@@ -660,10 +646,7 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	c->sock = *sock;
 	c->started = 1;
 	c->last_rx_ms = time_mono_ms();
-	c->next = s->all;
-	if (s->all)
-		s->all->prev = c;
-	s->all = c;
+	LIST_INSERT_HEAD(&s->all, c, all_entry);
 	host->metrics->conns_pending++;
 	c->io = ev_io_new(host->loop, fd, EV_READ, on_io, c);
 	if (!c->io) {
@@ -700,17 +683,11 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 static void conn_free(struct conn *c)
 {
 	const struct conn_host *host = c->host;
-	struct conn_set *s = host->conns;
 
 	conn_detach_quietly(c);
 	c->host->tasks_gone(c);
 	fifo_remove(c);
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		s->all = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, all_entry);
 	conn_count_role(c, 0);
 	host->metrics->conns_pending--;
 	host->slot_release(host->owner, c->ctx.claims.sub, c->ctx.instance_id);
@@ -725,7 +702,7 @@ static void conn_free(struct conn *c)
    its queue waits for the others' turn, not for epoll. */
 static void flush_next(struct conn_fifo *q, size_t max)
 {
-	struct conn *c = q->head;
+	struct conn *c = TAILQ_FIRST(q);
 
 	fifo_remove(c);
 	if (c->dead)
@@ -747,8 +724,8 @@ static void free_dead(struct conn_set *s)
 {
 	struct conn *c;
 
-	while ((c = s->dead)) {
-		s->dead = c->dead_next;
+	while ((c = SLIST_FIRST(&s->dead))) {
+		SLIST_REMOVE_HEAD(&s->dead, dead_entry);
 		conn_free(c);
 	}
 }
@@ -756,7 +733,7 @@ static void free_dead(struct conn_set *s)
 /* Every connection but joined observers, in full. */
 static void flush_first(struct conn_set *s)
 {
-	while (s->first.head)
+	while (!TAILQ_EMPTY(&s->first))
 		flush_next(&s->first, SIZE_MAX);
 }
 
@@ -767,11 +744,11 @@ void conn_set_flush(struct conn_set *s)
 	flush_first(s);
 	/* At least one observer a turn, so the slice always moves on. */
 	do {
-		if (s->fan.head)
+		if (!TAILQ_EMPTY(&s->fan))
 			flush_next(&s->fan, CONN_FAN_WRITE_MAX);
-	} while (s->fan.head && now_us() < end);
-	if (s->fan.head)
-		ev_loop_again(s->fan.head->host->loop);
+	} while (!TAILQ_EMPTY(&s->fan) && now_us() < end);
+	if (!TAILQ_EMPTY(&s->fan))
+		ev_loop_again(TAILQ_FIRST(&s->fan)->host->loop);
 	free_dead(s);
 }
 
@@ -781,22 +758,37 @@ void conn_set_flush_first(struct conn_set *s)
 	free_dead(s);
 }
 
+void conn_set_init(struct conn_set *s)
+{
+	LIST_INIT(&s->all);
+	TAILQ_INIT(&s->first);
+	TAILQ_INIT(&s->fan);
+	SLIST_INIT(&s->dead);
+}
+
 void conn_set_free(struct conn_set *s)
 {
-	s->dead = NULL;
-	while (s->all)
-		conn_free(s->all);
+	struct conn *c;
+
+	SLIST_INIT(&s->dead);
+	while ((c = LIST_FIRST(&s->all)))
+		conn_free(c);
 }
 
 void conn_set_shutdown(struct conn_set *s)
 {
-	for (struct conn *c = s->all; c; c = c->next)
-		conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+	struct conn *c;
+
+	LIST_FOREACH(c, &s->all, all_entry)
+	conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
 }
 
 void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 {
-	for (struct conn *c = s->all; c; c = c->next) {
+	struct conn *c;
+
+	LIST_FOREACH(c, &s->all, all_entry)
+	{
 		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
 			continue;
 		log_info(c->log_ctx, "the instance was removed from this gateway");
@@ -811,13 +803,16 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 
 int conn_set_empty(const struct conn_set *s)
 {
-	return s->all == NULL;
+	return LIST_EMPTY(&s->all);
 }
 
 void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max)
 {
+	const struct conn *c;
+
 	*total = *max = 0;
-	for (const struct conn *c = s->all; c; c = c->next) {
+	LIST_FOREACH(c, &s->all, all_entry)
+	{
 		size_t b = outq_bytes(&c->q);
 		*total += b;
 		*max = b > *max ? b : *max;

@@ -12,6 +12,7 @@
 #include "buf.h"
 #include "frames.h"
 #include "link.pb-c.h"
+#include "list.h"
 #include "ptg_limits.h"
 
 struct conn;
@@ -82,9 +83,7 @@ struct attach_ctx {
 #define CONN_FAN_WRITE_MAX (128 * 1024)
 
 /* Connections with output to write, oldest first. */
-struct conn_fifo {
-	struct conn *head, *tail;
-};
+TAILQ_HEAD(conn_fifo, conn);
 
 /* The connection set: the one owner of every upgraded connection of the
    gateway. A connection is never freed inside its own callbacks: it is
@@ -92,11 +91,14 @@ struct conn_fifo {
    Output is written controllers first: an observer's write waits for the
    turn's fan-out slice, a controller's never (see conn_set_flush). */
 struct conn_set {
-	struct conn *all;	/* every started connection */
-	struct conn_fifo first; /* to write this turn: all but joined observers */
-	struct conn_fifo fan;	/* joined observers, written within the slice */
-	struct conn *dead;	/* connections to free before the next poll */
+	LIST_HEAD(, conn) all;	 /* every started connection */
+	struct conn_fifo first;	 /* to write this turn: all but joined observers */
+	struct conn_fifo fan;	 /* joined observers, written within the slice */
+	SLIST_HEAD(, conn) dead; /* connections to free before the next poll */
 };
+
+/* An empty set. */
+void conn_set_init(struct conn_set *s);
 
 /* Before the 101: a connection for ctx with everything it needs but its
    socket. NULL (logged, counted in /metrics) when the gateway cannot set

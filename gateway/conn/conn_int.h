@@ -34,12 +34,12 @@ struct decision {
 
 struct conn {
 	const struct conn_host *host;
-	struct upstream *up;	  /* the instance's link; NULL once it is gone */
-	int started;		  /* in the set, holding the connection slot */
-	struct conn *prev, *next; /* host->conns->all */
-	struct conn *dirty_prev, *dirty_next; /* in a conn_set FIFO */
-	struct conn_fifo *dirty;	      /* which one; NULL: none */
-	struct conn *dead_next;
+	struct upstream *up;	       /* the instance's link; NULL once it is gone */
+	int started;		       /* in the set, holding the connection slot */
+	LIST_ENTRY(conn) all_entry;    /* host->conns->all */
+	TAILQ_ENTRY(conn) dirty_entry; /* in a conn_set FIFO */
+	struct conn_fifo *dirty;       /* which one; NULL: none */
+	SLIST_ENTRY(conn) dead_entry;
 	int dead;	  /* freed by the before-poll hook */
 	int counted_role; /* the metrics gauge it is in (0: pending) */
 
