@@ -48,10 +48,11 @@ static void dial(struct upstream *u);
 
 static struct upstream__pending *take_pending(struct upstream *u, uint64_t id)
 {
-	for (struct upstream__pending **pp = &u->pending; *pp; pp = &(*pp)->next) {
-		if ((*pp)->id == id) {
-			struct upstream__pending *p = *pp;
-			*pp = p->next;
+	struct upstream__pending *p;
+
+	LIST_FOREACH(p, &u->pending, entry) {
+		if (p->id == id) {
+			LIST_REMOVE(p, entry);
 			return p;
 		}
 	}
@@ -62,25 +63,34 @@ static void fail_all_pending(struct upstream *u)
 {
 	struct upstream__pending *p;
 
-	while ((p = u->pending)) {
-		u->pending = p->next;
+	while ((p = LIST_FIRST(&u->pending))) {
+		LIST_REMOVE(p, entry);
 		p->cb(NULL, p->user);
 		free(p);
 	}
+}
+
+/* Looked up afresh after each callback, which may queue or cancel
+   requests. */
+static struct upstream__pending *first_expired(struct upstream *u, int64_t now)
+{
+	struct upstream__pending *p;
+
+	LIST_FOREACH(p, &u->pending, entry) {
+		if (p->deadline <= now)
+			return p;
+	}
+	return NULL;
 }
 
 static void on_sweep(struct ev_timer *t, void *user)
 {
 	struct upstream *u = user;
 	int64_t now = time_mono_ms();
-	struct upstream__pending **pp = &u->pending, *p;
+	struct upstream__pending *p;
 
-	while ((p = *pp)) {
-		if (p->deadline > now) {
-			pp = &p->next;
-			continue;
-		}
-		*pp = p->next;
+	while ((p = first_expired(u, now))) {
+		LIST_REMOVE(p, entry);
 		log_warn(u->name, "request %llu timed out", (unsigned long long)p->id);
 		p->cb(NULL, p->user);
 		free(p);
@@ -666,8 +676,7 @@ int upstream_request(struct upstream *u, const Ptg__LinkMessage *m, uint64_t id,
 	p->cb = cb;
 	p->user = user;
 	p->deadline = time_mono_ms() + u->host->cfg->request_timeout_ms;
-	p->next = u->pending;
-	u->pending = p;
+	LIST_INSERT_HEAD(&u->pending, p, entry);
 	send_capped(u, m);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "buf.h"
+#include "list.h"
 #include "ptg_limits.h"
 #include "sidestats.h"
 #include "upstream.h"
@@ -34,7 +35,7 @@ struct upstream__pending {
 	upstream_reply_fn cb;
 	void *user;
 	int64_t deadline;
-	struct upstream__pending *next;
+	LIST_ENTRY(upstream__pending) entry;
 };
 
 /* The attachments of one session: a frame for a session reaches its
@@ -67,7 +68,7 @@ struct upstream {
 	struct ev_timer *sweep;
 	uint64_t next_request;
 	uint64_t next_attach;
-	struct upstream__pending *pending;
+	LIST_HEAD(, upstream__pending) pending;
 	struct upstream__binding *binds; /* sorted by attach id */
 	size_t n_binds, cap_binds;
 	struct upstream__group **groups; /* sorted by session id */

@@ -18,6 +18,7 @@
 #include "conn.h"
 #include "envelope.h"
 #include "frames.h"
+#include "list.h"
 #include "log.h"
 #include "timeutil.h"
 #include "upstream.h"
@@ -30,13 +31,13 @@ struct pending_op {
 	uint64_t request_id;
 	enum envelope_op op;
 	char client_id[PTG_MSG_ID_MAX_BYTES + 1];
-	struct pending_op *next;
+	LIST_ENTRY(pending_op) entry;
 };
 
 struct task_conn {
 	int link_gone; /* the upstream may be freed: never touch it */
 	uint64_t sub_id;
-	struct pending_op *pending;
+	LIST_HEAD(, pending_op) pending;
 	unsigned n_pending;
 };
 
@@ -126,13 +127,8 @@ static struct task_conn *task_conn_of(struct conn *c)
 
 static void unlink_pending(struct task_conn *tc, struct pending_op *p)
 {
-	for (struct pending_op **pp = &tc->pending; *pp; pp = &(*pp)->next) {
-		if (*pp == p) {
-			*pp = p->next;
-			tc->n_pending--;
-			return;
-		}
-	}
+	LIST_REMOVE(p, entry);
+	tc->n_pending--;
 }
 
 /* Leaves out of a ListTasks answer what is not a task object, so one bad
@@ -278,8 +274,7 @@ void task_ops_handle(struct conn *c, const struct envelope *env)
 				"the sandbox is unreachable");
 		free(p);
 	} else {
-		p->next = tc->pending;
-		tc->pending = p;
+		LIST_INSERT_HEAD(&tc->pending, p, entry);
 		tc->n_pending++;
 		log_info(conn_log_ctx(c), "task op %s", env->op);
 	}
@@ -343,9 +338,10 @@ void task_ops_conn_gone(struct conn *c)
 		return;
 	}
 	upstream_unbind(up, tc->sub_id);
-	while (tc->pending) {
-		struct pending_op *p = tc->pending;
-		tc->pending = p->next;
+	while (!LIST_EMPTY(&tc->pending)) {
+		struct pending_op *p = LIST_FIRST(&tc->pending);
+
+		LIST_REMOVE(p, entry);
 		upstream_cancel(up, p->request_id);
 		free(p);
 	}
