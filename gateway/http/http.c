@@ -262,6 +262,7 @@ struct http *http_new(const struct http_host *hh, const char *host, uint16_t por
 	struct sockaddr_storage ss;
 	int lfd;
 
+	TAILQ_INIT(&h->heads);
 	h->cfg = hh->cfg;
 	h->metrics = hh->metrics;
 	h->conn_host = hh->conn;

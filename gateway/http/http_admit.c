@@ -32,14 +32,14 @@
 
 static void head_timer_update(struct http *h)
 {
+	struct http_sock *first = TAILQ_FIRST(&h->heads);
 	int64_t now;
 
-	if (!h->heads || (h->head_timer_at && h->head_timer_at <= h->heads->deadline))
+	if (!first || (h->head_timer_at && h->head_timer_at <= first->deadline))
 		return;
 	now = time_mono_ms();
-	h->head_timer_at = h->heads->deadline;
-	ev_timer_arm(h->head_timer,
-		     h->heads->deadline > now ? h->heads->deadline - now : 1, 0);
+	h->head_timer_at = first->deadline;
+	ev_timer_arm(h->head_timer, first->deadline > now ? first->deadline - now : 1, 0);
 }
 
 void http__head_disarm(struct http_sock *s)
@@ -48,9 +48,7 @@ void http__head_disarm(struct http_sock *s)
 
 	if (!s->deadline)
 		return;
-	*(s->prev ? &s->prev->next : &h->heads) = s->next;
-	*(s->next ? &s->next->prev : &h->heads_tail) = s->prev;
-	s->prev = s->next = NULL;
+	TAILQ_REMOVE(&h->heads, s, head_entry);
 	s->deadline = 0;
 }
 
@@ -60,9 +58,7 @@ void http__head_arm(struct http_sock *s)
 
 	http__head_disarm(s);
 	s->deadline = time_mono_ms() + (int64_t)h->cfg->request_head_timeout_s * 1000;
-	s->prev = h->heads_tail;
-	*(h->heads_tail ? &h->heads_tail->next : &h->heads) = s;
-	h->heads_tail = s;
+	TAILQ_INSERT_TAIL(&h->heads, s, head_entry);
 	head_timer_update(h);
 }
 
@@ -73,10 +69,10 @@ void http__head_expired(struct ev_timer *t, void *user)
 {
 	struct http *h = user;
 	int64_t now = time_mono_ms();
+	struct http_sock *s;
 
 	h->head_timer_at = 0;
-	while (h->heads && h->heads->deadline <= now) {
-		struct http_sock *s = h->heads;
+	while ((s = TAILQ_FIRST(&h->heads)) && s->deadline <= now) {
 		char a[64];
 
 		peer_addr_str(&s->peer, a, sizeof(a));
@@ -148,12 +144,12 @@ static void tell_evicted(int fd)
    was. */
 static bool evict_oldest_head(struct http *h)
 {
-	struct http_sock *s = h->heads;
+	struct http_sock *s = TAILQ_FIRST(&h->heads);
 
 	if (h->n_evicting >= HTTP__EVICTING_MAX)
 		return false;
 	while (s && s->refuse) /* at most HTTP__REFUSALS_MAX of them */
-		s = s->next;
+		s = TAILQ_NEXT(s, head_entry);
 	if (!s)
 		return false;
 	if (!h->has_tls)

@@ -15,6 +15,7 @@
 
 #include "buf.h"
 #include "httpfleet.h"
+#include "list.h"
 #include "peers.h"
 #include "routes.h"
 #include "tls.h"
@@ -74,9 +75,9 @@ struct http {
 	uint16_t port;
 	int kick;	  /* a request was resumed: run MHD before the next poll */
 	int64_t deadline; /* of the armed timer (monotonic ms), 0: none */
-	struct peer_table *peers;	      /* connections per untrusted peer, requests
-						 per client behind a trusted proxy */
-	struct http_sock *heads, *heads_tail; /* waiting for a request, by deadline */
+	struct peer_table *peers;      /* connections per untrusted peer, requests
+					  per client behind a trusted proxy */
+	TAILQ_HEAD(, http_sock) heads; /* waiting for a request, by deadline */
 	struct ev_timer *head_timer;
 	int64_t head_timer_at;	   /* deadline the head timer is armed for, 0: none */
 	int64_t refused_logged_ms; /* last per-address refusal logged */
@@ -105,7 +106,7 @@ struct http_sock {
 	int64_t deadline;      /* the request must be whole by then (monotonic ms); 0: not
 				  waiting */
 	struct tls_cred *cred; /* what this connection's TLS session uses */
-	struct http_sock *prev, *next; /* in h->heads while deadline != 0 */
+	TAILQ_ENTRY(http_sock) head_entry; /* in h->heads while deadline != 0 */
 };
 
 struct http_req {
