@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "list.h"
 #include "num.h"
 #include "xalloc.h"
 
@@ -165,11 +166,13 @@ void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_ad
 struct entry {
 	struct peer_addr a;
 	unsigned count;
-	struct entry *next;
+	SLIST_ENTRY(entry) chain;
 };
 
+SLIST_HEAD(chain, entry);
+
 struct peer_table {
-	struct entry *bucket[PEERS__BUCKETS];
+	struct chain bucket[PEERS__BUCKETS];
 	uint64_t seed;
 	size_t size;
 };
@@ -187,12 +190,12 @@ void peer_table_free(struct peer_table *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < PEERS__BUCKETS; i++)
-		while (t->bucket[i]) {
-			struct entry *e = t->bucket[i];
-			t->bucket[i] = e->next;
-			free(e);
-		}
+	for (size_t i = 0; i < PEERS__BUCKETS; i++) {
+		struct entry *e, *next;
+
+		SLIST_FOREACH_SAFE(e, &t->bucket[i], chain, next)
+		free(e);
+	}
 	free(t);
 }
 
@@ -221,47 +224,58 @@ static struct peer_addr site_of(const struct peer_addr *a)
 
 /* FNV-1a over the seed and the key: enough with a secret seed and
    chains bounded by the connection limit. */
-static struct entry **slot(const struct peer_table *t, const struct peer_addr *key)
+static struct chain *chain_of(const struct peer_table *t, const struct peer_addr *key)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ t->seed;
-	struct entry *const *p;
 
 	for (size_t i = 0; i < 16; i++)
 		h = (h ^ key->b[i]) * 0x100000001b3ull;
 	h ^= h >> 29;
-	p = &t->bucket[h & (PEERS__BUCKETS - 1)];
-	while (*p && memcmp((*p)->a.b, key->b, 16))
-		p = &(*p)->next;
-	return (struct entry **)p;
+	return (struct chain *)&t->bucket[h & (PEERS__BUCKETS - 1)];
+}
+
+static struct entry *find(const struct chain *c, const struct peer_addr *key)
+{
+	struct entry *e;
+
+	SLIST_FOREACH(e, c, chain)
+	{
+		if (!memcmp(e->a.b, key->b, 16))
+			return e;
+	}
+	return NULL;
 }
 
 static unsigned count_of(const struct peer_table *t, const struct peer_addr *key)
 {
-	struct entry *e = *slot(t, key);
+	struct entry *e = find(chain_of(t, key), key);
 
 	return e ? e->count : 0;
 }
 
 static void add(struct peer_table *t, const struct peer_addr *key, int site)
 {
-	struct entry **p = slot(t, key);
+	struct chain *c = chain_of(t, key);
+	struct entry *e = find(c, key);
 
-	if (!*p) {
-		*p = xcalloc(1, sizeof(**p));
-		(*p)->a = *key;
+	if (!e) {
+		e = xcalloc(1, sizeof(*e));
+		e->a = *key;
+		SLIST_INSERT_HEAD(c, e, chain);
 		t->size += !site;
 	}
-	(*p)->count++;
+	e->count++;
 }
 
 static void drop(struct peer_table *t, const struct peer_addr *key, int site)
 {
-	struct entry **p = slot(t, key), *e = *p;
+	struct chain *c = chain_of(t, key);
+	struct entry *e = find(c, key);
 
 	if (!e)
 		return;
 	if (--e->count == 0) {
-		*p = e->next;
+		SLIST_REMOVE(c, e, entry, chain);
 		free(e);
 		t->size -= !site;
 	}
