@@ -31,6 +31,7 @@
 #include "link.h"
 #include "linkcred.h"
 #include "linkverify.h"
+#include "list.h"
 #include "log.h"
 #include "metrics.h"
 #include "timeutil.h"
@@ -66,7 +67,7 @@ struct pending_link {
 	struct ev_timer *deadline;
 	char peer[160];
 	size_t len;
-	struct pending_link *prev, *next;
+	LIST_ENTRY(pending_link) entry;
 	uint8_t *in; /* small, or a buffer of the frame's size */
 	size_t cap;
 	uint8_t small[OPENING_SMALL]; /* last: not zeroed */
@@ -84,8 +85,8 @@ struct linklisten {
 	struct ev_loop *wl; /* the worker's: listeners and pending links */
 	struct listener *ls;
 	size_t n_ls;
-	struct pending_link *pending; /* awaiting their credential; worker */
-	size_t n_pending;	      /* worker */
+	LIST_HEAD(, pending_link) pending; /* awaiting their credential; worker */
+	size_t n_pending;		   /* worker */
 	size_t max_pending;
 	int64_t auth_timeout_ms;
 	struct linkverify *verify; /* the worker */
@@ -181,12 +182,7 @@ static int pending_end(struct pending_link *pl, int keep_fd)
 	struct linklisten *ll = pl->ll;
 	int fd = pl->fd;
 
-	if (pl->prev)
-		pl->prev->next = pl->next;
-	else
-		ll->pending = pl->next;
-	if (pl->next)
-		pl->next->prev = pl->prev;
+	LIST_REMOVE(pl, entry);
 	ll->n_pending--;
 	__atomic_store_n(&ll->host->metrics->links_pending, ll->n_pending,
 			 __ATOMIC_RELAXED);
@@ -418,10 +414,7 @@ static void pending_add(struct linklisten *ll, int fd, const char *peer)
 	}
 	pl->deadline =
 	    ev_timer_new(ll->wl, ll->auth_timeout_ms, 0, on_pending_deadline, pl);
-	pl->next = ll->pending;
-	if (pl->next)
-		pl->next->prev = pl;
-	ll->pending = pl;
+	LIST_INSERT_HEAD(&ll->pending, pl, entry);
 	ll->n_pending++;
 	__atomic_store_n(&ll->host->metrics->links_pending, ll->n_pending,
 			 __ATOMIC_RELAXED);
@@ -544,8 +537,8 @@ void linklisten_free(struct linklisten *ll)
 	if (!ll)
 		return;
 	linkverify_stop(ll->verify);
-	while (ll->pending)
-		pending_end(ll->pending, 0);
+	while (!LIST_EMPTY(&ll->pending))
+		pending_end(LIST_FIRST(&ll->pending), 0);
 	for (size_t i = 0; i < ll->n_ls; i++) {
 		ev_io_free(ll->ls[i].io);
 		ev_timer_free(ll->ls[i].pause);
