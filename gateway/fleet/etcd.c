@@ -10,6 +10,7 @@
 
 #include "buf.h"
 #include "curlev.h"
+#include "list.h"
 #include "xalloc.h"
 
 #define ETCD__URL_MAX	1024
@@ -26,14 +27,14 @@ struct etcd {
 	char *cacert, *cert, *key;
 	long connect_timeout_ms;
 	char auth[ETCD__TOKEN_MAX + 32]; /* "Authorization: TOKEN", or "" */
-	struct etcd_req *reqs;		 /* in flight, doubly linked */
+	LIST_HEAD(, etcd_req) reqs;	 /* in flight */
 	size_t n_reqs;
 };
 
 struct etcd_req {
 	struct curlev_job job; /* first: the job is the request */
 	struct etcd *e;
-	struct etcd_req *prev, *next;
+	LIST_ENTRY(etcd_req) entry;
 	CURL *easy;
 	struct curl_slist *hdrs;
 	char *body;
@@ -83,12 +84,7 @@ static void unlink_req(struct etcd_req *q)
 {
 	struct etcd *e = q->e;
 
-	if (q->prev)
-		q->prev->next = q->next;
-	else
-		e->reqs = q->next;
-	if (q->next)
-		q->next->prev = q->prev;
+	LIST_REMOVE(q, entry);
 	e->n_reqs--;
 	curlev_remove(e->cv, &q->job);
 	curl_easy_cleanup(q->easy);
@@ -180,10 +176,7 @@ static struct etcd_req *start(struct etcd *e, const char *path, const char *body
 	q->job.done = on_done;
 	if (!q->easy || curlev_add(e->cv, &q->job) < 0)
 		abort(); /* out of memory in libcurl (STYLE 4) */
-	q->next = e->reqs;
-	if (e->reqs)
-		e->reqs->prev = q;
-	e->reqs = q;
+	LIST_INSERT_HEAD(&e->reqs, q, entry);
 	e->n_reqs++;
 	return q;
 }
@@ -311,8 +304,8 @@ void etcd_free(struct etcd *e)
 {
 	if (!e)
 		return;
-	while (e->reqs)
-		unlink_req(e->reqs);
+	while (!LIST_EMPTY(&e->reqs))
+		unlink_req(LIST_FIRST(&e->reqs));
 	curlev_free(e->cv);
 	for (size_t i = 0; i < e->n_urls; i++)
 		free(e->urls[i]);

@@ -30,14 +30,14 @@ struct forward {
 	struct fleetauth auth;
 	char *cacert, *cert, *key;
 	long connect_timeout_ms, timeout_ms;
-	struct forward_call *calls;
-	struct relay *relays; /* started relays (relay.c) */
+	LIST_HEAD(, forward_call) calls;
+	struct relay_list relays; /* started relays (relay.c) */
 	struct forward_stats stats;
 };
 
 struct forward_call {
 	struct forward *f;
-	struct forward_call *prev, *next;
+	LIST_ENTRY(forward_call) entry;
 	struct curlev_job job;
 	struct curl_slist *hdrs;
 	struct buf head; /* the owner's headers: "name\0value\0" pairs */
@@ -383,12 +383,7 @@ static void call_free(struct forward_call *c)
 {
 	struct forward *f = c->f;
 
-	if (c->prev)
-		c->prev->next = c->next;
-	else
-		f->calls = c->next;
-	if (c->next)
-		c->next->prev = c->prev;
+	LIST_REMOVE(c, entry);
 	if (!c->ended)
 		f->stats.in_flight--;
 	curlev_remove(f->cv, &c->job);
@@ -416,10 +411,7 @@ struct forward_call *forward_http(struct forward *f, const struct forward_reques
 	c->job.easy = curl_easy_init();
 	c->job.done = on_done;
 	c->job.user = c;
-	c->next = f->calls;
-	if (f->calls)
-		f->calls->prev = c;
-	f->calls = c;
+	LIST_INSERT_HEAD(&f->calls, c, entry);
 	f->stats.in_flight++;
 	f->stats.requests++;
 	if (!c->job.easy || setup(c, rq) < 0 || curlev_add(f->cv, &c->job) < 0) {
@@ -473,8 +465,8 @@ void forward_free(struct forward *f)
 {
 	if (!f)
 		return;
-	while (f->calls)
-		call_free(f->calls);
+	while (!LIST_EMPTY(&f->calls))
+		call_free(LIST_FIRST(&f->calls));
 	curlev_free(f->cv);
 	fleetauth_clear(&f->auth);
 	free(f->cacert);
@@ -530,7 +522,7 @@ void forward_metrics(const struct forward *f, struct buf *out)
 		    (unsigned long long)s->relay_bytes_out);
 }
 
-struct relay **forward_relay_list(struct forward *f)
+struct relay_list *forward_relay_list(struct forward *f)
 {
 	return &f->relays;
 }

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "fleetauth.h"
+#include "list.h"
 
 struct buf;
 struct ev_loop;
@@ -123,9 +124,10 @@ void forward_get_stats(const struct forward *f, struct forward_stats *s);
 /* Appends the ptygate_forward_* and ptygate_relay_* families in the
    Prometheus text format (zeros for a NULL f: forwarding off). */
 void forward_metrics(const struct forward *f, struct buf *out);
-/* The head of the list of relays started on f (relay.c keeps it). */
+/* The list of relays started on f (relay.c keeps it). */
 struct relay;
-struct relay **forward_relay_list(struct forward *f);
+LIST_HEAD(relay_list, relay);
+struct relay_list *forward_relay_list(struct forward *f);
 /* The counters themselves, for relay.c to update. */
 struct forward_stats *forward_stats_of(struct forward *f);
 /* Applies o's TLS files, HTTP/1.1 and the protocol limits to easy (a

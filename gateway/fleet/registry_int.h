@@ -15,6 +15,7 @@
 #include "etcd.h"
 #include "ev.h"
 #include "etcdjson.h"
+#include "list.h"
 #include "ptg_limits.h"
 #include "registry.h"
 #include "routecache.h"
@@ -67,7 +68,7 @@ struct registry {
 	struct registry__local **locals;
 	size_t n_locals;
 	size_t flush_from; /* where the next flush looks first */
-	struct registry__op *ops;
+	LIST_HEAD(, registry__op) ops;
 	size_t n_ops;
 	/* the routing cache */
 	struct routecache *routes;   /* instance -> owner */

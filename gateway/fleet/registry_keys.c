@@ -34,7 +34,7 @@ struct registry__local {
 /* A request in flight and what it is for. */
 struct registry__op {
 	struct registry *r;
-	struct registry__op *prev, *next;
+	LIST_ENTRY(registry__op) entry;
 	struct etcd_req *req;
 	struct registry__local *local; /* a claim's instance, or NULL */
 	int gateway_key;	       /* a claim of the gateway key */
@@ -49,10 +49,7 @@ static struct registry__op *op_new(struct registry *r, const char *key)
 
 	op->r = r;
 	snprintf(op->key, sizeof(op->key), "%s", key);
-	op->next = r->ops;
-	if (r->ops)
-		r->ops->prev = op;
-	r->ops = op;
+	LIST_INSERT_HEAD(&r->ops, op, entry);
 	r->n_ops++;
 	return op;
 }
@@ -62,12 +59,7 @@ static void op_free(struct registry__op *op)
 	struct registry *r = op->r;
 
 	etcd_cancel(op->req);
-	if (op->prev)
-		op->prev->next = op->next;
-	else
-		r->ops = op->next;
-	if (op->next)
-		op->next->prev = op->prev;
+	LIST_REMOVE(op, entry);
 	r->n_ops--;
 	if (op->local)
 		op->local->op = NULL;
@@ -333,8 +325,8 @@ const struct registry__keys_events registry__keys_handlers = {
 
 void registry__keys_free(struct registry *r)
 {
-	while (r->ops)
-		op_free(r->ops);
+	while (!LIST_EMPTY(&r->ops))
+		op_free(LIST_FIRST(&r->ops));
 	for (size_t i = 0; i < r->n_locals; i++)
 		free(r->locals[i]);
 	free(r->locals);

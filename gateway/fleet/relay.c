@@ -60,7 +60,7 @@ struct relay {
 	void *auser;
 	relay_end_cb ecb;
 	void *euser;
-	struct relay *prev, *next; /* in the forward's list once started */
+	LIST_ENTRY(relay) entry; /* in the forward's list once started */
 };
 
 static void pump(struct relay *r);
@@ -623,10 +623,7 @@ void relay_start(struct relay *r, int client_fd, const void *client_extra,
 	r->idle_ms = idle_ms;
 	r->last_io = time_mono_ms();
 	r->state = S_RELAY;
-	r->next = *forward_relay_list(r->f);
-	if (r->next)
-		r->next->prev = r;
-	*forward_relay_list(r->f) = r;
+	LIST_INSERT_HEAD(forward_relay_list(r->f), r, entry);
 	r->st->relays++;
 	r->st->relays_active++;
 	r->counted = 1;
@@ -647,12 +644,7 @@ void relay_free(struct relay *r)
 		return;
 	if (r->counted) {
 		r->st->relays_active--;
-		if (r->prev)
-			r->prev->next = r->next;
-		else
-			*forward_relay_list(r->f) = r->next;
-		if (r->next)
-			r->next->prev = r->prev;
+		LIST_REMOVE(r, entry);
 	}
 	ev_io_free(r->cio);
 	ev_io_free(r->oio);
@@ -673,15 +665,15 @@ void relay_free(struct relay *r)
 
 void relay_close_all(struct forward *f)
 {
-	struct relay **head = forward_relay_list(f);
+	struct relay_list *relays = forward_relay_list(f);
+	struct relay *r;
 
-	while (*head) {
-		struct relay *r = *head;
-
+	while ((r = LIST_FIRST(relays))) {
 		r->state = S_DONE;
 		r->end_due = 0;
 		r->ecb(r->euser, r);
-		if (*head == r) /* the callback left it: it goes all the same */
+		if (LIST_FIRST(relays) ==
+		    r) /* the callback left it: it goes all the same */
 			relay_free(r);
 	}
 }
