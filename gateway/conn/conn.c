@@ -780,15 +780,14 @@ void conn_set_shutdown(struct conn_set *s)
 	struct conn *c;
 
 	LIST_FOREACH(c, &s->all, all_entry)
-	conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
+		conn_goodbye(c, FRAMES_BYE_SERVER_SHUTDOWN, WS_CLOSE_NORMAL);
 }
 
 void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 {
 	struct conn *c;
 
-	LIST_FOREACH(c, &s->all, all_entry)
-	{
+	LIST_FOREACH(c, &s->all, all_entry) {
 		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
 			continue;
 		log_info(c->log_ctx, "the instance was removed from this gateway");
@@ -811,8 +810,7 @@ void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *m
 	const struct conn *c;
 
 	*total = *max = 0;
-	LIST_FOREACH(c, &s->all, all_entry)
-	{
+	LIST_FOREACH(c, &s->all, all_entry) {
 		size_t b = outq_bytes(&c->q);
 		*total += b;
 		*max = b > *max ? b : *max;

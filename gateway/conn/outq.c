@@ -61,7 +61,7 @@ void outq_clear(struct outq *q)
 	if (q == NULL)
 		return;
 	STAILQ_FOREACH_SAFE(c, &q->chunks, entry, next)
-	chunk_free(c);
+		chunk_free(c);
 	outq_init(q);
 }
 

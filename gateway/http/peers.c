@@ -194,7 +194,7 @@ void peer_table_free(struct peer_table *t)
 		struct entry *e, *next;
 
 		SLIST_FOREACH_SAFE(e, &t->bucket[i], chain, next)
-		free(e);
+			free(e);
 	}
 	free(t);
 }
@@ -238,8 +238,7 @@ static struct entry *find(const struct chain *c, const struct peer_addr *key)
 {
 	struct entry *e;
 
-	SLIST_FOREACH(e, c, chain)
-	{
+	SLIST_FOREACH(e, c, chain) {
 		if (!memcmp(e->a.b, key->b, 16))
 			return e;
 	}

@@ -42,8 +42,7 @@ static void tailq_frees_odd_keys(void **state)
 		it = item_new(i); /* the macros name their element more than once */
 		TAILQ_INSERT_TAIL(&head, it, t);
 	}
-	TAILQ_FOREACH_SAFE(it, &head, t, next)
-	{
+	TAILQ_FOREACH_SAFE(it, &head, t, next) {
 		assert_int_equal(it->key, seen++);
 		if (it->key % 2) {
 			TAILQ_REMOVE(&head, it, t);
@@ -51,8 +50,7 @@ static void tailq_frees_odd_keys(void **state)
 		}
 	}
 	assert_int_equal(seen, N_ITEMS);
-	TAILQ_FOREACH_SAFE(it, &head, t, next)
-	{
+	TAILQ_FOREACH_SAFE(it, &head, t, next) {
 		assert_int_equal(it->key, 2 * left++);
 		TAILQ_REMOVE(&head, it, t);
 		free(it);
@@ -72,8 +70,7 @@ static void list_frees_every_element(void **state)
 		it = item_new(i);
 		LIST_INSERT_HEAD(&head, it, l);
 	}
-	LIST_FOREACH_SAFE(it, &head, l, next)
-	{
+	LIST_FOREACH_SAFE(it, &head, l, next) {
 		assert_int_equal(it->key, N_ITEMS - 1 - seen++);
 		LIST_REMOVE(it, l);
 		free(it);
@@ -96,14 +93,12 @@ static void singly_linked_forms_free_as_they_go(void **state)
 		it = item_new(i);
 		STAILQ_INSERT_TAIL(&qh, it, sq);
 	}
-	SLIST_FOREACH_SAFE(it, &sh, s, next)
-	{
+	SLIST_FOREACH_SAFE(it, &sh, s, next) {
 		seen++;
 		SLIST_REMOVE_HEAD(&sh, s);
 		free(it);
 	}
-	STAILQ_FOREACH_SAFE(it, &qh, sq, next)
-	{
+	STAILQ_FOREACH_SAFE(it, &qh, sq, next) {
 		assert_int_equal(it->key, seen++ - N_ITEMS);
 		STAILQ_REMOVE_HEAD(&qh, sq);
 		free(it);
@@ -125,7 +120,7 @@ static void stailq_last_is_the_tail(void **state)
 		assert_ptr_equal(STAILQ_LAST(&qh, item, sq), it);
 	}
 	STAILQ_FOREACH_SAFE(it, &qh, sq, next)
-	free(it);
+		free(it);
 	STAILQ_INIT(&qh);
 	assert_null(STAILQ_LAST(&qh, item, sq));
 }
