@@ -47,22 +47,12 @@ struct replay {
 	struct ev_timer *timer;
 	uint64_t disk_frames, disk_bytes;
 	int64_t t0;
-	struct replay *next;
+	LIST_ENTRY(replay) entry; /* in its session's replays */
 };
-
-static void unlink_replay(struct replay *rp)
-{
-	struct replay **pp = &rp->s->replays;
-
-	while (*pp && *pp != rp)
-		pp = &(*pp)->next;
-	if (*pp)
-		*pp = rp->next;
-}
 
 static void free_replay(struct replay *rp)
 {
-	unlink_replay(rp);
+	LIST_REMOVE(rp, entry);
 	rp->m->replaying = 0;
 	rp->s->n_replaying--;
 	framelog_reader_free(rp->rd);
@@ -207,8 +197,7 @@ int session_replay_start(struct session *s, struct member *m, uint64_t after,
 	rp->sent = after;
 	rp->t0 = time_mono_ms();
 	rp->timer = ev_timer_new(s->loop, 0, 0, pump, rp);
-	rp->next = s->replays;
-	s->replays = rp;
+	LIST_INSERT_HEAD(&s->replays, rp, entry);
 	m->replaying = 1;
 	s->n_replaying++;
 	return 1;
@@ -216,11 +205,13 @@ int session_replay_start(struct session *s, struct member *m, uint64_t after,
 
 static struct replay *find_replay(struct session *s, const struct member *m)
 {
-	struct replay *rp = s->replays;
+	struct replay *rp;
 
-	while (rp && rp->m != m)
-		rp = rp->next;
-	return rp;
+	LIST_FOREACH(rp, &s->replays, entry) {
+		if (rp->m == m)
+			return rp;
+	}
+	return NULL;
 }
 
 void session_replay_cancel(struct session *s, const struct member *m)
@@ -233,10 +224,9 @@ void session_replay_cancel(struct session *s, const struct member *m)
 
 void session_replay_cancel_link(struct session *s, const void *link)
 {
-	struct replay *rp = s->replays, *next;
+	struct replay *rp, *next;
 
-	for (; rp; rp = next) {
-		next = rp->next;
+	LIST_FOREACH_SAFE(rp, &s->replays, entry, next) {
 		if (rp->m->link == link)
 			free_replay(rp);
 	}
@@ -252,6 +242,6 @@ void session_replay_stop(struct session *s, const struct member *m, const char *
 
 void session_replay_free_all(struct session *s)
 {
-	while (s->replays)
-		free_replay(s->replays);
+	while (!LIST_EMPTY(&s->replays))
+		free_replay(LIST_FIRST(&s->replays));
 }

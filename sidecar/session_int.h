@@ -15,6 +15,7 @@
 #include "control.h"
 #include "feeder.h"
 #include "framelog.h"
+#include "list.h"
 #include "members.h"
 #include "ring.h"
 #include "screen.h"
@@ -88,7 +89,7 @@ struct session {
 	struct ev_timer *flush_timer;
 
 	/* replays streaming from disk (replay.c) */
-	struct replay *replays;
+	LIST_HEAD(, replay) replays;
 	unsigned n_replaying;
 };
 
