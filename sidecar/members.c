@@ -1,5 +1,5 @@
 /* members: membership and roles of one session (SPEC 5.1). A session holds
-   a few dozen members at most, so a doubly linked list in join order with
+   a few dozen members at most, so a TAILQ in join order with
    linear lookups is both the simplest and fast enough. The distinct links
    of the members are counted beside it: every frame goes once per link,
    and a thousand observers on one gateway are one link. */
@@ -17,7 +17,7 @@ static const char reason_no_control[] = "token lacks pty:control";
 struct members {
 	unsigned max[3]; /* indexed by enum member_role */
 	unsigned count[3];
-	struct member *first, *last;
+	TAILQ_HEAD(, member) all; /* in join order */
 	struct link_count {
 		void *link;
 		unsigned members; /* of this session on the link, >= 1 */
@@ -31,6 +31,7 @@ struct members *members_new(unsigned max_controllers, unsigned max_observers)
 {
 	struct members *m = xcalloc(1, sizeof(*m));
 
+	TAILQ_INIT(&m->all);
 	m->max[MEMBER_CONTROLLER] = max_controllers;
 	m->max[MEMBER_OBSERVER] = max_observers;
 	snprintf(m->ctl_full, sizeof(m->ctl_full), "controller capacity reached (%u)",
@@ -46,10 +47,8 @@ void members_free(struct members *m)
 
 	if (!m)
 		return;
-	for (mb = m->first; mb; mb = next) {
-		next = mb->next;
+	TAILQ_FOREACH_SAFE(mb, &m->all, entry, next)
 		free(mb);
-	}
 	free(m->links);
 	free(m);
 }
@@ -145,13 +144,7 @@ static void uncount_link(struct members *m, void *link)
 
 static void link_in(struct members *m, struct member *mb)
 {
-	mb->prev = m->last;
-	mb->next = NULL;
-	if (m->last)
-		m->last->next = mb;
-	else
-		m->first = mb;
-	m->last = mb;
+	TAILQ_INSERT_TAIL(&m->all, mb, entry);
 	m->count[mb->role]++;
 	count_link(m, mb->link);
 }
@@ -186,30 +179,29 @@ struct member *members_join(struct members *m, void *link, uint64_t attach_id,
 
 struct member *members_find(struct members *m, void *link, uint64_t attach_id)
 {
-	for (struct member *mb = m->first; mb; mb = mb->next)
+	struct member *mb;
+
+	TAILQ_FOREACH(mb, &m->all, entry) {
 		if (mb->link == link && mb->attach_id == attach_id)
 			return mb;
+	}
 	return NULL;
 }
 
 struct member *members_find_client(struct members *m, const char *client_id)
 {
-	for (struct member *mb = m->first; mb; mb = mb->next)
+	struct member *mb;
+
+	TAILQ_FOREACH(mb, &m->all, entry) {
 		if (strcmp(mb->client_id, client_id) == 0)
 			return mb;
+	}
 	return NULL;
 }
 
 void members_leave(struct members *m, struct member *mb)
 {
-	if (mb->prev)
-		mb->prev->next = mb->next;
-	else
-		m->first = mb->next;
-	if (mb->next)
-		mb->next->prev = mb->prev;
-	else
-		m->last = mb->prev;
+	TAILQ_REMOVE(&m->all, mb, entry);
 	m->count[mb->role]--;
 	uncount_link(m, mb->link);
 	free(mb);
@@ -257,12 +249,12 @@ unsigned members_count(const struct members *m, enum member_role r)
 
 struct member *members_first(struct members *m)
 {
-	return m->first;
+	return TAILQ_FIRST(&m->all);
 }
 
 struct member *members_next(struct members *m, struct member *mb)
 {
-	return mb->next;
+	return TAILQ_NEXT(mb, entry);
 }
 
 unsigned members_drop_link(struct members *m, void *link)
@@ -270,8 +262,7 @@ unsigned members_drop_link(struct members *m, void *link)
 	struct member *mb, *next;
 	unsigned n = 0;
 
-	for (mb = m->first; mb; mb = next) {
-		next = mb->next;
+	TAILQ_FOREACH_SAFE(mb, &m->all, entry, next) {
 		if (mb->link == link) {
 			members_leave(m, mb);
 			n++;

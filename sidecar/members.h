@@ -7,12 +7,13 @@
 
 #include <stdint.h>
 
+#include "list.h"
 #include "ptg_limits.h"
 
 /* Values match the link protocol's Role. */
 enum member_role { MEMBER_CONTROLLER = 1, MEMBER_OBSERVER = 2 };
 
-/* Callers read the fields; prev/next are private to members.c. */
+/* Callers read the fields; entry is private to members.c. */
 struct member {
 	void *link;	    /* owner key: the link ... */
 	uint64_t attach_id; /* ... and the gateway's attachment on it */
@@ -24,7 +25,7 @@ struct member {
 	int replaying;	  /* its join's replay is still streaming (replay.c) */
 	int asks_control; /* joined as controller under approve: ask at the flow's end */
 	int not_owner;	  /* owner_only: another principal than the session's owner */
-	struct member *prev, *next;
+	TAILQ_ENTRY(member) entry;
 };
 
 struct members;
