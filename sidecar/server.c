@@ -71,7 +71,7 @@ static void on_link_message(struct linkconn *lc, const Ptg__LinkMessage *m, void
 
 static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 {
-	struct link *l = user, **pp;
+	struct link *l = user;
 	struct server *srv = l->srv;
 
 	if (!l->hooks)
@@ -79,9 +79,7 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	for (size_t i = 0; i < srv->n_sessions; i++)
 		session_drop_link(srv->sessions[i], lc);
 	tasks_drop_link(srv->tasks, lc);
-	for (pp = &srv->links; *pp != l; pp = &(*pp)->next)
-		;
-	*pp = l->next;
+	LIST_REMOVE(l, entry);
 	srv->n_links--;
 	if (!l->hooks)
 		srv->n_accepted--;
@@ -136,8 +134,7 @@ static struct link *adopt(struct server *srv, int fd, const char *name,
 		free(l);
 		return NULL;
 	}
-	l->next = srv->links;
-	srv->links = l;
+	LIST_INSERT_HEAD(&srv->links, l, entry);
 	srv->n_links++;
 	if (!hooks)
 		srv->n_accepted++;
@@ -218,8 +215,9 @@ static void check_link_backlog(void *user)
 {
 	struct server *srv = user;
 	int64_t now = time_mono_ms();
+	struct link *l;
 
-	for (struct link *l = srv->links; l; l = l->next) {
+	LIST_FOREACH(l, &srv->links, entry) {
 		if (linkconn_pending(l->lc) > srv->cfg->link_buffer_bytes)
 			linkconn_close(l->lc,
 				       "gateway is not reading (link buffer full)");
@@ -390,9 +388,10 @@ void server_free(struct server *srv)
 		session_free(s);
 	}
 	free(srv->sessions);
-	while (srv->links) {
-		struct link *l = srv->links;
-		srv->links = l->next;
+	while (!LIST_EMPTY(&srv->links)) {
+		struct link *l = LIST_FIRST(&srv->links);
+
+		LIST_REMOVE(l, entry);
 		linkconn_free(l->lc);
 		free(l);
 	}

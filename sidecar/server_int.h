@@ -10,6 +10,7 @@
 
 #include "link.pb-c.h"
 #include "linkconn.h"
+#include "list.h"
 #include "server.h"
 #include "session.h"
 #include "stats.h"
@@ -24,7 +25,7 @@ struct link {
 	void *hooks_user;
 	uint64_t stall_written; /* linkconn_written when the stall began */
 	int64_t stall_since_ms; /* backed up and no progress since; 0: not */
-	struct link *next;
+	LIST_ENTRY(link) entry; /* in srv->links */
 };
 
 /* The sidecar daemon. */
@@ -38,7 +39,7 @@ struct server {
 	int accept_paused;	   /* out of descriptors: listener off until the tick */
 	struct session **sessions; /* sorted by session id */
 	size_t n_sessions;
-	struct link *links;
+	LIST_HEAD(, link) links;
 	unsigned n_links;    /* every link */
 	unsigned n_accepted; /* of them, the ones accepted (MAX_LINKS) */
 	unsigned link_seq;
