@@ -19,6 +19,7 @@
 
 #include "ev.h"
 #include "heap.h"
+#include "list.h"
 #include "log.h"
 #include "xalloc.h"
 
@@ -30,7 +31,7 @@ enum src_kind { EV__IO, EV__TIMER, EV__SIGNAL };
 struct source {
 	enum src_kind kind;
 	int dead;
-	struct source *next_dead;
+	SLIST_ENTRY(source) dead_entry;
 };
 
 struct ev_io {
@@ -78,7 +79,7 @@ struct ev_loop {
 	int stop;
 	int again; /* a hook left work: the next wait does not block */
 	int dispatching;
-	struct source *dead;
+	SLIST_HEAD(, source) dead;
 	struct heap timers;
 	uint64_t timer_seq;
 	struct ev_timer **due; /* this turn's expired timers, in order */
@@ -115,10 +116,10 @@ static void release(struct source *s)
 
 static void reap(struct ev_loop *loop)
 {
-	while (loop->dead) {
-		struct source *s = loop->dead;
+	struct source *s;
 
-		loop->dead = s->next_dead;
+	while ((s = SLIST_FIRST(&loop->dead))) {
+		SLIST_REMOVE_HEAD(&loop->dead, dead_entry);
 		release(s);
 	}
 }
@@ -131,8 +132,7 @@ static void retire(struct ev_loop *loop, struct source *s)
 		release(s);
 		return;
 	}
-	s->next_dead = loop->dead;
-	loop->dead = s;
+	SLIST_INSERT_HEAD(&loop->dead, s, dead_entry);
 }
 
 void ev_loop_free(struct ev_loop *loop)
