@@ -7,18 +7,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "list.h"
 #include "xalloc.h"
 
 struct rc_node {
-	struct rc_node *next;
+	SLIST_ENTRY(rc_node) chain;
 	struct routecache_entry e;
 	uint64_t gen;
 	size_t bytes;
 	char *name;
 };
 
+SLIST_HEAD(chain, rc_node);
+
 struct routecache {
-	struct rc_node **buckets;
+	struct chain *buckets;
 	size_t n_buckets; /* a power of two */
 	size_t n;
 	size_t max;
@@ -57,39 +60,42 @@ void routecache_free(struct routecache *c)
 {
 	if (!c)
 		return;
-	for (size_t i = 0; i < c->n_buckets; i++)
-		while (c->buckets[i]) {
-			struct rc_node *n = c->buckets[i];
+	for (size_t i = 0; i < c->n_buckets; i++) {
+		struct rc_node *n, *next;
 
-			c->buckets[i] = n->next;
+		SLIST_FOREACH_SAFE(n, &c->buckets[i], chain, next)
 			node_free(n);
-		}
+	}
 	free(c->buckets);
 	free(c);
 }
 
-static struct rc_node **slot(const struct routecache *c, const char *name)
+static struct chain *chain_of(const struct routecache *c, const char *name)
 {
-	struct rc_node **p = &c->buckets[hash(name) & (c->n_buckets - 1)];
+	return &c->buckets[hash(name) & (c->n_buckets - 1)];
+}
 
-	while (*p && strcmp((*p)->name, name) != 0)
-		p = &(*p)->next;
-	return p;
+static struct rc_node *find(const struct chain *ch, const char *name)
+{
+	struct rc_node *n;
+
+	SLIST_FOREACH(n, ch, chain) {
+		if (strcmp(n->name, name) == 0)
+			return n;
+	}
+	return NULL;
 }
 
 static void grow(struct routecache *c)
 {
 	size_t nb = c->n_buckets * 2;
-	struct rc_node **b = xcalloc(nb, sizeof(*b));
+	struct chain *b = xcalloc(nb, sizeof(*b));
+	struct rc_node *n;
 
 	for (size_t i = 0; i < c->n_buckets; i++)
-		while (c->buckets[i]) {
-			struct rc_node *n = c->buckets[i];
-			struct rc_node **to = &b[hash(n->name) & (nb - 1)];
-
-			c->buckets[i] = n->next;
-			n->next = *to;
-			*to = n;
+		while ((n = SLIST_FIRST(&c->buckets[i]))) {
+			SLIST_REMOVE_HEAD(&c->buckets[i], chain);
+			SLIST_INSERT_HEAD(&b[hash(n->name) & (nb - 1)], n, chain);
 		}
 	free(c->buckets);
 	c->buckets = b;
@@ -113,15 +119,15 @@ static void set_owner(struct routecache *c, struct rc_node *n, const char *gatew
 int routecache_put(struct routecache *c, const char *name, const char *gateway,
 		   const char *url, int64_t lease)
 {
-	struct rc_node **p = slot(c, name);
-	struct rc_node *n = *p;
+	struct chain *ch = chain_of(c, name);
+	struct rc_node *n = find(ch, name);
 
 	if (!n) {
 		if (c->n >= c->max)
 			return -ENOSPC;
 		n = xcalloc(1, sizeof(*n));
 		n->name = xstrdup(name);
-		*p = n;
+		SLIST_INSERT_HEAD(ch, n, chain);
 		c->n++;
 	}
 	set_owner(c, n, gateway, url, lease);
@@ -132,12 +138,12 @@ int routecache_put(struct routecache *c, const char *name, const char *gateway,
 
 int routecache_del(struct routecache *c, const char *name)
 {
-	struct rc_node **p = slot(c, name);
-	struct rc_node *n = *p;
+	struct chain *ch = chain_of(c, name);
+	struct rc_node *n = find(ch, name);
 
 	if (!n)
 		return -ENOENT;
-	*p = n->next;
+	SLIST_REMOVE(ch, n, rc_node, chain);
 	c->bytes -= n->bytes;
 	c->n--;
 	node_free(n);
@@ -147,7 +153,7 @@ int routecache_del(struct routecache *c, const char *name)
 const struct routecache_entry *routecache_get(const struct routecache *c,
 					      const char *name)
 {
-	struct rc_node *n = *slot(c, name);
+	struct rc_node *n = find(chain_of(c, name), name);
 
 	return n ? &n->e : NULL;
 }
@@ -167,16 +173,12 @@ size_t routecache_sweep(struct routecache *c)
 	size_t gone = 0;
 
 	for (size_t i = 0; i < c->n_buckets; i++) {
-		struct rc_node **p = &c->buckets[i];
+		struct rc_node *n, *next;
 
-		while (*p) {
-			struct rc_node *n = *p;
-
-			if (n->gen == c->gen) {
-				p = &n->next;
+		SLIST_FOREACH_SAFE(n, &c->buckets[i], chain, next) {
+			if (n->gen == c->gen)
 				continue;
-			}
-			*p = n->next;
+			SLIST_REMOVE(&c->buckets[i], n, rc_node, chain);
 			c->bytes -= n->bytes;
 			c->n--;
 			node_free(n);
