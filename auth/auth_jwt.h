@@ -1,7 +1,7 @@
 /* auth_jwt: verification and minting of the gateway's bearer tokens
-   (SPEC 7): compact JWS, alg EdDSA (Ed25519) or HS256 only, keys from a
-   keyset (keys.h). A pure core: token bytes and a clock value in, claims
-   or an error out; no I/O. */
+   (docs/protocol.md, "Authentication"): compact JWS, alg EdDSA (Ed25519) or HS256 only,
+   keys from a keyset (keys.h). A pure core: token bytes and a clock value in, claims or
+   an error out; no I/O. */
 #ifndef PTG_AUTH_JWT_H
 #define PTG_AUTH_JWT_H
 
@@ -15,7 +15,7 @@
 #include "ptg_limits.h"
 
 #define JWT_MAX_TOKEN 8192 /* bytes; longer tokens are refused unread */
-#define JWT_LEEWAY_S  30   /* SPEC 7 clock leeway */
+#define JWT_LEEWAY_S  30   /* clock leeway */
 #define JWT_SUB_MAX   256
 /* The audience of a sidecar's instance credential (auth/linkcred.h). A
    token whose aud is or contains it is a link credential and never a

@@ -1,5 +1,5 @@
 /* linkcred: the instance credential a sidecar presents when it dials its
-   gateway (issue 18; LinkCredential in proto/link.proto): an Ed25519 JWT
+   gateway (LinkCredential in proto/link.proto): an Ed25519 JWT
    signed by the fleet's provisioning key, with aud exactly
    LINKCRED_AUDIENCE, instance_id (a valid id, never "*"), sub, exp and
    iat, and a kid in its header (optional; without one every key is

@@ -43,7 +43,7 @@ struct gw_config {
 	size_t n_file_instances; /* while parsing: the first ones, from the config file */
 	char instances_file[4096]; /* reloaded on SIGHUP */
 
-	/* registered instances (issue 18): sidecars that dial in */
+	/* registered instances: sidecars that dial in */
 	struct addr link_listen[GW_MAX_LINK_LISTEN];
 	size_t n_link_listen;
 	char link_keys[GW_MAX_KEYS][4200]; /* "KID=FILE": Ed25519 public keys */

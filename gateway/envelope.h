@@ -1,5 +1,6 @@
-/* envelope: parses one client text frame of pty-ws/v1 (SPEC 2) into a
-   struct, and validates the payloads of the client verbs (SPEC 5.1, 4).
+/* envelope: parses one client text frame of pty-ws/v1 (docs/protocol.md,
+   "Frames") into a struct, and validates the payloads of the client verbs
+   ("Client ops").
    No I/O. Every failure is an `Error INVALID_REQUEST` for the caller to
    send: the error carries the message (naming the field) and the id to
    echo, which is the client's id when it was usable, else a fresh UUIDv7

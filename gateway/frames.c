@@ -1,6 +1,6 @@
 /* frames: the server's JSON frames, written directly into a struct buf.
-   Output and Keyframe are the hot path (DESIGN: one JSON encode and one
-   base64 encode per frame), so the envelope is built by hand and the
+   Output and Keyframe are the hot path (one JSON encode and one base64
+   encode per frame, shared by every recipient), so the envelope is built by hand and the
    base64 goes straight into the output buffer: no intermediate json_t,
    no copy of the encoded bytes. Payloads that arrive as json_t (A2A
    replies) are dumped by Jansson into the same buffer. Every string from
@@ -327,7 +327,7 @@ void frames_task_status_update(const char *id, json_t *payload,
 	buf_append_str(out, "}");
 }
 
-/* ---- pty.session_frame (SPEC 5.3) ---- */
+/* ---- pty.session_frame (docs/protocol.md, "Session frames") ---- */
 
 static void output(struct buf *out, const Ptg__OutputFrame *o)
 {
@@ -477,7 +477,8 @@ int frames_session_frame(const Ptg__Frame *f, const char *id, int64_t now_ms,
 {
 	if (!frame_ok(f))
 		return -EINVAL;
-	/* Replayed frames keep the ts they were made with (SPEC 2). */
+	/* Replayed frames keep the ts they were made with (docs/protocol.md,
+	   "Joining a session"). */
 	head(out, PTYWS_OP_SESSION_FRAME, "", id, f->ts_ms ? f->ts_ms : now_ms,
 	     &f->sequence);
 	kind(out, f);

@@ -1,4 +1,4 @@
-/* frames: builds every server frame of pty-ws/v1 (SPEC 4, 5.3, 6) as one
+/* frames: builds every server frame of pty-ws/v1 (docs/protocol.md) as one
    compact JSON text appended to a struct buf. No I/O. One encode per
    frame: the caller wraps the bytes once and shares them with every
    connection. Text that came from users or peers (labels, details,
@@ -6,8 +6,8 @@
    schema's length limits. Key order is fixed: op, id, ts, sequence?,
    service_parameters?, payload.
 
-   Ids: `id_echo` is the client's request id, echoed verbatim (SPEC 2);
-   `id` may be NULL for a fresh UUIDv7. now_ms is the wall clock in ms
+   Ids: `id_echo` is the client's request id, echoed verbatim (docs/protocol.md,
+   "Frames"); `id` may be NULL for a fresh UUIDv7. now_ms is the wall clock in ms
    (time_now_ms()), a parameter so the builders stay deterministic. */
 #ifndef PTG_FRAMES_H
 #define PTG_FRAMES_H
@@ -24,7 +24,8 @@
 /* Pending requests a notice lists at most (the sidecar's cap is lower). */
 #define FRAMES_CONTROL_PENDING_MAX 32
 
-/* The Error codes of the binding (SPEC 4), in the table's order. */
+/* The Error codes of the binding (docs/protocol.md, "Errors and closing"),
+   in the table's order. */
 enum frames_code {
 	FRAMES_TASK_NOT_FOUND,
 	FRAMES_TASK_NOT_CANCELABLE,
@@ -38,11 +39,11 @@ enum frames_code {
 	FRAMES_CODE_COUNT
 };
 
-/* One row of SPEC 4's table. a2a_type NULL: `a2a_error` is null. Exactly
-   one of jsonrpc_code (non-zero) and http_status (non-zero) is set when
-   a2a_type is. retryable: true only for RATE_LIMITED (try later) and
-   INTERNAL (a fault, not the request); every other code fails the same
-   way when repeated. */
+/* One row of the Error table (docs/protocol.md, "Errors and closing").
+   a2a_type NULL: `a2a_error` is null. Exactly one of jsonrpc_code
+   (non-zero) and http_status (non-zero) is set when a2a_type is. retryable: true only for
+   RATE_LIMITED (try later) and INTERNAL (a fault, not the request); every other code
+   fails the same way when repeated. */
 struct frames_error_row {
 	const char *code;
 	const char *a2a_type;
@@ -65,7 +66,7 @@ const struct frames_error_row *frames_error_row(enum frames_code code);
    give INTERNAL, NOT_FOUND and ERR_SESSION_EXITED give INVALID_REQUEST. */
 enum frames_code frames_code_from_link(Ptg__ErrorCode code);
 
-/* binding_hello (SPEC 4), sequence 0. */
+/* binding_hello (docs/protocol.md, "The server's first frame"), sequence 0. */
 void frames_binding_hello(const char *id, const char *session_id,
 			  uint64_t current_sequence, int64_t now_ms, struct buf *out);
 /* pty.session_frame from a link Frame: sequence and ts (its ts_ms; now_ms
@@ -89,7 +90,7 @@ void frames_service_update_response(const char *id_echo, json_t *params, int64_t
    (borrowed; NULL gives {}). op is one of the server's own names. */
 void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
 		  int64_t now_ms, struct buf *out);
-/* TaskStatusUpdate (SPEC 6) started by the server: a fresh id unless
+/* TaskStatusUpdate (docs/protocol.md, "Tasks") started by the server: a fresh id unless
    given, the connection's service_parameters (borrowed, may be NULL). */
 void frames_task_status_update(const char *id, json_t *payload,
 			       json_t *service_parameters, int64_t now_ms,

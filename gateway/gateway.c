@@ -28,7 +28,7 @@
 #include "upstream.h"
 #include "xalloc.h"
 
-/* Connections per principal and per instance (SPEC 7: HTTP 429). */
+/* Connections per principal and per instance (HTTP 429 at the upgrade). */
 struct slot {
 	char key[300];
 	unsigned n;
@@ -219,7 +219,7 @@ static void reload_instances(struct gateway *gw)
 	free(list);
 }
 
-/* ---- registered instances (issue 18) ---- */
+/* ---- registered instances: sidecars that dial in ---- */
 
 /* A link that dialled in presented cred (verified): hands fd to the
    instance's upstream, adding the instance when it is new. Returns 0

@@ -27,7 +27,8 @@ static int too_long(const char *s, size_t max_bytes)
 	return s && strnlen(s, max_bytes + 1) > max_bytes;
 }
 
-/* Members as SPEC 5.1 bounds them; why not, or NULL. */
+/* Members as the protocol bounds them (docs/protocol.md, "Roles");
+   why not, or NULL. */
 static const char *members_over_caps(Ptg__Member **m, size_t n, size_t max)
 {
 	if (n > max)

@@ -1,4 +1,4 @@
-/* linklisten: the gateway's --link-listen listeners (issue 18), where
+/* linklisten: the gateway's --link-listen listeners, where
    sidecars dial in. A link accepted here must first present its instance
    credential (LinkCredential, proto/link.proto) within
    --link-auth-timeout; it is verified against the --link-key set and

@@ -50,7 +50,7 @@ struct upstream_host {
    is dialled at once and again with backoff. */
 struct upstream *upstream_new(const struct upstream_host *host, const char *instance_id,
 			      const struct addr *a);
-/* A registered instance's upstream (issue 18): it has no address and
+/* A registered instance's upstream: it has no address and
    never dials; its links dial in (linklisten.c) and are handed over by
    upstream_adopt. Down for --link-grace, it asks the gateway to remove
    it (host->registered_gone). Never fails. */
@@ -110,7 +110,8 @@ struct upstream_sink {
 	void (*reply)(const Ptg__Reply *r, void *user);
 	/* The link dropped: the binding is already gone. */
 	void (*link_lost)(void *user);
-	/* A task update for the subscriber with the binding's id (SPEC 6).
+	/* A task update for the subscriber with the binding's id (docs/protocol.md,
+	   "Tasks").
 	   A sink that sets this and no frame callback receives no frames. */
 	void (*task_update)(const Ptg__TaskUpdate *tu, void *user);
 	/* The pending control requests of the attachment's session. */

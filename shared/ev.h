@@ -1,7 +1,7 @@
 /* ev: the single-threaded event loop of both daemons: epoll for fds,
    an in-loop min-heap for timers (no fd per timer), signalfd for
    signals, and before-poll hooks that flush queued writes and free
-   objects marked closing (STYLE 4, 7). */
+   objects marked closing, so none is freed inside its own callback. */
 #ifndef PTG_EV_H
 #define PTG_EV_H
 
@@ -50,7 +50,7 @@ void ev_io_free(struct ev_io *io);
    missed periods fires once and stays on its period's grid. */
 
 /* A timer firing after after_ms, then every repeat_ms (0: once). Not
-   armed when after_ms < 0. Never fails (allocation aborts, STYLE 4). */
+   armed when after_ms < 0. Never fails (allocation aborts: xalloc.h). */
 struct ev_timer *ev_timer_new(struct ev_loop *loop, int64_t after_ms, int64_t repeat_ms,
 			      ev_timer_cb cb, void *user);
 /* (Re)arms t as ev_timer_new would, replacing any pending expiry;

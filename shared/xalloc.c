@@ -1,5 +1,5 @@
 /* xalloc: allocation wrappers that abort the process on failure, so the
-   rest of the code never handles out-of-memory (STYLE 4). */
+   rest of the code never handles out-of-memory. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

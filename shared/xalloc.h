@@ -1,4 +1,5 @@
-/* xalloc: allocation that aborts the daemon on failure (STYLE 4). A client
+/* xalloc: allocation that aborts the daemon on failure: no caller handles
+   out-of-memory, and a partial recovery would hide the fault. A client
    exceeding a limit is failed by its caller before it gets this far. */
 #ifndef PTG_XALLOC_H
 #define PTG_XALLOC_H

@@ -19,17 +19,17 @@ struct sidecar_config {
 	struct addr listen;
 	int listen_given; /* --listen ADDR was given */
 	int allow_public; /* tcp listen beyond loopback */
-	/* dial-out (issue 18): gateways this sidecar keeps linked */
+	/* dial-out: gateways this sidecar keeps linked */
 	struct addr dial[SIDECAR_MAX_DIALS];
 	unsigned n_dial;
 	int64_t dial_backoff_max_ms; /* the cap of the redial backoff */
 	char instance_id[PTG_ID_MAX + 1];
-	/* the instance credential (issue 18) */
+	/* the instance credential */
 	int instance_id_given;		/* --instance-id was on the command line */
 	char instance_token_file[4096]; /* "" : none (--instance-token-file) */
 
 	char state_dir[4096];	 /* "" when not persisting */
-	uint32_t replay_frames;	 /* SPEC 3: replay_buffer_frames */
+	uint32_t replay_frames;	 /* the AgentCard's replay_buffer_frames */
 	uint32_t replay_seconds; /* replay_buffer_retention_seconds */
 	uint64_t replay_bytes;	 /* byte budget per session */
 	uint32_t max_controllers;
@@ -46,7 +46,7 @@ struct sidecar_config {
 	uint64_t link_buffer_bytes;   /* a link that falls this far behind is dropped */
 	int log_level;
 	int log_format; /* enum log_format */
-	/* tasks (SPEC 6) */
+	/* tasks */
 	char task_handler[4096];    /* "" : /bin/sh -c */
 	uint64_t task_output_bytes; /* captured stdout+stderr per task */
 	uint32_t task_max_running;  /* per sidecar */
@@ -55,7 +55,7 @@ struct sidecar_config {
 	uint32_t task_page_max;		 /* ListTasks page size cap */
 	uint32_t task_keep;		 /* finished tasks kept (oldest dropped) */
 	uint32_t task_max_subscribers;	 /* per task */
-	/* durable state (issue 9) */
+	/* durable state */
 	struct seal_keys state_keys; /* n == 0: plaintext (--state-plaintext) */
 	char state_key_file[4096];   /* "" : none */
 	char state_old_key_files[SEAL_MAX_KEYS - 1][4096];

@@ -1,4 +1,4 @@
-/* dialer: dial-out (--dial ADDR, issue 18): one dialer per gateway
+/* dialer: dial-out (--dial ADDR): one dialer per gateway
    address keeps a link to it. It connects without blocking the loop
    (bounded by DIALER_CONNECT_MS), sends the instance credential
    (LinkCredential) as the link's first message, then hands the

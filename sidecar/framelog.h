@@ -1,5 +1,5 @@
 /* framelog: a session's append-only frame log under --state-dir, the
-   durable copy of its replay history (issue 9). Segment files
+   durable copy of its replay history. Segment files
    <state>/<id>.frames/<first sequence, 16 hex>.seg, each one seal stream
    (seal.h): a header, then records [u32 LE length][sealed body], the
    body being [u64 sequence][i64 ts_ms][u8 kind][the packed frame exactly
@@ -32,7 +32,7 @@ struct framelog_opts {
 	const struct seal_keys *keys;
 	enum framelog_fsync fsync;
 	uint64_t segment_bytes; /* a segment is closed past this size */
-	/* SPEC 3 retention, applied per segment: a segment goes once all
+	/* The replay ring's retention, applied per segment: a segment goes once all
 	   its frames are outside the newest max_frames and older than
 	   max_age_ms, or while the log is over max_bytes. */
 	uint32_t max_frames;

@@ -1,5 +1,6 @@
-/* join: attachments of a session: the three join flows of SPEC 5.2 in
-   their exact order, leave, role requests and keyframe requests. */
+/* join: attachments of a session: the three join flows in their exact
+   order (docs/protocol.md, "Joining a session"), leave, role requests and keyframe
+   requests. */
 #include "session_int.h"
 
 #include <errno.h>
@@ -21,7 +22,8 @@ static int has_scope(const Ptg__Attach *a, Ptg__Scope want)
 
 /* ---- attach ---- */
 
-/* The first controller's size is applied before its Keyframe (SPEC 5.1). */
+/* The first controller's size is applied before its Keyframe
+   (docs/protocol.md, "Client ops"). */
 static void apply_join_size(struct session *s, const struct member *m, unsigned cols,
 			    unsigned rows)
 {
@@ -229,8 +231,9 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 	members_leave(s->members, m);
 	session_emit_membership(s);
 	session_control_prune(s);
-	/* The leaver sees the final membership too (seed: controller attach,
-	   step 12), even when it was its link's last member here. */
+	/* The leaver sees the final membership too (docs/protocol.md,
+	   "Client ops": pty.leave_session), even when it was its link's last member here.
+	 */
 	if (!link_has_member(s, lc))
 		wire_send_frame(lc, buf_head(&s->pack), buf_size(&s->pack), 0);
 	if (reply_request_id)

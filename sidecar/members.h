@@ -1,5 +1,5 @@
-/* members: membership and roles of one session (SPEC 5.1). Admits joiners
-   up to max_controllers controllers and max_observers observers, downgrades
+/* members: membership and roles of one session (docs/protocol.md, "Roles"). Admits
+   joiners up to max_controllers controllers and max_observers observers, downgrades
    controller requests it cannot grant, issues client ids, and keeps the
    members in join order for MembershipChanged. No I/O beyond getrandom. */
 #ifndef PTG_MEMBERS_H

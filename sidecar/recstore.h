@@ -1,5 +1,5 @@
 /* recstore: durable record files in a directory of the sidecar's
-   --state-dir, the storage layer tasks use (and issue 9's frame log and
+   --state-dir, the storage layer tasks use (and the frame log and
    session records may share): one file per record, replaced atomically
    (temporary file, fsync, rename, fsync of the directory) so a crash
    leaves the old record or the new one, never a torn one; read back all

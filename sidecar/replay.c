@@ -5,9 +5,9 @@
    is under REPLAY_QUEUE_MAX, so a 100 MiB history neither blocks the loop
    nor piles up in memory. The attachment is held "replaying" meanwhile:
    broadcasts skip it (they reach the ring and come through the replay),
-   so SPEC 5.2's order holds exactly: the history, then the Keyframe,
-   then MembershipChanged, then live. Each step reads where the last one
-   stopped (the ring if it still holds the next sequence, else the disk
+   so the join flow's order (docs/protocol.md, "Joining a session") holds exactly: the
+   history, then the Keyframe, then MembershipChanged, then live. Each step reads where
+   the last one stopped (the ring if it still holds the next sequence, else the disk
    again), so a ring that moves on during a long replay skips nothing and
    repeats nothing.
 

@@ -1,4 +1,5 @@
-/* ring: the per-session replay ring (SPEC 3). A circular array of entry
+/* ring: the per-session replay ring (docs/protocol.md, "Sequences,
+   replay and keyframes"). A circular array of entry
    pointers in sequence order (capacity a power of two, doubled when full,
    halved when a quarter full) so append and evict are amortized O(1) and a
    replay finds its start by binary search. Eviction is strictly oldest

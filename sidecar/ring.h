@@ -1,4 +1,5 @@
-/* ring: the per-session replay ring (SPEC 3). Holds copies of the encoded
+/* ring: the per-session replay ring (docs/protocol.md, "Sequences,
+   replay and keyframes"). Holds copies of the encoded
    broadcast frames with their sequence and timestamp, evicts oldest first
    past the retention limits, and answers replay range checks. No I/O. */
 #ifndef PTG_RING_H
@@ -52,7 +53,7 @@ uint64_t ring_oldest_retained(const struct ring *r);
 size_t ring_count(const struct ring *r);
 /* Bytes charged for retained entries: sum of len + RING_ENTRY_OVERHEAD. */
 size_t ring_bytes(const struct ring *r);
-/* SPEC 3's replay range, the one rule for memory and disk: 0 when a
+/* The replay range, the one rule for memory and disk: 0 when a
    replay from (exclusive) replay_from can be served, i.e. replay_from + 1
    >= oldest (the oldest sequence retained anywhere) and replay_from <=
    current (the session counter); -ERANGE otherwise. */

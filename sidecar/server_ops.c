@@ -427,7 +427,7 @@ static void on_get(struct link *l, const Ptg__LinkMessage *m)
 				       "no session %.64s", g->session_id);
 }
 
-/* A page of a session's recording, live or exited (issue 21). */
+/* A page of a session's recording, live or exited. */
 static void on_export(struct link *l, const Ptg__LinkMessage *m)
 {
 	const Ptg__ExportSession *q = m->export_session;

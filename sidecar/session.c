@@ -33,8 +33,8 @@
    already holds (FIONREAD): it does not wait for the kernel's worker to
    move the next 4 KiB over. A flood then keeps the loop from the other
    sessions and the links for a few reads, not sixteen round trips with
-   the worker (a keystroke's echo beside a flood: p99 6-7 ms before, about
-   4 after), and frames stay 16 KiB or more. */
+   the worker, so a keystroke's echo in another session waits less
+   (docs/benchmarks.md), and frames stay 16 KiB or more. */
 #define OUTPUT_NOWAIT_AFTER (16 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
@@ -77,7 +77,8 @@ static const char *login_shell(const struct sidecar_config *cfg)
 	return sh;
 }
 
-/* The replay ring of SPEC 3, sized by the sidecar's flags. */
+/* The replay ring (docs/protocol.md, "Sequences, replay and keyframes"),
+   sized by the sidecar's flags. */
 static struct ring *new_ring(const struct sidecar_config *cfg)
 {
 	struct ring_limits lim = {
@@ -193,7 +194,7 @@ static void emit_log_line(struct session *s, const char *text)
 }
 
 /* The program did not survive: say up to where history was saved, then
-   close (SPEC 5.3, the seed's honest boundary: nothing padded). */
+   close; nothing padded (docs/protocol.md, "After a sidecar restart"). */
 static void state_the_boundary(struct session *s, uint64_t saved_through)
 {
 	char line[256];
@@ -348,8 +349,8 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	screen_snapshot(s->screen, &snap);
 	if (buf_size(&snap) > s->cfg->keyframe_max_bytes) {
 		/* A huge screen of distinct colours can outgrow a link message
-		   (--keyframe-max-bytes stays below it); SPEC 5.3 has an Error
-		   for a Keyframe that cannot be made. */
+		   (--keyframe-max-bytes stays below it); the protocol has an
+		   Error, KEYFRAME_UNAVAILABLE, for a Keyframe that cannot be made. */
 		snprintf(msg, sizeof(msg),
 			 "the screen (%ux%u) takes %zu bytes to snapshot, "
 			 "more than %u",
@@ -393,9 +394,9 @@ static void on_keyframe_due(struct ev_timer *t, void *user)
 		session_emit_keyframe(s, NULL);
 }
 
-/* SPEC 3: during output, a Keyframe at least every keyframe_frames Output
+/* During output, a Keyframe at least every keyframe_frames Output
    frames or keyframe_seconds after the first output it does not cover;
-   none while idle. */
+   none while idle (docs/protocol.md, "Sequences, replay and keyframes"). */
 static void keyframe_cadence(struct session *s)
 {
 	int64_t due = (int64_t)s->cfg->keyframe_seconds * 1000;
@@ -421,7 +422,7 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	/* Numbered and kept whether or not anyone has joined yet: the
 	   history (ring and frame log) holds every byte from the program's
 	   start, so a recording of a session nobody watched is whole. A
-	   silent program's first join is still 1, 2, 3 (seed). */
+	   silent program's first join is still numbered 1, 2, 3. */
 	o.stream = PTG__STREAM__STREAM_STDOUT;
 	o.data.data = (uint8_t *)p;
 	o.data.len = n;

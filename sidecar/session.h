@@ -1,7 +1,7 @@
 /* session: one terminal session of the sidecar: its process on a PTY, the
    screen model, the sequence counter and replay ring, its members, and the
-   join flows of SPEC 5.2. The server (server.c) routes link requests here;
-   a session writes its frames and join replies straight to the links of
+   join flows (docs/protocol.md, "Joining a session"). The server (server.c) routes link
+   requests here; a session writes its frames and join replies straight to the links of
    its members. */
 #ifndef PTG_SESSION_H
 #define PTG_SESSION_H
@@ -16,9 +16,9 @@
 #include "linkconn.h"
 
 /* Flow control toward the gateways. A gateway never makes the link wait
-   for a slow client (it drops what such a client has not received, SPEC
-   5.3), so a link's queue grows only while the gateway as a whole reads
-   slower than the PTYs produce. Past this many queued bytes on a link of
+   for a slow client (it drops what such a client has not received:
+   docs/protocol.md, "A slow connection"), so a link's queue grows only while the gateway
+   as a whole reads slower than the PTYs produce. Past this many queued bytes on a link of
    one of its members, a session stops reading its PTY until the link is
    under half of it: its program waits, as on any terminal, instead of
    every client's output (and a controller's echo) waiting behind seconds

@@ -148,7 +148,7 @@ void session_replay_free_all(struct session *s);
    broadcast kind, and sends it to target (NULL: every member's link).
    Keyframes get anchor_sequence = their own sequence. Returns it. */
 uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target);
-/* An Error frame (SPEC 5.3 kinds) to target, or broadcast. */
+/* An Error frame (a session frame's Error kind) to target, or broadcast. */
 void session_emit_error(struct session *s, const struct member *target,
 			Ptg__FrameErrorCode code, const char *msg);
 /* The members of one role, in join order, as link messages pointing into
@@ -157,7 +157,8 @@ Ptg__Member **session_member_list(struct session *s, enum member_role role, size
 void session_member_list_free(Ptg__Member **v, size_t n);
 /* Broadcasts the whole membership now. */
 void session_emit_membership(struct session *s);
-/* The membership step of a join flow (SPEC 5.2): a broadcast, unless
+/* The membership step of a join flow (docs/protocol.md, "Joining a
+   session"): a broadcast, unless
    MEMBERSHIP_BURST of them went out in the current window of
    MEMBERSHIP_COALESCE_MS; then the joiner gets the whole list addressed
    to it alone, in the same place of its flow, and everyone one broadcast

@@ -1,7 +1,8 @@
 /* store: session records in the sidecar's --state-dir, so that after a
    sidecar restart every session is still listed with its sequence, its
    last screen and how it ended, and a session whose program was lost in
-   the restart says so (SPEC 5.3, 6: the honest boundary). One text file
+   the restart says so (docs/protocol.md, "After a sidecar restart"). One
+   text file
    per session (<id>.session, replaced atomically) and its last Keyframe
    snapshot (<id>.screen). */
 #ifndef PTG_STORE_H
@@ -21,7 +22,7 @@ struct store_record {
 	uint64_t sequence;
 	/* Sequence numbers up to here may have been issued: written before
 	   any number in the block goes out, so a restart continues above it
-	   even after a SIGKILL (SPEC 3: never reused). 0 in old records. */
+	   even after a SIGKILL: a number is never reused. 0 in old records. */
 	uint64_t reserved;
 	int running; /* the program was alive when last written */
 	int has_exit_code, exit_code;

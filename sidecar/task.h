@@ -1,4 +1,4 @@
-/* task: one A2A task of the sidecar (SPEC 6) as data: its owner (the
+/* task: one A2A task of the sidecar as data: its owner (the
    principal that sent it), the user's message and the command it carries, the state
    machine SUBMITTED -> WORKING -> COMPLETED | FAILED | CANCELED, the captured output with
    its byte cap, the exit status, and every JSON form of it: the A2A v1.0 canonical task,

@@ -1,4 +1,5 @@
-/* task_proc: starting a task's process without a terminal (SPEC 6):
+/* task_proc: starting a task's process without a terminal (docs/protocol.md,
+   "Tasks"):
    `/bin/sh -c COMMAND` (or the operator's handler, the message as JSON
    on its stdin), stdin otherwise /dev/null, stdout and stderr on
    non-blocking pipes, in its own process group, in the working directory

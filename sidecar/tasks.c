@@ -66,8 +66,8 @@ void tasks__add(struct tasks *ts, struct task *t)
 	ts->v[ts->n++] = t;
 }
 
-/* SPEC 6: recovery shows the honest boundary: a process that was running
-   is gone, and nothing says how it ended. */
+/* Recovery shows the honest boundary: a process that was running is
+   gone, and nothing says how it ended (docs/protocol.md, "Tasks"). */
 static void on_record(const char *name, const char *data, size_t n, void *user)
 {
 	struct tasks *ts = user;

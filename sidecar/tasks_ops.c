@@ -259,7 +259,7 @@ static json_t *parse_params(const struct req *q, const char *const *names)
 	return p;
 }
 
-/* Either of two spellings (snake_case of SPEC 6, or A2A's camelCase). */
+/* Either of two spellings (the binding's snake_case, or A2A's camelCase). */
 static json_t *get2(json_t *p, const char *a, const char *b)
 {
 	json_t *v = json_object_get(p, a);

@@ -1,6 +1,6 @@
 /* wshandshake: the pure parts of the RFC 6455 server opening handshake:
    the Sec-WebSocket-Accept computation, the Sec-WebSocket-Protocol offer
-   (SPEC 1: "pty-ws.v1" and the browser's "bearer.<base64url(token)>"),
+   ("pty-ws.v1" and the browser's "bearer.<base64url(token)>"),
    and the checks on Upgrade, Connection and Sec-WebSocket-Version. No I/O:
    the HTTP layer hands header values in and sends the answer. */
 #ifndef PTG_WSHANDSHAKE_H

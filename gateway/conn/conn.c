@@ -479,7 +479,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 		c->host->metrics->queue_stall_closes++;
 		log_info(c->log_ctx, "queue over the cap for %us: closing",
 			 cfg->queue_stall_s);
-		/* SPEC 7's "rate limited": it sends but does not read. */
+		/* Close 4429, "rate limited": it sends but does not read. */
 		drop_backlog(c);
 		conn_goodbye(c, FRAMES_BYE_RATE_LIMITED, PTG_CLOSE_LIMITED);
 		return;
@@ -661,7 +661,7 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 	   keystroke's echo back until the peer's delayed ACK (~40 ms). */
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	/* What the peer has not yet been sent stays in our queue, where lag
-	   can drop it (SPEC 5.3), instead of megabytes of it in the kernel
+	   can drop it (a slow connection), instead of megabytes of it in the kernel
 	   ahead of the next frame; what is in flight is the path's own. */
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){NOTSENT_LOWAT},
 		   sizeof(int));
@@ -791,7 +791,7 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 		if (!c->up || strcmp(c->ctx.instance_id, instance_id) != 0)
 			continue;
 		log_info(c->log_ctx, "the instance was removed from this gateway");
-		/* SPEC 7's "session gone": through this gateway it is (a new
+		/* Close 4404, "session gone": through this gateway it is (a new
 		   attach gets 404). */
 		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
 		conn_detach_quietly(c); /* when already closing, goodbye did nothing */

@@ -1,6 +1,6 @@
 /* conn: one client WebSocket connection after the upgrade: socket I/O,
    the WebSocket codec, the bounded output queue, heartbeat, the client
-   ops of SPEC 2, 4 and 5, and the connection's end. */
+   ops (docs/protocol.md, "Client ops"), and the connection's end. */
 #ifndef PTG_CONN_H
 #define PTG_CONN_H
 
@@ -46,7 +46,7 @@ struct conn_host {
 	   instance's link (when it ends, or the instance is removed). */
 	void (*task_op)(struct conn *c, const struct envelope *env);
 	void (*tasks_gone)(struct conn *c);
-	/* The client ops (SPEC 2, 4, 5), served above the socket and the
+	/* The client ops (docs/protocol.md), served above the socket and the
 	   WebSocket: one whole text frame from the client. */
 	void (*client_text)(struct conn *c, const char *p, size_t n);
 };
@@ -123,7 +123,8 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
    are served every few milliseconds.
    Observers left over are written on the next turns (the loop does not
    sleep meanwhile); while they wait their queues grow, and one that
-   overflows falls behind (SPEC 5.3) like any slow client. */
+   overflows falls behind like any slow client (docs/protocol.md, "A
+   slow connection"). */
 void conn_set_flush(struct conn_set *s);
 /* conn_set_flush without the observers' slice: one slice a turn. */
 void conn_set_flush_first(struct conn_set *s);
@@ -147,7 +148,7 @@ void conn_handle_text(struct conn *c, const char *p, size_t n);
 
 /* Queues a complete JSON text as one WebSocket frame of its own. */
 void conn_send_json(struct conn *c, const struct buf *json);
-/* Queues an Error frame (SPEC 4) echoing id; counts a violation for
+/* Queues an Error frame echoing id; counts a violation for
    INVALID_REQUEST and UNSUPPORTED_OPERATION. */
 void conn_send_error(struct conn *c, enum frames_code code, const char *id,
 		     const char *message);

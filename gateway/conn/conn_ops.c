@@ -1,4 +1,4 @@
-/* conn_ops: what a connection does with client frames (SPEC 2, 4, 5),
+/* conn_ops: what a connection does with client frames (docs/protocol.md),
    and with the frames and replies the sidecar sends it. Ops dispatch
    through a table; each handler is short and validates before it sends
    anything to the sidecar. */
@@ -105,7 +105,8 @@ static void request_keyframe(struct conn *c, const char *op_id, size_t lag_dropp
 	upstream_send(c->up, &m);
 }
 
-/* SPEC 5.3: a connection that cannot keep up loses what it has not yet
+/* A connection that cannot keep up (docs/protocol.md, "A slow
+   connection") loses what it has not yet
    received, is told so, and gets a Keyframe; nobody else waits. The
    sidecar numbers both frames; until the Keyframe comes, output for this
    connection is skipped. */
@@ -572,7 +573,8 @@ static const op_fn ops[] = {
     [ENVELOPE_OP_CONTROL_DECIDE] = op_decide_control,
 };
 
-/* SPEC 2: `extensions` and `service_parameters` count on the first frame. */
+/* `extensions` and `service_parameters` count on the first frame only
+   (docs/protocol.md, "Frames"). */
 static void first_frame(struct conn *c, const struct envelope *env)
 {
 	c->spoke = 1;

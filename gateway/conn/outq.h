@@ -54,8 +54,8 @@ static inline size_t outq_bytes(const struct outq *q)
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit);
 
 /* When the oldest data frame nobody has started writing was queued (the
-   now_ms of its push), for the latency bound of SPEC 5.3's lag; false
-   when there is none. */
+   now_ms of its push), for the latency bound of a slow connection (docs/protocol.md);
+   false when there is none. */
 bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms);
 
 /* Fills up to max iovecs with the queued bytes, in order, for writev;
@@ -67,7 +67,7 @@ void outq_consume(struct outq *q, size_t n);
 /* Drops every data frame not yet started, keeping a partly written head
    (the peer has part of it) and all private bytes (control frames must
    still go out). Returns the number of bytes dropped. Used for
-   PTY_OUTPUT_LAGGED (SPEC 5.3). */
+   PTY_OUTPUT_LAGGED (docs/protocol.md, "A slow connection"). */
 size_t outq_drop_data(struct outq *q);
 
 /* Drops every frame nobody has started writing, private ones too, and

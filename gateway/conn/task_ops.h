@@ -1,4 +1,5 @@
-/* task_ops: the gateway side of the A2A task operations (SPEC 6). A
+/* task_ops: the gateway side of the A2A task operations (docs/protocol.md,
+   "Tasks"). A
    client's task frame becomes one TaskRequest to the session's sidecar
    (the source of truth for tasks); the sidecar's Reply becomes the op's
    `.Response` or `.Accepted`, and its TaskUpdates become TaskStatusUpdate

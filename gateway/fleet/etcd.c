@@ -175,7 +175,7 @@ static struct etcd_req *start(struct etcd *e, const char *path, const char *body
 	q->job.easy = q->easy;
 	q->job.done = on_done;
 	if (!q->easy || curlev_add(e->cv, &q->job) < 0)
-		abort(); /* out of memory in libcurl (STYLE 4) */
+		abort(); /* out of memory in libcurl: as xmalloc does */
 	LIST_INSERT_HEAD(&e->reqs, q, entry);
 	e->n_reqs++;
 	return q;
@@ -216,7 +216,7 @@ int etcd_post_blocking(struct etcd *e, const char *path, const char *body, size_
 	buf_init(&q->resp);
 	q->easy = make_easy(e, q, path, len);
 	if (!q->easy)
-		abort(); /* out of memory in libcurl (STYLE 4) */
+		abort(); /* out of memory in libcurl: as xmalloc does */
 	curl_easy_setopt(q->easy, CURLOPT_TIMEOUT_MS, timeout_ms);
 	res = curl_easy_perform(q->easy);
 	curl_easy_cleanup(q->easy);

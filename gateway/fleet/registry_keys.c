@@ -88,7 +88,7 @@ static char *value_of(const struct registry *r, const struct registry__op *op)
 
 	json_decref(j);
 	if (!s)
-		abort(); /* out of memory (STYLE 4) */
+		abort(); /* out of memory: as xmalloc does */
 	return s;
 }
 

@@ -251,7 +251,7 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 	enum MHD_Result ok;
 
 	/* The connection is set up before the 101, so a gateway out of
-	   resources can still refuse the upgrade (SPEC 1: 503, JSON body). */
+	   resources can still refuse the upgrade (503, JSON body). */
 	r->rq->attach.requested_us = r->start_us;
 	r->conn = conn_new(r->h->conn_host, &r->rq->attach);
 	if (!r->conn) {

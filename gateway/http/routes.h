@@ -1,6 +1,7 @@
 /* routes: everything the gateway answers over HTTP except MHD itself:
-   the path grammar, the attach checks of SPEC 1 and 7 in their order,
-   the session REST API of SPEC 9 over the sidecar link, the AgentCard,
+   the path grammar, the attach checks in their order (docs/protocol.md,
+   "Opening a connection"), the session REST API ("Around the WebSocket")
+   over the sidecar link, the AgentCard,
    /healthz /readyz /metrics and the static web page. http.c fills a
    struct route_req from the MHD request, calls routes_handle, and sends
    the answer (or the 101 and the socket handover for an attach). The
@@ -73,7 +74,8 @@ int routes_method_ok(enum route_id id, const char *method);
 /* 1 when the query string of target carries what looks like a token: a
    parameter named jwt, bearer, auth, authorization or containing
    "token" (after percent-decoding, any case), or a value shaped like a
-   JWT. SPEC 7: such a request is refused whatever else it holds. */
+   JWT. Such a request is refused whatever else it holds (docs/protocol.md,
+   "Opening a connection"). */
 int routes_query_has_token(const char *target);
 
 /* "Bearer <token>" (scheme in any case, the token one run of non-blanks).
@@ -97,7 +99,7 @@ int routes_parse_create(const char *body, size_t len, struct route_create *rc, c
 			size_t errlen);
 void routes_create_clear(struct route_create *rc);
 
-/* The session object of SPEC 9 (new reference): session_id, state,
+/* The session object of the REST API (new reference): session_id, state,
    pid, cols, rows, current_sequence, oldest_retained_sequence,
    controllers, observers, exit_code (or null), created_at, exited_at
    (or null), label, policy, command. */
@@ -111,7 +113,7 @@ json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url);
 void routes_bases(const char *public_url, const char *host, uint16_t port,
 		  char *http_base, char *ws_base, size_t cap);
 /* The AgentCard of instance (new reference); lim NULL or zero fields
-   fall back to the SPEC defaults. */
+   fall back to the protocol's defaults. */
 json_t *routes_agent_card(const char *instance, const char *http_base,
 			  const char *ws_base, const Ptg__Limits *lim);
 /* Appends {"code": code, "message": message} to out. */

@@ -1,4 +1,5 @@
-/* routes_attach: the attach upgrade of SPEC 1 and 7, its checks in
+/* routes_attach: the attach upgrade (docs/protocol.md, "Opening a
+   connection" and "Authentication"), its checks in
    their order (the 400s, the Origin, the token, scopes and claims, the
    connection caps, the link), then the session looked up on the sidecar
    before the 101; the connection slot it holds is released on every

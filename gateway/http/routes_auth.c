@@ -1,6 +1,6 @@
 /* routes_auth: who may: the bearer token from the Authorization header,
    its verification (failures counted), and the REST API's checks in the
-   order of SPEC 9: 401, then 404 for the instance, then 403 for scopes
+   order: 401, then 404 for the instance, then 403 for scopes
    and the token's instance and session claims; and the attach's token
    (from the header or the bearer subprotocol) and its 403s. Every scope
    check of the HTTP side is here; the sidecar checks the pty scopes of a
@@ -100,7 +100,8 @@ void routes__rest_release(struct route_req *rq)
 	rq->rest_principal = NULL;
 }
 
-/* The REST checks in SPEC order: 401, 404 instance, 403, then the
+/* The REST checks in the protocol's order (an unknown instance is told
+   only to an authenticated caller): 401, 404 instance, 403, then the
    principal's rate and concurrency (429). need_scopes is any of the
    bits; session NULL asks for the whole instance. */
 struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
@@ -145,7 +146,7 @@ int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
 
 /* The attach's 403s: the token's instance and session claims, then a
    scope that may connect. A tasks-only token may connect for the A2A ops
-   (SPEC 6); its join is refused by the sidecar, which checks the pty
+   (docs/protocol.md, "Tasks"); its join is refused by the sidecar, which checks the pty
    scopes (sidecar/join.c). */
 int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
 {

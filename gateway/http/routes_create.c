@@ -2,7 +2,7 @@
    strictly validated into a CreateSession for the sidecar: a table of
    the known fields, each with its own check, so an unknown field, a
    wrong type or an out-of-range value is refused with a message naming
-   the field (SPEC 9). */
+   the field (docs/protocol.md, "Around the WebSocket"). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>

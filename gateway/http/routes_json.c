@@ -1,5 +1,6 @@
 /* routes_json: the JSON documents the gateway answers with: the session
-   object and the create answer of SPEC 9, the AgentCard, the error body,
+   object and the create answer (docs/protocol.md, "Around the
+   WebSocket"), the AgentCard, the error body,
    the HTTP status of a sidecar reply code, and the public URL bases the
    AgentCard and attach_url are built from. Pure functions of their
    inputs (but routes__bases, which reads the gateway's settings). */
@@ -85,7 +86,7 @@ json_t *routes_session_json(const Ptg__SessionInfo *s)
 			    json_integer((json_int_t)s->current_sequence));
 	json_object_set_new(o, "oldest_retained_sequence",
 			    json_integer((json_int_t)s->oldest_retained_sequence));
-	/* The PTY's byte counts (extensions of SPEC 9's object). */
+	/* The PTY's byte counts, ptygate's own fields of the session object. */
 	json_object_set_new(o, "output_bytes", json_integer((json_int_t)s->output_bytes));
 	json_object_set_new(o, "input_bytes", json_integer((json_int_t)s->input_bytes));
 	json_object_set_new(o, "controllers", members(s->controllers, s->n_controllers));

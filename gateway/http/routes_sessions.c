@@ -1,4 +1,5 @@
-/* routes_sessions: the session REST API of SPEC 9 over the sidecar link:
+/* routes_sessions: the session REST API (docs/protocol.md, "Around
+   the WebSocket") over the sidecar link:
    list and create (/agents/{i}/sessions), get and kill
    (/agents/{i}/sessions/{s}), each a link request whose reply becomes
    the JSON answer. The list is paged (?page_size=N&page_token=T, the

@@ -1,6 +1,6 @@
 // app: ptygate's browser terminal. "PREFIX/" picks an instance and a
 // session; "PREFIX/agents/I/sessions/S/" attaches to one with xterm.js over
-// pty-ws/v1 (SPEC 1 to 5): renders Output, applies Keyframes, follows
+// pty-ws/v1 (docs/protocol.md): renders Output, applies Keyframes, follows
 // Resize, shows membership, roles and who set the size, and reconnects by
 // itself with replay_from. PREFIX is whatever path a proxy serves the
 // gateway under: every URL is made from it, never from "/". Clickable
@@ -25,7 +25,8 @@ const RIS = '\x1bc';
 // Animation frames xterm.js takes to measure its rows again after a reset
 // (Viewport.reset, then syncScrollArea, then its refresh), and one more.
 const RESET_SETTLE_FRAMES = 3;
-// Close codes after which trying again cannot help (SPEC 7).
+// Close codes after which trying again cannot help (docs/protocol.md,
+// "Errors and closing").
 const FINAL_CLOSE = { 4401: 'token expired', 4403: 'access revoked', 4404: 'session gone' };
 
 const FONT_KEY = 'ptygate.fontSize';

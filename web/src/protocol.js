@@ -27,7 +27,7 @@ export function base64ToBytes(b64) {
   return out;
 }
 
-// SPEC 1: the token rides in the subprotocol offer as base64url without
+// The token rides in the subprotocol offer as base64url without
 // padding ('=' is not allowed in a header token).
 export function bearerProtocol(token) {
   return 'bearer.' + bytesToBase64(utf8.encode(token))
@@ -43,7 +43,7 @@ export function inputBytes(data, binary) {
   return out;
 }
 
-// A request id (SPEC 2: any 1..128 chars). crypto.randomUUID needs a
+// A request id (any 1..128 chars). crypto.randomUUID needs a
 // secure context, which a plain-http gateway on a LAN is not.
 export function newId() {
   const b = crypto.getRandomValues(new Uint8Array(16));
@@ -54,7 +54,7 @@ export function envelope(op, payload, fields = {}) {
   return { op, id: newId(), ts: new Date().toISOString(), ...fields, payload };
 }
 
-// The join of SPEC 5.1; replay_from only on a reconnect.
+// The join (docs/protocol.md, "Client ops"); replay_from only on a reconnect.
 export function joinFrame({ role, cols, rows, label, replayFrom }) {
   const fields = { extensions: [EXTENSION_URI, CONTROL_URI] };
   if (replayFrom !== null && replayFrom !== undefined) fields.replay_from = replayFrom;
@@ -133,7 +133,7 @@ export function backoffMs(attempt, random = Math.random) {
 // What the page does with one sequenced pty.session_frame, given its
 // state: { lastSeq (null before any), helloSeq (current_sequence of this
 // connection's hello), needKeyframe (join or lag not yet repaired) }.
-//   'drop'     already applied (sequence <= lastSeq; SPEC 3)
+//   'drop'     already applied (sequence <= lastSeq)
 //   'skip'     a Keyframe the page does not need: it already has every
 //              frame before it (a periodic broadcast while in sync, or one
 //              replayed before the joiner's own)
