@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""bench_durable: the cost of durable history (issue 9), in one invocation.
+"""bench_durable: the cost of durable history, in one invocation.
 
 1. Throughput: bench_sidecar (PTY to link, hex-dump lines) against a
    sidecar without --state-dir and one per --fsync policy, the runs

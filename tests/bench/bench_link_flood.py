@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """bench_link_flood: 1,000 fake sidecars dialling a gateway's --link-listen
-at once (issue 18), one process holding every link.
+at once, one process holding every link.
 
 A real sidecar dialled in as inst-dial; a real client attached to one of
 its sessions types a marker and waits for its echo, over and over. Each

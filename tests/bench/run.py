@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""run.py: the benchmark suite of issue 7, one invocation, one table.
+"""run.py: the benchmark suite, one invocation, one table.
 
 Starts a real ptygate-sidecar (unix link) and ptygate-gateway (loopback)
 with the e2e harness, runs every benchmark RUNS times with its baseline
@@ -367,8 +367,8 @@ class Suite:
         """A fan-out of SESSIONS_OBSERVERS beside SESSIONS_IDLE joined
         connections on other sessions of the instance, paired with the same
         fan-out alone: what a frame costs the gateway as other sessions'
-        connections grow (each frame used to look at every attachment of
-        the instance)."""
+        connections grow (a frame must not look at every attachment of the
+        instance)."""
         path = self.hexdump_file()
         per = 32
         idle = self.memory_sessions((SESSIONS_IDLE + per - 1) // per)

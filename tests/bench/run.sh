@@ -1,5 +1,5 @@
 #!/bin/sh
-# The benchmark suite of issue 7 in one command: builds the release
+# The benchmark suite in one command: builds the release
 # configuration (RelWithDebInfo, as shipped), then runs tests/bench/run.py,
 # which starts a real sidecar (unix link) and gateway (loopback), runs
 # every benchmark with its baseline paired in the same invocation and

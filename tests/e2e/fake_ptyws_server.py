@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """A fake pty-ws/v1 server for testing `ptygate attach` without a gateway.
 
-It speaks the server side of SPEC 1, 2, 4 and 5 for one session, scripted:
+It speaks the server side of docs/protocol.md for one session, scripted:
 binding_hello, then after the client's pty.join_session: RoleAssigned,
 MembershipChanged, a Keyframe, and Output frames that include a stale one
 (sequence below the Keyframe's anchor) and a duplicate, which the client

@@ -1,5 +1,4 @@
-"""A hostile fake sidecar for the gateway's link tests (issue 6, item 5;
-issue 17, faults 2 and 11).
+"""A hostile fake sidecar for the gateway's link tests.
 
 It speaks the link framing (a 4-byte big-endian length, then one packed
 LinkMessage of proto/link.proto), hand-encoding the few messages it needs

@@ -5,10 +5,10 @@ What it gives a test:
   on a free loopback port, in a private temp dir, with an HS256 secret;
   stopped with SIGTERM, a bounded wait, then SIGKILL, by PID only.
 - mint_token(): HS256 JWTs minted here, so tests do not depend on the CLI.
-- REST helpers for SPEC 9 (create, get, list, delete sessions).
+- REST helpers (docs/protocol.md, "Around the WebSocket": create, get, list, delete sessions).
 - Client: a `websockets` connection that validates EVERY received frame
-  against the published JSON Schemas plus the SPEC's rules the schemas
-  cannot express, records the frames, and offers bounded waits.
+  against the published JSON Schemas plus the rules of docs/protocol.md the
+  schemas cannot express, records the frames, and offers bounded waits.
 - RawWs: a hand-written WebSocket client over a plain socket, for what a
   library will not do: refuse to answer pings, stop reading, send binary or
   oversized frames, and read HTTP refusals with their bodies.
@@ -56,7 +56,7 @@ SESSION_HOST = {
     "observe_supported": True, "drive_supported": True,
     "reattach_supported": True,
 }
-# SPEC 4's table: code -> (A2A type, key, value); None: a2a_error is null.
+# The Error table (docs/protocol.md, "Errors and closing"): code -> (A2A type, key, value); None: a2a_error is null.
 A2A_ERRORS = {
     "TASK_NOT_FOUND": ("TaskNotFound", "code", -32001),
     "TASK_NOT_CANCELABLE": ("TaskNotCancelable", "code", -32002),
@@ -68,7 +68,8 @@ A2A_ERRORS = {
     "INTERNAL": ("Internal", "code", -32603),
     "REPLAY_OUT_OF_RANGE": None,
 }
-# SPEC 3 Decision: the frames that carry no sequence.
+# The frames that carry no sequence (docs/protocol.md, "Sequences,
+# replay and keyframes").
 UNSEQUENCED_OPS = ("Error", "pong", "binding_goodbye", "TaskStatusUpdate")
 UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 TS_MILLIS = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
@@ -181,8 +182,8 @@ def load_json(path):
 
 class FrameValidator:
     """Checks a server frame against the envelope schema, a session frame's
-    payload against the extension's SessionFramePayload, and the SPEC rules
-    the schemas leave out (ts with milliseconds, ids, sequence presence,
+    payload against the extension's SessionFramePayload, and the protocol's
+    rules the schemas leave out (ts with milliseconds, ids, sequence presence,
     a2a_error, Keyframe anchor, strict base64)."""
 
     ENVELOPE = "pty-ws-v1.frames.schema.json"
@@ -240,7 +241,7 @@ class FrameValidator:
     def _schema_errors(self, frame):
         checked = frame
         payload = frame.get("payload")
-        # SPEC 4 says a2a_error is null for REPLAY_OUT_OF_RANGE while the
+        # The protocol says a2a_error is null for REPLAY_OUT_OF_RANGE while the
         # published envelope schema types it "object": the one tolerated
         # conflict between the two; everything else of the frame is checked.
         if (frame.get("op") == "Error" and isinstance(payload, dict)
@@ -260,17 +261,17 @@ class FrameValidator:
         out = []
         op, payload = frame.get("op"), frame.get("payload")
         if not TS_MILLIS.match(str(frame.get("ts"))):
-            out.append("SPEC 2: ts %r is not RFC 3339 UTC with milliseconds" % frame.get("ts"))
+            out.append("frames: ts %r is not RFC 3339 UTC with milliseconds" % frame.get("ts"))
         fid = frame.get("id")
         if fid not in client_ids and not UUID7.match(str(fid)):
-            out.append("SPEC 2: server-initiated id %r is not a lower-case UUIDv7" % fid)
+            out.append("frames: server-initiated id %r is not a lower-case UUIDv7" % fid)
         has_seq = "sequence" in frame
         if op == "binding_hello" and frame.get("sequence") != 0:
-            out.append("SPEC 3: binding_hello sequence must be 0")
+            out.append("sequences: binding_hello sequence must be 0")
         if op == "pty.session_frame" and not has_seq:
-            out.append("SPEC 3: pty.session_frame without sequence")
+            out.append("sequences: pty.session_frame without sequence")
         if (op in UNSEQUENCED_OPS or str(op).endswith((".Response", ".Accepted"))) and has_seq:
-            out.append("SPEC 3: %s must not carry a sequence" % op)
+            out.append("sequences: %s must not carry a sequence" % op)
         if op == "Error" and isinstance(payload, dict):
             out += self._a2a_errors(payload)
         if op == "pty.session_frame" and isinstance(payload, dict):
@@ -284,12 +285,12 @@ class FrameValidator:
             return []
         row, a2a = A2A_ERRORS[code], payload.get("a2a_error", "<absent>")
         if row is None:
-            return [] if a2a is None else ["SPEC 4: a2a_error must be null for %s" % code]
+            return [] if a2a is None else ["errors: a2a_error must be null for %s" % code]
         if not isinstance(a2a, dict) or a2a.get("type") != row[0] or a2a.get(row[1]) != row[2]:
-            return ["SPEC 4: a2a_error for %s should be {type: %s, %s: %s}, got %r"
+            return ["errors: a2a_error for %s should be {type: %s, %s: %s}, got %r"
                     % (code, row[0], row[1], row[2], a2a)]
         if "retryable" not in payload:
-            return ["SPEC 4: Error without retryable"]
+            return ["errors: Error without retryable"]
         return []
 
     @staticmethod
@@ -297,14 +298,14 @@ class FrameValidator:
         kind = payload.get("kind")
         out = []
         if kind == "Keyframe" and payload.get("anchor_sequence") != frame.get("sequence"):
-            out.append("SPEC 3: Keyframe anchor_sequence %r != its sequence %r"
+            out.append("sequences: Keyframe anchor_sequence %r != its sequence %r"
                        % (payload.get("anchor_sequence"), frame.get("sequence")))
         for field in ("data", "snapshot"):
             if kind in ("Output", "Keyframe") and field in payload:
                 try:
                     base64.b64decode(payload[field], validate=True)
                 except ValueError:
-                    out.append("SPEC 5: %s.%s is not strict base64" % (kind, field))
+                    out.append("session frames: %s.%s is not strict base64" % (kind, field))
         return out
 
 
@@ -839,7 +840,7 @@ class Client(FrameStream):
             self.closed = Closed(code, e.rcvd.reason if e.rcvd else "")
             raise self.closed
         if isinstance(msg, bytes):
-            raise AssertionError("%s: server sent a binary frame (SPEC 1: text only)" % self.label)
+            raise AssertionError("%s: server sent a binary frame (text frames only)" % self.label)
         return msg
 
     async def send_text(self, text):
@@ -1031,7 +1032,7 @@ def _mask(payload, mask):
 
 
 class DialStack(Stack):
-    """Dial-out mode (issue 18): a gateway with --link-listen and --link-key
+    """Dial-out mode: a gateway with --link-listen and --link-key
     and no instance configured, and a sidecar with --dial and an instance
     credential minted by the CLI. Its extra gateways (add_gateway) listen
     for the same sidecar; the sidecar dials every one."""

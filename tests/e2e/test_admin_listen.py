@@ -1,6 +1,6 @@
 """--admin-listen puts /healthz, /readyz, /metrics and the AgentCard on
 their own address, and off the public one, while attach and REST stay
-public (SPEC 9: production keeps operator routes off the public port)."""
+public: production keeps operator routes off the public port."""
 import http.client
 import json
 import time

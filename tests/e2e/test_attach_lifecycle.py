@@ -8,9 +8,9 @@ class ControllerAttachLifecycle(E2ETestCase):
     # Debug lines say when a close handshake ended at the linger bound.
     GATEWAY_ARGS = ("--log-level", "debug")
 
-    async def test_seed1_frame_by_frame(self):
+    async def test_fresh_session_frame_by_frame(self):
         # PS1 empty: the shell prints nothing until typed to, so the session
-        # is as fresh as the seed's (current_sequence 0, first frame 1).
+        # is fresh (current_sequence 0, first frame 1).
         sid = self.stack.create_session(cols=120, rows=30, ps1="")
         c = await self.stack.client(sid, sub="alice")
         self.clients.append(c)

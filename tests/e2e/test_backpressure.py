@@ -1,10 +1,10 @@
-"""One client cannot grow the gateway or stall the others (issue 6, item 4).
+"""One client cannot grow the gateway or stall the others.
 
 - An observer that sends ping ops and never reads: every reply counts
   against its queue cap; over it the gateway stops reading it, and after
   --queue-stall-timeout closes it 4429. Gateway RSS stays bounded, and the
-  ping ops it read are all answered: no reply is dropped (they used to be
-  dropped with session data when the observer lagged).
+  ping ops it read are all answered: no reply is dropped, even with the
+  session data a lagging observer loses.
 - A client flooding WebSocket Pings does not slow another client's echo.
 - Ops over --max-ops-per-sec are not refused: the client is not read until
   its bucket refills, and every op is answered.
@@ -130,7 +130,7 @@ class NeverReadingObserver(E2ETestCase):
         # Replies are never dropped as lagging session data is: those that
         # went out are all there, in order. How many went out before the
         # stall close depends on scheduling: that close drops what was not
-        # sent yet so the close frame goes next (issue 17).
+        # sent yet so the close frame goes next.
         self.assertEqual(answered, list(range(len(answered))), "a reply is missing")
         self.assertEqual(code, 4429)
         # The flood is over once the shell runs the next line. Alice may

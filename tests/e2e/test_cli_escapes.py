@@ -1,4 +1,4 @@
-"""The CLI never prints a server's escape sequences (issue 17, fault 9).
+"""The CLI never prints a server's escape sequences.
 
 A hostile gateway (a plain HTTP server on loopback: the test is about a
 hostile peer) answers the attach of `ptygate attach` and `ptygate run`

@@ -1,7 +1,7 @@
 """`ptygate attach` in a real terminal emulator (tmux) across a gateway
-restart (issue 21): the reconnect resumes with replay_from, and its join
+restart: the reconnect resumes with replay_from, and its join
 Keyframe repaints the screen without scrolling it into the scrollback, so
-no line of the history appears twice (before: a screenful, 29 lines)."""
+no line of the history appears twice."""
 import collections
 import os
 import re

@@ -1,4 +1,4 @@
-"""The CLI as people use it (issue 21), against real daemons, with pipes:
+"""The CLI as people use it, against real daemons, with pipes:
 options after the operands, `sessions get` showing the command and `sessions
 kill` the state after the kill, a piped `attach` that never resizes the
 session and says how it ended, `run -q`, and the shell completion script."""

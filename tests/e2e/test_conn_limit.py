@@ -1,17 +1,17 @@
 """The gateway's sockets stay within what --max-conns budgets (its open-file
 fit counts one socket per connection, plus HTTP_EXTRA plain requests).
-libmicrohttpd's connection limit (--max-conns + 64) used to count the
-WebSockets too, since MHD kept every upgraded socket; a plain upgraded
-socket now leaves MHD at once, and the accept policy still counts it, so
+libmicrohttpd's connection limit (--max-conns + 64) does not see the
+WebSockets: a plain upgraded socket leaves MHD at once, and the accept
+policy still counts it, so
 WebSockets and waiting HTTP connections together stay under the same
 limit (counted here as the gateway's open descriptors).
 
-At the limits a client is told why (issue 17): a connection over
+At the limits a client is told why: a connection over
 --max-conns-per-ip is answered 429 with the JSON error body and closed,
 an attach to a gateway at --max-conns 503 with Retry-After; at the socket
 limit the connection that has waited longest for its request head is
 evicted, so trickling connections from many addresses cannot keep an
-attach out (they used to: 3 of 9 attaches failed)."""
+attach out."""
 import http.client
 import json
 import os

@@ -1,11 +1,10 @@
-"""Gateway memory per idle attached connection (issue 7: about 50 KiB
-before, target at most 16 KiB). 400 observers attach and join, then sit
-idle; the gateway's RSS growth per connection is measured after a
-warm-up of 20. What it was: libmicrohttpd's per-connection pool (64 KiB,
-then 16 KiB: 16.9 KiB a connection) and its connection, kept for the life
-of every upgraded socket, and wslay's two contexts (8.5 KiB) held by idle
-connections. A plain upgraded socket now leaves libmicrohttpd at once
-(http_hold in gateway/http/http_int.h): about 3.4 KiB. Under ASan the allocator's redzones
+"""Gateway memory per idle attached connection: at most 16 KiB. 400
+observers attach and join, then sit idle; the gateway's RSS growth per
+connection is measured after a warm-up of 20. What keeps it small: a
+plain upgraded socket leaves libmicrohttpd at once (http_hold in
+gateway/http/http_int.h), so its per-connection pool and connection do not
+live as long as the socket, and an idle connection holds no wslay context
+(docs/benchmarks.md has the figures). Under ASan the allocator's redzones
 and quarantine make RSS meaningless: the number is only noted there."""
 import asyncio
 import base64
@@ -19,7 +18,7 @@ from harness import FrameValidator, Stack
 N = 400
 WARM = 20
 PER_SESSION = 25  # well under the sidecar's observers per session
-BOUND_KIB = 16.0  # issue 7's target; measured 3.4 (16.9 while MHD kept the socket)
+BOUND_KIB = 16.0  # docs/benchmarks.md has the measurements
 
 
 class ConnMemory(unittest.TestCase):

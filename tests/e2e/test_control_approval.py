@@ -3,8 +3,8 @@ created with control_policy "approve" holds an observer's ask for control
 until a controller approves or denies it; everyone who activated the
 extension sees who asked (ptygate.control_requests); a request lapses
 after --control-seconds; with no controller left the oldest asker takes
-over. Clients without the extension see only SPEC frames, and an open
-session (the default) behaves as SPEC 5.1 says."""
+over. Clients without the extension see only the binding's frames, and an open
+session (the default) behaves as docs/protocol.md, "Roles", says."""
 
 import os
 import subprocess
@@ -94,7 +94,7 @@ class ControlApproval(E2ETestCase):
         self.assertEqual(n["payload"]["event"]["by"]["label"], "alice")
         await bob.run("echo bob-$((6*7))", "bob-42")
         self.assertFalse([f for f in carol.frames if f["op"].startswith("ptygate.")],
-                         "a client without the extension sees only SPEC frames")
+                         "a client without the extension sees only the binding's frames")
 
     async def test_deny_leaves_roles_unchanged(self):
         sid = self.stack.create_session(control_policy="approve")
@@ -122,7 +122,7 @@ class ControlApproval(E2ETestCase):
         mine = await bob.send("ptygate.decide_control", {"client_id": bob_id, "approve": True})
         await refused(bob, "PERMISSION_DENIED", mine)
         dave = await self.connect(sid, sub="dave")
-        await dave.join_fresh("controller")  # plain SPEC client: waits too
+        await dave.join_fresh("controller")  # plain binding client: waits too
         ra = dave.frames[[f["payload"].get("kind") for f in dave.frames].index("RoleAssigned")]
         self.assertEqual(role_of(ra), "observer")
         plain = await dave.send("ptygate.decide_control", {"client_id": bob_id, "approve": True})

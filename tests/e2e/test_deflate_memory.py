@@ -1,5 +1,5 @@
-"""Idle memory per connection with permessage-deflate agreed (issue 20:
-under 16 KiB, as without it): the connections offer what Chromium and
+"""Idle memory per connection with permessage-deflate agreed (under
+16 KiB, as without it): the connections offer what Chromium and
 Firefox offer and get the extension, yet hold no deflate or inflate state
 (one of each serves the whole gateway, reset per message), so the number
 is test_conn_memory's."""

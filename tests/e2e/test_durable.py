@@ -1,4 +1,4 @@
-"""Durable history (issue 9): after a sidecar SIGKILL or SIGTERM and a
+"""Durable history: after a sidecar SIGKILL or SIGTERM and a
 restart, sequence numbers continue above every number clients hold, the
 screen is recent, replays inside the persisted range are exact (same
 sequence, ts and payload as clients got live), and the boundary is stated
@@ -172,7 +172,7 @@ class SequenceAfterKill(DurableCase):
 
 
 class KillPoints(DurableCase):
-    """Issue 17: a frame is in the frame log (written to the kernel, not
+    """A frame is in the frame log (written to the kernel, not
     necessarily synced) before any client can have it, so a process crash
     (SIGKILL: the page cache survives it) loses nothing a client saw. Each
     round kills the sidecar right after a random line reached the client,

@@ -1,4 +1,4 @@
-"""Every refusal and error code of SPEC 1, 4 and 7, as a client meets it:
+"""Every refusal and error code of docs/protocol.md, as a client meets it:
 HTTP answers at upgrade time, Error frames and close codes after it."""
 import itertools
 import json
@@ -10,7 +10,7 @@ import time
 import harness
 from harness import E2ETestCase, RawWs, SUBPROTOCOL, b64, b64url, mint_token, uuid7
 
-# A2A tasks (SPEC 6) have landed: SendMessage answers a Response
+# A2A tasks are served: SendMessage answers a Response
 # (PTG_E2E_TASKS=0 checks an older server's refusal).
 A2A_TASKS_SUPPORTED = os.environ.get("PTG_E2E_TASKS", "1") == "1"
 PER_PRINCIPAL = 3

@@ -1,5 +1,5 @@
-"""The program's end reaches every client (SPEC 5.3): Closed, goodbye
-session_closed, close 1000; DELETE ends a session as `killed` (SPEC 9)."""
+"""The program's end reaches every client (docs/protocol.md, "Roles"): Closed, goodbye
+session_closed, close 1000; DELETE ends a session as `killed`."""
 import asyncio
 
 import harness

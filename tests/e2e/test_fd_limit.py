@@ -1,10 +1,9 @@
-"""The gateway under a small open-file limit (issue 6, item 1).
+"""The gateway under a small open-file limit.
 
 Started with a soft limit of 128 and a hard one of 256, it raises the soft
 limit to the hard one and lowers --max-conns to what fits. Sixty upgrades
 then get either a 101 or a clean refusal with a JSON body; the gateway
-does not crash (it used to dereference a NULL timer once timerfds ran
-out), and a client attached before keeps working."""
+does not crash (no NULL timer once descriptors run out), and a client attached before keeps working."""
 import json
 import time
 

@@ -1,6 +1,7 @@
 """The gateway dies (SIGKILL) mid-session and comes back on the same port:
 the sidecar kept the session and its sequence, and the client's replay_from
-brings back every frame it missed, in order, without gaps (DESIGN, SPEC 3)."""
+brings back every frame it missed, in order, without gaps (docs/protocol.md,
+"Sequences, replay and keyframes")."""
 import re
 
 import harness

@@ -1,5 +1,5 @@
 """A half-open client is reaped by the heartbeat with the cleanup of a clean
-close (SPEC 1.4): its slot is freed and MembershipChanged is broadcast."""
+close: its slot is freed and MembershipChanged is broadcast."""
 import time
 
 import harness

@@ -1,10 +1,8 @@
 """A client that reads everything but never answers pings is closed with
-1011 by the heartbeat, and it sees that close code (issue 6, item 7): the
-close frame used to be queued and the socket closed before it was
-written. A client with a backlog sees it too (issue 17, item 5): the
-close frame used to wait behind megabytes of queued output, and the 2 s
-linger ended the socket before the client had read down to it; the
-unsent frames are dropped now and the close goes next."""
+1011 by the heartbeat, and it sees that close code: the socket is not
+closed before the close frame is written. A client with a backlog sees
+it too: its unsent frames are dropped and the close goes next, so it
+need not read megabytes of queued output within the 2 s linger."""
 import asyncio
 import json
 import struct

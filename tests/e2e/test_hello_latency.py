@@ -1,6 +1,6 @@
-"""binding_hello follows the 101 at once (issue 7): it used to be queued by
-the upgrade that MHD completed inside the gateway's before-poll hook,
-after that hook's flush, and wait for the next wake-up (up to 1 s)."""
+"""binding_hello follows the 101 at once, even when MHD completes the
+upgrade inside the gateway's before-poll hook, after that hook's flush:
+the hello must not wait for the next wake-up (up to 1 s)."""
 import statistics
 import time
 

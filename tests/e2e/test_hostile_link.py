@@ -1,11 +1,12 @@
-"""A compromised sandbox cannot stall or bloat the shared gateway (issue 6,
-item 5). A fake sidecar (fake_sidecar.py) serves a second instance and
-misbehaves; meanwhile a client of the real instance keeps typing into
-`cat` and /healthz is polled: both must answer fast, and the gateway's RSS
+"""A compromised sandbox cannot stall or bloat the shared gateway.
+A fake sidecar (fake_sidecar.py) serves a second instance and misbehaves;
+meanwhile a client of the real instance keeps typing into `cat` and
+/healthz is polled: both must answer fast, and the gateway's RSS
 stays under a bound.
 
-- bomb: one 16 MB message of 8 million empty Members (decoding it used to
-  cost seconds of the loop and ~1 GB); the decoder's budget refuses it.
+- bomb: one 16 MB message of 8 million empty Members (decoded whole it
+  would cost seconds of the loop and ~1 GB); the decoder's budget refuses
+  it.
 - flood: Output frames as fast as the fake can write, for a session no
   client watches: nothing is JSON-encoded for it, and the link's reads
   are budgeted per loop turn.

@@ -1,4 +1,4 @@
-"""A hostile sidecar beside a real instance (issue 17, faults 2 and 11).
+"""A hostile sidecar beside a real instance.
 
 A fake sidecar (fake_sidecar.py) serves a second instance, "inst-fake",
 while a client of the real instance keeps typing into `cat`:

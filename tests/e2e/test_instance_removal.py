@@ -1,8 +1,8 @@
-"""An instance removed on SIGHUP (issue 6, item 3).
+"""An instance removed on SIGHUP.
 
 - Its connections are told first: binding_goodbye {reason: other} and close
-  4404, joined or not; a connection upgraded but not joined used to keep a
-  dangling link pointer and its join wrote freed memory.
+  4404, joined or not; a connection upgraded but not joined keeps no
+  dangling link pointer for its join to write through.
 - Instances read from --instances-file at start are the file's, not flags:
   a reload that no longer names one removes it (/readyz stops listing it).
 """

@@ -1,7 +1,7 @@
-"""Text limits are counted as SPEC counts them, in characters, by every
+"""Text limits are counted as the protocol counts them, in characters, by every
 program on the way: a label of 128 non-ASCII characters (more than 128
 bytes of UTF-8) that the gateway accepts reaches the sidecar whole,
-on session create (SPEC 9 label) and on join (SPEC 5.1 client_label),
+on session create (label) and on join (client_label),
 and the CLI's attach --label takes it too."""
 import os
 import socket

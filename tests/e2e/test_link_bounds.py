@@ -1,4 +1,4 @@
-"""The bounds of a gateway's --link-listen (issue 18): credentials checked
+"""The bounds of a gateway's --link-listen: credentials checked
 off the loop, on a thread at a lower CPU priority, and registered at most
 a few per loop turn however many arrive at once (a flood of connecting
 sidecars must not delay everything else); the link keys that thread uses

@@ -1,4 +1,4 @@
-"""Flow control on the link (SPEC 5.3): the gateway never makes the link
+"""Flow control on the link: the gateway never makes the link
 wait for a slow client, so the link backs up only while the gateway as a
 whole does not read. Then the sidecar stops reading the PTY (the program
 waits, as on any terminal) instead of queueing without bound, which put

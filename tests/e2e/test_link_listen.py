@@ -1,4 +1,4 @@
-"""Sidecars that dial in (issue 18): a gateway with --link-listen and no
+"""Sidecars that dial in: a gateway with --link-listen and no
 instance configured; a real sidecar started with --dial and an instance
 credential becomes attachable, and everything an attach does (join,
 replay, tasks) works over its link. Every refused opening (wrong

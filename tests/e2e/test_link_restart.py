@@ -1,4 +1,4 @@
-"""Registered instances across restarts (issue 18), with real daemons in
+"""Registered instances across restarts, with real daemons in
 dial-out mode: the gateway SIGKILLed and restarted (the sidecar dials
 again, a client's replay_from loses and repeats nothing); the sidecar
 SIGKILLed and restarted within --link-grace with --state-dir (the same

@@ -1,5 +1,5 @@
-"""A REST list flood must not freeze other users' terminals (issue 17,
-fault 1). Many sessions with large argv made each list answer megabytes;
+"""A REST list flood must not freeze other users' terminals.
+Many sessions with large argv made each list answer megabytes;
 clients listing in a loop filled the link's one queue with replies, and
 the sidecar held every session's PTY while that queue was over its
 high-water mark, so a controller's echo waited tens of seconds. Now

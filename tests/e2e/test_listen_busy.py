@@ -1,7 +1,6 @@
-"""A busy port fails the start (issue 6, item 9). The listener used to set
-SO_REUSEPORT, so a second gateway on the same port started "fine" and the
-kernel split connections between the two: random 401s and 404s. Now the
-start fails with exit status 1 and a message naming the address, for both
+"""A busy port fails the start. The listener sets no SO_REUSEPORT: with
+it a second gateway on the same port starts "fine" and the kernel splits
+connections between the two (random 401s and 404s). The start fails with exit status 1 and a message naming the address, for both
 --listen and --admin-listen, and the first gateway keeps serving."""
 import os
 import socket

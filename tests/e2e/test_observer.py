@@ -1,5 +1,5 @@
 """An observer joins mid-session: it gets the screen as it is, and is
-refused input and resize (SPEC 5.1, 5.2)."""
+refused input and resize (docs/protocol.md, "Roles")."""
 import base64
 
 import harness

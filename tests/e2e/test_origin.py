@@ -1,4 +1,4 @@
-"""Browser upgrades and the Origin header (issue 6): without
+"""Browser upgrades and the Origin header: without
 --allowed-origin, a request carrying an Origin must be same-origin (its
 host and port those of the Host header or --public-url); with a list, only
 its members. Refusals are 403 PERMISSION_DENIED with a JSON body, before

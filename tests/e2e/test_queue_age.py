@@ -1,4 +1,4 @@
-"""The latency bound of SPEC 5.3's lag (--max-queue-ms): a client whose
+"""The latency bound of a slow connection (--max-queue-ms): a client whose
 oldest queued output has waited that long falls behind even far under
 --max-queue-bytes: what it had is followed by PTY_OUTPUT_LAGGED, then a
 Keyframe, then live output, sequences in order; the controller that

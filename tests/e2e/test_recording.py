@@ -1,4 +1,4 @@
-"""Recordings over the gateway (issue 21): GET .../sessions/{s}/recording and
+"""Recordings over the gateway: GET .../sessions/{s}/recording and
 `ptygate sessions export`, against the recording of a known program (printf
 of known lines with sleeps between them), for an exited and a live session,
 with and without --state-dir; the asciicast's header and events' text are

@@ -1,4 +1,4 @@
-"""The export of a live session ends (issue 21): a program prints numbered
+"""The export of a live session ends: a program prints numbered
 lines without end while a client reads its recording more slowly than it
 prints (after every 256 KiB read, the reader waits until the program has
 printed another 512 KiB, whatever the machine's speed). The export ends

@@ -1,4 +1,4 @@
-"""A recording larger than any buffer, streamed (issue 21): `ptygate sessions
+"""A recording larger than any buffer, streamed: `ptygate sessions
 export` of a recording over 16 MiB is whole and byte-identical (sha256) to
 what the sidecar stores (`ptygate-sidecar --export-asciicast` on the same
 --state-dir), and while a client reads slowly the gateway holds about two

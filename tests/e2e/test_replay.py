@@ -1,6 +1,6 @@
 """Seed 2 (reconnect-replay.txt): reconnect with replay_from gets exactly
 what another client saw live; out of range gets REPLAY_OUT_OF_RANGE and a
-Keyframe (SPEC 3, 5.2)."""
+Keyframe (docs/protocol.md, "Joining a session")."""
 import re
 
 import harness

@@ -1,5 +1,5 @@
-"""Roles and capacity (SPEC 5.1): downgrade, a full session, role requests,
-keyframe requests and their throttle, and the keyframe cadence (SPEC 3)."""
+"""Roles and capacity (docs/protocol.md, "Roles"): downgrade, a full session, role requests,
+keyframe requests and their throttle, and the keyframe cadence."""
 
 import harness
 from harness import E2ETestCase, matches, summarize
@@ -69,7 +69,7 @@ class RolesAndCapacity(E2ETestCase):
         await alice.quiet(1.1)  # the join's Keyframe counts against the throttle
         # The two requests leave together, so the second reaches the
         # sidecar well within the first's second, however loaded the
-        # machine. The Keyframe (SPEC: within 1 s) is the answer to the
+        # machine. The Keyframe (due within 1 s) is the answer to the
         # first, sent as it is taken, not by a later timer: it comes
         # before the second's refusal. The wait allows any slowness.
         first = await alice.send("pty.request_keyframe", {})

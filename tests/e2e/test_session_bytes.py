@@ -1,4 +1,4 @@
-"""Per-session PTY byte counts (issue 21): a session's REST object carries
+"""Per-session PTY byte counts: a session's REST object carries
 output_bytes (what its program wrote to the PTY) and input_bytes (what the
 PTY took from its controllers), and /metrics the instance's totals
 (ptygate_sidecar_pty_bytes_total, ptygate_sidecar_pty_input_bytes_total;

@@ -1,4 +1,4 @@
-"""The sidecar's log lines about a session name it as a field (issue 21):
+"""The sidecar's log lines about a session name it as a field:
 `session=ID` in the context of a text line, a "session" key in a
 --log-format json line, never only in the message. A session's lifecycle
 (started, attach, role, leave, ending, closed) is checked in both formats,

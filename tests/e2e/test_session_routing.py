@@ -1,4 +1,4 @@
-"""Frames reach exactly their own session's connections (SPEC 5). The
+"""Frames reach exactly their own session's connections. The
 gateway groups its attachments per session on each instance's link, so
 a frame is delivered to its session's group without scanning the others:
 this checks the grouping with connections of three sessions joined

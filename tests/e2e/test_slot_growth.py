@@ -1,4 +1,4 @@
-"""Connection slots survive the growth of their table (issue 6, item 2).
+"""Connection slots survive the growth of their table.
 
 The gateway counts connections per principal and per instance in one
 growable table. Thirty principals on one instance fill it to its first

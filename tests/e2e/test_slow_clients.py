@@ -1,4 +1,4 @@
-"""Slow and greedy HTTP clients cannot take the gateway (issue 6, item 6).
+"""Slow and greedy HTTP clients cannot take the gateway.
 
 MHD's timeout counts only inactivity, so a client trickling one byte a
 second held its connection forever, and the per-address cap was the whole

@@ -1,4 +1,4 @@
-"""A slow observer never slows the controller or the PTY (SPEC 5.3): its
+"""A slow observer never slows the controller or the PTY (docs/protocol.md, "A slow connection"): its
 queue is bounded, it gets PTY_OUTPUT_LAGGED then a Keyframe, and the
 gateway's memory stays bounded."""
 import asyncio

@@ -1,7 +1,7 @@
 """The static route (--static-dir) never serves through a symbolic link
 inside the directory: a linked directory in the middle of the path, a
 linked file at its end, inside or outside the directory, all answer 404
-while the real files beside them are served (issue 17, fault 8)."""
+while the real files beside them are served."""
 import os
 import shutil
 import tempfile

@@ -1,4 +1,4 @@
-"""A2A task operations over pty-ws/v1 (SPEC 6, issue 8): a message's text is
+"""A2A task operations over pty-ws/v1 (docs/protocol.md, "Tasks"): a message's text is
 a command the sidecar runs without a terminal; every op, every error code
 tasks can raise, idempotent re-sends that run nothing, cancel, subscribe,
 trace ids, limits, durability across a sidecar restart, the operator's
@@ -23,7 +23,7 @@ TASK_SCOPE = "tasks"
 
 
 def text_message(command, message_id=None, lower_case=False):
-    if lower_case:  # the older forms SPEC 6 accepts inbound
+    if lower_case:  # the older forms the protocol accepts inbound
         return {"messageId": message_id or uuid7(), "role": "user", "kind": "message",
                 "parts": [{"kind": "text", "text": command}]}
     return {"messageId": message_id or uuid7(), "role": "ROLE_USER",
@@ -511,8 +511,8 @@ class TaskSlowReader(TaskCase):
                      "needs root and the user nobody")
 class TaskSessionUser(TaskCase):
     """A task never runs with more privilege than the session's program:
-    with --session-user, tasks too run as that user (they used to run as
-    the sidecar's root, in a directory and environment the user chose)."""
+    with --session-user, tasks too run as that user, never as the
+    sidecar's root in a directory and environment the user chose."""
     SIDECAR_ARGS = ("--session-user", "nobody")
 
     async def test_a_task_runs_as_the_session_user(self):
@@ -617,7 +617,7 @@ NUL_COMMAND = "printf 'a\\000b\\000\\n'; printf 'e\\000' >&2"
 
 
 class TaskNulOutput(TaskCase):
-    """Issue 17, fault 3: one NUL byte in a task's output made the task
+    """One NUL byte in a task's output made the task
     unreadable at the gateway (its "\\u0000" refused), the session's
     ListTasks failed for every principal, a stream stopped at WORKING and
     the record did not load after a restart. Output is passed byte for
@@ -659,7 +659,7 @@ class TaskNulOutput(TaskCase):
 
 
 class TaskOwners(TaskCase):
-    """Issue 17, fault 4: tasks have owners. Another principal's task is not
+    """Tasks have owners. Another principal's task is not
     found (TASK_NOT_FOUND, as an unknown id: ids do not leak) by every op,
     and its messageId or idempotency key starts a task of one's own
     instead of returning (hijacking) the other's; a token with scope
@@ -766,8 +766,8 @@ class RunCommand(TaskCase):
         self.assertEqual(p.returncode, 0)
 
     def test_nul_output_is_written_byte_for_byte(self):
-        # Before issue 17's fix the updates carrying the NUL were dropped
-        # and `ptygate run` waited forever at WORKING.
+        # The updates carrying the NUL must not be dropped, or
+        # `ptygate run` waits forever at WORKING.
         p = self.cli("--", NUL_COMMAND)
         out, err = p.communicate(timeout=90)
         self.assertEqual(p.returncode, 0, err)

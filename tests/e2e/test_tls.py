@@ -1,4 +1,4 @@
-"""TLS in the gateway (issue 6): --tls-cert and --tls-key serve https://
+"""TLS in the gateway: --tls-cert and --tls-key serve https://
 and wss:// (the WebSocket upgrade relayed by libmicrohttpd over TLS), the
 certificate is re-read on SIGHUP while open connections carry on, and a
 non-loopback --listen without TLS fails the start unless --allow-plaintext.

@@ -1,5 +1,5 @@
 """How a token reaches the gateway: the browser's `bearer.<token>`
-subprotocol offer (SPEC 1.1), and tokens minted by `ptygate token mint`."""
+subprotocol offer (docs/protocol.md, "Opening a connection"), and tokens minted by `ptygate token mint`."""
 import base64
 import json
 import os

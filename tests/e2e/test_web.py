@@ -2,7 +2,7 @@
 scripts/build-web.sh) with its headers, and a real headless chromium,
 driven by web/test/browser.mjs (playwright-core), types into a real
 session, watches as an observer, and lives through a gateway kill and
-restart (issue 10). Skipped only when chromium is not installed."""
+restart. Skipped only when chromium is not installed."""
 import os
 import shutil
 import subprocess

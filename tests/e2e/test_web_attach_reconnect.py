@@ -1,7 +1,7 @@
 """`ptygate attach` on a real PTY lives through a gateway kill and restart:
 it reconnects by itself with replay_from, shows what the session printed
 while it was away, never sends the keys typed while away, and ends with
-the program's exit code (issue 10)."""
+the program's exit code."""
 import os
 import pty
 import re

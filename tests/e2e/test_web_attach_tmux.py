@@ -1,7 +1,7 @@
 """`ptygate attach` inside a real terminal emulator, tmux (send-keys to
 type, capture-pane to read the screen as a person sees it): vi renders,
 a window resize reaches `stty size`, and a gateway kill and restart leaves
-the screen intact with nothing lost or doubled (issue 10)."""
+the screen intact with nothing lost or doubled."""
 import os
 import re
 import shutil

@@ -6,8 +6,7 @@ search finds and highlights, font size and theme change and are kept, and
 the key bar of a phone-sized window sends Esc, Ctrl, Tab and the arrows
 (in both cursor key modes) to a real `od -c`. Each step checks a
 screenshot's pixels; the screenshots stay in the stack's directory
-(PTG_E2E_KEEP=1 keeps it). Skipped only when chromium is not installed
-(issue 21)."""
+(PTG_E2E_KEEP=1 keeps it). Skipped only when chromium is not installed."""
 import os
 import shutil
 import subprocess

@@ -1,5 +1,5 @@
 """The recording player ("?play" on a session's page, web/src/player.js) in
-a real headless chromium against a real gateway and sidecar (issue 21),
+a real headless chromium against a real gateway and sidecar,
 driven by web/test/player.mjs: the recording of a known program (printf
 lines with sleeps, one on a red background) is opened, sought to the end
 (the terminal's text read from xterm.js's buffer) and back, a screenshot's

@@ -7,7 +7,7 @@ real headless chromium (web/test/proxy.mjs) loads the session page
 through each, every file coming back 200, attaches over wss:// and types
 into a real session; under the prefix it also lists the sessions from the
 picker and follows the link. The page was blank behind the fleet config
-when it named its files from "/" (issue 21)."""
+when it named its files from "/"."""
 import os
 import re
 import unittest

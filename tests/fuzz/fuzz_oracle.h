@@ -1,6 +1,6 @@
 /* fuzz_oracle: what the harnesses check beyond the sanitizers: an
-   oracle that aborts with its condition, and the SPEC grammar of an
-   instance or session id written independently of the gateway's. */
+   oracle that aborts with its condition, and the protocol's grammar
+   of an instance or session id written independently of the gateway's. */
 #ifndef PTG_FUZZ_ORACLE_H
 #define PTG_FUZZ_ORACLE_H
 

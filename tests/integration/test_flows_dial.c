@@ -1,4 +1,4 @@
-/* test_flows_dial: dial-out (--dial, issue 18). The test is the gateway:
+/* test_flows_dial: dial-out (--dial). The test is the gateway:
    it listens on a unix socket (or tcp on loopback) of its own and a real
    ptygate-sidecar dials it. The link opens with the LinkCredential of
    the token file, then it is today's link (hello, a session, input and

@@ -1,4 +1,5 @@
-/* test_flows_join: joining and replay (SPEC 5.2): the controller
+/* test_flows_join: joining and replay (docs/protocol.md,
+   "Joining a session"): the controller
    lifecycle, reconnect with replay, replay out of range, an observer
    joining mid-session, a burst of joins, and a replay of 1,000 frames. A
    real ptygate-sidecar driven over its link (flows_fixture.h). */
@@ -15,7 +16,7 @@
 #include "flows_fixture.h"
 #include "timeutil.h"
 
-/* ---- controller attach lifecycle (seed: controller-attach) ---- */
+/* ---- controller attach lifecycle ---- */
 
 static void test_controller_lifecycle(void **state)
 {
@@ -68,7 +69,7 @@ static void test_controller_lifecycle(void **state)
 	expect_error(p, 0, PTG__ERROR_CODE__NOT_FOUND, 7, "op-late");
 }
 
-/* ---- reconnect with replay (seed: reconnect-replay) ---- */
+/* ---- reconnect with replay ---- */
 
 /* The frame as a broadcast: its packed bytes with target 0. */
 static void pack_untargeted(Ptg__Frame *f, struct buf *out)

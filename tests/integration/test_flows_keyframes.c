@@ -1,4 +1,5 @@
-/* test_flows_keyframes: keyframes (SPEC 8): request_keyframe, the cadence
+/* test_flows_keyframes: keyframes (docs/protocol.md, "The
+   Keyframe's snapshot"): request_keyframe, the cadence
    by frames and by seconds, and a screen too large to snapshot. A real
    ptygate-sidecar driven over its link (flows_fixture.h). */
 #include <stdarg.h>

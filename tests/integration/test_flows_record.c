@@ -1,9 +1,8 @@
 /* test_flows_record: what a session's recording holds and how long it
    is kept: output written before anyone joined is in the history (replay
    and the asciicast export), and exited sessions are reaped when due or,
-   one at a time, when the sidecar is full, never at a create otherwise
-   (issue 21). A real ptygate-sidecar driven over its link
-   (flows_fixture.h). */
+   one at a time, when the sidecar is full, never at a create otherwise.
+   A real ptygate-sidecar driven over its link (flows_fixture.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -113,7 +112,7 @@ static void test_output_before_join(void **state)
 	remove_tree(dir);
 }
 
-/* A silent program's first join is still numbered 1, 2, 3 (seed). */
+/* A silent program's first join is still numbered 1, 2, 3. */
 static void test_silent_first_join(void **state)
 {
 	struct fixture *fx = *state;

@@ -1,4 +1,5 @@
-/* test_flows_roles: roles and control (SPEC 5.1): capacity and role
+/* test_flows_roles: roles and control (docs/protocol.md,
+   "Roles"): capacity and role
    requests, the control scope, terminate_on_last_controller, resize bounds
    and the first controller's size. A real ptygate-sidecar driven over its
    link (flows_fixture.h). */

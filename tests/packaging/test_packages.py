@@ -291,7 +291,7 @@ class Packages(unittest.TestCase):
             self.assertEqual(a.read(), b.read())
 
     def test_sidecar_dial_dropin(self):
-        """deploy/systemd's dial-out drop-in (issue 18) on the packaged
+        """deploy/systemd's dial-out drop-in on the packaged
         sidecar unit: systemd-analyze verify reads it (a broken copy of it
         fails, so the drop-in directory is really read) and accepts its
         ExecStart; the command dials and keeps the unit's state and user."""

@@ -257,7 +257,7 @@ static int parse_line(char **argv, char *seen, size_t n, struct cli_operands *op
 	return 0;
 }
 
-/* Options anywhere (issue 21: "sessions get ID -o json" was refused),
+/* Options anywhere ("sessions get ID -o json" too),
    clusters of short options, "--" ending the options. */
 static void test_getopt_options_anywhere(void **state)
 {

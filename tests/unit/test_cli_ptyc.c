@@ -1,6 +1,7 @@
 /* unit: cli */
-/* cli/ptyc.c: what reaches the screen and in which order (SPEC 3: the
-   sequence filter and Keyframe anchors, SPEC 5.2 join flows), notices,
+/* cli/ptyc.c: what reaches the screen and in which order (the sequence
+   filter and Keyframe anchors, the join flows: docs/protocol.md,
+   "Sequences, replay and keyframes"), notices,
    and the client frames it builds. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -182,7 +183,7 @@ static void test_keyframe_without_full_reset(void **state)
 	buf_free(&r.screen);
 }
 
-/* A reconnect resuming after sequence 40 (issue 21): the terminal already
+/* A reconnect resuming after sequence 40: the terminal already
    shows everything up to 40. The join's Keyframe at the same anchor (the
    replay brought nothing) repaints without ED 2, which tmux and VTE
    scroll into the scrollback (29 duplicate lines); frames up to 40 are
@@ -421,7 +422,7 @@ static void test_builders(void **state)
 	json_decref(o);
 
 	/* No size (a client without a terminal): none sent, so the join
-	   cannot resize a shared session (issue 21). */
+	   cannot resize a shared session. */
 	j.cols = j.rows = 0;
 	o = parse(ptyc_msg_join(&j));
 	pl = json_object_get(o, "payload");

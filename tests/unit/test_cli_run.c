@@ -46,7 +46,7 @@ static void test_exit_codes(void **state)
 	json_decref(t);
 }
 
-/* Issue 17, fault 3: the wait has a bound, so `ptygate run` never hangs. */
+/* The wait has a bound, so `ptygate run` never hangs. */
 static void test_wait_is_bounded(void **state)
 {
 	assert_int_equal(run_wait_ms(1000, 0, 0), -1); /* --timeout 0: none */

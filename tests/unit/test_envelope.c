@@ -19,7 +19,8 @@
 
 #define CID "01hw8q3q5y0a8m7r9z3b4tc5xt"
 
-static const char seed_join[] =
+/* The join of docs/protocol.md, "Client ops", with a replay_from. */
+static const char example_join[] =
     "{\"op\":\"pty.join_session\",\"id\":\"" CID "\","
     "\"ts\":\"2026-05-09T14:30:00.150Z\","
     "\"extensions\":[\"" PTYWS_EXT_PTY "\"],"
@@ -73,9 +74,9 @@ static void parse_err_fresh(const char *text, const char *want)
 	assert_int_equal(err.id[14], '7');
 }
 
-static void test_seed_join(void **state)
+static void test_example_join(void **state)
 {
-	struct envelope *env = parse_ok(seed_join);
+	struct envelope *env = parse_ok(example_join);
 	struct envelope_join j;
 	struct envelope_error err;
 
@@ -102,7 +103,7 @@ static void test_seed_join(void **state)
 /* The service parameters outlive the envelope through their reference. */
 static void test_service_params_ref(void **state)
 {
-	struct envelope *env = parse_ok(seed_join);
+	struct envelope *env = parse_ok(example_join);
 	json_t *sp = json_incref(env->service_parameters);
 
 	envelope_free(env);
@@ -128,13 +129,13 @@ static void test_malformed(void **state)
 /* Every proper prefix of a valid frame is refused cleanly. */
 static void test_prefixes(void **state)
 {
-	size_t n = strlen(seed_join), i;
+	size_t n = strlen(example_join), i;
 	struct envelope *env;
 	struct envelope_error err;
 
 	for (i = 0; i < n; i++) {
 		env = (struct envelope *)1;
-		assert_int_equal(envelope_parse(seed_join, i, &env, &err), -EINVAL);
+		assert_int_equal(envelope_parse(example_join, i, &env, &err), -EINVAL);
 		assert_null(env);
 		assert_true(uuid_is_valid(err.id));
 	}
@@ -756,7 +757,7 @@ static void test_message_utf8(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_seed_join),
+	    cmocka_unit_test(test_example_join),
 	    cmocka_unit_test(test_service_params_ref),
 	    cmocka_unit_test(test_malformed),
 	    cmocka_unit_test(test_prefixes),

@@ -388,7 +388,7 @@ static void test_wrong_key_is_not_served(void **st)
 	framelog_close(l);
 }
 
-/* Issue 17: a record is in the file when framelog_append returns (the
+/* A record is in the file when framelog_append returns (the
    frame then goes out to clients), so a crashed process loses none: a
    second log opened on the same directory while the first was never
    flushed or closed (as the restart after a SIGKILL finds it) reads

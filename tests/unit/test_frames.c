@@ -192,7 +192,8 @@ static void test_error_id_echo(void **state)
 
 	frames_error(FRAMES_INVALID_REQUEST, "01hw8q3v3a0a8m7r9z3b4tc5y0 \"\\\t\x01", "m",
 		     t0, &b);
-	/* Not recorded: a non-UUID echo is what SPEC 2 wants, not the schema. */
+	/* Not recorded: a non-UUID echo is what the protocol wants
+	   (docs/protocol.md, "Frames"), not the schema. */
 	v = json_loadb((char *)buf_head(&b), buf_size(&b), 0, NULL);
 	assert_non_null(v);
 	assert_string_equal(str_at(v, "id"), "01hw8q3v3a0a8m7r9z3b4tc5y0 \"\\\t\x01");
@@ -644,8 +645,9 @@ static void test_schema(void **state)
 	assert_int_equal(rc, 0);
 }
 
-/* SPEC 4 and the seed want `a2a_error: null` for REPLAY_OUT_OF_RANGE, but
-   the binding schema types a2a_error as an object. The SPEC is followed;
+/* The protocol wants `a2a_error: null` for REPLAY_OUT_OF_RANGE
+   (docs/protocol.md, "Errors and closing"), but the binding schema types
+   a2a_error as an object. The protocol is followed;
    this test keeps the conflict visible: it fails once either side moves. */
 static void test_schema_a2a_error_null(void **state)
 {

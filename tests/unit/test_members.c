@@ -396,7 +396,7 @@ static void test_label(void **state)
 	memcpy(want, in, L);
 	want[L] = '\0';
 	assert_string_equal(joined_label(m, 10, in), want);
-	/* SPEC 5.1's bound is 128 characters: the widest such label (4-byte
+	/* The protocol's bound is 128 characters: the widest such label (4-byte
 	   characters) is kept whole, never cut */
 	for (int i = 0; i < PTG_LABEL_MAX_CHARS; i++)
 		memcpy(in + 4 * i, "\xf0\x9f\x98\x80", 4);

@@ -280,7 +280,7 @@ static const char *artifact_text(json_t *task, const char *name, size_t *len)
 	return NULL;
 }
 
-/* Issue 17, fault 3: a NUL byte in the output is kept (as \u0000 in the
+/* A NUL byte in the output is kept (as \u0000 in the
    JSON) through the task's JSON and its record; before, the record did
    not load, and the task was lost at the next start. */
 static void test_nul_output_round_trips(void **state)
@@ -317,7 +317,7 @@ static void test_nul_output_round_trips(void **state)
 	task_free(t);
 }
 
-/* Issue 17, fault 4: a task is its sender's; tasks:all sees every one. */
+/* A task is its sender's; tasks:all sees every one. */
 static void test_owner_and_visibility(void **state)
 {
 	struct task *t = make("true");

@@ -600,7 +600,7 @@ static void check_header(size_t len, size_t hl, const uint8_t *want)
 }
 
 /* wslay's state exists only while needed: an idle connection holds none
-   (issue 7: memory per idle connection), and what spans frames (a
+   (memory per idle connection), and what spans frames (a
    fragmented message, the message size limit) survives its release. */
 static void test_rest_between_frames(void **state)
 {

@@ -1,6 +1,7 @@
 /* unit: wsproto */
 /* wshandshake: the RFC 6455 sample key, malformed keys, the subprotocol
-   offer with and without a bearer token (SPEC 1), and the upgrade header
+   offer with and without a bearer token (docs/protocol.md,
+   "Opening a connection"), and the upgrade header
    checks. */
 #include <errno.h>
 #include <setjmp.h>
