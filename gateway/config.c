@@ -50,7 +50,7 @@ static int instances_line(char *line, struct gw_instance_cfg *out, char *why,
 			  size_t whylen)
 {
 	char *id, *addr, *rest, *save = NULL;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	id = strtok_r(line, " \t", &save);
 	addr = strtok_r(NULL, " \t", &save);
@@ -113,7 +113,7 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 			      char *err, size_t errlen)
 {
 	struct instances_ctx ctx = {out, max, n};
-	char why[300];
+	char why[LOG_ERR_MAX];
 	unsigned lineno;
 	int rc;
 
@@ -147,7 +147,7 @@ int gw_config_read_instances(const char *path, struct gw_instance_cfg *out, size
 static int merge_instances_file(struct gw_config *c)
 {
 	struct gw_instance_cfg *tmp = xcalloc(GW_MAX_INSTANCES, sizeof(*tmp));
-	char err[512];
+	char err[LOG_ERR_MAX];
 	size_t n, have = c->n_instances;
 	int rc;
 

@@ -44,7 +44,7 @@ struct gw_instance_cfg *config__instance_find(struct gw_config *c, const char *i
 static int instance(struct gw_config *c, const struct opttab_src *src, const char *s)
 {
 	const char *eq = strchr(s, '=');
-	char id[sizeof(c->instances[0].id)], err[256];
+	char id[sizeof(c->instances[0].id)], err[LOG_ERR_MAX];
 	struct gw_instance_cfg *slot;
 	struct addr a;
 
@@ -141,7 +141,7 @@ static int static_dir(struct gw_config *c, const struct opttab_src *src, const c
 static int parse_listen(const struct opttab_src *src, const struct opttab_opt *o,
 			const char *s, char *host, size_t cap, uint16_t *port)
 {
-	char why[128];
+	char why[LOG_ERR_MAX];
 
 	if (addr_parse_hostport(s, strlen(s), ADDR_PORT_ZERO, host, cap, port, why,
 				sizeof(why)) < 0) {
@@ -190,7 +190,7 @@ static int trusted_proxy(struct gw_config *c, const struct opttab_src *src, cons
 /* One --link-listen address. */
 static int link_listen(struct gw_config *c, const struct opttab_src *src, const char *s)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	if (c->n_link_listen >= GW_MAX_LINK_LISTEN) {
 		report(src, "link-listen", "more than %d addresses", GW_MAX_LINK_LISTEN);

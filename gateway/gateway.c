@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "auth_jwt.h"
 #include "conn.h"
 #include "http.h"
 #include "linkcred.h"
@@ -28,9 +29,12 @@
 #include "upstream.h"
 #include "xalloc.h"
 
+/* A slot's key: "p\n" and a principal, or "i\n" and an instance id. */
+#define SLOT_KEY_MAX (2 + JWT_SUB_MAX + 1)
+
 /* Connections per principal and per instance (HTTP 429 at the upgrade). */
 struct slot {
-	char key[300];
+	char key[SLOT_KEY_MAX];
 	unsigned n;
 };
 
@@ -102,7 +106,7 @@ static int slot_acquire(void *owner, const char *principal, const char *instance
 			const char **what)
 {
 	struct gateway *gw = owner;
-	char pkey[300], ikey[300];
+	char pkey[SLOT_KEY_MAX], ikey[SLOT_KEY_MAX];
 
 	snprintf(pkey, sizeof(pkey), "p\n%s", principal);
 	snprintf(ikey, sizeof(ikey), "i\n%s", instance);
@@ -126,7 +130,7 @@ static int slot_acquire(void *owner, const char *principal, const char *instance
 static void slot_release(void *owner, const char *principal, const char *instance)
 {
 	struct gateway *gw = owner;
-	char key[300];
+	char key[SLOT_KEY_MAX];
 
 	snprintf(key, sizeof(key), "p\n%s", principal);
 	slot_drop(gw->slots, key);
@@ -187,7 +191,7 @@ static void remove_instance(struct gateway *gw, size_t i, const char *why)
 static void reload_instances(struct gateway *gw)
 {
 	struct gw_instance_cfg *list = xcalloc(GW_MAX_INSTANCES, sizeof(*list));
-	char err[512];
+	char err[LOG_ERR_MAX];
 	size_t n = 0, keep;
 
 	if (!gw->cfg->instances_file[0]) {
@@ -293,7 +297,7 @@ static struct keyset *read_link_keys(const struct gw_config *c, char *err, size_
    cannot be read keeps the current set. */
 static void reload_link_keys(struct gateway *gw)
 {
-	char err[512];
+	char err[LOG_ERR_MAX];
 	struct keyset *ks;
 
 	if (!gw->cfg->n_link_keys)
@@ -345,7 +349,7 @@ static void on_tick(struct ev_timer *t, void *user)
 static void reload_fleet_secret(struct gateway *gw)
 {
 	struct fleetauth fa;
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	if (!gw->fleet)
 		return;
@@ -412,7 +416,7 @@ static void stop_when_empty(void *user)
 
 static int load_keys(struct gateway *gw)
 {
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	gw->keys = keys_new();
 	if (!gw->keys) {
@@ -525,7 +529,7 @@ static int fit_fd_limit(struct gateway *gw)
 static int start_http(struct gateway *gw)
 {
 	const struct gw_config *c = gw->cfg;
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	gw->http = http_new(&gw->http_host, c->listen_host, c->listen_port, ROUTE_PUBLIC,
 			    err, sizeof(err));
@@ -555,7 +559,7 @@ static int start_http(struct gateway *gw)
 static int start_fleet_http(struct gateway *gw)
 {
 	const struct gw_config *c = gw->cfg;
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	if (!c->fleet_listen_host[0])
 		return 0;
@@ -589,7 +593,7 @@ static void write_pid_file(const struct gw_config *c)
 
 static int start_links(struct gateway *gw)
 {
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	if (!gw->cfg->n_link_listen)
 		return 0;
@@ -639,7 +643,7 @@ static int start_fleet(struct gateway *gw)
 	    .connect_timeout_ms = (long)c->request_timeout_ms,
 	    .timeout_ms = (long)c->request_timeout_ms + 5000,
 	};
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	if (!c->fleet_secret_file[0]) {
 		if (c->registry[0])

@@ -469,7 +469,7 @@ static void on_accept(struct ev_io *io, int lfd, unsigned events, void *user)
 static int listen_one(struct linklisten *ll, struct listener *l, const struct addr *a,
 		      char *err, size_t errlen)
 {
-	char why[256], text[128];
+	char why[LOG_ERR_MAX], text[128];
 
 	addr_format(a, text, sizeof(text));
 	l->ll = ll;

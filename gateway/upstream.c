@@ -163,7 +163,7 @@ static void route_reply(struct upstream *u, const Ptg__Reply *r)
 	struct upstream__pending *p =
 	    r->request_id ? take_pending(u, r->request_id) : NULL;
 	struct upstream__binding *b = NULL;
-	char why[256];
+	char why[LOG_ERR_MAX];
 	size_t held;
 	Ptg__Reply checked;
 
@@ -402,7 +402,7 @@ static void on_connected(struct ev_io *io, int fd, unsigned events, void *user)
 
 static void dial(struct upstream *u)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int fd = addr_connect(&u->addr, err, sizeof(err));
 
 	if (fd < 0) {

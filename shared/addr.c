@@ -17,6 +17,7 @@
 #include <linux/vm_sockets.h>
 
 #include "addr.h"
+#include "log.h"
 #include "num.h"
 
 #ifndef VMADDR_CID_LOCAL
@@ -135,7 +136,7 @@ out_bad:
 
 static int parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
 {
-	char why[128];
+	char why[LOG_ERR_MAX];
 
 	if (addr_parse_hostport(s, strlen(s), 0, a->host, sizeof(a->host), &a->port, why,
 				sizeof(why)) < 0) {

@@ -34,6 +34,9 @@ int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen);
    in err and neither written. */
 int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, size_t cap,
 			uint16_t *port, char *err, unsigned errlen);
+/* Room for any address's text form, NUL included: "tcp:[", a host of
+   255 bytes, "]:" and a port is the longest. */
+#define ADDR_TEXT_MAX 300
 /* Formats back to the text form. */
 void addr_format(const struct addr *a, char *out, unsigned outlen);
 

@@ -15,6 +15,10 @@ enum log_format { LOG_FORMAT_TEXT, LOG_FORMAT_JSON };
 
 /* Longest line written (text), longest message kept (JSON, before escaping). */
 #define LOG_LINE_MAX 4096
+/* Room for one error a callee writes into its caller's buffer (the err,
+   errlen or why, whylen pair of many functions): what the caller then
+   logs, prints or answers with. Longer reasons are cut, never overrun. */
+#define LOG_ERR_MAX 512
 
 void log_set_level(enum log_level lvl);
 /* Parses "debug", "info", "warn", "error"; returns 0 or -EINVAL. */

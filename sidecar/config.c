@@ -33,7 +33,7 @@ void config_defaults(struct sidecar_config *c)
 static int load_state_keys(struct sidecar_config *c)
 {
 	bool exporting = c->export_session[0] != '\0';
-	char err[CONFIG_ERR_MAX];
+	char err[LOG_ERR_MAX];
 
 	if (!c->state_dir[0] && !exporting)
 		return 0;

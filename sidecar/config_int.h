@@ -7,10 +7,8 @@
 #define PTG_SIDECAR_CONFIG_INT_H
 
 #include "config.h"
+#include "log.h"
 #include "opttab.h"
-
-/* The room for an error message of a parser the config calls. */
-#define CONFIG_ERR_MAX 512
 
 /* The options config_values.c parses (OPTTAB_CUSTOM). */
 enum config__custom_id {

@@ -104,7 +104,7 @@ static int parse_backoff_max(struct sidecar_config *c, const struct opttab_src *
 static int add_dial(struct sidecar_config *c, const struct opttab_src *src,
 		    const struct opttab_opt *o, const char *arg)
 {
-	char err[CONFIG_ERR_MAX];
+	char err[LOG_ERR_MAX];
 
 	if (c->n_dial >= SIDECAR_MAX_DIALS) {
 		report(src, o, "at most %d addresses", SIDECAR_MAX_DIALS);
@@ -121,7 +121,7 @@ static int add_dial(struct sidecar_config *c, const struct opttab_src *src,
 static int parse_listen(struct sidecar_config *c, const struct opttab_src *src,
 			const struct opttab_opt *o, const char *arg)
 {
-	char err[CONFIG_ERR_MAX];
+	char err[LOG_ERR_MAX];
 
 	if (addr_parse(arg, &c->listen, err, sizeof(err)) < 0) {
 		report(src, o, "%s", err);

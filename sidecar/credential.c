@@ -213,7 +213,7 @@ static int reload(struct credential *c, int64_t now)
 {
 	struct buf tok = BUF_INIT;
 	struct linkcred lc;
-	char err[512], when[TS_STRLEN + 1];
+	char err[LOG_ERR_MAX], when[TS_STRLEN + 1];
 	int rc;
 
 	rc = read_checked(c->path, now, &tok, &lc, err, sizeof(err));

@@ -30,8 +30,8 @@ enum state { WAITING, CONNECTING, OPENING, UP };
 struct dialer {
 	struct dialer_group *g;
 	struct addr addr;
-	char where[300]; /* the address as text, for logs */
-	char name[32];	 /* log context and link name: dial-N */
+	char where[ADDR_TEXT_MAX]; /* the address as text, for logs */
+	char name[32];		   /* log context and link name: dial-N */
 	enum state state;
 	int fd;		  /* CONNECTING: the socket; -1 otherwise */
 	struct ev_io *io; /* CONNECTING: waits for the connect */
@@ -242,7 +242,7 @@ static void on_connect(struct ev_io *io, int fd, unsigned events, void *user)
 
 static void start(struct dialer *d)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	d->state = CONNECTING;
 	log_info(d->name, "dialling %s", d->where);

@@ -19,7 +19,7 @@ static struct credential *load_credential(struct sidecar_config *cfg, int *faile
 {
 	const char *file = cfg->instance_token_file;
 	struct credential *cred;
-	char err[1024];
+	char err[2 * LOG_ERR_MAX]; /* a path, then what is wrong with its token */
 
 	*failed = 0;
 	if (!file[0])

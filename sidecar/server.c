@@ -298,7 +298,7 @@ static int restore_sessions(struct server *srv)
 static int open_listener(struct server *srv)
 {
 	const struct sidecar_config *cfg = srv->cfg;
-	char err[256], where[400];
+	char err[LOG_ERR_MAX], where[ADDR_TEXT_MAX];
 
 	addr_format(&cfg->listen, where, sizeof(where));
 	srv->listen_fd = addr_listen(
@@ -313,7 +313,7 @@ static int open_listener(struct server *srv)
 struct server *server_new(const struct sidecar_config *cfg)
 {
 	struct server *srv = xcalloc(1, sizeof(*srv));
-	char where[400];
+	char where[ADDR_TEXT_MAX];
 
 	srv->cfg = cfg;
 	srv->loop = ev_loop_new();

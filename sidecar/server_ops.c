@@ -273,7 +273,7 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	    .label = c->label,
 	};
 	const char *bad = check_create(c);
-	char err[512];
+	char err[LOG_ERR_MAX];
 	struct session *s;
 	char **env, **argv;
 	int full;

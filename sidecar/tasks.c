@@ -377,7 +377,7 @@ int tasks_child_exited(struct tasks *ts, pid_t pid, int status)
 void tasks__start(struct tasks *ts, struct task *t, pid_t session_pid)
 {
 	struct run *r = ensure_run(ts, t);
-	char err[256], *input = NULL;
+	char err[LOG_ERR_MAX], *input = NULL;
 	struct task_proc_spec sp = {
 	    .command = t->command,
 	    .handler = ts->cfg->task_handler,

@@ -174,7 +174,7 @@ static void op_send(const struct req *q)
 {
 	struct task_send in;
 	struct task *t;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int rc;
 
 	if (!q->s) {

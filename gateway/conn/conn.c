@@ -38,6 +38,9 @@
 /* Reading resumes once a paused connection's queue is down to half the
    cap, so a client at the edge does not flip the epoll mask per frame. */
 #define RESUME_DIVISOR 2
+/* Queued pieces one writev hands the kernel: well past what a socket takes
+   in one call from a queue of frame headers and payloads. */
+#define WRITE_IOV_MAX 64
 
 static void conn_kill(struct conn *c, const char *why);
 static void update_pressure(struct conn *c);
@@ -255,7 +258,7 @@ static int trim_iov(struct iovec *iov, int cnt, size_t max)
    the socket failed. */
 static int write_out(struct conn *c, size_t max)
 {
-	struct iovec iov[64];
+	struct iovec iov[WRITE_IOV_MAX];
 	size_t done = 0;
 	ssize_t n;
 	int cnt;
@@ -267,7 +270,7 @@ static int write_out(struct conn *c, size_t max)
 			c->host->metrics->fanout_writes_cut++;
 			break;
 		}
-		cnt = trim_iov(iov, outq_iov(&c->q, iov, 64), max - done);
+		cnt = trim_iov(iov, outq_iov(&c->q, iov, WRITE_IOV_MAX), max - done);
 		n = writev(c->fd, iov, cnt);
 		if (n < 0 && errno == EINTR)
 			continue;

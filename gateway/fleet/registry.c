@@ -45,7 +45,7 @@ static void on_auth(void *user, int rc, long status, const char *body, size_t le
 		    const char *err)
 {
 	struct registry *r = user;
-	char token[1024], why[256];
+	char token[1024], why[LOG_ERR_MAX];
 
 	r->auth_req = NULL;
 	if (rc < 0 || status != 200) {
@@ -82,7 +82,7 @@ static void on_grant(void *user, int rc, long status, const char *body, size_t l
 {
 	struct registry *r = user;
 	int64_t lease = 0, ttl = 0;
-	char why[256];
+	char why[LOG_ERR_MAX];
 
 	r->lease_req = NULL;
 	if (rc < 0 || status != 200) {
@@ -109,7 +109,7 @@ static void on_keepalive(void *user, int rc, long status, const char *body, size
 {
 	struct registry *r = user;
 	int64_t ttl = 0;
-	char why[256];
+	char why[LOG_ERR_MAX];
 
 	r->lease_req = NULL;
 	if (rc < 0 || status != 200) {
@@ -225,7 +225,7 @@ static void derive_url(struct registry *r)
 static int configure(struct registry *r, const struct gw_config *c)
 {
 	size_t plen = strlen(c->registry_prefix);
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	if (plen == 0 || plen > 200) {
 		fprintf(stderr, "ptygate-gateway: --registry-prefix: 1 to 200 bytes\n");
@@ -257,7 +257,7 @@ static struct etcd *client(struct registry *r, const struct gw_config *c)
 	    .key = c->registry_key,
 	    .connect_timeout_ms = REGISTRY__CONNECT_MS,
 	};
-	char err[512];
+	char err[LOG_ERR_MAX];
 	struct etcd *e = etcd_new(r->host->loop, &o, err, sizeof(err));
 
 	if (!e)
@@ -308,7 +308,7 @@ void registry_start(struct registry *r)
 void registry_reload(struct registry *r)
 {
 	const char *path = r && r->enabled ? r->host->cfg->registry_password_file : "";
-	char pw[sizeof(r->password)], err[256];
+	char pw[sizeof(r->password)], err[LOG_ERR_MAX];
 
 	if (!path[0])
 		return;

@@ -208,7 +208,7 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	struct registry__op *op = user;
 	struct registry *r = op->r;
 	struct etcdjson_kv *cur = xcalloc(1, sizeof(*cur));
-	char why[256];
+	char why[LOG_ERR_MAX];
 	int ok = 0, failed = 1;
 
 	op->req = NULL;
@@ -353,7 +353,7 @@ static void on_release(void *user, int rc, long status, const char *body, size_t
 		       const char *err)
 {
 	struct registry__op *op = user;
-	char why[256];
+	char why[LOG_ERR_MAX];
 	int ok = 0;
 
 	op->req = NULL;

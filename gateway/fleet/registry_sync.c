@@ -146,7 +146,7 @@ static int on_msg(const char *msg, size_t len, void *user)
 {
 	struct registry *r = user;
 	struct etcdjson_watch w;
-	char why[256];
+	char why[LOG_ERR_MAX];
 
 	if (etcdjson_watch_msg(msg, len, &w, why, sizeof(why)) < 0) {
 		log_warn(NULL, "registry: a watch message refused: %s", why);
@@ -189,7 +189,7 @@ static void on_watch_done(void *user, int rc, long status, const char *body, siz
 			  const char *err)
 {
 	struct registry *r = user;
-	char why[300];
+	char why[LOG_ERR_MAX];
 
 	r->watch_req = NULL;
 	if (rc < 0 && rc != -ECANCELED)
@@ -239,7 +239,7 @@ static void on_range(void *user, int rc, long status, const char *body, size_t l
 {
 	struct registry *r = user;
 	struct etcdjson_range page;
-	char why[256];
+	char why[LOG_ERR_MAX];
 	int first = r->revision == 0;
 
 	r->range_req = NULL;

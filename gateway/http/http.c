@@ -316,7 +316,7 @@ void http_free(struct http *h)
 
 void http_reload(struct http *h)
 {
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	if (!h || !h->has_tls)
 		return;

@@ -222,7 +222,7 @@ static int verify_fleet_peer(gnutls_session_t session)
 	const union MHD_ConnectionInfo *ci =
 	    c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
 	struct http_sock *s = ci ? ci->socket_context : NULL;
-	char why[256], a[64] = "?";
+	char why[LOG_ERR_MAX], a[64] = "?";
 
 	if (tls_client_check(session, why, sizeof(why)) == 0)
 		return 0;

@@ -12,6 +12,7 @@
 
 #include "b64.h"
 #include "id.h"
+#include "log.h"
 #include "num.h"
 #include "routes_int.h"
 #include "upstream.h"
@@ -167,7 +168,7 @@ static int create(struct route_req *rq)
 	struct upstream *up = routes__rest_gate(rq, SCOPE_SESSIONS, NULL, &c);
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	struct route_create rc;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int ret;
 
 	if (!up)

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "fuzz_oracle.h"
+#include "log.h"
 #include "routes.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -74,7 +75,7 @@ static void roundtrip(const Ptg__CreateSession *m)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct route_create rc;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	if (size > ROUTES_BODY_MAX)
 		return 0;

@@ -15,6 +15,7 @@
 #include "buf.h"
 #include "config.h"
 #include "fuzz_oracle.h"
+#include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -40,7 +41,7 @@ static void roundtrip(const struct gw_instance_cfg *in, size_t n)
 {
 	struct gw_instance_cfg again[FUZZ__MAX];
 	struct buf text = BUF_INIT;
-	char addr[512], err[512];
+	char addr[512], err[LOG_ERR_MAX];
 	size_t m;
 
 	for (size_t i = 0; i < n; i++) {
@@ -63,7 +64,7 @@ static void roundtrip(const struct gw_instance_cfg *in, size_t n)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gw_instance_cfg out[FUZZ__MAX];
-	char err[512];
+	char err[LOG_ERR_MAX];
 	size_t n = 99;
 
 	if (size > 256 * 1024)

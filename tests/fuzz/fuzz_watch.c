@@ -16,6 +16,7 @@
 #include "buf.h"
 #include "etcdjson.h"
 #include "fuzz_oracle.h"
+#include "log.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -29,7 +30,7 @@ struct seen {
 static void check_msg(const char *msg, size_t len)
 {
 	struct etcdjson_watch w;
-	char why[256];
+	char why[LOG_ERR_MAX];
 
 	if (etcdjson_watch_msg(msg, len, &w, why, sizeof(why)) < 0) {
 		fuzz__assert(w.events == NULL && w.n == 0 && why[0]);

@@ -27,6 +27,8 @@
 #define STEP_MS	       20000  /* default bound of one expected message */
 #define MAX_PEERS      10
 #define MAX_SEQ_KEYS   4
+/* Room for a session id the sidecar hands out (a UUIDv7) and its NUL. */
+#define FLOWS_SID_MAX 64
 
 extern int64_t test_deadline; /* time_mono_ms() when the test's waits end */
 extern rlim_t child_nofile;   /* the next sidecar's RLIMIT_NOFILE (0: inherit) */
@@ -46,7 +48,7 @@ int flows_run(const char *name, const struct CMUnitTest *tests, size_t n, int ar
 /* ---- peers: one link each, with a log of every message received ---- */
 
 struct seq_key {
-	char session[64];
+	char session[FLOWS_SID_MAX];
 	uint64_t last;
 };
 
@@ -153,12 +155,12 @@ struct create_req {
 };
 
 /* Creates the session (it must succeed) and writes its id. */
-void create_session(struct peer *p, const struct create_req *cr, char id[64]);
+void create_session(struct peer *p, const struct create_req *cr, char id[FLOWS_SID_MAX]);
 /* The same with a control policy (create_session's is open). */
 void create_session_controlled(struct peer *p, const struct create_req *cr,
-			       Ptg__ControlPolicy control, char id[64]);
+			       Ptg__ControlPolicy control, char id[FLOWS_SID_MAX]);
 /* create_session of SH with SH_ENV, cols x rows, keep_running. */
-void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[64]);
+void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[FLOWS_SID_MAX]);
 
 enum { SC_OBSERVE = 1, SC_CONTROL = 2 };
 
@@ -194,11 +196,11 @@ void join(struct peer *p, const struct attach_req *a, struct joined *j);
 /* The sidecar with extra (or NULL), one linked peer, and a session made
    by cr (NULL: an 80x24 /bin/sh) with its id into sid. Returns the peer. */
 struct peer *start_session(struct fixture *fx, const char *const *extra,
-			   const struct create_req *cr, char sid[64]);
+			   const struct create_req *cr, char sid[FLOWS_SID_MAX]);
 /* The usual start: start_session of an 80x24 /bin/sh, joined by attach
    id 1 as controller "ctl" into *j. Returns the peer. */
 struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
-				    char sid[64], struct joined *j);
+				    char sid[FLOWS_SID_MAX], struct joined *j);
 /* join with the scopes the role needs. */
 void join_simple(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role,
 		 const char *label, struct joined *j);

@@ -15,13 +15,13 @@
 const char *const SH[] = {"/bin/sh", NULL};
 const char *const SH_ENV[] = {"PS1=$ ", "PS2=> ", "ENV=", NULL};
 
-void create_session(struct peer *p, const struct create_req *cr, char id[64])
+void create_session(struct peer *p, const struct create_req *cr, char id[FLOWS_SID_MAX])
 {
 	create_session_controlled(p, cr, PTG__CONTROL_POLICY__CONTROL_OPEN, id);
 }
 
 void create_session_controlled(struct peer *p, const struct create_req *cr,
-			       Ptg__ControlPolicy control, char id[64])
+			       Ptg__ControlPolicy control, char id[FLOWS_SID_MAX])
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
@@ -54,10 +54,10 @@ void create_session_controlled(struct peer *p, const struct create_req *cr,
 	if (r->code != PTG__ERROR_CODE__OK)
 		fail_msg("create session: %d %s", r->code, r->message);
 	assert_int_equal(r->result_case, PTG__REPLY__RESULT_SESSION);
-	snprintf(id, 64, "%s", r->session->session_id);
+	snprintf(id, FLOWS_SID_MAX, "%s", r->session->session_id);
 }
 
-void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[64])
+void create_sh(struct peer *p, unsigned cols, unsigned rows, char id[FLOWS_SID_MAX])
 {
 	struct create_req cr = {SH, SH_ENV, cols, rows, PTG__POLICY__POLICY_KEEP_RUNNING};
 
@@ -132,7 +132,7 @@ void join(struct peer *p, const struct attach_req *a, struct joined *j)
 }
 
 struct peer *start_session(struct fixture *fx, const char *const *extra,
-			   const struct create_req *cr, char sid[64])
+			   const struct create_req *cr, char sid[FLOWS_SID_MAX])
 {
 	struct peer *p;
 
@@ -146,7 +146,7 @@ struct peer *start_session(struct fixture *fx, const char *const *extra,
 }
 
 struct peer *start_shell_controller(struct fixture *fx, const char *const *extra,
-				    char sid[64], struct joined *j)
+				    char sid[FLOWS_SID_MAX], struct joined *j)
 {
 	struct peer *p = start_session(fx, extra, NULL, sid);
 

@@ -19,8 +19,9 @@
 
 /* A sidecar with an approve session, "ctl" controlling it on link a
    (attach 1), and "obs" (pty:control, as observer) on link b (attach 2). */
-static void approve_session(struct fixture *fx, const char *const *extra, char sid[64],
-			    struct peer **a, struct peer **b, char obs_id[32])
+static void approve_session(struct fixture *fx, const char *const *extra,
+			    char sid[FLOWS_SID_MAX], struct peer **a, struct peer **b,
+			    char obs_id[32])
 {
 	struct create_req cr = {SH, SH_ENV, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	struct attach_req o = {.attach_id = 2,
@@ -123,7 +124,7 @@ static void test_deny_then_approve(void **state)
 	struct peer *a, *b;
 	Ptg__ControlNotice *n;
 	Ptg__Frame *f;
-	char sid[64], obs[32];
+	char sid[FLOWS_SID_MAX], obs[32];
 
 	approve_session(fx, NULL, sid, &a, &b, obs);
 	ask(a, b, sid, obs);
@@ -157,7 +158,7 @@ static void test_request_lapses(void **state)
 	struct fixture *fx = *state;
 	struct peer *a, *b;
 	Ptg__Frame *f;
-	char sid[64], obs[32];
+	char sid[FLOWS_SID_MAX], obs[32];
 
 	approve_session(fx, args, sid, &a, &b, obs);
 	ask(a, b, sid, obs);
@@ -180,7 +181,7 @@ static void test_link_drop_withdraws_and_last_controller_hands_over(void **state
 	struct joined j;
 	Ptg__ControlNotice *n;
 	Ptg__Frame *f;
-	char sid[64], obs[32];
+	char sid[FLOWS_SID_MAX], obs[32];
 
 	approve_session(fx, NULL, sid, &a, &b, obs);
 	/* A join asking for control waits too, and its link's drop withdraws it. */

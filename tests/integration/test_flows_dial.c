@@ -290,7 +290,7 @@ static void test_dialled_link_is_a_link(void **state)
 	struct fixture *fx = *state;
 	struct peer *p, *q;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	start_dialling(fx, 0);
 	p = gw_link(fx, 0);
@@ -386,7 +386,7 @@ static void test_two_gateways(void **state)
 {
 	struct fixture *fx = *state;
 	struct peer *a, *b;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	start_dialling(fx, 1);
 	a = gw_link(fx, 0);
@@ -402,7 +402,7 @@ static void test_tcp_dial(void **state)
 {
 	struct fixture *fx = *state;
 	struct peer *p;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	listen_tcp(0, 8);
 	start_dialling(fx, 0);
@@ -463,7 +463,7 @@ static void test_stalled_link_redialled(void **state)
 	struct fixture *fx = *state;
 	struct peer *p;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	start_dialling(fx, 0);
 	p = gw_link(fx, 0);
@@ -535,7 +535,7 @@ static void test_dial_only_and_shutdown(void **state)
 	    NULL,	  "--log-level", "warn", "--instance-token-file",
 	    G.token_path, "--dial",	 dial,	 NULL};
 	struct peer *p;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 	int status;
 
 	snprintf(dial, sizeof(dial), "unix:%s", G.sock[0]);

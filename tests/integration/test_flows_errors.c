@@ -33,7 +33,7 @@ static void test_bad_input(void **state)
 	Ptg__Reply reply = PTG__REPLY__INIT;
 	struct peer *good, *bad;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	good = start_shell_controller(fx, NULL, sid, &j);
 
@@ -77,7 +77,7 @@ static void test_not_found_replies(void **state)
 	struct fixture *fx = *state;
 	struct peer *p;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, NULL, sid, &j);
 	expect_error(p, send_get(p, "no-such-session"), PTG__ERROR_CODE__NOT_FOUND, 0,

@@ -26,7 +26,7 @@ static void test_program_exit(void **state)
 	struct peer *p, *q;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, NULL, sid, &j);
 	send_input(p, sid, 1, "printf 'final-%s\\n' screen; exit 3\n", NULL);
@@ -63,7 +63,7 @@ static void test_kill_session(void **state)
 	struct peer *p;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, args, sid, &j);
 	expect_quiet(p, 200);
@@ -93,7 +93,7 @@ static void test_kill_ignores_hangup(void **state)
 	struct joined j;
 	Ptg__Frame *f;
 	int64_t t0;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, args, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
@@ -131,7 +131,7 @@ static void test_drained_unattached(void **state)
 	Ptg__SessionInfo *info;
 	struct joined j;
 	struct peer *p;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 	int64_t until;
 
 	p = start_session(fx, NULL, &cr, sid);

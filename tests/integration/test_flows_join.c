@@ -27,7 +27,7 @@ static void test_controller_lifecycle(void **state)
 	struct peer *p;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, NULL, &cr, sid);
 	join_simple(p, sid, 7, PTG__ROLE__ROLE_CONTROLLER, "alice@laptop", &j);
@@ -182,7 +182,7 @@ static uint64_t last_seq(const struct peer *p)
 	return n;
 }
 
-static void replay_prepare(struct fixture *fx, char sid[64], struct peer **pa,
+static void replay_prepare(struct fixture *fx, char sid[FLOWS_SID_MAX], struct peer **pa,
 			   struct peer **pb, struct peer **pc)
 {
 	struct joined j;
@@ -225,7 +225,7 @@ static void test_reconnect_replay(void **state)
 				 .scopes = SC_OBSERVE | SC_CONTROL,
 				 .has_replay = 1};
 	static struct replay r1, r2, r3;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 	uint64_t n, cur;
 
 	sidecar_start(fx, NULL);
@@ -280,7 +280,7 @@ static void test_replay_out_of_range(void **state)
 	Ptg__SessionInfo *info;
 	struct peer *p, *q;
 	struct joined j;
-	char sid[64], want[96];
+	char sid[FLOWS_SID_MAX], want[96];
 	const char *err;
 
 	p = start_shell_controller(fx, args, sid, &j);
@@ -335,7 +335,7 @@ static void test_observer_mid_session(void **state)
 	struct fixture *fx = *state;
 	struct peer *p, *o;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, NULL, sid, &j);
 	send_input(p, sid, 1, "printf 'hello-%s\\n' screen\n", NULL);
@@ -436,7 +436,7 @@ static void test_join_burst(void **state)
 	    .role = PTG__ROLE__ROLE_OBSERVER, .label = "burst", .scopes = SC_OBSERVE};
 	int64_t t0, elapsed;
 	struct peer *p;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, args, &cr, sid);
 	a.session = sid;
@@ -490,7 +490,7 @@ static void test_replay_thousand(void **state)
 	struct peer *p, *q;
 	struct joined j;
 	int64_t t0, took;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, NULL, &cr, sid);
 	join_simple(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);

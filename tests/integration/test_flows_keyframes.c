@@ -47,7 +47,7 @@ static void test_request_keyframe(void **state)
 	struct joined j;
 	Ptg__Frame *f;
 	uint64_t seq;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, NULL, NULL, sid);
 	join_simple(p, sid, 9, PTG__ROLE__ROLE_OBSERVER, "obs", &j);
@@ -96,7 +96,7 @@ static void test_keyframe_cadence_frames(void **state)
 	Ptg__LinkMessage *m;
 	struct peer *p;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, args, sid, &j);
 	/* Each command waits for the last one's output, so each makes at
@@ -148,7 +148,7 @@ static void test_keyframe_cadence_seconds(void **state)
 	Ptg__LinkMessage *m;
 	struct peer *p;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, args, sid, &j);
 	send_input(p, sid, 1,
@@ -215,7 +215,7 @@ static void test_keyframe_unavailable(void **state)
 	struct peer *p, *q;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_shell_controller(fx, extra, sid, &j);
 	/* 24 rows of colour changes in every cell: far over 1 KiB. */

@@ -56,7 +56,7 @@ static void run_at_bound(struct fixture *fx, const char *flag, const char *value
 	    .role = observer ? PTG__ROLE__ROLE_OBSERVER : PTG__ROLE__ROLE_CONTROLLER,
 	};
 	struct peer *p;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 	int status;
 
 	print_message("%s %s\n", flag, value);
@@ -127,7 +127,7 @@ static void test_fd_exhaustion(void **state)
 	struct fixture *fx = *state;
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT, *r;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
-	char first[64] = "";
+	char first[FLOWS_SID_MAX] = "";
 	int created = 0, refused = 0;
 	double cpu0, cpu1;
 	struct peer *p, *q;

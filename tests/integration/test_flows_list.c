@@ -37,7 +37,7 @@ static Ptg__SessionList *list_page(struct peer *p, unsigned page_size, const cha
 static void test_pages_in_id_order(void **state)
 {
 	struct fixture *fx = *state;
-	char ids[7][64], seen[7][64], after[64] = "";
+	char ids[7][FLOWS_SID_MAX], seen[7][FLOWS_SID_MAX], after[FLOWS_SID_MAX] = "";
 	size_t n = 0, pages = 0;
 	struct peer *p;
 
@@ -80,7 +80,7 @@ static void test_pages_in_id_order(void **state)
 static void test_argv_summarised(void **state)
 {
 	struct fixture *fx = *state;
-	char arg[4001], sid[64];
+	char arg[4001], sid[FLOWS_SID_MAX];
 	const char *argv[] = {"/bin/sh", "-c", "exec sleep 60", arg, arg, NULL};
 	Ptg__SessionList *l;
 	Ptg__SessionInfo *s;

@@ -24,7 +24,7 @@ static const char *const TICKER[] = {"/bin/sh", "-c", "printf 'tick %d\\n' 1 2 3
 static const char *const EXIT0[] = {"/bin/sh", "-c", "exit 0", NULL};
 static const char *const WAIT[] = {"/bin/sh", "-c", "read x", NULL};
 
-static void create(struct peer *p, const char *const *argv, char sid[64])
+static void create(struct peer *p, const char *const *argv, char sid[FLOWS_SID_MAX])
 {
 	struct create_req cr = {argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 
@@ -82,7 +82,7 @@ static void test_output_before_join(void **state)
 	Ptg__AttachResult *ar;
 	struct peer *p;
 	const char *text;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	assert_non_null(mkdtemp(dir));
 	sidecar_start(fx, extra);
@@ -118,7 +118,7 @@ static void test_silent_first_join(void **state)
 	struct fixture *fx = *state;
 	struct peer *p;
 	struct joined j;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	sidecar_start(fx, NULL);
 	p = peer_open(fx);
@@ -139,7 +139,7 @@ static void test_create_keeps_exited(void **state)
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
 	struct peer *p;
-	char a[64], b[64];
+	char a[FLOWS_SID_MAX], b[FLOWS_SID_MAX];
 
 	sidecar_start(fx, extra);
 	p = peer_open(fx);
@@ -169,7 +169,7 @@ static void test_due_reaped(void **state)
 	struct fixture *fx = *state;
 	const char *extra[] = {"--exited-keep-seconds", "0", NULL};
 	struct peer *p;
-	char a[64];
+	char a[FLOWS_SID_MAX];
 
 	sidecar_start(fx, extra);
 	p = peer_open(fx);
@@ -191,7 +191,7 @@ static void test_full_takes_oldest(void **state)
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__CreateSession c = PTG__CREATE_SESSION__INIT;
 	struct peer *p;
-	char a[64], b[64], d[64], e[64];
+	char a[FLOWS_SID_MAX], b[FLOWS_SID_MAX], d[FLOWS_SID_MAX], e[FLOWS_SID_MAX];
 
 	sidecar_start(fx, extra);
 	p = peer_open(fx);

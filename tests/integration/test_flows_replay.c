@@ -177,7 +177,7 @@ static void test_disk_replay_streams_exactly(void **state)
 	struct peer *p1, *p2, *p3;
 	struct joined j, jb;
 	struct watch w = {0};
-	char sa[64], sb[64];
+	char sa[FLOWS_SID_MAX], sb[FLOWS_SID_MAX];
 	int64_t t0, rtt, worst = 0;
 	unsigned pings = 0;
 	Ptg__AttachResult *ar;
@@ -235,8 +235,8 @@ static void test_disk_replay_streams_exactly(void **state)
 /* A history on disk, no attachment left: the session's id into sid, the
    sequence to replay from into *from. */
 static struct peer *history_on_disk(struct fixture *fx, const char *const *extra,
-				    const char *statedir, int bytes, char sid[64],
-				    uint64_t *from)
+				    const char *statedir, int bytes,
+				    char sid[FLOWS_SID_MAX], uint64_t *from)
 {
 	char done[96], cmd[256];
 	struct peer *p;
@@ -275,7 +275,7 @@ static void test_requests_during_a_disk_replay(void **state)
 	struct peer *p;
 	uint64_t from, last = 0;
 	int refused = 0;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	assert_non_null(mkdtemp(statedir));
 	history_on_disk(fx, extra, statedir, 16000000, sid, &from);

@@ -22,7 +22,7 @@ static void test_capacity_and_roles(void **state)
 	struct peer *a, *b, *c;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	a = start_session(fx, args, NULL, sid);
 	join_simple(a, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "first", &j);
@@ -78,7 +78,7 @@ static void test_role_needs_control_scope(void **state)
 	struct peer *p;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, NULL, NULL, sid);
 	req.session = sid;
@@ -111,7 +111,7 @@ static void test_terminate_on_last_controller(void **state)
 	struct peer *c, *o, *c2;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64], sid2[64];
+	char sid[FLOWS_SID_MAX], sid2[FLOWS_SID_MAX];
 
 	c = start_session(fx, NULL, &cr, sid);
 	join_simple(c, sid, 1, PTG__ROLE__ROLE_CONTROLLER, "ctl", &j);
@@ -156,7 +156,7 @@ static void test_resize_bounds(void **state)
 	Ptg__AttachResult *ar;
 	struct peer *p;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	p = start_session(fx, NULL, NULL, sid);
 	expect_quiet(p, 200);

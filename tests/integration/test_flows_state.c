@@ -36,7 +36,7 @@ static void test_restart_boundary(void **state)
 	struct peer *p;
 	struct joined j;
 	Ptg__Frame *f;
-	char sid[64];
+	char sid[FLOWS_SID_MAX];
 
 	assert_non_null(mkdtemp(statedir));
 	p = start_shell_controller(fx, extra, sid, &j);
@@ -116,7 +116,7 @@ static void test_session_user(void **state)
 	const char *argv[] = {"python3", "-c", PROBE_PY, fx->sock, statedir, NULL};
 	struct create_req cr = {argv, NULL, 80, 24, PTG__POLICY__POLICY_KEEP_RUNNING};
 	const struct passwd *pw = getpwnam("nobody");
-	char want[64], sid[64];
+	char want[64], sid[FLOWS_SID_MAX];
 	struct stat st;
 	struct peer *p;
 	struct joined j;

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "addr.h"
+#include "log.h"
 
 static void parse_ok(const char *s, struct addr *a)
 {
@@ -320,7 +321,7 @@ static void assert_connects(int lfd, int cfd)
 
 static void test_unix_listen_connect(void **state)
 {
-	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[256] = "";
+	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[LOG_ERR_MAX] = "";
 	struct addr a;
 	int lfd, cfd, lfd2;
 	struct stat st;
@@ -358,7 +359,7 @@ static void test_unix_listen_connect(void **state)
 
 static void test_unix_refuses_non_socket(void **state)
 {
-	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[256] = "";
+	char dir[] = "/tmp/ptg-addr-XXXXXX", s[200], err[LOG_ERR_MAX] = "";
 	struct addr a;
 	struct stat st;
 	FILE *f;
@@ -394,7 +395,7 @@ static uint16_t bound_port(int fd)
 static void tcp_roundtrip(const char *host)
 {
 	struct addr a = {.kind = ADDR_TCP};
-	char err[256] = "";
+	char err[LOG_ERR_MAX] = "";
 	int lfd, cfd, one = 0;
 	socklen_t len = sizeof(one);
 
@@ -433,7 +434,7 @@ static void test_tcp_refuses_public(void **state)
 
 	for (i = 0; i < sizeof(hosts) / sizeof(hosts[0]); i++) {
 		struct addr a = {.kind = ADDR_TCP, .port = 0};
-		char err[256] = "";
+		char err[LOG_ERR_MAX] = "";
 
 		snprintf(a.host, sizeof(a.host), "%s", hosts[i]);
 		assert_int_equal(addr_listen(&a, 0, err, sizeof(err)), -EPERM);
@@ -445,7 +446,7 @@ static void test_tcp_refuses_public(void **state)
 static void test_tcp_connect_refused(void **state)
 {
 	struct addr a = {.kind = ADDR_TCP};
-	char err[256] = "";
+	char err[LOG_ERR_MAX] = "";
 	int lfd, cfd, soerr = 0;
 	socklen_t len = sizeof(soerr);
 	struct pollfd pfd;

@@ -16,6 +16,7 @@
 #include "auth_jwt.h"
 #include "cli.h"
 #include "linkcred.h"
+#include "log.h"
 #include "token.h"
 
 static char tmpdir[64];
@@ -134,7 +135,7 @@ static int verify(const struct keyset *ks, const struct jwt_policy *pol,
 
 static void test_mint_eddsa_verifies(void **state)
 {
-	char sk[128], pk[128], spec[160], err[256];
+	char sk[128], pk[128], spec[160], err[LOG_ERR_MAX];
 	struct keyset *ks = keys_new();
 	struct jwt_policy pol = {"gw", "ops", JWT_LEEWAY_S};
 	struct buf tok = BUF_INIT, none = BUF_INIT;
@@ -188,7 +189,7 @@ static void write_file(const char *path, const char *text)
 
 static void test_mint_hs256_defaults_and_nbf(void **state)
 {
-	char sec[128], other[128], err[256];
+	char sec[128], other[128], err[LOG_ERR_MAX];
 	struct keyset *ks = keys_new(), *wrong = keys_new();
 	struct buf tok = BUF_INIT;
 	struct jwt_claims c;
@@ -273,7 +274,7 @@ static void test_mint_usage_errors(void **state)
    carry. */
 static void test_mint_link_credential(void **state)
 {
-	char sk[128], pk[128], spec[160], err[256];
+	char sk[128], pk[128], spec[160], err[LOG_ERR_MAX];
 	struct keyset *ks = keys_new();
 	struct buf tok = BUF_INIT, none = BUF_INIT;
 	struct jwt_claims c;

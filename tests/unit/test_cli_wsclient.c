@@ -15,6 +15,7 @@
 #include <string.h>
 #include <wslay/wslay.h>
 
+#include "log.h"
 #include "wsclient.h"
 #include "wshandshake.h"
 #include "xalloc.h"
@@ -41,7 +42,7 @@ static int check(const char *p, size_t n, bool eof, size_t *head, char *err)
 static void test_split_url(void **state)
 {
 	struct wsclient_addr a;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	assert_int_equal(
 	    wsclient_split_url("http://127.0.0.1:8080", &a, err, sizeof(err)), 0);
@@ -97,7 +98,7 @@ static void test_request(void **state)
 {
 	struct wsclient_addr a;
 	struct buf b = BUF_INIT;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	const char *s;
 
 	assert_int_equal(wsclient_split_url("http://gw:81/pre", &a, err, sizeof(err)), 0);
@@ -123,7 +124,7 @@ static void test_request(void **state)
 
 static void test_upgrade_ok_byte_at_a_time(void **state)
 {
-	char in[sizeof(ok_101) + 4], err[256];
+	char in[sizeof(ok_101) + 4], err[LOG_ERR_MAX];
 	size_t n = strlen(ok_101), i, head = 0;
 
 	/* Two bytes of WebSocket data arrive with the answer. */
@@ -154,7 +155,7 @@ static int check_variant(const char *from, const char *to, char *err)
 
 static void test_upgrade_bad(void **state)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 	size_t head;
 
 	assert_int_equal(check_variant(ACCEPT, "s3pPLMBiTxaQ9kYGzzhZRbK+xOA=", err),
@@ -181,7 +182,7 @@ static void test_upgrade_bad(void **state)
 static void test_header_too_large(void **state)
 {
 	size_t n = WSCLIENT_HEAD_MAX + 2, head;
-	char *big = xmalloc(n), err[256];
+	char *big = xmalloc(n), err[LOG_ERR_MAX];
 
 	memset(big, 'a', n);
 	memcpy(big, "HTTP/1.1 101 OK\r\nX: ", 20);
@@ -200,7 +201,7 @@ static void test_refusal_with_length_byte_at_a_time(void **state)
 	    "\r\n"
 	    "{\"code\":\"UNAUTHENTICATED\",\"message\":\"token expired\"}";
 	size_t n = strlen(r), i, head;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	for (i = 0; i < n; i++)
 		assert_int_equal(check(r, i, false, &head, err), 0);
@@ -226,7 +227,7 @@ static void test_refusal_variants(void **state)
 	    "2b\r\n{\"code\":\"PERMISSION_DENIED\",\"message\":\"no\"}\r\n"
 	    "0\r\n\r\n";
 	static const char bare[] = "HTTP/1.0 503 Service Unavailable\r\n\r\n";
-	char err[256];
+	char err[LOG_ERR_MAX];
 	size_t head;
 
 	assert_int_equal(check(limited, strlen(limited), false, &head, err),
@@ -357,7 +358,7 @@ static void roundtrip(bool deflate)
 	const struct wsclient_callbacks cb = {seen_text, seen_close};
 	struct seen s = {0};
 	struct wsclient *c;
-	char url[64], err[256];
+	char url[64], err[LOG_ERR_MAX];
 	int lfd = socket(AF_INET, SOCK_STREAM, 0), status;
 	struct pollfd p;
 	pid_t pid;
@@ -404,7 +405,7 @@ static void test_connect_deflate(void **state)
 
 static void expect_agreed(const char *ext, int rc, bool on)
 {
-	char head[512], err[256] = "";
+	char head[512], err[LOG_ERR_MAX] = "";
 	bool deflate = !on;
 	int n = snprintf(
 	    head, sizeof(head),
@@ -455,7 +456,7 @@ static void test_connect_refused(void **state)
 				 .sin_addr.s_addr = htonl(0x7f000001)};
 	socklen_t sl = sizeof(sa);
 	const struct wsclient_callbacks cb = {seen_text, seen_close};
-	char url[64], err[256];
+	char url[64], err[LOG_ERR_MAX];
 	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	/* A port nobody listens on: bound, then closed. */

@@ -90,7 +90,7 @@ static void write_renamed(const char *p, const char *text)
    terminated fragments. */
 static void load_fails(const char *p, ...)
 {
-	char err[512] = "";
+	char err[LOG_ERR_MAX] = "";
 	const char *frag;
 	va_list ap;
 
@@ -169,7 +169,7 @@ static void test_good_token_and_instance(void **state)
 {
 	struct buf tok = BUF_INIT, text = BUF_INIT;
 	struct credential *c;
-	char err[512], inst[64];
+	char err[LOG_ERR_MAX], inst[64];
 	size_t len;
 
 	link_token(&tok, "vm-1", "vm-1", NOW, NOW + 600);
@@ -213,7 +213,7 @@ static void test_changes(void **state)
 {
 	struct buf t1 = BUF_INIT, t2 = BUF_INIT, t3 = BUF_INIT, bad = BUF_INIT;
 	struct credential *c;
-	char err[512];
+	char err[LOG_ERR_MAX];
 
 	link_token(&t1, "vm-1", "vm-1", NOW, NOW + 600);
 	write_renamed(path, (const char *)buf_head(&t1));

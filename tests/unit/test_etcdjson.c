@@ -18,13 +18,14 @@
 
 #include "b64.h"
 #include "etcdjson.h"
+#include "log.h"
 
 #define HEADER "\"header\":{\"cluster_id\":\"1\",\"member_id\":\"2\",\"revision\":\"42\"}"
 /* "/p/instances/i1" and {"gateway":"gw-a","url":"http://a"} in base64 */
 #define KEY_I1 "L3AvaW5zdGFuY2VzL2kx"
 #define VAL_A  "eyJnYXRld2F5IjoiZ3ctYSIsInVybCI6Imh0dHA6Ly9hIn0="
 
-static char why[256];
+static char why[LOG_ERR_MAX];
 
 static int range(const char *body, struct etcdjson_range *r)
 {

@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "fdio.h"
+#include "log.h"
 
 struct dir {
 	char path[64];
@@ -119,7 +120,7 @@ static void test_read_cases(void **state)
 		const struct read_case *c = &read_cases[i];
 		size_t n = c->rc == 0 ? strlen(c->text) : 0;
 		struct buf b = BUF_INIT;
-		char path[128], err[256] = "";
+		char path[128], err[LOG_ERR_MAX] = "";
 		int pipe_fd, rc;
 
 		print_message("%s\n", c->what);
@@ -192,7 +193,7 @@ static void test_missing_file_names_itself(void **state)
 {
 	struct dir *d = *state;
 	struct buf b = BUF_INIT;
-	char path[128], err[256] = "";
+	char path[128], err[LOG_ERR_MAX] = "";
 
 	snprintf(path, sizeof(path), "%s/none", d->path);
 	assert_int_equal(fd_read_file(path, 0, 100, &b, err, sizeof(err)), -ENOENT);
@@ -210,7 +211,7 @@ static void test_regular_refuses_fifo_without_blocking(void **state)
 {
 	struct dir *d = *state;
 	struct buf b = BUF_INIT;
-	char path[128], err[256] = "";
+	char path[128], err[LOG_ERR_MAX] = "";
 
 	snprintf(path, sizeof(path), "%s/fifo", d->path);
 	assert_int_equal(mkfifo(path, 0600), 0);
@@ -264,7 +265,7 @@ static void test_read_survives_eintr(void **state)
 	struct sigaction sa = {.sa_handler = on_tick}, old;
 	struct itimerval tick = {{0, 10000}, {0, 10000}}, off = {{0, 0}, {0, 0}};
 	struct buf b = BUF_INIT;
-	char path[128], err[256] = "";
+	char path[128], err[LOG_ERR_MAX] = "";
 	pid_t pid;
 	int status, rc;
 

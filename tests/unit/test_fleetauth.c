@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fleetauth.h"
+#include "log.h"
 
 #define SECRET "0123456789abcdef0123456789abcdef"
 #define T0     1700000000
@@ -131,7 +132,8 @@ static void test_field_bound(void **state)
 static void test_short_secret_and_file(void **state)
 {
 	struct fleetauth fa, fb;
-	char path[] = "/tmp/ptg-fleetauth-XXXXXX", err[256], v[FLEETAUTH_VALUE_MAX];
+	char path[] = "/tmp/ptg-fleetauth-XXXXXX", err[LOG_ERR_MAX],
+	     v[FLEETAUTH_VALUE_MAX];
 	int fd;
 
 	assert_int_equal(fleetauth_init(&fa, SECRET, FLEETAUTH_SECRET_MIN - 1), -EINVAL);

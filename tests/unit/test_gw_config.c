@@ -296,7 +296,7 @@ static void test_config_file_bytes(void **state)
 static void test_instances_file(void **state)
 {
 	struct gw_instance_cfg out[4];
-	char err[512];
+	char err[LOG_ERR_MAX];
 	size_t n = 99;
 	const char *f = tmpfile_with(2, "inst",
 				     "# id address\n"
@@ -345,7 +345,7 @@ static void test_instances_text(void **state)
 	static const char cr_inside[] = "b\tunix:/b\r # note\n";
 	static const char ctl[] = "one unix:/o\x1bne.sock\n";
 	struct gw_instance_cfg out[4];
-	char err[512], *long_line;
+	char err[LOG_ERR_MAX], *long_line;
 	size_t n = 99;
 
 	assert_int_equal(gw_config_parse_instances(crlf, sizeof(crlf) - 1, "t", out, 4,

@@ -18,6 +18,7 @@
 
 #include "b64.h"
 #include "keys.h"
+#include "log.h"
 
 /* RFC 8410 section 10.3: an Ed25519 private key and its public key. */
 static const char rfc_priv[] =
@@ -218,7 +219,7 @@ static void test_hs256_file(void **state)
 	struct keyset *ks = keys_new();
 	const struct keyset_key *k;
 	struct buf b = BUF_INIT;
-	char err[256], spec[200];
+	char err[LOG_ERR_MAX], spec[200];
 
 	buf_appendf(&b, "%s\r\n\n", secret);
 	write_file("hs", buf_head(&b), buf_size(&b));
@@ -265,7 +266,7 @@ static void test_ed25519_file(void **state)
 	struct keyset *ks = keys_new();
 	struct buf b = BUF_INIT;
 	uint8_t pk[32], sk[64];
-	char err[256], spec[200];
+	char err[LOG_ERR_MAX], spec[200];
 
 	crypto_sign_keypair(pk, sk);
 	keys_pem_public(pk, &b);
@@ -298,7 +299,7 @@ static void test_generate_files(void **state)
 	uint8_t sk[64], sig[64];
 	struct keyset *ks = keys_new();
 	struct stat st;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	assert_int_equal(
 	    keys_generate_files(path("gen.key"), path("gen.pub"), err, sizeof(err)), 0);
@@ -345,7 +346,7 @@ static void test_openssl_interop(void **state)
 {
 	uint8_t sk[64], pk[32];
 	struct buf a = BUF_INIT, b = BUF_INIT;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	FILE *f;
 
 	if (!have_openssl())

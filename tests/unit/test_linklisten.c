@@ -34,6 +34,7 @@
 #include "link.h"
 #include "linkcred.h"
 #include "linklisten.h"
+#include "log.h"
 #include "metrics.h"
 
 #define GUARD_MS 60000 /* a hang guard, never a measure */
@@ -119,7 +120,7 @@ static struct keyset *keys_with(const char *kid, const uint8_t *pk)
 
 static int setup(void **state)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 	uint8_t seed[32];
 
 	(void)state;

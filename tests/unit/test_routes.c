@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <jansson.h>
 
+#include "log.h"
 #include "routes.h"
 #include "ptyws.h"
 
@@ -186,7 +187,7 @@ static int create(const char *body, struct route_create *rc, char *err)
 static void test_create_ok(void **state)
 {
 	struct route_create rc;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	assert_int_equal(create("", &rc, err), 0);
 	assert_int_equal(rc.msg.n_argv, 0);
@@ -261,7 +262,7 @@ static void test_create_refused(void **state)
 	    {"{\"label\":5}", "label"},
 	};
 	struct route_create rc;
-	char err[256];
+	char err[LOG_ERR_MAX];
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
@@ -277,7 +278,7 @@ static void test_create_refused(void **state)
 static void test_create_limits(void **state)
 {
 	struct route_create rc;
-	char err[256], body[2048];
+	char err[LOG_ERR_MAX], body[2048];
 	char label[200];
 
 	/* 128 characters (not bytes) of label pass, 129 do not. */

@@ -23,6 +23,7 @@
 
 #include "buf.h"
 #include "fdio.h"
+#include "log.h"
 #include "spawn.h"
 #include "tty.h"
 
@@ -87,7 +88,7 @@ static int run(char *const argv[], char *const env[], const char *cwd, struct bu
 static void test_spawning_leaves_our_memory_writable(void **state)
 {
 	const size_t size = 32u << 20;
-	char *mem = malloc(size), err[256];
+	char *mem = malloc(size), err[LOG_ERR_MAX];
 	char *argv[] = {"true", NULL};
 	struct buf out = BUF_INIT;
 	long before;
@@ -115,7 +116,7 @@ static void test_the_program_gets_its_terminal_and_environment(void **state)
 	    "test -t 0 && echo ctty-ok </dev/tty; ls /proc/self/fd | wc -l; pwd",
 	    NULL};
 	struct buf out = BUF_INIT;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int status;
 
 	(void)state;
@@ -143,7 +144,7 @@ static void test_the_environment_reads_as_soon_as_spawned(void **state)
 	char *env[] = {var, NULL};
 	char *argv[] = {"sleep", "30", NULL};
 	struct tty_spec spec = {.argv = argv, .env_extra = env, .cols = 80, .rows = 24};
-	char err[256], path[64];
+	char err[LOG_ERR_MAX], path[64];
 	struct buf b = BUF_INIT;
 	int master, status;
 	pid_t pid;
@@ -173,7 +174,7 @@ static void test_a_program_that_cannot_start_fails_the_request(void **state)
 	char *denied[] = {path, NULL};
 	char *sh[] = {"sh", "-c", "true", NULL};
 	struct buf out = BUF_INIT;
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int status;
 
 	(void)state;

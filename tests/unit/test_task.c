@@ -15,13 +15,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "task.h"
 
 #define SID "01a00000-0000-7000-8000-000000000001"
 
 static int parse(const char *json, struct task_send *out)
 {
-	char err[256];
+	char err[LOG_ERR_MAX];
 	int rc = task_parse_send(json, SID, 64, out, err, sizeof(err));
 
 	if (rc)
