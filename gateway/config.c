@@ -31,8 +31,6 @@
 #define CONFIG__PROG "ptygate-gateway"
 /* An instances file: GW_MAX_INSTANCES lines of up to CONFFILE_LINE_MAX bytes. */
 #define CONFIG__INSTANCES_FILE_MAX ((size_t)GW_MAX_INSTANCES * CONFFILE_LINE_MAX)
-#define CONFIG__ERR_MAX		   512
-#define CONFIG__WHY_MAX		   300
 
 void gw_config_defaults(struct gw_config *c)
 {

@@ -628,10 +628,6 @@ const char *upstream_state(const struct upstream *u)
 {
 	return u->up ? "up" : u->refused[0] ? u->refused : "down";
 }
-int64_t upstream_exp(const struct upstream *u)
-{
-	return u->exp_s;
-}
 const Ptg__Limits *upstream_limits(const struct upstream *u)
 {
 	return u->has_limits ? &u->limits : NULL;

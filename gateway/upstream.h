@@ -67,8 +67,6 @@ int upstream_registered(const struct upstream *u);
    link), but past the flapping bound new ones are refused instead:
    -EBUSY, fd untouched. Returns 0 with fd taken. */
 int upstream_adopt(struct upstream *u, int fd, const char *peer, int64_t exp_s);
-/* The linked credential's exp (0: none yet). */
-int64_t upstream_exp(const struct upstream *u);
 /* Fails pending requests (callbacks with NULL) and drops the link. */
 void upstream_free(struct upstream *u);
 const char *upstream_instance(const struct upstream *u);

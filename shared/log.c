@@ -19,7 +19,6 @@
 static enum log_level level = LOG_INFO;
 static enum log_format format = LOG_FORMAT_TEXT;
 static bool journal;
-static int out_fd = STDERR_FILENO;
 static char ident_buf[64] = "ptygate";
 
 static const char *const names[] = {
@@ -97,11 +96,6 @@ void log_detect_journal(void)
 void log_set_journal(bool on)
 {
 	journal = on;
-}
-
-void log_set_fd(int fd)
-{
-	out_fd = fd;
 }
 
 /* A bounded line under construction: what does not fit is left out, and
@@ -309,5 +303,5 @@ void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
 	va_end(ap);
 	n = log_format_line(line, format == LOG_FORMAT_JSON ? sizeof(line) : LOG_LINE_MAX,
 			    lvl, ctx, msg);
-	(void)!write(out_fd, line, n);
+	(void)!write(STDERR_FILENO, line, n);
 }

@@ -34,8 +34,6 @@ bool log_journal_matches(const char *journal_stream, int fd);
 /* Turns the priority prefixes on when JOURNAL_STREAM names stderr. */
 void log_detect_journal(void);
 void log_set_journal(bool on);
-/* Lines go to fd instead of stderr (tests). */
-void log_set_fd(int fd);
 /* Formats one line into out (cap bytes, at least 256), newline included;
    returns its length. What log_msg writes. */
 size_t log_format_line(char *out, size_t cap, enum log_level lvl, const char *ctx,

@@ -306,13 +306,14 @@ enum deflate_param {
 	P_CLIENT_NCT,
 	P_SERVER_BITS,
 	P_CLIENT_BITS,
+	P_COUNT, /* the number of parameters */
 };
 
 /* Checks one parameter "name[=value]" of a permessage-deflate offer,
    marking it in *seen; -EINVAL declines the offer. */
 static int deflate_param(struct span p, unsigned *seen, bool *server_bits)
 {
-	static const char *const names[] = {
+	static const char *const names[P_COUNT] = {
 	    "server_no_context_takeover", "client_no_context_takeover",
 	    "server_max_window_bits", "client_max_window_bits"};
 	const char *eq = memchr(p.p, '=', p.n);
@@ -321,9 +322,9 @@ static int deflate_param(struct span p, unsigned *seen, bool *server_bits)
 
 	if (eq)
 		val = trim(eq + 1, p.n - (size_t)(eq + 1 - p.p));
-	for (i = 0; i < 4 && !span_ieq(name, names[i]); i++)
+	for (i = 0; i < P_COUNT && !span_ieq(name, names[i]); i++)
 		;
-	if (i == 4 || (*seen & (1u << i)))
+	if (i == P_COUNT || (*seen & (1u << i)))
 		return -EINVAL;
 	*seen |= 1u << i;
 	switch (i) {
@@ -337,7 +338,7 @@ static int deflate_param(struct span p, unsigned *seen, bool *server_bits)
 			return -EINVAL;
 		*server_bits = true;
 		return 0;
-	default: /* client_max_window_bits: any window inflates with 15 */
+	default: /* P_CLIENT_BITS: any window inflates with 15 */
 		return eq && window_bits(val, &bits) < 0 ? -EINVAL : 0;
 	}
 }

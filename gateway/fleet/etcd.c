@@ -233,11 +233,6 @@ void etcd_cancel(struct etcd_req *q)
 		unlink_req(q);
 }
 
-size_t etcd_pending(const struct etcd *e)
-{
-	return e->n_reqs;
-}
-
 /* ---- the client ---- */
 
 static int parse_endpoints(struct etcd *e, const char *list, char *err, size_t errlen)

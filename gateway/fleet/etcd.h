@@ -63,7 +63,5 @@ int etcd_post_blocking(struct etcd *e, const char *path, const char *body, size_
 /* Ends a request without calling its done callback. Not from inside the
    request's own on_data callback (return non-zero there instead). */
 void etcd_cancel(struct etcd_req *q);
-/* Requests in flight. */
-size_t etcd_pending(const struct etcd *e);
 
 #endif
