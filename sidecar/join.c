@@ -143,7 +143,7 @@ static void join_after_replay(struct session *s, struct member *m, unsigned cols
 
 void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
 {
-	char replay_error[160] = "";
+	char replay_error[WIRE_MSG_MAX] = "";
 	int downgraded, replay;
 	const char *reason;
 	struct member *m;
@@ -327,7 +327,7 @@ void session_request_keyframe(struct session *s, struct linkconn *lc,
 		return;
 	}
 	if (rk->lag_recovery) {
-		char msg[160];
+		char msg[WIRE_MSG_MAX];
 		snprintf(msg, sizeof(msg),
 			 "the connection fell behind: %llu bytes of "
 			 "output were dropped; a Keyframe follows",

@@ -67,7 +67,7 @@ static void finish(struct replay *rp, const char *stop_why)
 	struct member *m = rp->m;
 	unsigned cols = rp->cols, rows = rp->rows;
 	session_replay_done_fn *done = rp->done;
-	char msg[256];
+	char msg[WIRE_MSG_MAX];
 
 	if (rp->disk_frames || stop_why)
 		log_info(s->log_ctx,

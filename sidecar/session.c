@@ -333,7 +333,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__KeyframeFrame kf = PTG__KEYFRAME_FRAME__INIT;
 	struct buf snap = BUF_INIT;
-	char msg[160];
+	char msg[WIRE_MSG_MAX];
 	uint64_t seq;
 
 	if (!target) {
@@ -690,7 +690,7 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows)
 void session_resize(struct session *s, struct linkconn *lc, const Ptg__Resize *rz)
 {
 	struct member *m = members_find(s->members, lc, rz->attach_id);
-	char msg[128];
+	char msg[WIRE_MSG_MAX];
 	int rc;
 
 	if (!m) {

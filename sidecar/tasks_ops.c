@@ -151,7 +151,7 @@ static void answer_repeat(const struct req *q, struct task *t)
 static int check_limits(const struct req *q)
 {
 	const struct sidecar_config *cfg = q->ts->cfg;
-	char msg[160];
+	char msg[WIRE_MSG_MAX];
 
 	if (count_running(q->ts, q->r->session_id) >= cfg->task_max_running_session) {
 		snprintf(msg, sizeof(msg),
@@ -231,7 +231,7 @@ static json_t *parse_params(const struct req *q, const char *const *names)
 	    q->r->params_json[0] ? json_loads(q->r->params_json, 0, NULL) : json_object();
 	const char *key;
 	json_t *v;
-	char msg[160];
+	char msg[WIRE_MSG_MAX];
 
 	if (json_is_null(p)) {
 		json_decref(p);

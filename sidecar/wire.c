@@ -76,7 +76,7 @@ static void send_error(struct linkconn *lc, int reply_lane, uint64_t request_id,
 		       const char *fmt, va_list ap)
 {
 	Ptg__Reply r = PTG__REPLY__INIT;
-	char msg[512];
+	char msg[WIRE_MSG_MAX];
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	r.request_id = request_id;

@@ -13,6 +13,10 @@
 #include "link.pb-c.h"
 #include "linkconn.h"
 
+/* Room for the message of one error Reply or Error frame: a sentence
+   with a few names and numbers in it. */
+#define WIRE_MSG_MAX 512
+
 /* Packs f (its target_attach_id must be 0) and appends the bytes to out. */
 void wire_pack_frame(const Ptg__Frame *f, struct buf *out);
 /* Sends packed frame bytes on lc as a LinkMessage, addressed to target

@@ -107,6 +107,10 @@ json_t *routes_session_json(const Ptg__SessionInfo *s);
 /* The 201 body of a create: session_id, state, cols, rows, created_at,
    attach_url. */
 json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url);
+/* Room for a URL base (--public-url, or a scheme, host and port), and for
+   a whole URL: a base, then a path naming an instance and a session. */
+#define ROUTES_BASE_MAX 600
+#define ROUTES_URL_MAX	(2 * ROUTES_BASE_MAX)
 /* The bases of the gateway's public URLs: public_url as configured
    (http/https mapped to ws/wss for ws_base and back for http_base), else
    http://HOST:PORT and ws://HOST:PORT (IPv6 hosts bracketed). */

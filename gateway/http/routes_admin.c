@@ -71,7 +71,7 @@ int routes__metrics(struct route_req *rq)
 
 int routes__agent_card(struct route_req *rq)
 {
-	char http_base[600], ws_base[600];
+	char http_base[ROUTES_BASE_MAX], ws_base[ROUTES_BASE_MAX];
 	struct upstream *up = routes__instance(rq);
 	const Ptg__Limits *lim = NULL;
 

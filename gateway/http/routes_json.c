@@ -191,7 +191,7 @@ static json_t *skills(void)
 json_t *routes_agent_card(const char *instance, const char *http_base,
 			  const char *ws_base, const Ptg__Limits *lim)
 {
-	char url[1024], attach[1024];
+	char url[ROUTES_URL_MAX], attach[ROUTES_URL_MAX];
 
 	snprintf(url, sizeof(url), "%s/agents/%s", http_base, instance);
 	snprintf(attach, sizeof(attach), "%s/agents/%s/sessions/{session_id}/attach",

@@ -146,7 +146,7 @@ static int list(struct route_req *rq)
 
 static void on_create(struct route_req *rq, const Ptg__Reply *r)
 {
-	char http_base[600], ws_base[600], url[1200];
+	char http_base[ROUTES_BASE_MAX], ws_base[ROUTES_BASE_MAX], url[ROUTES_URL_MAX];
 
 	if (!r || r->code != PTG__ERROR_CODE__OK) {
 		routes__link_error(rq, r);
