@@ -1,7 +1,7 @@
 /* auth_jwt: verification and minting of the gateway's bearer tokens
-   (docs/protocol.md, "Authentication"): compact JWS, alg EdDSA (Ed25519) or HS256 only,
-   keys from a keyset (keys.h). A pure core: token bytes and a clock value in, claims or
-   an error out; no I/O. */
+   (docs/protocol.md, "Authentication"): compact JWS, alg EdDSA (Ed25519) or
+   HS256 only, keys from a keyset (keys.h). A pure core: token bytes and a
+   clock value in, claims or an error out; no I/O. */
 #ifndef PTG_AUTH_JWT_H
 #define PTG_AUTH_JWT_H
 

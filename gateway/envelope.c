@@ -1,9 +1,10 @@
 /* envelope: strict parsing of client frames and of the payloads of the
-   client verbs (docs/protocol.md, "Frames" and "Client ops"). Jansson does the JSON; this
-   file does the typing: every field is checked for presence, type and bounds, and each
-   failure says which field, so a client author can fix it from the Error alone. Duplicate
-   keys and unknown envelope fields are refused (the binding's schema has
-   additionalProperties: false). */
+   client verbs (docs/protocol.md, "Frames" and "Client ops"). Jansson does
+   the JSON; this file does the typing: every field is checked for presence,
+   type and bounds, and each failure says which field, so a client author
+   can fix it from the Error alone. Duplicate keys and unknown envelope
+   fields are refused (the binding's schema has additionalProperties:
+   false). */
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>

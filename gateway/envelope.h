@@ -1,10 +1,9 @@
 /* envelope: parses one client text frame of pty-ws/v1 (docs/protocol.md,
    "Frames") into a struct, and validates the payloads of the client verbs
-   ("Client ops").
-   No I/O. Every failure is an `Error INVALID_REQUEST` for the caller to
-   send: the error carries the message (naming the field) and the id to
-   echo, which is the client's id when it was usable, else a fresh UUIDv7
-   (the schema wants a UUIDv7 where there is nothing to echo). */
+   ("Client ops"). No I/O. Every failure is an `Error INVALID_REQUEST` for
+   the caller to send: the error carries the message (naming the field) and
+   the id to echo, which is the client's id when it was usable, else a fresh
+   UUIDv7 (the schema wants a UUIDv7 where there is nothing to echo). */
 #ifndef PTG_ENVELOPE_H
 #define PTG_ENVELOPE_H
 

@@ -1,11 +1,11 @@
 /* frames: the server's JSON frames, written directly into a struct buf.
    Output and Keyframe are the hot path (one JSON encode and one base64
-   encode per frame, shared by every recipient), so the envelope is built by hand and the
-   base64 goes straight into the output buffer: no intermediate json_t,
-   no copy of the encoded bytes. Payloads that arrive as json_t (A2A
+   encode per frame, shared by every recipient), so the envelope is built by
+   hand and the base64 goes straight into the output buffer: no intermediate
+   json_t, no copy of the encoded bytes. Payloads that arrive as json_t (A2A
    replies) are dumped by Jansson into the same buffer. Every string from
-   outside goes through str, which escapes, repairs UTF-8 and
-   enforces the schema's maxLength (in code points). */
+   outside goes through str, which escapes, repairs UTF-8 and enforces the
+   schema's maxLength (in code points). */
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>

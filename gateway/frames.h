@@ -6,9 +6,10 @@
    schema's length limits. Key order is fixed: op, id, ts, sequence?,
    service_parameters?, payload.
 
-   Ids: `id_echo` is the client's request id, echoed verbatim (docs/protocol.md,
-   "Frames"); `id` may be NULL for a fresh UUIDv7. now_ms is the wall clock in ms
-   (time_now_ms()), a parameter so the builders stay deterministic. */
+   Ids: `id_echo` is the client's request id, echoed verbatim
+   (docs/protocol.md, "Frames"); `id` may be NULL for a fresh UUIDv7.
+   now_ms is the wall clock in ms (time_now_ms()), a parameter so the
+   builders stay deterministic. */
 #ifndef PTG_FRAMES_H
 #define PTG_FRAMES_H
 
@@ -41,9 +42,9 @@ enum frames_code {
 
 /* One row of the Error table (docs/protocol.md, "Errors and closing").
    a2a_type NULL: `a2a_error` is null. Exactly one of jsonrpc_code
-   (non-zero) and http_status (non-zero) is set when a2a_type is. retryable: true only for
-   RATE_LIMITED (try later) and INTERNAL (a fault, not the request); every other code
-   fails the same way when repeated. */
+   (non-zero) and http_status (non-zero) is set when a2a_type is. retryable:
+   true only for RATE_LIMITED (try later) and INTERNAL (a fault, not the
+   request); every other code fails the same way when repeated. */
 struct frames_error_row {
 	const char *code;
 	const char *a2a_type;
@@ -90,8 +91,9 @@ void frames_service_update_response(const char *id_echo, json_t *params, int64_t
    (borrowed; NULL gives {}). op is one of the server's own names. */
 void frames_reply(const char *op, bool accepted, const char *id_echo, json_t *payload,
 		  int64_t now_ms, struct buf *out);
-/* TaskStatusUpdate (docs/protocol.md, "Tasks") started by the server: a fresh id unless
-   given, the connection's service_parameters (borrowed, may be NULL). */
+/* TaskStatusUpdate (docs/protocol.md, "Tasks") started by the server: a
+   fresh id unless given, the connection's service_parameters (borrowed, may
+   be NULL). */
 void frames_task_status_update(const char *id, json_t *payload,
 			       json_t *service_parameters, int64_t now_ms,
 			       struct buf *out);

@@ -108,9 +108,9 @@ struct upstream_sink {
 	void (*reply)(const Ptg__Reply *r, void *user);
 	/* The link dropped: the binding is already gone. */
 	void (*link_lost)(void *user);
-	/* A task update for the subscriber with the binding's id (docs/protocol.md,
-	   "Tasks").
-	   A sink that sets this and no frame callback receives no frames. */
+	/* A task update for the subscriber with the binding's id
+	   (docs/protocol.md, "Tasks"). A sink that sets this and no frame
+	   callback receives no frames. */
 	void (*task_update)(const Ptg__TaskUpdate *tu, void *user);
 	/* The pending control requests of the attachment's session. */
 	void (*control)(const Ptg__ControlNotice *n, void *user);

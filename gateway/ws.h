@@ -34,8 +34,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The largest message a client may send (1 MiB, docs/protocol.md "Frames"); more
-   gets 1009. */
+/* The largest message a client may send (1 MiB, docs/protocol.md "Frames");
+   more gets 1009. */
 #define WS_MAX_MESSAGE (1024 * 1024)
 /* Close codes this module emits or callers commonly use. */
 #define WS_CLOSE_NORMAL	      1000

@@ -42,9 +42,9 @@
 #define PTG_LABEL_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_LABEL_MAX_CHARS)
 #define PTG_MSG_ID_MAX_BYTES	  PTG_UTF8_MAX_BYTES(PTG_MSG_ID_MAX_CHARS)
 
-/* A session's command (the REST create): arguments, the bytes of one, and of all
-   of them with their NULs. A create asking for more is refused, so no
-   session a sidecar reports may have more. */
+/* A session's command (the REST create): arguments, the bytes of one, and
+   of all of them with their NULs. A create asking for more is refused, so
+   no session a sidecar reports may have more. */
 #define PTG_ARGV_MAX	   256
 #define PTG_ARG_MAX_BYTES  4096
 #define PTG_ARGV_MAX_BYTES (16 * 1024)

@@ -1,6 +1,6 @@
-/* join: attachments of a session: the three join flows in their exact
-   order (docs/protocol.md, "Joining a session"), leave, role requests and keyframe
-   requests. */
+/* join: attachments of a session: the three join flows in their exact order
+   (docs/protocol.md, "Joining a session"), leave, role requests and
+   keyframe requests. */
 #include "session_int.h"
 
 #include <errno.h>

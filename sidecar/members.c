@@ -1,8 +1,8 @@
-/* members: membership and roles of one session (docs/protocol.md, "Roles"). A session
-   holds a few dozen members at most, so a TAILQ in join order with linear
-   lookups is both the simplest and fast enough. The distinct links of the members are
-   counted beside it: every frame goes once per link, and a thousand observers on one
-   gateway are one link. */
+/* members: membership and roles of one session (docs/protocol.md, "Roles").
+   A session holds a few dozen members at most, so a TAILQ in join order
+   with linear lookups is both the simplest and fast enough. The
+   distinct links of the members are counted beside it: every frame goes
+   once per link, and a thousand observers on one gateway are one link. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>

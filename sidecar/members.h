@@ -1,7 +1,8 @@
-/* members: membership and roles of one session (docs/protocol.md, "Roles"). Admits
-   joiners up to max_controllers controllers and max_observers observers, downgrades
-   controller requests it cannot grant, issues client ids, and keeps the
-   members in join order for MembershipChanged. No I/O beyond getrandom. */
+/* members: membership and roles of one session (docs/protocol.md, "Roles").
+   Admits joiners up to max_controllers controllers and max_observers
+   observers, downgrades controller requests it cannot grant, issues client
+   ids, and keeps the members in join order for MembershipChanged. No I/O
+   beyond getrandom. */
 #ifndef PTG_MEMBERS_H
 #define PTG_MEMBERS_H
 

@@ -1,15 +1,15 @@
-/* replay: a join's replay that needs the disk, streamed. The
-   frames after replay_from go out oldest first, from the frame log while
-   the memory ring no longer has them, then from the ring, at most
-   REPLAY_TURN_BYTES per loop turn and only while the link's output queue
-   is under REPLAY_QUEUE_MAX, so a 100 MiB history neither blocks the loop
-   nor piles up in memory. The attachment is held "replaying" meanwhile:
-   broadcasts skip it (they reach the ring and come through the replay),
-   so the join flow's order (docs/protocol.md, "Joining a session") holds exactly: the
-   history, then the Keyframe, then MembershipChanged, then live. Each step reads where
-   the last one stopped (the ring if it still holds the next sequence, else the disk
-   again), so a ring that moves on during a long replay skips nothing and
-   repeats nothing.
+/* replay: a join's replay that needs the disk, streamed. The frames after
+   replay_from go out oldest first, from the frame log while the memory ring
+   no longer has them, then from the ring, at most REPLAY_TURN_BYTES per
+   loop turn and only while the link's output queue is under
+   REPLAY_QUEUE_MAX, so a 100 MiB history neither blocks the loop nor piles
+   up in memory. The attachment is held "replaying" meanwhile: broadcasts
+   skip it (they reach the ring and come through the replay), so the join
+   flow's order (docs/protocol.md, "Joining a session") holds exactly: the
+   history, then the Keyframe, then MembershipChanged, then live. Each step
+   reads where the last one stopped (the ring if it still holds the next
+   sequence, else the disk again), so a ring that moves on during a long
+   replay skips nothing and repeats nothing.
 
    A replay that cannot go on (a damaged record, history deleted by
    retention under it, a link that fell behind) stops in one defined way:

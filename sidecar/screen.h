@@ -1,7 +1,7 @@
 /* screen: a session's terminal model (libvterm 0.1.4 plus the modes
-   tracker) and its vt100-screen-state-v1 snapshot encoder (docs/protocol.md,
-   "The Keyframe's snapshot").
-   Cores do no I/O: bytes in, a snapshot out. */
+   tracker) and its vt100-screen-state-v1 snapshot encoder
+   (docs/protocol.md, "The Keyframe's snapshot"). Cores do no I/O: bytes in,
+   a snapshot out. */
 #ifndef PTG_SCREEN_H
 #define PTG_SCREEN_H
 

@@ -1,8 +1,7 @@
 /* screen_snapshot: the vt100-screen-state-v1 encoder (docs/protocol.md,
-   "The Keyframe's snapshot"):
-   the screen model of screen.c written as the bytes that make a freshly
-   reset terminal B show the same thing, each cell's pen as the shortest
-   change from the pen B already has. */
+   "The Keyframe's snapshot"): the screen model of screen.c written as the
+   bytes that make a freshly reset terminal B show the same thing, each
+   cell's pen as the shortest change from the pen B already has. */
 #include "screen.h"
 #include "screen_int.h"
 

@@ -1,8 +1,8 @@
 /* session: one terminal session of the sidecar: its process on a PTY, the
    screen model, the sequence counter and replay ring, its members, and the
-   join flows (docs/protocol.md, "Joining a session"). The server (server.c) routes link
-   requests here; a session writes its frames and join replies straight to the links of
-   its members. */
+   join flows (docs/protocol.md, "Joining a session"). The server (server.c)
+   routes link requests here; a session writes its frames and join replies
+   straight to the links of its members. */
 #ifndef PTG_SESSION_H
 #define PTG_SESSION_H
 
@@ -15,18 +15,19 @@
 #include "link.pb-c.h"
 #include "linkconn.h"
 
-/* Flow control toward the gateways. A gateway never makes the link wait
-   for a slow client (it drops what such a client has not received:
-   docs/protocol.md, "A slow connection"), so a link's queue grows only while the gateway
-   as a whole reads slower than the PTYs produce. Past this many queued bytes on a link of
-   one of its members, a session stops reading its PTY until the link is
-   under half of it: its program waits, as on any terminal, instead of
-   every client's output (and a controller's echo) waiting behind seconds
-   of queued output. A link that stays over it without the gateway reading
-   a byte for SESSION_LINK_STALL_MS is dropped (server.c), so a gateway
-   that stops reading holds the PTY no longer than that. 64 KiB is one
-   PTY read: with the socket's own buffer (some 200 KiB) the gateway never
-   finds the link dry, and no more than that waits ahead of an echo. */
+/* Flow control toward the gateways. A gateway never makes the link wait for
+   a slow client (it drops what such a client has not received:
+   docs/protocol.md, "A slow connection"), so a link's queue grows only
+   while the gateway as a whole reads slower than the PTYs produce. Past
+   this many queued bytes on a link of one of its members, a session stops
+   reading its PTY until the link is under half of it: its program waits, as
+   on any terminal, instead of every client's output (and a controller's
+   echo) waiting behind seconds of queued output. A link that stays over it
+   without the gateway reading a byte for SESSION_LINK_STALL_MS is dropped
+   (server.c), so a gateway that stops reading holds the PTY no longer than
+   that. 64 KiB is one PTY read: with the socket's own buffer (some 200 KiB)
+   the gateway never finds the link dry, and no more than that waits ahead
+   of an echo. */
 #define SESSION_LINK_HIGH_WATER (64 * 1024)
 #define SESSION_LINK_STALL_MS	10000
 

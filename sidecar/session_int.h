@@ -158,12 +158,12 @@ void session_member_list_free(Ptg__Member **v, size_t n);
 /* Broadcasts the whole membership now. */
 void session_emit_membership(struct session *s);
 /* The membership step of a join flow (docs/protocol.md, "Joining a
-   session"): a broadcast, unless
-   MEMBERSHIP_BURST of them went out in the current window of
-   MEMBERSHIP_COALESCE_MS; then the joiner gets the whole list addressed
-   to it alone, in the same place of its flow, and everyone one broadcast
-   with the final list when the window ends. So a burst of N joins costs
-   at most MEMBERSHIP_BURST + 1 lists to every member per window, not N. */
+   session"): a broadcast, unless MEMBERSHIP_BURST of them went out in the
+   current window of MEMBERSHIP_COALESCE_MS; then the joiner gets the whole
+   list addressed to it alone, in the same place of its flow, and everyone
+   one broadcast with the final list when the window ends. So a burst of N
+   joins costs at most MEMBERSHIP_BURST + 1 lists to every member per
+   window, not N. */
 void session_emit_membership_joined(struct session *s, const struct member *joiner);
 /* Sends Closed to target (NULL: broadcast). */
 void session_emit_closed(struct session *s, const struct member *target);

@@ -1,10 +1,9 @@
 /* store: session records in the sidecar's --state-dir, so that after a
-   sidecar restart every session is still listed with its sequence, its
-   last screen and how it ended, and a session whose program was lost in
-   the restart says so (docs/protocol.md, "After a sidecar restart"). One
-   text file
-   per session (<id>.session, replaced atomically) and its last Keyframe
-   snapshot (<id>.screen). */
+   sidecar restart every session is still listed with its sequence, its last
+   screen and how it ended, and a session whose program was lost in the
+   restart says so (docs/protocol.md, "After a sidecar restart"). One text
+   file per session (<id>.session, replaced atomically) and its last
+   Keyframe snapshot (<id>.screen). */
 #ifndef PTG_STORE_H
 #define PTG_STORE_H
 

@@ -1,10 +1,9 @@
-/* task_proc: starting a task's process without a terminal (docs/protocol.md,
-   "Tasks"):
-   `/bin/sh -c COMMAND` (or the operator's handler, the message as JSON
-   on its stdin), stdin otherwise /dev/null, stdout and stderr on
-   non-blocking pipes, in its own process group, in the working directory
-   and environment of the session's program when it is alive, as the
-   session's user. */
+/* task_proc: starting a task's process without a terminal
+   (docs/protocol.md, "Tasks"): `/bin/sh -c COMMAND` (or the operator's
+   handler, the message as JSON on its stdin), stdin otherwise /dev/null,
+   stdout and stderr on non-blocking pipes, in its own process group, in the
+   working directory and environment of the session's program when it is
+   alive, as the session's user. */
 #ifndef PTG_TASK_PROC_H
 #define PTG_TASK_PROC_H
 

@@ -1,10 +1,10 @@
-/* tasks: the sidecar's A2A tasks (docs/protocol.md, "Tasks"), the source of truth for
-   every gateway: runs each message's command (task_proc), captures its output on the
-   event loop, keeps the tasks of every session, answers the TaskRequests of the link
-   protocol with A2A canonical JSON, sends TaskUpdates to subscribers (all in one order,
-   so two subscribers see the same states in the same order), and keeps every task durable
-   under
-   --state-dir/tasks (recstore): after a restart, finished tasks keep
+/* tasks: the sidecar's A2A tasks (docs/protocol.md, "Tasks"), the source of
+   truth for every gateway: runs each message's command (task_proc),
+   captures its output on the event loop, keeps the tasks of every session,
+   answers the TaskRequests of the link protocol with A2A canonical JSON,
+   sends TaskUpdates to subscribers (all in one order, so two subscribers
+   see the same states in the same order), and keeps every task durable
+   under --state-dir/tasks (recstore): after a restart, finished tasks keep
    their results and those that were running are FAILED, lost. */
 #ifndef PTG_TASKS_H
 #define PTG_TASKS_H

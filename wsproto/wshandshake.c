@@ -1,9 +1,9 @@
 /* wshandshake: RFC 6455 section 4.2 server side, as pure functions. The
-   subprotocol offer doubles as a token carrier for browsers (docs/protocol.md,
-   "Opening a connection"), so
-   its parser is strict: every element must be an HTTP token (RFC 9110
-   5.6.2), the bearer entry strict unpadded base64url, lengths bounded
-   before anything is allocated, and the decoded token wiped on release. */
+   subprotocol offer doubles as a token carrier for browsers
+   (docs/protocol.md, "Opening a connection"), so its parser is strict:
+   every element must be an HTTP token (RFC 9110 5.6.2), the bearer entry
+   strict unpadded base64url, lengths bounded before anything is allocated,
+   and the decoded token wiped on release. */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>

@@ -105,11 +105,10 @@ static void request_keyframe(struct conn *c, const char *op_id, size_t lag_dropp
 	upstream_send(c->up, &m);
 }
 
-/* A connection that cannot keep up (docs/protocol.md, "A slow
-   connection") loses what it has not yet
-   received, is told so, and gets a Keyframe; nobody else waits. The
-   sidecar numbers both frames; until the Keyframe comes, output for this
-   connection is skipped. */
+/* A connection that cannot keep up (docs/protocol.md, "A slow connection")
+   loses what it has not yet received, is told so, and gets a Keyframe;
+   nobody else waits. The sidecar numbers both frames; until the Keyframe
+   comes, output for this connection is skipped. */
 static void fall_behind(struct conn *c)
 {
 	size_t dropped = outq_drop_data(&c->q);

@@ -54,8 +54,8 @@ static inline size_t outq_bytes(const struct outq *q)
 bool outq_would_overflow(const struct outq *q, size_t add, size_t limit);
 
 /* When the oldest data frame nobody has started writing was queued (the
-   now_ms of its push), for the latency bound of a slow connection (docs/protocol.md);
-   false when there is none. */
+   now_ms of its push), for the latency bound of a slow connection
+   (docs/protocol.md); false when there is none. */
 bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms);
 
 /* Fills up to max iovecs with the queued bytes, in order, for writev;

@@ -1,8 +1,8 @@
 /* http: libmicrohttpd on the gateway's event loop (MHD's epoll fd watched
    by ev, MHD_run from the loop): the session REST API, the AgentCard,
-   /healthz /readyz /metrics, and the attach upgrade (docs/protocol.md, "Opening a
-   connection") with every
-   refusal as its HTTP status and JSON body. */
+   /healthz /readyz /metrics, and the attach upgrade (docs/protocol.md,
+   "Opening a connection") with every refusal as its HTTP status and JSON
+   body. */
 #ifndef PTG_HTTP_H
 #define PTG_HTTP_H
 

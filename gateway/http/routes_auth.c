@@ -144,10 +144,10 @@ int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
 				       "or bearer.<token> subprotocol)");
 }
 
-/* The attach's 403s: the token's instance and session claims, then a
-   scope that may connect. A tasks-only token may connect for the A2A ops
-   (docs/protocol.md, "Tasks"); its join is refused by the sidecar, which checks the pty
-   scopes (sidecar/join.c). */
+/* The attach's 403s: the token's instance and session claims, then a scope
+   that may connect. A tasks-only token may connect for the A2A ops
+   (docs/protocol.md, "Tasks"); its join is refused by the sidecar, which
+   checks the pty scopes (sidecar/join.c). */
 int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
 {
 	if (auth_jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)

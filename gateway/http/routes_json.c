@@ -1,9 +1,9 @@
 /* routes_json: the JSON documents the gateway answers with: the session
-   object and the create answer (docs/protocol.md, "Around the
-   WebSocket"), the AgentCard, the error body,
-   the HTTP status of a sidecar reply code, and the public URL bases the
-   AgentCard and attach_url are built from. Pure functions of their
-   inputs (but routes__bases, which reads the gateway's settings). */
+   object and the create answer (docs/protocol.md, "Around the WebSocket"),
+   the AgentCard, the error body, the HTTP status of a sidecar reply code,
+   and the public URL bases the AgentCard and attach_url are built from.
+   Pure functions of their inputs (but routes__bases, which reads the
+   gateway's settings). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>

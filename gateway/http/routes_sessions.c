@@ -1,11 +1,10 @@
-/* routes_sessions: the session REST API (docs/protocol.md, "Around
-   the WebSocket") over the sidecar link:
-   list and create (/agents/{i}/sessions), get and kill
-   (/agents/{i}/sessions/{s}), each a link request whose reply becomes
-   the JSON answer. The list is paged (?page_size=N&page_token=T, the
-   answer's next_page_token while more follow): the sidecar bounds each
-   page and cuts each entry's command, so one answer costs this loop a
-   bounded amount of encoding. */
+/* routes_sessions: the session REST API (docs/protocol.md, "Around the
+   WebSocket") over the sidecar link: list and create
+   (/agents/{i}/sessions), get and kill (/agents/{i}/sessions/{s}), each a
+   link request whose reply becomes the JSON answer. The list is paged
+   (?page_size=N&page_token=T, the answer's next_page_token while more
+   follow): the sidecar bounds each page and cuts each entry's command, so
+   one answer costs this loop a bounded amount of encoding. */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>

@@ -1,12 +1,13 @@
-/* flows_fixture: what every integration test of the sidecar shares: a
-   real ptygate-sidecar (path in argv[1]) started per test on a private
-   unix socket in a fresh temp directory, peers that speak the link
-   protocol to it through linkclient and log every message they receive,
-   the expectations (frames, replies, output, quiet), the requests of the
-   link protocol, and the join flows (docs/protocol.md, "Joining a session"). The teardown
-   always stops the sidecar (SIGTERM, then SIGKILL by pid) and checks it exited cleanly.
-   Sessions run /bin/sh on a real PTY, so outputs are matched by substring with bounded
-   waits; every wait is also capped by a per-test deadline (TEST_BUDGET_MS).
+/* flows_fixture: what every integration test of the sidecar shares: a real
+   ptygate-sidecar (path in argv[1]) started per test on a private unix
+   socket in a fresh temp directory, peers that speak the link protocol to
+   it through linkclient and log every message they receive, the
+   expectations (frames, replies, output, quiet), the requests of the link
+   protocol, and the join flows (docs/protocol.md, "Joining a session"). The
+   teardown always stops the sidecar (SIGTERM, then SIGKILL by pid) and
+   checks it exited cleanly. Sessions run /bin/sh on a real PTY, so outputs
+   are matched by substring with bounded waits; every wait is also capped by
+   a per-test deadline (TEST_BUDGET_MS).
 
    Each test file includes the cmocka headers, then this one, and runs
    its tests with setup and teardown through flows_run. */

@@ -1,6 +1,6 @@
-/* flows_requests: the link requests the integration tests send and the
-   join flows they expect (docs/protocol.md, "Joining a session"; (see flows_fixture.h).
- */
+/* flows_requests: the link requests the integration tests send and the join
+   flows they expect (docs/protocol.md, "Joining a session"; see
+   flows_fixture.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

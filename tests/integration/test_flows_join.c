@@ -1,8 +1,8 @@
-/* test_flows_join: joining and replay (docs/protocol.md,
-   "Joining a session"): the controller
-   lifecycle, reconnect with replay, replay out of range, an observer
-   joining mid-session, a burst of joins, and a replay of 1,000 frames. A
-   real ptygate-sidecar driven over its link (flows_fixture.h). */
+/* test_flows_join: joining and replay (docs/protocol.md, "Joining a
+   session"): the controller lifecycle, reconnect with replay, replay out of
+   range, an observer joining mid-session, a burst of joins, and a replay of
+   1,000 frames. A real ptygate-sidecar driven over its link
+   (flows_fixture.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,8 +1,8 @@
-/* test_flows_replay: a replay older than memory streams from the frame
-   log (docs/protocol.md, "Joining a session"): exact (every logged frame after
-   replay_from, once, in order, then the Keyframe), while the same link's other attachment
-   gets its live frames and another session's echo keeps answering. A real ptygate-sidecar
-   driven over its link (flows_fixture.h). */
+/* test_flows_replay: a replay older than memory streams from the frame log
+   (docs/protocol.md, "Joining a session"): exact (every logged frame after
+   replay_from, once, in order, then the Keyframe), while the same link's
+   other attachment gets its live frames and another session's echo keeps
+   answering. A real ptygate-sidecar driven over its link (flows_fixture.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

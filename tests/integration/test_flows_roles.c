@@ -1,8 +1,7 @@
-/* test_flows_roles: roles and control (docs/protocol.md,
-   "Roles"): capacity and role
-   requests, the control scope, terminate_on_last_controller, resize bounds
-   and the first controller's size. A real ptygate-sidecar driven over its
-   link (flows_fixture.h). */
+/* test_flows_roles: roles and control (docs/protocol.md, "Roles"): capacity
+   and role requests, the control scope, terminate_on_last_controller,
+   resize bounds and the first controller's size. A real ptygate-sidecar
+   driven over its link (flows_fixture.h). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>

@@ -1,8 +1,8 @@
 /* unit: cli */
 /* cli/ptyc.c: what reaches the screen and in which order (the sequence
    filter and Keyframe anchors, the join flows: docs/protocol.md,
-   "Sequences, replay and keyframes"), notices,
-   and the client frames it builds. */
+   "Sequences, replay and keyframes"), notices, and the client frames it
+   builds. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
