@@ -1,10 +1,9 @@
-"""A REST list flood must not freeze other users' terminals.
-Many sessions with large argv made each list answer megabytes;
-clients listing in a loop filled the link's one queue with replies, and
-the sidecar held every session's PTY while that queue was over its
-high-water mark, so a controller's echo waited tens of seconds. Now
-replies wait in their own lane behind the frames, the hold counts frames
-only, and lists are paged with each entry's command cut short.
+"""A REST list flood must not freeze other users' terminals: many
+sessions with large argv, and clients listing them in a loop, while a
+controller types. Replies wait in their own lane behind the frames, the
+sidecar's hold on its PTYs counts frames only, and lists are paged with
+each entry's command cut short, so the list answers cannot fill the
+link's queue and hold every session's PTY for tens of seconds.
 
 Also here: the paging itself (page_size, page_token, next_page_token,
 command_truncated, the whole command from GET), the CLI following the
@@ -25,9 +24,9 @@ SESSIONS = 200
 BIG_ARGV = ["/bin/sh", "-c", "exec sleep 3600"] + [c * 4000 for c in "abcd"]
 LISTERS = 4
 ECHOES = 12
-# The echo takes milliseconds; with the flood on the old code it waited
-# for seconds to tens of seconds. A loaded two-core machine stays far
-# below this bound.
+# The echo takes milliseconds, flood or not; an echo held behind the list
+# answers waits seconds. A loaded two-core machine stays far below this
+# bound.
 ECHO_BOUND_S = 2.0
 
 
