@@ -3,6 +3,7 @@
    file names after options that take a file or directory, and the
    values of --output, --policy and --control-policy. token keeps its tables to itself, so
    its options are read from `ptygate token VERB --help` when completing. */
+#include <errno.h>
 #include <string.h>
 
 #include "attach.h"
@@ -174,7 +175,7 @@ int completion_script(const char *shell, FILE *f)
 	else if (!strcmp(shell, "zsh"))
 		zsh_script(f);
 	else
-		return -1;
+		return -EINVAL;
 	return 0;
 }
 
