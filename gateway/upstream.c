@@ -500,7 +500,7 @@ struct upstream *upstream_new_registered(const struct upstream_host *host,
 	return u;
 }
 
-int upstream_registered(const struct upstream *u)
+bool upstream_registered(const struct upstream *u)
 {
 	return u->registered;
 }
@@ -609,12 +609,12 @@ const char *upstream_instance(const struct upstream *u)
 {
 	return u->id;
 }
-int upstream_up(const struct upstream *u)
+bool upstream_up(const struct upstream *u)
 {
 	return u->up;
 }
 
-int upstream_control_approval(const struct upstream *u)
+bool upstream_control_approval(const struct upstream *u)
 {
 	return u->up && u->control_approval;
 }

@@ -11,6 +11,7 @@
 #ifndef PTG_UPSTREAM_H
 #define PTG_UPSTREAM_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "addr.h"
@@ -57,7 +58,7 @@ struct upstream *upstream_new(const struct upstream_host *host, const char *inst
 struct upstream *upstream_new_registered(const struct upstream_host *host,
 					 const char *instance_id);
 /* 1 for an upstream made by upstream_new_registered. */
-int upstream_registered(const struct upstream *u);
+bool upstream_registered(const struct upstream *u);
 /* Takes fd (connected, non-blocking), a link whose credential for this
    instance was verified and lapses at exp_s (seconds since the epoch),
    and says hello on it: from then on it is a link like any other, plus
@@ -75,9 +76,9 @@ void upstream_set_addr(struct upstream *u, const struct addr *a);
 /* The sidecar's limits from its HelloAck; NULL before the first one. */
 const Ptg__Limits *upstream_limits(const struct upstream *u);
 /* 1 when the link is connected and the hello is answered. */
-int upstream_up(const struct upstream *u);
+bool upstream_up(const struct upstream *u);
 /* 1 when the sidecar said it knows control policies (HelloAck). */
-int upstream_control_approval(const struct upstream *u);
+bool upstream_control_approval(const struct upstream *u);
 /* What the sidecar last reported of itself (sidestats.h). */
 struct sidestats;
 const struct sidestats *upstream_stats(const struct upstream *u);

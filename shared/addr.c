@@ -27,7 +27,7 @@
 #define ADDR_BACKLOG 128
 
 static void __attribute__((format(printf, 3, 4)))
-set_error(char *err, unsigned errlen, const char *fmt, ...)
+set_error(char *err, size_t errlen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -38,7 +38,7 @@ set_error(char *err, unsigned errlen, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int parse_unix(const char *path, struct addr *a, char *err, unsigned errlen)
+static int parse_unix(const char *path, struct addr *a, char *err, size_t errlen)
 {
 	size_t n = strlen(path);
 
@@ -103,7 +103,7 @@ static int split_hostport(const char *s, size_t n, const char **host, size_t *hl
 }
 
 int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, size_t cap,
-			uint16_t *port, char *err, unsigned errlen)
+			uint16_t *port, char *err, size_t errlen)
 {
 	const char *h, *p, *why = NULL;
 	size_t hlen;
@@ -134,7 +134,7 @@ out_bad:
 	return -EINVAL;
 }
 
-static int parse_tcp(const char *s, struct addr *a, char *err, unsigned errlen)
+static int parse_tcp(const char *s, struct addr *a, char *err, size_t errlen)
 {
 	char why[LOG_ERR_MAX];
 
@@ -177,7 +177,7 @@ static int parse_cid(const char *s, size_t n, uint32_t *cid)
 	return 0;
 }
 
-static int parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen)
+static int parse_vsock(const char *s, struct addr *a, char *err, size_t errlen)
 {
 	const char *colon = strchr(s, ':');
 	uint64_t port;
@@ -196,7 +196,7 @@ static int parse_vsock(const char *s, struct addr *a, char *err, unsigned errlen
 	return 0;
 }
 
-int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen)
+int addr_parse(const char *s, struct addr *a, char *err, size_t errlen)
 {
 	memset(a, 0, sizeof(*a));
 	if (strncmp(s, "unix:", 5) == 0) {
@@ -215,7 +215,7 @@ int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen)
 	return -EINVAL;
 }
 
-void addr_format(const struct addr *a, char *out, unsigned outlen)
+void addr_format(const struct addr *a, char *out, size_t outlen)
 {
 	size_t i;
 
@@ -267,7 +267,7 @@ static void vsock_sa(const struct addr *a, struct sockaddr_vm *sa)
 }
 
 /* Removes path if it is a socket nobody listens on any more. */
-static int unlink_stale(const char *path, char *err, unsigned errlen)
+static int unlink_stale(const char *path, char *err, size_t errlen)
 {
 	struct addr probe = {.kind = ADDR_UNIX};
 	struct sockaddr_un sa;
@@ -298,7 +298,7 @@ static int unlink_stale(const char *path, char *err, unsigned errlen)
 
 /* Binds fd to sa and listens; closes fd on failure. */
 static int bind_listen(int fd, const struct sockaddr *sa, socklen_t len, const char *what,
-		       char *err, unsigned errlen)
+		       char *err, size_t errlen)
 {
 	if (bind(fd, sa, len) < 0 || listen(fd, ADDR_BACKLOG) < 0) {
 		int e = errno;
@@ -310,7 +310,7 @@ static int bind_listen(int fd, const struct sockaddr *sa, socklen_t len, const c
 	return fd;
 }
 
-static int listen_unix(const struct addr *a, char *err, unsigned errlen)
+static int listen_unix(const struct addr *a, char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
 	mode_t old;
@@ -354,7 +354,7 @@ static int is_loopback(const struct sockaddr *sa)
 }
 
 static int resolve(const struct addr *a, int passive, struct addrinfo **res, char *err,
-		   unsigned errlen)
+		   size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
 				 .ai_flags = AI_NUMERICSERV | (passive ? AI_PASSIVE : 0)};
@@ -372,7 +372,7 @@ static int resolve(const struct addr *a, int passive, struct addrinfo **res, cha
 
 /* Every address the name gives must be loopback, or none is used. */
 static int check_loopback(const struct addr *a, const struct addrinfo *res, char *err,
-			  unsigned errlen)
+			  size_t errlen)
 {
 	for (; res; res = res->ai_next) {
 		if (!is_loopback(res->ai_addr)) {
@@ -387,7 +387,7 @@ static int check_loopback(const struct addr *a, const struct addrinfo *res, char
 	return 0;
 }
 
-static int listen_tcp(const struct addr *a, int flags, char *err, unsigned errlen)
+static int listen_tcp(const struct addr *a, int flags, char *err, size_t errlen)
 {
 	struct addrinfo *res, *ai;
 	int fd, one = 1;
@@ -415,7 +415,7 @@ out_free:
 	return fd;
 }
 
-static int listen_vsock(const struct addr *a, char *err, unsigned errlen)
+static int listen_vsock(const struct addr *a, char *err, size_t errlen)
 {
 	struct sockaddr_vm sa;
 	int fd = new_socket(AF_VSOCK);
@@ -428,7 +428,7 @@ static int listen_vsock(const struct addr *a, char *err, unsigned errlen)
 	return bind_listen(fd, (struct sockaddr *)&sa, sizeof(sa), "vsock", err, errlen);
 }
 
-int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
+int addr_listen(const struct addr *a, int flags, char *err, size_t errlen)
 {
 	switch (a->kind) {
 	case ADDR_UNIX:
@@ -444,7 +444,7 @@ int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen)
 
 /* Starts connecting fd to sa; closes fd unless under way or done. */
 static int start_connect(int fd, const struct sockaddr *sa, socklen_t len,
-			 const char *what, char *err, unsigned errlen)
+			 const char *what, char *err, size_t errlen)
 {
 	if (connect(fd, sa, len) < 0 && errno != EINPROGRESS) {
 		int e = errno;
@@ -456,7 +456,7 @@ static int start_connect(int fd, const struct sockaddr *sa, socklen_t len,
 	return fd;
 }
 
-static int connect_tcp(const struct addr *a, char *err, unsigned errlen)
+static int connect_tcp(const struct addr *a, char *err, size_t errlen)
 {
 	struct addrinfo *res, *ai;
 	int fd;
@@ -480,7 +480,7 @@ static int connect_tcp(const struct addr *a, char *err, unsigned errlen)
 	return fd;
 }
 
-int addr_connect(const struct addr *a, char *err, unsigned errlen)
+int addr_connect(const struct addr *a, char *err, size_t errlen)
 {
 	struct sockaddr_un un;
 	struct sockaddr_vm vm;

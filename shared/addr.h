@@ -20,7 +20,7 @@ struct addr {
 };
 
 /* Parses s; on failure returns -EINVAL and writes a reason to err. */
-int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen);
+int addr_parse(const char *s, struct addr *a, char *err, size_t errlen);
 /* Flags of addr_parse_hostport. */
 #define ADDR_PORT_OPTIONAL 1 /* HOST or [IPV6] alone: *port is left as it is */
 #define ADDR_PORT_ZERO	   2 /* port 0 too (a listener's "any free port") */
@@ -33,12 +33,12 @@ int addr_parse(const char *s, struct addr *a, char *err, unsigned errlen);
    with host (brackets removed) and *port set, or -EINVAL with a reason
    in err and neither written. */
 int addr_parse_hostport(const char *s, size_t n, unsigned flags, char *host, size_t cap,
-			uint16_t *port, char *err, unsigned errlen);
+			uint16_t *port, char *err, size_t errlen);
 /* Room for any address's text form, NUL included: "tcp:[", a host of
    255 bytes, "]:" and a port is the longest. */
 #define ADDR_TEXT_MAX 300
 /* Formats back to the text form. */
-void addr_format(const struct addr *a, char *out, unsigned outlen);
+void addr_format(const struct addr *a, char *out, size_t outlen);
 
 #define ADDR_ALLOW_PUBLIC 1
 
@@ -46,9 +46,9 @@ void addr_format(const struct addr *a, char *out, unsigned outlen);
    file is replaced, and a new one is readable and writable by its owner
    only (the link is not authenticated). Returns the fd or a negative errno; err says why.
  */
-int addr_listen(const struct addr *a, int flags, char *err, unsigned errlen);
+int addr_listen(const struct addr *a, int flags, char *err, size_t errlen);
 /* Starts a non-blocking connect; returns the fd (connection may still be
    in progress: wait for EV_WRITE and check SO_ERROR) or a negative errno. */
-int addr_connect(const struct addr *a, char *err, unsigned errlen);
+int addr_connect(const struct addr *a, char *err, size_t errlen);
 
 #endif

@@ -344,7 +344,7 @@ void ev_timer_disarm(struct ev_timer *t)
 	t->armed = 0;
 }
 
-int ev_timer_armed(const struct ev_timer *t)
+bool ev_timer_armed(const struct ev_timer *t)
 {
 	return t->armed;
 }

@@ -5,6 +5,7 @@
 #ifndef PTG_EV_H
 #define PTG_EV_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct ev_loop;
@@ -60,7 +61,7 @@ void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms);
 void ev_timer_disarm(struct ev_timer *t);
 /* 1 while an expiry is pending: inside its callback, 1 only for a
    repeating or re-armed timer. */
-int ev_timer_armed(const struct ev_timer *t);
+bool ev_timer_armed(const struct ev_timer *t);
 /* Safe to call from inside any callback, the timer's own included. */
 void ev_timer_free(struct ev_timer *t);
 

@@ -105,7 +105,7 @@ void heap_node_init(struct heap_node *node)
 	node->index = HEAP_NONE;
 }
 
-int heap_contains(const struct heap_node *node)
+bool heap_contains(const struct heap_node *node)
 {
 	return node->index != HEAP_NONE;
 }

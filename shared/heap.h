@@ -4,6 +4,7 @@
 #ifndef PTG_HEAP_H
 #define PTG_HEAP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define HEAP_NONE ((size_t)-1)
@@ -37,6 +38,6 @@ struct heap_node *heap_min(const struct heap *h);
 /* Marks node as in no heap; call once before its first push. */
 void heap_node_init(struct heap_node *node);
 /* 1 while node is in a heap. */
-int heap_contains(const struct heap_node *node);
+bool heap_contains(const struct heap_node *node);
 
 #endif

@@ -108,7 +108,7 @@ static int is_hex(char c)
 	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
-int uuid_is_valid(const char *s)
+bool uuid_is_valid(const char *s)
 {
 	int i;
 

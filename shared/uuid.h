@@ -4,11 +4,13 @@
 #ifndef PTG_UUID_H
 #define PTG_UUID_H
 
+#include <stdbool.h>
+
 #define UUID_STRLEN 36
 
 /* Writes 36 chars plus NUL into out. */
 void uuid_v7_new(char out[UUID_STRLEN + 1]);
 /* 1 when s is a canonical lower- or upper-case UUID of any version. */
-int uuid_is_valid(const char *s);
+bool uuid_is_valid(const char *s);
 
 #endif

@@ -24,7 +24,7 @@ static int approving(const struct session *s)
 	return s->control_policy == PTG__CONTROL_POLICY__CONTROL_APPROVE;
 }
 
-int session_control_gates(struct session *s, int may_control)
+bool session_control_gates(struct session *s, int may_control)
 {
 	return approving(s) && may_control && !s->exited &&
 	       members_count(s->members, MEMBER_CONTROLLER) > 0;
@@ -154,7 +154,7 @@ static void hold(struct session *s, struct member *m, int answered)
 	arm(s);
 }
 
-int session_control_ask(struct session *s, struct member *m)
+bool session_control_ask(struct session *s, struct member *m)
 {
 	if (m->role != MEMBER_OBSERVER || !session_control_gates(s, m->may_control) ||
 	    members_count(s->members, MEMBER_CONTROLLER) >= s->cfg->max_controllers)

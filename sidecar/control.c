@@ -44,7 +44,7 @@ void control_remove(struct control *c, unsigned i, struct control_request *out)
 	c->n--;
 }
 
-int control_take_expired(struct control *c, int64_t now_ms, struct control_request *out)
+bool control_take_expired(struct control *c, int64_t now_ms, struct control_request *out)
 {
 	for (unsigned i = 0; i < c->n; i++)
 		if (c->v[i].expires_ms <= now_ms) {

@@ -6,6 +6,7 @@
 #ifndef PTG_CONTROL_H
 #define PTG_CONTROL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "ptg_limits.h"
@@ -43,7 +44,7 @@ int control_find(const struct control *c, const char *client_id);
 void control_remove(struct control *c, unsigned i, struct control_request *out);
 /* Takes the oldest request that has lapsed at now_ms into *out: 1, or 0
    when none has. */
-int control_take_expired(struct control *c, int64_t now_ms, struct control_request *out);
+bool control_take_expired(struct control *c, int64_t now_ms, struct control_request *out);
 /* The earliest deadline, or -1 when nothing waits. */
 int64_t control_next_deadline(const struct control *c);
 

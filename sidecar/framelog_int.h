@@ -54,8 +54,8 @@ struct segfile {
 };
 
 /* n little-endian bytes of v into p; and back. */
-void framelog__put_le(uint8_t *p, uint64_t v, int n);
-uint64_t framelog__get_le(const uint8_t *p, int n);
+void framelog__put_le(uint8_t *p, uint64_t v, size_t n);
+uint64_t framelog__get_le(const uint8_t *p, size_t n);
 /* The paths of a segment, of its index, and of a session's log dir. */
 void framelog__seg_path(char *out, size_t cap, const char *dir, uint64_t first);
 void framelog__idx_path(char *out, size_t cap, const char *dir, uint64_t first);

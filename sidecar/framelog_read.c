@@ -21,18 +21,18 @@
 #include "syncer.h"
 #include "xalloc.h"
 
-void framelog__put_le(uint8_t *p, uint64_t v, int n)
+void framelog__put_le(uint8_t *p, uint64_t v, size_t n)
 {
-	for (int i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++)
 		p[i] = (uint8_t)(v >> (8 * i));
 }
 
-uint64_t framelog__get_le(const uint8_t *p, int n)
+uint64_t framelog__get_le(const uint8_t *p, size_t n)
 {
 	uint64_t v = 0;
 
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
+	for (size_t i = n; i > 0; i--)
+		v = v << 8 | p[i - 1];
 	return v;
 }
 

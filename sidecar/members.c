@@ -217,8 +217,8 @@ void *members_link(const struct members *m, unsigned i)
 	return m->links[i].link;
 }
 
-int members_request_role(struct members *m, struct member *mb, enum member_role want,
-			 int *downgraded, const char **reason)
+bool members_request_role(struct members *m, struct member *mb, enum member_role want,
+			  int *downgraded, const char **reason)
 {
 	*downgraded = 0;
 	*reason = NULL;

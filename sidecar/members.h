@@ -6,6 +6,7 @@
 #ifndef PTG_MEMBERS_H
 #define PTG_MEMBERS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "list.h"
@@ -56,8 +57,8 @@ void members_leave(struct members *m, struct member *mb);
    may_control. Returns 1 if the role changed, 0 if not. When refused the
    role stays, *downgraded = 1 and *reason says why (lives as long as m);
    otherwise *downgraded = 0 and *reason = NULL. */
-int members_request_role(struct members *m, struct member *mb, enum member_role want,
-			 int *downgraded, const char **reason);
+bool members_request_role(struct members *m, struct member *mb, enum member_role want,
+			  int *downgraded, const char **reason);
 /* How many members hold role r. */
 unsigned members_count(const struct members *m, enum member_role r);
 /* The earliest joined member, or NULL when empty. */

@@ -310,12 +310,12 @@ pid_t session_pid(const struct session *s)
 {
 	return s->pid;
 }
-int session_exited(const struct session *s)
+bool session_exited(const struct session *s)
 {
 	return s->exited;
 }
 
-int session_reapable(const struct session *s, int64_t now_ms)
+bool session_reapable(const struct session *s, int64_t now_ms)
 {
 	return s->exited && !members_first(s->members) &&
 	       now_ms - s->exited_ms >= (int64_t)s->cfg->exited_keep_seconds * 1000;

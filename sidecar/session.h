@@ -6,6 +6,7 @@
 #ifndef PTG_SESSION_H
 #define PTG_SESSION_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -63,14 +64,14 @@ const char *session_id(const struct session *s);
 /* "session=ID", the context its log lines carry. */
 const char *session_log_ctx(const struct session *s);
 pid_t session_pid(const struct session *s);
-int session_exited(const struct session *s);
+bool session_exited(const struct session *s);
 /* Writes the session's record and current screen to the state dir (the
    sidecar is stopping). */
 void session_checkpoint(struct session *s);
 /* Deletes the session's state-dir record (it is being reaped). */
 void session_forget(struct session *s);
 /* 1 when the session has exited long enough ago and has no members. */
-int session_reapable(const struct session *s, int64_t now_ms);
+bool session_reapable(const struct session *s, int64_t now_ms);
 /* One page of the session's recording (asciicast v2) for an
    ExportSession: data into out (c->data points into it), at most
    EXPORT_PAGE_MAX bytes past one frame's events, the cursor for the next

@@ -11,6 +11,8 @@
 #ifndef PTG_SESSION_INT_H
 #define PTG_SESSION_INT_H
 
+#include <stdbool.h>
+
 #include "buf.h"
 #include "control.h"
 #include "feeder.h"
@@ -185,7 +187,7 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows);
 /* approval.c: the approve control policy. */
 /* 1 when a controller request from a member who may control must wait
    for a controller's approval (approve, running, a controller there). */
-int session_control_gates(struct session *s, int may_control);
+bool session_control_gates(struct session *s, int may_control);
 /* owner_only: why principal may not control (it is not the session's
    owner), or NULL when it may as far as the policy goes. */
 const char *session_control_owner_refusal(const struct session *s, const char *principal);
@@ -193,7 +195,7 @@ const char *session_control_owner_refusal(const struct session *s, const char *p
 const char *session_control_wait_reason(void);
 /* An ask for control from observer m: 1 when held for approval (the
    RoleAssigned answer sent), 0 when it takes the open path. */
-int session_control_ask(struct session *s, struct member *m);
+bool session_control_ask(struct session *s, struct member *m);
 /* The end of m's join flow: its copy of the pending requests, and its
    own ask when it joined asking for control (m->asks_control). */
 void session_control_joined(struct session *s, struct member *m);

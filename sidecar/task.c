@@ -44,7 +44,7 @@ int task_state_parse(const char *s, enum task_state *out)
 	return -EINVAL;
 }
 
-int task_is_terminal(const struct task *t)
+bool task_is_terminal(const struct task *t)
 {
 	return t->state >= TASK_COMPLETED;
 }
@@ -299,7 +299,7 @@ struct task *task_new(const char *session_id, const char *owner, struct task_sen
 	return t;
 }
 
-int task_visible(const struct task *t, const char *principal, int all_principals)
+bool task_visible(const struct task *t, const char *principal, int all_principals)
 {
 	return all_principals || (t->owner[0] && strcmp(t->owner, principal) == 0);
 }

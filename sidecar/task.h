@@ -7,6 +7,7 @@
 #ifndef PTG_TASK_H
 #define PTG_TASK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -83,9 +84,9 @@ void task_free(struct task *t);
 
 /* 1 if principal may see and act on t: its own task, or any with
    all_principals (scope tasks:all). A task without an owner is nobody's. */
-int task_visible(const struct task *t, const char *principal, int all_principals);
+bool task_visible(const struct task *t, const char *principal, int all_principals);
 
-int task_is_terminal(const struct task *t);
+bool task_is_terminal(const struct task *t);
 const char *task_state_name(enum task_state s);
 /* Parses "TASK_STATE_WORKING" or the older "working"; 0 or -EINVAL. */
 int task_state_parse(const char *s, enum task_state *out);

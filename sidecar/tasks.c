@@ -259,7 +259,7 @@ void tasks__close_pipe(struct run *r, int i)
 }
 
 /* Reads what is there; 1 when the pipe reached EOF or failed. */
-int tasks__drain(struct run *r, int i, int max_reads)
+bool tasks__drain(struct run *r, int i, int max_reads)
 {
 	static char chunk[READ_CHUNK];
 	ssize_t n;
@@ -344,7 +344,7 @@ void tasks__finish(struct tasks *ts, struct task *t)
 	evict(ts);
 }
 
-int tasks_child_exited(struct tasks *ts, pid_t pid, int status)
+bool tasks_child_exited(struct tasks *ts, pid_t pid, int status)
 {
 	for (size_t i = 0; i < ts->n; i++) {
 		struct task *t = ts->v[i];

@@ -9,6 +9,7 @@
 #ifndef PTG_TASKS_H
 #define PTG_TASKS_H
 
+#include <stdbool.h>
 #include <sys/types.h>
 
 #include "config.h"
@@ -30,7 +31,7 @@ void tasks_free(struct tasks *ts);
 void tasks_request(struct tasks *ts, struct linkconn *lc, const Ptg__TaskRequest *r,
 		   struct session *s);
 /* A child exited: 1 if it was a task's (now handled), else 0. */
-int tasks_child_exited(struct tasks *ts, pid_t pid, int status);
+bool tasks_child_exited(struct tasks *ts, pid_t pid, int status);
 /* The link is gone: its subscriptions end. */
 void tasks_drop_link(struct tasks *ts, struct linkconn *lc);
 

@@ -5,6 +5,7 @@
 #ifndef PTG_TASKS_INT_H
 #define PTG_TASKS_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -63,7 +64,7 @@ void tasks__send_snapshot(struct task *t, struct linkconn *lc, uint64_t attach_i
 /* Stops watching and closes the process's pipe i. */
 void tasks__close_pipe(struct run *r, int i);
 /* Reads what is there; 1 when the pipe reached EOF or failed. */
-int tasks__drain(struct run *r, int i, int max_reads);
+bool tasks__drain(struct run *r, int i, int max_reads);
 /* Output not yet announced goes out as one delta. */
 void tasks__flush_output(struct task *t);
 /* The task reached a terminal state: logged, stored, announced, and the

@@ -803,7 +803,7 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 	}
 }
 
-int conn_set_empty(const struct conn_set *s)
+bool conn_set_empty(const struct conn_set *s)
 {
 	return LIST_EMPTY(&s->all);
 }

@@ -136,7 +136,7 @@ void conn_set_shutdown(struct conn_set *s);
    is detached, told binding_goodbye {reason: other} and closed with 4404,
    and lets go of the instance's link, which may then be freed. */
 void conn_set_drop_instance(struct conn_set *s, const char *instance_id);
-int conn_set_empty(const struct conn_set *s);
+bool conn_set_empty(const struct conn_set *s);
 /* Bytes queued toward clients: in all, and in the deepest queue. */
 void conn_set_queue_stats(const struct conn_set *s, uint64_t *total, uint64_t *max);
 

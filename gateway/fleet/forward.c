@@ -88,7 +88,7 @@ struct forward_header *forward_headers_of(const struct buf *pairs, size_t n_pair
 	return h;
 }
 
-int forward_hop_header(const char *name)
+bool forward_hop_header(const char *name)
 {
 	for (size_t i = 0; i < sizeof(hop) / sizeof(hop[0]); i++)
 		if (strcasecmp(name, hop[i]) == 0)
@@ -259,7 +259,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 	return n;
 }
 
-long forward_read(struct forward_call *c, void *dst, size_t cap)
+ssize_t forward_read(struct forward_call *c, void *dst, size_t cap)
 {
 	size_t n = buf_size(&c->window);
 
@@ -275,7 +275,7 @@ long forward_read(struct forward_call *c, void *dst, size_t cap)
 		rearm(c);
 		curl_easy_pause(c->job.easy, CURLPAUSE_CONT);
 	}
-	return (long)n;
+	return (ssize_t)n;
 }
 
 size_t forward_buffered(const struct forward_call *c)

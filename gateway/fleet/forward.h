@@ -14,8 +14,10 @@
 #ifndef PTG_FORWARD_H
 #define PTG_FORWARD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "fleetauth.h"
 #include "list.h"
@@ -89,7 +91,7 @@ struct forward_call *forward_http(struct forward *f, const struct forward_reques
    n > 0 bytes; 0 the body ended whole; -EAGAIN nothing yet (body is
    called when there is); another negative errno: the body broke (the
    owner went away -EIO, fell silent -ETIMEDOUT). */
-long forward_read(struct forward_call *c, void *dst, size_t cap);
+ssize_t forward_read(struct forward_call *c, void *dst, size_t cap);
 /* Body bytes the call holds now (at most FORWARD_WINDOW and one chunk). */
 size_t forward_buffered(const struct forward_call *c);
 /* Ends a call, its transfer aborted if under way (the client went
@@ -102,7 +104,7 @@ void forward_cancel(struct forward_call *c);
    header, Date): never copied from one side to the other. Host is
    kept: the owner sees the name the client asked for, as its Origin
    check and URLs need. */
-int forward_hop_header(const char *name);
+bool forward_hop_header(const char *name);
 /* pairs holds n_pairs headers, each name and value NUL-terminated one
    after the other: the ones forwarded (forward_hop_header's left out)
    as a new array pointing into pairs, *n of them. */

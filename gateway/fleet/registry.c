@@ -391,7 +391,7 @@ enum registry_route registry_route(const struct registry *r, const char *instanc
 	return REGISTRY_UNKNOWN;
 }
 
-int registry_up(const struct registry *r)
+bool registry_up(const struct registry *r)
 {
 	return r && r->enabled && r->lease && r->in_sync;
 }

@@ -6,6 +6,7 @@
 #ifndef PTG_REGISTRY_H
 #define PTG_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -73,7 +74,7 @@ void registry_instance_down(struct registry *r, const char *instance_id);
 
 /* 1 while the registry is enabled, holds its lease and its cache is in
    sync with etcd (0 without --registry). */
-int registry_up(const struct registry *r);
+bool registry_up(const struct registry *r);
 /* The registry's /readyz value (a new reference): an object with
    "state" ("off", "up", "down", "syncing"), "gateway_id", "lease" (held
    or not), "routes" and "gateways" (in the cache). */

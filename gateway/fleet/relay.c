@@ -110,8 +110,8 @@ static int status_line(const char *l, size_t len, unsigned *status)
 	return 0;
 }
 
-long relay_parse_head(const char *p, size_t n, unsigned *status, struct buf *pairs,
-		      size_t *n_pairs)
+ssize_t relay_parse_head(const char *p, size_t n, unsigned *status, struct buf *pairs,
+			 size_t *n_pairs)
 {
 	size_t lim = n < RELAY_HEAD_MAX ? n : RELAY_HEAD_MAX;
 	const char *end = memmem(p, lim, "\r\n\r\n", 4), *l, *eol;

@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "forward.h"
 
@@ -69,7 +70,7 @@ void relay_close_all(struct forward *f);
    FORWARD_HEADERS_MAX. A pure function: the opening's parser and its
    fuzzing entry point. */
 struct buf;
-long relay_parse_head(const char *p, size_t n, unsigned *status, struct buf *pairs,
-		      size_t *n_pairs);
+ssize_t relay_parse_head(const char *p, size_t n, unsigned *status, struct buf *pairs,
+			 size_t *n_pairs);
 
 #endif

@@ -287,7 +287,7 @@ static enum MHD_Result queue_upgrade(struct http_req *r)
 static ssize_t forwarded_read(void *cls, uint64_t pos, char *out, size_t max)
 {
 	struct http_req *r = cls;
-	long n = routes_forward_read(r->rq, out, max);
+	ssize_t n = routes_forward_read(r->rq, out, max);
 
 	if (n > 0)
 		return n;

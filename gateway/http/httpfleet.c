@@ -8,8 +8,8 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
-int httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
-			const char *method, const char *target, struct peer_addr *client)
+bool httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
+			 const char *method, const char *target, struct peer_addr *client)
 {
 	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, FLEETAUTH_HEADER);
 	const char *xff =

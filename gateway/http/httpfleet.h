@@ -5,6 +5,7 @@
 #ifndef PTG_HTTPFLEET_H
 #define PTG_HTTPFLEET_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <microhttpd.h>
@@ -33,8 +34,9 @@ void httpfleet_clear(struct httpfleet_headers *hs);
    (NULL: no fleet secret) for method and target: it came from a gateway
    of the fleet, and *client is the one address its X-Forwarded-For
    names. 0 otherwise (the routes refuse a header that does not verify). */
-int httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
-			const char *method, const char *target, struct peer_addr *client);
+bool httpfleet_forwarded(const struct fleetauth *key, struct MHD_Connection *c,
+			 const char *method, const char *target,
+			 struct peer_addr *client);
 /* Puts the owner's headers h[0, n) on resp; Upgrade and Connection are
    MHD's for a 101. */
 void httpfleet_answer_headers(struct MHD_Response *resp, const struct forward_header *h,

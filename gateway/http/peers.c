@@ -105,7 +105,7 @@ int peer_cidr_parse(const char *s, struct peer_cidr *out)
 	return 0;
 }
 
-int peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a)
+bool peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a)
 {
 	struct peer_addr m = *a;
 
@@ -113,7 +113,7 @@ int peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a)
 	return !memcmp(m.b, c->net.b, 16);
 }
 
-int peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr *a)
+bool peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr *a)
 {
 	for (size_t i = 0; i < n; i++)
 		if (peer_cidr_contains(&list[i], a))

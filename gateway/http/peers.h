@@ -32,8 +32,8 @@ int peer_addr_parse(const char *s, size_t n, struct peer_addr *out);
 void peer_addr_str(const struct peer_addr *a, char *out, size_t cap);
 /* "ADDR" or "ADDR/BITS" (IPv4 /0-32, IPv6 /0-128). Returns 0 or -EINVAL. */
 int peer_cidr_parse(const char *s, struct peer_cidr *out);
-int peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a);
-int peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr *a);
+bool peer_cidr_contains(const struct peer_cidr *c, const struct peer_addr *a);
+bool peer_trusted(const struct peer_cidr *list, size_t n, const struct peer_addr *a);
 /* The client of a request that came from peer: peer itself unless peer
    is trusted; then X-Forwarded-For (xff, NULL when absent) read from the
    right, skipping trusted hops; the first untrusted hop is the client

@@ -205,7 +205,7 @@ const char *routes_allow(enum route_id id)
 	}
 }
 
-int routes_method_ok(enum route_id id, const char *method)
+bool routes_method_ok(enum route_id id, const char *method)
 {
 	const char *allow = routes_allow(id);
 	size_t n = strlen(method);
@@ -281,7 +281,7 @@ static int token_param(const char *p, size_t len)
 	return hit;
 }
 
-int routes_query_has_token(const char *target)
+bool routes_query_has_token(const char *target)
 {
 	const char *q = strchr(target, '?');
 	size_t end;

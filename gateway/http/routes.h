@@ -9,6 +9,7 @@
 #ifndef PTG_ROUTES_H
 #define PTG_ROUTES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -70,13 +71,13 @@ int routes_match(const char *target, int with_static, struct route_match *m,
 /* The methods route id accepts, for the Allow header ("GET, POST"). */
 const char *routes_allow(enum route_id id);
 /* 1 when method is one of routes_allow(id). */
-int routes_method_ok(enum route_id id, const char *method);
+bool routes_method_ok(enum route_id id, const char *method);
 /* 1 when the query string of target carries what looks like a token: a
    parameter named jwt, bearer, auth, authorization or containing
    "token" (after percent-decoding, any case), or a value shaped like a
    JWT. Such a request is refused whatever else it holds (docs/protocol.md,
    "Opening a connection"). */
-int routes_query_has_token(const char *target);
+bool routes_query_has_token(const char *target);
 
 /* "Bearer <token>" (scheme in any case, the token one run of non-blanks).
    Returns 0 with the token span in h, or -ENOENT. */
@@ -228,14 +229,14 @@ const struct forward_header *routes_forwarded_headers(const struct route_req *rq
 /* 1 when rq's answer is an owner's whose body streams from the owner
    (routes_forward_read), with the owner's Content-Length in *length (-1:
    not given, the answer is chunked). */
-int routes_forward_streams(const struct route_req *rq, int64_t *length);
+bool routes_forward_streams(const struct route_req *rq, int64_t *length);
 /* The owner's body as forward_read gives it: n bytes, 0 its end,
    -EAGAIN none yet (rq->done is called when there are), another
    negative errno when it broke (logged here). */
-long routes_forward_read(struct route_req *rq, void *dst, size_t cap);
+ssize_t routes_forward_read(struct route_req *rq, void *dst, size_t cap);
 /* 1 when rq's 101 is an owner's, to be relayed (routes_relay_start)
    rather than served by a connection of this gateway. */
-int routes_relayed(const struct route_req *rq);
+bool routes_relayed(const struct route_req *rq);
 /* The client has its 101: the relay to the owner takes fd (extra: what
    the client sent after its head); end is called once both sides are
    done, to close fd and relay_free the relay. */

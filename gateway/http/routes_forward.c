@@ -271,7 +271,7 @@ int routes__forward(struct route_req *rq)
 	return send_on(rq, g->forward, url);
 }
 
-int routes_forward_streams(const struct route_req *rq, int64_t *length)
+bool routes_forward_streams(const struct route_req *rq, int64_t *length)
 {
 	if (!rq->fwd || !rq->fwd->streams)
 		return 0;
@@ -279,10 +279,10 @@ int routes_forward_streams(const struct route_req *rq, int64_t *length)
 	return 1;
 }
 
-long routes_forward_read(struct route_req *rq, void *dst, size_t cap)
+ssize_t routes_forward_read(struct route_req *rq, void *dst, size_t cap)
 {
 	struct routes_fwd *f = rq->fwd;
-	long n = forward_read(f->call, dst, cap);
+	ssize_t n = forward_read(f->call, dst, cap);
 	char why[96];
 
 	if (n > 0)
@@ -296,7 +296,7 @@ long routes_forward_read(struct route_req *rq, void *dst, size_t cap)
 	return n;
 }
 
-int routes_relayed(const struct route_req *rq)
+bool routes_relayed(const struct route_req *rq)
 {
 	return rq->fwd && rq->fwd->relay && rq->status == 101;
 }

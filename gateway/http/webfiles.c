@@ -12,7 +12,7 @@
 
 #define WEBFILES__HASH_LEN 12
 
-int webfiles_is_hashed(const char *file)
+bool webfiles_is_hashed(const char *file)
 {
 	const char *base = strrchr(file, '/');
 	const char *dot = strrchr(file, '.');

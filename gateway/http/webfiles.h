@@ -5,6 +5,7 @@
 #ifndef PTG_WEBFILES_H
 #define PTG_WEBFILES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <microhttpd.h>
@@ -12,7 +13,7 @@
 /* 1 when file's name carries a content hash, "name-<12 hex>.ext", as
    scripts/build-web.sh names everything but index.html: such a file never
    changes, so it may be cached for a year. */
-int webfiles_is_hashed(const char *file);
+bool webfiles_is_hashed(const char *file);
 /* The Cache-Control value for file: immutable when hashed, else
    "no-cache" (revalidate each time: index.html names the current hashed
    files, so a new build shows at the next load). */
