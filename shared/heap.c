@@ -104,8 +104,3 @@ void heap_node_init(struct heap_node *node)
 {
 	node->index = HEAP_NONE;
 }
-
-bool heap_contains(const struct heap_node *node)
-{
-	return node->index != HEAP_NONE;
-}

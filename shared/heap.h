@@ -37,7 +37,5 @@ void heap_remove(struct heap *h, struct heap_node *node);
 struct heap_node *heap_min(const struct heap *h);
 /* Marks node as in no heap; call once before its first push. */
 void heap_node_init(struct heap_node *node);
-/* 1 while node is in a heap. */
-bool heap_contains(const struct heap_node *node);
 
 #endif

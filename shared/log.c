@@ -74,7 +74,9 @@ void log_set_ident(const char *ident)
 	snprintf(ident_buf, sizeof(ident_buf), "%s", ident);
 }
 
-bool log_journal_matches(const char *journal_stream, int fd)
+/* True when journal_stream (JOURNAL_STREAM's "DEVICE:INODE") names the
+   file open on fd, as systemd documents for a service's stderr. */
+static bool log_journal_matches(const char *journal_stream, int fd)
 {
 	unsigned long long dev, ino;
 	struct stat st;
@@ -91,11 +93,6 @@ bool log_journal_matches(const char *journal_stream, int fd)
 void log_detect_journal(void)
 {
 	journal = log_journal_matches(getenv("JOURNAL_STREAM"), STDERR_FILENO);
-}
-
-void log_set_journal(bool on)
-{
-	journal = on;
 }
 
 /* A bounded line under construction: what does not fit is left out, and
@@ -269,8 +266,10 @@ static size_t format_text(struct out *o, const char *ts, enum log_level lvl,
 	return o->n;
 }
 
-size_t log_format_line(char *line, size_t cap, enum log_level lvl, const char *ctx,
-		       const char *msg)
+/* Formats one line into out (cap bytes, at least 256), newline included;
+   returns its length. What log_msg writes. */
+static size_t log_format_line(char *line, size_t cap, enum log_level lvl, const char *ctx,
+			      const char *msg)
 {
 	char ts[TS_STRLEN + 1];
 	struct out o = {line, 0, cap - 2};

@@ -28,16 +28,8 @@ void log_set_format(enum log_format fmt);
 int log_format_parse(const char *s, enum log_format *out);
 /* Sets the program name printed on every line. */
 void log_set_ident(const char *ident);
-/* True when journal_stream (JOURNAL_STREAM's "DEVICE:INODE") names the
-   file open on fd, as systemd documents for a service's stderr. */
-bool log_journal_matches(const char *journal_stream, int fd);
 /* Turns the priority prefixes on when JOURNAL_STREAM names stderr. */
 void log_detect_journal(void);
-void log_set_journal(bool on);
-/* Formats one line into out (cap bytes, at least 256), newline included;
-   returns its length. What log_msg writes. */
-size_t log_format_line(char *out, size_t cap, enum log_level lvl, const char *ctx,
-		       const char *msg);
 /* ctx may be NULL. Never pass input as fmt. */
 void log_msg(enum log_level lvl, const char *ctx, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));

@@ -45,8 +45,13 @@ static int field_u64(const char *p, unsigned field, uint64_t *out)
 	return 0;
 }
 
-int procstat_parse(const char *stat, long hz, long page, int64_t boot_s,
-		   struct procstat *out)
+/* Parses the text of /proc/PID/stat (the command field may hold spaces
+   and parentheses: fields are counted after its last ')'). hz is
+   sysconf(_SC_CLK_TCK), page the page size, boot_s /proc/stat's btime.
+   Fills the CPU, memory and start fields of *out. Returns 0, or -EINVAL
+   for text that is not a stat line. */
+static int procstat_parse(const char *stat, long hz, long page, int64_t boot_s,
+			  struct procstat *out)
 {
 	const char *p = strrchr(stat, ')');
 	uint64_t ut, st, start, vsize, rss;
@@ -65,7 +70,9 @@ int procstat_parse(const char *stat, long hz, long page, int64_t boot_s,
 	return 0;
 }
 
-int procstat_parse_btime(const char *text, int64_t *boot_s)
+/* The boot time, from the "btime N" line of /proc/stat's text; 0 and
+ *boot_s set, or -EINVAL. */
+static int procstat_parse_btime(const char *text, int64_t *boot_s)
 {
 	const char *p = text;
 	char *end;

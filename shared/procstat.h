@@ -15,16 +15,6 @@ struct procstat {
 	uint64_t max_fds;      /* RLIMIT_NOFILE's soft limit */
 };
 
-/* Parses the text of /proc/PID/stat (the command field may hold spaces
-   and parentheses: fields are counted after its last ')'). hz is
-   sysconf(_SC_CLK_TCK), page the page size, boot_s /proc/stat's btime.
-   Fills the CPU, memory and start fields of *out. Returns 0, or -EINVAL
-   for text that is not a stat line. */
-int procstat_parse(const char *stat, long hz, long page, int64_t boot_s,
-		   struct procstat *out);
-/* The boot time, from the "btime N" line of /proc/stat's text; 0 and
- *boot_s set, or -EINVAL. */
-int procstat_parse_btime(const char *text, int64_t *boot_s);
 /* Reads this process's figures from /proc. Returns 0, or a negative
    errno when /proc cannot be read (then *out is zeroed). */
 int procstat_read(struct procstat *out);

@@ -2,6 +2,8 @@
 /* procstat: /proc/PID/stat lines (a command holding spaces and
    parentheses, short and malformed lines), /proc/stat's btime, and the
    live process read back against what this test knows of itself. */
+#include "../../shared/procstat.c"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,8 +17,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-
-#include "procstat.h"
 
 /* Fields 3 to 24 after the command: utime 250, stime 50, starttime 1000
    ticks, vsize 123456789, rss 300 pages. */
