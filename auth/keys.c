@@ -259,7 +259,8 @@ static void pem(const char *label, const uint8_t *der, size_t n, struct buf *out
 	wipe_buf(&b64);
 }
 
-void keys_pem_private(const uint8_t seed[32], struct buf *out)
+/* Appends the PKCS#8 PEM of the key whose 32-byte seed is seed. */
+static void keys_pem_private(const uint8_t seed[32], struct buf *out)
 {
 	uint8_t der[sizeof(pkcs8_prefix) + 32];
 

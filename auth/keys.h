@@ -65,8 +65,6 @@ int keys_load_ed25519_file(struct keyset *ks, const char *spec, char *err, size_
    negative errno with a reason in err. The caller wipes out. */
 int keys_read_hs256_secret(const char *path, struct buf *out, char *err, size_t errlen);
 
-/* Appends the PKCS#8 PEM of the key whose 32-byte seed is seed. */
-void keys_pem_private(const uint8_t seed[32], struct buf *out);
 /* Appends the SubjectPublicKeyInfo PEM of pk. */
 void keys_pem_public(const uint8_t pk[32], struct buf *out);
 /* Parses a PKCS#8 Ed25519 PEM into libsodium's 64-byte secret key.

@@ -2,6 +2,8 @@
 /* keys: the key set, key files ([KID=]FILE, HS256 secret rules, Ed25519
    PEM and raw base64), PEM round trips, the RFC 8410 example key, and
    interoperability with `openssl pkey` when openssl is installed. */
+#include "../../auth/keys.c"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +19,6 @@
 #include <sodium.h>
 
 #include "b64.h"
-#include "keys.h"
 #include "log.h"
 
 /* RFC 8410 section 10.3: an Ed25519 private key and its public key. */
