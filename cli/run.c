@@ -110,7 +110,9 @@ static bool safe_word(const char *w)
 	return true;
 }
 
-void run_command_text(char *const *words, int n, struct buf *out)
+/* The command line for /bin/sh -c from the words after "--": one word is
+   taken as shell text; several are each quoted, so they run as given. */
+static void run_command_text(char *const *words, int n, struct buf *out)
 {
 	if (n == 1) {
 		buf_append_str(out, words[0]);
@@ -209,7 +211,11 @@ static void artifact(struct run *r, json_t *art)
 	}
 }
 
-int run_exit_code(json_t *task, const char *state)
+/* The exit code a finished task (its A2A Task object, in its final state)
+   stands for: the command's own code, 128 + a signal's number, or the
+   CLI's codes for a canceled or failed task. Scripts depend on this
+   mapping. */
+static int run_exit_code(json_t *task, const char *state)
 {
 	json_t *md = json_object_get(task, "metadata");
 	json_t *code = json_object_get(md, "exit_code");
@@ -327,7 +333,10 @@ static void on_signal(struct run *r)
 	}
 }
 
-int run_wait_ms(int64_t now, int64_t deadline, int64_t close_by)
+/* How long the wait loop may poll at now (monotonic ms): until close_by
+   once the close handshake started, else until the deadline (0: none,
+   then -1, no bound), at most a minute. */
+static int run_wait_ms(int64_t now, int64_t deadline, int64_t close_by)
 {
 	int64_t until = close_by ? close_by : deadline;
 

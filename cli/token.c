@@ -78,7 +78,9 @@ struct token_key {
 	const char *hs256_file, *ed25519_file, *kid;
 };
 
-int token_add_scopes(struct token_spec *spec, const char *arg)
+/* Adds the space-separated scopes of arg to spec->scope, each once, in
+   the order given. Returns 0, or -EINVAL for an unknown scope. */
+static int token_add_scopes(struct token_spec *spec, const char *arg)
 {
 	static const char *const known[] = {"pty:observe", "pty:control", "tasks",
 					    "sessions"};
@@ -108,7 +110,8 @@ int token_add_scopes(struct token_spec *spec, const char *arg)
 	return 0;
 }
 
-char *token_claims_json(const struct token_spec *spec, int64_t now)
+/* The claims of spec at time now, as compact JSON (caller frees). */
+static char *token_claims_json(const struct token_spec *spec, int64_t now)
 {
 	json_t *o = json_object();
 	char *out;

@@ -30,11 +30,4 @@ struct token_spec {
 	int64_t nbf_in; /* -1: no nbf claim */
 };
 
-/* Adds the space-separated scopes of arg to spec->scope, each once, in
-   the order given. Returns 0, or -EINVAL for an unknown scope. */
-int token_add_scopes(struct token_spec *spec, const char *arg);
-
-/* The claims of spec at time now, as compact JSON (caller frees). */
-char *token_claims_json(const struct token_spec *spec, int64_t now);
-
 #endif

@@ -201,8 +201,15 @@ static bool answer_param(char *p, unsigned *seen)
 	return i < 2 || (v[0] != '0' && num_parse_u64(v, 8, 15, &bits) == 0);
 }
 
-int wsclient_agreed_deflate(const char *head, size_t n, bool *deflate, char *err,
-			    size_t errlen)
+/* Reads the Sec-WebSocket-Extensions of a 101 header (head, n bytes) to
+   WSCLIENT_DEFLATE_OFFER: none leaves *deflate false; permessage-deflate
+   with server_no_context_takeover and nothing but the parameters RFC 7692
+   defines for an answer to that offer (client_no_context_takeover,
+   server_max_window_bits=8..15) sets it. Returns 0, or -EPROTO with a
+   reason in err for anything else (RFC 7692 5: the client fails the
+   connection). */
+static int wsclient_agreed_deflate(const char *head, size_t n, bool *deflate, char *err,
+				   size_t errlen)
 {
 	char *copy = xstrndup(head, n), v[512], *save = NULL, *part;
 	unsigned seen = 0;

@@ -54,16 +54,6 @@ void wsclient_request_ext(const struct wsclient_addr *a, const char *path,
 			  const char *key, const char *token, const char *extensions,
 			  struct buf *out);
 
-/* Reads the Sec-WebSocket-Extensions of a 101 header (head, n bytes) to
-   WSCLIENT_DEFLATE_OFFER: none leaves *deflate false; permessage-deflate
-   with server_no_context_takeover and nothing but the parameters RFC 7692
-   defines for an answer to that offer (client_no_context_takeover,
-   server_max_window_bits=8..15) sets it. Returns 0, or -EPROTO with a
-   reason in err for anything else (RFC 7692 5: the client fails the
-   connection). */
-int wsclient_agreed_deflate(const char *head, size_t n, bool *deflate, char *err,
-			    size_t errlen);
-
 /* Checks the server's answer p[0, n) to a request whose expected
    Sec-WebSocket-Accept is accept; eof says the peer has closed. Returns
    1 when the upgrade succeeded (*head_len: the bytes of the answer's

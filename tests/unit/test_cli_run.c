@@ -2,12 +2,12 @@
 /* cli/run.c: the command text `ptygate run` sends: one word is shell
    text, several are quoted so /bin/sh -c runs them as given; the exit
    code a finished task stands for; and the wait bounded by --timeout. */
+#include "../../cli/run.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
-
-#include "run.h"
 
 static void check(char *const *words, int n, const char *want)
 {

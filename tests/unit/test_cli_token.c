@@ -1,6 +1,8 @@
 /* unit: cli */
 /* cli/token.c: scope lists, the claims it builds, and tokens minted by
    `ptygate token mint` verified by the gateway's own auth_jwt_verify. */
+#include "../../cli/token.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -17,7 +19,6 @@
 #include "cli.h"
 #include "linkcred.h"
 #include "log.h"
-#include "token.h"
 
 static char tmpdir[64];
 

@@ -3,6 +3,8 @@
    server's answer (fed whole and one byte at a time), and one real
    connection to a scripted loopback server in a child process that checks
    the client's frames are masked. */
+#include "../../cli/wsclient.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,7 +18,6 @@
 #include <wslay/wslay.h>
 
 #include "log.h"
-#include "wsclient.h"
 #include "wshandshake.h"
 #include "xalloc.h"
 
