@@ -117,7 +117,8 @@ static bool short_string(json_t *v, size_t max_chars, const char **s, size_t *n)
 	return utf8_chars(*s, *n) <= max_chars;
 }
 
-enum envelope_op envelope_op_lookup(const char *op)
+/* Maps an op name to its kind (ENVELOPE_OP_UNKNOWN if none). */
+static enum envelope_op envelope_op_lookup(const char *op)
 {
 	size_t i;
 

@@ -90,8 +90,6 @@ int envelope_parse(const char *text, size_t len, struct envelope **out,
 		   struct envelope_error *err);
 /* Frees env and drops its references; NULL is a no-op. */
 void envelope_free(struct envelope *env);
-/* Maps an op name to its kind (ENVELOPE_OP_UNKNOWN if none). */
-enum envelope_op envelope_op_lookup(const char *op);
 /* True for the `pty.*` ops, which need the extension activated. */
 bool envelope_op_is_pty(enum envelope_op kind);
 

@@ -286,13 +286,6 @@ static unsigned site_limit(unsigned limit)
 						      : limit * PEERS_SITE_FACTOR;
 }
 
-unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a)
-{
-	struct peer_addr k = key_of(a);
-
-	return count_of(t, &k);
-}
-
 bool peer_table_full(const struct peer_table *t, const struct peer_addr *a,
 		     unsigned limit)
 {
@@ -327,9 +320,4 @@ void peer_table_give(struct peer_table *t, const struct peer_addr *a)
 	drop(t, &k, 0);
 	if (!is_v4(a))
 		drop(t, &site, 1);
-}
-
-size_t peer_table_size(const struct peer_table *t)
-{
-	return t->size;
 }

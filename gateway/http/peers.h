@@ -52,8 +52,6 @@ void peer_client(const struct peer_cidr *trusted, size_t n, const struct peer_ad
 struct peer_table;
 struct peer_table *peer_table_new(void);
 void peer_table_free(struct peer_table *t);
-/* The count of a's address (its /64 for IPv6). */
-unsigned peer_table_count(const struct peer_table *t, const struct peer_addr *a);
 /* Whether a is at limit: its address, or for IPv6 its /56 at
    limit * PEERS_SITE_FACTOR. */
 bool peer_table_full(const struct peer_table *t, const struct peer_addr *a,
@@ -62,7 +60,5 @@ bool peer_table_full(const struct peer_table *t, const struct peer_addr *a,
    returns 0, or -EBUSY. */
 int peer_table_take(struct peer_table *t, const struct peer_addr *a, unsigned limit);
 void peer_table_give(struct peer_table *t, const struct peer_addr *a);
-/* Addresses with a count, for tests. */
-size_t peer_table_size(const struct peer_table *t);
 
 #endif

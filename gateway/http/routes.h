@@ -112,11 +112,6 @@ json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url);
    a whole URL: a base, then a path naming an instance and a session. */
 #define ROUTES_BASE_MAX 600
 #define ROUTES_URL_MAX	(2 * ROUTES_BASE_MAX)
-/* The bases of the gateway's public URLs: public_url as configured
-   (http/https mapped to ws/wss for ws_base and back for http_base), else
-   http://HOST:PORT and ws://HOST:PORT (IPv6 hosts bracketed). */
-void routes_bases(const char *public_url, const char *host, uint16_t port,
-		  char *http_base, char *ws_base, size_t cap);
 /* The AgentCard of instance (new reference); lim NULL or zero fields
    fall back to the protocol's defaults. */
 json_t *routes_agent_card(const char *instance, const char *http_base,

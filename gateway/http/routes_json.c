@@ -117,8 +117,11 @@ json_t *routes_created_json(const Ptg__SessionInfo *s, const char *attach_url)
 			 iso_ts(s->created_at_ms), "attach_url", attach_url);
 }
 
-void routes_bases(const char *public_url, const char *host, uint16_t port,
-		  char *http_base, char *ws_base, size_t cap)
+/* The bases of the gateway's public URLs: public_url as configured
+   (http/https mapped to ws/wss for ws_base and back for http_base), else
+   http://HOST:PORT and ws://HOST:PORT (IPv6 hosts bracketed). */
+static void routes_bases(const char *public_url, const char *host, uint16_t port,
+			 char *http_base, char *ws_base, size_t cap)
 {
 	static const char *const map[][2] = {
 	    {"https://", "wss://"},

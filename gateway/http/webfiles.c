@@ -12,7 +12,10 @@
 
 #define WEBFILES__HASH_LEN 12
 
-bool webfiles_is_hashed(const char *file)
+/* 1 when file's name carries a content hash, "name-<12 hex>.ext", as
+   scripts/build-web.sh names everything but index.html: such a file never
+   changes, so it may be cached for a year. */
+static bool webfiles_is_hashed(const char *file)
 {
 	const char *base = strrchr(file, '/');
 	const char *dot = strrchr(file, '.');
@@ -30,7 +33,10 @@ bool webfiles_is_hashed(const char *file)
 	return 1;
 }
 
-const char *webfiles_cache_control(const char *file)
+/* The Cache-Control value for file: immutable when hashed, else
+   "no-cache" (revalidate each time: index.html names the current hashed
+   files, so a new build shows at the next load). */
+static const char *webfiles_cache_control(const char *file)
 {
 	return webfiles_is_hashed(file) ? "public, max-age=31536000, immutable"
 					: "no-cache";
@@ -48,7 +54,7 @@ void webfiles_headers(struct MHD_Response *resp, const char *file)
 
 /* file under dfd, each component opened without following a link: what
    openat2's RESOLVE_NO_SYMLINKS does, where openat2 is missing. */
-int webfiles_open_walk(int dfd, const char *file)
+static int webfiles_open_walk(int dfd, const char *file)
 {
 	char part[4096];
 	const char *p = file;

@@ -10,14 +10,6 @@
 
 #include <microhttpd.h>
 
-/* 1 when file's name carries a content hash, "name-<12 hex>.ext", as
-   scripts/build-web.sh names everything but index.html: such a file never
-   changes, so it may be cached for a year. */
-bool webfiles_is_hashed(const char *file);
-/* The Cache-Control value for file: immutable when hashed, else
-   "no-cache" (revalidate each time: index.html names the current hashed
-   files, so a new build shows at the next load). */
-const char *webfiles_cache_control(const char *file);
 /* Adds Cache-Control and the security headers for file to resp. */
 void webfiles_headers(struct MHD_Response *resp, const char *file);
 /* Opens file, a relative path, under dir for reading: resolved beneath
@@ -27,9 +19,6 @@ void webfiles_headers(struct MHD_Response *resp, const char *file);
    dir never serves what it names. Only a regular file of at most max
    bytes. Returns the fd and *size, or a negative errno. */
 int webfiles_open(const char *dir, const char *file, uint64_t max, uint64_t *size);
-/* webfiles_open's way without openat2, relative to the directory dfd:
-   an fd or a negative errno (exported for its test). */
-int webfiles_open_walk(int dfd, const char *file);
 
 /* The page runs only its own scripts (no inline script, no eval) and
    talks only to its own origin (the REST API and the attach WebSocket:

@@ -3,6 +3,8 @@
    decoding, dot segments, bad ids, static files), allowed methods,
    tokens in query strings, strict validation of the create body, the
    session and AgentCard JSON, URL bases, link code mapping. */
+#include "../../gateway/http/routes_json.c"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>

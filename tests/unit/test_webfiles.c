@@ -4,6 +4,8 @@
    and "/agents/I/sessions/S/" are the page, "/agents/I/sessions/S" stays
    the REST resource; files are opened beneath --static-dir with no
    symbolic link in any component (openat2, and the walk without it). */
+#include "../../gateway/http/webfiles.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -18,7 +20,6 @@
 #include <unistd.h>
 
 #include "routes.h"
-#include "webfiles.h"
 
 static void test_hashed_names(void **state)
 {
