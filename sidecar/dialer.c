@@ -55,8 +55,10 @@ struct dialer_group {
 
 /* ---- backoff ---- */
 
-void dialer_backoff_init(struct dialer_backoff *b, const struct dialer_env *env,
-			 int64_t base_ms, int64_t cap_ms, int64_t reset_ms)
+/* A schedule starting at base_ms, capped at cap_ms (>= base_ms), reset by
+   a link up reset_ms. env is kept, not copied. */
+static void dialer_backoff_init(struct dialer_backoff *b, const struct dialer_env *env,
+				int64_t base_ms, int64_t cap_ms, int64_t reset_ms)
 {
 	b->env = env;
 	b->base_ms = base_ms;
@@ -66,12 +68,16 @@ void dialer_backoff_init(struct dialer_backoff *b, const struct dialer_env *env,
 	b->up_since = -1;
 }
 
-void dialer_backoff_up(struct dialer_backoff *b)
+/* The link came up (the gateway took the credential). */
+static void dialer_backoff_up(struct dialer_backoff *b)
 {
 	b->up_since = b->env->now_ms(b->env->user);
 }
 
-int64_t dialer_backoff_next(struct dialer_backoff *b)
+/* The delay before the next attempt, after a failure or a lost link: a
+   random draw from [0, ceiling], then the ceiling doubles up to the cap;
+   first back to the base when the link that just ended was up reset_ms. */
+static int64_t dialer_backoff_next(struct dialer_backoff *b)
 {
 	int64_t delay;
 

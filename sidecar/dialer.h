@@ -41,17 +41,6 @@ struct dialer_backoff {
 	int64_t up_since;   /* now_ms when the current link came up; -1: none */
 };
 
-/* A schedule starting at base_ms, capped at cap_ms (>= base_ms), reset by
-   a link up reset_ms. env is kept, not copied. */
-void dialer_backoff_init(struct dialer_backoff *b, const struct dialer_env *env,
-			 int64_t base_ms, int64_t cap_ms, int64_t reset_ms);
-/* The link came up (the gateway took the credential). */
-void dialer_backoff_up(struct dialer_backoff *b);
-/* The delay before the next attempt, after a failure or a lost link: a
-   random draw from [0, ceiling], then the ceiling doubles up to the cap;
-   first back to the base when the link that just ended was up reset_ms. */
-int64_t dialer_backoff_next(struct dialer_backoff *b);
-
 /* Every dialer of one sidecar and the credential they present. */
 struct dialer_group;
 

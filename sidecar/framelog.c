@@ -602,7 +602,3 @@ uint64_t framelog_disk_bytes(const struct framelog *l)
 {
 	return l->disk_bytes;
 }
-uint64_t framelog_forgotten_through(const struct framelog *l)
-{
-	return l->forgotten_through;
-}

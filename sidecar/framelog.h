@@ -81,8 +81,6 @@ uint64_t framelog_disk_bytes(const struct framelog *l);
    that was logged is on disk (frames never logged, like targeted ones,
    are not history). 0 when the log holds nothing. */
 uint64_t framelog_oldest_retained(const struct framelog *l);
-/* Everything at or below seq is gone: retention deleted it. */
-uint64_t framelog_forgotten_through(const struct framelog *l);
 
 struct framelog_rec {
 	uint64_t seq;

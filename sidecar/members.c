@@ -70,6 +70,8 @@ static void random_bytes(void *buf, size_t n)
 }
 
 /* A fresh "c-" + 16 hex id, retried until no current member holds it. */
+static struct member *members_find_client(struct members *m, const char *client_id);
+
 static void issue_client_id(struct members *m, char out[24])
 {
 	static const char hex[] = "0123456789abcdef";
@@ -188,7 +190,8 @@ struct member *members_find(struct members *m, void *link, uint64_t attach_id)
 	return NULL;
 }
 
-struct member *members_find_client(struct members *m, const char *client_id)
+/* The member with this client id, or NULL. */
+static struct member *members_find_client(struct members *m, const char *client_id)
 {
 	struct member *mb;
 

@@ -49,8 +49,6 @@ struct member *members_join(struct members *m, void *link, uint64_t attach_id,
 			    const char *label, int *downgraded, const char **reason);
 /* The member with this owner key, or NULL. */
 struct member *members_find(struct members *m, void *link, uint64_t attach_id);
-/* The member with this client id, or NULL. */
-struct member *members_find_client(struct members *m, const char *client_id);
 /* Removes and frees mb, which must belong to m. */
 void members_leave(struct members *m, struct member *mb);
 /* Switches mb to want, checked against capacity and the member's recorded

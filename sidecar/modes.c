@@ -81,11 +81,6 @@ enum modes_guard modes_guard(const struct modes *m)
 	return (enum modes_guard)m->guard;
 }
 
-bool modes_in_text(const struct modes *m)
-{
-	return m->in_text;
-}
-
 bool modes_idle(const struct modes *m)
 {
 	return m->ps == ST_GROUND;

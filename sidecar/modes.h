@@ -70,8 +70,6 @@ size_t modes_feed(struct modes *m, const uint8_t *p, size_t n, enum modes_event 
 		  size_t *at);
 /* What the byte of the last MODES_EV_GUARD event becomes. */
 enum modes_guard modes_guard(const struct modes *m);
-/* True while the last byte parsed was part of a text run. */
-bool modes_in_text(const struct modes *m);
 /* True when no escape, control or string sequence is half parsed. */
 bool modes_idle(const struct modes *m);
 /* The terminal was resized: clamps the margins as libvterm does. */

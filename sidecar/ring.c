@@ -155,16 +155,6 @@ uint64_t ring_oldest_retained(const struct ring *r)
 	return r->evicted_through + 1;
 }
 
-size_t ring_count(const struct ring *r)
-{
-	return r->count;
-}
-
-size_t ring_bytes(const struct ring *r)
-{
-	return r->bytes;
-}
-
 int ring_check_range(uint64_t replay_from, uint64_t oldest, uint64_t current)
 {
 	/* replay_from + 1 >= oldest, written without overflow. */

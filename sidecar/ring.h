@@ -49,10 +49,6 @@ void ring_expire(struct ring *r, int64_t now_ms);
 void ring_forget_through(struct ring *r, uint64_t seq);
 /* The highest sequence ever evicted + 1; 1 when nothing was evicted. */
 uint64_t ring_oldest_retained(const struct ring *r);
-/* Number of retained entries. */
-size_t ring_count(const struct ring *r);
-/* Bytes charged for retained entries: sum of len + RING_ENTRY_OVERHEAD. */
-size_t ring_bytes(const struct ring *r);
 /* The replay range, the one rule for memory and disk: 0 when a
    replay from (exclusive) replay_from can be served, i.e. replay_from + 1
    >= oldest (the oldest sequence retained anywhere) and replay_from <=

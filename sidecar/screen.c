@@ -549,14 +549,6 @@ uint64_t screen__changes(const struct screen *s)
 	return s->changes;
 }
 
-void screen_probe(struct screen *s, const char *q, struct buf *reply)
-{
-	s->changes++;
-	s->probe = reply;
-	vterm_input_write(s->vt, q, strlen(q));
-	s->probe = NULL;
-}
-
 /* Whether the escape parser passes over b: C0 controls but ESC, CAN and
    SUB, DEL, and 0x80 and up. */
 static bool esc_passes(uint8_t b)

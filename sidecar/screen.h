@@ -69,9 +69,5 @@ bool screen_cursor_blink(const struct screen *s);
 int screen_cursor_shape(const struct screen *s);
 bool screen_altscreen(const struct screen *s);
 bool screen_reverse(const struct screen *s);
-/* Writes q to libvterm alone (not the tracker) and appends its answer to
-   reply: a DECRQM or DECRQSS query reads libvterm's hidden state. q must
-   not change that state. */
-void screen_probe(struct screen *s, const char *q, struct buf *reply);
 
 #endif

@@ -27,7 +27,10 @@
 #define STORE_MAX_FILE (4u << 20)
 #define STORE_MAX_ARGS 256
 
-int store_dir_open(const char *dir)
+/* Opens the state dir without following a link as its last component:
+   an fd (O_DIRECTORY, O_CLOEXEC) for openat and friends, or a negative
+   errno. Every file of the store is reached through one. */
+static int store_dir_open(const char *dir)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 

@@ -48,10 +48,6 @@ struct store_record {
    swap dir for a link later); the reason is logged. Returns 0 or a
    negative errno. */
 int store_open(const char *dir);
-/* Opens the state dir without following a link as its last component:
-   an fd (O_DIRECTORY, O_CLOEXEC) for openat and friends, or a negative
-   errno. Every file of the store is reached through one. */
-int store_dir_open(const char *dir);
 /* Writes r's record (not its screen) atomically and durably (fsync of
    the file and the directory: a sequence reservation must survive a power
    loss). 0 or a negative errno. */

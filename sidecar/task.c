@@ -51,7 +51,8 @@ bool task_is_terminal(const struct task *t)
 
 /* ---- UTF-8 ---- */
 
-json_t *task_json_text(const char *p, size_t n)
+/* s as valid UTF-8 (bad bytes become U+FFFD), a new JSON string. */
+static json_t *task_json_text(const char *p, size_t n)
 {
 	const unsigned char *u = (const unsigned char *)p;
 	struct buf b = BUF_INIT;

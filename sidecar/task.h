@@ -117,7 +117,4 @@ json_t *task_output_delta(struct task *t);
 char *task_record(const struct task *t);
 struct task *task_from_record(const char *data, size_t n);
 
-/* s as valid UTF-8 (bad bytes become U+FFFD), a new JSON string. */
-json_t *task_json_text(const char *p, size_t n);
-
 #endif

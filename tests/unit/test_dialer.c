@@ -6,6 +6,8 @@
    does not, and a cap below the base is the base. Then the options:
    --dial repeatable up to its bound, needing --instance-token-file and
    sparing --listen, and --dial-backoff-max in ms or s/m/h. */
+#include "../../sidecar/dialer.c"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -17,7 +19,6 @@
 #include <cmocka.h>
 
 #include "config.h"
-#include "dialer.h"
 
 struct fake {
 	int64_t now;

@@ -2,6 +2,8 @@
 /* test_members: capacities and downgrade reasons, full sessions, role
    requests both ways, leave and drop_link, client ids, join order, and
    label truncation on UTF-8 boundaries. */
+#include "../../sidecar/members.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -10,8 +12,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-#include "members.h"
 
 static int link_a, link_b; /* addresses used as opaque link keys */
 

@@ -7,6 +7,8 @@
    through a symbolic link (opened, chmod'ed, written, read, removed), a
    parent others may write without the sticky bit is refused, and a dir
    that is ours is made 0700. */
+#include "../../sidecar/store.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -23,7 +25,6 @@
 #include "log.h"
 #include "recstore.h"
 #include "seal.h"
-#include "store.h"
 
 static const char *ID = "01234567-89ab-7cde-8f01-23456789abcd";
 

@@ -4,6 +4,8 @@
    that never split a UTF-8 character, exit statuses, the record round
    trip (NUL bytes in the output, the owner, records from before owners),
    and who sees a task. */
+#include "../../sidecar/task.c"
+
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -16,7 +18,6 @@
 #include <string.h>
 
 #include "log.h"
-#include "task.h"
 
 #define SID "01a00000-0000-7000-8000-000000000001"
 
