@@ -4,6 +4,8 @@
    then the payload is decoded and its claims read. A key is only ever
    used with its own alg, which closes the HS256-with-a-public-key
    confusion. */
+#include "auth_jwt.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,7 +13,6 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "auth_jwt.h"
 #include "b64.h"
 
 #define JWT__TIME_BOUND 1000000000000000LL /* |NumericDate| accepted, ~31M years */

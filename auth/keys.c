@@ -1,5 +1,7 @@
 /* keys: the JWT key set, key files and Ed25519 PEM. Secrets are wiped
    with sodium_memzero wherever they pass through a buffer. */
+#include "keys.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
@@ -12,7 +14,6 @@
 #include <sodium.h>
 
 #include "b64.h"
-#include "keys.h"
 #include "fdio.h"
 #include "xalloc.h"
 

@@ -5,6 +5,8 @@
    and a client token lacks are read here. Whatever auth_jwt_verify says about
    the claims, the signature was good by then, so the payload is read
    again to give one reason, in one order, on both sides. */
+#include "linkcred.h"
+
 #include <string.h>
 
 #include <jansson.h>
@@ -12,7 +14,6 @@
 #include "b64.h"
 #include "buf.h"
 #include "id.h"
-#include "linkcred.h"
 
 #define LINKCRED__SIG_LEN    64			/* an Ed25519 signature */
 #define LINKCRED__TIME_BOUND 1000000000000000LL /* as auth_jwt.c accepts */

@@ -4,6 +4,8 @@
    protocol decisions are ptyc's, the framing wsclient's, the terminal
    mode rawtty's; this file moves bytes between them. Its command line
    is attach_args.c's. */
+#include "attach.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
@@ -20,7 +22,6 @@
 #include <jansson.h>
 #include <sodium.h>
 
-#include "attach.h"
 #include "attach_int.h"
 #include "cli.h"
 #include "num.h"

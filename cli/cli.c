@@ -1,5 +1,7 @@
 /* cli: helpers every ptygate subcommand shares (see cli.h). Messages go
    to stderr as one line each, so scripts can show them as they are. */
+#include "cli.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,7 +12,6 @@
 #include <sodium.h>
 
 #include "auth_jwt.h"
-#include "cli.h"
 #include "fdio.h"
 #include "utf8.h"
 #include "xalloc.h"

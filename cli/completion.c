@@ -3,12 +3,13 @@
    file names after options that take a file or directory, and the
    values of --output, --policy and --control-policy. token keeps its tables to itself, so
    its options are read from `ptygate token VERB --help` when completing. */
+#include "completion.h"
+
 #include <errno.h>
 #include <string.h>
 
 #include "attach.h"
 #include "cli.h"
-#include "completion.h"
 #include "run.h"
 #include "sessions.h"
 #include "token.h"

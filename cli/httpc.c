@@ -2,14 +2,14 @@
    The bearer header is built here and wiped after the request, as it
    holds the token. Redirects are not followed: a token must never be
    replayed to a host the operator did not name. */
+#include "httpc.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <curl/curl.h>
 #include <sodium.h>
-
-#include "httpc.h"
 
 /* One transfer: where its body goes. */
 struct transfer {

@@ -4,6 +4,8 @@
    frames addressed to one connection (RoleAssigned) may carry a higher
    number than replayed frames that follow them (docs/protocol.md, "3.
    Sequences, replay and keyframes"). */
+#include "ptyc.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,7 +15,6 @@
 #include <jansson.h>
 
 #include "b64.h"
-#include "ptyc.h"
 #include "timeutil.h"
 #include "uuid.h"
 #include "xalloc.h"

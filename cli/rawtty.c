@@ -1,6 +1,8 @@
 /* rawtty: raw mode with restoration that survives crashes. The fatal
    signals get a one-shot handler that restores the terminal and
    re-raises, so a crash still leaves a usable shell behind. */
+#include "rawtty.h"
+
 #include <errno.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -8,8 +10,6 @@
 #include <string.h>
 #include <termios.h>
 #include <unistd.h>
-
-#include "rawtty.h"
 
 static struct termios rawtty_saved;
 static int rawtty_fd = -1;

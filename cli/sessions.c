@@ -4,6 +4,8 @@
    prints the answer for people (a table, or "key: value" lines) or, with
    --output json, as the gateway's JSON, and turns a non-2xx answer's
    {code, message} into one line on stderr and exit code 1. */
+#include "sessions.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 #include "httpc.h"
 #include "num.h"
 #include "ptg_limits.h"
-#include "sessions.h"
 #include "timeutil.h"
 
 /* list asks for the gateway's largest page and follows next_page_token;

@@ -7,6 +7,8 @@
    ptygate-link it mints a sidecar's instance credential instead
    (auth/linkcred.h): Ed25519 only, no scope or session, sub defaulting to
    the instance, which must be one real instance id. */
+#include "token.h"
+
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -23,7 +25,6 @@
 #include "keys.h"
 #include "linkcred.h"
 #include "num.h"
-#include "token.h"
 
 #define TOKEN_DEFAULT_TTL   3600
 #define TOKEN_DEFAULT_SCOPE "pty:observe"

@@ -4,6 +4,8 @@
    context does the framing, reading and writing the socket itself through
    its callbacks. Bytes that arrived with the handshake answer are served
    to wslay first. */
+#include "wsclient.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -26,7 +28,6 @@
 #include "timeutil.h"
 #include "tlsio.h"
 #include "wshandshake.h"
-#include "wsclient.h"
 #include "xalloc.h"
 
 struct wsclient {

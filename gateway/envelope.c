@@ -5,12 +5,13 @@
    can fix it from the Error alone. Duplicate keys and unknown envelope
    fields are refused (the binding's schema has additionalProperties:
    false). */
+#include "envelope.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "envelope.h"
 #include "b64.h"
 #include "timeutil.h"
 #include "uuid.h"

@@ -15,8 +15,8 @@
 
 #include "buf.h"
 #include "link.pb-c.h"
-#include "ptyws.h"
 #include "ptg_limits.h"
+#include "ptyws.h"
 
 #define ENVELOPE_MSG_MAX	    256
 #define ENVELOPE_SERVICE_PARAMS_MAX 4096 /* compact encoded bytes */

@@ -6,13 +6,14 @@
    replies) are dumped by Jansson into the same buffer. Every string from
    outside goes through str, which escapes, repairs UTF-8 and enforces the
    schema's maxLength (in code points). */
+#include "frames.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
 
-#include "frames.h"
-#include "ptg_limits.h"
 #include "b64.h"
+#include "ptg_limits.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "uuid.h"

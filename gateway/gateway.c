@@ -7,20 +7,20 @@
 #include <dirent.h>
 #include <errno.h>
 #include <signal.h>
-#include <sys/resource.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "auth_jwt.h"
 #include "conn.h"
+#include "fleetauth.h"
+#include "forward.h"
 #include "http.h"
 #include "linkcred.h"
 #include "linklisten.h"
 #include "log.h"
-#include "fleetauth.h"
-#include "forward.h"
 #include "registry.h"
 #include "relay.h"
 #include "restlimit.h"

@@ -26,8 +26,8 @@
 #include <linux/vm_sockets.h>
 
 #include "addr.h"
-#include "ev.h"
 #include "config.h"
+#include "ev.h"
 #include "link.h"
 #include "linkcred.h"
 #include "linkverify.h"

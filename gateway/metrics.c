@@ -2,7 +2,6 @@
    format 0.0.4, one HELP and one TYPE line per family. The families are
    a table so a new counter is one line. */
 #include "metrics.h"
-#include "metrics_int.h"
 
 #include <inttypes.h>
 #include <stddef.h>
@@ -10,6 +9,7 @@
 #include <string.h>
 
 #include "buildinfo.h"
+#include "metrics_int.h"
 #include "routes.h"
 #include "timeutil.h"
 

@@ -3,8 +3,6 @@
    replies; the attachments and the fan-out of frames to them are
    upstream_fanout.c's, what the sidecar reports of itself sidestats.c's
    (driven from here, asking through stats_link). */
-#include "upstream_int.h"
-
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,11 +13,12 @@
 
 #include "config.h"
 #include "linkcaps.h"
-#include "linkcred.h"
 #include "linkconn.h"
+#include "linkcred.h"
 #include "log.h"
 #include "metrics.h"
 #include "timeutil.h"
+#include "upstream_int.h"
 #include "xalloc.h"
 
 #define BACKOFF_MIN_MS 100

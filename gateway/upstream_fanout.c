@@ -2,8 +2,6 @@
    session) and the encode-once fan-out of its frames to them (see
    upstream.h). It calls nothing of upstream.c: the link hands it frames,
    control notices, task updates and its end. */
-#include "upstream_int.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +9,7 @@
 #include "frames.h"
 #include "log.h"
 #include "timeutil.h"
+#include "upstream_int.h"
 #include "ws.h"
 #include "xalloc.h"
 

@@ -5,6 +5,8 @@
    finishes the frame it starts (see ws.h for why that matters). A small
    header scan runs ahead of wslay to turn the frame layer's errors into
    a 1002 close. Shared outgoing text frames (wsframe_*) live here too. */
+#include "ws.h"
+
 #include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -15,7 +17,6 @@
 
 #include "buf.h"
 #include "utf8.h"
-#include "ws.h"
 #include "xalloc.h"
 
 #define WS__CTRL_MAX   125

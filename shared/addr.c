@@ -2,6 +2,8 @@
    transport addresses. Sockets come back non-blocking and close-on-exec.
    A tcp listener is held to loopback unless the caller opts out, since
    the link carries no authentication of its own. */
+#include "addr.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -16,7 +18,6 @@
 #include <unistd.h>
 #include <linux/vm_sockets.h>
 
-#include "addr.h"
 #include "log.h"
 #include "num.h"
 

@@ -1,10 +1,10 @@
 /* b64: strict base64 (RFC 4648 section 4) and unpadded base64url
    (section 5). The decoders accept exactly one encoding per byte string:
    no whitespace, no excess padding, no non-zero trailing bits. */
+#include "b64.h"
+
 #include <errno.h>
 #include <string.h>
-
-#include "b64.h"
 
 static const char std[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";

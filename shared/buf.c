@@ -1,11 +1,12 @@
 /* buf: a growable byte buffer with a read offset. Consumed bytes are
    reclaimed lazily: the content moves to the front only when room is
    needed and the dead prefix is worth reclaiming. */
+#include "buf.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "buf.h"
 #include "xalloc.h"
 
 uint8_t buf__empty[1];

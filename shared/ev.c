@@ -6,6 +6,8 @@
    callbacks, expired timers. ios and timers freed during a turn's
    callbacks are only marked dead and reclaimed after them, so a later
    event of the same turn never touches freed memory. */
+#include "ev.h"
+
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -17,7 +19,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "ev.h"
 #include "heap.h"
 #include "list.h"
 #include "log.h"

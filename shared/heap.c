@@ -1,9 +1,10 @@
 /* heap: an array-backed binary min-heap of pointers to embedded nodes.
    Every move writes the node's new index back into it, which is what
    lets heap_remove find an arbitrary node without searching. */
+#include "heap.h"
+
 #include <stdlib.h>
 
-#include "heap.h"
 #include "xalloc.h"
 
 void heap_init(struct heap *h, heap_less_fn less)

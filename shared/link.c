@@ -8,12 +8,12 @@
    link_wrap_frame frames an already packed Frame without copying it; it
    writes the only varints outside protobuf-c, with the generated field
    numbers. */
+#include "link.h"
+
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
-
-#include "link.h"
 
 static void put_length(uint8_t *p, size_t n)
 {

@@ -9,6 +9,8 @@
    a time, so a burst of large answers never holds up a session's output
    by more than the one reply already on the wire. Closing is always deferred to a
    before-poll hook, so no callback ever runs on a freed linkconn. */
+#include "linkconn.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +22,6 @@
 
 #include "buf.h"
 #include "link.h"
-#include "linkconn.h"
 #include "log.h"
 #include "xalloc.h"
 

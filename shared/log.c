@@ -4,6 +4,8 @@
    characters are replaced (text) or escaped (JSON) so that text from the
    network cannot forge log lines; in JSON a byte that is not part of
    valid UTF-8 becomes U+FFFD, so every line parses. */
+#include "log.h"
+
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -12,7 +14,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "log.h"
 #include "timeutil.h"
 #include "utf8.h"
 

@@ -2,11 +2,11 @@
    dates are converted by arithmetic (Howard Hinnant's days-from-civil
    algorithm) so neither direction depends on TZ or the C library's
    locale-sensitive time functions. */
+#include "timeutil.h"
+
 #include <errno.h>
 #include <string.h>
 #include <time.h>
-
-#include "timeutil.h"
 
 static int64_t clock_ms(clockid_t id)
 {

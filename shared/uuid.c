@@ -2,6 +2,8 @@
    random each millisecond (method 1 of section 6.2), so ids made in the
    same millisecond still sort in creation order; when the counter runs
    out the timestamp is advanced by one millisecond. */
+#include "uuid.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -10,7 +12,6 @@
 #include <sys/random.h>
 
 #include "timeutil.h"
-#include "uuid.h"
 
 static int64_t last_ms = -1;
 static uint32_t seq_counter;

@@ -1,11 +1,11 @@
 /* xalloc: allocation wrappers that abort the process on failure, so the
    rest of the code never handles out-of-memory. */
+#include "xalloc.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#include "xalloc.h"
 
 static void __attribute__((noreturn)) fail(const char *what, size_t n)
 {

@@ -6,13 +6,12 @@
    DecideControl, the request's deadline or the asker's leaving ends it.
    With no controller left, the oldest request is granted: nobody is left
    to object, as an open session would grant it. */
-#include "session_int.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
+#include "session_int.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"

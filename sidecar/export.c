@@ -6,8 +6,9 @@
 #include "export.h"
 
 #include <errno.h>
-#include <jansson.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "framelog.h"

@@ -4,13 +4,11 @@
 #ifndef PTG_EXPORT_H
 #define PTG_EXPORT_H
 
+#include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-
-#include <stdint.h>
-
 #include "buf.h"
+#include "config.h"
 
 /* The asciicast v2 encoder, shared by the command line export and the
    link's ExportSession pages: the state carried from frame to frame (and

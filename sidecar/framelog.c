@@ -4,7 +4,6 @@
    This file opens, writes and retains the log; the files' names and the
    reading of a segment, for replay and export, are framelog_read.c. */
 #include "framelog.h"
-#include "framelog_int.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -17,6 +16,7 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "framelog_int.h"
 #include "log.h"
 #include "num.h"
 #include "syncer.h"

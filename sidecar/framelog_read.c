@@ -2,9 +2,6 @@
    endian fields of their records) and the reading of them: one segment's
    records in order (framelog_open verifies and cuts with it) and the
    readers replay and export use, which see whole written records only. */
-#include "framelog.h"
-#include "framelog_int.h"
-
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +13,8 @@
 #include <unistd.h>
 
 #include "fdio.h"
+#include "framelog.h"
+#include "framelog_int.h"
 #include "log.h"
 #include "num.h"
 #include "syncer.h"

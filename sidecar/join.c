@@ -1,14 +1,13 @@
 /* join: attachments of a session: the three join flows in their exact order
    (docs/protocol.md, "Joining a session"), leave, role requests and
    keyframe requests. */
-#include "session_int.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "log.h"
 #include "ptg_limits.h"
+#include "session_int.h"
 #include "timeutil.h"
 #include "wire.h"
 

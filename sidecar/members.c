@@ -3,13 +3,14 @@
    with linear lookups is both the simplest and fast enough. The
    distinct links of the members are counted beside it: every frame goes
    once per link, and a thousand observers on one gateway are one link. */
+#include "members.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
-#include "members.h"
 #include "xalloc.h"
 
 static const char reason_no_control[] = "token lacks pty:control";

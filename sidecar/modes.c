@@ -5,11 +5,11 @@
    It applies the CSI guard's rules (vtguard.h) as it goes. */
 #include "modes.h"
 
-#include "vtguard.h"
-#include "xalloc.h"
-
 #include <stdlib.h>
 #include <string.h>
+
+#include "vtguard.h"
+#include "xalloc.h"
 
 #define MODES_MAX_ARGS	  16
 #define MODES_ARG_MISSING (-1)

@@ -15,14 +15,13 @@
    retention under it, a link that fell behind) stops in one defined way:
    the frames sent so far, an Error PTY_OUTPUT_LAGGED naming the last
    sequence sent, then the Keyframe and the rest of the join flow. */
-#include "session_int.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "linkconn.h"
 #include "log.h"
+#include "session_int.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"

@@ -5,12 +5,13 @@
    replay finds its start by binary search. Eviction is strictly oldest
    first: a frame leaves only once every older frame has, which keeps
    "highest sequence ever evicted" a single number. */
+#include "ring.h"
+
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "ring.h"
 #include "xalloc.h"
 
 #define RING_MIN_CAP 16

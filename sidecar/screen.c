@@ -17,14 +17,14 @@
    which it drops; the DECSC saved cursor (except the one ?1049h saved);
    double-width/height lines; G2/G3 single shifts. */
 #include "screen.h"
-#include "screen_int.h"
-#include "vtguard.h"
-
-#include "xalloc.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "screen_int.h"
+#include "vtguard.h"
+#include "xalloc.h"
 
 /* libvterm callbacks */
 

@@ -2,11 +2,11 @@
    "The Keyframe's snapshot"): the screen model of screen.c written as the
    bytes that make a freshly reset terminal B show the same thing, each
    cell's pen as the shortest change from the pen B already has. */
-#include "screen.h"
-#include "screen_int.h"
-
 #include <stdio.h>
 #include <string.h>
+
+#include "screen.h"
+#include "screen_int.h"
 
 /* The right half of a wide character, as libvterm 0.1.4 reports it. */
 #define WIDE_TAIL ((uint32_t)-1)

@@ -3,14 +3,13 @@
    plain runs that provably scroll off, screens a later full repaint
    covers, and what precedes a RIS (screen_skip_to_reset, in screen.c).
    It finds what to leave out and feeds the rest through screen_feed. */
-#include "screen.h"
-#include "screen_int.h"
-
-#include "xalloc.h"
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "screen.h"
+#include "screen_int.h"
+#include "xalloc.h"
 
 /* What a byte is to screen_feed_tail: plain bytes only print or move to
    the line start or below, and change nothing else in the terminal. C0

@@ -7,9 +7,10 @@
 #ifndef PTG_SEAL_H
 #define PTG_SEAL_H
 
-#include <sodium.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <sodium.h>
 
 #define SEAL_KEY_BYTES crypto_secretstream_xchacha20poly1305_KEYBYTES
 #define SEAL_KID_BYTES 8

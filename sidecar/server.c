@@ -2,7 +2,6 @@
    messages handed to the handlers of server_ops.c, signals and upkeep;
    the session registry and the request handlers are server_ops.c. */
 #include "server.h"
-#include "server_int.h"
 
 #include <errno.h>
 #include <pwd.h>
@@ -12,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <linux/vm_sockets.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #include "ev.h"
 #include "link.h"
@@ -22,6 +21,7 @@
 #include "log.h"
 #include "ptg_limits.h"
 #include "recstore.h"
+#include "server_int.h"
 #include "session.h"
 #include "stats.h"
 #include "store.h"

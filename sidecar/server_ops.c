@@ -4,9 +4,6 @@
    and answers bad input with an error reply, never by exiting. The
    links they arrive on are server.c's, which calls in here, never the
    other way. */
-#include "server.h"
-#include "server_int.h"
-
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
@@ -15,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <linux/vm_sockets.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <linux/vm_sockets.h>
 
 #include "ev.h"
 #include "link.h"
@@ -25,6 +22,8 @@
 #include "log.h"
 #include "ptg_limits.h"
 #include "recstore.h"
+#include "server.h"
+#include "server_int.h"
 #include "session.h"
 #include "stats.h"
 #include "store.h"

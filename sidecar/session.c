@@ -2,8 +2,6 @@
    size, exit and kill, and its one constructor. Frames go out through
    session_emit.c, durable state through session_state.c; the join flows
    live in join.c, above this file. */
-#include "session_int.h"
-
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
@@ -16,9 +14,10 @@
 
 #include "log.h"
 #include "ptg_limits.h"
+#include "session_int.h"
 #include "store.h"
-#include "tty.h"
 #include "timeutil.h"
+#include "tty.h"
 #include "wire.h"
 #include "xalloc.h"
 

@@ -5,10 +5,9 @@
    (Error, Closed, RoleAssigned, MembershipChanged) are built here. It
    calls only downward (session_state.c, the ring, the wire), so join.c,
    replay.c, approval.c and session.c all send through it. */
-#include "session_int.h"
-
 #include <stdlib.h>
 
+#include "session_int.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"

@@ -4,8 +4,6 @@
    after a sidecar restart. session.c, session_emit.c and join.c call in
    through the hooks of session_int.h; nothing here calls back up (no
    frame is sent from here but the ring's replay to one attachment). */
-#include "session_int.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +12,7 @@
 #include "export.h"
 #include "log.h"
 #include "ptg_limits.h"
+#include "session_int.h"
 #include "store.h"
 #include "timeutil.h"
 #include "wire.h"

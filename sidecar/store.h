@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "uuid.h"
 #include "ptg_limits.h"
+#include "uuid.h"
 
 /* A principal (a token's sub) is at most this many bytes. */
 #define STORE_OWNER_MAX 256

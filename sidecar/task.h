@@ -14,8 +14,8 @@
 
 #include <jansson.h>
 
-#include "uuid.h"
 #include "ptg_limits.h"
+#include "uuid.h"
 
 enum task_state {
 	TASK_SUBMITTED,

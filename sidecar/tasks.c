@@ -5,7 +5,6 @@
    the requests that reach them are tasks_ops.c. Every JSON payload is
    built by task.c. */
 #include "tasks.h"
-#include "tasks_int.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -21,6 +20,7 @@
 #include "session.h"
 #include "task.h"
 #include "task_proc.h"
+#include "tasks_int.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"

@@ -5,9 +5,6 @@
    them with all_principals), and another's task is "not found", exactly
    as a task that never existed. The tasks themselves are kept by
    tasks.c. */
-#include "tasks.h"
-#include "tasks_int.h"
-
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +19,8 @@
 #include "session.h"
 #include "task.h"
 #include "task_proc.h"
+#include "tasks.h"
+#include "tasks_int.h"
 #include "timeutil.h"
 #include "wire.h"
 #include "xalloc.h"

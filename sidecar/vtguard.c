@@ -6,10 +6,11 @@
    REP, a string's ESC), which the modes tracker applies as it parses
    (modes.c). Each rule names the libvterm defect it keeps a program from
    reaching (tests/unit/test_screen_hostile.c has a case for each). */
+#include "vtguard.h"
+
 #include <string.h>
 
 #include "utf8.h"
-#include "vtguard.h"
 
 /* What libvterm 0.1.4 is handed is valid UTF-8 only, without the
    characters it mishandles; anything else could let a program crash the

@@ -4,10 +4,12 @@
    every element must be an HTTP token (RFC 9110 5.6.2), the bearer entry
    strict unpadded base64url, lengths bounded before anything is allocated,
    and the decoded token wiped on release. */
+#include "wshandshake.h"
+
 #include <ctype.h>
 #include <errno.h>
-#include <stdio.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -18,7 +20,6 @@
 #include "addr.h"
 #include "b64.h"
 #include "buf.h"
-#include "wshandshake.h"
 
 #define WSHS__GUID	  "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 #define WSHS__KEY_LEN	  24 /* base64 of 16 bytes, padded */

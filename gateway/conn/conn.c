@@ -3,21 +3,20 @@
    before-poll hook, so a burst of frames leaves in one writev; EV_WRITE
    is armed only while bytes remain. A connection is never freed inside
    its own callbacks: it is marked dead and freed by the hook. */
-#include "conn_int.h"
-
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "conn_int.h"
 #include "log.h"
 #include "metrics.h"
 #include "ptg_limits.h"

@@ -2,13 +2,12 @@
    and with the frames and replies the sidecar sends it. Ops dispatch
    through a table; each handler is short and validates before it sends
    anything to the sidecar. */
-#include "conn_int.h"
-
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "config.h"
+#include "conn_int.h"
 #include "log.h"
 #include "metrics.h"
 #include "ptg_limits.h"

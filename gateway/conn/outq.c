@@ -3,11 +3,12 @@
    connection; private bytes are copied, and small consecutive pushes (a
    control frame arrives from wslay as header, then payload) share one
    chunk. */
+#include "outq.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "outq.h"
 #include "xalloc.h"
 
 /* Room a private chunk gets at least: a whole control frame (2 + 125). */

@@ -2,10 +2,11 @@
    says what to watch through CURLMOPT_SOCKETFUNCTION), its one timeout
    an ev timer (CURLMOPT_TIMERFUNCTION); after every action the finished
    transfers are collected and their jobs told. */
+#include "curlev.h"
+
 #include <errno.h>
 #include <stdlib.h>
 
-#include "curlev.h"
 #include "ev.h"
 #include "xalloc.h"
 

@@ -2,11 +2,12 @@
    libcurl's multi socket interface as curlev drives it (see etcd.h). */
 #include "etcd.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <curl/curl.h>
 
 #include "buf.h"
 #include "curlev.h"

@@ -1,6 +1,8 @@
 /* fleetauth: see fleetauth.h. The MAC covers a version label and each
    field with its length in front, so no two requests sign the same
    bytes. */
+#include "fleetauth.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -11,7 +13,6 @@
 #include "b64.h"
 #include "buf.h"
 #include "fdio.h"
-#include "fleetauth.h"
 #include "num.h"
 
 #define LABEL	"ptygate-fleet-auth-v1"

@@ -7,6 +7,8 @@
    deadline: for the head, then for each silence of the owner while the
    transfer is not paused (a paused one waits for the client, whose own
    bounds are the HTTP server's). */
+#include "forward.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +20,6 @@
 #include "buf.h"
 #include "curlev.h"
 #include "ev.h"
-#include "forward.h"
 #include "timeutil.h"
 #include "xalloc.h"
 

@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "buf.h"
+#include "config.h"
 #include "ev.h"
 #include "fdio.h"
-#include "config.h"
 #include "log.h"
 #include "registry_int.h"
 #include "timeutil.h"

@@ -13,8 +13,8 @@
 #include <stdint.h>
 
 #include "etcd.h"
-#include "ev.h"
 #include "etcdjson.h"
+#include "ev.h"
 #include "list.h"
 #include "ptg_limits.h"
 #include "registry.h"

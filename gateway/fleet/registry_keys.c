@@ -7,9 +7,10 @@
    lease. It calls registry_core.c only: a lost lease and what the watch
    sees reach it through registry__keys_handlers. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "log.h"

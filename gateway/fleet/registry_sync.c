@@ -7,9 +7,10 @@
    registry_core.c only; what the watch sees of this gateway's own keys
    goes to them through keys_events. */
 #include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <jansson.h>
 
 #include "buf.h"
 #include "id.h"

@@ -4,6 +4,8 @@
    go through curl_easy_send and curl_easy_recv, which do the TLS when
    the fleet URL is https. Callbacks to the caller are made from a
    zero-delay timer, never from inside the relay's own io callbacks. */
+#include "relay.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,7 +20,6 @@
 #include "curlev.h"
 #include "ev.h"
 #include "num.h"
-#include "relay.h"
 #include "timeutil.h"
 #include "xalloc.h"
 

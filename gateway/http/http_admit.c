@@ -3,8 +3,6 @@
    head at the gateway's, 503 when full), the count of each accepted
    socket's address, or of its client behind a trusted proxy, and the
    deadline by which a request head must be whole. */
-#include "http_int.h"
-
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -15,6 +13,7 @@
 
 #include "config.h"
 #include "ev.h"
+#include "http_int.h"
 #include "log.h"
 #include "metrics.h"
 #include "num.h"

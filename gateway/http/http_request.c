@@ -3,8 +3,6 @@
    body capped at ROUTES_BODY_MAX handed to routes_handle as a struct
    route_req, the answer (or a refusal), and for an attach the 101 and
    the socket's handover to conn.c with what it holds of the listener. */
-#include "http_int.h"
-
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,6 +16,7 @@
 #include "config.h"
 #include "conn.h"
 #include "fleetauth.h"
+#include "http_int.h"
 #include "httpfleet.h"
 #include "log.h"
 #include "metrics.h"

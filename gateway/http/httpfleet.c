@@ -1,10 +1,11 @@
 /* httpfleet: see httpfleet.h. */
+#include "httpfleet.h"
+
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
 #include "fleetauth.h"
-#include "httpfleet.h"
 #include "timeutil.h"
 #include "xalloc.h"
 

@@ -12,9 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "fleetauth.h"
 #include "forward.h"
-#include "config.h"
 #include "log.h"
 #include "registry.h"
 #include "relay.h"

@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "frames.h"
 #include "ptyws.h"
-#include "config.h"
 #include "routes_int.h"
 #include "timeutil.h"
 #include "upstream.h"

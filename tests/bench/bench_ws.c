@@ -1,4 +1,6 @@
 /* bench_ws: see bench_ws.h */
+#include "bench_ws.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +20,6 @@
 #include <sodium.h>
 
 #include "b64.h"
-#include "bench_ws.h"
 #include "bench_wslay.h"
 #include "timeutil.h"
 #include "wsclient.h"

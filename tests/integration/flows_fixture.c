@@ -1,14 +1,14 @@
 /* flows_fixture: the sidecar process, peers and expectations of the
    integration tests (see flows_fixture.h; requests: flows_requests.c). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
+#include "flows_fixture.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,7 +19,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flows_fixture.h"
+#include <cmocka.h>
+
 #include "screen.h"
 #include "timeutil.h"
 #include "xalloc.h"

@@ -1,14 +1,14 @@
 /* flows_requests: the link requests the integration tests send and the join
    flows they expect (docs/protocol.md, "Joining a session"; see
    flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

@@ -6,14 +6,14 @@
    --control-seconds; a dropped link withdraws its asker's request, and
    the oldest asker takes over from the last controller. A real
    ptygate-sidecar driven over its link (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

@@ -12,16 +12,16 @@
    listening, and SIGTERM closes its dialled link. The sidecar's log goes
    to a file the test reads. Every wait is bounded far beyond what it
    should take; nothing asserts how soon within the bound. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,11 +29,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <sodium.h>
 
 #include "auth_jwt.h"

@@ -1,14 +1,14 @@
 /* test_flows_errors: refusals on the link: malformed input closes the
    link, unknown ids get NOT_FOUND replies. A real ptygate-sidecar driven
    over its link (flows_fixture.h). */
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <signal.h>
 #include <stdio.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

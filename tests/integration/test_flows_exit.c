@@ -2,13 +2,13 @@
    KillSession (also of a program that ignores SIGHUP), and output drained
    while unattached. A real ptygate-sidecar driven over its link
    (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 #include "timeutil.h"

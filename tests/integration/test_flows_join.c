@@ -3,15 +3,15 @@
    range, an observer joining mid-session, a burst of joins, and a replay of
    1,000 frames. A real ptygate-sidecar driven over its link
    (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 #include "timeutil.h"

@@ -2,14 +2,14 @@
    Keyframe's snapshot"): request_keyframe, the cadence
    by frames and by seconds, and a screen too large to snapshot. A real
    ptygate-sidecar driven over its link (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 #include "timeutil.h"

@@ -1,17 +1,17 @@
 /* test_flows_limits: the daemon at its limits: every numeric flag at its
    bounds, and running out of file descriptors. A real ptygate-sidecar
    driven over its link (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 #include "timeutil.h"

@@ -3,14 +3,14 @@
    whose argv is cut to a bounded prefix (argv_truncated) while
    GetSession keeps it whole. A real ptygate-sidecar driven over its link
    (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

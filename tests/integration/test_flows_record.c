@@ -3,16 +3,16 @@
    and the asciicast export), and exited sessions are reaped when due or,
    one at a time, when the sidecar is full, never at a create otherwise.
    A real ptygate-sidecar driven over its link (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

@@ -3,19 +3,19 @@
    replay_from, once, in order, then the Keyframe), while the same link's
    other attachment gets its live frames and another session's echo keeps
    answering. A real ptygate-sidecar driven over its link (flows_fixture.h). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <ftw.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 #include "framelog.h"

@@ -2,10 +2,11 @@
    and role requests, the control scope, terminate_on_last_controller,
    resize bounds and the first controller's size. A real ptygate-sidecar
    driven over its link (flows_fixture.h). */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
+
 #include <cmocka.h>
 
 #include "flows_fixture.h"

@@ -2,19 +2,19 @@
    --state-dir (the honest boundary), and --session-user programs that
    cannot reach the link or the state. A real ptygate-sidecar driven over
    its link (flows_fixture.h). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <stdint.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <pwd.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "flows_fixture.h"
 

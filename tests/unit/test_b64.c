@@ -2,12 +2,13 @@
 /* b64: RFC 4648 section 10 vectors, both alphabets, and every way a
    strict decoder must refuse input. */
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 #include "b64.h"

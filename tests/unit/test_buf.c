@@ -1,11 +1,12 @@
 /* unit: shared */
 /* buf: growth, consume/compaction, formatting and steal. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 #include "buf.h"

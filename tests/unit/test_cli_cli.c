@@ -2,17 +2,17 @@
 /* cli/cli.c: path escaping, the target options with their environment
    fallbacks, and the sanitiser of network text (cli_clean) with the
    printers built on it (cli_error, cli_print, cli_print_json). */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <fcntl.h>
-#include <sodium.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <cmocka.h>
+#include <sodium.h>
 
 #include "cli.h"
 

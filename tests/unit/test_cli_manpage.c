@@ -3,14 +3,14 @@
    every option each command's parser takes (read from the getopt tables
    themselves), each with its value's name and a description, and the
    page's roff keeps dashes escaped. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "attach.h"
 #include "completion.h"

@@ -3,15 +3,15 @@
    filter and Keyframe anchors, the join flows: docs/protocol.md,
    "Sequences, replay and keyframes"), notices, and the client frames it
    builds. */
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
 
 #include "b64.h"
 #include "ptyc.h"

@@ -4,9 +4,10 @@
    code a finished task stands for; and the wait bounded by --timeout. */
 #include "../../cli/run.c"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
+
 #include <cmocka.h>
 
 static void check(char *const *words, int n, const char *want)

@@ -3,17 +3,17 @@
    `ptygate token mint` verified by the gateway's own auth_jwt_verify. */
 #include "../../cli/token.c"
 
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <errno.h>
-#include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
+#include <jansson.h>
 
 #include "auth_jwt.h"
 #include "cli.h"

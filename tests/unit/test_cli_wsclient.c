@@ -5,24 +5,23 @@
    the client's frames are masked. */
 #include "../../cli/wsclient.c"
 
+#include <errno.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+
+#include <cmocka.h>
 #include <wslay/wslay.h>
 
 #include "log.h"
 #include "wshandshake.h"
 #include "xalloc.h"
-
-#include <netinet/in.h>
-#include <sys/wait.h>
 
 /* RFC 6455 section 1.3's example key and answer. */
 #define KEY    "dGhlIHNhbXBsZSBub25jZQ=="

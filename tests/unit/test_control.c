@@ -2,15 +2,15 @@
 /* test_control: the pending control requests of an approve session:
    adding, a repeated ask, the cap, removal in order, expiry on an
    injected clock, the next deadline. */
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "control.h"
 

@@ -4,18 +4,17 @@
    good one), the instance id it settles, and its changes: a renewal by
    rename or in place is picked up, a bad change keeps the old token. The
    clock is a constant; the files are real. */
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <sodium.h>
 
 #include "auth_jwt.h"

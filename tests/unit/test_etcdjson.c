@@ -5,7 +5,6 @@
    splitter whole, one byte at a time, with braces and quotes inside
    strings, over its cap and on junk. */
 #include <errno.h>
-#include <jansson.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <jansson.h>
 
 #include "b64.h"
 #include "etcdjson.h"

@@ -4,15 +4,16 @@
    timers in deadline order, never early, cancelled, re-armed and freed
    from callbacks, unable to starve I/O, and costing no fd. */
 #include <dirent.h>
+#include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
 #include <cmocka.h>
 
 #include "ev.h"

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "frames.h"
 #include "b64.h"
 #include "buf.h"
+#include "frames.h"
 #include "timeutil.h"
 #include "uuid.h"
 

@@ -3,11 +3,12 @@
    cap checked on the header alone, bodies that are not messages, and the
    fast framing of packed frames against protobuf-c's packing. */
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 #include "link.h"

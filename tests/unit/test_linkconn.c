@@ -4,9 +4,9 @@
    EV_WRITE), frames overtaking queued replies at message boundaries, closes from inside
    callbacks, peer close, resets, and bad bytes from a raw peer. */
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
+
 #include <cmocka.h>
 
 #include "ev.h"

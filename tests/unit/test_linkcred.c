@@ -3,14 +3,13 @@
    sidecar's peek, and the audience wall between link credentials and
    client tokens in both directions (auth_jwt_verify's guard). The clock is a
    constant; keys come from fixed seeds. */
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <stdio.h>
 #include <string.h>
 
+#include <cmocka.h>
 #include <sodium.h>
 
 #include "auth_jwt.h"

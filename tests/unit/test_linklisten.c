@@ -8,14 +8,12 @@
    the host's admit is this test's, recording the thread it runs on. The
    refusals (garbage, a timeout, a key replaced as SIGHUP does) are
    counted, each once. Waits are bounded guards only, never measures. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cmocka.h>
 #include <sodium.h>
 
 #include "addr.h"

@@ -7,14 +7,12 @@
    over are dropped at free. Turns are counted by a hook added before the
    module's, so no assertion depends on the machine's speed; waits for the
    worker are bounded guards only. */
-#include <stdarg.h>
-#include <stddef.h>
-#include <setjmp.h>
-#include <cmocka.h>
-
 #include <errno.h>
 #include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +21,8 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "ev.h"
 #include "linkverify.h"

@@ -4,14 +4,14 @@
    label truncation on UTF-8 boundaries. */
 #include "../../sidecar/members.c"
 
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 static int link_a, link_b; /* addresses used as opaque link keys */
 

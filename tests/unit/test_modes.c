@@ -9,6 +9,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 /* ---- what the test reads of modes.c, which it includes ---- */

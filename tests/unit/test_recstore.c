@@ -3,18 +3,18 @@
    interrupted write removed, oversized and foreign files skipped, bad
    names refused, remove; a directory reached through a symbolic link is
    refused by every call. */
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <cmocka.h>
 
 #include "recstore.h"
 

@@ -16,7 +16,6 @@
 #include <string.h>
 
 #include <cmocka.h>
-
 #include <jansson.h>
 
 #include "addr.h"

@@ -4,16 +4,16 @@
    and a randomized comparison against a plain-array reference model. */
 #include "../../sidecar/ring.c"
 
+#include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 /* ---- what the test reads of ring.c, which it includes ---- */
 

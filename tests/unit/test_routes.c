@@ -19,8 +19,8 @@
 #include <jansson.h>
 
 #include "log.h"
-#include "routes.h"
 #include "ptyws.h"
+#include "routes.h"
 
 static void match_ok(const char *target, int with_static, enum route_id id,
 		     const char *inst, const char *sess)

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+
 #include <cmocka.h>
 
 /* ---- what the test reads of screen.c, which it includes ---- */

@@ -6,16 +6,16 @@
    and who sees a task. */
 #include "../../sidecar/task.c"
 
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
-#include <cmocka.h>
-
-#include <errno.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
 
 #include "log.h"
 

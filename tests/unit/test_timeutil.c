@@ -2,11 +2,12 @@
 /* timeutil: the exact RFC 3339 text, parsing offsets and fractions, and
    refusal of malformed or out-of-range stamps. */
 #include <errno.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 #include "timeutil.h"

@@ -1,12 +1,13 @@
 /* unit: shared */
 /* uuid: UUIDv7 layout, timestamp, ordering, and the validator. */
 #include <regex.h>
+#include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <setjmp.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
 #include <cmocka.h>
 
 #include "timeutil.h"

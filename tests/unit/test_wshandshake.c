@@ -14,8 +14,8 @@
 
 #include <cmocka.h>
 
-#include "buf.h"
 #include "b64.h"
+#include "buf.h"
 #include "wshandshake.h"
 
 static void test_accept_sample(void **state)
