@@ -7,6 +7,7 @@
 #include "attach.h"
 #include "cli.h"
 #include "completion.h"
+#include "opttab.h"
 #include "run.h"
 #include "sessions.h"
 #include "token.h"
@@ -105,42 +106,6 @@ const struct manpage_cmd manpage_cmds[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-/* text escaped for roff: backslashes and dashes, and a leading dot or
-   quote, which roff would read as a request. */
-static void roff(FILE *out, const char *text)
-{
-	int bol = 1;
-
-	for (const char *p = text; *p; p++) {
-		if (bol && (*p == '.' || *p == '\''))
-			fputs("\\&", out);
-		if (*p == '\\')
-			fputs("\\e", out);
-		else if (*p == '-')
-			fputs("\\-", out);
-		else
-			fputc(*p, out);
-		bol = *p == '\n';
-	}
-}
-
-/* Paragraphs of text, split by blank lines, each a .PP. */
-static void paragraphs(FILE *out, const char *text)
-{
-	char para[MANPAGE_PARA_MAX];
-
-	while (text && *text) {
-		const char *end = strstr(text, "\n\n");
-		size_t len = end ? (size_t)(end - text) : strlen(text);
-
-		snprintf(para, sizeof(para), "%.*s", (int)len, text);
-		fputs(".PP\n", out);
-		roff(out, para);
-		fputc('\n', out);
-		text = end ? end + 2 : NULL;
-	}
-}
-
 /* Lines kept as they are (a synopsis), each after prefix but those that
    start with a space: they go on the line before. */
 static void literal_lines(FILE *out, const char *prefix, const char *text)
@@ -154,7 +119,7 @@ static void literal_lines(FILE *out, const char *prefix, const char *text)
 
 		snprintf(line, sizeof(line), "%s%.*s", *p == ' ' ? "" : prefix, (int)len,
 			 p);
-		roff(out, line);
+		opttab_roff(out, line);
 		fputc('\n', out);
 		p = nl ? nl + 1 : NULL;
 	}
@@ -167,25 +132,25 @@ static void option(FILE *out, const struct manpage_cmd *c, const struct cli_optd
 	if (d->val > 0 && d->val < 0x100 && strchr(c->shortopts, d->val))
 		fprintf(out, "\\fB\\-%c\\fR, ", d->val);
 	fputs("\\fB\\-\\-", out);
-	roff(out, d->name);
+	opttab_roff(out, d->name);
 	fputs("\\fR", out);
 	if (d->arg) {
 		fputs(" \\fI", out);
-		roff(out, d->arg);
+		opttab_roff(out, d->arg);
 		fputs("\\fR", out);
 	}
 	fputc('\n', out);
-	roff(out, d->help);
+	opttab_roff(out, d->help);
 	fputc('\n', out);
 }
 
 static void command(FILE *out, const struct manpage_cmd *c)
 {
 	fputs(".SS \"ptygate ", out);
-	roff(out, c->name);
+	opttab_roff(out, c->name);
 	fputs("\"\n", out);
 	literal_lines(out, "ptygate ", c->synopsis);
-	paragraphs(out, c->text);
+	opttab_roff_paragraphs(out, c->text);
 	for (const struct cli_optdoc *d = c->docs; d->name; d++)
 		option(out, c, d);
 }
@@ -269,7 +234,7 @@ void manpage_print(FILE *out)
 {
 	fputs(manpage_head, out);
 	fputs(".SH DESCRIPTION\n", out);
-	paragraphs(out, manpage_description);
+	opttab_roff_paragraphs(out, manpage_description);
 	fputs(".SH COMMANDS\n", out);
 	for (const struct manpage_cmd *c = manpage_cmds; c->name; c++)
 		command(out, c);

@@ -122,5 +122,10 @@ void opttab_report(const struct opttab *t, const struct opttab_src *src, const c
 void opttab_print_help(const struct opttab *t, FILE *out);
 void opttab_print_man(const struct opttab *t, FILE *out);
 void opttab_print_man_conf(const struct opttab *t, FILE *out);
+/* Text for a manual page: escaped for roff (backslashes, dashes, and a
+   leading dot or quote, which roff would read as a request); and split
+   into paragraphs at blank lines, each a .PP. What the CLI's page shares. */
+void opttab_roff(FILE *out, const char *text);
+void opttab_roff_paragraphs(FILE *out, const char *text);
 
 #endif

@@ -111,12 +111,14 @@ void opttab_print_help(const struct opttab *t, FILE *out)
 
 /* ---- manual pages ---- */
 
-/* text with roff's special characters escaped. */
-static void roff(FILE *out, const char *text)
+/* len bytes of text with roff's special characters escaped: backslashes,
+   dashes, and a dot or quote at a line's start, which roff would read as
+   a request. */
+static void roff_n(FILE *out, const char *text, size_t len)
 {
-	int bol = 1;
+	bool bol = true;
 
-	for (const char *p = text; *p; p++) {
+	for (const char *p = text; p < text + len; p++) {
 		if (bol && (*p == '.' || *p == '\''))
 			fputs("\\&", out);
 		if (*p == '\\')
@@ -129,17 +131,19 @@ static void roff(FILE *out, const char *text)
 	}
 }
 
-/* Paragraphs of text as roff, split by blank lines. */
-static void roff_paragraphs(FILE *out, const char *text)
+void opttab_roff(FILE *out, const char *text)
+{
+	roff_n(out, text, strlen(text));
+}
+
+void opttab_roff_paragraphs(FILE *out, const char *text)
 {
 	while (text && *text) {
 		const char *end = strstr(text, "\n\n");
 		size_t len = end ? (size_t)(end - text) : strlen(text);
-		char para[DOC_TEXT_MAX];
 
-		snprintf(para, sizeof(para), "%.*s", (int)len, text);
 		fputs(".PP\n", out);
-		roff(out, para);
+		roff_n(out, text, len);
 		fputc('\n', out);
 		text = end ? end + 2 : NULL;
 	}
@@ -167,7 +171,7 @@ static void man_entry(const struct opttab *t, const struct opttab_opt *o, FILE *
 
 	if (!opttab__is_option(o)) {
 		fputs(".SS \"", out);
-		roff(out, o->help);
+		opttab_roff(out, o->help);
 		fputs("\"\n", out);
 		return;
 	}
@@ -176,24 +180,24 @@ static void man_entry(const struct opttab *t, const struct opttab_opt *o, FILE *
 	fputs(".TP\n", out);
 	if (as_key) {
 		fputs("\\fB", out);
-		roff(out, o->name);
+		opttab_roff(out, o->name);
 		fputs("\\fR = ", out);
 		fputs("\\fI", out);
-		roff(out, o->type == OPTTAB_SWITCH ? "true|false" : o->arg);
+		opttab_roff(out, o->type == OPTTAB_SWITCH ? "true|false" : o->arg);
 		fputs("\\fR\n", out);
 	} else {
 		fputs("\\fB\\-\\-", out);
-		roff(out, o->name);
+		opttab_roff(out, o->name);
 		fputs("\\fR", out);
 		if (o->arg) {
 			fputs(" \\fI", out);
-			roff(out, o->arg);
+			opttab_roff(out, o->arg);
 			fputs("\\fR", out);
 		}
 		fputc('\n', out);
 	}
 	describe(t, o, text, sizeof(text));
-	roff(out, text);
+	opttab_roff(out, text);
 	fputs(".\n", out);
 }
 
@@ -207,7 +211,7 @@ static void synopsis(const struct opttab *t, FILE *out)
 		size_t len = nl ? (size_t)(nl - p) : strlen(p);
 
 		snprintf(line, sizeof(line), "%.*s", (int)len, p);
-		roff(out, line + strspn(line, " "));
+		opttab_roff(out, line + strspn(line, " "));
 		fputc('\n', out);
 		p = nl ? nl + 1 : NULL;
 	}
@@ -231,7 +235,7 @@ static const char *roff_prog(const struct opttab *t, char *buf, size_t cap)
 static void man_ref(FILE *out, const char *name, const char *suffix, int section)
 {
 	fputs("\\fB", out);
-	roff(out, name);
+	opttab_roff(out, name);
 	fprintf(out, "%s\\fR(%d)", suffix, section);
 }
 
@@ -241,13 +245,13 @@ void opttab_print_man(const struct opttab *t, FILE *out)
 
 	man_header(t, out, "", 8);
 	fputs(".SH NAME\n", out);
-	roff(out, t->prog);
+	opttab_roff(out, t->prog);
 	fputs(" \\- ", out);
-	roff(out, t->summary);
+	opttab_roff(out, t->summary);
 	fputs("\n.SH SYNOPSIS\n.nf\n", out);
 	synopsis(t, out);
 	fputs(".fi\n.SH DESCRIPTION\n", out);
-	roff_paragraphs(out, t->intro);
+	opttab_roff_paragraphs(out, t->intro);
 	fputs(".SH OPTIONS\n", out);
 	for (size_t i = 0; i < t->n_opts; i++)
 		man_entry(t, &t->opts[i], out, 0);
@@ -260,7 +264,7 @@ void opttab_print_man(const struct opttab *t, FILE *out)
 		roff_prog(t, prog, sizeof(prog)));
 	if (t->outro) {
 		fputs(".SH \"EXIT STATUS\"\n", out);
-		roff_paragraphs(out, t->outro);
+		opttab_roff_paragraphs(out, t->outro);
 	}
 	if (t->man_text)
 		fputs(t->man_text, out);
@@ -279,7 +283,7 @@ void opttab_print_man_conf(const struct opttab *t, FILE *out)
 	roff_prog(t, prog, sizeof(prog));
 	fprintf(out, ".SH NAME\n%s.conf \\- the configuration file of %s\n", prog, prog);
 	fputs(".SH SYNOPSIS\n", out);
-	roff(out, t->conf_path);
+	opttab_roff(out, t->conf_path);
 	fprintf(out,
 		"\n.SH DESCRIPTION\n.PP\n"
 		"\\fB%s \\-\\-config\\fR \\fIFILE\\fR reads its settings from "
