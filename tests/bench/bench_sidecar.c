@@ -9,7 +9,11 @@
    session runs the same cat once an attached controller sends a newline;
    the clock runs from that input to the Closed frame, and every Output
    byte is counted on the link. Runs alternate; medians are reported.
-   PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random. */
+   CPU per MB: the sidecar's own CPU time (its threads, not the program's
+   cat) against the plain loop's reader, both from the kernel's counters.
+   PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random.
+   PTG_BENCH_STATE_DIR=1 runs the sidecar with --state-dir (durable
+   history, --fsync interval:100ms, its default). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -131,6 +136,35 @@ static void make_data(size_t bytes)
 		row++;
 	}
 	fclose(f);
+}
+
+/* CPU seconds (user + system) of a process's own threads, from
+   /proc/PID/stat (utime and stime, fields 14 and 15, in clock ticks). */
+static double proc_cpu_s(pid_t pid)
+{
+	char path[64], line[1024], *p;
+	unsigned long ut = 0, st = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f || !fgets(line, sizeof(line), f))
+		die("read /proc/PID/stat");
+	fclose(f);
+	p = strrchr(line, ')'); /* the command name may hold spaces */
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
+			 &ut, &st) != 2)
+		die("parse /proc/PID/stat");
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+static double self_cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 /* ---- plain loop ---- */
@@ -346,24 +380,41 @@ static void idle_sessions(struct client *c, pid_t sidecar)
 
 static pid_t start_sidecar(const char *bin)
 {
-	char listen[300];
+	const char *durable = getenv("PTG_BENCH_STATE_DIR");
+	char listen[300], state[300];
 	pid_t p;
 
 	snprintf(listen, sizeof(listen), "unix:%s", sock_path);
+	snprintf(state, sizeof(state), "%s/state", dir);
 	p = fork();
 	if (p == 0) {
-		execl(bin, bin, "--listen", listen, "--log-level", "warn",
-		      "--max-sessions", "200", (char *)NULL);
+		if (durable && *durable == '1')
+			execl(bin, bin, "--listen", listen, "--log-level", "warn",
+			      "--max-sessions", "200", "--state-dir", state,
+			      (char *)NULL);
+		else
+			execl(bin, bin, "--listen", listen, "--log-level", "warn",
+			      "--max-sessions", "200", (char *)NULL);
 		_exit(127);
 	}
 	return p;
+}
+
+/* Removes the state dir a durable run leaves (the bench's own files). */
+static void remove_state(void)
+{
+	char cmd[400];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/state'", dir);
+	if (system(cmd) != 0)
+		fprintf(stderr, "bench_sidecar: could not remove %s/state\n", dir);
 }
 
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
 	int runs = argc > 3 ? atoi(argv[3]) : 3;
-	double plain[16], side[16], ratio[16], ps, ss;
+	double plain[16], side[16], ratio[16], pcpu[16], scpu[16], ps, ss, c0;
 	struct client c;
 	unsigned frames;
 	pid_t sidecar;
@@ -383,14 +434,18 @@ int main(int argc, char **argv)
 	idle_sessions(&c, sidecar);
 	run_plain(&got); /* untimed: warms the page cache for the data file */
 	for (int i = 0; i < runs; i++) {
+		c0 = self_cpu_s();
 		plain[i] = run_plain(&got);
+		pcpu[i] = (self_cpu_s() - c0) * 1e3 / (got / 1e6);
 		ps = got / plain[i] / 1e6;
+		c0 = proc_cpu_s(sidecar);
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
+		scpu[i] = (proc_cpu_s(sidecar) - c0) * 1e3 / (got / 1e6);
 		ss = got / side[i] / 1e6;
-		printf("run %d: plain %.1f MB/s, sidecar %.1f MB/s, ratio %.2f (%zu "
-		       "bytes in "
-		       "%u Output frames, %.1f KiB each)\n",
-		       i + 1, ps, ss, ss / ps, got, frames,
+		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB, sidecar %.1f MB/s "
+		       "%.2f ms CPU/MB, ratio %.2f (%zu bytes in %u Output frames, "
+		       "%.1f KiB each)\n",
+		       i + 1, ps, pcpu[i], ss, scpu[i], ss / ps, got, frames,
 		       got / 1024.0 / (frames ? frames : 1));
 		plain[i] = ps;
 		side[i] = ss;
@@ -399,13 +454,20 @@ int main(int argc, char **argv)
 	qsort(plain, (size_t)runs, sizeof(double), cmp_double);
 	qsort(side, (size_t)runs, sizeof(double), cmp_double);
 	qsort(ratio, (size_t)runs, sizeof(double), cmp_double);
+	qsort(pcpu, (size_t)runs, sizeof(double), cmp_double);
+	qsort(scpu, (size_t)runs, sizeof(double), cmp_double);
 	printf("throughput (median of %d, %zu MiB): plain forkpty loop %.1f MB/s, "
 	       "sidecar to link %.1f MB/s; median of the paired ratios %.2f, range "
 	       "%.2f-%.2f (target >= 0.80)\n",
 	       runs, mib, plain[runs / 2], side[runs / 2], ratio[runs / 2], ratio[0],
 	       ratio[runs - 1]);
+	printf("cpu (median of %d): plain loop's reader %.2f ms/MB (range "
+	       "%.2f-%.2f), sidecar %.2f ms/MB (range %.2f-%.2f; target <= 5)\n",
+	       runs, pcpu[runs / 2], pcpu[0], pcpu[runs - 1], scpu[runs / 2], scpu[0],
+	       scpu[runs - 1]);
 	kill(sidecar, SIGTERM);
 	waitpid(sidecar, NULL, 0);
+	remove_state();
 	unlink(data_path);
 	rmdir(dir);
 	return 0;
