@@ -9,7 +9,12 @@
      bench_gen fgbg COLS ROWS        the same with a new foreground and a new
 				     background on every cell
      bench_gen lines N DELAY_US      N short lines, DELAY_US apart (one
-				     Output frame each) */
+				     Output frame each)
+     bench_gen buildlog BYTES        a build's log until BYTES are out: a
+				     progress line per object, now and then a
+				     compiler warning with its source line and
+				     caret; one write per line, as a build
+				     tool's line-buffered output is */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +82,48 @@ static void lines(unsigned n, unsigned delay_us)
 	}
 }
 
+/* A fixed pseudo-random sequence: every run writes the same log. */
+static unsigned next_rand(unsigned *state)
+{
+	*state = *state * 1103515245u + 12345u;
+	return (*state >> 16) & 0x7fff;
+}
+
+static void buildlog(unsigned long long bytes)
+{
+	static const char *dirs[] = {"gateway", "sidecar", "shared",
+				     "cli",	"auth",	   "wsproto"};
+	static const char *words[] = {"conn",  "session", "frame",   "link",
+				      "route", "config",  "replay",  "ring",
+				      "token", "store",	  "metrics", "task"};
+	unsigned long long done = 0;
+	unsigned st = 7, total = 4000;
+
+	setvbuf(stdout, NULL, _IOLBF, 1 << 12);
+	for (unsigned i = 1; done < bytes; i++) {
+		const char *d = dirs[next_rand(&st) % 6], *w = words[next_rand(&st) % 12];
+		unsigned k = next_rand(&st) % 40;
+		int n = printf(
+		    "[%3u%%] Building C object %s/CMakeFiles/ptg_%s.dir/%s_%u.c.o\n",
+		    i * 100 / total % 101, d, d, w, k);
+
+		if (next_rand(&st) % 9 == 0) {
+			unsigned line = next_rand(&st) % 900 + 1,
+				 col = next_rand(&st) % 60 + 1;
+
+			n += printf("%s/%s_%u.c:%u:%u: warning: unused variable 'n_%s' "
+				    "[-Wunused-variable]\n",
+				    d, w, k, line, col, w);
+			n += printf("  %4u |         size_t n_%s = %s_count(%s);\n", line,
+				    w, w, d);
+			n += printf("       |                %*s^~~~~~~\n",
+				    (int)(col % 20), "");
+		}
+		done += (unsigned long long)(n > 0 ? n : 0);
+	}
+	fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "tui"))
@@ -88,11 +135,13 @@ int main(int argc, char **argv)
 		colour((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]), 1);
 	else if (argc == 4 && !strcmp(argv[1], "lines"))
 		lines((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
+	else if (argc == 3 && !strcmp(argv[1], "buildlog"))
+		buildlog(strtoull(argv[2], NULL, 10));
 	else {
 		fprintf(stderr,
 			"usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
 			"fgbg COLS ROWS | "
-			"lines N DELAY_US\n");
+			"lines N DELAY_US | buildlog BYTES\n");
 		return 2;
 	}
 	return 0;

@@ -56,8 +56,11 @@ SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
 FLOOD_ECHO_SAMPLES = 3000
 ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe",
        "deflate"]
-# The deflate benchmark's output: an ls -lR of the system, cut to this size.
+# The deflate benchmark's outputs, each cut to this size: an ls -lR of the
+# system, a build's log and a TUI's full-screen redraws (bench_gen).
 DEFLATE_BYTES = 1 << 20
+DEFLATE_WORKLOADS = (("lslr", "`ls -lR`"), ("buildlog", "a build log"),
+                     ("tui", "a full-screen TUI redraw loop"))
 # The benchmarks a PTG_BASE_* build is paired with.
 PAIRED = ["attach", "keyframe"]
 # The Keyframe screens, 200x60: name, what the table calls it, the command
@@ -413,21 +416,30 @@ class Suite:
                 self.keep("memory%d." % n, res, [k for k in res])
         self.restart_gateway()
 
+    def deflate_command(self, workload):
+        if workload == "lslr":
+            return "ls -lR /usr 2>/dev/null | head -c %d" % DEFLATE_BYTES
+        if workload == "buildlog":
+            return "%s buildlog %d" % (GEN, DEFLATE_BYTES)
+        return "%s tui %d 120 30" % (GEN, DEFLATE_BYTES)
+
     def run_deflate(self, i):
-        """ls -lR output to two observers of one session, one plain and one
-        that agreed permessage-deflate (python websockets, its default
-        offer), joined in alternating order: wire bytes counted at each
-        socket, per byte of output."""
-        sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-                           "ls -lR /usr 2>/dev/null | head -c %d; %s; exec cat"
-                           % (DEFLATE_BYTES, MARK))
-        try:
-            res = asyncio.run(self.deflate_pair(sid, i % 2 == 1))
-        finally:
-            self.drop(sid)
-        if self.args.verbose:
-            note("deflate: " + " ".join("%s=%g" % kv for kv in sorted(res.items())))
-        self.keep("deflate.", res, [k for k in res])
+        """Each workload's output to two observers of one session, one plain
+        and one that agreed permessage-deflate (python websockets, its
+        default offer), joined in alternating order: wire bytes counted at
+        each socket, per byte of output."""
+        for workload, _ in DEFLATE_WORKLOADS:
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "%s; %s; exec cat" % (self.deflate_command(workload), MARK),
+                               cols=120, rows=30)
+            try:
+                res = asyncio.run(self.deflate_pair(sid, i % 2 == 1))
+            finally:
+                self.drop(sid)
+            if self.args.verbose:
+                note("deflate %s: " % workload
+                     + " ".join("%s=%g" % kv for kv in sorted(res.items())))
+            self.keep("deflate.%s." % workload, res, [k for k in res])
 
     async def deflate_pair(self, sid, deflate_first):
         kinds = ["deflate", None] if deflate_first else [None, "deflate"]
@@ -594,11 +606,13 @@ class Suite:
             row("echo %s beside %d connections on other sessions (us); baseline alone"
                 % (p, SESSIONS_IDLE), "sessions.crowded.echo.us." + p,
                 "sessions.alone.echo.us." + p)
-        row("bytes on the wire per byte of `ls -lR` output (%d KiB), permessage-deflate; "
-            "baseline plain, same session" % (DEFLATE_BYTES >> 10),
-            "deflate.deflate.wire_per_output_byte", "deflate.plain.wire_per_output_byte", digits=3)
-        row("  PTY_OUTPUT_LAGGED to the deflate / plain observer",
-            "deflate.deflate.lagged", "deflate.plain.lagged", digits=0, ratio="-")
+        for workload, what in DEFLATE_WORKLOADS:
+            p = "deflate.%s." % workload
+            row("bytes on the wire per byte of %s output (%d KiB), permessage-deflate; "
+                "baseline plain, same session" % (what, DEFLATE_BYTES >> 10),
+                p + "deflate.wire_per_output_byte", p + "plain.wire_per_output_byte", digits=3)
+            row("  PTY_OUTPUT_LAGGED to the deflate / plain observer",
+                p + "deflate.lagged", p + "plain.lagged", digits=0, ratio="-")
         for n in self.args.memory:
             row("gateway RSS per idle attached connection, %d conns (KiB)" % n,
                 "memory%d.memory.kib_per_conn" % n)
