@@ -39,9 +39,9 @@
 typedef void gather_emit_fn(void *user, const uint8_t *p, size_t n);
 
 struct gather {
-	struct buf held;	/* read, not yet emitted */
-	int64_t last_read_us;	/* 0: no stream (never read, or input since) */
-	int64_t held_since_us;	/* when the first held byte was read */
+	struct buf held;       /* read, not yet emitted */
+	int64_t last_read_us;  /* 0: no stream (never read, or input since) */
+	int64_t held_since_us; /* when the first held byte was read */
 	gather_emit_fn *emit;
 	void *user;
 };

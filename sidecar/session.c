@@ -38,6 +38,7 @@
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
+static void emit_gathered(void *user, const uint8_t *p, size_t n);
 
 static char **strv_dup(char *const *v)
 {
@@ -141,6 +142,7 @@ static struct session *alloc_session(const struct sidecar_config *cfg,
 	buf_init(&s->pack);
 	s->screen = screen_new(s->cols, s->rows);
 	s->feeder = feeder_new(s->screen);
+	gather_init(&s->gather, emit_gathered, s);
 	s->ring = new_ring(cfg);
 	s->members = members_new(cfg->max_controllers, cfg->max_observers);
 	return s;
@@ -282,6 +284,8 @@ void session_free(struct session *s)
 	ev_timer_free(s->kill_timer);
 	ev_timer_free(s->keyframe_timer);
 	ev_timer_free(s->kick_timer);
+	ev_timer_free(s->gather_timer);
+	gather_free(&s->gather);
 	ev_timer_free(s->membership_timer);
 	session_control_free(s);
 	feeder_free(s->feeder);
@@ -431,6 +435,31 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	keyframe_cadence(s);
 }
 
+static void emit_gathered(void *user, const uint8_t *p, size_t n)
+{
+	emit_output(user, p, n);
+}
+
+static void on_gather_due(struct ev_timer *t, void *user)
+{
+	(void)t;
+	gather_flush(&((struct session *)user)->gather);
+}
+
+/* A read's output goes out now, or joins the next reads of a stream
+   (gather.h) until the gather's deadline. */
+static void take_output(struct session *s, const uint8_t *p, size_t n)
+{
+	int64_t due_us = gather_take(&s->gather, p, n, time_mono_us());
+
+	if (!due_us)
+		return;
+	if (!s->gather_timer)
+		s->gather_timer = ev_timer_new(s->loop, -1, 0, on_gather_due, s);
+	if (!ev_timer_armed(s->gather_timer))
+		ev_timer_arm(s->gather_timer, (due_us + 999) / 1000, 0);
+}
+
 /* Whether the line discipline holds output now; unlike a read, FIONREAD
    does not wait for the kernel's worker. On error, yes: the read tells. */
 static int pty_holds_output(int master)
@@ -555,8 +584,9 @@ static void drain_output(struct session *s)
 	   loaded machine. */
 	n = read_batch(s, batch);
 	if (n > 0)
-		emit_output(s, batch, (size_t)n);
+		take_output(s, batch, (size_t)n);
 	if (n < 0) {
+		gather_flush(&s->gather);
 		/* Every slave fd is closed; the child's status decides when
 		   Closed goes out (finish_if_done). */
 		ev_io_free(s->io);
@@ -602,6 +632,7 @@ static int write_input(struct session *s)
 		n = write(s->master, buf_head(&s->input), buf_size(&s->input));
 		if (n > 0) {
 			s->input_bytes += (uint64_t)n;
+			gather_input(&s->gather);
 			buf_consume(&s->input, (size_t)n);
 			continue;
 		}
@@ -674,6 +705,8 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows)
 		rc = tty_set_size(s->master, cols, rows);
 	if (rc < 0)
 		return rc;
+	/* What was read before the resize is drawn at the old size. */
+	gather_flush(&s->gather);
 	session_screen_sync(s);
 	s->cols = cols;
 	s->rows = rows;
@@ -748,6 +781,7 @@ static void finish_if_done(struct session *s)
 		return;
 	if (s->io)
 		drain_output(s);
+	gather_flush(&s->gather); /* all output before Closed */
 	describe_exit(s);
 	close_pty(s);
 	ev_timer_free(s->kill_timer);
@@ -799,6 +833,7 @@ void session_tick(struct session *s, int64_t now_ms)
 		   not keep a flood's worth of storage. */
 		session_screen_sync(s);
 		feeder_trim(s->feeder);
+		gather_trim(&s->gather);
 	}
 	s->output_since_tick = 0;
 	ring_expire(s->ring, now_ms);

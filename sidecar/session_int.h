@@ -17,6 +17,7 @@
 #include "control.h"
 #include "feeder.h"
 #include "framelog.h"
+#include "gather.h"
 #include "list.h"
 #include "members.h"
 #include "ring.h"
@@ -74,7 +75,9 @@ struct session {
 
 	uint32_t frames_since_keyframe;
 	struct ev_timer *keyframe_timer;
-	struct ev_timer *kick_timer; /* a deferred feeder_kick */
+	struct ev_timer *kick_timer;   /* a deferred feeder_kick */
+	struct gather gather;	       /* a stream's reads joined (gather.h) */
+	struct ev_timer *gather_timer; /* its deadline */
 
 	int64_t membership_window_ms;  /* start of the coalescing window (mono) */
 	unsigned membership_in_window; /* join broadcasts in it */
