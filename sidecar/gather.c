@@ -8,6 +8,7 @@ void gather_init(struct gather *g, gather_emit_fn *emit, void *user)
 	buf_init(&g->held);
 	g->last_read_us = 0;
 	g->held_since_us = 0;
+	g->input_us = 0;
 	g->emit = emit;
 	g->user = user;
 }
@@ -39,9 +40,9 @@ void gather_flush(struct gather *g)
 		g->held = out;
 }
 
-void gather_input(struct gather *g)
+void gather_input(struct gather *g, int64_t now_us)
 {
-	g->last_read_us = 0;
+	g->input_us = now_us ? now_us : 1;
 }
 
 void gather_trim(struct gather *g)
@@ -52,6 +53,8 @@ void gather_trim(struct gather *g)
 
 static bool continues_stream(const struct gather *g, int64_t now_us)
 {
+	if (g->input_us && now_us - g->input_us < GATHER_AFTER_INPUT_US)
+		return false;
 	return g->last_read_us && now_us - g->last_read_us < GATHER_STREAM_US;
 }
 

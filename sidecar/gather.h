@@ -9,8 +9,10 @@
    (ls -lR, a build, a TUI) would otherwise go out as 2-4 KiB frames that
    compress poorly and cost the most per byte.
 
-   The first output after a pause, and the first after the program got
-   input (a keystroke's echo, a command's answer), always goes at once.
+   The first output after a pause always goes at once, and so does all
+   output for GATHER_AFTER_INPUT_US after the program got input (a
+   keystroke's echo, a command's answer, a TUI's redraw for the key may
+   come in several reads, behind what the program was writing anyway).
    Only a read that follows the previous one closely (GATHER_STREAM_US)
    is held, until GATHER_MIN bytes are held or GATHER_WAIT_US passed
    since the first of them; the caller's timer flushes at that deadline.
@@ -33,6 +35,8 @@
 #define GATHER_WAIT_US 5000
 /* A read this soon after the previous one continues a stream. */
 #define GATHER_STREAM_US 2000
+/* After input, reads go at once for this long. */
+#define GATHER_AFTER_INPUT_US 20000
 /* No emitted span is longer (one Output frame's most). */
 #define GATHER_MAX (64u << 10)
 
@@ -40,8 +44,9 @@ typedef void gather_emit_fn(void *user, const uint8_t *p, size_t n);
 
 struct gather {
 	struct buf held;       /* read, not yet emitted */
-	int64_t last_read_us;  /* 0: no stream (never read, or input since) */
+	int64_t last_read_us;  /* 0: no stream (never read) */
 	int64_t held_since_us; /* when the first held byte was read */
+	int64_t input_us;      /* when the program last got input (0: never) */
 	gather_emit_fn *emit;
 	void *user;
 };
@@ -56,9 +61,9 @@ void gather_free(struct gather *g);
 int64_t gather_take(struct gather *g, const uint8_t *p, size_t n, int64_t now_us);
 /* Emits what is held, if anything. */
 void gather_flush(struct gather *g);
-/* The program was given input: its next output is an answer, not the
-   continuation of a stream, and goes at once. */
-void gather_input(struct gather *g);
+/* The program was given input at now_us: what it writes for a while is
+   an answer, not the continuation of a stream, and goes at once. */
+void gather_input(struct gather *g, int64_t now_us);
 /* Frees the storage of an empty gather (a quiet session keeps none). */
 void gather_trim(struct gather *g);
 bool gather_holding(const struct gather *g);

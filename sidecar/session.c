@@ -632,7 +632,7 @@ static int write_input(struct session *s)
 		n = write(s->master, buf_head(&s->input), buf_size(&s->input));
 		if (n > 0) {
 			s->input_bytes += (uint64_t)n;
-			gather_input(&s->gather);
+			gather_input(&s->gather, time_mono_us());
 			buf_consume(&s->input, (size_t)n);
 			continue;
 		}
