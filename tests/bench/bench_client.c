@@ -25,7 +25,11 @@
      tcp-echo SAMPLES              baseline: one-byte loopback TCP round trip
      onehop-echo SAMPLES           echo, through bench_onehop at --gateway
      onehop-throughput             throughput, through bench_onehop at --gateway
-				   (results named onehop.*; --gateway-pid: its pid) */
+				   (results named onehop.*; --gateway-pid: its pid)
+   Environment: PTG_BENCH_TOKEN (the default --token); PTG_BENCH_DEFLATE=1
+   makes every connection offer permessage-deflate (client_no_context_
+   takeover, server_no_context_takeover) and inflate what comes
+   compressed (bench_ws.h); wire bytes are counted before inflating. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 
 #include <jansson.h>
 #include <sodium.h>
+#include <zlib.h>
 
 #include "b64.h"
 #include "bench_wslay.h"
@@ -26,13 +28,19 @@
 #include "wshandshake.h"
 
 #define EXTENSION_URI "https://agentic-sandbox.aiwg.io/extensions/pty-extensions/v1"
+/* What a browser offers that compresses every message on its own. */
+#define DEFLATE_OFFER                                                                    \
+	"permessage-deflate; client_no_context_takeover; server_no_context_takeover"
 
 static int epfd = -1;
 static struct wsclient_addr addr;
 static char gw_host[64], gw_port[8];
 static const char *bearer;
-static bool onehop;	   /* the one-hop reference's framing, bench_onehop.c */
-static struct buf scratch; /* decoded data of the frame being handled */
+static bool onehop;	    /* the one-hop reference's framing, bench_onehop.c */
+static struct buf scratch;  /* decoded data of the frame being handled */
+static bool offer_deflate;  /* PTG_BENCH_DEFLATE=1 */
+static z_stream inflater;   /* one for the process: reset per message */
+static struct buf inflated; /* the inflated message being handled */
 
 double bws_now(void)
 {
@@ -61,6 +69,13 @@ void bws_setup(const char *host, const char *port, const char *token)
 	}
 	epfd = epoll_create1(EPOLL_CLOEXEC);
 	buf_init(&scratch);
+	buf_init(&inflated);
+	offer_deflate =
+	    getenv("PTG_BENCH_DEFLATE") && !strcmp(getenv("PTG_BENCH_DEFLATE"), "1");
+	if (offer_deflate && inflateInit2(&inflater, -15) != Z_OK) {
+		fprintf(stderr, "bench: inflateInit2 failed\n");
+		exit(2);
+	}
 }
 
 void bws_set_onehop(void)
@@ -160,7 +175,8 @@ static void send_upgrade(struct bws *c)
 	b64_encode(nonce, sizeof(nonce), &key);
 	*buf_reserve(&key, 1) = '\0';
 	wshs_accept_key((const char *)key.data, c->accept);
-	wsclient_request(&addr, c->path, (const char *)key.data, bearer, &req);
+	wsclient_request_ext(&addr, c->path, (const char *)key.data, bearer,
+			     offer_deflate ? DEFLATE_OFFER : NULL, &req);
 	c->t_upgrade = bws_now();
 	while (off < buf_size(&req)) { /* a few hundred bytes: the socket takes them */
 		ssize_t n =
@@ -243,6 +259,28 @@ static void flush(struct bws *c)
 	want(c, wslay_event_want_write(c->ctx));
 }
 
+/* Whether the 101's head (n bytes) agreed permessage-deflate: a
+   Sec-WebSocket-Extensions header naming it (the gateway answers only
+   what was offered; the CLI's wsclient.c checks the parameters). */
+static bool agreed_deflate(const char *head, size_t n)
+{
+	static const char name[] = "\r\nSec-WebSocket-Extensions:";
+	const char *end = head + n;
+
+	for (const char *p = head; p < end; p++) {
+		const char *eol;
+
+		if ((size_t)(end - p) < sizeof(name) - 1 ||
+		    strncasecmp(p, name, sizeof(name) - 1))
+			continue;
+		p += sizeof(name) - 1;
+		eol = memmem(p, (size_t)(end - p), "\r\n", 2);
+		return memmem(p, eol ? (size_t)(eol - p) : (size_t)(end - p),
+			      "permessage-deflate", 18) != NULL;
+	}
+	return false;
+}
+
 static void read_handshake(struct bws *c)
 {
 	static const struct wslay_event_callbacks cb = {
@@ -270,10 +308,14 @@ static void read_handshake(struct bws *c)
 		return;
 	}
 	c->t_101 = bws_now();
+	c->deflate =
+	    offer_deflate && agreed_deflate((const char *)buf_head(&c->in), head_len);
 	buf_consume(&c->in, head_len);
 	if (wslay_event_context_client_init(&c->ctx, &cb, c) != 0)
 		abort();
 	wslay_event_config_set_max_recv_msg_length(c->ctx, 64u << 20);
+	if (c->deflate)
+		wslay_event_config_set_allowed_rsv_bits(c->ctx, WSLAY_RSV1_BIT);
 	c->st = BWS_OPEN;
 	if (buf_size(&c->in) && wslay_event_recv(c->ctx) != 0)
 		fail(c, "recv");
@@ -424,6 +466,49 @@ static void account(struct bws *c, const struct bws_frame *f, const char *text, 
 	}
 }
 
+/* Inflates a compressed message (RFC 7692 7.2.2: the raw deflate data
+   and 00 00 ff ff) into `inflated`; false when it does not inflate. */
+static bool inflate_msg(const uint8_t *p, size_t n)
+{
+	static const uint8_t tail[4] = {0x00, 0x00, 0xff, 0xff};
+	int r = Z_OK;
+
+	buf_reset(&inflated);
+	inflateReset(&inflater);
+	for (int part = 0; part < 2 && r != Z_STREAM_END; part++) {
+		inflater.next_in = (Bytef *)(part ? tail : p);
+		inflater.avail_in = part ? (uInt)sizeof(tail) : (uInt)n;
+		do {
+			inflater.next_out = buf_reserve(&inflated, 65536);
+			inflater.avail_out = 65536;
+			r = inflate(&inflater, Z_SYNC_FLUSH);
+			if (r != Z_OK && r != Z_STREAM_END && r != Z_BUF_ERROR)
+				return false;
+			buf_commit(&inflated, 65536 - inflater.avail_out);
+		} while (inflater.avail_out == 0 && r != Z_STREAM_END);
+	}
+	return true;
+}
+
+/* The bytes an Output frame's base64 data stands for, without decoding
+   it (the fast path's out_bytes). */
+static size_t output_len(const char *p, size_t n)
+{
+	const char *d = memmem(p, n, "\"data\":\"", 8), *end;
+	size_t len;
+
+	if (!d)
+		return 0;
+	d += 8;
+	end = memchr(d, '"', (size_t)(p + n - d));
+	if (!end)
+		return 0;
+	len = (size_t)(end - d) / 4 * 3;
+	if (end - d >= 2 && end[-1] == '=')
+		len -= end[-2] == '=' ? 2 : 1;
+	return len;
+}
+
 /* The one-hop reference's output: a binary message, '0' then the bytes. */
 static void onehop_msg(struct bws *c, const struct wslay_event_on_msg_recv_arg *arg)
 {
@@ -445,11 +530,21 @@ static void on_msg(wslay_event_context_ptr ctx,
 	struct bws *c = user;
 	const char *p = (const char *)arg->msg;
 	size_t n = arg->msg_length;
-	struct bws_frame f = {.wire_len = n, .text = p};
+	struct bws_frame f;
 	json_t *root = NULL;
 
 	c->frames++;
-	c->wire_bytes += n;
+	c->wire_bytes += n; /* as it came, compressed or not */
+	if ((arg->rsv & WSLAY_RSV1_BIT) && arg->opcode != WSLAY_CONNECTION_CLOSE) {
+		if (!inflate_msg(arg->msg, n)) {
+			fail(c, "a compressed message that does not inflate");
+			return;
+		}
+		c->deflated++;
+		p = (const char *)buf_head(&inflated);
+		n = buf_size(&inflated);
+	}
+	f = (struct bws_frame){.wire_len = n, .text = p};
 	if (arg->opcode == WSLAY_CONNECTION_CLOSE) {
 		snprintf(c->err, sizeof(c->err), "close %u from the server (%s)",
 			 arg->status_code,
@@ -469,6 +564,8 @@ static void on_msg(wslay_event_context_ptr ctx,
 		keyframe_data(c, p, n, &f);
 	else if (!c->fast)
 		root = parse(c, p, n, &f);
+	else if (!strcmp(f.kind, "Output"))
+		c->out_bytes += output_len(p, n);
 	account(c, &f, p, n);
 	if (c->on_frame)
 		c->on_frame(c, &f);

@@ -8,7 +8,14 @@
    fan-out's observers), scanned for op, kind and sequence only, so one
    client process can keep up with a thousand streams. Every connection
    records the times of its upgrade, 101, binding_hello, join and first
-   Keyframe, and checks that its sequence numbers only grow. */
+   Keyframe, and checks that its sequence numbers only grow.
+
+   With PTG_BENCH_DEFLATE=1 in the environment every connection offers
+   permessage-deflate (RFC 7692) with client_no_context_takeover and
+   server_no_context_takeover; compressed server messages are inflated
+   with zlib (raw inflate of the message and 00 00 ff ff, one reset state
+   per process) before they are scanned or parsed. wire_bytes counts the
+   messages as they came, before inflating. */
 #ifndef PTG_BENCH_WS_H
 #define PTG_BENCH_WS_H
 
@@ -32,7 +39,7 @@ struct bws_frame {
 	const uint8_t *data;	   /* decoded Output data or Keyframe snapshot */
 	size_t data_len;
 	unsigned cols, rows; /* a Keyframe's snapshot size */
-	size_t wire_len;     /* the WebSocket message's length */
+	size_t wire_len;     /* the WebSocket message's length (inflated) */
 	const char *text;    /* the raw JSON text */
 };
 
@@ -42,7 +49,9 @@ typedef void (*bws_frame_cb)(struct bws *c, const struct bws_frame *f);
 struct bws {
 	int fd, idx;
 	enum bws_state st;
-	bool fast;     /* scan, do not parse (no data decoded) */
+	bool fast;     /* scan, do not parse (no data decoded; out_bytes is
+			  the length the Output data's base64 stands for) */
+	bool deflate;  /* permessage-deflate agreed in the 101 */
 	bool decode;   /* decode Output data and Keyframe snapshots */
 	struct buf in; /* the handshake answer, then bytes not yet given to wslay */
 	size_t budget; /* bytes this connection may still read in this loop round */
@@ -52,6 +61,7 @@ struct bws {
 	double t_upgrade, t_101, t_hello, t_join, t_keyframe, t_closed;
 	uint64_t hello_seq, last_seq, seq_errors, frames, wire_bytes, out_bytes;
 	uint64_t lagged, errors;
+	uint64_t deflated; /* messages that came compressed */
 	bool got_hello, got_keyframe, got_closed;
 	bool join_failed;	    /* an Error before the Keyframe */
 	size_t keyframe_bytes;	    /* the snapshot, decoded */
@@ -69,7 +79,7 @@ struct bws {
 };
 
 /* Sets the gateway address and the bearer token for every connection;
-   raises RLIMIT_NOFILE to its hard limit. */
+   raises RLIMIT_NOFILE to its hard limit; reads PTG_BENCH_DEFLATE. */
 void bws_setup(const char *host, const char *port, const char *token);
 /* Speak the one-hop reference's framing (tests/bench/bench_onehop.c:
    binary '0' + bytes both ways) instead of pty-ws/v1's JSON. */
