@@ -12,7 +12,8 @@
      echo SESSION SAMPLES          keystroke->echo through both hops
      throughput SESSION            MB/s of a generator to its end marker
      fanout-observers SESSION N START SECONDS
-				   N observers streaming through a window
+				   N observers streaming through a window (N may
+				   be 0: the controller alone, run.py's baseline)
      fanout-echo SESSION START SECONDS
 				   the fan-out's controller: echo while they stream
      joins SESSION N               N observers join at once, time to all Keyframes
@@ -462,9 +463,9 @@ static void set_window(const char *start, size_t window_s)
 static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 				 size_t window_s)
 {
-	struct group obs = {calloc(n, sizeof(struct bws)), n};
+	struct group obs = {calloc(n ? n : 1, sizeof(struct bws)), n};
 	char *sids[] = {(char *)sid};
-	uint64_t wire = 0, seq_errors = 0, lagged = 0;
+	uint64_t wire = 0, out = 0, deflated = 0, seq_errors = 0, lagged = 0;
 
 	set_window(start, window_s);
 	open_all(&obs, sids, n, true, 0);
@@ -479,11 +480,16 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 			"bench_client: the joins ended %.1f s after the window's start\n",
 			bws_now() - window_start);
 	bws_run(reached_start, NULL, window_start - bws_now() + 1);
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		obs.c[i].wire_bytes = 0;
+		obs.c[i].out_bytes = 0;
+		obs.c[i].deflated = 0;
+	}
 	bws_run(reached_end, NULL, window_end - bws_now() + 1);
 	for (size_t i = 0; i < n; i++) {
 		wire += obs.c[i].wire_bytes;
+		out += obs.c[i].out_bytes;
+		deflated += obs.c[i].deflated;
 		seq_errors += obs.c[i].seq_errors;
 		lagged += obs.c[i].lagged;
 	}
@@ -491,6 +497,9 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 	result("fanout.joined", (double)joined(&obs));
 	result("fanout.dead", (double)count_dead(&obs));
 	result("fanout.wire_bytes", (double)wire);
+	/* The terminal output those messages carried (their base64's length). */
+	result("fanout.output_bytes", (double)out);
+	result("fanout.deflated_msgs", (double)deflated);
 	result("fanout.seq_errors", (double)seq_errors);
 	result("fanout.lagged", (double)lagged);
 	close_all(&obs);
@@ -848,6 +857,12 @@ static size_t count_arg(const char *s)
 	return v;
 }
 
+/* A count that may be 0 (the fan-out's observers). */
+static size_t count_arg0(const char *s)
+{
+	return strcmp(s, "0") ? count_arg(s) : 0;
+}
+
 static int run_mode(int argc, char **argv)
 {
 	const char *m = argv[0];
@@ -874,7 +889,7 @@ static int run_mode(int argc, char **argv)
 	if (!strcmp(m, "throughput") && argc == 2)
 		return mode_throughput(argv[1]);
 	if (!strcmp(m, "fanout-observers") && argc == 5)
-		return mode_fanout_observers(argv[1], count_arg(argv[2]), argv[3],
+		return mode_fanout_observers(argv[1], count_arg0(argv[2]), argv[3],
 					     count_arg(argv[4]));
 	if (!strcmp(m, "fanout-echo") && argc == 4)
 		return mode_fanout_echo(argv[1], argv[2], count_arg(argv[3]));
