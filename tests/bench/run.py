@@ -26,6 +26,7 @@ import re
 import resource
 import shutil
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -77,6 +78,90 @@ KF_SCREENS = [
 def note(text):
     sys.stderr.write("[bench %s] %s\n" % (time.strftime("%H:%M:%S"), text))
     sys.stderr.flush()
+
+
+def nginx_binary():
+    """Debian's nginx (scripts/install-deps.sh installs nginx-light for the
+    e2e tests), or None."""
+    path = shutil.which("nginx") or "/usr/sbin/nginx"
+    return path if os.access(path, os.X_OK) else None
+
+
+class Nginx:
+    """A real nginx as a WebSocket reverse proxy on loopback in front of
+    127.0.0.1:upstream, the way a web terminal is deployed (as
+    tests/e2e/test_fleet_proxy.py runs it: Debian's binary, a private
+    config and prefix in a temporary directory, one worker, daemon off)."""
+
+    def __init__(self, upstream):
+        self.dir = tempfile.mkdtemp(prefix="nginx-")
+        os.makedirs(os.path.join(self.dir, "logs"))
+        self.port = harness.free_port()
+        d = self.dir
+        conf = "\n".join([
+            "user root;" if os.geteuid() == 0 else "",
+            "worker_processes 1;", "pid %s/nginx.pid;" % d,
+            "error_log %s/logs/error.log warn;" % d,
+            "events { worker_connections 256; }",
+            "http {",
+            "  access_log off;",
+            "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (d, d),
+            "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
+            % (d, d, d),
+            "  server {",
+            "    listen 127.0.0.1:%d;" % self.port,
+            "    tcp_nodelay on;",
+            "    location / {",
+            "      proxy_pass http://127.0.0.1:%d;" % upstream,
+            "      proxy_http_version 1.1;",
+            "      proxy_set_header Upgrade $http_upgrade;",
+            "      proxy_set_header Connection \"upgrade\";",
+            "      proxy_set_header Host $host;",
+            "      proxy_buffering off;",
+            "      proxy_read_timeout 3600s;",
+            "      proxy_send_timeout 3600s;",
+            "    }",
+            "  }",
+            "}", ""])
+        self.conf = os.path.join(d, "nginx.conf")
+        with open(self.conf, "w", encoding="utf-8") as f:
+            f.write(conf)
+        self.proc = None
+
+    def start(self):
+        with open(os.path.join(self.dir, "logs", "stderr"), "w") as err:
+            self.proc = subprocess.Popen([nginx_binary(), "-p", self.dir, "-c", self.conf,
+                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError("nginx exited: " + self.log())
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                return self
+            except OSError:
+                time.sleep(0.05)
+        raise RuntimeError("nginx did not listen in 10 s: " + self.log())
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def log(self):
+        text = ""
+        for name in ("stderr", "error.log"):
+            path = os.path.join(self.dir, "logs", name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += f.read()[-2000:]
+        return text or "(no log)"
 
 
 class Suite:
@@ -173,7 +258,7 @@ class Suite:
                "--sidecar-pid", str(self.stack.sidecar.pid)] + [str(a) for a in argv]
         return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
-    def client_results(self, proc, argv, timeout=1800):
+    def client_results(self, proc, argv, timeout=1800, label=None):
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -190,25 +275,36 @@ class Suite:
             note("bench_client %s exited %d" % (argv[0], proc.returncode))
         if self.args.verbose:
             # The base build's results say so (and --from-log leaves them out).
-            note("%s%s: %s" % ("(base build) " if self.prefix else "", argv[0],
+            note("%s%s: %s" % ("(base build) " if self.prefix else "", label or argv[0],
                                " ".join("%s=%g" % kv for kv in sorted(out.items()))))
         return out
 
     def client(self, *argv, timeout=1800):
         return self.client_results(self.client_start(*argv), argv, timeout)
 
-    def onehop(self, script, *argv):
+    def onehop(self, script, *argv, nginx=False):
         """Runs the load client against the one-hop reference (bench_onehop:
-        a ttyd-like web terminal in one process) serving `sh -c script`."""
+        a ttyd-like web terminal in one process) serving `sh -c script`;
+        with nginx, through a real nginx proxying WebSocket to it (two
+        hops, as a deployed web terminal has)."""
         server = subprocess.Popen([ONEHOP, "/bin/sh", "-c", script], env=ENV,
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        proxy = None
         try:
             port = int(server.stdout.readline().split()[1])
+            if nginx:
+                proxy = Nginx(port).start()
+                port = proxy.port
             cmd = [CLIENT, "--gateway", "127.0.0.1:%d" % port,
                    "--gateway-pid", str(server.pid)] + [str(a) for a in argv]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            return self.client_results(proc, argv)
+            res = self.client_results(proc, argv, label=("nginx-" + argv[0]) if nginx else None)
+            if nginx and not res:
+                note("through nginx: " + proxy.log())
+            return res
         finally:
+            if proxy:
+                proxy.stop()
             server.stdin.close()  # its end of input ends it
             try:
                 server.wait(timeout=10)
@@ -266,12 +362,22 @@ class Suite:
     def echo_baselines(self, n):
         res = self.client("pty-echo", n)
         res.update(self.client("tcp-echo", n))
-        res.update(self.onehop("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-                               "printf PTG-READY; exec cat", "onehop-echo", n))
+        script = ("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                  "printf PTG-READY; exec cat")
+        res.update(self.onehop(script, "onehop-echo", n))
         self.keep("", res, ["ptyecho.us.p50", "ptyecho.us.p99", "ptyecho.us.over10ms",
                             "tcpecho.us.p50", "tcpecho.us.p99", "tcpecho.us.over10ms",
                             "onehop.echo.us.p50", "onehop.echo.us.p99",
                             "onehop.echo.us.over10ms"])
+        # The two-hop anchor: the one-hop reference behind nginx.
+        if nginx_binary():
+            self.keep("nginx.", self.onehop(script, "onehop-echo", n, nginx=True),
+                      ["onehop.echo.us.p50", "onehop.echo.us.p99", "onehop.echo.us.max",
+                       "onehop.echo.us.over10ms"])
+        elif not getattr(self, "_nginx_noted", False):
+            self._nginx_noted = True
+            note("nginx is not installed: the echo anchor \"one-hop reference behind nginx\" "
+                 "is skipped (scripts/install-deps.sh installs nginx-light)")
 
     def generators(self):
         """The throughput workloads, each written once to a file and sent by
@@ -566,6 +672,18 @@ class Suite:
         row("echo samples over 10 ms (of %d)" % self.args.echo_samples, "echo.us.over10ms",
             "ptyecho.us.over10ms", digits=0, ratio="-")
         for p in ("p50", "p99", "max"):
+            row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
+                "nginx.onehop.echo.us.%s" % p)
+        row("echo samples over 10 ms (of %d) vs the one-hop reference behind nginx"
+            % self.args.echo_samples, "echo.us.over10ms", "nginx.onehop.echo.us.over10ms",
+            digits=0)
+        if (self.stat("echo.us.p50") and not self.stat("nginx.onehop.echo.us.p50")
+                and not self.args.from_log):
+            rows.append("| echo vs the one-hop reference behind nginx | - | %s | - |"
+                        % ("skipped: nginx is not installed (scripts/install-deps.sh installs "
+                           "nginx-light)" if not nginx_binary() else
+                           "no results: see the notes above"))
+        for p in ("p50", "p99", "max"):
             row("echo %s beside a flood in another session (us, %d samples); baseline alone"
                 % (p, min(self.args.echo_samples, FLOOD_ECHO_SAMPLES)),
                 "flood.echo.us.%s" % p, "echo.us.%s" % p)
@@ -686,6 +804,8 @@ def replay_log(suite, path):
         elif mode == "keyframe":
             suite.keep("kf.%s." % kf_names[kf % len(kf_names)], res, list(res))
             kf += 1
+        elif mode.startswith("nginx-"):
+            suite.keep("nginx.", res, list(res))  # the one-hop reference behind nginx
         elif mode in ("attach", "joins"):
             suite.keep(mode + ".", res, list(res))
         else:
