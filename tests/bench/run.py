@@ -50,6 +50,16 @@ TITLE_MARK = "printf '\\033]2;%s\\007' PTG-BENCH-END"
 ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
 # Observers per load-client process in the fan-out benchmark.
 FANOUT_PER_PROCESS = 250
+# The fan-out size that also runs with permessage-deflate (when listed).
+FANOUT_DEFLATE = 100
+
+
+def fanout_prefix(n, deflate=False):
+    """Where a fan-out's results go: fanout100., fanout0. (the controller
+    alone), fanoutdeflate100. (every client offering permessage-deflate)."""
+    return "fanout%s%d." % ("deflate" if deflate else "", n)
+
+
 # The "sessions" benchmark: a fan-out of this many observers beside this
 # many joined connections on other sessions.
 SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
@@ -252,11 +262,13 @@ class Suite:
             time.sleep(0.2)
         raise RuntimeError("session %s did not settle (sequence %s)" % (sid, last))
 
-    def client_start(self, *argv, nice=0):
+    def client_start(self, *argv, nice=0, env=None):
         cmd = (["nice", "-n", str(nice)] if nice else []) + [CLIENT, "--gateway", "127.0.0.1:%d" % self.stack.port, "--instance", "bench",
                "--token", self.token, "--gateway-pid", str(self.stack.gateway.pid),
                "--sidecar-pid", str(self.stack.sidecar.pid)] + [str(a) for a in argv]
-        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        full = dict(os.environ, **env) if env else None
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=full)
 
     def client_results(self, proc, argv, timeout=1800, label=None):
         try:
@@ -430,39 +442,60 @@ class Suite:
         return path
 
     def run_fanout(self, i):
+        """Each N of the fan-out list, the same flood with no observers (the
+        controller alone: the baseline of its echo) and the deflate
+        observers' N (every client offering permessage-deflate: the
+        baseline is the plain N), in one order on even runs and the
+        reverse on odd ones."""
         path = self.hexdump_file()
-        for n in self.args.fanout:
+        steps = [(0, False)] + [(n, False) for n in self.args.fanout]
+        if self.args.fanout_deflate:
+            steps.append((self.args.fanout_deflate, True))
+        for n, deflate in (steps if i % 2 == 0 else steps[::-1]):
             sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
                                "(while :; do cat %s; done) & exec cat" % path)
-            self.fanout_run(sid, n)
+            self.fanout_run(sid, n, deflate=deflate)
             self.drop(sid)
 
-    def fanout_run(self, sid, n, prefix=None):
+    def fanout_run(self, sid, n, prefix=None, deflate=False):
         """The observers in processes of at most FANOUT_PER_PROCESS each and
         the controller in its own, so the controller's echo is not the
         load client's backlog; all measure one window, agreed on by the
-        wall clock after time to join."""
+        wall clock after time to join. n may be 0: the controller alone.
+        With deflate every client offers permessage-deflate."""
         window = self.args.fanout_seconds
         start = time.time() + 3 + n / 100.0
         shares = [FANOUT_PER_PROCESS] * (n // FANOUT_PER_PROCESS)
         if n % FANOUT_PER_PROCESS:
             shares.append(n % FANOUT_PER_PROCESS)
+        env = {"PTG_BENCH_DEFLATE": "1"} if deflate else None
         procs = [(self.client_start("fanout-observers", sid, k, "%.3f" % start, window,
-                                    nice=self.args.nice_observers),
+                                    nice=self.args.nice_observers, env=env),
                   ("fanout-observers",)) for k in shares]
-        procs.append((self.client_start("fanout-echo", sid, "%.3f" % start, window),
+        procs.append((self.client_start("fanout-echo", sid, "%.3f" % start, window, env=env),
                       ("fanout-echo",)))
         results = [self.client_results(p, argv, timeout=600) for p, argv in procs]
         obs, ctl = results[:-1], results[-1]
         total = lambda k: sum(r.get(k, 0) for r in obs)
-        wire = total("fanout.wire_bytes")
+        wire, out = total("fanout.wire_bytes"), total("fanout.output_bytes")
         res = {"fanout.processes": len(obs), "fanout.joined": total("fanout.joined"),
                "fanout.dead": total("fanout.dead"), "fanout.lagged": total("fanout.lagged"),
                "fanout.aggregate_mb_s": wire / window / 1e6,
+               "fanout.output_mb_s": out / window / 1e6,
+               "fanout.deflated_msgs": total("fanout.deflated_msgs"),
                "fanout.seq_errors": total("fanout.seq_errors") +
                ctl.get("fanout.controller_seq_errors", 0)}
+        if deflate:
+            res["fanout.deflate"] = 1
         if wire and "fanout.gateway_cpu_s" in ctl:
             res["fanout.gateway_cpu_ms_per_mib"] = 1e3 * ctl["fanout.gateway_cpu_s"] / (wire / (1 << 20))
+        if out and "fanout.gateway_cpu_s" in ctl:
+            # Per MiB of terminal output delivered (the same measure with and
+            # without deflate: compressed wire bytes would flatter neither).
+            res["fanout.gateway_cpu_ms_per_output_mib"] = (1e3 * ctl["fanout.gateway_cpu_s"]
+                                                           / (out / (1 << 20)))
+        if out:
+            res["fanout.wire_per_output_byte"] = wire / out
         for k in ("session_mb_s", "controller_lagged", "echo_samples", "echo_lost",
                   "echo_us.p50", "echo_us.p99", "echo_us.max", "echo_us.over10ms"):
             if "fanout." + k in ctl:
@@ -470,7 +503,7 @@ class Suite:
         if self.args.verbose:
             mode = "sessions-" + prefix.split(".")[1] if prefix else "fanout"
             note("%s: fanout.observers=%d %s" % (mode, n, " ".join("%s=%g" % kv for kv in sorted(res.items()))))
-        self.keep(prefix or "fanout%d." % n, res, list(res))
+        self.keep(prefix or fanout_prefix(n, deflate), res, list(res))
 
     def run_sessions(self, i):
         """A fan-out of SESSIONS_OBSERVERS beside SESSIONS_IDLE joined
@@ -715,6 +748,31 @@ class Suite:
             row("  frames out of order (all observers)", p + "seq_errors", digits=0)
             row("  PTY_OUTPUT_LAGGED to observers (sum)", p + "lagged", digits=0)
             row("  PTY_OUTPUT_LAGGED to the controller (echo samples lost)", p + "controller_lagged", digits=0)
+        for n in self.args.fanout:
+            for p in ("p50", "p99"):
+                row("controller echo %s with %d observers (us); baseline the same flood with no "
+                    "observers (target at most 1.5x)" % (p, n),
+                    fanout_prefix(n) + "fanout.echo_us." + p,
+                    fanout_prefix(0) + "fanout.echo_us." + p, digits=0)
+        row("  session output rate with no observers, as the controller received it (MB/s)",
+            fanout_prefix(0) + "fanout.session_mb_s")
+        d = self.args.fanout_deflate
+        if d:
+            plain, defl = fanout_prefix(d) + "fanout.", fanout_prefix(d, True) + "fanout."
+            row("gateway CPU per delivered MiB of terminal output with %d observers (ms), "
+                "deflate; baseline plain (target at most 1.2x)" % d,
+                defl + "gateway_cpu_ms_per_output_mib", plain + "gateway_cpu_ms_per_output_mib",
+                digits=2)
+            row("  wire bytes per output byte with %d observers, deflate; baseline plain" % d,
+                defl + "wire_per_output_byte", plain + "wire_per_output_byte", digits=3)
+            row("  terminal output delivered to the %d observers (MB/s), deflate; baseline plain"
+                % d, defl + "output_mb_s", plain + "output_mb_s")
+            row("  messages that came compressed to the observers (sum), deflate; baseline plain",
+                defl + "deflated_msgs", plain + "deflated_msgs", digits=0, ratio="-")
+            row("  controller echo p99 with %d observers (us), deflate; baseline plain" % d,
+                defl + "echo_us.p99", plain + "echo_us.p99", digits=0)
+            row("  PTY_OUTPUT_LAGGED to the observers, deflate; baseline plain",
+                defl + "lagged", plain + "lagged", digits=0, ratio="-")
         for what, key in (("aggregate delivered (MB/s)", "aggregate_mb_s"),
                           ("gateway CPU per delivered MiB (ms)", "gateway_cpu_ms_per_mib")):
             row("fan-out %d observers beside %d connections on other sessions: %s; baseline "
@@ -795,7 +853,8 @@ def replay_log(suite, path):
             suite.keep(sessions, res, list(res))  # the echo beside that fan-out
             sessions = None
         elif mode == "fanout":
-            suite.keep("fanout%d." % res["fanout.observers"], res, list(res))
+            suite.keep(fanout_prefix(int(res["fanout.observers"]), res.get("fanout.deflate")),
+                       res, list(res))
         elif mode == "memory":
             n = int(res["memory.connections"])
             if res.get("memory.gateway_rss_kib", 0) > 0:
@@ -841,7 +900,11 @@ def main():
         args.replay_samples, args.keyframe_samples, args.joins = 3, 5, 50
         args.fanout, args.memory, args.fanout_seconds = [10], [100], 3
     if args.observers:
-        args.fanout = [int(x) for x in args.observers.split(",")]
+        args.fanout = [int(x) for x in args.observers.split(",") if int(x) > 0]
+    # The fan-out run again with every client offering permessage-deflate:
+    # 100 observers, or the first size when 100 is not in the list.
+    args.fanout_deflate = (FANOUT_DEFLATE if FANOUT_DEFLATE in args.fanout
+                           else (args.fanout or [0])[0])
     if args.conns:
         args.memory = [int(x) for x in args.conns.split(",")]
     only = [b for b in args.only.split(",") if b]
