@@ -704,14 +704,14 @@ class Suite:
                 "onehop.echo.us.%s" % p)
         row("echo samples over 10 ms (of %d)" % self.args.echo_samples, "echo.us.over10ms",
             "ptyecho.us.over10ms", digits=0, ratio="-")
-        for p in ("p50", "p99", "max"):
-            row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
-                "nginx.onehop.echo.us.%s" % p)
-        row("echo samples over 10 ms (of %d) vs the one-hop reference behind nginx"
-            % self.args.echo_samples, "echo.us.over10ms", "nginx.onehop.echo.us.over10ms",
-            digits=0)
-        if (self.stat("echo.us.p50") and not self.stat("nginx.onehop.echo.us.p50")
-                and not self.args.from_log):
+        if self.stat("nginx.onehop.echo.us.p50"):
+            for p in ("p50", "p99", "max"):
+                row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
+                    "nginx.onehop.echo.us.%s" % p)
+            row("echo samples over 10 ms (of %d) vs the one-hop reference behind nginx"
+                % self.args.echo_samples, "echo.us.over10ms", "nginx.onehop.echo.us.over10ms",
+                digits=0)
+        elif self.stat("echo.us.p50") and not self.args.from_log:
             rows.append("| echo vs the one-hop reference behind nginx | - | %s | - |"
                         % ("skipped: nginx is not installed (scripts/install-deps.sh installs "
                            "nginx-light)" if not nginx_binary() else
