@@ -24,6 +24,8 @@ static const struct option completion_opts[] = {COMPLETION_OPTS(CLI_GETOPT)
 const struct cli_optdoc completion_optdocs[] = {COMPLETION_OPTS(CLI_OPTDOC)
 						    CLI_OPTDOC_END};
 
+static int completion_main(int argc, char **argv);
+
 const struct cli_command completion_commands[] = {
     {"token", token_main, token_verbs, NULL, ""},
     {"sessions", sessions_main, sessions_verbs, sessions_opts, "hqo:"},
@@ -169,7 +171,9 @@ static void zsh_script(FILE *f)
 	      f);
 }
 
-int completion_script(const char *shell, FILE *f)
+/* Writes the completion script for shell ("bash" or "zsh") to f.
+   Returns 0, or -EINVAL for another shell. */
+static int script(const char *shell, FILE *f)
 {
 	if (!strcmp(shell, "bash"))
 		bash_script(f);
@@ -193,7 +197,8 @@ static const char completion_usage[] =
     "        (or add 'source <(ptygate completion zsh)' to ~/.zshrc, after\n"
     "        compinit)\n";
 
-int completion_main(int argc, char **argv)
+/* Runs `ptygate completion SHELL`; argv[0] is "completion". */
+static int completion_main(int argc, char **argv)
 {
 	struct cli_operands ops = {0};
 	int c, rc = CLI_OK;
@@ -204,7 +209,7 @@ int completion_main(int argc, char **argv)
 		rc = c == 'h' ? -1 : cli_getopt_error("completion", argv, c);
 	if (rc == CLI_OK && ops.n != 1)
 		rc = cli_usage_error("completion", "give one shell: bash or zsh");
-	else if (rc == CLI_OK && completion_script(ops.v[0], stdout) < 0)
+	else if (rc == CLI_OK && script(ops.v[0], stdout) < 0)
 		rc = cli_usage_error("completion", "unknown shell '%s' (bash or zsh)",
 				     ops.v[0]);
 	if (rc < 0) {

@@ -25,11 +25,4 @@ extern const struct cli_optdoc completion_optdocs[];
 /* Every command, ending with a zeroed entry. */
 extern const struct cli_command completion_commands[];
 
-/* Writes the completion script for shell ("bash" or "zsh") to f.
-   Returns 0, or -EINVAL for another shell. */
-int completion_script(const char *shell, FILE *f);
-
-/* Runs `ptygate completion SHELL`; argv[0] is "completion". */
-int completion_main(int argc, char **argv);
-
 #endif

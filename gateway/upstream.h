@@ -4,7 +4,7 @@
    upstream_fanout.c: the recipients of a frame are found first, then the
    frame is encoded once (JSON, then one WebSocket frame) and that struct
    wsframe is shared by reference with every recipient, whose output
-   queue (outq.c) holds the reference (conn_deliver in conn_ops.c). An
+   queue (outq.c) holds the reference (deliver in conn/conn_ops.c). An
    upstream does not know what an attachment is: it delivers to the sink
    it was given with the binding (a table of callbacks and a user
    pointer, as libvterm does it). */

@@ -413,11 +413,21 @@ static void on_bytes(struct ws *ws, const uint8_t *p, size_t n)
 	ws->in_len = 0;
 }
 
+/* Writes every frame wslay has queued through on_write. Returns 0. */
+static int flush(struct ws *ws)
+{
+	if (ws->in_feed || !ws->ctx)
+		return 0;
+	/* on_write takes everything, so wslay cannot stop short or fail. */
+	(void)wslay_event_send(ws->ctx);
+	return 0;
+}
+
 /* Ends the connection for a frame-layer error, after anything wslay had
    queued (wslay would send its own close ahead of a pending pong). */
 static void fail(struct ws *ws)
 {
-	ws_flush(ws);
+	flush(ws);
 	wslay_event_shutdown_read(ctx_of(ws));
 	if (wslay_event_queue_close(ws->ctx, WS_CLOSE_PROTOCOL, NULL, 0) == 0)
 		ws->close_queued = true;
@@ -461,19 +471,10 @@ int ws_feed(struct ws *ws, const uint8_t *p, size_t n)
 		p += k;
 		n -= k;
 	}
-	ws_flush(ws);
+	flush(ws);
 	if (!wslay_event_get_read_enabled(ws->ctx))
 		return -ESHUTDOWN;
 	rest(ws);
-	return 0;
-}
-
-int ws_flush(struct ws *ws)
-{
-	if (ws->in_feed || !ws->ctx)
-		return 0;
-	/* on_write takes everything, so wslay cannot stop short or fail. */
-	(void)wslay_event_send(ws->ctx);
 	return 0;
 }
 
@@ -486,7 +487,7 @@ static int queue(struct ws *ws, uint8_t opcode, const void *p, size_t n)
 		return -ESHUTDOWN;
 	if (r != 0)
 		return -EINVAL;
-	ws_flush(ws);
+	flush(ws);
 	rest(ws);
 	return 0;
 }
@@ -521,7 +522,7 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason)
 	if (r != 0)
 		return -EINVAL;
 	ws->close_queued = true;
-	return ws_flush(ws);
+	return flush(ws);
 }
 
 bool ws_close_sent(const struct ws *ws)

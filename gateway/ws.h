@@ -49,8 +49,8 @@ struct ws;
 
 /* Callbacks, each with the trailing user pointer given to ws_new. Only
    on_write is required. They run inside ws_feed (or, for on_write, also
-   inside ws_flush, ws_send_ping and ws_send_close); none may free the ws
-   or call ws_feed. */
+   inside ws_send_ping and ws_send_close); none may free the ws or call
+   ws_feed. */
 struct ws_callbacks {
 	/* Bytes to send, in order; must accept all n. */
 	void (*on_write)(const uint8_t *p, size_t n, void *user);
@@ -90,8 +90,6 @@ bool ws_at_rest(const struct ws *ws);
    for a protocol error); bytes past that point are discarded and the
    caller drains its output and closes. */
 int ws_feed(struct ws *ws, const uint8_t *p, size_t n);
-/* Writes every frame wslay has queued through on_write. Returns 0. */
-int ws_flush(struct ws *ws);
 
 /* Queues a ping with up to 125 bytes of payload and flushes it (deferred
    to the end of ws_feed when called from a callback). Returns 0, -EINVAL

@@ -36,7 +36,8 @@ void opttab_report(const struct opttab *t, const struct opttab_src *src, const c
 	fputc('\n', stderr);
 }
 
-const struct opttab_opt *opttab_find(const struct opttab *t, const char *name)
+/* The entry named name, or NULL. */
+static const struct opttab_opt *find(const struct opttab *t, const char *name)
 {
 	for (size_t i = 0; i < t->n_opts; i++)
 		if (opttab__is_option(&t->opts[i]) && !strcmp(t->opts[i].name, name))
@@ -98,7 +99,8 @@ static int apply_switch(const struct opttab *t, void *cfg, const struct opttab_s
 	return 0;
 }
 
-int opttab_apply(const struct opttab *t, void *cfg, const struct opttab_src *src,
+/* Parses one value for o, as the command line would. */
+static int apply(const struct opttab *t, void *cfg, const struct opttab_src *src,
 		 const struct opttab_opt *o, const char *arg)
 {
 	switch (o->type) {
@@ -125,7 +127,7 @@ int opttab_defaults(const struct opttab *t, void *cfg)
 		const struct opttab_opt *o = &t->opts[i];
 
 		if (opttab__is_key(o) && o->def && !(o->flags & OPTTAB_DEF_DOC) &&
-		    opttab_apply(t, cfg, &src, o, o->def) < 0)
+		    apply(t, cfg, &src, o, o->def) < 0)
 			return -EINVAL;
 	}
 	return 0;
@@ -164,12 +166,12 @@ static int file_line(char *line, unsigned lineno, void *ctx, char *why, size_t w
 		val[n - 1] = '\0';
 		val++;
 	}
-	o = opttab_find(f->t, key);
+	o = find(f->t, key);
 	if (!o || !opttab__is_key(o)) {
 		snprintf(why, whylen, "unknown key '%.128s'", key);
 		return -EINVAL;
 	}
-	return opttab_apply(f->t, f->cfg, f->src, o, val); /* it says why itself */
+	return apply(f->t, f->cfg, f->src, o, val); /* it says why itself */
 }
 
 static int load_file(const struct opttab *t, void *cfg, const char *path)
@@ -280,7 +282,7 @@ int opttab_parse(const struct opttab *t, void *cfg, int argc, char **argv)
 	if (rc == 0 && t->file_done)
 		t->file_done(cfg);
 	for (size_t i = 0; rc == 0 && i < n; i++)
-		rc = opttab_apply(t, cfg, &cli, given[i].opt, given[i].arg);
+		rc = apply(t, cfg, &cli, given[i].opt, given[i].arg);
 	free(given);
 	return rc;
 }

@@ -108,11 +108,6 @@ int opttab_defaults(const struct opttab *t, void *cfg);
    --help, --version or a manual page was printed, -EINVAL after the
    reason went to stderr. */
 int opttab_parse(const struct opttab *t, void *cfg, int argc, char **argv);
-/* Parses one value for o, as the command line would. */
-int opttab_apply(const struct opttab *t, void *cfg, const struct opttab_src *src,
-		 const struct opttab_opt *o, const char *arg);
-/* The entry named name, or NULL. */
-const struct opttab_opt *opttab_find(const struct opttab *t, const char *name);
 /* Prints "PROG: --NAME: " (or "PROG: FILE:LINE: NAME: "), then the message. */
 void opttab_report(const struct opttab *t, const struct opttab_src *src, const char *name,
 		   const char *fmt, ...) __attribute__((format(printf, 4, 5)));

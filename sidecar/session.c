@@ -39,6 +39,7 @@
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
 static void emit_gathered(void *user, const uint8_t *p, size_t n);
+static void sync_screen(struct session *s);
 
 static char **strv_dup(char *const *v)
 {
@@ -348,7 +349,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 		if (s->keyframe_timer)
 			ev_timer_disarm(s->keyframe_timer);
 	}
-	session_screen_sync(s);
+	sync_screen(s);
 	screen_snapshot(s->screen, &snap);
 	if (buf_size(&snap) > s->cfg->keyframe_max_bytes) {
 		/* A huge screen of distinct colours can outgrow a link message
@@ -384,7 +385,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
    is worth feeding, the PTY runs dry, a Keyframe or a resize needs the
    screen, or the session is quiet for a tick; screen_feed_tail then
    skips what cannot reach the final screen. */
-void session_screen_sync(struct session *s)
+static void sync_screen(struct session *s)
 {
 	feeder_sync(s->feeder);
 }
@@ -707,7 +708,7 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows)
 		return rc;
 	/* What was read before the resize is drawn at the old size. */
 	gather_flush(&s->gather);
-	session_screen_sync(s);
+	sync_screen(s);
 	s->cols = cols;
 	s->rows = rows;
 	screen_resize(s->screen, cols, rows);
@@ -831,7 +832,7 @@ void session_tick(struct session *s, int64_t now_ms)
 		/* Quiet for a tick: the loop is idle, so the screen catches up
 		   now rather than on the next join, and an idle session does
 		   not keep a flood's worth of storage. */
-		session_screen_sync(s);
+		sync_screen(s);
 		feeder_trim(s->feeder);
 		gather_trim(&s->gather);
 	}

@@ -181,8 +181,6 @@ Ptg__Role session_wire_role(enum member_role r);
 /* session.c: the process, the PTY, the screen and the size. */
 /* A Keyframe of the current screen, to target or broadcast. */
 uint64_t session_emit_keyframe(struct session *s, const struct member *target);
-/* Feeds the screen model the output it has not seen yet. */
-void session_screen_sync(struct session *s);
 /* Applies a size to the PTY and the screen and broadcasts Resize;
    returns 0 or a negative errno from the PTY. */
 int session_apply_size(struct session *s, unsigned cols, unsigned rows);

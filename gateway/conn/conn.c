@@ -139,7 +139,7 @@ static void forget_decision(struct conn *c)
 
 /* Tells the sidecar the attachment is gone (no reply wanted), and drops
    a join or leave still waiting for its reply. */
-void conn_detach_quietly(struct conn *c)
+static void detach_quietly(struct conn *c)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
 	Ptg__Detach d = PTG__DETACH__INIT;
@@ -332,7 +332,7 @@ static void on_ws_close(uint16_t code, const char *reason, size_t n, void *user)
 	struct conn *c = user;
 
 	log_info(c->log_ctx, "client closed (%u)", code);
-	conn_detach_quietly(c);
+	detach_quietly(c);
 	c->state = CONN_CLOSING;
 }
 
@@ -366,13 +366,13 @@ static void read_in(struct conn *c)
 	if (n < 0 && errno == EAGAIN)
 		return;
 	if (n <= 0) {
-		conn_detach_quietly(c);
+		detach_quietly(c);
 		conn_kill(c, n == 0 ? "peer closed the socket" : "read failed");
 		return;
 	}
 	if (ws_feed(c->ws, chunk, (size_t)n) < 0 && c->state != CONN_CLOSING) {
 		/* A protocol error: wslay queued the close with its code. */
-		conn_detach_quietly(c);
+		detach_quietly(c);
 		c->state = CONN_CLOSING;
 	}
 }
@@ -400,7 +400,7 @@ void conn_close(struct conn *c, uint16_t code, const char *reason)
 	if (c->dead || ws_close_sent(c->ws))
 		return;
 	log_info(c->log_ctx, "closing with %u: %s", code, reason);
-	conn_detach_quietly(c);
+	detach_quietly(c);
 	c->state = CONN_CLOSING;
 	ws_send_close(c->ws, code, reason);
 	ev_timer_arm(c->linger, LINGER_MS, 0);
@@ -437,7 +437,7 @@ static void conn_kill(struct conn *c, const char *why)
 	if (c->dead)
 		return;
 	log_debug(c->log_ctx, "connection ended: %s", why);
-	conn_detach_quietly(c);
+	detach_quietly(c);
 	c->dead = 1;
 	ev_timer_disarm(c->heartbeat);
 	ev_timer_disarm(c->expiry);
@@ -686,7 +686,7 @@ static void conn_free(struct conn *c)
 {
 	const struct conn_host *host = c->host;
 
-	conn_detach_quietly(c);
+	detach_quietly(c);
 	c->host->tasks_gone(c);
 	fifo_remove(c);
 	LIST_REMOVE(c, all_entry);
@@ -796,7 +796,7 @@ void conn_set_drop_instance(struct conn_set *s, const char *instance_id)
 		/* Close 4404, "session gone": through this gateway it is (a new
 		   attach gets 404). */
 		conn_goodbye(c, FRAMES_BYE_OTHER, PTG_CLOSE_GONE);
-		conn_detach_quietly(c); /* when already closing, goodbye did nothing */
+		detach_quietly(c); /* when already closing, goodbye did nothing */
 		c->host->tasks_gone(c);
 		c->up = NULL;
 	}

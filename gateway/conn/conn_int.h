@@ -83,12 +83,6 @@ struct conn {
 	struct ev_timer *linger; /* bounds the close handshake */
 };
 
-/* How the instance's link reaches a joined connection (conn_ops.c). */
-extern const struct upstream_sink conn_sink;
-/* A frame from the sidecar for this connection; wf is the encoded
-   WebSocket frame shared by every recipient (the conn takes a ref). */
-void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf);
-
 /* Spends one op of the connection's rate (--max-ops-per-sec). Ops are
    never refused: over the rate, the connection is not read until its
    bucket refills (the ops already read are still handled). */
@@ -100,8 +94,6 @@ void conn_mark_dirty(struct conn *c);
 void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t code);
 /* Closes with code (no goodbye): no more data is queued after this. */
 void conn_close(struct conn *c, uint16_t code, const char *reason);
-/* Tells the sidecar the attachment is gone (no reply wanted). */
-void conn_detach_quietly(struct conn *c);
 /* Moves the connection to the metrics gauge of role (0: not joined). */
 void conn_count_role(struct conn *c, int role);
 /* Refreshes the log context after the client id or trace id changed. */

@@ -27,6 +27,9 @@ static void send_reply_error(struct conn *c, const Ptg__Reply *r)
 
 /* ---- the sidecar side of an attachment ---- */
 
+/* How the instance's link reaches a joined connection. */
+static const struct upstream_sink sink;
+
 static void on_attach_reply(const Ptg__Reply *r, void *user)
 {
 	struct conn *c = user;
@@ -50,7 +53,7 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 		return;
 	}
 	c->state = CONN_JOINED;
-	upstream_bind(c->up, c->attach_id, c->ctx.session_id, &conn_sink, c);
+	upstream_bind(c->up, c->attach_id, c->ctx.session_id, &sink, c);
 	if (r->result_case == PTG__REPLY__RESULT_ATTACH) {
 		snprintf(c->client_id, sizeof(c->client_id), "%s", r->attach->client_id);
 		c->role = r->attach->role;
@@ -150,7 +153,9 @@ static int too_old(const struct conn *c, int64_t now_ms)
 	       now_ms - queued_ms >= (int64_t)max_ms;
 }
 
-void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
+/* A frame from the sidecar for this connection; wf is the encoded
+   WebSocket frame shared by every recipient (the conn takes a ref). */
+static void deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 {
 	int64_t now_ms;
 
@@ -186,7 +191,7 @@ void conn_deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 
 static void sink_frame(const Ptg__Frame *f, struct wsframe *wf, void *user)
 {
-	conn_deliver(user, f, wf);
+	deliver(user, f, wf);
 }
 
 static void sink_link_lost(void *user)
@@ -206,7 +211,7 @@ static void sink_control(const Ptg__ControlNotice *n, void *user)
 	buf_free(&out);
 }
 
-const struct upstream_sink conn_sink = {
+static const struct upstream_sink sink = {
     .frame = sink_frame,
     .reply = sink_reply,
     .link_lost = sink_link_lost,

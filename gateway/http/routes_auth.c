@@ -26,8 +26,8 @@ int routes__unauthenticated(struct route_req *rq, const char *message)
 	return -EACCES;
 }
 
-int routes__verify(struct route_req *rq, const char *tok, size_t len,
-		   struct jwt_claims *c)
+/* Verifies a bearer token into *c; 401 (counted) when it fails. */
+static int verify(struct route_req *rq, const char *tok, size_t len, struct jwt_claims *c)
 {
 	const struct routes_host *gateway = rq->gateway;
 	int rc = auth_jwt_verify(*gateway->keys, gateway->policy, tok, len,
@@ -63,10 +63,11 @@ static int auth_header(struct route_req *rq, struct jwt_claims *c)
 	if (routes_bearer(rq->authorization, &tok, &len) < 0)
 		return routes__unauthenticated(
 		    rq, "an Authorization: Bearer token is required");
-	return routes__verify(rq, tok, len, c);
+	return verify(rq, tok, len, c);
 }
 
-int routes__forbidden(struct route_req *rq, const char *message)
+/* 403. Returns -EACCES. */
+static int forbidden(struct route_req *rq, const char *message)
 {
 	routes__error(rq, 403, "PERMISSION_DENIED", message);
 	return -EACCES;
@@ -112,15 +113,13 @@ struct upstream *routes__rest_gate(struct route_req *rq, unsigned need_scopes,
 	if (auth_header(rq, c) < 0 || !(up = routes__instance(rq)))
 		return NULL;
 	if (!(c->scopes & need_scopes)) {
-		routes__forbidden(
-		    rq, need_scopes & SCOPE_OBSERVE
-			    ? "the token lacks scope 'sessions' or 'pty:observe'"
-			    : "the token lacks scope 'sessions'");
+		forbidden(rq, need_scopes & SCOPE_OBSERVE
+				  ? "the token lacks scope 'sessions' or 'pty:observe'"
+				  : "the token lacks scope 'sessions'");
 		return NULL;
 	}
 	if (auth_jwt_claims_allow(c, rq->m.instance, session) < 0) {
-		routes__forbidden(rq,
-				  "the token is not valid for this instance or session");
+		forbidden(rq, "the token is not valid for this instance or session");
 		return NULL;
 	}
 	if (rest_admit(rq, c) < 0)
@@ -136,9 +135,9 @@ int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
 	size_t len;
 
 	if (routes_bearer(rq->authorization, &tok, &len) == 0)
-		return routes__verify(rq, tok, len, c);
+		return verify(rq, tok, len, c);
 	if (o->token)
-		return routes__verify(rq, o->token, o->token_len, c);
+		return verify(rq, o->token, o->token_len, c);
 	return routes__unauthenticated(rq,
 				       "a bearer token is required (Authorization header "
 				       "or bearer.<token> subprotocol)");
@@ -151,10 +150,10 @@ int routes__attach_auth(struct route_req *rq, const struct wshs_offer *o,
 int routes__attach_allowed(struct route_req *rq, const struct jwt_claims *c)
 {
 	if (auth_jwt_claims_allow(c, rq->m.instance, rq->m.session) < 0)
-		return routes__forbidden(
-		    rq, "the token is not valid for this instance or session");
+		return forbidden(rq,
+				 "the token is not valid for this instance or session");
 	if (!(c->scopes & (SCOPE_OBSERVE | SCOPE_CONTROL | SCOPE_TASKS)))
-		return routes__forbidden(
+		return forbidden(
 		    rq, "the token lacks scope 'pty:observe', 'pty:control' or 'tasks'");
 	return 0;
 }

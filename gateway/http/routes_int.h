@@ -43,11 +43,6 @@ int routes__ask(struct route_req *rq, struct upstream *up, const Ptg__LinkMessag
 
 /* 401 with WWW-Authenticate. Returns -EACCES. */
 int routes__unauthenticated(struct route_req *rq, const char *message);
-/* 403. Returns -EACCES. */
-int routes__forbidden(struct route_req *rq, const char *message);
-/* Verifies a bearer token into *c; 401 (counted) when it fails. */
-int routes__verify(struct route_req *rq, const char *tok, size_t len,
-		   struct jwt_claims *c);
 /* The REST checks in the protocol's order: 401, 404 instance, 403, then the
    principal's REST rate and concurrency (429 with Retry-After). Returns
    the instance's upstream, or NULL with the refusal in rq; an admitted
