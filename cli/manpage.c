@@ -2,6 +2,7 @@
    the options come from each command's cli_optdoc table. */
 #include "manpage.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "attach.h"
@@ -128,18 +129,9 @@ static void literal_lines(FILE *out, const char *prefix, const char *text)
 
 static void option(FILE *out, const struct manpage_cmd *c, const struct cli_optdoc *d)
 {
-	fputs(".TP\n", out);
-	if (d->val > 0 && d->val < 0x100 && strchr(c->shortopts, d->val))
-		fprintf(out, "\\fB\\-%c\\fR, ", d->val);
-	fputs("\\fB\\-\\-", out);
-	opttab_roff(out, d->name);
-	fputs("\\fR", out);
-	if (d->arg) {
-		fputs(" \\fI", out);
-		opttab_roff(out, d->arg);
-		fputs("\\fR", out);
-	}
-	fputc('\n', out);
+	bool has_short = d->val > 0 && d->val < 0x100 && strchr(c->shortopts, d->val);
+
+	opttab_roff_option_head(out, has_short ? (char)d->val : '\0', d->name, d->arg);
 	opttab_roff(out, d->help);
 	fputc('\n', out);
 }

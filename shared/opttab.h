@@ -122,5 +122,10 @@ void opttab_print_man_conf(const struct opttab *t, FILE *out);
    into paragraphs at blank lines, each a .PP. What the CLI's page shares. */
 void opttab_roff(FILE *out, const char *text);
 void opttab_roff_paragraphs(FILE *out, const char *text);
+/* The head of an option's entry (.TP, then "-S, --NAME ARG" in bold and
+   italic on one line): short_name '\0' for none, arg NULL for none. The
+   entry's text follows it. */
+void opttab_roff_option_head(FILE *out, char short_name, const char *name,
+			     const char *arg);
 
 #endif

@@ -149,6 +149,23 @@ void opttab_roff_paragraphs(FILE *out, const char *text)
 	}
 }
 
+void opttab_roff_option_head(FILE *out, char short_name, const char *name,
+			     const char *arg)
+{
+	fputs(".TP\n", out);
+	if (short_name)
+		fprintf(out, "\\fB\\-%c\\fR, ", short_name);
+	fputs("\\fB\\-\\-", out);
+	opttab_roff(out, name);
+	fputs("\\fR", out);
+	if (arg) {
+		fputs(" \\fI", out);
+		opttab_roff(out, arg);
+		fputs("\\fR", out);
+	}
+	fputc('\n', out);
+}
+
 static void man_header(const struct opttab *t, FILE *out, const char *suffix, int section)
 {
 	char upper[128];
@@ -177,8 +194,8 @@ static void man_entry(const struct opttab *t, const struct opttab_opt *o, FILE *
 	}
 	if (as_key && !opttab__is_key(o))
 		return;
-	fputs(".TP\n", out);
 	if (as_key) {
+		fputs(".TP\n", out);
 		fputs("\\fB", out);
 		opttab_roff(out, o->name);
 		fputs("\\fR = ", out);
@@ -186,15 +203,7 @@ static void man_entry(const struct opttab *t, const struct opttab_opt *o, FILE *
 		opttab_roff(out, o->type == OPTTAB_SWITCH ? "true|false" : o->arg);
 		fputs("\\fR\n", out);
 	} else {
-		fputs("\\fB\\-\\-", out);
-		opttab_roff(out, o->name);
-		fputs("\\fR", out);
-		if (o->arg) {
-			fputs(" \\fI", out);
-			opttab_roff(out, o->arg);
-			fputs("\\fR", out);
-		}
-		fputc('\n', out);
+		opttab_roff_option_head(out, '\0', o->name, o->arg);
 	}
 	describe(t, o, text, sizeof(text));
 	opttab_roff(out, text);
