@@ -142,22 +142,52 @@ static void wake_loop(struct workq *q)
 	(void)n; /* a counter at its maximum is still readable */
 }
 
+/* Waits for room for it, then queues it. Returns its ticket; *was_empty:
+   whether the queue was empty, for the loop's wake-up after the unlock. */
+static int64_t submit_locked(struct workq *q, struct workq_item *it, bool *was_empty)
+{
+	while (q->limit && q->size && q->size + it->size > q->limit)
+		wait_locked(q);
+	it->ticket = ++q->issued;
+	it->state = WORKQ_QUEUED;
+	*was_empty = STAILQ_EMPTY(&q->items);
+	STAILQ_INSERT_TAIL(&q->items, it, entry);
+	q->size += it->size;
+	if (q->size > q->peak)
+		q->peak = q->size;
+	pthread_cond_signal(&q->work);
+	return it->ticket;
+}
+
 int64_t workq_submit(struct workq *q, struct workq_item *it)
 {
 	int64_t ticket;
 	bool was_empty;
 
 	pthread_mutex_lock(&q->mu);
-	while (q->limit && q->size && q->size + it->size > q->limit)
-		wait_locked(q);
-	ticket = it->ticket = ++q->issued;
-	it->state = WORKQ_QUEUED;
-	was_empty = STAILQ_EMPTY(&q->items);
-	STAILQ_INSERT_TAIL(&q->items, it, entry);
-	q->size += it->size;
-	if (q->size > q->peak)
-		q->peak = q->size;
-	pthread_cond_signal(&q->work);
+	ticket = submit_locked(q, it, &was_empty);
+	pthread_mutex_unlock(&q->mu);
+	if (was_empty && q->wake_fd >= 0)
+		wake_loop(q);
+	return ticket;
+}
+
+int64_t workq_submit_if_idle(struct workq *q, struct workq_item *it, size_t size,
+			     workq_fill_fn fill, void *arg, size_t *size_before)
+{
+	int64_t ticket = 0;
+	bool was_empty = false;
+
+	pthread_mutex_lock(&q->mu);
+	if (size_before)
+		*size_before = q->size;
+	if (it->state == WORKQ_IDLE) {
+		/* Idle, it stays so while the mutex is let go for room: only
+		   the caller queues it. */
+		it->size = size;
+		fill(it, arg);
+		ticket = submit_locked(q, it, &was_empty);
+	}
 	pthread_mutex_unlock(&q->mu);
 	if (was_empty && q->wake_fd >= 0)
 		wake_loop(q);

@@ -65,6 +65,18 @@ void workq_stop(struct workq *q);
 /* Queues the idle item it (its size set), waiting first while the limit
    leaves no room for it. Returns its ticket (> 0). */
 int64_t workq_submit(struct workq *q, struct workq_item *it);
+/* Readies an idle item for the worker (the caller's thread, under the
+   queue's mutex): it writes what the queue's function will read, and
+   calls nothing of the queue's. */
+typedef void (*workq_fill_fn)(struct workq_item *it, void *arg);
+/* A hand-over in one hold of the mutex, for an item only the caller
+   submits: when it is idle, gives it size, runs fill(it, arg) and queues
+   it as workq_submit does (waiting first for room under a limit).
+   Returns its ticket (> 0), or 0 when it is queued or running (then
+   nothing is done). *size_before (unless NULL): the size queued or
+   running as the call found it, before any wait. */
+int64_t workq_submit_if_idle(struct workq *q, struct workq_item *it, size_t size,
+			     workq_fill_fn fill, void *arg, size_t *size_before);
 /* From the queue's function: it is done; its size is no longer counted,
    its ticket and every one before it are done. */
 void workq_done(struct workq *q, struct workq_item *it);

@@ -70,32 +70,53 @@ static bool thread_running(void)
 
 enum handoff { HANDED, BUSY, NO_THREAD };
 
-static size_t waiting_total(void)
+/* Output waiting for the model: the pending output of every feeder, and
+   queued, the batches queued or being fed; its peak kept. */
+static size_t note_total(size_t queued)
 {
-	size_t total = pending_total + workq_size(the_queue());
+	size_t total = pending_total + queued;
 
 	if (total > total_peak)
 		total_peak = total;
 	return total;
 }
 
-/* Gives the pending output to the thread as f's batch. */
-static enum handoff hand_over(struct feeder *f)
+static size_t waiting_total(void)
 {
-	struct buf empty;
+	return note_total(workq_size(the_queue()));
+}
 
-	waiting_total();
-	if (!thread_running())
-		return NO_THREAD;
-	if (workq_busy(queue, &f->item))
-		return BUSY;
-	/* The drained batch's storage becomes the new pending's. */
-	empty = f->batch;
+/* Under the queue's mutex, f's item idle: the pending output becomes
+   the batch, and the drained batch's storage the new pending's. */
+static void take_pending(struct workq_item *it, void *arg)
+{
+	struct feeder *f = arg;
+	struct buf empty = f->batch;
+
+	(void)it;
 	f->batch = f->pending;
 	f->pending = empty;
-	pending_total -= buf_size(&f->batch);
-	f->item.size = buf_size(&f->batch);
-	workq_submit(queue, &f->item);
+}
+
+/* Gives the pending output to the thread as f's batch, in one hold of
+   the queue's mutex: whether the thread has f's previous batch, the
+   queue's size, the hand-over. */
+static enum handoff hand_over(struct feeder *f)
+{
+	size_t n = buf_size(&f->pending), queued = 0;
+	bool handed;
+
+	if (!thread_running()) {
+		waiting_total();
+		return NO_THREAD;
+	}
+	handed = workq_submit_if_idle(queue, &f->item, n, take_pending, f, &queued) > 0;
+	/* As it was before the hand-over, which moves n bytes from the
+	   pending output to the queue. */
+	note_total(queued);
+	if (!handed)
+		return BUSY;
+	pending_total -= n;
 	return HANDED;
 }
 
