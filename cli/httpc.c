@@ -5,6 +5,7 @@
 #include "httpc.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@ struct transfer {
 	struct httpc_response *r;
 	httpc_sink_fn sink; /* a 2xx body goes here as it comes; NULL: into r->body */
 	void *user;
-	int sink_failed;
+	bool sink_failed;
 };
 
 static int success(CURL *c)
@@ -39,7 +40,7 @@ static size_t take_body(char *p, size_t size, size_t nmemb, void *user)
 
 	if (t->sink && success(t->c)) {
 		if (t->sink(p, n, t->user) < 0) {
-			t->sink_failed = 1;
+			t->sink_failed = true;
 			return 0;
 		}
 		return n;

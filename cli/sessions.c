@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,8 +83,8 @@ struct sessions_args {
 	struct cli_target target;
 	const char *session;
 	json_t *body; /* create's request body; the other verbs leave it empty */
-	int quiet;
-	int json;		/* --output json */
+	bool quiet;
+	bool json;		/* --output json */
 	const char *state_note; /* kill: the state, when not yet "exited" */
 	const char *out_file;	/* export: -o FILE, NULL for stdout */
 };
@@ -246,7 +247,7 @@ static int parse(struct sessions_args *a, int argc, char **argv, const char *cmd
 			return cli_getopt_error(cmd, argv, c);
 		}
 		if (c == 'q')
-			a->quiet = 1;
+			a->quiet = true;
 		else if (c == 'o' && a->verb == SESS_EXPORT)
 			a->out_file = optarg;
 		else if (c == 'o' && (!strcmp(optarg, "json") || !strcmp(optarg, "text")))
@@ -583,7 +584,7 @@ static int write_out(const void *p, size_t n, void *user)
    stdout; no size limit. */
 static int export_recording(const struct sessions_args *a, const char *url)
 {
-	int to_stdout = !a->out_file || !strcmp(a->out_file, "-");
+	bool to_stdout = !a->out_file || !strcmp(a->out_file, "-");
 	struct httpc_response r;
 	char tmp[4096], err[CLI_ERR_LEN];
 	FILE *f = stdout;

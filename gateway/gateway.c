@@ -394,7 +394,7 @@ static void on_stop(int signo, void *user)
 	}
 	log_info(NULL, "%s: saying goodbye to %s clients", strsignal(signo),
 		 conn_set_empty(&gw->conns) ? "no" : "all");
-	gw->stopping = 1;
+	gw->stopping = true;
 	conn_set_shutdown(&gw->conns);
 	if (conn_set_empty(&gw->conns)) {
 		ev_loop_stop(gw->loop);

@@ -4,6 +4,7 @@
 #ifndef PTG_GATEWAY_H
 #define PTG_GATEWAY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "auth_jwt.h"
@@ -44,7 +45,7 @@ struct gateway {
 	struct registry *registry; /* the fleet's (registry.h), never NULL */
 	struct forward *forward;   /* to the owning gateway (forward.h), or NULL */
 	struct fleetauth *fleet;   /* --fleet-secret-file's key, or NULL */
-	int stopping;
+	bool stopping;
 	struct ev_timer *grace; /* bounds the goodbye at shutdown */
 	struct ev_timer *tick;
 };

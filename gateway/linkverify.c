@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +40,7 @@ struct linkverify {
 	int stop_efd;
 	struct ev_io *wake, *stop_io;
 	pthread_t thread;
-	int running;
+	bool running;
 	struct workq *items; /* posted, for the main loop */
 };
 
@@ -109,7 +110,7 @@ static void deliver(void *user)
 	struct linkverify *v = user;
 	int64_t t0 = mono_us();
 	size_t done = 0;
-	int more;
+	bool more;
 
 	for (;;) {
 		struct item *it;
@@ -185,7 +186,7 @@ int linkverify_start(struct linkverify *v)
 		errno = -rc;
 		return -1;
 	}
-	v->running = 1;
+	v->running = true;
 	return 0;
 }
 
@@ -199,7 +200,7 @@ void linkverify_stop(struct linkverify *v)
 	n = write(v->stop_efd, &one, sizeof(one));
 	(void)n; /* a counter at its maximum is still readable */
 	pthread_join(v->thread, NULL);
-	v->running = 0;
+	v->running = false;
 }
 
 void linkverify_free(struct linkverify *v)

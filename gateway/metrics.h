@@ -4,6 +4,7 @@
 #ifndef PTG_METRICS_H
 #define PTG_METRICS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "buf.h"
@@ -112,8 +113,8 @@ struct metrics {
    each instance's link state (instance id, 1 or 0). */
 struct metrics_link {
 	const char *instance;
-	int up;
-	int registered;		       /* 1: added by a link that dialled in */
+	bool up;
+	bool registered;	       /* added by a link that dialled in */
 	unsigned sessions;	       /* sessions this gateway has attachments to */
 	unsigned clients;	       /* attachments of its clients */
 	const struct sidestats *stats; /* what its sidecar reports; NULL: none */

@@ -2,6 +2,7 @@
    copied into plain fields, so nothing of the sidecar's message is kept. */
 #include "sidestats.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -15,7 +16,7 @@ void sidestats_init(struct sidestats *s, const struct sidestats_link *link, void
 	s->owner = owner;
 }
 
-void sidestats_linked(struct sidestats *s, int supported)
+void sidestats_linked(struct sidestats *s, bool supported)
 {
 	s->supported = supported;
 	s->next_ms = 0;
@@ -66,7 +67,7 @@ void sidestats_poll(struct sidestats *s, int64_t now_ms)
 	Ptg__GetStats q = PTG__GET_STATS__INIT;
 
 	if (!s->link->up(s->owner) || !s->supported) {
-		s->have = 0;
+		s->have = false;
 		return;
 	}
 	if (s->pending || now_ms < s->next_ms)

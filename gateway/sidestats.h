@@ -7,6 +7,7 @@
 #ifndef PTG_SIDESTATS_H
 #define PTG_SIDESTATS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "link.pb-c.h"
@@ -35,17 +36,17 @@ struct sidestats_figures {
 	uint64_t uptime_ms;
 	uint32_t sessions_running, sessions_exited, attachments, open_fds;
 	uint64_t pty_bytes, pty_input_bytes, framelog_bytes, rss_bytes, cpu_ms;
-	int state_dir;
+	bool state_dir;
 	int64_t at_ms; /* wall clock when the answer came */
 };
 
 struct sidestats {
 	const struct sidestats_link *link;
 	void *owner;	  /* the link's, for its callbacks */
-	int supported;	  /* the link's HelloAck set reports_stats */
+	bool supported;	  /* the link's HelloAck set reports_stats */
 	uint64_t pending; /* the GetStats awaiting its reply, or 0 */
 	int64_t next_ms;  /* when to ask next (monotonic) */
-	int have;	  /* last holds the answer to the latest question */
+	bool have;	  /* last holds the answer to the latest question */
 	struct sidestats_figures last;
 };
 
@@ -53,7 +54,7 @@ struct sidestats {
 void sidestats_init(struct sidestats *s, const struct sidestats_link *link, void *owner);
 /* The link's hello was answered; supported is its reports_stats. The
    first question goes at the next poll. */
-void sidestats_linked(struct sidestats *s, int supported);
+void sidestats_linked(struct sidestats *s, bool supported);
 /* From the link's periodic timer: asks the sidecar when due. A question
    unanswered (timeout, link down) clears have. */
 void sidestats_poll(struct sidestats *s, int64_t now_ms);

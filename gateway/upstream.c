@@ -5,6 +5,7 @@
    (driven from here, asking through stats_link). */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,14 +204,14 @@ static void on_hello_ack(struct upstream *u, const Ptg__HelloAck *a)
 {
 	if (check_instance(u, a) < 0)
 		return;
-	u->up = 1;
+	u->up = true;
 	u->backoff_ms = BACKOFF_MIN_MS;
 	if (u->ever_up)
 		u->host->metrics->link_reconnects++;
-	u->ever_up = 1;
+	u->ever_up = true;
 	if (a->limits) {
 		u->limits = *a->limits;
-		u->has_limits = 1;
+		u->has_limits = true;
 	}
 	sidestats_linked(&u->stats, a->reports_stats);
 	u->control_approval = a->control_approval;
@@ -327,7 +328,7 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	struct upstream *u = user;
 
 	u->lc = NULL;
-	u->up = 0;
+	u->up = false;
 	fail_all_pending(u);
 	upstream__drop_bindings(u);
 	if (!u->registered) {
@@ -345,7 +346,7 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 /* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. */
 /* The metric keeps the turn's CPU time: the budget cuts turns by the
    wall clock, which preemption on a loaded machine stretches. */
-static void on_link_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, int cut,
+static void on_link_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool cut,
 			 void *user)
 {
 	struct upstream *u = user;
@@ -483,7 +484,7 @@ struct upstream *upstream_new_registered(const struct upstream_host *host,
 	struct upstream *u = xcalloc(1, sizeof(*u));
 
 	u->host = host;
-	u->registered = 1;
+	u->registered = true;
 	snprintf(u->id, sizeof(u->id), "%s", instance_id);
 	snprintf(u->name, sizeof(u->name), "link %s", instance_id);
 	u->connect_fd = -1;
@@ -538,7 +539,7 @@ static void retire_link(struct upstream *u, const char *peer)
 	u->host->metrics->link_replacements++;
 	linkconn_free(u->lc);
 	u->lc = NULL;
-	u->up = 0;
+	u->up = false;
 	fail_all_pending(u);
 	upstream__drop_bindings(u);
 }
@@ -573,7 +574,7 @@ static void hang_up(struct upstream *u)
 	}
 	linkconn_free(u->lc);
 	u->lc = NULL;
-	u->up = 0;
+	u->up = false;
 }
 
 void upstream_free(struct upstream *u)

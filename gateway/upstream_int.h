@@ -6,6 +6,7 @@
 #ifndef PTG_UPSTREAM_INT_H
 #define PTG_UPSTREAM_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -61,8 +62,8 @@ struct upstream {
 	int connect_fd;
 	struct ev_io *connect_io;
 	struct linkconn *lc;
-	int up;
-	int ever_up;
+	bool up;
+	bool ever_up;
 	struct ev_timer *retry;
 	int64_t backoff_ms;
 	struct ev_timer *sweep;
@@ -75,11 +76,11 @@ struct upstream {
 	size_t n_groups, cap_groups;
 	struct buf json; /* the fan-out's encoder output, reused */
 	Ptg__Limits limits;
-	int has_limits;
-	int control_approval; /* its HelloAck offers control policies */
-	char refused[200];    /* why the last hello was refused, or "" */
+	bool has_limits;
+	bool control_approval; /* its HelloAck offers control policies */
+	char refused[200];     /* why the last hello was refused, or "" */
 	/* a registered instance: its links dial in */
-	int registered;
+	bool registered;
 	int64_t exp_s;		 /* the linked credential's exp */
 	struct ev_timer *lapse;	 /* exp + --link-renew-grace: the link closes */
 	struct ev_timer *grace;	 /* down --link-grace: the instance leaves */

@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -354,7 +355,7 @@ static int is_loopback(const struct sockaddr *sa)
 	return 0;
 }
 
-static int resolve(const struct addr *a, int passive, struct addrinfo **res, char *err,
+static int resolve(const struct addr *a, bool passive, struct addrinfo **res, char *err,
 		   size_t errlen)
 {
 	struct addrinfo hints = {.ai_socktype = SOCK_STREAM,
@@ -393,7 +394,7 @@ static int listen_tcp(const struct addr *a, int flags, char *err, size_t errlen)
 	struct addrinfo *res, *ai;
 	int fd, one = 1;
 
-	fd = resolve(a, 1, &res, err, errlen);
+	fd = resolve(a, true, &res, err, errlen);
 	if (fd < 0)
 		return fd;
 	if (!(flags & ADDR_ALLOW_PUBLIC) &&
@@ -462,7 +463,7 @@ static int connect_tcp(const struct addr *a, char *err, size_t errlen)
 	struct addrinfo *res, *ai;
 	int fd;
 
-	fd = resolve(a, 0, &res, err, errlen);
+	fd = resolve(a, false, &res, err, errlen);
 	if (fd < 0)
 		return fd;
 	fd = -EADDRNOTAVAIL;

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ enum src_kind { EV__IO, EV__TIMER, EV__SIGNAL };
 /* The head of everything epoll's data.ptr points at. */
 struct source {
 	enum src_kind kind;
-	int dead;
+	bool dead;
 	SLIST_ENTRY(source) dead_entry;
 };
 
@@ -40,7 +41,7 @@ struct ev_io {
 	struct ev_loop *loop;
 	int fd;
 	unsigned events;
-	int registered;
+	bool registered;
 	ev_io_cb cb;
 	void *user;
 };
@@ -52,8 +53,8 @@ struct ev_timer {
 	int64_t deadline;      /* CLOCK_MONOTONIC ns */
 	uint64_t seq;	       /* arming order, breaks deadline ties */
 	int64_t repeat_ms;
-	int armed;
-	int due; /* in this turn's due list, not yet fired */
+	bool armed;
+	bool due; /* in this turn's due list, not yet fired */
 	ev_timer_cb cb;
 	void *user;
 };
@@ -76,10 +77,10 @@ struct ev_loop {
 	struct signal_src signals[_NSIG];
 	struct hook *hooks;
 	size_t nhooks;
-	int in_hooks;
-	int stop;
-	int again; /* a hook left work: the next wait does not block */
-	int dispatching;
+	bool in_hooks;
+	bool stop;
+	bool again; /* a hook left work: the next wait does not block */
+	bool dispatching;
 	SLIST_HEAD(, source) dead;
 	struct heap timers;
 	uint64_t timer_seq;
@@ -128,7 +129,7 @@ static void reap(struct ev_loop *loop)
 /* Frees s now, or after the batch when one is being dispatched. */
 static void retire(struct ev_loop *loop, struct source *s)
 {
-	s->dead = 1;
+	s->dead = true;
 	if (!loop->dispatching) {
 		release(s);
 		return;
@@ -154,7 +155,7 @@ void ev_loop_free(struct ev_loop *loop)
 
 void ev_loop_stop(struct ev_loop *loop)
 {
-	loop->stop = 1;
+	loop->stop = true;
 }
 
 /* ---- ios ---- */
@@ -175,14 +176,14 @@ static int io_sync(struct ev_io *io)
 	if (io->events == 0) {
 		if (!io->registered)
 			return 0;
-		io->registered = 0;
+		io->registered = false;
 		return epoll_ctl(io->loop->epfd, EPOLL_CTL_DEL, io->fd, NULL) < 0 ? -errno
 										  : 0;
 	}
 	op = io->registered ? EPOLL_CTL_MOD : EPOLL_CTL_ADD;
 	if (epoll_ctl(io->loop->epfd, op, io->fd, &ee) < 0)
 		return -errno;
-	io->registered = 1;
+	io->registered = true;
 	return 0;
 }
 
@@ -297,7 +298,7 @@ static int timer_less(const struct heap_node *a, const struct heap_node *b)
 static void timer_unlink(struct ev_timer *t)
 {
 	heap_remove(&t->loop->timers, &t->node);
-	t->due = 0;
+	t->due = false;
 }
 
 static void timer_insert(struct ev_timer *t, int64_t deadline)
@@ -331,7 +332,7 @@ void ev_timer_arm(struct ev_timer *t, int64_t after_ms, int64_t repeat_ms)
 	}
 	timer_unlink(t);
 	t->repeat_ms = repeat_ms > 0 ? repeat_ms : 0;
-	t->armed = 1;
+	t->armed = true;
 	/* Measured from the clock now, not from the turn's start, so a
 	   timer never fires before after_ms have really passed. */
 	timer_insert(t, add_ms(now_ns(), after_ms));
@@ -342,7 +343,7 @@ void ev_timer_disarm(struct ev_timer *t)
 	if (t->src.dead)
 		return;
 	timer_unlink(t);
-	t->armed = 0;
+	t->armed = false;
 }
 
 bool ev_timer_armed(const struct ev_timer *t)
@@ -355,7 +356,7 @@ void ev_timer_free(struct ev_timer *t)
 	if (!t || t->src.dead)
 		return;
 	timer_unlink(t);
-	t->armed = 0;
+	t->armed = false;
 	retire(t->loop, &t->src);
 }
 
@@ -385,7 +386,7 @@ static void timer_fire(struct ev_timer *t, int64_t now)
 		   deadline stays on the period's grid. */
 		timer_insert(t, add_ms(t->deadline, (missed + 1) * t->repeat_ms));
 	} else {
-		t->armed = 0;
+		t->armed = false;
 	}
 	t->cb(t, t->user);
 }
@@ -405,7 +406,7 @@ static void run_timers(struct ev_loop *loop)
 		struct ev_timer *t = timer_of(min);
 
 		heap_remove(&loop->timers, min);
-		t->due = 1;
+		t->due = true;
 		if (loop->ndue == loop->due_cap) {
 			loop->due_cap = loop->due_cap ? loop->due_cap * 2 : 16;
 			loop->due =
@@ -418,7 +419,7 @@ static void run_timers(struct ev_loop *loop)
 
 		if (t->src.dead || !t->due)
 			continue;
-		t->due = 0;
+		t->due = false;
 		timer_fire(t, now);
 	}
 	loop->ndue = 0;
@@ -514,12 +515,12 @@ static void run_hooks(struct ev_loop *loop)
 	size_t i;
 
 	/* Indexed, not cached: a hook may add hooks (and so realloc). */
-	loop->in_hooks = 1;
+	loop->in_hooks = true;
 	for (i = 0; i < loop->nhooks; i++) {
 		if (loop->hooks[i].cb)
 			loop->hooks[i].cb(loop->hooks[i].user);
 	}
-	loop->in_hooks = 0;
+	loop->in_hooks = false;
 	compact_hooks(loop);
 }
 
@@ -529,7 +530,7 @@ static void dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 {
 	int i;
 
-	loop->dispatching = 1;
+	loop->dispatching = true;
 	for (i = 0; i < n; i++) {
 		struct source *s = ev[i].data.ptr;
 
@@ -541,20 +542,20 @@ static void dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 			signal_dispatch(loop);
 	}
 	run_timers(loop);
-	loop->dispatching = 0;
+	loop->dispatching = false;
 	reap(loop);
 }
 
 void ev_loop_again(struct ev_loop *loop)
 {
-	loop->again = 1;
+	loop->again = true;
 }
 
 int ev_loop_run(struct ev_loop *loop)
 {
 	struct epoll_event ev[EV_BATCH];
 
-	loop->stop = 0;
+	loop->stop = false;
 	for (;;) {
 		int n;
 
@@ -563,7 +564,7 @@ int ev_loop_run(struct ev_loop *loop)
 			return 0;
 		n = epoll_wait(loop->epfd, ev, EV_BATCH,
 			       loop->again ? 0 : poll_timeout(loop));
-		loop->again = 0;
+		loop->again = false;
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -26,7 +27,7 @@ int fd_write_all(int fd, const void *p, size_t n)
 }
 
 /* Says why path was not read; returns rc. */
-static int fail(int rc, int not_regular, const char *path, size_t max, char *err,
+static int fail(int rc, bool not_regular, const char *path, size_t max, char *err,
 		size_t errlen)
 {
 	if (!err || !errlen)
@@ -86,7 +87,8 @@ int fd_read_at(int dirfd, const char *path, unsigned flags, size_t max, struct b
 		     (flags & FDIO_NOFOLLOW ? O_NOFOLLOW : 0);
 	size_t before = buf_size(out); /* buf_reserve may move the content */
 	struct stat st;
-	int fd, rc, not_regular = 0;
+	int fd, rc;
+	bool not_regular = false;
 
 	if (max >= SIZE_MAX - 1)
 		max = SIZE_MAX - 2;
@@ -94,12 +96,12 @@ int fd_read_at(int dirfd, const char *path, unsigned flags, size_t max, struct b
 		fd = openat(dirfd, path, oflags);
 	while (fd < 0 && errno == EINTR); /* a FIFO's open waits for a writer */
 	if (fd < 0)
-		return fail(-errno, 0, path, max, err, errlen);
+		return fail(-errno, false, path, max, err, errlen);
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 	} else if ((flags & FDIO_REGULAR) && !S_ISREG(st.st_mode)) {
 		rc = -EINVAL;
-		not_regular = 1;
+		not_regular = true;
 	} else if (S_ISREG(st.st_mode) && (uintmax_t)st.st_size > max) {
 		rc = -EFBIG;
 	} else {

@@ -12,6 +12,7 @@
 #include "linkconn.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,10 +42,10 @@ struct linkconn {
 	struct buf replies; /* the reply lane: whole messages, after out */
 	size_t reply_left;  /* bytes of the reply on the wire still to go; 0: none */
 	uint64_t written;   /* bytes the socket took, in all */
-	int closing;
+	bool closing;
 	char reason[160];
 	int64_t turn_budget_us; /* 0: none */
-	int backlog;  /* whole messages may wait: a turn was cut at the budget */
+	bool backlog; /* whole messages may wait: a turn was cut at the budget */
 	int read_end; /* read_some's end (1 or -errno) held behind the backlog */
 };
 
@@ -96,7 +97,7 @@ void linkconn_close(struct linkconn *lc, const char *reason)
 {
 	if (lc->closing)
 		return;
-	lc->closing = 1;
+	lc->closing = true;
 	snprintf(lc->reason, sizeof(lc->reason), "%s", reason ? reason : "closed");
 	/* Nothing more is read or written; the hook finishes the job. */
 	ev_io_set(lc->io, 0);
@@ -211,7 +212,7 @@ static void flush(struct linkconn *lc)
 
 void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
 {
-	int idle = ordered_idle(lc);
+	bool idle = ordered_idle(lc);
 
 	if (lc->closing)
 		return;
@@ -223,7 +224,7 @@ void linkconn_send(struct linkconn *lc, const Ptg__LinkMessage *m)
 
 void linkconn_send_reply(struct linkconn *lc, const Ptg__LinkMessage *m)
 {
-	int idle = linkconn_pending(lc) == 0;
+	bool idle = linkconn_pending(lc) == 0;
 
 	if (lc->closing)
 		return;
@@ -331,7 +332,7 @@ static int decode(struct linkconn *lc, int64_t t0)
 
 /* A cut turn leaves its messages for the before-poll hook, whose next
    poll does not block: every other ready fd gets its callbacks first. */
-static void end_turn(struct linkconn *lc, int64_t t0, int64_t cpu0, int cut)
+static void end_turn(struct linkconn *lc, int64_t t0, int64_t cpu0, bool cut)
 {
 	lc->backlog = cut && !lc->closing;
 	if (lc->backlog)

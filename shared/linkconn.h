@@ -5,6 +5,7 @@
 #ifndef PTG_LINKCONN_H
 #define PTG_LINKCONN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,7 +25,7 @@ struct linkconn_ops {
 	/* Optional: a read turn ended after spent_us of wall-clock time
 	   (reading and handing out messages), cpu_us of it the loop's own
 	   CPU time; cut when the turn budget stopped it. */
-	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, int cut,
+	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool cut,
 			void *user);
 };
 

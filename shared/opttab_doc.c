@@ -1,6 +1,7 @@
 /* opttab_doc: a daemon's --help and manual pages (roff), made from its
    option table (see opttab.h). */
 #include <inttypes.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "conffile.h"
@@ -182,7 +183,7 @@ static void man_header(const struct opttab *t, FILE *out, const char *suffix, in
 
 /* One entry of OPTIONS (section 8) or of KEYS (section 5). */
 static void man_entry(const struct opttab *t, const struct opttab_opt *o, FILE *out,
-		      int as_key)
+		      bool as_key)
 {
 	char text[DOC_TEXT_MAX];
 
@@ -263,7 +264,7 @@ void opttab_print_man(const struct opttab *t, FILE *out)
 	opttab_roff_paragraphs(out, t->intro);
 	fputs(".SH OPTIONS\n", out);
 	for (size_t i = 0; i < t->n_opts; i++)
-		man_entry(t, &t->opts[i], out, 0);
+		man_entry(t, &t->opts[i], out, false);
 	fputs(".SH \"CONFIGURATION FILE\"\n.PP\n", out);
 	fprintf(out,
 		"Every option but \\fB\\-\\-config\\fR and the ones that print and "
@@ -308,7 +309,7 @@ void opttab_print_man_conf(const struct opttab *t, FILE *out)
 		"with the file's name and line.\n.SH KEYS\n",
 		roff_prog(t, prog, sizeof(prog)), CONFFILE_LINE_MAX - 2);
 	for (size_t i = 0; i < t->n_opts; i++)
-		man_entry(t, &t->opts[i], out, 1);
+		man_entry(t, &t->opts[i], out, true);
 	fputs(".SH \"SEE ALSO\"\n", out);
 	man_ref(out, t->prog, "", 8);
 	fputc('\n', out);

@@ -7,6 +7,7 @@
    With no controller left, the oldest request is granted: nobody is left
    to object, as an open session would grant it. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,7 +24,7 @@ static int approving(const struct session *s)
 	return s->control_policy == PTG__CONTROL_POLICY__CONTROL_APPROVE;
 }
 
-bool session_control_gates(struct session *s, int may_control)
+bool session_control_gates(struct session *s, bool may_control)
 {
 	return approving(s) && may_control && !s->exited &&
 	       members_count(s->members, MEMBER_CONTROLLER) > 0;
@@ -114,7 +115,7 @@ static void on_due(struct ev_timer *t, void *user)
 		if ((m = asker(s, &r))) {
 			snprintf(why, sizeof(why), "no controller answered within %u s",
 				 s->cfg->control_timeout_s);
-			session_emit_role(s, m, 1, why);
+			session_emit_role(s, m, true, why);
 		}
 		send_notice(s, NULL, PTG__CONTROL_EVENT_KIND__CONTROL_EVENT_EXPIRED, &r,
 			    NULL);
@@ -132,7 +133,7 @@ void session_control_free(struct session *s)
 
 /* m (an observer) waits for approval; its RoleAssigned answer says so
    (unless its join's RoleAssigned said it already: answered). */
-static void hold(struct session *s, struct member *m, int answered)
+static void hold(struct session *s, struct member *m, bool answered)
 {
 	int rc =
 	    control_add(&s->control, m->link, m->attach_id, m->client_id, m->label,
@@ -140,11 +141,11 @@ static void hold(struct session *s, struct member *m, int answered)
 
 	if (rc < 0) {
 		session_emit_role(
-		    s, m, 1, "too many control requests are waiting; ask again later");
+		    s, m, true, "too many control requests are waiting; ask again later");
 		return;
 	}
 	if (!answered)
-		session_emit_role(s, m, 1, WAIT_REASON);
+		session_emit_role(s, m, true, WAIT_REASON);
 	if (rc == 1)
 		return; /* asked before: the same request goes on */
 	log_info(s->log_ctx, "audit: control requested client=%s", m->client_id);
@@ -158,7 +159,7 @@ bool session_control_ask(struct session *s, struct member *m)
 	if (m->role != MEMBER_OBSERVER || !session_control_gates(s, m->may_control) ||
 	    members_count(s->members, MEMBER_CONTROLLER) >= s->cfg->max_controllers)
 		return 0;
-	hold(s, m, 0);
+	hold(s, m, false);
 	return 1;
 }
 
@@ -166,7 +167,7 @@ bool session_control_ask(struct session *s, struct member *m)
 
 static void grant(struct session *s, struct member *m, const struct member *by)
 {
-	int downgraded, changed;
+	bool downgraded, changed;
 	const char *reason;
 
 	changed =
@@ -187,9 +188,9 @@ void session_control_joined(struct session *s, struct member *m)
 	send_notice(s, m, PTG__CONTROL_EVENT_KIND__CONTROL_EVENT_NONE, NULL, NULL);
 	if (!m->asks_control)
 		return;
-	m->asks_control = 0;
+	m->asks_control = false;
 	if (m->role == MEMBER_OBSERVER && session_control_gates(s, m->may_control))
-		hold(s, m, 1);
+		hold(s, m, true);
 	else
 		grant(s, m, NULL); /* the controllers left while it joined */
 }
@@ -286,7 +287,7 @@ void session_decide_control(struct session *s, struct linkconn *lc,
 		grant(s, m, by);
 	} else {
 		snprintf(reason, sizeof(reason), "control denied by %s", by->client_id);
-		session_emit_role(s, m, 1, reason);
+		session_emit_role(s, m, true, reason);
 	}
 	send_notice(s, NULL,
 		    dc->approve ? PTG__CONTROL_EVENT_KIND__CONTROL_EVENT_APPROVED

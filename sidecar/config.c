@@ -55,7 +55,7 @@ static int load_state_keys(struct sidecar_config *c)
 						  !exporting, err, sizeof(err)) < 0)
 		goto bad;
 	for (size_t i = 0; i < c->n_state_old_key_files; i++)
-		if (seal_load_key(&c->state_keys, c->state_old_key_files[i], 0, err,
+		if (seal_load_key(&c->state_keys, c->state_old_key_files[i], false, err,
 				  sizeof(err)) < 0)
 			goto bad;
 	return 0;

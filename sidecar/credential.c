@@ -177,7 +177,7 @@ int64_t credential_expires_at(const struct credential *c)
 }
 
 int credential_settle_instance(const struct credential *c, char *instance_id, size_t cap,
-			       int given, char *err, size_t errlen)
+			       bool given, char *err, size_t errlen)
 {
 	const char *inst = c->claims.instance_id;
 

@@ -10,6 +10,7 @@
 #ifndef PTG_SIDECAR_CREDENTIAL_H
 #define PTG_SIDECAR_CREDENTIAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -42,7 +43,7 @@ int64_t credential_expires_at(const struct credential *c);
    command line) and instance_id differs, which is a mistake to stop on
    rather than guess about: -EINVAL with the reason in err. */
 int credential_settle_instance(const struct credential *c, char *instance_id, size_t cap,
-			       int given, char *err, size_t errlen);
+			       bool given, char *err, size_t errlen);
 
 /* Looks at the file at now_s. Returns 1 when a changed file held a good
    token that differs from the current one (now current: send it),

@@ -6,6 +6,7 @@
 #include "dialer.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ struct dialer {
 	struct ev_io *io; /* CONNECTING: waits for the connect */
 	struct ev_timer *timer;
 	struct linkconn *lc; /* OPENING, UP: the server's link */
-	int refused;	     /* the link ending was refused (already logged) */
+	bool refused;	     /* the link ending was refused (already logged) */
 	unsigned sent_token; /* the group's token_gen this link presented */
 	struct dialer_backoff backoff;
 };
@@ -186,7 +187,7 @@ static void on_refused(void *user, const char *reason)
 	char why[PEER_TEXT_MAX + 1];
 
 	printable(reason, why);
-	d->refused = 1;
+	d->refused = true;
 	log_warn(d->name, "refused by %s (%s)", d->where,
 		 why[0] ? why : "no reason given");
 }
@@ -198,7 +199,7 @@ static void on_link_close(void *user, const char *reason)
 	d->lc = NULL;
 	if (!d->refused)
 		log_warn(d->name, "link to %s lost (%s)", d->where, reason);
-	d->refused = 0;
+	d->refused = false;
 	schedule(d);
 }
 

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -316,12 +317,12 @@ static int queue_sync(struct framelog *l);
 /* Closes the open segment (every record is written already). wait: it
    is synced before this returns (shutdown, a session's end); otherwise
    the writer thread syncs it (a segment rolling over mid-flood). */
-static void close_segment(struct framelog *l, int wait)
+static void close_segment(struct framelog *l, bool wait)
 {
 	if (l->fd < 0)
 		return;
 	if (wait)
-		framelog_flush(l, 1);
+		framelog_flush(l, true);
 	else if (l->o.fsync != FSYNC_NEVER)
 		queue_sync(l);
 	if (l->fd >= 0 && l->nsegs && l->segs[l->nsegs - 1].frames)
@@ -337,7 +338,7 @@ void framelog_close(struct framelog *l)
 {
 	if (!l)
 		return;
-	close_segment(l, 1);
+	close_segment(l, true);
 	syncer_wait(l->last_ticket);
 	syncer_status_put(l->wst);
 	buf_free(&l->pending);
@@ -383,7 +384,7 @@ static void write_failed(struct framelog *l, int err)
 			 "frame log: write failed: %s; history up to sequence %" PRIu64
 			 " is no longer claimed",
 			 strerror(-err), l->last_seq);
-	l->failed = 1;
+	l->failed = true;
 	buf_reset(&l->pending);
 	/* The stream lost records: nothing more goes into this segment. */
 	if (l->fd >= 0)
@@ -429,7 +430,7 @@ static int write_staged(struct framelog *l)
 	return 0;
 }
 
-int framelog_flush(struct framelog *l, int sync)
+int framelog_flush(struct framelog *l, bool sync)
 {
 	int rc;
 
@@ -461,7 +462,7 @@ static int queue_sync(struct framelog *l)
 		return 0;
 	}
 	/* No thread (or no descriptor to give it): the loop syncs itself. */
-	return framelog_flush(l, 1);
+	return framelog_flush(l, true);
 }
 
 int framelog_flush_async(struct framelog *l)
@@ -475,7 +476,7 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	uint8_t hdr[SEAL_HEADER_BYTES];
 	struct seg *s;
 
-	close_segment(l, 0);
+	close_segment(l, false);
 	framelog__seg_path(path, sizeof(path), l->dir, seq);
 	l->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0600);
 	if (l->fd < 0)
@@ -491,7 +492,7 @@ static int start_segment(struct framelog *l, uint64_t seq, int64_t ts)
 	s->first_ts = ts;
 	s->bytes = sizeof(hdr);
 	l->disk_bytes += sizeof(hdr);
-	l->failed = 0;
+	l->failed = false;
 	return 0;
 }
 
@@ -535,7 +536,7 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 	l->last_seq = seq;
 	if ((rc = write_staged(l)) < 0)
 		return rc;
-	return l->o.fsync == FSYNC_EVERY_FRAME ? framelog_flush(l, 1) : 0;
+	return l->o.fsync == FSYNC_EVERY_FRAME ? framelog_flush(l, true) : 0;
 }
 
 /* ---- retention ---- */

@@ -16,6 +16,7 @@
 #ifndef PTG_FRAMELOG_H
 #define PTG_FRAMELOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -60,7 +61,7 @@ int framelog_append(struct framelog *l, uint64_t seq, int64_t ts_ms, uint8_t kin
 /* Waits for a sync the writer thread still has for this log; syncs too
    when sync is set (and the policy is not never). Returns 0 or a negative
    errno. */
-int framelog_flush(struct framelog *l, int sync);
+int framelog_flush(struct framelog *l, bool sync);
 /* With FSYNC_INTERVAL, has the writer thread sync what was written.
    Returns 0 or a negative errno. */
 int framelog_flush_async(struct framelog *l);

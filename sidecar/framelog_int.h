@@ -5,6 +5,7 @@
 #ifndef PTG_FRAMELOG_INT_H
 #define PTG_FRAMELOG_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -37,7 +38,7 @@ struct framelog {
 	uint64_t last_seq;
 	uint64_t disk_bytes;
 	uint64_t forgotten_through;
-	int failed;		   /* a write failed: warned once */
+	bool failed;		   /* a write failed: warned once */
 	struct syncer_status *wst; /* errors of the writer thread's batches */
 	int64_t last_ticket;	   /* the last batch handed to it (0: none) */
 };

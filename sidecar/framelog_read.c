@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -187,7 +188,7 @@ struct framelog_reader {
 	size_t n, next;
 	uint64_t after;
 	struct segfile sf;
-	int open;
+	bool open;
 };
 
 static struct framelog_reader *reader_new(const char *dir, const struct seal_keys *keys,
@@ -256,12 +257,12 @@ int framelog_reader_next(struct framelog_reader *r, struct framelog_rec *out)
 				framelog__segfile_close(&r->sf);
 				return rc;
 			}
-			r->open = 1;
+			r->open = true;
 		}
 		rc = framelog__segfile_next(&r->sf, out);
 		if (rc == 0) {
 			framelog__segfile_close(&r->sf);
-			r->open = 0;
+			r->open = false;
 			continue;
 		}
 		if (rc < 0 || out->seq > r->after)

@@ -2,6 +2,7 @@
    (docs/protocol.md, "Joining a session"), leave, role requests and
    keyframe requests. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -96,7 +97,7 @@ static void send_attach_reply(struct session *s, struct linkconn *lc,
 }
 
 static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__Attach *a,
-			    int *downgraded, const char **reason)
+			    bool *downgraded, const char **reason)
 {
 	enum member_role want =
 	    a->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
@@ -104,24 +105,24 @@ static struct member *admit(struct session *s, struct linkconn *lc, const Ptg__A
 	int may_control =
 	    has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL) && !s->exited && !not_owner;
 	/* Under approve, a controller's join waits for approval as an observer. */
-	int asks = want == MEMBER_CONTROLLER && session_control_gates(s, may_control);
+	bool asks = want == MEMBER_CONTROLLER && session_control_gates(s, may_control);
 	struct member *m;
 
 	m = members_join(s->members, lc, a->attach_id, asks ? MEMBER_OBSERVER : want,
 			 may_control, a->label, downgraded, reason);
 	if (m && asks) {
-		m->asks_control = 1;
-		*downgraded = 1;
+		m->asks_control = true;
+		*downgraded = true;
 		*reason = session_control_wait_reason();
 	}
 	if (m && not_owner) {
-		m->not_owner = 1;
+		m->not_owner = true;
 		if (want == MEMBER_CONTROLLER &&
 		    has_scope(a, PTG__SCOPE__SCOPE_PTY_CONTROL))
 			*reason = not_owner;
 	}
 	if (m && s->exited && want == MEMBER_CONTROLLER) {
-		*downgraded = 1;
+		*downgraded = true;
 		*reason = "the session has exited";
 	}
 	return m;
@@ -143,7 +144,7 @@ static void join_after_replay(struct session *s, struct member *m, unsigned cols
 void session_attach(struct session *s, struct linkconn *lc, const Ptg__Attach *a)
 {
 	char replay_error[WIRE_MSG_MAX] = "";
-	int downgraded, replay;
+	bool downgraded, replay;
 	const char *reason;
 	struct member *m;
 
@@ -206,7 +207,7 @@ static int link_has_member(struct session *s, struct linkconn *lc)
 }
 
 /* A member left: end the session by policy. */
-static void after_leave(struct session *s, int was_controller)
+static void after_leave(struct session *s, bool was_controller)
 {
 	if (was_controller &&
 	    s->policy == PTG__POLICY__POLICY_TERMINATE_ON_LAST_CONTROLLER &&
@@ -219,7 +220,7 @@ int session_detach(struct session *s, struct linkconn *lc, uint64_t attach_id,
 		   uint64_t reply_request_id, const char *client_op_id)
 {
 	struct member *m = members_find(s->members, lc, attach_id);
-	int was_controller;
+	bool was_controller;
 
 	if (!m)
 		return -ENOENT;
@@ -263,7 +264,7 @@ void session_request_role(struct session *s, struct linkconn *lc,
 	enum member_role want =
 	    rr->role == PTG__ROLE__ROLE_CONTROLLER ? MEMBER_CONTROLLER : MEMBER_OBSERVER;
 	const char *reason;
-	int changed, downgraded;
+	bool changed, downgraded;
 
 	if (!m) {
 		wire_send_error(lc, 0, rr->attach_id, rr->client_op_id,
@@ -278,11 +279,11 @@ void session_request_role(struct session *s, struct linkconn *lc,
 		return;
 	}
 	if (s->exited && want == MEMBER_CONTROLLER) {
-		session_emit_role(s, m, 1, "the session has exited");
+		session_emit_role(s, m, true, "the session has exited");
 		return;
 	}
 	if (want == MEMBER_CONTROLLER && m->not_owner && m->role == MEMBER_OBSERVER) {
-		session_emit_role(s, m, 1, session_control_owner_refusal(s, NULL));
+		session_emit_role(s, m, true, session_control_owner_refusal(s, NULL));
 		return;
 	}
 	if (want == MEMBER_CONTROLLER && session_control_ask(s, m))

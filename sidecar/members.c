@@ -6,6 +6,7 @@
 #include "members.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,7 +108,7 @@ static void copy_label(char *dst, const char *src)
 }
 
 /* The role a controller request gets, or why it is refused (NULL: granted). */
-static const char *controller_refusal(const struct members *m, int may_control)
+static const char *controller_refusal(const struct members *m, bool may_control)
 {
 	if (!may_control)
 		return reason_no_control;
@@ -153,13 +154,13 @@ static void link_in(struct members *m, struct member *mb)
 }
 
 struct member *members_join(struct members *m, void *link, uint64_t attach_id,
-			    enum member_role requested, int may_control,
-			    const char *label, int *downgraded, const char **reason)
+			    enum member_role requested, bool may_control,
+			    const char *label, bool *downgraded, const char **reason)
 {
 	enum member_role role = MEMBER_OBSERVER;
 	struct member *mb;
 
-	*downgraded = 0;
+	*downgraded = false;
 	*reason = NULL;
 	if (requested == MEMBER_CONTROLLER) {
 		*reason = controller_refusal(m, may_control);
@@ -173,7 +174,7 @@ struct member *members_join(struct members *m, void *link, uint64_t attach_id,
 	mb->link = link;
 	mb->attach_id = attach_id;
 	mb->role = role;
-	mb->may_control = !!may_control;
+	mb->may_control = may_control;
 	copy_label(mb->label, label);
 	issue_client_id(m, mb->client_id);
 	link_in(m, mb);
@@ -222,9 +223,9 @@ void *members_link(const struct members *m, unsigned i)
 }
 
 bool members_request_role(struct members *m, struct member *mb, enum member_role want,
-			  int *downgraded, const char **reason)
+			  bool *downgraded, const char **reason)
 {
-	*downgraded = 0;
+	*downgraded = false;
 	*reason = NULL;
 	if (want != MEMBER_CONTROLLER)
 		want = MEMBER_OBSERVER;
@@ -235,7 +236,7 @@ bool members_request_role(struct members *m, struct member *mb, enum member_role
 	else if (!has_room(m, MEMBER_OBSERVER))
 		*reason = m->obs_full;
 	if (*reason) {
-		*downgraded = 1;
+		*downgraded = true;
 		return 0;
 	}
 	m->count[mb->role]--;

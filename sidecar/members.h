@@ -22,11 +22,11 @@ struct member {
 	char client_id[24]; /* "c-" + 16 lower-case hex, unique in the session */
 	char label[PTG_LABEL_MAX_BYTES + 1];
 	enum member_role role;
-	int may_control;		  /* the token had pty:control at join */
+	bool may_control;		  /* the token had pty:control at join */
 	int64_t last_keyframe_request_ms; /* session's rate limit; 0: never */
-	int replaying;	  /* its join's replay is still streaming (replay.c) */
-	int asks_control; /* joined as controller under approve: ask at the flow's end */
-	int not_owner;	  /* owner_only: another principal than the session's owner */
+	bool replaying;	   /* its join's replay is still streaming (replay.c) */
+	bool asks_control; /* joined as controller under approve: ask at the flow's end */
+	bool not_owner;	   /* owner_only: another principal than the session's owner */
 	TAILQ_ENTRY(member) entry;
 };
 
@@ -45,8 +45,8 @@ void members_free(struct members *m);
    Returns the member (owned by m), or NULL when no slot is left for the
    resulting role (the caller answers RATE_LIMITED). */
 struct member *members_join(struct members *m, void *link, uint64_t attach_id,
-			    enum member_role requested, int may_control,
-			    const char *label, int *downgraded, const char **reason);
+			    enum member_role requested, bool may_control,
+			    const char *label, bool *downgraded, const char **reason);
 /* The member with this owner key, or NULL. */
 struct member *members_find(struct members *m, void *link, uint64_t attach_id);
 /* Removes and frees mb, which must belong to m. */
@@ -56,7 +56,7 @@ void members_leave(struct members *m, struct member *mb);
    role stays, *downgraded = 1 and *reason says why (lives as long as m);
    otherwise *downgraded = 0 and *reason = NULL. */
 bool members_request_role(struct members *m, struct member *mb, enum member_role want,
-			  int *downgraded, const char **reason);
+			  bool *downgraded, const char **reason);
 /* How many members hold role r. */
 unsigned members_count(const struct members *m, enum member_role r);
 /* The earliest joined member, or NULL when empty. */

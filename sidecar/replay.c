@@ -16,6 +16,7 @@
    the frames sent so far, an Error PTY_OUTPUT_LAGGED naming the last
    sequence sent, then the Keyframe and the rest of the join flow. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,7 +43,7 @@ struct replay {
 	session_replay_done_fn *done; /* the rest of the join flow */
 	uint64_t sent;		      /* the last sequence sent */
 	struct framelog_reader *rd;   /* NULL while the ring serves */
-	int rd_fresh;		      /* rd has given nothing yet */
+	bool rd_fresh;		      /* rd has given nothing yet */
 	struct ev_timer *timer;
 	uint64_t disk_frames, disk_bytes;
 	int64_t t0;
@@ -52,7 +53,7 @@ struct replay {
 static void free_replay(struct replay *rp)
 {
 	LIST_REMOVE(rp, entry);
-	rp->m->replaying = 0;
+	rp->m->replaying = false;
 	rp->s->n_replaying--;
 	framelog_reader_free(rp->rd);
 	ev_timer_free(rp->timer);
@@ -128,13 +129,13 @@ static size_t step_disk(struct replay *rp, const char **why)
 			return 0;
 		}
 		rp->rd = framelog_reader_new(log, rp->sent);
-		rp->rd_fresh = 1;
+		rp->rd_fresh = true;
 	}
 	rc = framelog_reader_next(rp->rd, &rec);
 	if (rc == 1) {
 		wire_send_frame(rp->m->link, rec.frame, rec.len, rp->m->attach_id);
 		rp->sent = rec.seq;
-		rp->rd_fresh = 0;
+		rp->rd_fresh = false;
 		rp->disk_frames++;
 		rp->disk_bytes += rec.len;
 		return rec.len + 1;
@@ -197,7 +198,7 @@ int session_replay_start(struct session *s, struct member *m, uint64_t after,
 	rp->t0 = time_mono_ms();
 	rp->timer = ev_timer_new(s->loop, 0, 0, pump, rp);
 	LIST_INSERT_HEAD(&s->replays, rp, entry);
-	m->replaying = 1;
+	m->replaying = true;
 	s->n_replaying++;
 	return 1;
 }

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,7 @@ static int read_key(const char *path, uint8_t key[SEAL_KEY_BYTES], char *err,
 	return rc;
 }
 
-int seal_load_key(struct seal_keys *keys, const char *path, int create, char *err,
+int seal_load_key(struct seal_keys *keys, const char *path, bool create, char *err,
 		  size_t errlen)
 {
 	int rc;
@@ -135,12 +136,12 @@ int seal_pull_init(struct seal_stream *s, const struct seal_keys *keys,
 		   const uint8_t hdr[SEAL_HEADER_BYTES])
 {
 	if (hdr[0] == 'P') {
-		s->sealed = 0;
+		s->sealed = false;
 		return 0;
 	}
 	if (hdr[0] != 'S')
 		return -EBADMSG;
-	s->sealed = 1;
+	s->sealed = true;
 	for (size_t i = 0; keys && i < keys->n; i++) {
 		if (memcmp(keys->k[i].kid, hdr + 1, SEAL_KID_BYTES))
 			continue;

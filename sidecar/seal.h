@@ -7,6 +7,7 @@
 #ifndef PTG_SEAL_H
 #define PTG_SEAL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -30,14 +31,14 @@ struct seal_keys {
 };
 
 struct seal_stream {
-	int sealed;
+	bool sealed;
 	crypto_secretstream_xchacha20poly1305_state st;
 };
 
 /* Loads a key file (32 random bytes, hex, one line), creating it 0600
    when absent and create is set. Appends it to keys. Returns 0, or a
    negative errno with the reason in err. */
-int seal_load_key(struct seal_keys *keys, const char *path, int create, char *err,
+int seal_load_key(struct seal_keys *keys, const char *path, bool create, char *err,
 		  size_t errlen);
 /* Starts a stream for writing with keys[0] (or plaintext); writes its
    header to hdr. */

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -184,7 +185,7 @@ static void on_accept(struct ev_io *io, int fd, unsigned events, void *user)
 		log_warn(NULL, "accept: %s; not accepting links for a second",
 			 strerror(errno));
 		ev_io_set(srv->listen_io, 0);
-		srv->accept_paused = 1;
+		srv->accept_paused = true;
 	} else if (errno != EAGAIN && errno != EINTR) {
 		log_warn(NULL, "accept: %s", strerror(errno));
 	}
@@ -264,7 +265,7 @@ static void on_tick(struct ev_timer *t, void *user)
 	session_state_budget(srv->sessions, srv->n_sessions, srv->cfg->state_max_bytes);
 	server__reap_sessions(srv, now);
 	if (srv->accept_paused && srv->listen_io) {
-		srv->accept_paused = 0;
+		srv->accept_paused = false;
 		ev_io_set(srv->listen_io, EV_READ);
 	}
 }

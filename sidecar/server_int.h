@@ -5,6 +5,7 @@
 #ifndef PTG_SERVER_INT_H
 #define PTG_SERVER_INT_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -20,7 +21,7 @@
 struct link {
 	struct server *srv;
 	struct linkconn *lc;
-	int said_hello;
+	bool said_hello;
 	const struct server_link_hooks *hooks; /* an adopted (dialled) link's; NULL */
 	void *hooks_user;
 	uint64_t stall_written; /* linkconn_written when the stall began */
@@ -36,7 +37,7 @@ struct server {
 	struct ev_io *listen_io;
 	struct ev_timer *tick;
 	uid_t session_uid;	   /* --session-user's uid */
-	int accept_paused;	   /* out of descriptors: listener off until the tick */
+	bool accept_paused;	   /* out of descriptors: listener off until the tick */
 	struct session **sessions; /* sorted by session id */
 	size_t n_sessions;
 	LIST_HEAD(, link) links;

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,7 +56,7 @@
 
 /* The index of the first session whose id sorts after id (strict) or,
    with or_equal, at or after it. */
-static size_t lower_bound(const struct server *srv, const char *id, int or_equal)
+static size_t lower_bound(const struct server *srv, const char *id, bool or_equal)
 {
 	size_t lo = 0, hi = srv->n_sessions;
 
@@ -73,7 +74,7 @@ static size_t lower_bound(const struct server *srv, const char *id, int or_equal
 
 static struct session *find_session(struct server *srv, const char *id)
 {
-	size_t i = lower_bound(srv, id, 1);
+	size_t i = lower_bound(srv, id, true);
 
 	if (i < srv->n_sessions && strcmp(session_id(srv->sessions[i]), id) == 0)
 		return srv->sessions[i];
@@ -82,7 +83,7 @@ static struct session *find_session(struct server *srv, const char *id)
 
 static void insert_session(struct server *srv, struct session *s)
 {
-	size_t i = lower_bound(srv, session_id(s), 1);
+	size_t i = lower_bound(srv, session_id(s), true);
 
 	srv->sessions =
 	    xrealloc(srv->sessions, (srv->n_sessions + 1) * sizeof(*srv->sessions));
@@ -181,7 +182,7 @@ static void on_hello(struct link *l, const Ptg__LinkMessage *m)
 		linkconn_close(l->lc, "unsupported protocol version");
 		return;
 	}
-	l->said_hello = 1;
+	l->said_hello = true;
 	if (!l->hooks)
 		log_info(linkconn_name(l->lc), "gateway '%.64s' linked",
 			 m->hello->gateway_id);
@@ -275,7 +276,7 @@ static void on_create(struct link *l, const Ptg__LinkMessage *m)
 	char err[LOG_ERR_MAX];
 	struct session *s;
 	char **env, **argv;
-	int full;
+	bool full;
 
 	if (bad) {
 		wire_send_answer_error(l->lc, c->request_id,
@@ -366,7 +367,7 @@ static void fill_page(struct server *srv, const char *after, size_t want,
 		      struct list_entry *e, Ptg__SessionInfo **ptrs,
 		      Ptg__SessionList *list)
 {
-	size_t i = after[0] ? lower_bound(srv, after, 0) : 0, bytes = 0;
+	size_t i = after[0] ? lower_bound(srv, after, false) : 0, bytes = 0;
 
 	list->sessions = ptrs;
 	for (; i < srv->n_sessions && list->n_sessions < want; i++) {

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -242,7 +243,7 @@ struct session *session_restore(const struct sidecar_config *cfg, struct ev_loop
 	s->bytes_before[0] = r->output_bytes;
 	s->bytes_before[1] = r->input_bytes;
 	s->created_ms = r->created_ms;
-	s->reaped = s->exited = 1;
+	s->reaped = s->exited = true;
 	s->has_exit_code = r->has_exit_code;
 	s->exit_code = r->exit_code;
 	s->close_reason = r->close_reason;
@@ -420,7 +421,7 @@ static void emit_output(struct session *s, const uint8_t *p, size_t n)
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 
-	s->output_since_tick = 1;
+	s->output_since_tick = true;
 	s->pty_bytes += n;
 	feeder_append(s->feeder, p, n);
 	/* Numbered and kept whether or not anyone has joined yet: the
@@ -520,7 +521,7 @@ static void resume_when_drained(void *user);
 
 static void hold_output(struct session *s)
 {
-	s->output_held = 1;
+	s->output_held = true;
 	ev_hook_add(s->loop, resume_when_drained, s);
 	update_io(s);
 }
@@ -529,7 +530,7 @@ static void release_output(struct session *s)
 {
 	if (!s->output_held)
 		return;
-	s->output_held = 0;
+	s->output_held = false;
 	ev_hook_remove(s->loop, resume_when_drained, s);
 	update_io(s);
 }
@@ -787,7 +788,7 @@ static void finish_if_done(struct session *s)
 	close_pty(s);
 	ev_timer_free(s->kill_timer);
 	s->kill_timer = NULL;
-	s->exited = 1;
+	s->exited = true;
 	s->exited_ms = time_now_ms();
 	log_info(s->log_ctx, "closed: %s", s->detail);
 	session_emit_closed(s, NULL);
@@ -796,7 +797,7 @@ static void finish_if_done(struct session *s)
 
 void session_child_exited(struct session *s, int status)
 {
-	s->reaped = 1;
+	s->reaped = true;
 	s->wait_status = status;
 	finish_if_done(s);
 }
@@ -816,7 +817,7 @@ void session_kill(struct session *s, const char *detail)
 {
 	if (s->reaped || s->kill_requested)
 		return;
-	s->kill_requested = 1;
+	s->kill_requested = true;
 	s->close_reason = PTG__CLOSE_REASON__CLOSE_KILLED;
 	snprintf(s->detail, sizeof(s->detail), "%s", detail);
 	log_info(s->log_ctx, "ending: %s", detail);
@@ -836,7 +837,7 @@ void session_tick(struct session *s, int64_t now_ms)
 		feeder_trim(s->feeder);
 		gather_trim(&s->gather);
 	}
-	s->output_since_tick = 0;
+	s->output_since_tick = false;
 	ring_expire(s->ring, now_ms);
 	session_state_tick(s, now_ms);
 }

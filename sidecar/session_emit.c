@@ -5,6 +5,7 @@
    (Error, Closed, RoleAssigned, MembershipChanged) are built here. It
    calls only downward (session_state.c, the ring, the wire), so join.c,
    replay.c, approval.c and session.c all send through it. */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "session_int.h"
@@ -139,7 +140,7 @@ Ptg__Role session_wire_role(enum member_role r)
 				      : PTG__ROLE__ROLE_OBSERVER;
 }
 
-void session_emit_role(struct session *s, const struct member *m, int downgraded,
+void session_emit_role(struct session *s, const struct member *m, bool downgraded,
 		       const char *reason)
 {
 	Ptg__Frame f = PTG__FRAME__INIT;
@@ -171,7 +172,7 @@ static void emit_membership_to(struct session *s, const struct member *target)
 void session_emit_membership(struct session *s)
 {
 	emit_membership_to(s, NULL);
-	s->membership_dirty = 0;
+	s->membership_dirty = false;
 	if (s->membership_timer)
 		ev_timer_disarm(s->membership_timer);
 }
@@ -201,7 +202,7 @@ void session_emit_membership_joined(struct session *s, const struct member *join
 	if (!s->membership_timer)
 		s->membership_timer = ev_timer_new(s->loop, -1, 0, on_membership_due, s);
 	emit_membership_to(s, joiner);
-	s->membership_dirty = 1;
+	s->membership_dirty = true;
 	if (!ev_timer_armed(s->membership_timer))
 		ev_timer_arm(s->membership_timer, MEMBERSHIP_COALESCE_MS - since, 0);
 }

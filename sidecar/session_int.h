@@ -43,9 +43,9 @@ struct session {
 	struct buf input; /* bytes waiting for the PTY */
 
 	struct screen *screen;
-	struct feeder *feeder; /* output on its way to the screen */
-	int output_since_tick; /* output came since the last session_tick */
-	int output_held;       /* a member's link is backed up: the PTY is not read */
+	struct feeder *feeder;	/* output on its way to the screen */
+	bool output_since_tick; /* output came since the last session_tick */
+	bool output_held;	/* a member's link is backed up: the PTY is not read */
 	struct ring *ring;
 	struct members *members;
 	uint64_t seq;		  /* last sequence issued */
@@ -63,14 +63,14 @@ struct session {
 	char **argv;
 	int64_t created_ms;
 
-	int exited; /* Closed has been broadcast */
-	int reaped; /* the child's status is known */
+	bool exited; /* Closed has been broadcast */
+	bool reaped; /* the child's status is known */
 	int wait_status;
 	int has_exit_code, exit_code;
 	Ptg__CloseReason close_reason;
 	char detail[256];
 	int64_t exited_ms;
-	int kill_requested;
+	bool kill_requested;
 	struct ev_timer *kill_timer;
 
 	uint32_t frames_since_keyframe;
@@ -81,7 +81,7 @@ struct session {
 
 	int64_t membership_window_ms;  /* start of the coalescing window (mono) */
 	unsigned membership_in_window; /* join broadcasts in it */
-	int membership_dirty;	       /* joins since then wait for the timer */
+	bool membership_dirty;	       /* joins since then wait for the timer */
 	struct ev_timer *membership_timer;
 
 	struct buf pack; /* scratch for packing frames */
@@ -173,7 +173,7 @@ void session_emit_membership_joined(struct session *s, const struct member *join
 /* Sends Closed to target (NULL: broadcast). */
 void session_emit_closed(struct session *s, const struct member *target);
 /* RoleAssigned to m: its role now, and why a request was refused. */
-void session_emit_role(struct session *s, const struct member *m, int downgraded,
+void session_emit_role(struct session *s, const struct member *m, bool downgraded,
 		       const char *reason);
 /* A member's role as the link names it. */
 Ptg__Role session_wire_role(enum member_role r);
@@ -188,7 +188,7 @@ int session_apply_size(struct session *s, unsigned cols, unsigned rows);
 /* approval.c: the approve control policy. */
 /* 1 when a controller request from a member who may control must wait
    for a controller's approval (approve, running, a controller there). */
-bool session_control_gates(struct session *s, int may_control);
+bool session_control_gates(struct session *s, bool may_control);
 /* owner_only: why principal may not control (it is not the session's
    owner), or NULL when it may as far as the policy goes. */
 const char *session_control_owner_refusal(const struct session *s, const char *principal);

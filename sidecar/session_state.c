@@ -5,6 +5,7 @@
    through the hooks of session_int.h; nothing here calls back up (no
    frame is sent from here but the ring's replay to one attachment). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ void session_checkpoint(struct session *s)
 	save_current_screen(s);
 	session_state_persist(s);
 	if (s->log)
-		framelog_flush(s->log, 1);
+		framelog_flush(s->log, true);
 }
 
 void session_forget(struct session *s)

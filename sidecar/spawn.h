@@ -9,6 +9,7 @@
 #ifndef PTG_SPAWN_H
 #define PTG_SPAWN_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -19,7 +20,7 @@ struct spawn_plan {
 	char *const *argv;	 /* NULL-terminated */
 	char *const *envp;	 /* the complete environment */
 	int fd[3];		 /* become 0, 1 and 2; every other fd is closed */
-	int ctty;		 /* fd[0] becomes the controlling terminal */
+	bool ctty;		 /* fd[0] becomes the controlling terminal */
 	const char *cwd[2];	 /* tried in order; NULL entries skipped */
 	const struct run_as *ra; /* NULL: stay as we are */
 };

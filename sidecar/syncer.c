@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ struct batch {
 	char *path;
 	uint8_t *data;
 	size_t len;
-	int sync;
+	bool sync;
 	struct syncer_status *st;
 };
 
@@ -168,7 +169,7 @@ int64_t syncer_sync(int fd, struct syncer_status *st)
 		return rc;
 	b = xcalloc(1, sizeof(*b));
 	b->fd = dup_fd;
-	b->sync = 1;
+	b->sync = true;
 	b->st = st;
 	return enqueue(b);
 }

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -336,7 +337,7 @@ void task_append_output(struct task *t, enum task_stream_id s, const char *p, si
 
 	o->total += n;
 	if (take < n)
-		o->truncated = 1;
+		o->truncated = true;
 	if (!take)
 		return;
 	if (o->len + take > o->cap) {
@@ -358,7 +359,7 @@ void task_set_exit(struct task *t, int status, int64_t now_ms)
 			 "the command was killed by signal %d (SIG%s)", t->signal,
 			 abbrev ? abbrev : "?");
 	} else {
-		t->has_exit_code = 1;
+		t->has_exit_code = true;
 		t->exit_code = WEXITSTATUS(status);
 		snprintf(text, sizeof(text), "the command exited with code %d",
 			 t->exit_code);

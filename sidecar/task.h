@@ -37,7 +37,7 @@ struct task_stream {
 	char *data;
 	size_t len, cap;
 	uint64_t total;
-	int truncated;
+	bool truncated;
 	size_t announced; /* bytes already sent in output deltas */
 };
 
@@ -57,7 +57,8 @@ struct task {
 	char *command;			/* its text parts joined */
 	char *status_text;		/* the status message; NULL: none */
 	struct task_stream out[2];
-	int has_exit_code, exit_code;
+	bool has_exit_code;
+	int exit_code;
 	int signal; /* 0: not ended by a signal */
 	void *run;  /* tasks.c: process, pipes, subscribers */
 };

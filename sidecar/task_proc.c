@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,7 +112,7 @@ static pid_t start_child(const char *path, char *const argv[], char **envp,
 				  .ra = ra};
 	struct spawn_error e;
 	pid_t pid = spawn_start(&plan, &e);
-	int exec;
+	bool exec;
 	char msg[256];
 
 	if (pid < 0 || !e.what)
@@ -130,7 +131,7 @@ pid_t task_proc_start(const struct task_proc_spec *sp, int out[2], char *err,
 {
 	char *sh_argv[] = {"/bin/sh", "-c", (char *)sp->command, NULL};
 	char *h_argv[] = {(char *)sp->handler, NULL};
-	int use_handler = sp->handler && sp->handler[0];
+	bool use_handler = sp->handler && sp->handler[0];
 	char cwd_buf[4096], *cwd = NULL, *block = NULL, **envp = NULL;
 	int o[2] = {-1, -1}, e[2] = {-1, -1}, in = -1, rc = 0;
 	struct runas_env login;

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -349,7 +350,7 @@ bool tasks_child_exited(struct tasks *ts, pid_t pid, int status)
 	for (size_t i = 0; i < ts->n; i++) {
 		struct task *t = ts->v[i];
 		struct run *r = t->run;
-		int was_terminal;
+		bool was_terminal;
 		if (!r || r->pid != pid)
 			continue;
 		r->pid = 0;

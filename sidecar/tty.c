@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static void plan_for(struct spawn_plan *p, const struct tty_spec *spec, char **p
 	p->argv = spec->argv;
 	p->envp = envp;
 	p->fd[0] = p->fd[1] = p->fd[2] = slave;
-	p->ctty = 1;
+	p->ctty = true;
 	p->ra = ra;
 	if (spec->cwd && spec->cwd[0]) {
 		p->cwd[0] = spec->cwd;

@@ -196,7 +196,7 @@ void conn_take_op(struct conn *c)
 		c->op_tokens = -cap;
 	if (c->op_tokens >= 0 || c->throttled)
 		return;
-	c->throttled = 1;
+	c->throttled = true;
 	c->host->metrics->ops_throttled++;
 	if (!c->dead && c->state != CONN_CLOSING)
 		ev_timer_arm(c->heartbeat, throttle_left_ms(c), 0);
@@ -213,7 +213,7 @@ static void update_pressure(struct conn *c)
 	size_t queued = outq_bytes(&c->q);
 
 	if (!c->paused && queued > cfg->max_queue_bytes) {
-		c->paused = 1;
+		c->paused = true;
 		c->over_since_ms = time_mono_ms();
 		c->host->metrics->backpressure_events++;
 		log_info(c->log_ctx,
@@ -221,7 +221,7 @@ static void update_pressure(struct conn *c)
 		if (!c->dead && c->state != CONN_CLOSING)
 			ev_timer_arm(c->heartbeat, (int64_t)cfg->queue_stall_s * 1000, 0);
 	} else if (c->paused && queued <= cfg->max_queue_bytes / RESUME_DIVISOR) {
-		c->paused = 0;
+		c->paused = false;
 		/* Nothing could be read meanwhile: liveness starts over. */
 		c->last_rx_ms = time_mono_ms();
 		c->ping_sent_ms = 0;
@@ -262,10 +262,10 @@ static int write_out(struct conn *c, size_t max)
 	ssize_t n;
 	int cnt;
 
-	c->write_cut = 0;
+	c->write_cut = false;
 	while (outq_bytes(&c->q)) {
 		if (done == max) {
-			c->write_cut = 1;
+			c->write_cut = true;
 			c->host->metrics->fanout_writes_cut++;
 			break;
 		}
@@ -438,7 +438,7 @@ static void conn_kill(struct conn *c, const char *why)
 		return;
 	log_debug(c->log_ctx, "connection ended: %s", why);
 	detach_quietly(c);
-	c->dead = 1;
+	c->dead = true;
 	ev_timer_disarm(c->heartbeat);
 	ev_timer_disarm(c->expiry);
 	ev_timer_disarm(c->linger);
@@ -493,7 +493,7 @@ static void on_heartbeat(struct ev_timer *t, void *user)
 			return;
 		}
 		/* Read again; nothing could be read meanwhile. */
-		c->throttled = 0;
+		c->throttled = false;
 		c->last_rx_ms = now;
 		c->ping_sent_ms = 0;
 		update_pressure(c);
@@ -646,7 +646,7 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 
 	c->fd = fd;
 	c->sock = *sock;
-	c->started = 1;
+	c->started = true;
 	c->last_rx_ms = time_mono_ms();
 	LIST_INSERT_HEAD(&s->all, c, all_entry);
 	host->metrics->conns_pending++;

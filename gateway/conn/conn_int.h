@@ -4,6 +4,8 @@
 #ifndef PTG_CONN_INT_H
 #define PTG_CONN_INT_H
 
+#include <stdbool.h>
+
 #include <jansson.h>
 
 #include "buf.h"
@@ -35,12 +37,12 @@ struct decision {
 struct conn {
 	const struct conn_host *host;
 	struct upstream *up;	       /* the instance's link; NULL once it is gone */
-	int started;		       /* in the set, holding the connection slot */
+	bool started;		       /* in the set, holding the connection slot */
 	LIST_ENTRY(conn) all_entry;    /* host->conns->all */
 	TAILQ_ENTRY(conn) dirty_entry; /* in a conn_set FIFO */
 	struct conn_fifo *dirty;       /* which one; NULL: none */
 	SLIST_ENTRY(conn) dead_entry;
-	int dead;	  /* freed by the before-poll hook */
+	bool dead;	  /* freed by the before-poll hook */
 	int counted_role; /* the metrics gauge it is in (0: pending) */
 
 	int fd;
@@ -53,9 +55,9 @@ struct conn {
 	unsigned serial;
 
 	enum conn_state state;
-	int spoke;	       /* the first client frame has arrived */
-	int pty_extension;     /* activated by the first frame */
-	int control_extension; /* control approval: activated by the first frame */
+	bool spoke;		/* the first client frame has arrived */
+	bool pty_extension;	/* activated by the first frame */
+	bool control_extension; /* control approval: activated by the first frame */
 	json_t *service_params;
 	char trace_id[PTG_TASK_ID_MAX + 1];
 
@@ -65,14 +67,14 @@ struct conn {
 	char pending_op_id[PTG_MSG_ID_MAX_BYTES + 1];
 	int role; /* Ptg__Role */
 	char client_id[64];
-	int lagged; /* dropped output, awaiting the Keyframe */
+	bool lagged; /* dropped output, awaiting the Keyframe */
 	unsigned violations;
 	struct task_conn *tasks; /* task_ops.c; NULL until a task op */
 
-	int paused;	       /* queue over the cap: not reading */
+	bool paused;	       /* queue over the cap: not reading */
 	int64_t over_since_ms; /* when it went over */
-	int throttled;	       /* over the op rate: not reading */
-	int write_cut;	       /* its last write stopped at its bound, not EAGAIN */
+	bool throttled;	       /* over the op rate: not reading */
+	bool write_cut;	       /* its last write stopped at its bound, not EAGAIN */
 	int64_t op_tokens;     /* the op rate bucket, in 1/1000 ops */
 	int64_t op_tokens_ms;  /* when it was last refilled */
 

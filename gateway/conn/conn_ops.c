@@ -3,6 +3,7 @@
    through a table; each handler is short and validates before it sends
    anything to the sidecar. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -116,7 +117,7 @@ static void fall_behind(struct conn *c)
 	size_t dropped = outq_drop_data(&c->q);
 
 	c->host->metrics->lag_events++;
-	c->lagged = 1;
+	c->lagged = true;
 	log_info(c->log_ctx, "output queue over its bound: dropped %zu bytes", dropped);
 	request_keyframe(c, NULL, dropped ? dropped : 1);
 }
@@ -132,7 +133,7 @@ static int skip_while_lagged(struct conn *c, const Ptg__Frame *f)
 	     (f->kind_case == PTG__FRAME__KIND_ERROR &&
 	      f->error->code ==
 		  PTG__FRAME_ERROR_CODE__FRAME_ERROR_KEYFRAME_UNAVAILABLE))) {
-		c->lagged = 0;
+		c->lagged = false;
 		return 0;
 	}
 	return f->kind_case == PTG__FRAME__KIND_OUTPUT ||
@@ -292,7 +293,7 @@ static void op_join(struct conn *c, const struct envelope *env)
 /* The ops that need a join, and controller ones a controller. Ops sent
    right behind the join go on: the sidecar handles them after the Attach
    and checks the role itself. */
-static int ready_for(struct conn *c, const struct envelope *env, int controller_only)
+static int ready_for(struct conn *c, const struct envelope *env, bool controller_only)
 {
 	if (c->state != CONN_JOINED && c->state != CONN_JOINING) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, env->id,
@@ -321,7 +322,7 @@ static void op_input(struct conn *c, const struct envelope *env)
 	struct envelope_error err;
 	struct buf data = BUF_INIT;
 
-	if (!ready_for(c, env, 1))
+	if (!ready_for(c, env, true))
 		return;
 	if (envelope_input(env, &data, &err) < 0) {
 		buf_free(&data);
@@ -346,7 +347,7 @@ static void op_resize(struct conn *c, const struct envelope *env)
 	struct envelope_resize r;
 	struct envelope_error err;
 
-	if (!ready_for(c, env, 1))
+	if (!ready_for(c, env, true))
 		return;
 	if (envelope_resize(env, &r, &err) < 0) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
@@ -369,7 +370,7 @@ static void op_request_role(struct conn *c, const struct envelope *env)
 	struct envelope_error err;
 	Ptg__Role role;
 
-	if (!ready_for(c, env, 0))
+	if (!ready_for(c, env, false))
 		return;
 	if (envelope_request_role(env, &role, &err) < 0) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
@@ -388,7 +389,7 @@ static void op_request_keyframe(struct conn *c, const struct envelope *env)
 {
 	struct envelope_error err;
 
-	if (!ready_for(c, env, 0))
+	if (!ready_for(c, env, false))
 		return;
 	if (envelope_no_fields(env, &err) < 0) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
@@ -404,7 +405,7 @@ static void op_leave(struct conn *c, const struct envelope *env)
 	struct envelope_error err;
 	uint64_t id;
 
-	if (!ready_for(c, env, 0))
+	if (!ready_for(c, env, false))
 		return;
 	if (envelope_no_fields(env, &err) < 0) {
 		conn_send_error(c, FRAMES_INVALID_REQUEST, err.id, err.message);
@@ -462,7 +463,7 @@ static void op_decide_control(struct conn *c, const struct envelope *env)
 				    : "the sandbox does not support control approval");
 		return;
 	}
-	if (!ready_for(c, env, 1))
+	if (!ready_for(c, env, true))
 		return;
 	if (c->pending_decision) {
 		conn_send_error(c, FRAMES_RATE_LIMITED, env->id,
@@ -580,7 +581,7 @@ static const op_fn ops[] = {
    (docs/protocol.md, "Frames"). */
 static void first_frame(struct conn *c, const struct envelope *env)
 {
-	c->spoke = 1;
+	c->spoke = true;
 	c->pty_extension = env->pty_extension;
 	c->control_extension = env->control_extension;
 	if (env->service_parameters)

@@ -9,6 +9,7 @@
    in it is "\u0000", valid JSON that must not make the task unreadable. */
 #include "task_ops.h"
 
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,7 +36,7 @@ struct pending_op {
 };
 
 struct task_conn {
-	int link_gone; /* the upstream may be freed: never touch it */
+	bool link_gone; /* the upstream may be freed: never touch it */
 	uint64_t sub_id;
 	LIST_HEAD(, pending_op) pending;
 	unsigned n_pending;
@@ -101,7 +102,7 @@ static void sink_link_lost(void *user)
 {
 	struct conn *c = user;
 
-	(*conn_tasks(c))->link_gone = 1;
+	(*conn_tasks(c))->link_gone = true;
 	if (conn_unjoined(c))
 		conn_link_lost(c);
 }

@@ -136,7 +136,7 @@ int curlev_add(struct curlev *cv, struct curlev_job *job)
 	curl_easy_setopt(job->easy, CURLOPT_PRIVATE, job);
 	if (curl_multi_add_handle(cv->multi, job->easy) != CURLM_OK)
 		return -EIO;
-	job->added = 1;
+	job->added = true;
 	return 0;
 }
 
@@ -144,7 +144,7 @@ void curlev_remove(struct curlev *cv, struct curlev_job *job)
 {
 	if (!job->added)
 		return;
-	job->added = 0;
+	job->added = false;
 	curl_multi_remove_handle(cv->multi, job->easy);
 }
 

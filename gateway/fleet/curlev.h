@@ -5,6 +5,8 @@
 #ifndef PTG_CURLEV_H
 #define PTG_CURLEV_H
 
+#include <stdbool.h>
+
 #include <curl/curl.h>
 
 struct ev_loop;
@@ -21,7 +23,7 @@ struct curlev_job {
 	CURL *easy; /* the caller's; set before curlev_add */
 	curlev_done_cb done;
 	void *user;
-	int added; /* private */
+	bool added; /* private */
 };
 
 /* NULL when libcurl cannot make a multi handle. */

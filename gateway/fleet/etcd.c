@@ -3,6 +3,7 @@
 #include "etcd.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,8 +43,8 @@ struct etcd_req {
 	size_t endpoint;
 	struct buf resp;
 	size_t max_body;
-	int too_big;
-	int aborted;
+	bool too_big;
+	bool aborted;
 	etcd_data_cb on_data;
 	etcd_done_cb done;
 	void *user;
@@ -59,13 +60,13 @@ static size_t on_write(char *data, size_t size, size_t nmemb, void *user)
 
 	if (q->on_data) {
 		if (q->on_data(q->user, data, n)) {
-			q->aborted = 1;
+			q->aborted = true;
 			return 0;
 		}
 		return n;
 	}
 	if (buf_size(&q->resp) + n > q->max_body) {
-		q->too_big = 1;
+		q->too_big = true;
 		return 0;
 	}
 	buf_append(&q->resp, data, n);

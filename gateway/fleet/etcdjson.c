@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,7 +189,7 @@ static int get_int64(const json_t *obj, const char *name, int64_t *out)
 /* Decodes the base64 field name of obj into out[cap] (NUL-terminated,
    no NUL inside when text). Absent: "". Returns the length, or -1. */
 static long get_bytes(const json_t *obj, const char *name, char *out, size_t cap,
-		      int text)
+		      bool text)
 {
 	const json_t *v = json_object_get(obj, name);
 	struct buf b = BUF_INIT;
@@ -219,11 +220,11 @@ static int get_kv(const json_t *j, struct etcdjson_kv *kv, char *why, size_t why
 		say(why, whylen, "a kv is not an object");
 		return -EPROTO;
 	}
-	if (get_bytes(j, "key", kv->key, ETCDJSON_FIELD_MAX, 1) <= 0) {
+	if (get_bytes(j, "key", kv->key, ETCDJSON_FIELD_MAX, true) <= 0) {
 		say(why, whylen, "a kv's key is missing, not base64 or too long");
 		return -EPROTO;
 	}
-	vn = get_bytes(j, "value", kv->value, ETCDJSON_FIELD_MAX, 0);
+	vn = get_bytes(j, "value", kv->value, ETCDJSON_FIELD_MAX, false);
 	if (vn < 0) {
 		say(why, whylen, "a kv's value is not base64 or too long");
 		return -EPROTO;
@@ -303,7 +304,7 @@ static int get_kvs(const json_t *arr, struct etcdjson_range *out, char *why,
 			   first ? whylen : sizeof(scratch)) == 0)
 			continue;
 		memset(&out->kvs[i], 0, sizeof(out->kvs[i]));
-		out->kvs[i].bad = 1;
+		out->kvs[i].bad = true;
 		out->n_bad++;
 	}
 	return 0;
@@ -364,7 +365,7 @@ int etcdjson_grant_reply(const char *body, size_t len, int64_t *lease, int64_t *
 			 char *why, size_t whylen)
 {
 	json_t *j = load(body, len, why, whylen);
-	int bad;
+	bool bad;
 
 	if (!j)
 		return -EPROTO;
@@ -383,7 +384,7 @@ int etcdjson_keepalive_reply(const char *body, size_t len, int64_t *ttl, char *w
 {
 	json_t *j = load(body, len, why, whylen);
 	const json_t *r;
-	int bad;
+	bool bad;
 
 	if (!j)
 		return -EPROTO;
@@ -402,7 +403,7 @@ int etcdjson_auth_reply(const char *body, size_t len, char *token, size_t tokcap
 {
 	json_t *j = load(body, len, why, whylen);
 	const char *t;
-	int bad;
+	bool bad;
 
 	if (!j)
 		return -EPROTO;
@@ -418,7 +419,7 @@ int etcdjson_auth_reply(const char *body, size_t len, char *token, size_t tokcap
 	return 0;
 }
 
-static int succeeded_of(const json_t *j, int *succeeded)
+static int succeeded_of(const json_t *j, bool *succeeded)
 {
 	const json_t *s = json_object_get(j, "succeeded");
 
@@ -428,11 +429,11 @@ static int succeeded_of(const json_t *j, int *succeeded)
 	return 0;
 }
 
-int etcdjson_txn_reply(const char *body, size_t len, int *succeeded, char *why,
+int etcdjson_txn_reply(const char *body, size_t len, bool *succeeded, char *why,
 		       size_t whylen)
 {
 	json_t *j = load(body, len, why, whylen);
-	int bad;
+	bool bad;
 
 	if (!j)
 		return -EPROTO;
@@ -463,7 +464,7 @@ static int failure_kv(const json_t *j, struct etcdjson_kv *current, char *why,
 	return get_kv(json_array_get(kvs, 0), current, why, whylen);
 }
 
-int etcdjson_claim_reply(const char *body, size_t len, int *succeeded,
+int etcdjson_claim_reply(const char *body, size_t len, bool *succeeded,
 			 struct etcdjson_kv *current, char *why, size_t whylen)
 {
 	json_t *j = load(body, len, why, whylen);
@@ -518,13 +519,13 @@ static int get_events(const json_t *arr, struct etcdjson_watch *out, char *why,
 			      first ? whylen : sizeof(scratch)) == 0)
 			continue;
 		memset(&out->events[i], 0, sizeof(out->events[i]));
-		out->events[i].kv.bad = 1;
+		out->events[i].kv.bad = true;
 		out->n_bad++;
 	}
 	return 0;
 }
 
-static int flag(const json_t *obj, const char *name, int *out)
+static int flag(const json_t *obj, const char *name, bool *out)
 {
 	const json_t *v = json_object_get(obj, name);
 
@@ -584,15 +585,15 @@ static void scan(struct etcdjson_split *s, char c)
 {
 	if (s->in_string) {
 		if (s->escaped)
-			s->escaped = 0;
+			s->escaped = false;
 		else if (c == '\\')
-			s->escaped = 1;
+			s->escaped = true;
 		else if (c == '"')
-			s->in_string = 0;
+			s->in_string = false;
 		return;
 	}
 	if (c == '"')
-		s->in_string = 1;
+		s->in_string = true;
 	else if (c == '{' || c == '[')
 		s->depth++;
 	else if (c == '}' || c == ']')

@@ -6,6 +6,7 @@
 #ifndef PTG_ETCDJSON_H
 #define PTG_ETCDJSON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -25,13 +26,13 @@ struct etcdjson_kv {
 	int64_t mod_revision;
 	int64_t create_revision;
 	int64_t lease;
-	int bad; /* in a range or a watch: refused (too long, not base64, ...),
+	bool bad; /* in a range or a watch: refused (too long, not base64, ...),
 		    every other field empty; the rest of the reply stands */
 };
 
 struct etcdjson_range {
 	int64_t revision; /* the header's */
-	int more;
+	bool more;
 	size_t n;
 	struct etcdjson_kv *kvs; /* n of them, malloc'd; etcdjson_range_free */
 	size_t n_bad;		 /* kvs marked bad (the first one's reason in why) */
@@ -40,14 +41,14 @@ struct etcdjson_range {
 };
 
 struct etcdjson_event {
-	int deleted; /* DELETE; else PUT */
+	bool deleted; /* DELETE; else PUT */
 	struct etcdjson_kv kv;
 };
 
 struct etcdjson_watch {
 	int64_t revision; /* the header's */
-	int created;
-	int canceled;
+	bool created;
+	bool canceled;
 	int64_t compact_revision; /* > 0: the start revision was compacted */
 	size_t n;
 	struct etcdjson_event *events; /* malloc'd; etcdjson_watch_free */
@@ -89,10 +90,10 @@ int etcdjson_auth_reply(const char *body, size_t len, char *token, size_t tokcap
 			char *why, size_t whylen);
 /* A claim's answer: *succeeded, and when it failed the key as it stands
    in *current (current->key[0] == '\0' when it is absent by now). */
-int etcdjson_claim_reply(const char *body, size_t len, int *succeeded,
+int etcdjson_claim_reply(const char *body, size_t len, bool *succeeded,
 			 struct etcdjson_kv *current, char *why, size_t whylen);
 /* A transaction's answer: *succeeded only. */
-int etcdjson_txn_reply(const char *body, size_t len, int *succeeded, char *why,
+int etcdjson_txn_reply(const char *body, size_t len, bool *succeeded, char *why,
 		       size_t whylen);
 /* One message of the watch stream ({"result": WatchResponse}). */
 int etcdjson_watch_msg(const char *body, size_t len, struct etcdjson_watch *out,
@@ -109,8 +110,8 @@ struct etcdjson_split {
 	struct buf pending; /* the message being gathered */
 	size_t max;	    /* a message's cap in bytes */
 	int depth;
-	int in_string;
-	int escaped;
+	bool in_string;
+	bool escaped;
 };
 
 typedef int (*etcdjson_msg_cb)(const char *msg, size_t len, void *user);

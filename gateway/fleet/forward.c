@@ -10,6 +10,7 @@
 #include "forward.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,8 @@ struct forward_call {
 	int64_t length;	   /* the owner's Content-Length, or -1 */
 	struct buf window; /* body bytes not yet read */
 	struct ev_timer *deadline;
-	int too_big, head_given, paused, ended, end_rc;
+	bool too_big, head_given, paused, ended;
+	int end_rc;
 	char err[CURL_ERROR_SIZE];
 	forward_head_cb head_cb;
 	forward_body_cb body_cb;
@@ -118,7 +120,7 @@ static void give_head(struct forward_call *c, int rc, const char *err)
 	struct forward_answer a = {.rc = rc, .length = c->length, .err = err};
 	struct forward_header *h = NULL;
 
-	c->head_given = 1;
+	c->head_given = true;
 	if (rc == 0) {
 		curl_easy_getinfo(c->job.easy, CURLINFO_RESPONSE_CODE, &a.status);
 		h = forward_headers_of(&c->head, c->n_head, &a.n_headers);
@@ -134,7 +136,7 @@ static void give_head(struct forward_call *c, int rc, const char *err)
    of it through the head when none was given, else through body. */
 static void finish(struct forward_call *c, int rc, const char *err)
 {
-	c->ended = 1;
+	c->ended = true;
 	c->end_rc = rc;
 	c->f->stats.in_flight--;
 	ev_timer_disarm(c->deadline);
@@ -179,7 +181,7 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *user)
 	size_t n = size * nmemb;
 
 	if (buf_size(&c->window) && buf_size(&c->window) + n > FORWARD_WINDOW) {
-		c->paused = 1;
+		c->paused = true;
 		ev_timer_disarm(c->deadline);
 		return CURL_WRITEFUNC_PAUSE;
 	}
@@ -244,7 +246,7 @@ static size_t on_header(char *data, size_t size, size_t nmemb, void *user)
 	name_len = colon - data;
 	if (c->n_head >= FORWARD_HEADERS_MAX ||
 	    buf_size(&c->head) + len + 2 > FORWARD_HEADER_BYTES_MAX) {
-		c->too_big = 1;
+		c->too_big = true;
 		return 0;
 	}
 	value = colon + 1;
@@ -272,7 +274,7 @@ ssize_t forward_read(struct forward_call *c, void *dst, size_t cap)
 	buf_consume(&c->window, n);
 	if (c->paused && !c->ended && buf_size(&c->window) <= FORWARD_WINDOW / 2) {
 		/* libcurl may hand the chunk it kept over from inside. */
-		c->paused = 0;
+		c->paused = false;
 		rearm(c);
 		curl_easy_pause(c->job.easy, CURLPAUSE_CONT);
 	}

@@ -7,6 +7,7 @@
 #include "registry.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,7 +59,7 @@ static void on_auth(void *user, int rc, long status, const char *body, size_t le
 		return;
 	}
 	etcd_set_token(r->etcd, token);
-	r->authenticated = 1;
+	r->authenticated = true;
 	log_info(NULL, "registry: authenticated to etcd as %s", r->user);
 	registry__kick(r);
 }
@@ -215,7 +216,7 @@ static void derive_url(struct registry *r)
 	const struct gw_config *c = r->host->cfg;
 	int fleet = c->fleet_listen_host[0] && r->host->fleet_port;
 	const char *h = fleet ? c->fleet_listen_host : c->listen_host;
-	int v6 = strchr(h, ':') != NULL;
+	bool v6 = strchr(h, ':') != NULL;
 
 	snprintf(r->url, sizeof(r->url), "%s://%s%s%s:%u",
 		 fleet || c->tls_cert[0] ? "https" : "http", v6 ? "[" : "", h,
@@ -274,7 +275,7 @@ struct registry *registry_new(const struct registry_host *host)
 	r->keys_events = &registry__keys_handlers;
 	if (!c->registry[0])
 		return r;
-	r->enabled = 1;
+	r->enabled = true;
 	r->resync_backoff_ms = 200;
 	uuid_v7_new(r->boot);
 	r->rng =

@@ -28,7 +28,7 @@ void registry__request_failed(struct registry *r, const char *what, int rc, long
 			 err);
 	/* etcd refuses a token it no longer knows: authenticate again. */
 	if (r->user[0] && (status == 401 || (err && strstr(err, "auth token"))))
-		r->authenticated = 0;
+		r->authenticated = false;
 }
 
 void registry__kick(struct registry *r)

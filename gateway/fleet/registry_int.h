@@ -9,6 +9,7 @@
 #ifndef PTG_REGISTRY_INT_H
 #define PTG_REGISTRY_INT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,7 +44,7 @@ struct registry__keys_events {
 struct registry {
 	const struct registry_host *host;
 	const struct registry__keys_events *keys_events;
-	int enabled; /* --registry given */
+	bool enabled; /* --registry given */
 	struct etcd *etcd;
 	char id[256];
 	char boot[64]; /* this process's UUIDv7: tells it from a twin of its id */
@@ -53,15 +54,15 @@ struct registry {
 	int64_t ttl_s;
 	char user[256];
 	char password[256];
-	int authenticated;
+	bool authenticated;
 	struct etcd_req *auth_req;
 	/* the lease */
 	int64_t lease;
 	int64_t lease_ok_ms; /* the last grant or keep-alive answered */
 	struct etcd_req *lease_req;
-	int gateway_written;
-	int gateway_claiming;
-	int gateway_refused; /* logged once until it is written */
+	bool gateway_written;
+	bool gateway_claiming;
+	bool gateway_refused; /* logged once until it is written */
 	struct ev_timer *tick;
 	struct ev_timer *kick; /* flush soon, outside libcurl's callbacks */
 	/* this gateway's instances */
@@ -73,10 +74,10 @@ struct registry {
 	/* the routing cache */
 	struct routecache *routes;   /* instance -> owner */
 	struct routecache *gateways; /* gateway id -> its fleet URL */
-	int in_sync;
-	int syncing;
-	int range_failing; /* the last range read failed: "down", not "syncing" */
-	int synced_once;   /* a sync after the first is a resync */
+	bool in_sync;
+	bool syncing;
+	bool range_failing; /* the last range read failed: "down", not "syncing" */
+	bool synced_once;   /* a sync after the first is a resync */
 	int64_t revision;
 	struct buf page_from; /* the key the next range page starts at */
 	int64_t page_limit;   /* keys a range page asks for: halved on a page too big */
@@ -88,7 +89,7 @@ struct registry {
 	struct ev_timer *resync;
 	int64_t resync_backoff_ms;
 	uint64_t rng; /* xorshift state for the backoff's jitter, never 0 */
-	int full;     /* the cache is at --max-routes (logged once) */
+	bool full;    /* the cache is at --max-routes (logged once) */
 	/* counters */
 	uint64_t resyncs;
 	uint64_t request_errors;

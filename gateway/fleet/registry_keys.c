@@ -7,6 +7,7 @@
    lease. It calls registry_core.c only: a lost lease and what the watch
    sees reach it through registry__keys_handlers. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -27,8 +28,8 @@
 /* One of this gateway's instances, as the registry holds it. */
 struct registry__local {
 	char id[PTG_ID_MAX + 1];
-	int written; /* its key is in etcd under the current lease */
-	int refused; /* another live gateway holds it: wait for its delete */
+	bool written; /* its key is in etcd under the current lease */
+	bool refused; /* another live gateway holds it: wait for its delete */
 	struct registry__op *op;
 };
 
@@ -38,7 +39,7 @@ struct registry__op {
 	LIST_ENTRY(registry__op) entry;
 	struct etcd_req *req;
 	struct registry__local *local; /* a claim's instance, or NULL */
-	int gateway_key;	       /* a claim of the gateway key */
+	bool gateway_key;	       /* a claim of the gateway key */
 	int rounds;		       /* a claim's transactions so far */
 	int64_t lease;		       /* the lease it was sent under */
 	char key[512];
@@ -65,7 +66,7 @@ static void op_free(struct registry__op *op)
 	if (op->local)
 		op->local->op = NULL;
 	if (op->gateway_key)
-		r->gateway_claiming = 0;
+		r->gateway_claiming = false;
 	free(op);
 }
 
@@ -140,12 +141,12 @@ static void written(struct registry__op *op)
 	struct registry *r = op->r;
 
 	if (op->gateway_key) {
-		r->gateway_written = 1;
-		r->gateway_refused = 0;
+		r->gateway_written = true;
+		r->gateway_refused = false;
 		log_info(NULL, "registry: gateway key %s written under lease %lld",
 			 op->key, (long long)r->lease);
 	} else if (op->local) {
-		op->local->written = 1;
+		op->local->written = true;
 		log_debug(NULL, "registry: instance key %s written", op->key);
 	}
 }
@@ -154,7 +155,7 @@ static void refused(struct registry__op *op, const struct etcdjson_kv *cur,
 		    const struct holder *h)
 {
 	struct registry *r = op->r;
-	int twin = strcmp(h->id, r->id) == 0;
+	bool twin = strcmp(h->id, r->id) == 0;
 
 	r->claims_refused++;
 	if (op->gateway_key) {
@@ -165,10 +166,10 @@ static void refused(struct registry__op *op, const struct etcdjson_kv *cur,
 			    "(url %s, lease %lld): give each gateway its own "
 			    "--gateway-id; claimed again when that key goes",
 			    r->id, h->url, (long long)cur->lease);
-		r->gateway_refused = 1;
+		r->gateway_refused = true;
 		return;
 	}
-	op->local->refused = 1;
+	op->local->refused = true;
 	log_warn(
 	    NULL,
 	    "registry: instance %s is held by live gateway %s%s (url %s, lease %lld): "
@@ -210,7 +211,8 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	struct registry *r = op->r;
 	struct etcdjson_kv *cur = xcalloc(1, sizeof(*cur));
 	char why[LOG_ERR_MAX];
-	int ok = 0, failed = 1;
+	bool ok = false;
+	bool failed = true;
 
 	op->req = NULL;
 	if (rc < 0 || status != 200)
@@ -225,7 +227,7 @@ static void on_claim(void *user, int rc, long status, const char *body, size_t l
 	} else if (etcdjson_claim_reply(body, len, &ok, cur, why, sizeof(why)) < 0)
 		registry__request_failed(r, "claim of a key", 0, status, why);
 	else
-		failed = 0;
+		failed = false;
 	if (!failed && ok) {
 		written(op);
 	} else if (!failed && contended(op, cur)) {
@@ -247,8 +249,8 @@ static void claim_gateway(struct registry *r)
 
 	registry__key(r, "gateways/", r->id, key, sizeof(key));
 	op = op_new(r, key);
-	op->gateway_key = 1;
-	r->gateway_claiming = 1;
+	op->gateway_key = true;
+	r->gateway_claiming = true;
 	send_claim(op, 0);
 }
 
@@ -296,25 +298,25 @@ static void local_changed(struct registry *r, const char *id, int64_t lease)
 		return;
 	/* Gone (its owner's lease ended, or deleted): this gateway claims it.
 	   Taken under another lease: claimed again, which logs the owner. */
-	l->written = 0;
-	l->refused = 0;
+	l->written = false;
+	l->refused = false;
 	registry__kick(r);
 }
 
 static void gateway_key_gone(struct registry *r)
 {
-	r->gateway_written = 0;
-	r->gateway_refused = 0;
+	r->gateway_written = false;
+	r->gateway_refused = false;
 	registry__kick(r);
 }
 
 /* The lease is gone: every key is written again under the next one. */
 static void lease_lost(struct registry *r)
 {
-	r->gateway_written = 0;
+	r->gateway_written = false;
 	for (size_t i = 0; i < r->n_locals; i++) {
-		r->locals[i]->written = 0;
-		r->locals[i]->refused = 0;
+		r->locals[i]->written = false;
+		r->locals[i]->refused = false;
 	}
 }
 
@@ -355,7 +357,7 @@ static void on_release(void *user, int rc, long status, const char *body, size_t
 {
 	struct registry__op *op = user;
 	char why[LOG_ERR_MAX];
-	int ok = 0;
+	bool ok = false;
 
 	op->req = NULL;
 	if (rc < 0 || status != 200)

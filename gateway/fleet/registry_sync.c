@@ -7,6 +7,7 @@
    registry_core.c only; what the watch sees of this gateway's own keys
    goes to them through keys_events. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,7 +42,7 @@ static int owner_of(const struct etcdjson_kv *kv, const char *field, char *gw,
 	json_t *j = json_loadb(kv->value, kv->value_len, 0, NULL);
 	const char *g = json_string_value(json_object_get(j, field));
 	const char *u = json_string_value(json_object_get(j, "url"));
-	int ok = g && u && *g && strlen(g) < gcap && strlen(u) < ucap;
+	bool ok = g && u && *g && strlen(g) < gcap && strlen(u) < ucap;
 
 	if (ok) {
 		snprintf(gw, gcap, "%s", g);
@@ -55,7 +56,7 @@ static void put_route(struct registry *r, struct routecache *c, const char *name
 		      const char *gw, const char *url, int64_t lease)
 {
 	if (routecache_put(c, name, gw, url, lease) == 0) {
-		r->full = 0;
+		r->full = false;
 		return;
 	}
 	if (!r->full)
@@ -63,7 +64,7 @@ static void put_route(struct registry *r, struct routecache *c, const char *name
 			  "registry: the routing cache holds --max-routes (%zu) entries: "
 			  "%s and what follows are not cached",
 			  routecache_size(c), name);
-	r->full = 1;
+	r->full = true;
 }
 
 static void apply_put(struct registry *r, const struct etcdjson_kv *kv)
@@ -130,8 +131,8 @@ static void failed(struct registry *r, const char *why)
 {
 	int64_t wait = jittered(r, r->resync_backoff_ms);
 
-	r->syncing = 0;
-	r->in_sync = 0;
+	r->syncing = false;
+	r->in_sync = false;
 	log_warn(NULL,
 		 "registry: the routing cache is out of sync (%s): resyncing in %lld ms",
 		 why, (long long)wait);
@@ -223,9 +224,9 @@ static void synced(struct registry *r)
 	size_t gone = routecache_sweep(r->routes);
 
 	routecache_sweep(r->gateways);
-	r->syncing = 0;
-	r->in_sync = 1;
-	r->range_failing = 0;
+	r->syncing = false;
+	r->in_sync = true;
+	r->range_failing = false;
 	r->resync_backoff_ms = REGISTRY__RESYNC_MIN_MS;
 	log_info(NULL,
 		 "registry: routing cache in sync at revision %lld: %zu instances, %zu "
@@ -254,13 +255,13 @@ static void on_range(void *user, int rc, long status, const char *body, size_t l
 	if (rc < 0 || status != 200) {
 		registry__request_failed(r, "range of the prefix", rc, status,
 					 rc < 0 ? err : body);
-		r->range_failing = 1;
+		r->range_failing = true;
 		failed(r, "the range read failed");
 		return;
 	}
 	if (etcdjson_range_reply(body, len, &page, why, sizeof(why)) < 0) {
 		registry__request_failed(r, "range of the prefix", 0, status, why);
-		r->range_failing = 1;
+		r->range_failing = true;
 		failed(r, "the range read failed");
 		return;
 	}
@@ -303,8 +304,8 @@ void registry__sync_start(struct registry *r)
 		return;
 	if (r->synced_once)
 		r->resyncs++;
-	r->synced_once = 1;
-	r->syncing = 1;
+	r->synced_once = true;
+	r->syncing = true;
 	r->revision = 0;
 	r->page_limit = ETCDJSON_PAGE_MAX;
 	routecache_begin(r->routes);

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,14 +50,15 @@ struct relay {
 	struct buf head, pairs;
 	size_t n_pairs, head_len, body_want;
 	unsigned status;
-	int body_to_eof;
+	bool body_to_eof;
 	char err[CURL_ERROR_SIZE + 64];
 	/* timers: the opening's deadline, then the idle bound and the flush */
 	struct ev_timer *timer, *kick;
 	int64_t idle_ms, last_io;
-	int owner_eof, client_eof, counted;
+	bool owner_eof, client_eof, counted;
 	/* what the kick delivers */
-	int answer_due, end_due, answer_rc;
+	bool answer_due, end_due;
+	int answer_rc;
 	relay_answer_cb acb;
 	void *auser;
 	relay_end_cb ecb;
@@ -172,7 +174,7 @@ static void deliver_answer(struct relay *r)
 		r->st->relays_failed++;
 		a.err = r->err;
 	}
-	r->answer_due = 0;
+	r->answer_due = false;
 	r->acb(r->auser, &a); /* may free r */
 	free(h);
 }
@@ -186,7 +188,7 @@ static void on_kick(struct ev_timer *t, void *user)
 		return;
 	}
 	if (r->end_due) {
-		r->end_due = 0;
+		r->end_due = false;
 		r->ecb(r->euser, r); /* may free r */
 		return;
 	}
@@ -204,7 +206,7 @@ static void answer(struct relay *r, int rc, const char *fmt, const char *why)
 		r->state = r->status == 101 ? S_WAIT : S_DONE;
 	}
 	r->answer_rc = rc;
-	r->answer_due = 1;
+	r->answer_due = true;
 	ev_timer_disarm(r->timer);
 	watch(r->oio, 0);
 	ev_timer_arm(r->kick, 0, 0);
@@ -466,7 +468,7 @@ static void end(struct relay *r)
 	watch(r->cio, 0);
 	watch(r->oio, 0);
 	ev_timer_disarm(r->timer);
-	r->end_due = 1;
+	r->end_due = true;
 	ev_timer_arm(r->kick, 0, 0);
 }
 
@@ -482,7 +484,7 @@ static int client_in(struct relay *r)
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	if (n == 0) {
-		r->client_eof = 1;
+		r->client_eof = true;
 		return 1;
 	}
 	buf_commit(&r->to_owner, n);
@@ -518,7 +520,7 @@ static int owner_in(struct relay *r)
 	if (n < 0)
 		return -1;
 	if (n == 0) {
-		r->owner_eof = 1;
+		r->owner_eof = true;
 		return 1;
 	}
 	buf_commit(&r->to_client, n);
@@ -627,7 +629,7 @@ void relay_start(struct relay *r, int client_fd, const void *client_extra,
 	LIST_INSERT_HEAD(forward_relay_list(r->f), r, entry);
 	r->st->relays++;
 	r->st->relays_active++;
-	r->counted = 1;
+	r->counted = true;
 	if (extra_len)
 		buf_append(&r->to_owner, client_extra, extra_len);
 	r->st->relay_bytes_in += extra_len;
@@ -671,7 +673,7 @@ void relay_close_all(struct forward *f)
 
 	while ((r = LIST_FIRST(relays))) {
 		r->state = S_DONE;
-		r->end_due = 0;
+		r->end_due = false;
 		r->ecb(r->euser, r);
 		if (LIST_FIRST(relays) ==
 		    r) /* the callback left it: it goes all the same */

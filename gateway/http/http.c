@@ -55,7 +55,7 @@ static void run(struct http *h)
 	MHD_UNSIGNED_LONG_LONG t;
 	int64_t deadline;
 
-	h->kick = 0;
+	h->kick = false;
 	MHD_run(h->d);
 	if (h->n_handed) {
 		let_go(h);
@@ -249,7 +249,7 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 		  : tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, NULL, err,
 				   errlen) < 0)
 		return -EINVAL;
-	h->has_tls = 1;
+	h->has_tls = true;
 	return 0;
 }
 
@@ -290,7 +290,7 @@ struct http *http_new(const struct http_host *hh, const char *host, uint16_t por
 		snprintf(err, errlen, "cannot watch libmicrohttpd's epoll fd");
 		goto out_free;
 	}
-	h->kick = 1;
+	h->kick = true;
 	return h;
 out_free:
 	http_free(h);

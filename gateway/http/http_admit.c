@@ -79,7 +79,7 @@ void http__head_expired(struct ev_timer *t, void *user)
 			  h->cfg->request_head_timeout_s);
 		shutdown(s->fd, SHUT_RDWR);
 		http__head_disarm(s);
-		h->kick = 1;
+		h->kick = true;
 	}
 	head_timer_update(h);
 }
@@ -156,9 +156,9 @@ static bool evict_oldest_head(struct http *h)
 	/* MHD reads end-of-file and closes it on its next run. */
 	shutdown(s->fd, SHUT_RDWR);
 	http__head_disarm(s);
-	s->evicted = 1;
+	s->evicted = true;
 	h->n_evicting++;
-	h->kick = 1;
+	h->kick = true;
 	h->metrics->heads_evicted++;
 	log_refusal(h, &s->peer, "connection evicted at the limit: no request head yet");
 	return true;
@@ -335,7 +335,7 @@ int http__count_client(struct http_req *r, struct http_sock *s, const char *meth
 		return 0;
 	if (r->fleet && s->counted) {
 		peer_table_give(r->h->peers, &s->peer);
-		s->counted = 0;
+		s->counted = false;
 	}
 	xff = MHD_lookup_connection_value(r->c, MHD_HEADER_KIND, "X-Forwarded-For");
 	if (!r->fleet)
@@ -346,6 +346,6 @@ int http__count_client(struct http_req *r, struct http_sock *s, const char *meth
 		log_refusal(r->h, &r->client, "request refused (429), client at its cap");
 		return -EBUSY;
 	}
-	r->client_counted = 1;
+	r->client_counted = true;
 	return 0;
 }

@@ -59,7 +59,7 @@ struct http_hold {
 	struct http *h;
 	struct MHD_UpgradeResponseHandle *urh; /* NULL: the fd is the connection's */
 	struct peer_addr peer;		       /* counted in h's table when counted */
-	int counted;
+	bool counted;
 };
 
 struct http {
@@ -73,7 +73,7 @@ struct http {
 	struct ev_io *io;
 	struct ev_timer *timer;
 	uint16_t port;
-	int kick;	  /* a request was resumed: run MHD before the next poll */
+	bool kick;	  /* a request was resumed: run MHD before the next poll */
 	int64_t deadline; /* of the armed timer (monotonic ms), 0: none */
 	struct peer_table *peers;      /* connections per untrusted peer, requests
 					  per client behind a trusted proxy */
@@ -85,7 +85,7 @@ struct http {
 	unsigned n_evicting;	   /* evicted heads MHD has yet to close */
 	unsigned verdict;	   /* on_accept's for the socket it admits: 0, 429, 503 */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
-	int has_tls;
+	bool has_tls;
 	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
 	   after the run that upgraded them (let_go). */
 	struct MHD_UpgradeResponseHandle **handed;
@@ -99,10 +99,10 @@ struct http_sock {
 	struct http *h;
 	int fd;
 	struct peer_addr peer;
-	int counted;	       /* holds one count of peer in h->peers */
-	int trusted;	       /* the peer is a --trusted-proxy */
+	bool counted;	       /* holds one count of peer in h->peers */
+	bool trusted;	       /* the peer is a --trusted-proxy */
 	unsigned refuse;       /* 429 or 503: answered so and closed; 0: admitted */
-	int evicted;	       /* cut at the limit while sending its head */
+	bool evicted;	       /* cut at the limit while sending its head */
 	int64_t deadline;      /* the request must be whole by then (monotonic ms); 0: not
 				  waiting */
 	struct tls_cred *cred; /* what this connection's TLS session uses */
@@ -116,15 +116,15 @@ struct http_req {
 	struct buf body;
 	struct buf protocols; /* Sec-WebSocket-Protocol lines joined */
 	size_t discarded;
-	int started, handled, suspended, too_large, upgraded;
-	int close_after;	       /* the answer ends the connection */
-	int client_counted;	       /* holds one count of client in h->peers */
+	bool started, handled, suspended, too_large, upgraded;
+	bool close_after;	       /* the answer ends the connection */
+	bool client_counted;	       /* holds one count of client in h->peers */
 	struct peer_addr client;       /* behind a trusted proxy: from X-Forwarded-For */
 	int64_t start_us;	       /* its first byte, for the latency histograms */
 	struct route_req *rq;	       /* NULL once upgraded: conn.c has what it needs */
 	struct conn *conn;	       /* made before the 101, started after it */
 	struct httpfleet_headers hdrs; /* gathered when the request is forwarded */
-	int fleet; /* forwarded by a gateway of the fleet: client is its client */
+	bool fleet; /* forwarded by a gateway of the fleet: client is its client */
 	char client_text[64]; /* the client's address, for forwarding */
 };
 

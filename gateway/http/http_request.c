@@ -127,15 +127,15 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 	}
 	h->handed[h->n_handed++] = urh;
 	h->n_out++;
-	h->kick = 1;
+	h->kick = true;
 	if (s->counted) {
 		hold->peer = s->peer;
-		hold->counted = 1;
-		s->counted = 0;
+		hold->counted = true;
+		s->counted = false;
 	} else if (r->client_counted) {
 		hold->peer = r->client;
-		hold->counted = 1;
-		r->client_counted = 0;
+		hold->counted = true;
+		r->client_counted = false;
 	}
 	return fd;
 }
@@ -148,14 +148,14 @@ static void let_go_socket(struct http_hold *hold, int fd)
 
 	if (hold->urh) {
 		MHD_upgrade_action(hold->urh, MHD_UPGRADE_ACTION_CLOSE);
-		h->kick = 1; /* MHD closes it on its next run */
+		h->kick = true; /* MHD closes it on its next run */
 	} else if (fd >= 0) {
 		close(fd);
 		h->n_out--;
 	}
 	if (hold->counted)
 		peer_table_give(h->peers, &hold->peer);
-	hold->counted = 0;
+	hold->counted = false;
 	hold->urh = NULL;
 }
 
@@ -182,8 +182,8 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 		fd = sock;
 		hold->urh = urh;
 	}
-	r->rq->slot_held = 0;
-	r->upgraded = 1;
+	r->rq->slot_held = false;
+	r->upgraded = true;
 	r->conn = NULL;
 	conn_start(conn, fd, extra, extra_len,
 		   &(struct conn_socket){.release = release, .hold = hold});
@@ -221,7 +221,7 @@ static void on_relayed(void *cls, struct MHD_Connection *c, void *req_cls,
 		d->fd = sock;
 		d->hold.urh = urh;
 	}
-	r->upgraded = 1;
+	r->upgraded = true;
 	routes_relay_start(r->rq, d->fd, extra, extra_len, relay_ended, d);
 	req_release(r);
 }
@@ -291,7 +291,7 @@ static ssize_t forwarded_read(void *cls, uint64_t pos, char *out, size_t max)
 	if (n > 0)
 		return n;
 	if (n == -EAGAIN) {
-		r->suspended = 1;
+		r->suspended = true;
 		MHD_suspend_connection(r->c);
 		return 0;
 	}
@@ -319,7 +319,7 @@ static ssize_t stream_block(void *cls, uint64_t pos, char *out, size_t max)
 			 (int)strcspn(r->target, "?"), r->target);
 		return MHD_CONTENT_READER_END_WITH_ERROR;
 	}
-	r->suspended = 1;
+	r->suspended = true;
 	MHD_suspend_connection(r->c);
 	return 0;
 }
@@ -516,9 +516,9 @@ static void handle(struct http_req *r, const char *method)
 	rq->body = (const char *)buf_head(&r->body);
 	rq->body_len = buf_size(&r->body);
 	rq->user = r;
-	r->handled = 1;
+	r->handled = true;
 	if (routes_handle(rq) == 1) {
-		r->suspended = 1;
+		r->suspended = true;
 		MHD_suspend_connection(r->c);
 	}
 }
@@ -533,7 +533,7 @@ static int whole(struct http_req *r, const char *method)
 		http__head_disarm(s);
 	if (http__count_client(r, s, method) == 0)
 		return 0;
-	r->handled = 1;
+	r->handled = true;
 	routes_refuse(r->rq, 429, "RATE_LIMITED",
 		      "too many connections from this client address");
 	return -EBUSY;
@@ -546,17 +546,17 @@ static void done(struct route_req *rq)
 
 	if (!r->suspended)
 		return;
-	r->suspended = 0;
+	r->suspended = false;
 	MHD_resume_connection(r->c);
-	r->h->kick = 1;
+	r->h->kick = true;
 }
 
 /* A connection the accept policy refused: its request is answered with
    the refusal, whatever it asked, and the connection closes after it. */
 static enum MHD_Result answer_refusal(struct http_req *r, unsigned status)
 {
-	r->handled = 1;
-	r->close_after = 1;
+	r->handled = true;
+	r->close_after = true;
 	if (status == 429)
 		routes_refuse(r->rq, 429, "RATE_LIMITED",
 			      "too many connections from this client address "
@@ -576,7 +576,7 @@ static enum MHD_Result first(struct http_req *r)
 	const char *cl = header(r, MHD_HTTP_HEADER_CONTENT_LENGTH);
 	struct http_sock *s = sock_of(r->c);
 
-	r->started = 1;
+	r->started = true;
 	r->start_us = time_mono_us();
 	r->rq->done = done;
 	r->h->metrics->http_requests++;
@@ -590,7 +590,7 @@ static enum MHD_Result upload(struct http_req *r, const char *data, size_t *n)
 	if (!r->too_large && buf_size(&r->body) + *n <= ROUTES_BODY_MAX) {
 		buf_append(&r->body, data, *n);
 	} else {
-		r->too_large = 1;
+		r->too_large = true;
 		r->discarded += *n;
 		if (r->discarded > HTTP__DISCARD_MAX)
 			return MHD_NO;

@@ -1,6 +1,7 @@
 /* httpfleet: see httpfleet.h. */
 #include "httpfleet.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -45,7 +46,7 @@ const struct forward_header *httpfleet_collect(struct MHD_Connection *c,
 	const char *p;
 
 	if (!hs->done) {
-		hs->done = 1;
+		hs->done = true;
 		buf_init(&hs->store);
 		hs->n = 0;
 		MHD_get_connection_values(c, MHD_HEADER_KIND, one, hs);
@@ -72,7 +73,7 @@ void httpfleet_clear(struct httpfleet_headers *hs)
 	free(hs->h);
 	hs->h = NULL;
 	hs->n = 0;
-	hs->done = 0;
+	hs->done = false;
 }
 
 void httpfleet_answer_headers(struct MHD_Response *resp, const struct forward_header *h,

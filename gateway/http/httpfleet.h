@@ -22,7 +22,7 @@ struct httpfleet_headers {
 	struct buf store; /* "name\0value\0" pairs */
 	struct forward_header *h;
 	size_t n;
-	int done;
+	bool done;
 };
 
 /* The request's headers, gathered on the first call (at most

@@ -8,6 +8,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,7 +32,7 @@ static int unhex(int c)
 
 /* Percent-decodes s[0, n) into out; plus_space turns '+' into ' ' (query
    strings). Refuses a bad escape, %00 and output longer than cap - 1. */
-static int decode(const char *s, size_t n, int plus_space, char *out, size_t cap)
+static int decode(const char *s, size_t n, bool plus_space, char *out, size_t cap)
 {
 	size_t o = 0;
 
@@ -74,7 +75,7 @@ static int split(const char *target, char segs[][ROUTES_FILE_MAX + 1], const cha
 		if (len > end - i)
 			len = end - i;
 		if (n == ROUTES__SEGS_MAX ||
-		    decode(target + i, len, 0, segs[n], ROUTES_FILE_MAX + 1) < 0) {
+		    decode(target + i, len, false, segs[n], ROUTES_FILE_MAX + 1) < 0) {
 			*why = n == ROUTES__SEGS_MAX ? "path too deep"
 						     : "bad percent-encoding in path";
 			return -EINVAL;
@@ -154,7 +155,7 @@ static int match_static(char segs[][ROUTES_FILE_MAX + 1], int n, struct route_ma
 	return 0;
 }
 
-int routes_match(const char *target, int with_static, struct route_match *m,
+int routes_match(const char *target, bool with_static, struct route_match *m,
 		 const char **why)
 {
 	char segs[ROUTES__SEGS_MAX][ROUTES_FILE_MAX + 1] = {{0}}; /* "/" has no segment */
@@ -261,17 +262,17 @@ static int token_param(const char *p, size_t len)
 {
 	char *buf = xmalloc(len + 1);
 	size_t nlen = strcspn(p, "=");
-	int hit;
+	bool hit;
 
 	if (nlen > len)
 		nlen = len;
-	if (decode(p, nlen, 1, buf, len + 1) < 0) {
+	if (decode(p, nlen, true, buf, len + 1) < 0) {
 		memcpy(buf, p, nlen);
 		buf[nlen] = '\0';
 	}
 	hit = token_name(buf);
 	if (!hit && nlen < len) {
-		if (decode(p + nlen + 1, len - nlen - 1, 1, buf, len + 1) < 0) {
+		if (decode(p + nlen + 1, len - nlen - 1, true, buf, len + 1) < 0) {
 			memcpy(buf, p + nlen + 1, len - nlen - 1);
 			buf[len - nlen - 1] = '\0';
 		}

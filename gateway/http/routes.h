@@ -66,7 +66,7 @@ struct route_match {
    with_static is set. Returns 0; -ENOENT when nothing matches (404);
    -EINVAL for a malformed path (bad escape, %00, a "." or ".." segment,
    a bad id) with a static reason in *why (400). */
-int routes_match(const char *target, int with_static, struct route_match *m,
+int routes_match(const char *target, bool with_static, struct route_match *m,
 		 const char **why);
 /* The methods route id accepts, for the Allow header ("GET, POST"). */
 const char *routes_allow(enum route_id id);
@@ -181,31 +181,31 @@ struct route_req {
 	struct buf out;		  /* the body (owned; routes_req_clear frees it) */
 	const char *content_type; /* static string */
 	const char *allow;	  /* Allow header for 405, or NULL */
-	int www_authenticate;	  /* add WWW-Authenticate: Bearer */
+	bool www_authenticate;	  /* add WWW-Authenticate: Bearer */
 	int retry_after;	  /* Retry-After seconds, 0: none */
 	int file_fd;		  /* ROUTE_STATIC: body is this file (owned), or -1 */
 	uint64_t file_size;
 	const char *static_file; /* ROUTE_STATIC served: its path, for webfiles_headers */
-	int streamed; /* the body is pulled through routes_stream_read (a recording) */
+	bool streamed; /* the body is pulled through routes_stream_read (a recording) */
 
 	/* an accepted attach (status 101): the connection slot is held until
 	   http.c hands ctx to conn_start and clears slot_held */
 	struct attach_ctx attach;
 	char ws_accept[WSHS_ACCEPT_LEN + 1];
 	struct wshs_deflate deflate; /* the permessage-deflate agreed, if any */
-	int slot_held;
+	bool slot_held;
 
 	/* private to the routes module (routes*.c) */
 	struct route_match m;
 	struct upstream *pending_up;
 	uint64_t pending_id;
-	int in_handle, answered;
+	bool in_handle, answered;
 	void (*on_reply)(struct route_req *rq, const Ptg__Reply *r);
 	size_t held_bytes;	     /* counted in metrics.reply_bytes until cleared */
 	char *rest_principal;	     /* an admitted REST request's place (restlimit) */
 	struct route_export *export; /* a recording's pages (routes_recording.c) */
 	struct routes_fwd *fwd;	     /* a forwarded request (routes_forward.c) */
-	int forwarded;		     /* its fleet header verified: it came forwarded */
+	bool forwarded;		     /* its fleet header verified: it came forwarded */
 };
 
 /* A streamed answer's next bytes (at most cap) into out: their count,

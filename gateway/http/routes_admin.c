@@ -1,6 +1,7 @@
 /* routes_admin: the operator routes, /healthz /readyz /metrics, and the
    AgentCard of an instance; with --admin-listen they are served on the
    admin listener only (routes.c decides). */
+#include <stdbool.h>
 #include <stdlib.h>
 
 #include "config.h"
@@ -23,10 +24,10 @@ int routes__readyz(struct route_req *rq)
 	json_t *inst = json_object();
 	size_t n;
 	struct upstream *const *ups = rq->gateway->instances(rq->gateway->owner, &n);
-	int any = 0;
+	bool any = false;
 
 	for (size_t i = 0; i < n; i++) {
-		int up = upstream_up(ups[i]);
+		bool up = upstream_up(ups[i]);
 
 		any |= up;
 		json_object_set_new(inst, upstream_instance(ups[i]),

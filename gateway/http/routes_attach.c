@@ -18,7 +18,7 @@ void routes__release_slot(struct route_req *rq)
 		return;
 	rq->gateway->slot_release(rq->gateway->owner, rq->attach.claims.sub,
 				  rq->attach.instance_id);
-	rq->slot_held = 0;
+	rq->slot_held = false;
 }
 
 static void on_attach(struct route_req *rq, const Ptg__Reply *r)
@@ -113,7 +113,7 @@ static int attach_admit(struct route_req *rq, struct upstream *up)
 		routes__error(rq, 429, "RATE_LIMITED", msg);
 		return -EBUSY;
 	}
-	rq->slot_held = 1;
+	rq->slot_held = true;
 	if (!upstream_up(up)) {
 		routes__release_slot(rq);
 		routes__unavailable(rq);

@@ -22,7 +22,7 @@ int routes__unauthenticated(struct route_req *rq, const char *message)
 {
 	rq->gateway->metrics->auth_failures++; /* missing or invalid, REST or attach */
 	routes__error(rq, 401, "UNAUTHENTICATED", message);
-	rq->www_authenticate = 1;
+	rq->www_authenticate = true;
 	return -EACCES;
 }
 

@@ -5,6 +5,7 @@
    ends. The policy (what is refused, in which order, with which status)
    reads from here into the handlers. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -52,7 +53,7 @@ static int on_listener(const struct route_req *rq)
 
 static int dispatch(struct route_req *rq)
 {
-	int with_static = rq->role == ROUTE_PUBLIC && rq->gateway->cfg->static_dir[0];
+	bool with_static = rq->role == ROUTE_PUBLIC && rq->gateway->cfg->static_dir[0];
 	const char *why;
 	int rc = routes_match(rq->target, with_static, &rq->m, &why);
 
@@ -79,9 +80,9 @@ int routes_handle(struct route_req *rq)
 {
 	int rc;
 
-	rq->in_handle = 1;
+	rq->in_handle = true;
 	rc = dispatch(rq);
-	rq->in_handle = 0;
+	rq->in_handle = false;
 	if (rc == 0)
 		routes__count(rq);
 	return rc;

@@ -8,6 +8,7 @@
    (etcd away and the instance not cached) is a 503 with Retry-After;
    LOCAL and UNKNOWN go on to the local handlers (UNKNOWN is their 404). */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@ struct routes_fwd {
 	struct forward_header *h;
 	size_t n;
 	struct forward_call *call;
-	int streams;	/* the owner's head came: its body follows from call */
+	bool streams;	/* the owner's head came: its body follows from call */
 	int64_t length; /* the owner's Content-Length, or -1 */
 	uint64_t sent;	/* body bytes read from call */
 	struct relay *relay;
@@ -98,7 +99,7 @@ static void answered(struct route_req *rq, int rc, unsigned status,
 		buf_append(&rq->out, body, len);
 		keep_headers(rq, h, n);
 	}
-	rq->answered = 1;
+	rq->answered = true;
 	if (!rq->in_handle && rq->done)
 		rq->done(rq);
 }
@@ -114,7 +115,7 @@ static void on_head(void *user, const struct forward_answer *a)
 		answered(rq, a->rc, 0, NULL, 0, NULL, 0, a->err);
 		return;
 	}
-	rq->fwd->streams = 1;
+	rq->fwd->streams = true;
 	rq->fwd->length = a->length;
 	answered(rq, 0, (unsigned)a->status, a->headers, a->n_headers, NULL, 0, NULL);
 }
@@ -137,7 +138,7 @@ static void on_upgrade(void *user, const struct relay_answer *a)
 		   for its socket (routes_relay_start). */
 		rq->status = 101;
 		keep_headers(rq, a->headers, a->n_headers);
-		rq->answered = 1;
+		rq->answered = true;
 		if (!rq->in_handle && rq->done)
 			rq->done(rq);
 		return;
@@ -215,7 +216,7 @@ int routes__fleet_check(struct route_req *rq)
 					 rq->forwarded_for ? rq->forwarded_for : "")
 		      : -EACCES;
 	if (rc == 0) {
-		rq->forwarded = 1;
+		rq->forwarded = true;
 		return 0;
 	}
 	/* The refusal's log line (http.c) names the client and this reason. */

@@ -13,6 +13,7 @@
    never closed as if whole). Scope: sessions or pty:observe (a recording
    shows what observing shows), for that instance and session. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,9 +34,9 @@ struct route_export {
 	size_t carry_len;
 	struct buf pages; /* received, not yet handed to the HTTP server */
 	size_t held;	  /* of pages, counted in ptygate_reply_bytes */
-	int asking;	  /* a page is in flight */
-	int done;	  /* the export ends here */
-	int failed;	  /* the link failed after the 200 */
+	bool asking;	  /* a page is in flight */
+	bool done;	  /* the export ends here */
+	bool failed;	  /* the link failed after the 200 */
 };
 
 /* The memory the export holds counts in ptygate_reply_bytes. */
@@ -57,7 +58,7 @@ static void take_page(struct route_req *rq, const Ptg__ExportChunk *c)
 	buf_append(&x->pages, c->data.data, c->data.len);
 	account(rq);
 	if (c->done || c->next_after <= x->after || c->carry.len > 3) {
-		x->done = 1;
+		x->done = true;
 		return;
 	}
 	x->after = c->next_after;
@@ -98,11 +99,11 @@ static void on_more(const Ptg__Reply *r, void *user)
 	struct route_export *x = rq->export;
 
 	rq->pending_up = NULL;
-	x->asking = 0;
+	x->asking = false;
 	if (page_ok(r))
 		take_page(rq, r->export_chunk);
 	else
-		x->failed = 1;
+		x->failed = true;
 	if (rq->done)
 		rq->done(rq);
 }
@@ -114,13 +115,13 @@ static void ask_more(struct route_req *rq)
 	Ptg__ExportSession q = PTG__EXPORT_SESSION__INIT;
 
 	ask_message(rq, &q, &m);
-	x->asking = 1;
+	x->asking = true;
 	rq->pending_up = x->up;
 	rq->pending_id = q.request_id;
 	if (upstream_request(x->up, &m, q.request_id, on_more, rq) < 0) {
 		rq->pending_up = NULL;
-		x->asking = 0;
-		x->failed = 1;
+		x->asking = false;
+		x->failed = true;
 	}
 }
 
@@ -157,7 +158,7 @@ static void on_first(struct route_req *rq, const Ptg__Reply *r)
 	take_page(rq, r->export_chunk);
 	rq->status = 200;
 	rq->content_type = RECORDING_TYPE;
-	rq->streamed = 1;
+	rq->streamed = true;
 }
 
 void routes__export_free(struct route_req *rq)

@@ -87,7 +87,7 @@ static void reply_cb(const Ptg__Reply *r, void *user)
 	if (rq->pending_up)
 		return; /* on_reply asked again: a recording's next page */
 	hold_answer(rq);
-	rq->answered = 1;
+	rq->answered = true;
 	if (!rq->in_handle) {
 		routes__count(rq);
 		if (rq->done)
@@ -99,7 +99,7 @@ int routes__ask(struct route_req *rq, struct upstream *up, const Ptg__LinkMessag
 		uint64_t id, void (*on_reply)(struct route_req *, const Ptg__Reply *))
 {
 	rq->on_reply = on_reply;
-	rq->answered = 0;
+	rq->answered = false;
 	rq->pending_up = up;
 	rq->pending_id = id;
 	if (upstream_request(up, m, id, reply_cb, rq) < 0) {

@@ -6,6 +6,7 @@
    follow): the sidecar bounds each page and cuts each entry's command, so
    one answer costs this loop a bounded amount of encoding. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -215,7 +216,7 @@ static void on_session(struct route_req *rq, const Ptg__Reply *r)
 
 int routes__session(struct route_req *rq)
 {
-	int del = !strcmp(rq->method, "DELETE");
+	bool del = !strcmp(rq->method, "DELETE");
 	unsigned need = del ? SCOPE_SESSIONS : SCOPE_SESSIONS | SCOPE_OBSERVE;
 	struct jwt_claims c;
 	struct upstream *up = routes__rest_gate(rq, need, rq->m.session, &c);

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -179,7 +180,7 @@ static void test_lease_replies(void **state)
 static void test_claim_replies(void **state)
 {
 	struct etcdjson_kv cur;
-	int ok = -1;
+	bool ok = false;
 	const char *won =
 	    "{" HEADER ",\"succeeded\":true,\"responses\":[{\"response_put\":{}}]}";
 	const char *held =

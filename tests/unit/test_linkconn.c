@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -82,7 +83,7 @@ static void on_message(struct linkconn *lc, const Ptg__LinkMessage *m, void *use
 		usleep((useconds_t)s->slow_us);
 }
 
-static void on_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, int cut,
+static void on_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool cut,
 		    void *user)
 {
 	struct side *s = user;

@@ -6,6 +6,7 @@
 
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@ static int link_a, link_b; /* addresses used as opaque link keys */
 static struct member *join(struct members *m, void *link, uint64_t id, enum member_role r,
 			   int may_control, int want_downgraded, const char *want_reason)
 {
-	int down = -1;
+	bool down = !want_downgraded; /* the call must set it */
 	const char *reason = "unset";
 	struct member *mb =
 	    members_join(m, link, id, r, may_control, "x", &down, &reason);
@@ -103,7 +104,7 @@ static void test_zero_controllers(void **state)
 static void test_observers_full(void **state)
 {
 	struct members *m = members_new(1, 2);
-	int down;
+	bool down;
 	const char *reason;
 
 	join(m, &link_a, 1, MEMBER_OBSERVER, 1, 0, NULL);
@@ -127,7 +128,7 @@ static void test_observers_full(void **state)
 static void request(struct members *m, struct member *mb, enum member_role want,
 		    int want_changed, int want_down, const char *want_reason)
 {
-	int down = -1;
+	bool down = !want_down; /* the call must set it */
 	const char *reason = "unset";
 
 	assert_int_equal(members_request_role(m, mb, want, &down, &reason), want_changed);
@@ -179,7 +180,7 @@ static void test_leave_frees_slot(void **state)
 {
 	struct members *m = members_new(2, 1);
 	struct member *a, *o;
-	int down;
+	bool down;
 	const char *reason;
 
 	a = join(m, &link_a, 1, MEMBER_CONTROLLER, 1, 0, NULL);
@@ -314,7 +315,7 @@ static void test_client_id_format_and_uniqueness(void **state)
 {
 	struct members *m = members_new(4, 300);
 	struct member *mb[304];
-	int down;
+	bool down;
 	const char *reason;
 
 	for (int i = 0; i < 304; i++) {
@@ -335,7 +336,7 @@ static void test_client_id_format_and_uniqueness(void **state)
 
 static const char *joined_label(struct members *m, uint64_t id, const char *label)
 {
-	int down;
+	bool down;
 	const char *reason;
 	struct member *mb =
 	    members_join(m, &link_a, id, MEMBER_OBSERVER, 0, label, &down, &reason);
