@@ -105,9 +105,9 @@ int wsclient_split_url(const char *url, struct wsclient_addr *a, char *err, size
 	return 0;
 }
 
-/* wsclient_request with a Sec-WebSocket-Extensions offer (NULL: none). */
-static void request_ext(const struct wsclient_addr *a, const char *path, const char *key,
-			const char *token, const char *extensions, struct buf *out)
+void wsclient_request_ext(const struct wsclient_addr *a, const char *path,
+			  const char *key, const char *token, const char *extensions,
+			  struct buf *out)
 {
 	buf_appendf(out,
 		    "GET %s%s HTTP/1.1\r\n"
@@ -129,7 +129,7 @@ static void request_ext(const struct wsclient_addr *a, const char *path, const c
 void wsclient_request(const struct wsclient_addr *a, const char *path, const char *key,
 		      const char *token, struct buf *out)
 {
-	request_ext(a, path, key, token, NULL, out);
+	wsclient_request_ext(a, path, key, token, NULL, out);
 }
 
 /* The value of header name in head (NUL-terminated, lines after the
@@ -508,7 +508,8 @@ static int handshake(int fd, struct tlsio *t, const struct wsclient_addr *a,
 	b64_encode(nonce, sizeof(nonce), &key);
 	*buf_reserve(&key, 1) = '\0';
 	wshs_accept_key((const char *)key.data, accept);
-	request_ext(a, path, (const char *)key.data, token, WSCLIENT_DEFLATE_OFFER, &req);
+	wsclient_request_ext(a, path, (const char *)key.data, token,
+			     WSCLIENT_DEFLATE_OFFER, &req);
 	rc = send_all(fd, t, &req, deadline);
 	if (rc < 0)
 		snprintf(err, errlen, "sending the upgrade request: %s", strerror(-rc));

@@ -49,6 +49,12 @@ void wsclient_request(const struct wsclient_addr *a, const char *path, const cha
    state; the CLI's own messages (keystrokes) are sent plain. */
 #define WSCLIENT_DEFLATE_OFFER "permessage-deflate; server_no_context_takeover"
 
+/* wsclient_request with a Sec-WebSocket-Extensions offer (NULL: none):
+   the CLI's deflate offer, and the load client's. */
+void wsclient_request_ext(const struct wsclient_addr *a, const char *path,
+			  const char *key, const char *token, const char *extensions,
+			  struct buf *out);
+
 /* Checks the server's answer p[0, n) to a request whose expected
    Sec-WebSocket-Accept is accept; eof says the peer has closed. Returns
    1 when the upgrade succeeded (*head_len: the bytes of the answer's
