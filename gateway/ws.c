@@ -11,11 +11,14 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <wslay/wslay.h>
 #include <zlib.h>
 
 #include "buf.h"
+#include "deflate_budget.h"
+#include "timeutil.h"
 #include "utf8.h"
 #include "xalloc.h"
 
@@ -584,21 +587,35 @@ struct wsframe *wsframe_text(const char *payload, size_t len)
 	return f;
 }
 
-/* One deflate state for the whole process (about 256 KiB), reset per
-   message: server_no_context_takeover. */
-static z_stream *deflater(void)
-{
-	static z_stream z;
-	static bool ready;
+/* One deflate state per level for the whole process (about 256 KiB
+   each), reset per message: server_no_context_takeover. The level
+   follows the loop's compression budget (deflate_budget.h). */
+static struct deflate_budget budget;
 
-	if (!ready) {
-		if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, -15, 8,
-				 Z_DEFAULT_STRATEGY) != Z_OK)
+/* The loop's own CPU time: what compressing took from it, not the time
+   the machine gave to others meanwhile. */
+static int64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static z_stream *deflater(int level)
+{
+	static z_stream z[2];
+	static bool ready[2];
+	int i = level == DEFLATE_LEVEL_FAST;
+
+	if (!ready[i]) {
+		if (deflateInit2(&z[i], level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
+		    Z_OK)
 			abort(); /* only on out of memory: the xalloc policy */
-		ready = true;
+		ready[i] = true;
 	}
-	deflateReset(&z);
-	return &z;
+	deflateReset(&z[i]);
+	return &z[i];
 }
 
 /* Deflates f's payload into a new RSV1 frame, or NULL when that would
@@ -609,9 +626,11 @@ static struct wsframe *deflate_frame(const struct wsframe *f)
 		      : (f->data[1] & 0x7f) == 126 ? 4
 						   : 2;
 	size_t n = f->len - hlen, bound, out_len;
-	z_stream *z = deflater();
+	int64_t c0 = thread_cpu_us();
+	z_stream *z = deflater(deflate_budget_level(&budget, time_mono_us()));
 	struct wsframe *d;
 	uint8_t *tmp;
+	int rc;
 
 	if (n > UINT32_MAX / 2)
 		return NULL;
@@ -622,7 +641,9 @@ static struct wsframe *deflate_frame(const struct wsframe *f)
 	z->next_out = tmp;
 	z->avail_out = (uInt)bound;
 	/* With deflateBound's room one call consumes everything. */
-	if (deflate(z, Z_SYNC_FLUSH) != Z_OK || z->avail_in != 0 || z->avail_out == 0) {
+	rc = deflate(z, Z_SYNC_FLUSH);
+	deflate_budget_spent(&budget, time_mono_us(), thread_cpu_us() - c0);
+	if (rc != Z_OK || z->avail_in != 0 || z->avail_out == 0) {
 		free(tmp);
 		return NULL;
 	}
