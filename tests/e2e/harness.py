@@ -81,6 +81,9 @@ ANSI = re.compile(rb"\x1b(\[[0-9;?<=>!\"' ]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)|[(
 # a deadline for a failure, never a measurement, so generous that a
 # loaded two-core machine running the sanitizer build cannot reach it.
 DEFAULT_TIMEOUT = 20.0
+# How long a test waits for what a daemon writes or counts after an action
+# (a log line, a /metrics counter): a bound for a failure, likewise.
+WAIT_BOUND = 60.0
 PROMPT = "$ "  # the PS1 of create_session's shells
 
 
@@ -109,6 +112,21 @@ def uuid7():
 def now_ts():
     t = time.time()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
+
+
+async def poll_until(predicate, what, timeout=WAIT_BOUND, logs=lambda: ""):
+    """predicate's first true value, polled every 50 ms without blocking
+    the event loop; an AssertionError naming what (and logs()) when timeout
+    passes first. A log line or a counter read once right after an action
+    races the daemon that writes it: wait for exactly what is asserted."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("%s within %.0f s\n%s" % (what, timeout, logs()))
+        await asyncio.sleep(0.05)
 
 
 def screen_text(raw):
@@ -362,6 +380,14 @@ class Daemon:
         if rc != 0:
             return "%s exited with status %s after SIGTERM" % (self.name, rc)
         return None
+
+    def log_text(self):
+        """The whole log, as text ("" before it exists)."""
+        try:
+            with open(self.log_path, "rb") as f:
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
 
     def log_tail(self, n=40):
         try:

@@ -395,9 +395,13 @@ class Tasks(TaskCase):
         await self.request(c, "SubscribeToTask", {"task_id": tid}, expect="SubscribeToTask.Accepted")
         snap = await c.expect_frame("TaskStatusUpdate")
         self.assertEqual(snap["service_parameters"]["trace_id"], new)
-        await asyncio.sleep(0.2)
-        with open(self.stack.sidecar.log_path, errors="replace") as f:
-            lines = [l for l in f if tid in l]
+        # Waited for, not slept on: the task's lines (submitted, started,
+        # finished) are each written by the sidecar as the task moves.
+        def task_lines():
+            lines = [l for l in self.stack.sidecar.log_text().splitlines() if tid in l]
+            return lines if len(lines) >= 3 else None
+        lines = await harness.poll_until(task_lines, "three log lines of task %s" % tid,
+                                         logs=self.stack.logs)
         self.assertGreaterEqual(len(lines), 3, lines)
         for l in lines:
             self.assertIn("trace=" + trace, l)
