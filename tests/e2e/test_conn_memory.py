@@ -10,6 +10,7 @@ import asyncio
 import base64
 import json
 import os
+import time
 import unittest
 
 import harness
@@ -69,6 +70,19 @@ class ConnMemory(unittest.TestCase):
                     pass
             await asyncio.sleep(0.2)
 
+    async def settle_until_observers(self, held, n, timeout=harness.WAIT_BOUND):
+        """Reads what the gateway sends until it counts n observers."""
+        deadline = time.monotonic() + timeout
+        key = 'ptygate_connections{role="observer"}'
+        while True:
+            seen = self.stack.metrics().get(key)
+            if seen == n:
+                return
+            if time.monotonic() > deadline:
+                self.fail("the gateway counts %s observers, not %d, after %.0f s\n%s"
+                          % (seen, n, timeout, self.stack.logs()))
+            await self.settle(held, 0.2)
+
     def test_idle_attached_connection_memory(self):
         async def run():
             sids = [self.stack.create_session(command=["/bin/sleep", "600"])
@@ -82,6 +96,10 @@ class ConnMemory(unittest.TestCase):
                 for i in range(N):
                     await self.attach(sids[(WARM + i) // PER_SESSION], i, held)
                 await self.settle(held, 2)
+                # Every join counted (each observer is counted as its
+                # RoleAssigned is queued, which a loaded machine may do
+                # after any fixed settle), then measured.
+                await self.settle_until_observers(held, N + WARM)
                 after = self.stack.gateway.rss_kib()
                 m = self.stack.metrics()
                 self.assertEqual(m.get('ptygate_connections{role="observer"}'), N + WARM)
