@@ -251,8 +251,12 @@ class Failover(E2ETestCase):
         await key_moved
         moved_after = moved_at[0] - killed
         self.assertEqual(st.readyz(survivor).get(st.instance), "up", "its link carried on")
-        self.assertIn("link to unix:%s lost" % st.link_socks[st.gateways.index(owner)],
-                      st.sidecar.log_tail(200))
+        # The sidecar logs its dead link once it reads the end of it, which
+        # nothing waited for above orders: waited for, then asserted.
+        lost = "link to unix:%s lost" % st.link_socks[st.gateways.index(owner)]
+        await self.in_thread(wait_until, lambda: lost in st.sidecar.log_text(),
+                             "the sidecar's log of its lost link", BOUND, self.logs)
+        self.assertIn(lost, st.sidecar.log_text())
 
         # Nothing lost, nothing twice: by sequence, and by the lines.
         before, after = outputs(first), outputs(again)
