@@ -360,6 +360,10 @@ class Outage(RegistryCase):
         self.assertEqual(ready.json()["instances"], {"inst-e2e": "up"})
         sid = a.create_session()
         self.assertEqual(a.get_session(sid)["session_id"], sid)
+        # A watch that etcd ends cleanly takes the state down uncounted:
+        # the failed requests are counted as they come, waited for.
+        wait_until(lambda: a.metrics()["ptygate_registry_request_errors_total"] > 0,
+                   "a failed registry request counted", stacks=[a])
         self.assertGreater(a.metrics()["ptygate_registry_request_errors_total"], 0)
 
         # etcd back: the gateway converges (lease, keys, cache).
