@@ -49,7 +49,14 @@ class ConnLimit(harness.E2ETestCase):
             for _ in range(HTTP_EXTRA + 6):
                 idle.append(socket.create_connection(("127.0.0.1", self.stack.port), timeout=5))
                 time.sleep(0.005)
-            time.sleep(1)
+            # The gateway accepts them as its loop gets to them: wait
+            # (bounded) for the limit to be reached, then for a moment
+            # more, so one taken past it would show.
+            deadline = time.monotonic() + 30
+            while (self.gateway_fds() - before < MAX_CONNS + HTTP_EXTRA - 2
+                   and time.monotonic() < deadline):
+                time.sleep(0.05)
+            time.sleep(0.5)
             sockets = self.gateway_fds() - before
             harness.note("the gateway holds %d sockets for %d WebSockets and %d idle connections"
                          % (sockets, MAX_CONNS, len(idle)))
