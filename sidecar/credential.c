@@ -166,16 +166,6 @@ const char *credential_token(const struct credential *c, size_t *len)
 	return (const char *)buf_head(&c->token);
 }
 
-const char *credential_instance_id(const struct credential *c)
-{
-	return c->claims.instance_id;
-}
-
-int64_t credential_expires_at(const struct credential *c)
-{
-	return c->claims.exp;
-}
-
 int credential_settle_instance(const struct credential *c, char *instance_id, size_t cap,
 			       bool given, char *err, size_t errlen)
 {

@@ -33,10 +33,6 @@ void credential_free(struct credential *c);
 /* The current token, NUL-terminated; *len (when not NULL) its length.
    Valid until the next credential_check_changed that returns 1. */
 const char *credential_token(const struct credential *c, size_t *len);
-/* The instance the token names; it never changes while c lives. */
-const char *credential_instance_id(const struct credential *c);
-/* The current token's exp, seconds since the epoch. */
-int64_t credential_expires_at(const struct credential *c);
 
 /* Settles the sidecar's instance id (cap bytes at instance_id) with the
    token's: copies the token's in, unless given (--instance-id was on the

@@ -255,19 +255,3 @@ void feeder_trim(struct feeder *f)
 	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
 		buf_free(&f->pending);
 }
-
-void feeder_hold_until_wait(void)
-{
-	workq_hold(the_queue());
-}
-
-size_t feeder_total_peak(void)
-{
-	return total_peak;
-}
-
-void feeder_stats(const struct feeder *f, struct feeder_stats *out)
-{
-	*out = f->st;
-	out->thread_bytes = atomic_load_explicit(&f->thread_bytes, memory_order_relaxed);
-}

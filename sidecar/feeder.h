@@ -79,14 +79,5 @@ size_t feeder_unsynced(const struct feeder *f);
 /* Returns the storage of a drained feeder above a small reserve (an idle
    session does not keep a flood's worth of it). Call after feeder_sync. */
 void feeder_trim(struct feeder *f);
-void feeder_stats(const struct feeder *f, struct feeder_stats *out);
-/* The most output of all feeders together that has waited for the model,
-   as seen when a batch was handed over or found busy (tests). */
-size_t feeder_total_peak(void);
-/* Tests: the thread takes no batch from now until the loop has to wait
-   for one (past FEEDER_PENDING_MAX or FEEDER_TOTAL_MAX), as if the model
-   were slower than any output, whatever the scheduler does; feeder_sync
-   and feeder_free meanwhile take a held batch back and feed it here. */
-void feeder_hold_until_wait(void);
 
 #endif

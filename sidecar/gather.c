@@ -18,7 +18,8 @@ void gather_free(struct gather *g)
 	buf_free(&g->held);
 }
 
-bool gather_holding(const struct gather *g)
+/* Whether bytes of a stream are held. */
+static bool gather_holding(const struct gather *g)
 {
 	return buf_size(&g->held) > 0;
 }

@@ -66,6 +66,5 @@ void gather_flush(struct gather *g);
 void gather_input(struct gather *g, int64_t now_us);
 /* Frees the storage of an empty gather (a quiet session keeps none). */
 void gather_trim(struct gather *g);
-bool gather_holding(const struct gather *g);
 
 #endif

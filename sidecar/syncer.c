@@ -194,15 +194,3 @@ void syncer_wait(int64_t ticket)
 	pthread_once(&queue_once, make_queue);
 	workq_wait(queue, ticket);
 }
-
-size_t syncer_queued_peak(void)
-{
-	pthread_once(&queue_once, make_queue);
-	return workq_peak(queue);
-}
-
-void syncer_set_limit(size_t bytes)
-{
-	pthread_once(&queue_once, make_queue);
-	workq_set_limit(queue, bytes ? bytes : SYNCER_QUEUE_BYTES);
-}

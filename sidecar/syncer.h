@@ -40,9 +40,5 @@ int64_t syncer_write_file(const char *path, uint8_t *data, size_t len);
 /* Waits until the batch of ticket (and every one before it) is taken
    and its file written; its sync may still be running. */
 void syncer_wait(int64_t ticket);
-/* The most bytes that were queued and not yet written at once (tests). */
-size_t syncer_queued_peak(void);
-/* Lowers the bound (tests: a tiny queue fills at once). 0: the default. */
-void syncer_set_limit(size_t bytes);
 
 #endif

@@ -4,6 +4,8 @@
    on the loop would (at every sync, whatever the thread was doing), feed
    floods off the loop and lone keystrokes on it, keep what waits beside a
    batch bounded, and let a feeder go while the thread holds its batch. */
+#include "../../sidecar/feeder.c"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -16,10 +18,34 @@
 #include <cmocka.h>
 
 #include "buf.h"
-#include "feeder.h"
 #include "screen.h"
 #define HELP_SCREEN_SEED 2026u
 #include "help_screen.h"
+
+/* ---- what the test reads of feeder.c, which it includes ---- */
+
+/* The feeder's counters, thread_bytes as the thread has counted it. */
+static void feeder_stats(const struct feeder *f, struct feeder_stats *out)
+{
+	*out = f->st;
+	out->thread_bytes = atomic_load_explicit(&f->thread_bytes, memory_order_relaxed);
+}
+
+/* The most output of all feeders together that has waited for the model,
+   as seen when a batch was handed over or found busy. */
+static size_t feeder_total_peak(void)
+{
+	return total_peak;
+}
+
+/* The thread takes no batch from now until the loop has to wait for one
+   (past FEEDER_PENDING_MAX or FEEDER_TOTAL_MAX), as if the model were
+   slower than any output, whatever the scheduler does; feeder_sync and
+   feeder_free meanwhile take a held batch back and feed it here. */
+static void feeder_hold_until_wait(void)
+{
+	workq_hold(the_queue());
+}
 
 static void random_bytes(struct buf *out, size_t n)
 {

@@ -4,6 +4,7 @@
    served; segments roll and retention deletes whole ones oldest first;
    a wrong key cannot read a sealed segment; sealed files round-trip. */
 #include "../../sidecar/framelog.c"
+#include "../../sidecar/syncer.c"
 
 #include <dirent.h>
 #include <errno.h>
@@ -21,7 +22,6 @@
 
 #include "log.h"
 #include "seal.h"
-#include "syncer.h"
 
 /* ---- what the test reads of framelog.c, which it includes ---- */
 
@@ -29,6 +29,23 @@
 static uint64_t framelog_forgotten_through(const struct framelog *l)
 {
 	return l->forgotten_through;
+}
+
+/* ---- what the test reads of syncer.c, the thread framelog.c writes on,
+   which it includes too ---- */
+
+/* The most bytes that were queued and not yet written at once. */
+static size_t syncer_queued_peak(void)
+{
+	pthread_once(&queue_once, make_queue);
+	return workq_peak(queue);
+}
+
+/* Lowers the bound (a tiny queue fills at once). 0: the default. */
+static void syncer_set_limit(size_t bytes)
+{
+	pthread_once(&queue_once, make_queue);
+	workq_set_limit(queue, bytes ? bytes : SYNCER_QUEUE_BYTES);
 }
 
 static char state[256];

@@ -3,6 +3,8 @@
    pause) goes at once; a stream's reads are held until GATHER_MIN bytes
    or GATHER_WAIT_US; every byte goes out once, in order, in spans of at
    most GATHER_MAX. The clock is the test's. */
+#include "../../sidecar/gather.c"
+
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,7 +15,6 @@
 #include <cmocka.h>
 
 #include "buf.h"
-#include "gather.h"
 
 #define T0 1000000 /* any start: the clock is the caller's */
 
