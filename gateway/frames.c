@@ -63,7 +63,8 @@ static const char *const frame_errors[] = {
 
 #define FRAMES__COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-const struct frames_error_row *frames_error_row(enum frames_code code)
+/* The table row of code (never NULL for a valid code). */
+static const struct frames_error_row *frames_error_row(enum frames_code code)
 {
 	if ((unsigned)code >= FRAMES_CODE_COUNT)
 		code = FRAMES_INTERNAL;

@@ -61,8 +61,6 @@ enum frames_goodbye_reason {
 	FRAMES_BYE_OTHER,
 };
 
-/* The table row of code (never NULL for a valid code). */
-const struct frames_error_row *frames_error_row(enum frames_code code);
 /* Maps a link Reply error code to the binding's; OK and unknown values
    give INTERNAL, NOT_FOUND and ERR_SESSION_EXITED give INVALID_REQUEST. */
 enum frames_code frames_code_from_link(Ptg__ErrorCode code);

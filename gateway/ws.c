@@ -389,11 +389,6 @@ void ws_set_deflate(struct ws *ws, bool on)
 								    : WSLAY_RSV_NONE);
 }
 
-bool ws_at_rest(const struct ws *ws)
-{
-	return ws->ctx == NULL;
-}
-
 void ws_free(struct ws *ws)
 {
 	if (ws == NULL)
@@ -540,11 +535,6 @@ bool ws_close_sent(const struct ws *ws)
 bool ws_close_received(const struct ws *ws)
 {
 	return ws->ctx && wslay_event_get_close_received(ws->ctx);
-}
-
-uint16_t ws_close_code_sent(const struct ws *ws)
-{
-	return ws->ctx ? wslay_event_get_status_code_sent(ws->ctx) : 0;
 }
 
 static size_t header_len(size_t len)

@@ -79,9 +79,6 @@ void ws_set_max_message(struct ws *ws, size_t n);
    or text that is not UTF-8). The inflate state is one for the process,
    reset per message, so a connection holds none. */
 void ws_set_deflate(struct ws *ws, bool on);
-/* True when wslay's state is released (between frames, nothing queued,
-   not closing): what an idle connection costs is then struct ws only. */
-bool ws_at_rest(const struct ws *ws);
 
 /* Feeds n received bytes: callbacks fire for what completes, then any
    frames wslay queued (pong, close echo, protocol-error close) are written
@@ -104,8 +101,6 @@ int ws_send_close(struct ws *ws, uint16_t code, const char *reason);
 bool ws_close_sent(const struct ws *ws);
 /* Whether the peer's close frame has arrived. */
 bool ws_close_received(const struct ws *ws);
-/* The code of the close this side sent, or 1006 (none yet). */
-uint16_t ws_close_code_sent(const struct ws *ws);
 
 /* A complete server text frame shared by reference between connections.
    Not thread-safe: the gateway is one event loop. */

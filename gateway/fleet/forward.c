@@ -281,11 +281,6 @@ ssize_t forward_read(struct forward_call *c, void *dst, size_t cap)
 	return (ssize_t)n;
 }
 
-size_t forward_buffered(const struct forward_call *c)
-{
-	return buf_size(&c->window);
-}
-
 /* ---- the request ---- */
 
 static int add_header(struct forward_call *c, const char *name, const char *value)

@@ -92,8 +92,6 @@ struct forward_call *forward_http(struct forward *f, const struct forward_reques
    called when there is); another negative errno: the body broke (the
    owner went away -EIO, fell silent -ETIMEDOUT). */
 ssize_t forward_read(struct forward_call *c, void *dst, size_t cap);
-/* Body bytes the call holds now (at most FORWARD_WINDOW and one chunk). */
-size_t forward_buffered(const struct forward_call *c);
 /* Ends a call, its transfer aborted if under way (the client went
    away), and frees it: head and body are not called again. NULL is a
    no-op. */

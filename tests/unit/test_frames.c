@@ -3,6 +3,8 @@
    field by field (exact text for binding_hello and the
    REPLAY_OUT_OF_RANGE Error), and validated against the published JSON
    Schemas by tests/unit/validate_frames.py. */
+#include "../../gateway/frames.c"
+
 #include <errno.h>
 #include <libgen.h>
 #include <setjmp.h>
@@ -18,7 +20,6 @@
 
 #include "b64.h"
 #include "buf.h"
-#include "frames.h"
 #include "timeutil.h"
 #include "uuid.h"
 
@@ -240,7 +241,7 @@ static json_t *session_frame(Ptg__Frame *f, json_t **frame)
 
 static void test_output(void **state)
 {
-	static const char *streams[] = {"stdout", "stderr", "log"};
+	static const char *want_stream[] = {"stdout", "stderr", "log"};
 	Ptg__Frame f = PTG__FRAME__INIT;
 	Ptg__OutputFrame o = PTG__OUTPUT_FRAME__INIT;
 	struct buf raw = BUF_INIT;
@@ -262,7 +263,7 @@ static void test_output(void **state)
 		p = session_frame(&f, &v);
 		assert_string_equal(str_at(v, "ts"), T1_TEXT);
 		assert_string_equal(str_at(p, "kind"), "Output");
-		assert_string_equal(str_at(p, "stream"), streams[i]);
+		assert_string_equal(str_at(p, "stream"), want_stream[i]);
 		s = str_at(p, "data");
 		buf_reset(&raw);
 		assert_int_equal(b64_decode(s, strlen(s), &raw), 0);

@@ -2,6 +2,8 @@
 /* ws: client frames are built here, masked as a browser would, and fed
    whole and one byte at a time; what the codec writes is parsed back as
    server frames. Also the shared wsframe_text encoding. */
+#include "../../gateway/ws.c"
+
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,7 +16,21 @@
 #include <zlib.h>
 
 #include "buf.h"
-#include "ws.h"
+
+/* ---- what the test reads of ws.c, which it includes ---- */
+
+/* True when wslay's state is released (between frames, nothing queued,
+   not closing): what an idle connection costs is then struct ws only. */
+static bool ws_at_rest(const struct ws *ws)
+{
+	return ws->ctx == NULL;
+}
+
+/* The code of the close this side sent, or 1006 (none yet). */
+static uint16_t ws_close_code_sent(const struct ws *ws)
+{
+	return ws->ctx ? wslay_event_get_status_code_sent(ws->ctx) : 0;
+}
 
 enum { OP_CONT = 0, OP_TEXT = 1, OP_BIN = 2, OP_CLOSE = 8, OP_PING = 9, OP_PONG = 10 };
 
@@ -59,7 +75,7 @@ static void on_binary(size_t n, void *user)
 	r->binary_len = n;
 }
 
-static void on_close(uint16_t code, const char *reason, size_t n, void *user)
+static void on_close_frame(uint16_t code, const char *reason, size_t n, void *user)
 {
 	struct rec *r = user;
 
@@ -75,7 +91,8 @@ static void on_pong(const uint8_t *p, size_t n, void *user)
 	((struct rec *)user)->npong++;
 }
 
-static const struct ws_callbacks cbs = {on_write, on_text, on_binary, on_close, on_pong};
+static const struct ws_callbacks cbs = {on_write, on_text, on_binary, on_close_frame,
+					on_pong};
 
 static void rec_init(struct rec *r)
 {
@@ -652,6 +669,13 @@ static void test_rest_between_frames(void **state)
 	rec_free(&r);
 }
 
+/* ws.c is included, so GCC 12 inlines wsframe_unref's free into this test
+   and, not knowing the count was 2, takes the reads of f->refs after it
+   for uses after free. */
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
 static void test_wsframe(void **state)
 {
 	static const uint8_t h125[] = {0x81, 125};
@@ -675,6 +699,9 @@ static void test_wsframe(void **state)
 	wsframe_unref(NULL);
 	ws_free(NULL);
 }
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
 
 /* Raw deflate of p as a client would send it (RFC 7692 7.2.1): the sync
    flush's 00 00 ff ff removed. */
