@@ -42,6 +42,10 @@ struct workq *workq_new(workq_fn fn, void *user)
 	return q;
 }
 
+/* Lets the worker finish the item it runs and joins it; the items still
+   queued stay queued. No-op when no worker runs. */
+static void workq_stop(struct workq *q);
+
 void workq_free(struct workq *q)
 {
 	if (!q)
@@ -108,7 +112,7 @@ int workq_start(struct workq *q, const char *name)
 	return rc;
 }
 
-void workq_stop(struct workq *q)
+static void workq_stop(struct workq *q)
 {
 	pthread_mutex_lock(&q->mu);
 	if (!q->running) {

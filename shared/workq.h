@@ -51,16 +51,14 @@ typedef void (*workq_fn)(struct workq *q, struct workq_item *it, void *user);
    workq_wake_fd. No limit. NULL (errno set) when the eventfd cannot be
    made. */
 struct workq *workq_new(workq_fn fn, void *user);
-/* Stops the worker (workq_stop) and frees the queue; items still queued
-   are their owners' (a loop pops them first). NULL: no-op. */
+/* Stops the worker (it finishes the item it runs) and frees the queue;
+   items still queued are their owners' (a loop pops them first). NULL:
+   no-op. */
 void workq_free(struct workq *q);
 
 /* Starts the worker thread (named name when not NULL) unless it runs
    already. 0, or a negative errno when it cannot be made. */
 int workq_start(struct workq *q, const char *name);
-/* Lets the worker finish the item it runs and joins it; the items still
-   queued stay queued. No-op when no worker runs. */
-void workq_stop(struct workq *q);
 
 /* Queues the idle item it (its size set), waiting first while the limit
    leaves no room for it. Returns its ticket (> 0). */

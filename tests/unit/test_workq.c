@@ -6,6 +6,8 @@
    hand-over (workq_submit_if_idle) readies and queues an idle item and
    leaves a queued or running one alone, a running one held by a gate the
    test opens. */
+#include "../../shared/workq.c"
+
 #include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,8 +20,6 @@
 #include <unistd.h>
 
 #include <cmocka.h>
-
-#include "workq.h"
 
 #define N_JOBS 5
 
