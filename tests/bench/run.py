@@ -93,34 +93,17 @@ def note(text):
     sys.stderr.flush()
 
 
-def nginx_binary():
-    """Debian's nginx (scripts/install-deps.sh installs nginx-light for the
-    e2e tests), or None."""
-    path = shutil.which("nginx") or "/usr/sbin/nginx"
-    return path if os.access(path, os.X_OK) else None
-
-
 class Nginx:
     """A real nginx as a WebSocket reverse proxy on loopback in front of
-    127.0.0.1:upstream, the way a web terminal is deployed (as
-    tests/e2e/test_fleet_proxy.py runs it: Debian's binary, a private
-    config and prefix in a temporary directory, one worker, daemon off)."""
+    127.0.0.1:upstream, the way a web terminal is deployed (harness's
+    NginxProcess: Debian's binary, a private config and prefix in a
+    temporary directory, one worker, daemon off)."""
 
     def __init__(self, upstream):
         self.dir = tempfile.mkdtemp(prefix="nginx-")
-        os.makedirs(os.path.join(self.dir, "logs"))
         self.port = harness.free_port()
-        d = self.dir
-        conf = "\n".join([
-            "user root;" if os.geteuid() == 0 else "",
-            "worker_processes 1;", "pid %s/nginx.pid;" % d,
-            "error_log %s/logs/error.log warn;" % d,
-            "events { worker_connections 256; }",
-            "http {",
-            "  access_log off;",
-            "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (d, d),
-            "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
-            % (d, d, d),
+        self.nginx = harness.NginxProcess(self.dir, self.port)
+        self.nginx.write_config([
             "  server {",
             "    listen 127.0.0.1:%d;" % self.port,
             "    tcp_nodelay on;",
@@ -134,47 +117,22 @@ class Nginx:
             "      proxy_read_timeout 3600s;",
             "      proxy_send_timeout 3600s;",
             "    }",
-            "  }",
-            "}", ""])
-        self.conf = os.path.join(d, "nginx.conf")
-        with open(self.conf, "w", encoding="utf-8") as f:
-            f.write(conf)
-        self.proc = None
+            "  }"])
+
+    def listening(self):
+        socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+        return True
 
     def start(self):
-        with open(os.path.join(self.dir, "logs", "stderr"), "w") as err:
-            self.proc = subprocess.Popen([nginx_binary(), "-p", self.dir, "-c", self.conf,
-                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                                         stderr=err)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError("nginx exited: " + self.log())
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        raise RuntimeError("nginx did not listen in 10 s: " + self.log())
+        try:
+            self.nginx.start(self.listening)
+        except AssertionError as e:
+            raise RuntimeError(str(e))
+        return self
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        self.nginx.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
-
-    def log(self):
-        text = ""
-        for name in ("stderr", "error.log"):
-            path = os.path.join(self.dir, "logs", name)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    text += f.read()[-2000:]
-        return text or "(no log)"
 
 
 class Suite:
@@ -388,7 +346,7 @@ class Suite:
                             "onehop.echo.us.p50", "onehop.echo.us.p99",
                             "onehop.echo.us.over10ms"])
         # The two-hop anchor: the one-hop reference behind nginx.
-        if nginx_binary():
+        if harness.nginx_binary():
             self.keep("nginx.", self.onehop(script, "onehop-echo", n, nginx=True),
                       ["onehop.echo.us.p50", "onehop.echo.us.p99", "onehop.echo.us.max",
                        "onehop.echo.us.over10ms"])
@@ -720,7 +678,7 @@ class Suite:
         elif self.stat("echo.us.p50") and not self.args.from_log:
             rows.append("| echo vs the one-hop reference behind nginx | - | %s | - |"
                         % ("skipped: nginx is not installed (scripts/install-deps.sh installs "
-                           "nginx-light)" if not nginx_binary() else
+                           "nginx-light)" if not harness.nginx_binary() else
                            "no results: see the notes above"))
         for p in ("p50", "p99", "max"):
             row("echo %s beside a flood in another session (us, %d samples); baseline alone"

@@ -139,6 +139,81 @@ def note(text):
     sys.stderr.write("  [e2e] %s\n" % text)
 
 
+def nginx_binary():
+    """Debian's nginx (scripts/install-deps.sh installs nginx-light), or None."""
+    path = shutil.which("nginx") or "/usr/sbin/nginx"
+    return path if os.access(path, os.X_OK) else None
+
+
+class NginxProcess:
+    """A real nginx for a test or a benchmark: Debian's binary, one worker,
+    daemon off, its config, temp paths and logs in a private dir; stopped
+    with SIGQUIT (then SIGKILL after a bounded wait)."""
+
+    def __init__(self, workdir, port):
+        self.dir, self.port, self.proc = workdir, port, None
+        os.makedirs(os.path.join(workdir, "logs"), exist_ok=True)
+        self.conf = os.path.join(workdir, "nginx.conf")
+
+    def write_config(self, http_lines, access_log=False):
+        """nginx.conf: the main context around http_lines (the body of the
+        http block), every path in the private dir."""
+        d = self.dir
+        lines = ["user root;" if os.geteuid() == 0 else "",
+                 "worker_processes 1;", "pid %s/nginx.pid;" % d,
+                 "error_log %s/logs/error.log warn;" % d,
+                 "events { worker_connections 256; }",
+                 "http {",
+                 "  access_log %s;" % ("%s/logs/access.log" % d if access_log else "off"),
+                 "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (d, d),
+                 "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
+                 % (d, d, d)] + list(http_lines) + ["}", ""]
+        with open(self.conf, "w", encoding="utf-8") as f:
+            f.write("\n".join(lines))
+
+    def start(self, answers, timeout=10):
+        """Starts nginx and waits until answers() is true (an OSError from
+        it means not yet); raises AssertionError with nginx's log if it
+        exits or does not answer in time."""
+        binary = nginx_binary()
+        if not binary:
+            raise AssertionError("nginx is not installed "
+                                 "(scripts/install-deps.sh installs nginx-light)")
+        with open(os.path.join(self.dir, "logs", "stderr"), "w") as err:
+            self.proc = subprocess.Popen([binary, "-p", self.dir, "-c", self.conf,
+                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
+                                         stderr=err)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError("nginx exited: " + self.log())
+            try:
+                if answers():
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("nginx did not answer in %d s: %s" % (timeout, self.log()))
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGQUIT)
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def log(self):
+        text = ""
+        for name in ("stderr", "error.log"):
+            path = os.path.join(self.dir, "logs", name)
+            if os.path.exists(path):
+                with open(path, encoding="utf-8", errors="replace") as f:
+                    text += f.read()[-2000:]
+        return text or "(no log)"
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

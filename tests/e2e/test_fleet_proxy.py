@@ -11,8 +11,6 @@ import http.client
 import json
 import os
 import re
-import shutil
-import signal
 import ssl
 import subprocess
 import time
@@ -26,13 +24,6 @@ from harness import Client, FrameValidator, SUBPROTOCOL, Stack, b64url
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 FLEET_CONF = os.path.join(REPO, "deploy", "nginx", "ptygate-fleet.conf")
-
-
-def nginx_binary():
-    path = shutil.which("nginx") or "/usr/sbin/nginx"
-    if not os.path.exists(path):
-        raise AssertionError("nginx is not installed (scripts/install-deps.sh installs nginx-light)")
-    return path
 
 
 def fleet_config(port, gateways, cert, key):
@@ -61,8 +52,8 @@ def fleet_config(port, gateways, cert, key):
 class Proxy:
     def __init__(self, workdir, gateways):
         self.dir = os.path.join(workdir, "nginx")
-        os.makedirs(os.path.join(self.dir, "logs"), exist_ok=True)
         self.port = harness.free_port()
+        self.nginx = harness.NginxProcess(self.dir, self.port)
         self.cert, self.key = os.path.join(self.dir, "cert.pem"), os.path.join(self.dir, "key.pem")
         subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
                         "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", self.key,
@@ -70,57 +61,24 @@ class Proxy:
                         "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost"],
                        check=True, capture_output=True, timeout=30)
         self.ssl = ssl.create_default_context(cafile=self.cert)
-        main = ["%s" % ("user root;" if os.geteuid() == 0 else ""),
-                "worker_processes 1;", "pid %s/nginx.pid;" % self.dir,
-                "error_log %s/logs/error.log warn;" % self.dir,
-                "events { worker_connections 256; }",
-                "http {",
-                "  access_log %s/logs/access.log;" % self.dir,
-                "  client_body_temp_path %s/body; proxy_temp_path %s/proxy;" % (self.dir, self.dir),
-                "  fastcgi_temp_path %s/fcgi; uwsgi_temp_path %s/uwsgi; scgi_temp_path %s/scgi;"
-                % (self.dir, self.dir, self.dir),
-                fleet_config(self.port, gateways, self.cert, self.key), "}"]
-        self.conf = os.path.join(self.dir, "nginx.conf")
-        with open(self.conf, "w", encoding="utf-8") as f:
-            f.write("\n".join(main))
-        self.proc = None
+        self.nginx.write_config([fleet_config(self.port, gateways, self.cert, self.key)],
+                                access_log=True)
+        self.conf = self.nginx.conf
+
+    def answers(self):
+        conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=1, context=self.ssl)
+        conn.request("GET", "/")
+        conn.getresponse().read()
+        return True
 
     def start(self):
-        with open(os.path.join(self.dir, "logs", "stderr"), "w") as err:
-            self.proc = subprocess.Popen([nginx_binary(), "-p", self.dir, "-c", self.conf,
-                                          "-g", "daemon off;"], stdout=subprocess.DEVNULL,
-                                         stderr=err)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            if self.proc.poll() is not None:
-                raise AssertionError("nginx exited: " + self.log())
-            try:
-                conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=1,
-                                                   context=self.ssl)
-                conn.request("GET", "/")
-                conn.getresponse().read()
-                return
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError("nginx did not answer: " + self.log())
+        self.nginx.start(self.answers)
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGQUIT)
-            try:
-                self.proc.wait(5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
+        self.nginx.stop()
 
     def log(self):
-        text = ""
-        for name in ("stderr", "error.log"):
-            path = os.path.join(self.dir, "logs", name)
-            if os.path.exists(path):
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    text += f.read()[-2000:]
-        return text or "(no log)"
+        return self.nginx.log()
 
     def http(self, method, path, token=None, body=None):
         conn = http.client.HTTPSConnection("127.0.0.1", self.port, timeout=10, context=self.ssl)
