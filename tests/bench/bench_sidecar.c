@@ -13,7 +13,8 @@
    cat) against the plain loop's reader, both from the kernel's counters.
    PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random.
    PTG_BENCH_STATE_DIR=1 runs the sidecar with --state-dir (durable
-   history, --fsync interval:100ms, its default). */
+   history sealed with a key made at start, --fsync interval:100ms, its
+   default). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -381,17 +382,18 @@ static void idle_sessions(struct client *c, pid_t sidecar)
 static pid_t start_sidecar(const char *bin)
 {
 	const char *durable = getenv("PTG_BENCH_STATE_DIR");
-	char listen[300], state[300];
+	char listen[300], state[300], key[300];
 	pid_t p;
 
 	snprintf(listen, sizeof(listen), "unix:%s", sock_path);
 	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(key, sizeof(key), "%s/state.key", dir); /* made at first start */
 	p = fork();
 	if (p == 0) {
 		if (durable && *durable == '1')
 			execl(bin, bin, "--listen", listen, "--log-level", "warn",
 			      "--max-sessions", "200", "--state-dir", state,
-			      (char *)NULL);
+			      "--state-key-file", key, (char *)NULL);
 		else
 			execl(bin, bin, "--listen", listen, "--log-level", "warn",
 			      "--max-sessions", "200", (char *)NULL);
@@ -405,9 +407,9 @@ static void remove_state(void)
 {
 	char cmd[400];
 
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s/state'", dir);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s/state' '%s/state.key'", dir, dir);
 	if (system(cmd) != 0)
-		fprintf(stderr, "bench_sidecar: could not remove %s/state\n", dir);
+		fprintf(stderr, "bench_sidecar: could not remove %s/state and its key\n", dir);
 }
 
 int main(int argc, char **argv)
