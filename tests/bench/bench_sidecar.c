@@ -409,7 +409,8 @@ static void remove_state(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s/state' '%s/state.key'", dir, dir);
 	if (system(cmd) != 0)
-		fprintf(stderr, "bench_sidecar: could not remove %s/state and its key\n", dir);
+		fprintf(stderr, "bench_sidecar: could not remove %s/state and its key\n",
+			dir);
 }
 
 int main(int argc, char **argv)
