@@ -249,9 +249,12 @@ size_t feeder_unsynced(const struct feeder *f)
 
 void feeder_trim(struct feeder *f)
 {
-	if (!workq_busy(the_queue(), &f->item) && !buf_size(&f->batch) &&
-	    f->batch.cap > FEEDER_RESERVE)
-		buf_free(&f->batch);
+	/* While its item is busy the thread has the batch and the model. */
+	if (!workq_busy(the_queue(), &f->item)) {
+		screen_trim(f->scr);
+		if (!buf_size(&f->batch) && f->batch.cap > FEEDER_RESERVE)
+			buf_free(&f->batch);
+	}
 	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
 		buf_free(&f->pending);
 }

@@ -137,7 +137,14 @@ void screen_free(struct screen *s)
 	modes_free(s->modes);
 	vterm_free(s->vt);
 	buf_free(&s->cache.bytes);
+	free(s->toks.v);
 	free(s);
+}
+
+void screen_trim(struct screen *s)
+{
+	free(s->toks.v);
+	s->toks = (struct redraw_toks){0};
 }
 
 void screen_size(const struct screen *s, unsigned *cols, unsigned *rows)

@@ -24,6 +24,16 @@ struct snapshot_cache {
 	bool valid;
 };
 
+/* screen_feed_tail's scratch: the tokens of a redraw walk (screen_tail.c).
+   A stream of repaints walks a hundred thousand tokens a megabyte; kept
+   between batches, their array is not mapped afresh (and faulted in page
+   by page) for each, which cost more than the walk itself. */
+struct redraw_tok;
+struct redraw_toks {
+	struct redraw_tok *v;
+	size_t count, cap;
+};
+
 /* A session's terminal model; screen.c alone changes libvterm's setup
    and the callbacks' fields, screen_tail.c reads the geometry and the
    modes to decide what to leave out. */
@@ -46,6 +56,7 @@ struct screen {
 	   cached snapshot is good while it stands still. */
 	uint64_t changes;
 	struct snapshot_cache cache;
+	struct redraw_toks toks; /* whoever feeds the model owns it */
 };
 
 /* The normal screen under the alternate one, NULL when the normal screen

@@ -503,19 +503,6 @@ static unsigned clamp_arg(unsigned v, unsigned max)
 	return (v < max ? v : max) - 1;
 }
 
-/* Follows the cursor through p[0..n), which starts with a CUP, recording
-   the tokens in toks; stops at anything outside the redraw language and
-   before a glyph that would wrap with auto-wrap on. Auto-wrap is assumed
-   on, as the state at p is not known yet: with it off, the glyphs that
-   stop the walk would overwrite the last column instead, and no cell
-   before them lands elsewhere. Returns where it stopped (> 0). */
-/* The tokens of a walk: a plain array, as a megabyte of repaints is about
-   a hundred thousand of them. */
-struct redraw_toks {
-	struct redraw_tok *v;
-	size_t count, cap;
-};
-
 static void toks_push(struct redraw_toks *ts, const struct redraw_tok *t)
 {
 	if (ts->count == ts->cap) {
@@ -525,6 +512,12 @@ static void toks_push(struct redraw_toks *ts, const struct redraw_tok *t)
 	ts->v[ts->count++] = *t;
 }
 
+/* Follows the cursor through p[0..n), which starts with a CUP, recording
+   the tokens in toks; stops at anything outside the redraw language and
+   before a glyph that would wrap with auto-wrap on. Auto-wrap is assumed
+   on, as the state at p is not known yet: with it off, the glyphs that
+   stop the walk would overwrite the last column instead, and no cell
+   before them lands elsewhere. Returns where it stopped (> 0). */
 static size_t redraw_walk(const struct screen *s, const uint8_t *p, size_t n,
 			  struct redraw_toks *toks)
 {
@@ -623,7 +616,7 @@ static size_t redraw_skip(struct screen *s, const uint8_t *p, const struct redra
    leaving out what it can; returns where feeding stopped. */
 static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n)
 {
-	struct redraw_toks toks = {0};
+	struct redraw_toks *toks = &s->toks;
 	size_t i = start, a, e, len, glyph;
 	unsigned arg[2];
 	bool reset;
@@ -645,17 +638,16 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 			i = i < n ? i + redraw_other_len(p + i, n - i) : n;
 			continue;
 		}
-		toks.count = 0;
-		e = i + redraw_walk(s, p + i, n - i, &toks);
+		toks->count = 0;
+		e = i + redraw_walk(s, p + i, n - i, toks);
 		if (e - a >= REDRAW_MIN && e - i >= (size_t)s->rows * s->cols) {
 			screen_feed(s, p + start, i - start);
 			start = i;
 			if (redraw_state_ok(s))
-				start += redraw_skip(s, p + i, toks.v, toks.count);
+				start += redraw_skip(s, p + i, toks->v, toks->count);
 		}
 		i = e; /* a token the walk stopped at starts the next stretch */
 	}
-	free(toks.v);
 	return start;
 }
 
