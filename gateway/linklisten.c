@@ -319,6 +319,7 @@ static void check_opening(struct pending_link *pl)
 		pending_accept(pl, &c);
 	else
 		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
+	linkverify_give_way();
 }
 
 /* Once the frame's length is known: a frame longer than the small buffer

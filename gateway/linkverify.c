@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -231,4 +232,9 @@ void linkverify_post(struct linkverify *v, void *p)
 size_t linkverify_turn_max(const struct linkverify *v)
 {
 	return v->turn_max;
+}
+
+void linkverify_give_way(void)
+{
+	(void)sched_yield();
 }

@@ -50,5 +50,10 @@ void linkverify_post(struct linkverify *v, void *item);
 
 /* Most items handed over in one loop turn so far. */
 size_t linkverify_turn_max(const struct linkverify *v);
+/* On the worker, after each costly step (an Ed25519 check): lets any
+   thread the step kept waiting run first. A nicer thread alone does not
+   give way: the kernel's fair scheduler let it finish its slice, 3 ms of
+   checks, while the loop had woken with a client's keystroke. */
+void linkverify_give_way(void);
 
 #endif

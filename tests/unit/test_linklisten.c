@@ -45,6 +45,7 @@ static pthread_t loop_thread;
 static atomic_char link_fd[MAX_FD];
 static atomic_int accepts_on_loop, accepts_off_loop;
 static atomic_int reads_on_loop, reads_off_loop;
+static atomic_int yields_on_loop, yields_off_loop;
 
 static int on_loop(void)
 {
@@ -67,6 +68,13 @@ ssize_t read(int fd, void *b, size_t n)
 	if (fd >= 0 && fd < MAX_FD && atomic_load(&link_fd[fd]))
 		atomic_fetch_add(on_loop() ? &reads_on_loop : &reads_off_loop, 1);
 	return syscall(SYS_read, fd, b, n);
+}
+
+/* The worker gives way after each check (linkverify_give_way). */
+int sched_yield(void)
+{
+	atomic_fetch_add(on_loop() ? &yields_on_loop : &yields_off_loop, 1);
+	return (int)syscall(SYS_sched_yield);
 }
 
 static struct gw_config cfg;
@@ -160,6 +168,8 @@ static int setup(void **state)
 	atomic_store(&accepts_off_loop, 0);
 	atomic_store(&reads_on_loop, 0);
 	atomic_store(&reads_off_loop, 0);
+	atomic_store(&yields_on_loop, 0);
+	atomic_store(&yields_off_loop, 0);
 	return ll ? 0 : -1;
 }
 
@@ -273,6 +283,9 @@ static void test_loop_never_accepts_nor_reads_an_opening(void **state)
 	assert_int_equal(atomic_load(&reads_on_loop), 0);
 	assert_true(atomic_load(&accepts_off_loop) >= N_LINKS);
 	assert_true(atomic_load(&reads_off_loop) >= N_LINKS);
+	/* each check let a waiting loop run first */
+	assert_true(atomic_load(&yields_off_loop) >= N_LINKS);
+	assert_int_equal(atomic_load(&yields_on_loop), 0);
 	assert_in_range(gw.metrics.link_openings_turn_max, 1, 8);
 	for (int i = 0; i < N_LINKS; i++)
 		close(fds[i]);
