@@ -315,11 +315,13 @@ static void check_opening(struct pending_link *pl)
 	pthread_mutex_lock(&ll->keys_mu);
 	rc = linklisten_opening(ll->keys, pl->in, pl->len, time_now_ms() / 1000, &c);
 	pthread_mutex_unlock(&ll->keys_mu);
+	/* Before the link is posted, so a registration the loop sees
+	   always follows its check's yield. */
+	linkverify_give_way();
 	if (rc == 1)
 		pending_accept(pl, &c);
 	else
 		pending_refuse(pl, rc < 0 ? -rc : LINK_REFUSAL_GARBAGE);
-	linkverify_give_way();
 }
 
 /* Once the frame's length is known: a frame longer than the small buffer
