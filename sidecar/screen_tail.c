@@ -64,11 +64,38 @@ static bool printable8(uint64_t x)
 	return !(((x - SWAR_ONES * 0x20) | (x + SWAR_ONES) | x) & SWAR_HIGHS);
 }
 
+/* Sixteen bytes at a time where the compiler has vectors (SSE2 on
+   x86-64, NEON on arm64): as signed bytes, printable ASCII is above 0x1F
+   and below 0x7F, and 0x80 and up is negative. */
+typedef signed char vbytes __attribute__((vector_size(16)));
+typedef uint64_t vwords __attribute__((vector_size(16)));
+
+static vbytes printable16_mask(const uint8_t *p)
+{
+	vbytes v;
+
+	memcpy(&v, p, sizeof(v));
+	return (v > 0x1f) & (v < 0x7f);
+}
+
+static bool all_set(vbytes m)
+{
+	vwords w = (vwords)m;
+
+	return (w[0] & w[1]) == UINT64_MAX;
+}
+
 /* How many bytes from p on are printable ASCII, up to n. */
 static size_t printable_span(const uint8_t *p, size_t n)
 {
 	size_t k = 0;
 
+	while (k + 64 <= n &&
+	       all_set(printable16_mask(p + k) & printable16_mask(p + k + 16) &
+		       printable16_mask(p + k + 32) & printable16_mask(p + k + 48)))
+		k += 64;
+	while (k + 16 <= n && all_set(printable16_mask(p + k)))
+		k += 16;
 	while (k + 8 <= n && printable8(load8(p + k)))
 		k += 8;
 	while (k < n && p[k] >= 0x20 && p[k] < 0x7f)
@@ -236,17 +263,63 @@ static bool scroll_region_is_screen(const struct screen *s)
 	       !st->lr_margins;
 }
 
+/* The two ways to stand in for what is left out of a plain stretch.
+   Both need the scroll region to be the whole screen.
+   - From the bottom row: when the real cursor is on the bottom row after
+     the part left out, the model's is put there too (a CUP); then
+     rows + 1 advances scroll every row either could have written off
+     the screen.
+   - From anywhere: the model's cursor stays on its row; 2 * rows + 1
+     advances bring both cursors to the bottom row and then scroll every
+     row off.
+   Every advance left in costs libvterm a scroll of the whole screen, so
+   the first is tried first. Blank lines scroll in with the pen's
+   background, which plain text does not change. */
+static unsigned need_from_bottom(const struct screen *s)
+{
+	return s->rows + 1;
+}
+
+static unsigned need_from_anywhere(const struct screen *s)
+{
+	return 2 * s->rows + 1;
+}
+
+/* Puts the model's cursor on the bottom row, at column col (0-based). */
+static void feed_to_bottom(struct screen *s, unsigned col)
+{
+	char cup[32];
+
+	snprintf(cup, sizeof(cup), "\033[%u;%uH", s->rows, col + 1);
+	screen_feed(s, (const uint8_t *)cup, strlen(cup));
+}
+
+/* Within the run p[0..n) that the cursor enters on row row0 (c0, r),
+   where to leave out up to: *x (0: nowhere), with the cursor there in
+   *at and whether the real one is then on the bottom row. */
+static bool run_skip(const struct screen *s, const uint8_t *p, size_t n, unsigned row0,
+		     const struct run_cursor *c0, const struct run_rules *r, size_t *x,
+		     struct run_cursor *at)
+{
+	*x = run_skip_point(p, n, c0, r, need_from_bottom(s), at);
+	/* Advances are a lower bound of the cursor's moves down. */
+	if (*x && row0 + at->advances >= s->rows - 1)
+		return true;
+	*x = run_skip_point(p, n, c0, r, need_from_anywhere(s), at);
+	return false;
+}
+
 /* Feeds the run p[0..n) (simple bytes only), leaving out what provably
    scrolls off. */
 static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 {
 	const struct modes_state *ms = modes_state(s->modes);
-	unsigned need = 2 * s->rows + 1;
 	struct run_cursor c0 = {.known = true}, at;
 	struct run_rules r;
 	char move[32];
 	VTermPos pos;
 	size_t i = 0, x;
+	bool bottom;
 
 	/* Finish a sequence whose last bytes look plain ("ESC [ 3 1 m"), and
 	   feed one byte more: printed ASCII also ends a split UTF-8
@@ -256,7 +329,7 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 	if (i < n)
 		screen_feed(s, p + i++, 1);
 	if (!modes_idle(s->modes) || !scroll_region_is_screen(s) || ms->insert ||
-	    n - i < (size_t)need) {
+	    n - i < (size_t)need_from_bottom(s)) {
 		screen_feed(s, p + i, n - i);
 		return;
 	}
@@ -265,22 +338,23 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 	c0.pending = ms->pending_wrap;
 	r = (struct run_rules){
 	    .cols = s->cols, .autowrap = ms->autowrap, .newline = ms->newline};
-	x = run_skip_point(p + i, n - i, &c0, &r, need, &at);
+	bottom = run_skip(s, p + i, n - i, (unsigned)pos.row, &c0, &r, &x, &at);
 	if (!x) {
 		screen_feed(s, p + i, n - i);
 		return;
 	}
-	/* p[i, i+x) is left out. After it, `need` advances bring both cursors
-	   to the bottom row (rows - 1 at most) and then scroll every row
-	   either could have written off the screen; what is fed instead puts
-	   the cursor on the same column with no wrap pending, which is all
-	   the rest of the run depends on. Blank lines scroll in with the
-	   pen's background, which plain text does not change. */
-	if (at.col)
-		snprintf(move, sizeof(move), "\r\033[%uC", at.col);
-	else
-		snprintf(move, sizeof(move), "\r");
-	screen_feed(s, (const uint8_t *)move, strlen(move));
+	/* p[i, i+x) is left out; what is fed instead puts the cursor on the
+	   same column with no wrap pending (and on the bottom row when the
+	   real one is), which is all the rest of the run depends on. */
+	if (bottom) {
+		feed_to_bottom(s, at.col);
+	} else {
+		if (at.col)
+			snprintf(move, sizeof(move), "\r\033[%uC", at.col);
+		else
+			snprintf(move, sizeof(move), "\r");
+		screen_feed(s, (const uint8_t *)move, strlen(move));
+	}
 	screen_feed(s, p + i + x, n - i - x);
 }
 
@@ -353,12 +427,49 @@ static size_t ascii_lines_start(const uint8_t *p, size_t high, size_t x)
 	return j;
 }
 
+/* Whether p[0..n) holds at least `least` line feeds. */
+static bool holds_lfs(const uint8_t *p, size_t n, unsigned least)
+{
+	const uint8_t *q = p, *end = p + n;
+	unsigned lfs = 0;
+
+	while (lfs < least && (q = memchr(q, '\n', (size_t)(end - q))))
+		q++, lfs++;
+	return lfs >= least;
+}
+
+/* The plain lines p[i..x) are left out (p[x-2..x) is CR LF, and the
+   plain text from x on holds need_from_bottom line feeds). When they
+   bring the real cursor to the bottom row, the model's goes there; else
+   X moves back to where need_from_anywhere line feeds follow, and a CR
+   stands in for what is left out. Returns where feeding stopped. */
+static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n,
+				 size_t i, size_t x)
+{
+	size_t back;
+
+	if (x <= i)
+		return x;
+	/* From column 0 of the row the model and the terminal share at i. */
+	if (holds_lfs(p + i, x - i, s->rows - 1)) {
+		feed_to_bottom(s, 0);
+		return x;
+	}
+	back = skip_point(p, n, need_from_anywhere(s));
+	if (back > i) {
+		screen_feed(s, (const uint8_t *)"\r", 1);
+		return back;
+	}
+	screen_feed(s, p + i, x - i);
+	return x;
+}
+
 /* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
-   scroll every row away, and a CR for what lies before it. Returns X, or 0
-   when nothing was fed. */
+   scroll every row away, and a stand-in for what lies before it. Returns
+   where feeding stopped, or 0 when nothing was fed. */
 static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 {
-	size_t x = skip_point(p, n, 2 * s->rows + 1), start, i, k, high;
+	size_t x = skip_point(p, n, need_from_bottom(s)), start, i, k, high;
 
 	if (!x)
 		return 0;
@@ -382,11 +493,9 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 		i = k + 1;
 	}
 	/* Every row p[i..x) could have written scrolls off in the plain text
-	   after x: it starts at column 0 after CR LF and holds 2*rows+1 line
-	   feeds before any sequence can change the scroll region. */
-	if (x > i)
-		screen_feed(s, (const uint8_t *)"\r", 1);
-	return x;
+	   after x: it starts at column 0 after CR LF and holds the line feeds
+	   before any sequence can change the scroll region. */
+	return stand_in_for_lines(s, p, n, i, x);
 }
 
 /* ---- skipping redrawn screens (screen_feed_tail) ----

@@ -285,6 +285,97 @@ static void test_long_line_is_skipped(void **state)
 	screen_free(ref);
 }
 
+/* Each batch of a flood costs libvterm about one screenful (rows + 1
+   line advances from the bottom row), not two: every advance fed is a
+   scroll of the whole screen. Lines and a long line, in batches of the
+   feeder's hand-over size. */
+static void test_flood_feeds_one_screen_per_batch(void **state)
+{
+	enum { COLS = 120, ROWS = 30, LINE = 100, BATCH = 256 << 10, TOTAL = 4 << 20 };
+	struct screen *lines = screen_new(COLS, ROWS), *longl = screen_new(COLS, ROWS);
+	struct buf in = BUF_INIT, flat = BUF_INIT;
+	const size_t batches = TOTAL / BATCH;
+
+	while (buf_size(&in) < TOTAL)
+		buf_appendf(&in, "%0*zu\r\n", LINE - 2, buf_size(&in));
+	memset(buf_reserve(&flat, TOTAL), 'a', TOTAL);
+	buf_commit(&flat, TOTAL);
+	for (size_t off = 0; off < TOTAL; off += BATCH) {
+		screen_feed_tail(lines, buf_head(&in) + off, BATCH);
+		screen_feed_tail(longl, buf_head(&flat) + off, BATCH);
+	}
+	/* Two rows more than the rule: the line the batch ends in, and the
+	   bytes before the first skip point. */
+	if (screen_vterm_bytes(lines) > batches * (ROWS + 3) * LINE)
+		fail_msg("lines: libvterm was fed %llu bytes in %zu batches",
+			 (unsigned long long)screen_vterm_bytes(lines), batches);
+	if (screen_vterm_bytes(longl) > batches * (ROWS + 3) * COLS)
+		fail_msg("long line: libvterm was fed %llu bytes in %zu batches",
+			 (unsigned long long)screen_vterm_bytes(longl), batches);
+	buf_free(&in);
+	buf_free(&flat);
+	screen_free(lines);
+	screen_free(longl);
+}
+
+/* The stretches of test_skip_from_every_row: CR LF lines (left out by
+   whole lines), CR text LF lines and one wrapped run (left out inside a
+   run of plain bytes). Lines are half the width, so a row the cursor
+   only moved onto keeps what was right of them. */
+enum stretch { CRLF_LINES, RUN_LINES, WRAPPED_RUN, STRETCHES };
+
+static void append_rep(struct buf *in, char c, unsigned n)
+{
+	memset(buf_reserve(in, n), c, n);
+	buf_commit(in, n);
+}
+
+static void append_stretch(struct buf *in, enum stretch kind, unsigned cols,
+			   unsigned adv)
+{
+	for (unsigned a = 0; a < adv; a++) {
+		if (kind == RUN_LINES)
+			buf_append_str(in, "\r");
+		append_rep(in, (char)('a' + a % 26), kind == WRAPPED_RUN ? cols : cols / 2);
+		if (kind != WRAPPED_RUN)
+			buf_append_str(in, kind == CRLF_LINES ? "\r\n" : "\n");
+	}
+	if (kind == WRAPPED_RUN)
+		append_rep(in, 'h', cols / 2);
+}
+
+/* A stretch left out from a cursor that is not on the bottom row: the
+   screen is full of text, the cursor starts on every row, and the
+   stretch holds from rows - 1 to 2 * rows + 3 line advances, so every
+   way of standing in for it is taken: from the bottom row, from where
+   the cursor is, and feeding it whole. A run is only looked at from
+   4 KiB on, hence the wide screens. */
+static void test_skip_from_every_row(void **state)
+{
+	static const unsigned sizes[][2] = {{7, 4}, {20, 6}, {3, 1}, {2000, 3}, {1500, 6}};
+
+	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
+		unsigned cols = sizes[z][0], rows = sizes[z][1];
+
+		for (unsigned row = 1; row <= rows; row++)
+			for (unsigned adv = rows - 1; adv <= 2 * rows + 3; adv++)
+				for (int kind = 0; kind < STRETCHES; kind++) {
+					struct buf in = BUF_INIT;
+
+					for (unsigned l = 0; l < rows; l++) {
+						buf_append_str(&in, "\r\n");
+						append_rep(&in, 'B', cols - 1);
+					}
+					buf_appendf(&in, "\x1b[%u;2H", row);
+					append_stretch(&in, (enum stretch)kind, cols, adv);
+					buf_append_str(&in, "\x1b[31mend");
+					compare(cols, rows, &in, 1 << 20);
+					compare(cols, rows, &in, 1000);
+					buf_free(&in);
+				}
+	}
+}
+
 /* libvterm 0.1.4 crashed placing a wide character on a one-column
    screen (a controller may resize to 1 column; any program could then
    take the sidecar down with one CJK character). */
@@ -316,6 +407,8 @@ int main(void)
 	    cmocka_unit_test(test_wrapped_streams),
 	    cmocka_unit_test(test_wrap_edges),
 	    cmocka_unit_test(test_long_line_is_skipped),
+	    cmocka_unit_test(test_flood_feeds_one_screen_per_batch),
+	    cmocka_unit_test(test_skip_from_every_row),
 	    cmocka_unit_test(test_one_column_wide_char),
 	};
 
