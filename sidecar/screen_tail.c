@@ -443,8 +443,8 @@ static bool holds_lfs(const uint8_t *p, size_t n, unsigned least)
    bring the real cursor to the bottom row, the model's goes there; else
    X moves back to where need_from_anywhere line feeds follow, and a CR
    stands in for what is left out. Returns where feeding stopped. */
-static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n,
-				 size_t i, size_t x)
+static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, size_t i,
+				 size_t x)
 {
 	size_t back;
 

@@ -330,13 +330,13 @@ static void append_rep(struct buf *in, char c, unsigned n)
 	buf_commit(in, n);
 }
 
-static void append_stretch(struct buf *in, enum stretch kind, unsigned cols,
-			   unsigned adv)
+static void append_stretch(struct buf *in, enum stretch kind, unsigned cols, unsigned adv)
 {
 	for (unsigned a = 0; a < adv; a++) {
 		if (kind == RUN_LINES)
 			buf_append_str(in, "\r");
-		append_rep(in, (char)('a' + a % 26), kind == WRAPPED_RUN ? cols : cols / 2);
+		append_rep(in, (char)('a' + a % 26),
+			   kind == WRAPPED_RUN ? cols : cols / 2);
 		if (kind != WRAPPED_RUN)
 			buf_append_str(in, kind == CRLF_LINES ? "\r\n" : "\n");
 	}
@@ -352,7 +352,8 @@ static void append_stretch(struct buf *in, enum stretch kind, unsigned cols,
    4 KiB on, hence the wide screens. */
 static void test_skip_from_every_row(void **state)
 {
-	static const unsigned sizes[][2] = {{7, 4}, {20, 6}, {3, 1}, {2000, 3}, {1500, 6}};
+	static const unsigned sizes[][2] = {
+	    {7, 4}, {20, 6}, {3, 1}, {2000, 3}, {1500, 6}};
 
 	for (size_t z = 0; z < sizeof(sizes) / sizeof(sizes[0]); z++) {
 		unsigned cols = sizes[z][0], rows = sizes[z][1];
@@ -367,7 +368,8 @@ static void test_skip_from_every_row(void **state)
 						append_rep(&in, 'B', cols - 1);
 					}
 					buf_appendf(&in, "\x1b[%u;2H", row);
-					append_stretch(&in, (enum stretch)kind, cols, adv);
+					append_stretch(&in, (enum stretch)kind, cols,
+						       adv);
 					buf_append_str(&in, "\x1b[31mend");
 					compare(cols, rows, &in, 1 << 20);
 					compare(cols, rows, &in, 1000);
