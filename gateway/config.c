@@ -118,7 +118,9 @@ int gw_config_parse_instances(const char *text, size_t len, const char *name,
 	*n = 0;
 	rc = conffile_lines(text, len, instances_each, &ctx, &lineno, why, sizeof(why));
 	if (rc < 0) {
-		snprintf(err, errlen, "%s:%u: %s", name, lineno, why);
+		/* A long path cuts the reason short; the file and line stay. */
+		if (snprintf(err, errlen, "%s:%u: %s", name, lineno, why) < 0)
+			err[0] = '\0';
 		*n = 0;
 	}
 	return rc;

@@ -19,8 +19,9 @@
 #include "sessions.h"
 #include "token.h"
 
-/* The page as one string (caller frees). */
-static char *page(void)
+/* The page as one string (caller frees). Not inlined: GCC 12 at -O3
+   then takes the returned text for open_memstream's dangling local. */
+__attribute__((noinline)) static char *page(void)
 {
 	char *text = NULL;
 	size_t n = 0;
@@ -115,6 +116,16 @@ static void test_every_command(void **state)
 	free(text);
 }
 
+/* The offset of the first dash roff would take as a hyphen (one without
+   a backslash before it), SIZE_MAX when there is none. */
+static size_t bare_dash(const char *text)
+{
+	for (const char *p = strchr(text, '-'); p; p = strchr(p + 1, '-'))
+		if (p == text || p[-1] != '\\')
+			return (size_t)(p - text);
+	return SIZE_MAX;
+}
+
 static void test_sections_and_escapes(void **state)
 {
 	static const char *const sections[] = {
@@ -128,9 +139,9 @@ static void test_sections_and_escapes(void **state)
 	for (size_t i = 0; i < sizeof(sections) / sizeof(sections[0]); i++)
 		assert_non_null(strstr(text, sections[i]));
 	/* Every dash of the text is escaped: roff would hyphenate a bare one. */
-	for (const char *p = strchr(text, '-'); p; p = strchr(p + 1, '-'))
-		if (p[-1] != '\\')
-			fail_msg("a bare dash at ...%.20s", p - 10);
+	size_t bare = bare_dash(text);
+	if (bare != SIZE_MAX)
+		fail_msg("a bare dash at ...%.20s", text + (bare < 10 ? 0 : bare - 10));
 	free(text);
 }
 
