@@ -4,7 +4,9 @@
    halved when a quarter full) so append and evict are amortized O(1) and a
    replay finds its start by binary search. Eviction is strictly oldest
    first: a frame leaves only once every older frame has, which keeps
-   "highest sequence ever evicted" a single number. */
+   "highest sequence ever evicted" a single number, and lets the entries
+   be carved one after another from chunks (ringmem.h) instead of one
+   malloc each. */
 #include "ring.h"
 
 #include <errno.h>
@@ -12,12 +14,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ringmem.h"
 #include "xalloc.h"
 
 #define RING_MIN_CAP 16
 
 struct ring {
 	struct ring_limits lim;
+	struct ringmem mem; /* the entries, oldest first */
 	struct ring_entry **slot;
 	size_t cap;  /* power of two */
 	size_t head; /* slot of the oldest entry */
@@ -56,6 +60,7 @@ struct ring *ring_new(const struct ring_limits *lim)
 	struct ring *r = xcalloc(1, sizeof(*r));
 
 	r->lim = *lim;
+	ringmem_init(&r->mem, lim->max_bytes);
 	r->cap = RING_MIN_CAP;
 	r->slot = xcalloc(r->cap, sizeof(*r->slot));
 	return r;
@@ -65,8 +70,7 @@ void ring_free(struct ring *r)
 {
 	if (!r)
 		return;
-	for (size_t i = 0; i < r->count; i++)
-		free(at(r, i));
+	ringmem_release(&r->mem);
 	free(r->slot);
 	free(r);
 }
@@ -100,7 +104,7 @@ static void pop_front(struct ring *r)
 
 	r->evicted_through = e->sequence;
 	r->bytes -= charge(e);
-	free(e);
+	ringmem_free_oldest(&r->mem);
 	r->slot[r->head] = NULL;
 	r->head = (r->head + 1) & (r->cap - 1);
 	r->count--;
@@ -122,7 +126,7 @@ int ring_append(struct ring *r, uint64_t seq, int64_t ts_ms, const void *data, s
 		return -EINVAL;
 	if (len > SIZE_MAX - sizeof(*e) - RING_ENTRY_OVERHEAD)
 		return -EINVAL;
-	e = xmalloc(sizeof(*e) + len);
+	e = ringmem_alloc(&r->mem, sizeof(*e) + len);
 	e->sequence = seq;
 	e->ts_ms = ts_ms;
 	e->len = len;
