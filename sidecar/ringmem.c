@@ -10,7 +10,8 @@
 
 #include "xalloc.h"
 
-#define ALIGN 16
+#define ALIGN	    16
+#define ROUND_UP(n) (((n) + ALIGN - 1) & ~(size_t)(ALIGN - 1))
 
 struct ringmem_chunk {
 	TAILQ_ENTRY(ringmem_chunk) link;
@@ -20,13 +21,7 @@ struct ringmem_chunk {
 	bool mapped; /* a huge-page chunk of its own mapping */
 };
 
-static size_t round_up(size_t n)
-{
-	return (n + ALIGN - 1) & ~(size_t)(ALIGN - 1);
-}
-
-static const size_t header =
-    (sizeof(struct ringmem_chunk) + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+static const size_t header = ROUND_UP(sizeof(struct ringmem_chunk));
 
 /* RINGMEM_CHUNK_MAX bytes at an address aligned to it (the kernel backs
    only aligned 2 MiB ranges with a huge page); NULL when mmap fails. */
@@ -78,7 +73,6 @@ void ringmem_init(struct ringmem *m, size_t budget)
 	m->max_size = RINGMEM_CHUNK_MIN;
 	while (m->max_size < RINGMEM_CHUNK_MAX && m->max_size * 2 <= budget / 4)
 		m->max_size *= 2;
-	m->live = 0;
 }
 
 /* A chunk with room for a block of n (rounded) bytes: the spare when it
@@ -105,7 +99,7 @@ void *ringmem_alloc(struct ringmem *m, size_t n)
 	struct ringmem_chunk *c = TAILQ_LAST(&m->chunks, ringmem_chunks);
 	void *p;
 
-	n = round_up(n ? n : 1);
+	n = ROUND_UP(n ? n : 1);
 	if (!c || c->size - c->used < n) {
 		c = fresh_chunk(m, n);
 		TAILQ_INSERT_TAIL(&m->chunks, c, link);
@@ -113,7 +107,6 @@ void *ringmem_alloc(struct ringmem *m, size_t n)
 	p = (uint8_t *)c + c->used;
 	c->used += n;
 	c->live++;
-	m->live++;
 	return p;
 }
 
@@ -135,7 +128,6 @@ void ringmem_free_oldest(struct ringmem *m)
 	if (!c || !c->live)
 		abort(); /* a caller's bug: nothing handed out */
 	c->live--;
-	m->live--;
 	if (c->live)
 		return;
 	TAILQ_REMOVE(&m->chunks, c, link);
@@ -159,5 +151,4 @@ void ringmem_release(struct ringmem *m)
 	TAILQ_INIT(&m->chunks);
 	m->spare = NULL;
 	m->next_size = RINGMEM_CHUNK_MIN;
-	m->live = 0;
 }

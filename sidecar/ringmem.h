@@ -27,7 +27,6 @@ struct ringmem {
 	struct ringmem_chunk *spare; /* an emptied chunk of the largest size */
 	size_t next_size;	     /* the next new chunk's size */
 	size_t max_size;	     /* chunks grow up to this */
-	size_t live;		     /* blocks handed out and not freed */
 };
 
 /* budget: the most the ring keeps. Chunks grow to a quarter of it (a
