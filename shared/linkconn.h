@@ -14,6 +14,16 @@
 
 struct linkconn;
 
+/* What the kernel may hold of a link's sends (SO_SNDBUF on a unix
+   socket, TCP_NOTSENT_LOWAT on TCP). Everything queued there is ahead of
+   the next frame, a keystroke's echo included, and none of it can be held
+   back or dropped any more: with the default 208 KiB unix buffer, a
+   gateway slowed by 100 observers kept it full, and the controller's echo
+   p99 was 55-72 ms beside a flood (22-27 ms at 64 KiB, where a flood
+   still runs as fast). The sidecar's own bound (SESSION_LINK_HIGH_WATER)
+   is the rest of the queue. */
+#define LINKCONN_KERNEL_QUEUE (64 * 1024)
+
 struct linkconn_ops {
 	/* One decoded message; the callee does not keep m (it is freed on
 	   return). The callback may call linkconn_close. */

@@ -2,8 +2,12 @@
 /* linkconn: two linkconns on one loop over a socketpair exchanging
    messages (one of ~2 MiB, which must be queued and written under
    EV_WRITE), frames overtaking queued replies at message boundaries, closes from inside
-   callbacks, peer close, resets, and bad bytes from a raw peer. */
+   callbacks, peer close, resets, and bad bytes from a raw peer; what the
+   kernel may hold of a link's sends (unix and TCP). */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -461,6 +465,82 @@ static void test_free_without_on_close(void **state)
 	fixture_done(&f);
 }
 
+/* A peer that stops reading: what the kernel took of a 2 MiB message
+   is all ahead of the next frame, out of the sender's reach. The
+   default unix buffer (208 KiB) took 219,264 bytes of it here, 64 KiB
+   146,176: the kernel doubles what SO_SNDBUF asks, for its bookkeeping,
+   and takes one piece past that. */
+static void test_unix_kernel_queue_bounded(void **state)
+{
+	struct fixture f;
+	struct linkconn *lc;
+
+	fixture_init(&f);
+	lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	assert_non_null(lc);
+	send_big(lc);
+	assert_true(linkconn_pending(lc) > 0);
+	assert_true(linkconn_written(lc) > 0);
+	assert_true(linkconn_written(lc) <= 3 * LINKCONN_KERNEL_QUEUE);
+	linkconn_free(lc);
+	close(f.fd[1]);
+	fixture_done(&f);
+}
+
+static int tcp_pair(int fd[2])
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(l, 1) < 0 ||
+	    getsockname(l, (struct sockaddr *)&a, &len) < 0)
+		return -1;
+	fd[0] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd[0] < 0 || connect(fd[0], (struct sockaddr *)&a, sizeof(a)) < 0)
+		return -1;
+	fd[1] = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	close(l);
+	return fd[1] < 0 ? -1 : 0;
+}
+
+static int tcp_opt(int fd, int opt)
+{
+	int v = -1;
+	socklen_t len = sizeof(v);
+
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, opt, &v, &len), 0);
+	return v;
+}
+
+/* Both ends of a TCP link (a sidecar dialling a gateway): Nagle off, or
+   a lone keystroke's echo waits for the peer's delayed ACK behind the
+   frame before it (40-50 ms for 1% of keystrokes, measured); and only
+   LINKCONN_KERNEL_QUEUE unsent. */
+static void test_tcp_link_options(void **state)
+{
+	struct ev_loop *loop = ev_loop_new();
+	struct side a = {.loop = loop}, b = {.loop = loop};
+	int fd[2] = {-1, -1};
+
+	assert_non_null(loop);
+	assert_int_equal(tcp_pair(fd), 0);
+	assert_int_equal(tcp_opt(fd[0], TCP_NODELAY), 0);
+	a.lc = linkconn_new(loop, fd[0], "a", &ops, &a);
+	b.lc = linkconn_new(loop, fd[1], "b", &ops, &b);
+	assert_non_null(a.lc);
+	assert_non_null(b.lc);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(tcp_opt(fd[i], TCP_NODELAY), 1);
+		assert_int_equal(tcp_opt(fd[i], TCP_NOTSENT_LOWAT),
+				 LINKCONN_KERNEL_QUEUE);
+	}
+	linkconn_free(a.lc);
+	linkconn_free(b.lc);
+	ev_loop_free(loop);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -474,6 +554,8 @@ int main(void)
 	    cmocka_unit_test(test_frames_before_replies),
 	    cmocka_unit_test(test_replies_in_order),
 	    cmocka_unit_test(test_free_without_on_close),
+	    cmocka_unit_test(test_unix_kernel_queue_bounded),
+	    cmocka_unit_test(test_tcp_link_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
