@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """run.py: the benchmark suite, one invocation, one table.
 
-Starts a real ptygate-sidecar (unix link) and ptygate-gateway (loopback)
+Starts a real ptygate-sidecar (unix link, or --link tcp) and ptygate-gateway (loopback)
 with the e2e harness, runs every benchmark RUNS times with its baseline
 paired in the same run (baseline and ptygate back to back, the order
 alternating), and prints one Markdown table: the median of the runs, the
@@ -15,7 +15,7 @@ installed).
 Benchmarks are measurements, not tests: the exit status is 0 whatever the
 numbers are (non-zero only when the suite itself could not run).
 
-Usage: tests/bench/run.py [--runs N] [--mib M] [--only a,b,...] [--quick]
+Usage: tests/bench/run.py [--runs N] [--mib M] [--only a,b,...] [--link tcp] [--quick]
 Environment: PTG_SIDECAR, PTG_GATEWAY (default: build-release), PTG_BENCH_BIN
 (the directory of bench_client and bench_gen). With PTG_BASE_SIDECAR and
 PTG_BASE_GATEWAY (an older build, say) a second stack runs those, and the
@@ -179,7 +179,7 @@ class Suite:
                           # the echo benchmark types faster than a person
                           "--max-conns-per-ip", "100000", "--max-ops-per-sec", "100000",
                           "--log-level", "warn"],
-            instance="bench").start()
+            instance="bench", link=self.args.link).start()
         return stack, stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
 
     def stop(self):
@@ -684,6 +684,10 @@ class Suite:
             row("echo %s beside a flood in another session (us, %d samples); baseline alone"
                 % (p, min(self.args.echo_samples, FLOOD_ECHO_SAMPLES)),
                 "flood.echo.us.%s" % p, "echo.us.%s" % p)
+        for p in ("p50", "p99", "max"):
+            if "base.flood.echo.us." + p in self.samples:
+                row("echo %s beside a flood in another session vs the base build (PTG_BASE_*) (us)"
+                    % p, "flood.echo.us." + p, "base.flood.echo.us." + p)
         for name in ("longline", "hexdump", "tui", "random"):
             row("throughput %s, %d MiB (MB/s); baseline plain forkpty loop" % (name, self.args.mib),
                 "tp.%s.throughput.mb_s" % name, "tp.%s.plain.plain.mb_s" % name)
@@ -718,6 +722,11 @@ class Suite:
                     "observers (target at most 1.5x)" % (p, n),
                     fanout_prefix(n) + "fanout.echo_us." + p,
                     fanout_prefix(0) + "fanout.echo_us." + p, digits=0)
+        for n in [0] + self.args.fanout:
+            if "base." + fanout_prefix(n) + "fanout.echo_us.p99" in self.samples:
+                row("controller echo p99 with %d observers vs the base build (PTG_BASE_*) (us)" % n,
+                    fanout_prefix(n) + "fanout.echo_us.p99",
+                    "base." + fanout_prefix(n) + "fanout.echo_us.p99", digits=0)
         row("  session output rate with no observers, as the controller received it (MB/s)",
             fanout_prefix(0) + "fanout.session_mb_s")
         d = self.args.fanout_deflate
@@ -848,6 +857,9 @@ def main():
                     help="benchmarks run on the PTG_BASE_* build too, paired run by run")
     ap.add_argument("--durable", action="store_true",
                     help="the sidecars keep durable history (--state-dir, default --fsync)")
+    ap.add_argument("--link", choices=("unix", "tcp"), default="unix",
+                    help="the sidecar's link: a unix socket, or loopback TCP (as a sidecar "
+                    "that registers by dialling has)")
     ap.add_argument("--verbose", action="store_true", help="every run's raw results on stderr")
     ap.add_argument("--observers", default=None, help="fan-out sizes, e.g. 100,1000")
     ap.add_argument("--conns", default=None, help="connection counts, e.g. 1000,10000")
@@ -893,9 +905,9 @@ def main():
     finally:
         suite.stop()
     load = open("/proc/loadavg").read().split()[:3]
-    print("\n%d paired runs, %.0f s, load average %s, %d cores; ttyd is not in Debian 12: "
+    print("\n%d paired runs, %.0f s, load average %s, %d cores, %s link; ttyd is not in Debian 12: "
           "the one-hop reference (bench_onehop, its design and framing) stands in.\n"
-          % (args.runs, time.monotonic() - t0, " ".join(load), os.cpu_count()))
+          % (args.runs, time.monotonic() - t0, " ".join(load), os.cpu_count(), args.link))
     print(suite.table())
     return 0
 

@@ -500,7 +500,8 @@ class HttpResult:
 class Stack:
     """A sidecar and a gateway for one instance, in a private temp dir."""
 
-    def __init__(self, sidecar_args=(), gateway_args=(), instance="inst-e2e"):
+    def __init__(self, sidecar_args=(), gateway_args=(), instance="inst-e2e", link="unix"):
+        """link: "unix" (a socket file) or "tcp" (loopback, a free port)."""
         self.instance = instance
         self.sidecar_bin = find_binary("PTG_SIDECAR", "ptygate-sidecar")
         self.gateway_bin = find_binary("PTG_GATEWAY", "ptygate-gateway")
@@ -516,26 +517,38 @@ class Stack:
         # "{dir}" in an argument names this stack's private directory.
         sidecar_args = [str(a).replace("{dir}", self.dir) for a in sidecar_args]
         gateway_args = [str(a).replace("{dir}", self.dir) for a in gateway_args]
+        self.link_port = free_port() if link == "tcp" else None
+        self.link_addr = ("tcp:127.0.0.1:%d" % self.link_port if self.link_port
+                          else "unix:" + self.socket_path)
         self.sidecar = Daemon("sidecar", [
-            self.sidecar_bin, "--listen", "unix:" + self.socket_path,
+            self.sidecar_bin, "--listen", self.link_addr,
             "--instance-id", instance, *map(str, sidecar_args)], self.dir)
         self.gateway = Daemon("gateway", [
             self.gateway_bin, "--listen", "127.0.0.1:%d" % self.port,
-            "--instance", "%s=unix:%s" % (instance, self.socket_path),
+            "--instance", "%s=%s" % (instance, self.link_addr),
             "--hs256-secret-file", self.secret_file, *map(str, gateway_args)], self.dir)
         self.problems = []
 
     def start(self):
         self.sidecar.start()
         deadline = time.monotonic() + 30
-        while not os.path.exists(self.socket_path):
+        while not self.link_listening():
             if not self.sidecar.alive():
                 raise AssertionError("sidecar exited at start:\n" + self.sidecar.log_tail())
             if time.monotonic() > deadline:
-                raise AssertionError("sidecar socket did not appear:\n" + self.sidecar.log_tail())
+                raise AssertionError("sidecar link not listening:\n" + self.sidecar.log_tail())
             time.sleep(0.02)
         self.start_gateway()
         return self
+
+    def link_listening(self):
+        if not self.link_port:
+            return os.path.exists(self.socket_path)
+        try:
+            socket.create_connection(("127.0.0.1", self.link_port), timeout=1).close()
+            return True
+        except OSError:
+            return False
 
     def start_gateway(self):
         self.gateway.start()
