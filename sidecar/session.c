@@ -374,7 +374,7 @@ uint64_t session_emit_keyframe(struct session *s, const struct member *target)
 	f.kind_case = PTG__FRAME__KIND_KEYFRAME;
 	f.keyframe = &kf;
 	seq = session_emit(s, &f, target);
-	session_state_save_screen(s, &snap);
+	session_state_keyframe_made(s, &snap, target == NULL);
 	buf_free(&snap);
 	return seq;
 }

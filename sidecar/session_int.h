@@ -104,8 +104,9 @@ struct session {
 void session_state_reserve(struct session *s);
 /* Writes the session record (no-op without a state dir). */
 void session_state_persist(struct session *s);
-/* Saves snap as the session's last screen. */
-void session_state_save_screen(struct session *s, const struct buf *snap);
+/* A Keyframe's snapshot was made: saved as the session's last screen
+   when it was for all (the cadence), else at most once a second. */
+void session_state_keyframe_made(struct session *s, const struct buf *snap, bool for_all);
 /* Periodic: saves the screen when it changed, applies log retention. */
 void session_state_tick(struct session *s, int64_t now_ms);
 /* A new session: opens its frame log, writes its record. */

@@ -69,7 +69,7 @@ void session_state_reserve(struct session *s)
 	session_state_persist(s);
 }
 
-void session_state_save_screen(struct session *s, const struct buf *snap)
+static void save_screen(struct session *s, const struct buf *snap)
 {
 	if (!has_state(s))
 		return;
@@ -80,6 +80,20 @@ void session_state_save_screen(struct session *s, const struct buf *snap)
 	s->screen_saved_ms = time_mono_ms();
 }
 
+/* A Keyframe for one connection (one that joined or fell behind) is
+   saved only at the state's own pace, as the tick saves: a thousand
+   observers falling behind at once wrote a thousand screen files on the
+   loop, and a controller's echo waited behind them. The first one is
+   saved: a restart brings the screen up to date from the last one saved,
+   and without one it cannot. */
+void session_state_keyframe_made(struct session *s, const struct buf *snap, bool for_all)
+{
+	if (!for_all && s->screen_saved_ms &&
+	    time_mono_ms() - s->screen_saved_ms < SCREEN_SAVE_MS)
+		return;
+	save_screen(s, snap);
+}
+
 static void save_current_screen(struct session *s)
 {
 	struct buf snap = BUF_INIT;
@@ -88,7 +102,7 @@ static void save_current_screen(struct session *s)
 		return;
 	feeder_sync(s->feeder);
 	screen_snapshot(s->screen, &snap);
-	session_state_save_screen(s, &snap);
+	save_screen(s, &snap);
 	buf_free(&snap);
 }
 

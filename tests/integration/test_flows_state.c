@@ -1,5 +1,6 @@
 /* test_flows_state: what the sidecar keeps and guards: a restart with
-   --state-dir (the honest boundary), and --session-user programs that
+   --state-dir (the honest boundary), the screen written at the state's
+   pace, not per Keyframe asked for, and --session-user programs that
    cannot reach the link or the state. A real ptygate-sidecar driven over
    its link (flows_fixture.h). */
 #include <errno.h>
@@ -11,12 +12,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "flows_fixture.h"
+#include "timeutil.h"
 
 /* ---- sidecar restart with --state-dir: the honest boundary ---- */
 
@@ -82,6 +85,77 @@ static void test_restart_boundary(void **state)
 	a.replay_from = before + 1000;
 	assert_non_null(
 	    strstr(join_out_of_range(p, &a), "ahead of the current sequence"));
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
+/* ---- the screen on disk is not rewritten per Keyframe asked for ---- */
+
+/* How many times name was put in place in the watched directory
+   (write_atomic renames a finished file over it). */
+static int count_renames_to(int ifd, const char *name)
+{
+	char evbuf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	ssize_t n;
+	int count = 0;
+
+	while ((n = read(ifd, evbuf, sizeof(evbuf))) > 0) {
+		for (char *q = evbuf; q < evbuf + n;) {
+			const struct inotify_event *ev = (const struct inotify_event *)q;
+
+			if ((ev->mask & IN_MOVED_TO) && ev->len &&
+			    !strcmp(ev->name, name))
+				count++;
+			q += sizeof(*ev) + ev->len;
+		}
+	}
+	return count;
+}
+
+/* A connection that fell behind gets a Keyframe of its own; a thousand
+   observers falling behind at once wrote a thousand screen files on the
+   sidecar's loop (each of these 20 did), and a controller's echo waited
+   behind them. The screen goes to disk at the state's own pace, at most
+   once a second (and once more at most for the second already begun). */
+static void test_lag_keyframes_do_not_write_the_screen(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = {"--state-dir", statedir, "--state-plaintext", NULL};
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
+	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
+	int64_t t0, elapsed_ms;
+	struct joined j;
+	struct peer *p;
+	int ifd, writes;
+
+	assert_non_null(mkdtemp(statedir));
+	p = start_shell_controller(fx, extra, sid, &j);
+	snprintf(screen, sizeof(screen), "%s.screen", sid);
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	/* With IN_MOVED_FROM between them, the renames are not merged into one
+	   event (the kernel merges identical events in a row). */
+	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+	rk.attach_id = 1; /* start_shell_controller's */
+	rk.session_id = sid;
+	rk.client_op_id = "";
+	rk.lag_recovery = 1;
+	rk.lag_dropped_bytes = 4096;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
+	m.request_keyframe = &rk;
+	t0 = time_mono_ms();
+	for (int i = 0; i < 20; i++) {
+		peer_send(p, &m);
+		expect_frame(p, PTG__FRAME__KIND_ERROR, 1,
+			     STEP_MS); /* PTY_OUTPUT_LAGGED */
+		expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 1, STEP_MS);
+	}
+	elapsed_ms = time_mono_ms() - t0;
+	writes = count_renames_to(ifd, screen);
+	close(ifd);
+	assert_true(writes <= 2 + elapsed_ms / 1000);
 	assert_int_equal(sidecar_stop(fx), 0);
 	remove_tree(statedir);
 }
@@ -162,6 +236,7 @@ int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
 	    FLOWS_TEST(test_restart_boundary),
+	    FLOWS_TEST(test_lag_keyframes_do_not_write_the_screen),
 	    FLOWS_TEST(test_session_user),
 	};
 
