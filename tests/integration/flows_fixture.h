@@ -215,6 +215,9 @@ void send_resize(struct peer *p, const char *sid, uint64_t aid, unsigned cols,
 		 unsigned rows, const char *op);
 void send_request_role(struct peer *p, const char *sid, uint64_t aid, Ptg__Role role);
 void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid, const char *op);
+/* What the gateway sends for a connection that fell behind, dropping
+   dropped bytes of its output: a Keyframe request with lag_recovery. */
+void send_lag_recovery(struct peer *p, const char *sid, uint64_t aid, uint64_t dropped);
 /* Sends the Detach; returns its request id. */
 uint64_t send_detach(struct peer *p, const char *sid, uint64_t aid);
 /* Detach: the final MembershipChanged reaches the leaver's link, then

@@ -227,6 +227,21 @@ void send_request_keyframe(struct peer *p, const char *sid, uint64_t aid, const 
 	peer_send(p, &m);
 }
 
+void send_lag_recovery(struct peer *p, const char *sid, uint64_t aid, uint64_t dropped)
+{
+	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
+	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
+
+	rk.attach_id = aid;
+	rk.session_id = (char *)sid;
+	rk.client_op_id = "";
+	rk.lag_recovery = 1;
+	rk.lag_dropped_bytes = dropped;
+	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
+	m.request_keyframe = &rk;
+	peer_send(p, &m);
+}
+
 uint64_t send_detach(struct peer *p, const char *sid, uint64_t aid)
 {
 	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;

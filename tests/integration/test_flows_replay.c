@@ -268,8 +268,6 @@ static void test_requests_during_a_disk_replay(void **state)
 			       .label = "back",
 			       .scopes = SC_OBSERVE,
 			       .has_replay = 1};
-	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
-	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
 	Ptg__Frame *err, *kf, *f;
 	Ptg__Reply *r;
 	struct peer *p;
@@ -284,14 +282,7 @@ static void test_requests_during_a_disk_replay(void **state)
 	a.replay_from = from;
 	assert_string_equal(attach_ok(p, &a)->replay_error, "");
 	send_request_role(p, sid, 1, PTG__ROLE__ROLE_CONTROLLER);
-	rk.attach_id = 1;
-	rk.session_id = sid;
-	rk.client_op_id = "";
-	rk.lag_recovery = 1;
-	rk.lag_dropped_bytes = 4096;
-	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
-	m.request_keyframe = &rk;
-	peer_send(p, &m);
+	send_lag_recovery(p, sid, 1, 4096);
 	/* RoleAssigned, the history sent so far (the role request's refusal
 	   among it), then the stop. */
 	for (;;) {

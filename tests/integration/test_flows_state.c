@@ -122,8 +122,6 @@ static void test_lag_keyframes_do_not_write_the_screen(void **state)
 	struct fixture *fx = *state;
 	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
 	const char *extra[] = {"--state-dir", statedir, "--state-plaintext", NULL};
-	Ptg__LinkMessage m = PTG__LINK_MESSAGE__INIT;
-	Ptg__RequestKeyframe rk = PTG__REQUEST_KEYFRAME__INIT;
 	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
 	int64_t t0, elapsed_ms;
 	struct joined j;
@@ -138,16 +136,9 @@ static void test_lag_keyframes_do_not_write_the_screen(void **state)
 	/* With IN_MOVED_FROM between them, the renames are not merged into one
 	   event (the kernel merges identical events in a row). */
 	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
-	rk.attach_id = 1; /* start_shell_controller's */
-	rk.session_id = sid;
-	rk.client_op_id = "";
-	rk.lag_recovery = 1;
-	rk.lag_dropped_bytes = 4096;
-	m.msg_case = PTG__LINK_MESSAGE__MSG_REQUEST_KEYFRAME;
-	m.request_keyframe = &rk;
 	t0 = time_mono_ms();
 	for (int i = 0; i < 20; i++) {
-		peer_send(p, &m);
+		send_lag_recovery(p, sid, 1, 4096); /* start_shell_controller's */
 		expect_frame(p, PTG__FRAME__KIND_ERROR, 1,
 			     STEP_MS); /* PTY_OUTPUT_LAGGED */
 		expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 1, STEP_MS);
