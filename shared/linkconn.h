@@ -19,9 +19,9 @@ struct linkconn;
    the next frame, a keystroke's echo included, and none of it can be held
    back or dropped any more: with the default 208 KiB unix buffer, a
    gateway slowed by 100 observers kept it full, and the controller's echo
-   p99 was 55-72 ms beside a flood (22-27 ms at 64 KiB, where a flood
-   still runs as fast). The sidecar's own bound (SESSION_LINK_HIGH_WATER)
-   is the rest of the queue. */
+   p99 beside a flood was 64 ms (35 ms at 64 KiB, where a flood still runs
+   as fast; docs/benchmarks.md). The sidecar's own bound
+   (SESSION_LINK_HIGH_WATER) is the rest of the queue. */
 #define LINKCONN_KERNEL_QUEUE (64 * 1024)
 
 struct linkconn_ops {

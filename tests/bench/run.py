@@ -1,13 +1,14 @@
 #!/usr/bin/python3
 """run.py: the benchmark suite, one invocation, one table.
 
-Starts a real ptygate-sidecar (unix link, or --link tcp) and ptygate-gateway (loopback)
-with the e2e harness, runs every benchmark RUNS times with its baseline
-paired in the same run (baseline and ptygate back to back, the order
-alternating), and prints one Markdown table: the median of the runs, the
-min-max range, the baseline's median and the median of the per-run
-ratios. The load client is bench_client (C, epoll, wslay, jansson,
-shared/b64.c); the generators are bench_gen and coreutils. Echo's
+Starts a real ptygate-sidecar (unix link, or loopback TCP with --link
+tcp) and ptygate-gateway (loopback) with the e2e harness, runs every
+benchmark RUNS times with its baseline paired in the same run (baseline
+and ptygate back to back, the order alternating), and prints one
+Markdown table: the median of the runs, the min-max range, the
+baseline's median and the median of the per-run ratios. The load
+client is bench_client (C, epoll, wslay, jansson, shared/b64.c); the
+generators are bench_gen and coreutils. Echo's
 two-hop anchor is the one-hop reference (bench_onehop) behind Debian's
 nginx, run with a private config on loopback (skipped when nginx is not
 installed).
