@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -503,4 +504,11 @@ int addr_connect(const struct addr *a, char *err, size_t errlen)
 	vsock_sa(a, &vm);
 	return start_connect(fd, (struct sockaddr *)&vm, sizeof(vm), "vsock", err,
 			     errlen);
+}
+
+void addr_tcp_whole_writes(int fd, int notsent_lowat)
+{
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &notsent_lowat,
+		   sizeof(notsent_lowat));
 }

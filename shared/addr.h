@@ -50,5 +50,11 @@ int addr_listen(const struct addr *a, int flags, char *err, size_t errlen);
 /* Starts a non-blocking connect; returns the fd (connection may still be
    in progress: wait for EV_WRITE and check SO_ERROR) or a negative errno. */
 int addr_connect(const struct addr *a, char *err, size_t errlen);
+/* A TCP socket whose writes are whole messages (WebSocket frames, link
+   messages): Nagle off, since it would only hold a lone keystroke's echo
+   until the peer's delayed ACK (40-50 ms), and at most notsent_lowat
+   bytes unsent in the kernel (TCP_NOTSENT_LOWAT), so what waits stays in
+   our queue; what is in flight is left to the network. Best effort. */
+void addr_tcp_whole_writes(int fd, int notsent_lowat);
 
 #endif

@@ -4,8 +4,6 @@
    is armed only while bytes remain. A connection is never freed inside
    its own callbacks: it is marked dead and freed by the hook. */
 #include <errno.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "conn_int.h"
 #include "log.h"
@@ -659,14 +658,10 @@ void conn_start(struct conn *c, int fd, const char *extra, size_t extra_len,
 		conn_kill(c, "cannot watch the socket");
 		return;
 	}
-	/* Frames are whole writes already: Nagle would only hold a lone
-	   keystroke's echo back until the peer's delayed ACK (~40 ms). */
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
 	/* What the peer has not yet been sent stays in our queue, where lag
-	   can drop it (a slow connection), instead of megabytes of it in the kernel
-	   ahead of the next frame; what is in flight is the path's own. */
-	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &(int){NOTSENT_LOWAT},
-		   sizeof(int));
+	   can drop it (a slow connection), instead of megabytes of it in the
+	   kernel ahead of the next frame. */
+	addr_tcp_whole_writes(fd, NOTSENT_LOWAT);
 	log_info(c->log_ctx, "upgraded%s", c->ctx.deflate ? " (permessage-deflate)" : "");
 	/* Looked up now, not before the 101: a reload in between may have
 	   removed the instance. */
