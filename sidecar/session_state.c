@@ -80,6 +80,14 @@ static void save_screen(struct session *s, const struct buf *snap)
 	s->screen_saved_ms = time_mono_ms();
 }
 
+/* The state's own pace: none saved yet, or the last one SCREEN_SAVE_MS
+   ago. */
+static bool screen_save_due(const struct session *s)
+{
+	return !s->screen_saved_ms ||
+	       time_mono_ms() - s->screen_saved_ms >= SCREEN_SAVE_MS;
+}
+
 /* A Keyframe for one connection (one that joined or fell behind) is
    saved only at the state's own pace, as the tick saves: a thousand
    observers falling behind at once wrote a thousand screen files on the
@@ -88,10 +96,8 @@ static void save_screen(struct session *s, const struct buf *snap)
    and without one it cannot. */
 void session_state_keyframe_made(struct session *s, const struct buf *snap, bool for_all)
 {
-	if (!for_all && s->screen_saved_ms &&
-	    time_mono_ms() - s->screen_saved_ms < SCREEN_SAVE_MS)
-		return;
-	save_screen(s, snap);
+	if (has_state(s) && (for_all || screen_save_due(s)))
+		save_screen(s, snap);
 }
 
 static void save_current_screen(struct session *s)
@@ -115,7 +121,7 @@ void session_state_tick(struct session *s, int64_t now_ms)
 {
 	if (!has_state(s))
 		return;
-	if (screen_changed(s) && time_mono_ms() - s->screen_saved_ms >= SCREEN_SAVE_MS)
+	if (screen_changed(s) && screen_save_due(s))
 		save_current_screen(s);
 	if (s->log)
 		framelog_expire(s->log, now_ms);
