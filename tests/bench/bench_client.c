@@ -302,11 +302,13 @@ static int mode_attach(const char *sid, size_t samples)
 /* ---- (b) echo, and the controller of (d) ---- */
 
 /* The echo controller: each keystroke is a byte from 'g'..'z' (never in
-   a hex dump), sent when the previous one has come back. */
+   a hex dump), sent when the previous one has come back, or with a gap
+   (PTG_BENCH_ECHO_GAP_MS), at the first frame past it: a person typing
+   beside a stream, not a program typing flat out. */
 struct echo {
 	double *lat;
 	size_t n, max, lost;
-	double t_sent;
+	double t_sent, gap_s, t_due;
 	uint8_t next;
 	bool ready, started;
 };
@@ -324,6 +326,10 @@ static void echo_frame(struct bws *c, const struct bws_frame *f)
 {
 	struct echo *e = c->user;
 
+	if (e->t_due > 0 && bws_now() >= e->t_due) {
+		e->t_due = 0;
+		echo_send(c, e);
+	}
 	if (!strcmp(f->kind, "Error") &&
 	    memmem(f->text, f->wire_len, "PTY_OUTPUT_LAGGED", 17) && e->ready &&
 	    c->want >= 0) {
@@ -345,7 +351,9 @@ static void echo_frame(struct bws *c, const struct bws_frame *f)
 	if (c->want >= 0 && memchr(f->data, c->want, f->data_len)) {
 		e->lat[e->n++] = bws_now() - e->t_sent;
 		c->want = -1;
-		if (e->n < e->max)
+		if (e->n < e->max && e->gap_s > 0)
+			e->t_due = bws_now() + e->gap_s;
+		else if (e->n < e->max)
 			echo_send(c, e);
 	}
 }
@@ -513,8 +521,11 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
    gateway's CPU over it. */
 static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
 {
-	struct echo e = {
-	    .lat = calloc(1000000, sizeof(double)), .max = 1000000, .ready = true};
+	const char *gap_ms = getenv("PTG_BENCH_ECHO_GAP_MS");
+	struct echo e = {.lat = calloc(1000000, sizeof(double)),
+			 .max = 1000000,
+			 .ready = true,
+			 .gap_s = gap_ms ? atof(gap_ms) / 1e3 : 0};
 	struct bws ctl = {.decode = true, .user = &e, .idx = -1};
 	uint64_t session_out;
 	double gw0, dt;

@@ -14,10 +14,16 @@
 				     progress line per object, now and then a
 				     compiler warning with its source line and
 				     caret; one write per line, as a build
-				     tool's line-buffered output is */
+				     tool's line-buffered output is
+     bench_gen paced FILE RATE SECONDS
+				     FILE (its first 4 MiB, over and over) at
+				     RATE bytes a second in 4 KiB writes, for
+				     SECONDS: a busy program's steady output,
+				     not a flood */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static void tui(unsigned long long bytes, unsigned cols, unsigned rows)
@@ -124,6 +130,45 @@ static void buildlog(unsigned long long bytes)
 	fflush(stdout);
 }
 
+/* Adds ns to t. */
+static void advance(struct timespec *t, long long ns)
+{
+	ns += t->tv_nsec;
+	t->tv_sec += (time_t)(ns / 1000000000);
+	t->tv_nsec = (long)(ns % 1000000000);
+}
+
+static int paced(const char *path, unsigned long long rate, unsigned seconds)
+{
+	static char data[4 << 20];
+	const size_t chunk = 4096;
+	FILE *f = fopen(path, "rb");
+	size_t len = f ? fread(data, 1, sizeof(data), f) : 0, at = 0;
+	struct timespec next;
+	long long gap_ns, writes;
+
+	if (f)
+		fclose(f);
+	if (len < chunk || rate == 0) {
+		fprintf(stderr, "bench_gen paced: %s: need %zu bytes and a rate\n", path,
+			chunk);
+		return 2;
+	}
+	gap_ns = (long long)(1e9 * (double)chunk / (double)rate);
+	writes = (long long)((double)rate * seconds / (double)chunk);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (writes-- > 0) {
+		if (at + chunk > len)
+			at = 0;
+		if (write(STDOUT_FILENO, data + at, chunk) != (ssize_t)chunk)
+			return 1;
+		at += chunk;
+		advance(&next, gap_ns);
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc == 5 && !strcmp(argv[1], "tui"))
@@ -137,11 +182,14 @@ int main(int argc, char **argv)
 		lines((unsigned)atoi(argv[2]), (unsigned)atoi(argv[3]));
 	else if (argc == 3 && !strcmp(argv[1], "buildlog"))
 		buildlog(strtoull(argv[2], NULL, 10));
+	else if (argc == 5 && !strcmp(argv[1], "paced"))
+		return paced(argv[2], strtoull(argv[3], NULL, 10),
+			     (unsigned)atoi(argv[4]));
 	else {
 		fprintf(stderr,
 			"usage: bench_gen tui BYTES COLS ROWS | colour COLS ROWS | "
 			"fgbg COLS ROWS | "
-			"lines N DELAY_US | buildlog BYTES\n");
+			"lines N DELAY_US | buildlog BYTES | paced FILE RATE SECONDS\n");
 		return 2;
 	}
 	return 0;

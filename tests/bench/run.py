@@ -56,12 +56,20 @@ ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
 FANOUT_PER_PROCESS = 250
 # The fan-out size that also runs with permessage-deflate (when listed).
 FANOUT_DEFLATE = 100
+# The paced stream that size also watches, plain and with deflate: a busy
+# program's steady output (bytes a second) that every observer can take,
+# where a flood outruns the load client and each observer skips most
+# frames.
+FANOUT_PACED_RATE = 1000000
+# The controller's keystrokes beside it: one every this many ms.
+PACED_ECHO_GAP_MS = 10
 
 
-def fanout_prefix(n, deflate=False):
+def fanout_prefix(n, deflate=False, paced=False):
     """Where a fan-out's results go: fanout100., fanout0. (the controller
-    alone), fanoutdeflate100. (every client offering permessage-deflate)."""
-    return "fanout%s%d." % ("deflate" if deflate else "", n)
+    alone), fanoutdeflate100. (every client offering permessage-deflate),
+    fanoutpaced100. and fanoutpaceddeflate100. (the paced stream)."""
+    return "fanout%s%s%d." % ("paced" if paced else "", "deflate" if deflate else "", n)
 
 
 # The "sessions" benchmark: a fan-out of this many observers beside this
@@ -410,19 +418,25 @@ class Suite:
         """Each N of the fan-out list, the same flood with no observers (the
         controller alone: the baseline of its echo) and the deflate
         observers' N (every client offering permessage-deflate: the
-        baseline is the plain N), in one order on even runs and the
-        reverse on odd ones."""
+        baseline is the plain N), then that N again, plain and deflate,
+        watching a paced stream (FANOUT_PACED_RATE); in one order on even
+        runs and the reverse on odd ones."""
         path = self.hexdump_file()
-        steps = [(0, False)] + [(n, False) for n in self.args.fanout]
-        if self.args.fanout_deflate:
-            steps.append((self.args.fanout_deflate, True))
-        for n, deflate in (steps if i % 2 == 0 else steps[::-1]):
+        steps = [(0, False, False)] + [(n, False, False) for n in self.args.fanout]
+        d = self.args.fanout_deflate
+        if d:
+            steps += [(d, True, False), (d, False, True), (d, True, True)]
+        for n, deflate, paced in (steps if i % 2 == 0 else steps[::-1]):
+            # Paced for the whole window, with room for the joins before it.
+            seconds = 3 + n // 100 + self.args.fanout_seconds + 15
+            writer = ("%s paced %s %d %d" % (GEN, path, FANOUT_PACED_RATE, seconds) if paced
+                      else "while :; do cat %s; done" % path)
             sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-                               "(while :; do cat %s; done) & exec cat" % path)
-            self.fanout_run(sid, n, deflate=deflate)
+                               "(%s) & exec cat" % writer)
+            self.fanout_run(sid, n, deflate=deflate, paced=paced)
             self.drop(sid)
 
-    def fanout_run(self, sid, n, prefix=None, deflate=False):
+    def fanout_run(self, sid, n, prefix=None, deflate=False, paced=False):
         """The observers in processes of at most FANOUT_PER_PROCESS each and
         the controller in its own, so the controller's echo is not the
         load client's backlog; all measure one window, agreed on by the
@@ -433,7 +447,9 @@ class Suite:
         shares = [FANOUT_PER_PROCESS] * (n // FANOUT_PER_PROCESS)
         if n % FANOUT_PER_PROCESS:
             shares.append(n % FANOUT_PER_PROCESS)
-        env = {"PTG_BENCH_DEFLATE": "1"} if deflate else None
+        env = dict({"PTG_BENCH_DEFLATE": "1"} if deflate else {},
+                   # beside a paced stream the controller types as a person would
+                   **({"PTG_BENCH_ECHO_GAP_MS": str(PACED_ECHO_GAP_MS)} if paced else {}))
         procs = [(self.client_start("fanout-observers", sid, k, "%.3f" % start, window,
                                     nice=self.args.nice_observers, env=env),
                   ("fanout-observers",)) for k in shares]
@@ -452,6 +468,8 @@ class Suite:
                ctl.get("fanout.controller_seq_errors", 0)}
         if deflate:
             res["fanout.deflate"] = 1
+        if paced:
+            res["fanout.paced"] = 1
         if wire and "fanout.gateway_cpu_s" in ctl:
             res["fanout.gateway_cpu_ms_per_mib"] = 1e3 * ctl["fanout.gateway_cpu_s"] / (wire / (1 << 20))
         if out and "fanout.gateway_cpu_s" in ctl:
@@ -468,7 +486,7 @@ class Suite:
         if self.args.verbose:
             mode = "sessions-" + prefix.split(".")[1] if prefix else "fanout"
             note("%s: fanout.observers=%d %s" % (mode, n, " ".join("%s=%g" % kv for kv in sorted(res.items()))))
-        self.keep(prefix or fanout_prefix(n, deflate), res, list(res))
+        self.keep(prefix or fanout_prefix(n, deflate, paced), res, list(res))
 
     def run_sessions(self, i):
         """A fan-out of SESSIONS_OBSERVERS beside SESSIONS_IDLE joined
@@ -747,6 +765,20 @@ class Suite:
                 defl + "echo_us.p99", plain + "echo_us.p99", digits=0)
             row("  PTY_OUTPUT_LAGGED to the observers, deflate; baseline plain",
                 defl + "lagged", plain + "lagged", digits=0, ratio="-")
+            plain = fanout_prefix(d, paced=True) + "fanout."
+            defl = fanout_prefix(d, True, True) + "fanout."
+            row("gateway CPU per delivered MiB of terminal output with %d observers of a paced "
+                "stream (%.1f MB/s), deflate; baseline plain (target at most 1.2x)"
+                % (d, FANOUT_PACED_RATE / 1e6), defl + "gateway_cpu_ms_per_output_mib",
+                plain + "gateway_cpu_ms_per_output_mib", digits=2)
+            row("  wire bytes per output byte, paced, deflate; baseline plain",
+                defl + "wire_per_output_byte", plain + "wire_per_output_byte", digits=3)
+            row("  terminal output delivered to the %d observers (MB/s), paced, deflate; "
+                "baseline plain" % d, defl + "output_mb_s", plain + "output_mb_s")
+            row("  controller echo p99 (us), paced, deflate; baseline plain",
+                defl + "echo_us.p99", plain + "echo_us.p99", digits=0)
+            row("  PTY_OUTPUT_LAGGED to the observers, paced, deflate; baseline plain",
+                defl + "lagged", plain + "lagged", digits=0, ratio="-")
         for what, key in (("aggregate delivered (MB/s)", "aggregate_mb_s"),
                           ("gateway CPU per delivered MiB (ms)", "gateway_cpu_ms_per_mib")):
             row("fan-out %d observers beside %d connections on other sessions: %s; baseline "
@@ -827,8 +859,8 @@ def replay_log(suite, path):
             suite.keep(sessions, res, list(res))  # the echo beside that fan-out
             sessions = None
         elif mode == "fanout":
-            suite.keep(fanout_prefix(int(res["fanout.observers"]), res.get("fanout.deflate")),
-                       res, list(res))
+            suite.keep(fanout_prefix(int(res["fanout.observers"]), res.get("fanout.deflate"),
+                                     res.get("fanout.paced")), res, list(res))
         elif mode == "memory":
             n = int(res["memory.connections"])
             if res.get("memory.gateway_rss_kib", 0) > 0:
