@@ -311,15 +311,21 @@ class Suite:
         n = self.args.echo_samples
         order = [self.echo_gateway, self.echo_baselines]
         for f in (order if i % 2 == 0 else order[::-1]):
-            f(n)
+            f(n, i)
         self.echo_beside_flood(min(n, FLOOD_ECHO_SAMPLES))
 
-    def echo_gateway(self, n):
-        sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-                           "printf PTG-READY; exec cat")
-        res = self.client("echo", sid, n)
-        self.keep("", res, ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms"])
-        self.drop(sid)
+    def echo_gateway(self, n, i):
+        """The echo, then the same with permessage-deflate agreed (the order
+        alternating by run): compression must not cost a keystroke."""
+        for deflate in ((False, True) if i % 2 == 0 else (True, False)):
+            sid = self.session("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+                               "printf PTG-READY; exec cat")
+            env = {"PTG_BENCH_DEFLATE": "1"} if deflate else None
+            res = self.client_results(self.client_start("echo", sid, n, env=env), ("echo",),
+                                      label="deflate-echo" if deflate else None)
+            self.keep("deflate." if deflate else "", res,
+                      ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms"])
+            self.drop(sid)
 
     def echo_beside_flood(self, n):
         """A lone keystroke's echo while another session of the same
@@ -344,7 +350,7 @@ class Suite:
             reader.wait()
             self.drop(fsid)
 
-    def echo_baselines(self, n):
+    def echo_baselines(self, n, i):
         res = self.client("pty-echo", n)
         res.update(self.client("tcp-echo", n))
         script = ("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
@@ -687,6 +693,9 @@ class Suite:
                 "onehop.echo.us.%s" % p)
         row("echo samples over 10 ms (of %d)" % self.args.echo_samples, "echo.us.over10ms",
             "ptyecho.us.over10ms", digits=0, ratio="-")
+        for p in ("p50", "p99"):
+            row("echo %s with permessage-deflate agreed (us); baseline plain (target: "
+                "unchanged, 1.0x)" % p, "deflate.echo.us.%s" % p, "echo.us.%s" % p)
         if self.stat("nginx.onehop.echo.us.p50"):
             for p in ("p50", "p99", "max"):
                 row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
@@ -871,6 +880,8 @@ def replay_log(suite, path):
             kf += 1
         elif mode == "flood-echo":
             suite.keep("flood.", res, list(res))  # the echo beside another session's flood
+        elif mode == "deflate-echo":
+            suite.keep("deflate.", res, list(res))  # the echo with permessage-deflate agreed
         elif mode.startswith("nginx-"):
             suite.keep("nginx.", res, list(res))  # the one-hop reference behind nginx
         elif mode in ("attach", "joins"):
