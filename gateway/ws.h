@@ -112,10 +112,13 @@ struct wsframe {
 	uint8_t data[];		  /* FIN | text opcode, unmasked length, then payload */
 };
 
-/* Payloads under this many bytes are sent plain to every client: deflate
-   framing would not pay for itself (RFC 7692 lets RSV1 differ per
-   message). */
-#define WSFRAME_DEFLATE_MIN 64
+/* Payloads under this many bytes are sent plain to every client (RFC
+   7692 lets RSV1 differ per message). A keystroke's echo is a frame of
+   about 200 bytes: compressing it saved some 30 of them and made every
+   echo to a deflate client about 30 us slower at p50, the zlib state
+   being cold between keystrokes (docs/benchmarks.md). Below 1 KiB a
+   frame saves a few hundred bytes at most. */
+#define WSFRAME_DEFLATE_MIN 1024
 
 /* Builds the frame for a text message of len bytes (the caller vouches it
    is UTF-8, e.g. JSON from jansson). Returns it with one reference. */
