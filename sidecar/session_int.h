@@ -90,7 +90,8 @@ struct session {
 	uint64_t seq_reserved;	   /* numbers up to here are reserved on disk */
 	uint64_t screen_saved_seq; /* s->seq when the screen was last saved */
 	int64_t screen_saved_ms;
-	struct framelog *log; /* NULL without --state-dir */
+	uint64_t logged_since_screen; /* frame log bytes since then */
+	struct framelog *log;	      /* NULL without --state-dir */
 	struct ev_timer *flush_timer;
 
 	/* replays streaming from disk (replay.c) */
@@ -105,7 +106,8 @@ void session_state_reserve(struct session *s);
 /* Writes the session record (no-op without a state dir). */
 void session_state_persist(struct session *s);
 /* A Keyframe's snapshot was made: saved as the session's last screen
-   when it was for all (the cadence), else at most once a second. */
+   at most once a second, or sooner when it is for all (the cadence) and
+   the frame log has grown by a quarter of its budget since the last. */
 void session_state_keyframe_made(struct session *s, const struct buf *snap, bool for_all);
 /* Periodic: saves the screen when it changed, applies log retention. */
 void session_state_tick(struct session *s, int64_t now_ms);

@@ -21,9 +21,14 @@
 /* Sequence numbers are reserved on disk this many at a time: one durable
    record write per block, and a restart continues above the block. */
 #define SEQ_BLOCK 1024
-/* A changed screen is saved at most this often (and at every Keyframe,
-   exit and clean shutdown), so after a SIGKILL it is at most this old. */
+/* A changed screen is saved at most this often (and at exit and clean
+   shutdown), so after a SIGKILL it is at most this old. */
 #define SCREEN_SAVE_MS 1000
+/* The share of the frame log's budget (--replay-bytes) past which a
+   cadence Keyframe saves the screen before the second is up: retention
+   drops whole segments of the oldest frames, and a restart needs every
+   frame after the saved screen. */
+#define SCREEN_SAVE_LOG_SHARE 4
 
 static int has_state(const struct session *s)
 {
@@ -78,6 +83,7 @@ static void save_screen(struct session *s, const struct buf *snap)
 		log_warn(s->log_ctx, "cannot write the screen in %s", s->cfg->state_dir);
 	s->screen_saved_seq = s->seq;
 	s->screen_saved_ms = time_mono_ms();
+	s->logged_since_screen = 0;
 }
 
 /* The state's own pace: none saved yet, or the last one SCREEN_SAVE_MS
@@ -88,15 +94,27 @@ static bool screen_save_due(const struct session *s)
 	       time_mono_ms() - s->screen_saved_ms >= SCREEN_SAVE_MS;
 }
 
-/* A Keyframe for one connection (one that joined or fell behind) is
-   saved only at the state's own pace, as the tick saves: a thousand
-   observers falling behind at once wrote a thousand screen files on the
-   loop, and a controller's echo waited behind them. The first one is
-   saved: a restart brings the screen up to date from the last one saved,
-   and without one it cannot. */
+/* So much was logged since the last save that the log's retention could
+   soon drop frames a restart needs to bring that screen up to date. */
+static bool log_outgrows_screen(const struct session *s)
+{
+	return s->logged_since_screen >= s->cfg->replay_bytes / SCREEN_SAVE_LOG_SHARE;
+}
+
+/* A Keyframe's snapshot is saved at the state's own pace, as the tick
+   saves. Saving every one wrote a file on the loop:
+   - for one connection (a join, one that fell behind): a thousand
+     observers falling behind at once wrote a thousand files, and a
+     controller's echo waited behind them;
+   - for the cadence (every 100 Output frames): a keystroke's echo is a
+     frame, so one echo in a hundred waited for the file, and the echo's
+     p99 doubled.
+   A cadence Keyframe saves sooner when the log outgrows the screen (a
+   flood). The first one is saved: a restart brings the screen up to date
+   from the last one saved, and without one it cannot. */
 void session_state_keyframe_made(struct session *s, const struct buf *snap, bool for_all)
 {
-	if (has_state(s) && (for_all || screen_save_due(s)))
+	if (has_state(s) && (screen_save_due(s) || (for_all && log_outgrows_screen(s))))
 		save_screen(s, snap);
 }
 
@@ -185,6 +203,7 @@ void session_state_log(struct session *s, const Ptg__Frame *f, const struct buf 
 		return;
 	framelog_append(s->log, f->sequence, f->ts_ms, (uint8_t)f->kind_case,
 			buf_head(packed), buf_size(packed));
+	s->logged_since_screen += buf_size(packed);
 	if (s->cfg->fsync == FSYNC_INTERVAL && !ev_timer_armed(s->flush_timer))
 		ev_timer_arm(s->flush_timer, s->cfg->fsync_interval_ms, 0);
 }

@@ -151,6 +151,98 @@ static void test_lag_keyframes_do_not_write_the_screen(void **state)
 	remove_tree(statedir);
 }
 
+/* Renames of the screen file while the controller types n keystrokes
+   into the shell, each waited for (the tty echoes it: one Output frame
+   each); *elapsed_ms is how long that took. */
+static int screen_writes_while_typing(struct fixture *fx, const char *const *extra,
+				      const char *statedir, int n, int64_t *elapsed_ms)
+{
+	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
+	struct joined j;
+	struct peer *p = start_shell_controller(fx, extra, sid, &j);
+	int64_t t0;
+	int ifd, writes;
+
+	snprintf(screen, sizeof(screen), "%s.screen", sid);
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+	t0 = time_mono_ms();
+	for (int i = 0; i < n; i++) {
+		char key[2] = {(char)('a' + i % 26), 0};
+
+		send_input(p, sid, 1, key, NULL);
+		wait_output(p, key, STEP_MS);
+	}
+	*elapsed_ms = time_mono_ms() - t0;
+	writes = count_renames_to(ifd, screen);
+	close(ifd);
+	return writes;
+}
+
+/* The cadence's Keyframes (here every 5 Output frames) come every 100
+   frames of a person typing, and each keystroke's echo is a frame: each
+   of them wrote the screen file on the loop, and the echo after it
+   waited (the echo's p99 doubled with --state-dir). The screen goes to
+   disk at most once a second (and once more for the second begun). */
+static void test_cadence_keyframes_of_typing_do_not_write_the_screen(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = {"--state-dir",	    statedir, "--state-plaintext",
+			       "--keyframe-frames", "5",      NULL};
+	int64_t elapsed_ms;
+	int writes;
+
+	assert_non_null(mkdtemp(statedir));
+	writes = screen_writes_while_typing(fx, extra, statedir, 60, &elapsed_ms);
+	assert_true(writes <= 2 + elapsed_ms / 1000);
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
+/* A flood's cadence Keyframes still save the screen once the frame log
+   has grown by a quarter of its budget since the last save, however
+   little time passed: retention drops the oldest frames, and a restart
+   rebuilds the screen from the frames logged after the saved one. */
+static void test_flood_saves_the_screen_as_the_log_grows(void **state)
+{
+	struct fixture *fx = *state;
+	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
+	const char *extra[] = {"--state-dir",
+			       statedir,
+			       "--state-plaintext",
+			       "--keyframe-frames",
+			       "2",
+			       "--replay-bytes",
+			       "262144",
+			       "--state-segment-bytes",
+			       "65536",
+			       NULL};
+	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
+	struct joined j;
+	struct peer *p;
+	int ifd, writes;
+
+	assert_non_null(mkdtemp(statedir));
+	p = start_shell_controller(fx, extra, sid, &j);
+	snprintf(screen, sizeof(screen), "%s.screen", sid);
+	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(ifd >= 0);
+	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+	/* 2 MB: 32 log budgets' quarters, in frames of up to 64 KiB. */
+	send_input(p, sid, 1,
+		   "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo flood-$((6*7))\n",
+		   NULL);
+	wait_output(p, "flood-42", 30000);
+	writes = count_renames_to(ifd, screen);
+	close(ifd);
+	print_message("screen saved %d times during a 2 MB flood\n", writes);
+	assert_true(writes >= 8);
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(statedir);
+}
+
 /* ---- --session-user: programs cannot reach the link or the state ---- */
 
 /* Run as the session user, it reports who it is and what it can reach. */
@@ -228,6 +320,8 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    FLOWS_TEST(test_restart_boundary),
 	    FLOWS_TEST(test_lag_keyframes_do_not_write_the_screen),
+	    FLOWS_TEST(test_cadence_keyframes_of_typing_do_not_write_the_screen),
+	    FLOWS_TEST(test_flood_saves_the_screen_as_the_log_grows),
 	    FLOWS_TEST(test_session_user),
 	};
 
