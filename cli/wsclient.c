@@ -30,6 +30,10 @@
 #include "wshandshake.h"
 #include "xalloc.h"
 
+/* Unsent bytes the kernel holds for the gateway (TCP_NOTSENT_LOWAT);
+   the rest of an upload waits in wslay's queue. */
+#define WSCLIENT_KERNEL_QUEUE (128 * 1024)
+
 struct wsclient {
 	int fd;
 	struct tlsio *tls; /* wss://, or NULL */
@@ -408,6 +412,9 @@ static int dial(const struct wsclient_addr *a, int64_t deadline, char *err, size
 			 strerror(soerr));
 		return -soerr;
 	}
+	/* Nagle held each keystroke's frame (wslay writes its header and
+	   payload apart) until the gateway's delayed ACK: 43 ms an echo. */
+	addr_tcp_whole_writes(fd, WSCLIENT_KERNEL_QUEUE);
 	return fd;
 }
 
@@ -422,12 +429,16 @@ static ssize_t io_recv(int fd, struct tlsio *t, void *p, size_t n)
 	return r;
 }
 
-static ssize_t io_send(int fd, struct tlsio *t, const void *p, size_t n)
+/* more: the caller sends the rest of this message next (wslay writes a
+   frame's header and payload apart), so the kernel holds these bytes
+   for it and one segment carries both. */
+static ssize_t io_send(int fd, struct tlsio *t, const void *p, size_t n, bool more)
 {
 	ssize_t r;
 
 	do
-		r = t ? tlsio_send(t, p, n) : send(fd, p, n, MSG_NOSIGNAL);
+		r = t ? tlsio_send(t, p, n)
+		      : send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 	while (r < 0 && errno == EINTR);
 	return r;
 }
@@ -446,7 +457,7 @@ static int send_all(int fd, struct tlsio *t, const struct buf *b, int64_t deadli
 	int rc;
 
 	while (off < buf_size(b)) {
-		n = io_send(fd, t, buf_head(b) + off, buf_size(b) - off);
+		n = io_send(fd, t, buf_head(b) + off, buf_size(b) - off, false);
 		if (n > 0) {
 			off += (size_t)n;
 			continue;
@@ -559,7 +570,7 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len
 	struct wsclient *c = user;
 	ssize_t n;
 
-	n = io_send(c->fd, c->tls, p, len);
+	n = io_send(c->fd, c->tls, p, len, (flags & WSLAY_MSG_MORE) != 0);
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN) {

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -350,6 +351,17 @@ static void seen_close(uint16_t code, const char *reason, size_t n, void *user)
 	snprintf(s->reason, sizeof(s->reason), "%.*s", (int)n, reason);
 }
 
+/* Nagle off: with it each keystroke's frame waited for the gateway's
+   delayed ACK, and `ptygate attach` echoed every key 43 ms late. */
+static void expect_nodelay(int fd)
+{
+	int on = 0;
+	socklen_t len = sizeof(on);
+
+	assert_int_equal(getsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &on, &len), 0);
+	assert_int_equal(on, 1);
+}
+
 static void roundtrip(bool deflate)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
@@ -374,6 +386,7 @@ static void roundtrip(bool deflate)
 	c = wsclient_connect(url, "/agents/i/sessions/s/attach", "tok.en", 5000, &cb, &s,
 			     err, sizeof(err));
 	assert_non_null(c);
+	expect_nodelay(wsclient_fd(c));
 	assert_string_equal(s.text, deflate ? "Hello" : "hi"); /* came with the answer */
 	assert_int_equal(wsclient_send_text(c, "ping-text", 9), 0);
 	while (!wsclient_done(c)) {
