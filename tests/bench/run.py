@@ -26,8 +26,10 @@ alternating: the baseline column is then that build.
 import argparse
 import asyncio
 import os
+import pty
 import re
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -42,6 +44,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, os.path.join(HERE, "..", "e2e"))
 os.environ.setdefault("PTG_SIDECAR", os.path.join(REPO, "build-release", "ptygate-sidecar"))
 os.environ.setdefault("PTG_GATEWAY", os.path.join(REPO, "build-release", "ptygate-gateway"))
+os.environ.setdefault("PTG_CLI", os.path.join(REPO, "build-release", "ptygate"))
 import harness  # noqa: E402
 
 BIN = os.environ.get("PTG_BENCH_BIN") or os.path.join(REPO, "build-release", "tests", "bench")
@@ -77,6 +80,9 @@ def fanout_prefix(n, deflate=False, paced=False):
 SESSIONS_OBSERVERS, SESSIONS_IDLE, SESSIONS_ECHO_SAMPLES = 10, 2000, 5000
 # Echo samples beside another session's flood (each waits behind it).
 FLOOD_ECHO_SAMPLES = 3000
+# Keystrokes typed into `ptygate attach` in a terminal, one every
+# CLI_ECHO_GAP_S (a fast typist, not a flood).
+CLI_ECHO_SAMPLES, CLI_ECHO_GAP_S = 300, 0.005
 ALL = ["attach", "echo", "throughput", "fanout", "sessions", "memory", "joins", "replay", "keyframe",
        "deflate"]
 # The deflate benchmark's outputs, each cut to this size: an ls -lR of the
@@ -313,6 +319,69 @@ class Suite:
         for f in (order if i % 2 == 0 else order[::-1]):
             f(n, i)
         self.echo_beside_flood(min(n, FLOOD_ECHO_SAMPLES))
+        self.echo_cli(CLI_ECHO_SAMPLES if n >= CLI_ECHO_SAMPLES else n)
+
+    def echo_cli(self, n):
+        """Keystrokes typed into the command-line client, `ptygate attach`,
+        running in a terminal (a pty this suite holds), each timed from the
+        write of the key to its echo on the client's screen: the latency a
+        person at the CLI feels, the client's own terminal and socket
+        included."""
+        sid = self.session("stty -echo -icanon min 1; exec cat")
+        env = dict(ENV, PTYGATE_TOKEN=self.token)
+        pid, fd = pty.fork()
+        if pid == 0:
+            cli = os.environ["PTG_CLI"]
+            os.execve(cli, [cli, "attach", "--gateway", "http://127.0.0.1:%d" % self.stack.port,
+                            "--instance", "bench", sid], env)
+        lat = []
+        try:
+            self.pty_read(fd, None, 10)  # the join's screen, until quiet
+            for k in range(n):
+                key = bytes([ord("g") + k % 20])
+                t0 = time.monotonic()
+                os.write(fd, key)
+                if not self.pty_read(fd, key, 5):
+                    break
+                lat.append((time.monotonic() - t0) * 1e6)
+                time.sleep(CLI_ECHO_GAP_S)
+            os.write(fd, b"\x1d")  # Ctrl-]: detach
+            self.pty_read(fd, None, 2)
+        finally:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(pid, 0)
+            os.close(fd)
+            self.drop(sid)
+        if len(lat) == n:
+            lat.sort()
+            res = {"cliecho.us.p50": lat[n // 2], "cliecho.us.p99": lat[(n * 99 + 99) // 100 - 1]}
+            if self.args.verbose:
+                note("cli-echo: " + " ".join("%s=%g" % kv for kv in sorted(res.items())))
+            self.keep("", res, list(res))
+        else:
+            note("ptygate attach: %d of %d keystrokes echoed" % (len(lat), n))
+
+    @staticmethod
+    def pty_read(fd, want, timeout):
+        """Reads the pty until want (bytes) comes, or with want None until
+        it is quiet for 0.3 s; at most timeout seconds. True when want
+        came."""
+        end, quiet = time.monotonic() + timeout, time.monotonic() + 0.3
+        while time.monotonic() < min(end, quiet if want is None else end):
+            r, _, _ = select.select([fd], [], [], 0.05)
+            if not r:
+                continue
+            try:
+                got = os.read(fd, 65536)
+            except OSError:
+                return False
+            if want is not None and want in got:
+                return True
+            quiet = time.monotonic() + 0.3
+        return False
 
     def echo_gateway(self, n, i):
         """The echo, then the same with permessage-deflate agreed (the order
@@ -696,6 +765,10 @@ class Suite:
         for p in ("p50", "p99"):
             row("echo %s with permessage-deflate agreed (us); baseline plain (target: "
                 "unchanged, 1.0x)" % p, "deflate.echo.us.%s" % p, "echo.us.%s" % p)
+        for p in ("p50", "p99"):
+            row("echo %s through `ptygate attach` in a terminal, a key every %d ms (us); "
+                "baseline the C load client" % (p, CLI_ECHO_GAP_S * 1000),
+                "cliecho.us.%s" % p, "echo.us.%s" % p)
         if self.stat("nginx.onehop.echo.us.p50"):
             for p in ("p50", "p99", "max"):
                 row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
