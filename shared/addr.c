@@ -506,9 +506,14 @@ int addr_connect(const struct addr *a, char *err, size_t errlen)
 			     errlen);
 }
 
-void addr_tcp_whole_writes(int fd, int notsent_lowat)
+void addr_tcp_nodelay(int fd)
 {
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &(int){1}, sizeof(int));
+}
+
+void addr_tcp_whole_writes(int fd, int notsent_lowat)
+{
+	addr_tcp_nodelay(fd);
 	setsockopt(fd, IPPROTO_TCP, TCP_NOTSENT_LOWAT, &notsent_lowat,
 		   sizeof(notsent_lowat));
 }

@@ -56,5 +56,8 @@ int addr_connect(const struct addr *a, char *err, size_t errlen);
    bytes unsent in the kernel (TCP_NOTSENT_LOWAT), so what waits stays in
    our queue; what is in flight is left to the network. Best effort. */
 void addr_tcp_whole_writes(int fd, int notsent_lowat);
+/* Nagle off only (TCP_NODELAY), for a socket whose sender we do not
+   drive. Best effort. */
+void addr_tcp_nodelay(int fd);
 
 #endif

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
+#include "addr.h"
 #include "config.h"
 #include "conn.h"
 #include "fleetauth.h"
@@ -140,6 +141,21 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 	return fd;
 }
 
+/* Over TLS MHD keeps the client's socket and hands out one end of a
+   socket pair, relaying between the two: conn.c's socket options reach
+   only the pair. Nagle on the client's TCP socket held each echo for
+   the client's delayed ACK, 43 ms a keystroke. */
+static void tls_socket_nodelay(const struct http *h, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci;
+
+	if (!h->has_tls)
+		return;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	if (ci)
+		addr_tcp_nodelay(ci->connect_fd);
+}
+
 /* An upgraded socket's end: closes fd (or has MHD close it) and gives
    the address count back. */
 static void let_go_socket(struct http_hold *hold, int fd)
@@ -177,6 +193,7 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	int fd;
 
 	hold->h = r->h;
+	tls_socket_nodelay(r->h, c);
 	fd = hand_out(r, sock, urh, hold);
 	if (fd < 0) {
 		fd = sock;
@@ -216,6 +233,7 @@ static void on_relayed(void *cls, struct MHD_Connection *c, void *req_cls,
 	struct relayed *d = xcalloc(1, sizeof(*d));
 
 	d->hold.h = r->h;
+	tls_socket_nodelay(r->h, c);
 	d->fd = hand_out(r, sock, urh, &d->hold);
 	if (d->fd < 0) {
 		d->fd = sock;

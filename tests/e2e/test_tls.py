@@ -172,6 +172,30 @@ class Tls(unittest.TestCase):
             await c.close()
         asyncio.run(asyncio.wait_for(run(), 60))
 
+    def test_keystroke_echo_is_not_held_for_a_delayed_ack(self):
+        """Over TLS MHD keeps the client's TCP socket and relays through a
+        socket pair; with Nagle on that socket every echo waited for the
+        client's delayed ACK, 40 ms or more each (a keystroke's echo is
+        0.1-2 ms otherwise). Most of 30 echoes, waited for one at a time,
+        must come sooner: only a machine too loaded to echo half of them in
+        35 ms would fail it."""
+        async def run():
+            sid = self.stack.create_session(
+                command=["/bin/sh", "-c", "stty -echo -icanon min 1; exec cat"])
+            c = await self.stack.wss_client(sid)
+            await c.join_fresh()
+            slow = 0
+            for i in range(30):
+                key = chr(ord("g") + i % 20)
+                mark, t0 = len(c.output), time.monotonic()
+                await c.type(key)
+                await c.wait_output(key, since=mark)
+                slow += time.monotonic() - t0 >= 0.035
+            await c.close()
+            return slow
+        slow = asyncio.run(asyncio.wait_for(run(), 60))
+        self.assertLess(slow, 15, "%d of 30 echoes took 35 ms or more" % slow)
+
     def test_sighup_reloads_the_certificate_and_open_connections_carry_on(self):
         async def run():
             sid = self.stack.create_session()
