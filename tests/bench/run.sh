@@ -9,6 +9,6 @@
 set -eu
 cd "$(dirname "$0")/../.."
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build-release -j2 --target ptygate-sidecar ptygate-gateway bench_client bench_gen bench_onehop \
+cmake --build build-release -j2 --target ptygate-sidecar ptygate-gateway ptygate bench_client bench_gen bench_onehop \
 	>/dev/null
 exec /usr/bin/python3 tests/bench/run.py "$@"
