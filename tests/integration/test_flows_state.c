@@ -112,6 +112,49 @@ static int count_renames_to(int ifd, const char *name)
 	return count;
 }
 
+/* A sidecar with a fresh --state-dir and the options in more (NULL-
+   terminated, at most 8), its usual shell controller, and an inotify fd
+   on the state directory for count_renames_to. */
+struct watched {
+	char statedir[32];
+	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
+	struct peer *p;
+	int ifd;
+};
+
+static void start_watched(struct fixture *fx, struct watched *w, const char *const *more)
+{
+	const char *extra[12] = {"--state-dir", w->statedir, "--state-plaintext"};
+	struct joined j;
+	size_t n = 3;
+
+	snprintf(w->statedir, sizeof(w->statedir), "/tmp/ptg-it-state-XXXXXX");
+	assert_non_null(mkdtemp(w->statedir));
+	while (more && *more && n < 11)
+		extra[n++] = *more++;
+	extra[n] = NULL;
+	w->p = start_shell_controller(fx, extra, w->sid, &j);
+	snprintf(w->screen, sizeof(w->screen), "%s.screen", w->sid);
+	w->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+	assert_true(w->ifd >= 0);
+	/* With IN_MOVED_FROM between them, the renames are not merged into one
+	   event (the kernel merges identical events in a row). */
+	assert_true(inotify_add_watch(w->ifd, w->statedir, IN_MOVED_FROM | IN_MOVED_TO) >=
+		    0);
+}
+
+/* How many times the screen file was written until now; then stops the
+   sidecar and removes its state. */
+static int stop_watched(struct fixture *fx, struct watched *w)
+{
+	int writes = count_renames_to(w->ifd, w->screen);
+
+	close(w->ifd);
+	assert_int_equal(sidecar_stop(fx), 0);
+	remove_tree(w->statedir);
+	return writes;
+}
+
 /* A connection that fell behind gets a Keyframe of its own; a thousand
    observers falling behind at once wrote a thousand screen files on the
    sidecar's loop (each of these 20 did), and a controller's echo waited
@@ -119,65 +162,19 @@ static int count_renames_to(int ifd, const char *name)
    once a second (and once more at most for the second already begun). */
 static void test_lag_keyframes_do_not_write_the_screen(void **state)
 {
-	struct fixture *fx = *state;
-	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
-	const char *extra[] = {"--state-dir", statedir, "--state-plaintext", NULL};
-	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
+	struct watched w;
 	int64_t t0, elapsed_ms;
-	struct joined j;
-	struct peer *p;
-	int ifd, writes;
 
-	assert_non_null(mkdtemp(statedir));
-	p = start_shell_controller(fx, extra, sid, &j);
-	snprintf(screen, sizeof(screen), "%s.screen", sid);
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	assert_true(ifd >= 0);
-	/* With IN_MOVED_FROM between them, the renames are not merged into one
-	   event (the kernel merges identical events in a row). */
-	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+	start_watched(*state, &w, NULL);
 	t0 = time_mono_ms();
 	for (int i = 0; i < 20; i++) {
-		send_lag_recovery(p, sid, 1, 4096); /* start_shell_controller's */
-		expect_frame(p, PTG__FRAME__KIND_ERROR, 1,
+		send_lag_recovery(w.p, w.sid, 1, 4096); /* start_shell_controller's */
+		expect_frame(w.p, PTG__FRAME__KIND_ERROR, 1,
 			     STEP_MS); /* PTY_OUTPUT_LAGGED */
-		expect_frame(p, PTG__FRAME__KIND_KEYFRAME, 1, STEP_MS);
+		expect_frame(w.p, PTG__FRAME__KIND_KEYFRAME, 1, STEP_MS);
 	}
 	elapsed_ms = time_mono_ms() - t0;
-	writes = count_renames_to(ifd, screen);
-	close(ifd);
-	assert_true(writes <= 2 + elapsed_ms / 1000);
-	assert_int_equal(sidecar_stop(fx), 0);
-	remove_tree(statedir);
-}
-
-/* Renames of the screen file while the controller types n keystrokes
-   into the shell, each waited for (the tty echoes it: one Output frame
-   each); *elapsed_ms is how long that took. */
-static int screen_writes_while_typing(struct fixture *fx, const char *const *extra,
-				      const char *statedir, int n, int64_t *elapsed_ms)
-{
-	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
-	struct joined j;
-	struct peer *p = start_shell_controller(fx, extra, sid, &j);
-	int64_t t0;
-	int ifd, writes;
-
-	snprintf(screen, sizeof(screen), "%s.screen", sid);
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	assert_true(ifd >= 0);
-	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
-	t0 = time_mono_ms();
-	for (int i = 0; i < n; i++) {
-		char key[2] = {(char)('a' + i % 26), 0};
-
-		send_input(p, sid, 1, key, NULL);
-		wait_output(p, key, STEP_MS);
-	}
-	*elapsed_ms = time_mono_ms() - t0;
-	writes = count_renames_to(ifd, screen);
-	close(ifd);
-	return writes;
+	assert_true(stop_watched(*state, &w) <= 2 + elapsed_ms / 1000);
 }
 
 /* The cadence's Keyframes (here every 5 Output frames) come every 100
@@ -187,18 +184,20 @@ static int screen_writes_while_typing(struct fixture *fx, const char *const *ext
    disk at most once a second (and once more for the second begun). */
 static void test_cadence_keyframes_of_typing_do_not_write_the_screen(void **state)
 {
-	struct fixture *fx = *state;
-	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
-	const char *extra[] = {"--state-dir",	    statedir, "--state-plaintext",
-			       "--keyframe-frames", "5",      NULL};
-	int64_t elapsed_ms;
-	int writes;
+	const char *more[] = {"--keyframe-frames", "5", NULL};
+	struct watched w;
+	int64_t t0, elapsed_ms;
 
-	assert_non_null(mkdtemp(statedir));
-	writes = screen_writes_while_typing(fx, extra, statedir, 60, &elapsed_ms);
-	assert_true(writes <= 2 + elapsed_ms / 1000);
-	assert_int_equal(sidecar_stop(fx), 0);
-	remove_tree(statedir);
+	start_watched(*state, &w, more);
+	t0 = time_mono_ms();
+	for (int i = 0; i < 60; i++) {
+		char key[2] = {(char)('a' + i % 26), 0};
+
+		send_input(w.p, w.sid, 1, key, NULL); /* the tty echoes it: a frame */
+		wait_output(w.p, key, STEP_MS);
+	}
+	elapsed_ms = time_mono_ms() - t0;
+	assert_true(stop_watched(*state, &w) <= 2 + elapsed_ms / 1000);
 }
 
 /* A flood's cadence Keyframes still save the screen once the frame log
@@ -207,40 +206,25 @@ static void test_cadence_keyframes_of_typing_do_not_write_the_screen(void **stat
    rebuilds the screen from the frames logged after the saved one. */
 static void test_flood_saves_the_screen_as_the_log_grows(void **state)
 {
-	struct fixture *fx = *state;
-	char statedir[] = "/tmp/ptg-it-state-XXXXXX";
-	const char *extra[] = {"--state-dir",
-			       statedir,
-			       "--state-plaintext",
-			       "--keyframe-frames",
-			       "2",
-			       "--replay-bytes",
-			       "262144",
-			       "--state-segment-bytes",
-			       "65536",
-			       NULL};
-	char sid[FLOWS_SID_MAX], screen[FLOWS_SID_MAX + 8];
-	struct joined j;
-	struct peer *p;
-	int ifd, writes;
+	const char *more[] = {"--keyframe-frames",
+			      "2",
+			      "--replay-bytes",
+			      "262144",
+			      "--state-segment-bytes",
+			      "65536",
+			      NULL};
+	struct watched w;
+	int writes;
 
-	assert_non_null(mkdtemp(statedir));
-	p = start_shell_controller(fx, extra, sid, &j);
-	snprintf(screen, sizeof(screen), "%s.screen", sid);
-	ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-	assert_true(ifd >= 0);
-	assert_true(inotify_add_watch(ifd, statedir, IN_MOVED_FROM | IN_MOVED_TO) >= 0);
+	start_watched(*state, &w, more);
 	/* 2 MB: 32 log budgets' quarters, in frames of up to 64 KiB. */
-	send_input(p, sid, 1,
+	send_input(w.p, w.sid, 1,
 		   "head -c 2000000 /dev/zero | tr '\\0' x; echo; echo flood-$((6*7))\n",
 		   NULL);
-	wait_output(p, "flood-42", 30000);
-	writes = count_renames_to(ifd, screen);
-	close(ifd);
+	wait_output(w.p, "flood-42", 30000);
+	writes = stop_watched(*state, &w);
 	print_message("screen saved %d times during a 2 MB flood\n", writes);
 	assert_true(writes >= 8);
-	assert_int_equal(sidecar_stop(fx), 0);
-	remove_tree(statedir);
 }
 
 /* ---- --session-user: programs cannot reach the link or the state ---- */
