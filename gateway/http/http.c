@@ -250,6 +250,15 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 				   errlen) < 0)
 		return -EINVAL;
 	h->has_tls = true;
+	/* Said once at start, where an operator looks: the relay is not ours
+	   to fix from outside libmicrohttpd. */
+	log_warn(
+	    "http",
+	    "TLS on %s: libmicrohttpd relays upgraded WebSockets a few bytes at a "
+	    "time, so a terminal's output is slow over wss://; for real output put a "
+	    "TLS-terminating proxy in front (docs/gateway.md, \"Known limitation of "
+	    "--tls-cert\")",
+	    fleet ? "the fleet listener" : "--listen");
 	return 0;
 }
 

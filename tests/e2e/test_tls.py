@@ -172,6 +172,12 @@ class Tls(unittest.TestCase):
             await c.close()
         asyncio.run(asyncio.wait_for(run(), 60))
 
+    def test_the_slow_relay_is_named_at_start(self):
+        """libmicrohttpd's TLS relay of upgraded WebSockets is slow (docs/
+        gateway.md): an operator who turns TLS on is told where it is
+        written down, in the log, at start."""
+        self.assertIn('Known limitation of --tls-cert', self.stack.gateway.log_text())
+
     def test_keystroke_echo_is_not_held_for_a_delayed_ack(self):
         """Over TLS MHD keeps the client's TCP socket and relays through a
         socket pair; with Nagle on that socket every echo waited for the
