@@ -26,6 +26,7 @@
 #include "restlimit.h"
 #include "task_ops.h"
 #include "timeutil.h"
+#include "tlsfront.h"
 #include "upstream.h"
 #include "xalloc.h"
 
@@ -482,7 +483,7 @@ static int64_t link_fds(const struct gw_config *c)
 }
 
 /* Raises the soft RLIMIT_NOFILE to the hard one, then lowers --max-conns
-   to what fits: a connection costs its socket (timers cost no descriptor:
+   to what fits: a connection costs its socket, three with TLS (timers cost no descriptor:
    ev.h), each listener may hold FD_HTTP_EXTRA plain requests (the admin listener as
    many sockets as the public one), and FD_SPARE stay free. Running out
    of descriptors then means refusals, never a failed timer. */
@@ -502,7 +503,8 @@ static int fit_fd_limit(struct gateway *gw)
 				 strerror(errno));
 		getrlimit(RLIMIT_NOFILE, &rl);
 	}
-	per_conn = 1 + (c->admin_host[0] ? 1 : 0);
+	/* A TLS client holds its socket and both ends of the pair to MHD. */
+	per_conn = (c->tls_cert[0] ? TLSFRONT_FDS : 1) + (c->admin_host[0] ? 1 : 0);
 	budget = (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > INT32_MAX
 		      ? INT32_MAX
 		      : (int64_t)rl.rlim_cur) -

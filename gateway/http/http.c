@@ -7,12 +7,12 @@
    http_admit.c's, and each request, its answer and the socket handover
    to conn.c are http_request.c's. Policy lives in routes.c.
 
-   A plain upgraded socket leaves MHD right after the run that upgraded
-   it (conn.c owns a duplicate of its fd, checked on Debian's MHD
-   0.9.75: it takes the socket out of its epoll set before the upgrade
-   callback and closes its fd without a shutdown); over TLS, MHD relays
-   the socket and the notice comes when conn.c closes it through
-   MHD_upgrade_action. */
+   An upgraded socket leaves MHD right after the run that upgraded it
+   (conn.c owns a duplicate of its fd, checked on Debian's MHD 0.9.75:
+   it takes the socket out of its epoll set before the upgrade callback
+   and closes its fd without a shutdown). With TLS, MHD's socket is the
+   plain end of a pair behind the gateway's own TLS (tlsfront.h), so the
+   same holds: MHD's TLS is not used. */
 #include "http.h"
 
 #include <arpa/inet.h>
@@ -20,6 +20,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +36,7 @@
 #include "peers.h"
 #include "timeutil.h"
 #include "tls.h"
+#include "tlsfront.h"
 #include "xalloc.h"
 
 /* MHD closes the sockets it handed out (its copies of the fds: conn.c
@@ -97,12 +99,32 @@ void http_run_pending(struct http *h)
 	run(h);
 }
 
+/* With TLS, MHD's sockets are the front's unix socket pairs
+   (tlsfront.h): the TCP options it sets around every answer fail there,
+   harmlessly (the front sets its own on the client's socket). */
+static bool tcp_option_noise(const char *line)
+{
+	static const char *const noise[] = {
+	    "Setting TCP_NODELAY option",
+	    "Setting TCP_CORK option",
+	    "Failed to push the data from buffers to the network",
+	};
+
+	for (size_t i = 0; i < sizeof(noise) / sizeof(noise[0]); i++)
+		if (strncmp(line, noise[i], strlen(noise[i])) == 0)
+			return true;
+	return false;
+}
+
 static void mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	const struct http *h = cls;
 	char line[512];
 	size_t n;
 
 	vsnprintf(line, sizeof(line), fmt, ap);
+	if (h->has_tls && tcp_option_noise(line))
+		return;
 	n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
@@ -175,6 +197,8 @@ static uint16_t bound_port(int fd)
 					      : ((struct sockaddr_in *)&ss)->sin_port);
 }
 
+/* With TLS, MHD listens on nothing: the TLS front accepts, runs the
+   accept policy itself (http__admit_tls) and adds the plain end. */
 static struct MHD_Daemon *start(struct http *h, int lfd)
 {
 	const struct gw_config *cfg = h->cfg;
@@ -189,7 +213,10 @@ static struct MHD_Daemon *start(struct http *h, int lfd)
 
 #define HTTP__OPT(opt, v, p) (o[n++] = (struct MHD_OptionItem){(opt), (intptr_t)(v), (p)})
 	HTTP__OPT(MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, h);
-	HTTP__OPT(MHD_OPTION_LISTEN_SOCKET, lfd, NULL);
+	if (h->has_tls)
+		flags |= MHD_USE_NO_LISTEN_SOCKET;
+	else
+		HTTP__OPT(MHD_OPTION_LISTEN_SOCKET, lfd, NULL);
 	HTTP__OPT(MHD_OPTION_CONNECTION_LIMIT, limit, NULL);
 	/* MHD's own per-IP limit cannot spare a trusted proxy: on_accept
 	   and notify_conn count addresses instead. */
@@ -198,15 +225,30 @@ static struct MHD_Daemon *start(struct http *h, int lfd)
 	HTTP__OPT(MHD_OPTION_CONNECTION_MEMORY_LIMIT, HTTP__MEMORY_LIMIT, NULL);
 	HTTP__OPT(MHD_OPTION_URI_LOG_CALLBACK, (intptr_t)http__uri_log, h);
 	HTTP__OPT(MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)http__completed, h);
-	if (h->has_tls) {
-		flags |= MHD_USE_TLS;
-		HTTP__OPT(MHD_OPTION_HTTPS_MEM_CERT, 0, h->tls.cert_pem);
-		HTTP__OPT(MHD_OPTION_HTTPS_MEM_KEY, 0, h->tls.key_pem);
-	}
 	HTTP__OPT(MHD_OPTION_END, 0, NULL);
 #undef HTTP__OPT
-	return MHD_start_daemon(flags, 0, http__on_accept, h, http__on_request, h,
-				MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+	return MHD_start_daemon(flags, 0, h->has_tls ? NULL : http__on_accept, h,
+				http__on_request, h, MHD_OPTION_ARRAY, o, MHD_OPTION_END);
+}
+
+/* The TLS front takes the listening socket; MHD gets its clients. */
+static int front_start(struct http *h, struct ev_loop *loop, int lfd, char *err,
+		       size_t errlen)
+{
+	struct tlsfront_host fh = {
+	    .loop = loop,
+	    .tls = &h->tls,
+	    .metrics = h->metrics,
+	    .what = h->role == ROUTE_FLEET ? "--fleet-listen" : "--listen",
+	    .admit = http__admit_tls,
+	    .user = h,
+	};
+
+	h->front = tlsfront_new(&fh, lfd);
+	if (h->front)
+		return 0;
+	snprintf(err, errlen, "cannot watch the TLS listener: %s", strerror(errno));
+	return -1;
 }
 
 /* Plain HTTP carries bearer tokens in the clear: only on loopback,
@@ -240,25 +282,12 @@ static int tls_setup(struct http *h, const struct sockaddr_storage *ss, char *er
 			 "behind a TLS-terminating proxy");
 		return -EINVAL;
 	}
-	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
-		snprintf(err, errlen, "this libmicrohttpd is built without TLS");
-		return -ENOTSUP;
-	}
 	if (fleet ? tls_store_init(&h->tls, cfg->fleet_cert, cfg->fleet_key,
 				   cfg->fleet_cacert, err, errlen) < 0
 		  : tls_store_init(&h->tls, cfg->tls_cert, cfg->tls_key, NULL, err,
 				   errlen) < 0)
 		return -EINVAL;
 	h->has_tls = true;
-	/* Said once at start, where an operator looks: the relay is not ours
-	   to fix from outside libmicrohttpd. */
-	log_warn(
-	    "http",
-	    "TLS on %s: libmicrohttpd relays upgraded WebSockets a few bytes at a "
-	    "time, so a terminal's output is slow over wss://; for real output put a "
-	    "TLS-terminating proxy in front (docs/gateway.md, \"Known limitation of "
-	    "--tls-cert\")",
-	    fleet ? "the fleet listener" : "--listen");
 	return 0;
 }
 
@@ -293,6 +322,8 @@ struct http *http_new(const struct http_host *hh, const char *host, uint16_t por
 		snprintf(err, errlen, "libmicrohttpd did not start (see the log)");
 		goto out_free;
 	}
+	if (h->has_tls && front_start(h, hh->loop, lfd, err, errlen) < 0)
+		goto out_free; /* the front closed lfd */
 	info = MHD_get_daemon_info(h->d, MHD_DAEMON_INFO_EPOLL_FD);
 	h->io = info ? ev_io_new(hh->loop, info->epoll_fd, EV_READ, on_io, h) : NULL;
 	if (!h->io) {
@@ -312,6 +343,7 @@ void http_free(struct http *h)
 		return;
 	ev_timer_free(h->timer);
 	ev_io_free(h->io);
+	tlsfront_free(h->front); /* the clients' sockets and our pair ends */
 	if (h->d)
 		MHD_stop_daemon(h->d); /* its close notices use what follows */
 	ev_timer_free(h->head_timer);

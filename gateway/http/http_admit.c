@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <microhttpd.h>
 
@@ -19,7 +20,6 @@
 #include "num.h"
 #include "peers.h"
 #include "timeutil.h"
-#include "tls.h"
 #include "xalloc.h"
 
 /* ---- the request deadline ----
@@ -116,9 +116,10 @@ static bool over_limit(struct http *h)
 	return held >= (uint64_t)h->cfg->max_conns + HTTP__EXTRA_CONNS;
 }
 
-/* What an evicted plain connection is told, written straight to its
-   socket: MHD has written nothing on a connection still waiting for its
-   request head. Over TLS it is only closed. */
+/* What an evicted connection is told, written straight to its socket:
+   MHD has written nothing on a connection still waiting for its request
+   head. Over TLS the socket is the front's pair: a client still in its
+   handshake is only closed (tlsfront.h). */
 static void tell_evicted(int fd)
 {
 	static const char body[] =
@@ -151,8 +152,7 @@ static bool evict_oldest_head(struct http *h)
 		s = TAILQ_NEXT(s, head_entry);
 	if (!s)
 		return false;
-	if (!h->has_tls)
-		tell_evicted(s->fd);
+	tell_evicted(s->fd);
 	/* MHD reads end-of-file and closes it on its next run. */
 	shutdown(s->fd, SHUT_RDWR);
 	http__head_disarm(s);
@@ -211,53 +211,23 @@ enum MHD_Result http__on_accept(void *cls, const struct sockaddr *sa, socklen_t 
 	return MHD_YES;
 }
 
-/* The fleet listener's handshake check (GnuTLS calls it once the
-   client's certificate, or its absence, is known): nonzero fails the
-   handshake. MHD makes a connection its GnuTLS session's pointer, and
-   the connection's socket context is its http_sock. */
-static int verify_fleet_peer(gnutls_session_t session)
+/* MHD runs the policy on the clients of its own listener; the TLS
+   front's clients it is given (MHD_add_connection, which runs none). */
+int http__admit_tls(void *user, int plain_fd, const struct sockaddr *sa, socklen_t len)
 {
-	struct MHD_Connection *c = gnutls_session_get_ptr(session);
-	const union MHD_ConnectionInfo *ci =
-	    c ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT) : NULL;
-	struct http_sock *s = ci ? ci->socket_context : NULL;
-	char why[LOG_ERR_MAX], a[64] = "?";
+	struct http *h = user;
 
-	if (tls_client_check(session, why, sizeof(why)) == 0)
-		return 0;
-	if (s) {
-		s->h->metrics->fleet_tls_refused++;
-		peer_addr_str(&s->peer, a, sizeof(a));
+	if (http__on_accept(h, sa, len) != MHD_YES) {
+		close(plain_fd);
+		return -1;
 	}
-	log_warn("http", "%s: --fleet-listen handshake refused: %s", a, why);
-	return -1;
-}
-
-/* Before its handshake, a new TLS connection gets the credentials
-   loaded last (SIGHUP), and holds them until it closes (tls.h). Should
-   that fail it keeps MHD's, those loaded at start, which never go away;
-   on the fleet listener, which asks every client for its certificate,
-   it is closed instead (MHD's credentials would ask for none). Returns
-   0, or -1 when the connection must be closed. */
-static int tls_cred(struct http_sock *s, struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *tls =
-	    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
-	struct tls_cred *cur = s->h->tls.current;
-	int fleet = s->h->tls.ca_file[0] != '\0';
-
-	if (!tls || !tls->tls_session || !cur ||
-	    gnutls_credentials_set(tls->tls_session, GNUTLS_CRD_CERTIFICATE, cur->x509) <
-		0)
-		return fleet ? -1 : 0;
-	s->cred = tls_cred_ref(cur);
-	if (fleet) {
-		/* Asked, not required: a client without one reaches the
-		   check above, which logs and counts it. */
-		gnutls_certificate_server_set_request(tls->tls_session,
-						      GNUTLS_CERT_REQUEST);
-		gnutls_session_set_verify_function(tls->tls_session, verify_fleet_peer);
+	/* sock_start takes the verdict from inside this call. */
+	if (MHD_add_connection(h->d, plain_fd, sa, len) != MHD_YES) {
+		h->verdict = 0;
+		h->metrics->conns_dropped++;
+		return -1; /* MHD closed plain_fd */
 	}
+	h->kick = true;
 	return 0;
 }
 
@@ -285,11 +255,6 @@ static void sock_start(struct http *h, struct MHD_Connection *c, void **ctx)
 	/* Unlimited here: the accept policy checked the cap just before. */
 	s->counted = !s->trusted && !s->refuse &&
 		     peer_table_take(h->peers, &s->peer, UINT32_MAX) == 0;
-	if (h->has_tls && tls_cred(s, c) < 0) {
-		log_error("http", "--fleet-listen: no credentials for a new connection, "
-				  "closing it");
-		shutdown(s->fd, SHUT_RDWR);
-	}
 	http__head_arm(s);
 	*ctx = s;
 }
@@ -298,7 +263,6 @@ static void sock_closed(struct http_sock *s)
 {
 	s->h->n_refusing -= s->refuse ? 1 : 0;
 	s->h->n_evicting -= s->evicted ? 1 : 0;
-	tls_cred_unref(s->cred);
 	if (s->counted)
 		peer_table_give(s->h->peers, &s->peer);
 	http__head_disarm(s);

@@ -24,14 +24,13 @@ struct conn_host;
 struct ev_timer;
 struct gw_config;
 struct metrics;
+struct tlsfront;
 
 #define HTTP__DISCARD_MAX                                                                \
 	(1u << 20) /* body bytes read past the cap before hanging up                     \
 		    */
-/* MHD's per-connection pool. It holds the request head; over TLS MHD
-   keeps it (mostly touched) for the whole life of an upgraded WebSocket
-   (a plain one leaves MHD at once: hand_out), where 64 KiB made
-   about 50 KiB a connection. 16 KiB admits a head of about 12 KiB, the
+/* MHD's per-connection pool. It holds the request head (an upgraded
+   WebSocket leaves MHD at once: hand_out). 16 KiB admits a head of about 12 KiB, the
    largest legitimate one: an 8 KiB token (JWT_MAX_TOKEN) as the bearer
    subprotocol (10.9 KiB in base64url) with 1.5 KiB of browser headers.
    Bigger heads get 431. */
@@ -49,12 +48,12 @@ struct metrics;
 #define HTTP__EVICTING_MAX 32
 #define HTTP__BACKLOG	   511 /* the listen queue, as nginx's default */
 
-/* What an upgraded connection holds of its listener until it ends. A
-   plain socket leaves libmicrohttpd at the upgrade (MHD would keep its
+/* What an upgraded connection holds of its listener until it ends. The
+   socket leaves libmicrohttpd at the upgrade (MHD would keep its
    connection and its pool, most of what an idle client costs, for the
    socket's whole life): the connection owns a duplicate of the fd, and
-   the per-address count it was admitted under. Over TLS, MHD relays
-   the socket, so it keeps it: urh closes it. */
+   the per-address count it was admitted under. Should the duplicate
+   fail, MHD keeps the socket and urh closes it. */
 struct http_hold {
 	struct http *h;
 	struct MHD_UpgradeResponseHandle *urh; /* NULL: the fd is the connection's */
@@ -86,6 +85,7 @@ struct http {
 	unsigned verdict;	   /* on_accept's for the socket it admits: 0, 429, 503 */
 	struct tls_store tls;	   /* --tls-cert and --tls-key when has_tls */
 	bool has_tls;
+	struct tlsfront *front; /* accepts and terminates TLS when has_tls */
 	/* Plain upgraded sockets handed to conn.c, for MHD to let go of
 	   after the run that upgraded them (let_go). */
 	struct MHD_UpgradeResponseHandle **handed;
@@ -99,13 +99,12 @@ struct http_sock {
 	struct http *h;
 	int fd;
 	struct peer_addr peer;
-	bool counted;	       /* holds one count of peer in h->peers */
-	bool trusted;	       /* the peer is a --trusted-proxy */
-	unsigned refuse;       /* 429 or 503: answered so and closed; 0: admitted */
-	bool evicted;	       /* cut at the limit while sending its head */
-	int64_t deadline;      /* the request must be whole by then (monotonic ms); 0: not
-				  waiting */
-	struct tls_cred *cred; /* what this connection's TLS session uses */
+	bool counted;	  /* holds one count of peer in h->peers */
+	bool trusted;	  /* the peer is a --trusted-proxy */
+	unsigned refuse;  /* 429 or 503: answered so and closed; 0: admitted */
+	bool evicted;	  /* cut at the limit while sending its head */
+	int64_t deadline; /* the request must be whole by then (monotonic ms); 0: not
+			     waiting */
 	TAILQ_ENTRY(http_sock) head_entry; /* in h->heads while deadline != 0 */
 };
 
@@ -132,6 +131,9 @@ struct http_req {
 enum MHD_Result http__on_accept(void *cls, const struct sockaddr *sa, socklen_t len);
 void http__notify_conn(void *cls, struct MHD_Connection *c, void **ctx,
 		       enum MHD_ConnectionNotificationCode code);
+/* The TLS front's new client (tlsfront_host.admit): the accept policy,
+   then MHD takes plain_fd. Returns 0, or -1 with plain_fd closed. */
+int http__admit_tls(void *user, int plain_fd, const struct sockaddr *sa, socklen_t len);
 /* The request deadline: s waits for a request head (again), or no more. */
 void http__head_arm(struct http_sock *s);
 void http__head_disarm(struct http_sock *s);

@@ -13,7 +13,6 @@
 #include <jansson.h>
 #include <microhttpd.h>
 
-#include "addr.h"
 #include "config.h"
 #include "conn.h"
 #include "fleetauth.h"
@@ -106,10 +105,11 @@ void http__completed(void *cls, struct MHD_Connection *c, void **req_cls,
 	*req_cls = NULL;
 }
 
-/* A plain socket leaves MHD: conn.c gets a duplicate of the fd and the
+/* The socket leaves MHD: conn.c gets a duplicate of the fd and the
    address count the connection was admitted under (the socket's own, or
    behind a trusted proxy its client's), and MHD closes its fd. Returns
-   the duplicate, or -1 (then MHD keeps the socket, as over TLS). */
+   the duplicate, or -1 (then MHD keeps the socket). With TLS the socket
+   is the front's pair (tlsfront.h): the same holds. */
 static int hand_out(struct http_req *r, MHD_socket sock,
 		    struct MHD_UpgradeResponseHandle *urh, struct http_hold *hold)
 {
@@ -117,7 +117,7 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 	struct http_sock *s = sock_of(r->c);
 	int fd;
 
-	if (h->has_tls || !s)
+	if (!s)
 		return -1;
 	fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
 	if (fd < 0)
@@ -139,21 +139,6 @@ static int hand_out(struct http_req *r, MHD_socket sock,
 		r->client_counted = false;
 	}
 	return fd;
-}
-
-/* Over TLS MHD keeps the client's socket and hands out one end of a
-   socket pair, relaying between the two: conn.c's socket options reach
-   only the pair. Nagle on the client's TCP socket held each echo for
-   the client's delayed ACK, 43 ms a keystroke. */
-static void tls_socket_nodelay(const struct http *h, struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci;
-
-	if (!h->has_tls)
-		return;
-	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	if (ci)
-		addr_tcp_nodelay(ci->connect_fd);
 }
 
 /* An upgraded socket's end: closes fd (or has MHD close it) and gives
@@ -193,7 +178,6 @@ static void on_upgraded(void *cls, struct MHD_Connection *c, void *req_cls,
 	int fd;
 
 	hold->h = r->h;
-	tls_socket_nodelay(r->h, c);
 	fd = hand_out(r, sock, urh, hold);
 	if (fd < 0) {
 		fd = sock;
@@ -233,7 +217,6 @@ static void on_relayed(void *cls, struct MHD_Connection *c, void *req_cls,
 	struct relayed *d = xcalloc(1, sizeof(*d));
 
 	d->hold.h = r->h;
-	tls_socket_nodelay(r->h, c);
 	d->fd = hand_out(r, sock, urh, &d->hold);
 	if (d->fd < 0) {
 		d->fd = sock;

@@ -8,10 +8,7 @@
 
 #include <gnutls/x509.h>
 
-#include "fdio.h"
 #include "xalloc.h"
-
-#define TLS__FILE_MAX (1 << 20) /* a PEM chain or key bigger than this is a mistake */
 
 static void cred_free(struct tls_cred *c)
 {
@@ -64,16 +61,6 @@ fail:
 	return -EINVAL;
 }
 
-/* The whole file as a NUL-terminated string. */
-static char *slurp(const char *path, char *err, size_t errlen)
-{
-	struct buf b = BUF_INIT;
-
-	if (fd_read_file(path, FDIO_REGULAR, TLS__FILE_MAX, &b, err, errlen) < 0)
-		return NULL;
-	return (char *)buf_steal(&b, NULL);
-}
-
 int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_file,
 		   const char *ca_file, char *err, size_t errlen)
 {
@@ -81,15 +68,7 @@ int tls_store_init(struct tls_store *t, const char *cert_file, const char *key_f
 	snprintf(t->cert_file, sizeof(t->cert_file), "%s", cert_file);
 	snprintf(t->key_file, sizeof(t->key_file), "%s", key_file);
 	snprintf(t->ca_file, sizeof(t->ca_file), "%s", ca_file ? ca_file : "");
-	if (load(cert_file, key_file, t->ca_file, &t->current, err, errlen) < 0)
-		return -EINVAL;
-	t->cert_pem = slurp(cert_file, err, errlen);
-	t->key_pem = t->cert_pem ? slurp(key_file, err, errlen) : NULL;
-	if (!t->key_pem) {
-		tls_store_clear(t);
-		return -EINVAL;
-	}
-	return 0;
+	return load(cert_file, key_file, t->ca_file, &t->current, err, errlen);
 }
 
 int tls_store_reload(struct tls_store *t, char *err, size_t errlen)
@@ -107,11 +86,6 @@ void tls_store_clear(struct tls_store *t)
 {
 	tls_cred_unref(t->current);
 	t->current = NULL;
-	if (t->key_pem)
-		explicit_bzero(t->key_pem, strlen(t->key_pem));
-	free(t->key_pem);
-	free(t->cert_pem);
-	t->key_pem = t->cert_pem = NULL;
 }
 
 struct tls_cred *tls_cred_ref(struct tls_cred *c)

@@ -1,15 +1,11 @@
-/* tls: the gateway's certificate and key for libmicrohttpd's GnuTLS
-   listener, reloadable on SIGHUP.
+/* tls: the certificate and key of a gateway listener's TLS (tlsfront.h),
+   reloadable on SIGHUP.
 
-   MHD cannot swap credentials in place, restarting the listener would
-   strand the TLS WebSockets it relays, and Debian's MHD 0.9.75 refuses
-   to start with only MHD_OPTION_HTTPS_CERT_CALLBACK. So MHD starts with
-   the files' contents (MHD_OPTION_HTTPS_MEM_CERT/KEY), and http.c gives
-   every new connection's GnuTLS session the current credentials before
-   its handshake (gnutls_credentials_set on the connection-start notice).
-   A session points at its credentials until it ends, so a generation is
-   reference-counted by the connections that use it and freed when it is
-   no longer current and the last of them has closed.
+   Every new connection's GnuTLS session takes the credentials loaded
+   last, before its handshake. A session points at its credentials until
+   it ends, so a generation is reference-counted by the connections that
+   use it and freed when it is no longer current and the last of them
+   has closed.
 
    A store made with a CA file is the fleet listener's: its credentials
    also trust that CA, and each connection's handshake fails unless the
@@ -30,7 +26,6 @@ struct tls_store {
 	char cert_file[4096], key_file[4096];
 	char ca_file[4096]; /* "" : no client certificate asked for */
 	struct tls_cred *current;
-	char *cert_pem, *key_pem; /* the files as loaded at start, for MHD */
 };
 
 /* Loads cert_file (PEM chain, leaf first) and key_file (PEM), and when
