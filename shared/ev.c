@@ -427,6 +427,16 @@ static void run_timers(struct ev_loop *loop)
 
 /* ---- signals ---- */
 
+/* Ignored, not blocked: a blocked signal raised after the loop stopped
+   would stay pending until ev_loop_free unblocks it, then take its
+   default action (SIGPIPE's kills). A child's spawn resets it. */
+static int ignore(int signo)
+{
+	struct sigaction ign = {.sa_handler = SIG_IGN};
+
+	return sigaction(signo, &ign, NULL) < 0 ? -errno : 0;
+}
+
 int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user)
 {
 	struct epoll_event ee = {.events = EPOLLIN, .data.ptr = &loop->sigsrc};
@@ -435,6 +445,8 @@ int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user)
 
 	if (signo <= 0 || signo >= _NSIG || loop->signals[signo].cb)
 		return -EINVAL;
+	if (!cb)
+		return ignore(signo);
 	sigemptyset(&one);
 	sigaddset(&one, signo);
 	if (sigprocmask(SIG_BLOCK, &one, NULL) < 0)

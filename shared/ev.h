@@ -65,7 +65,10 @@ bool ev_timer_armed(const struct ev_timer *t);
 /* Safe to call from inside any callback, the timer's own included. */
 void ev_timer_free(struct ev_timer *t);
 
-/* Blocks signo and delivers it through the loop. One handler per signal. */
+/* Blocks signo and delivers it through the loop. One handler per signal.
+   cb NULL: signo is ignored (SIG_IGN) for the process's life instead, so
+   that it never acts, even after the loop is freed (SIGPIPE: a write to
+   a peer gone is EPIPE, never a death). */
 int ev_signal_add(struct ev_loop *loop, int signo, ev_signal_cb cb, void *user);
 
 /* Runs cb before every wait for events. */

@@ -236,6 +236,18 @@ static void update_pressure(struct conn *c)
 			     (queued && !c->write_cut ? EV_WRITE : 0));
 }
 
+/* writev without SIGPIPE: a client gone (over TLS, the front's end of
+   its socket pair, closed at once) is EPIPE, never a signal. SIGPIPE
+   is only blocked while the loop runs (ev.h); one raised by the
+   goodbyes written after it (conn_set_flush) killed the gateway once
+   ev_loop_free unblocked it. */
+static ssize_t send_iov(int fd, struct iovec *iov, int cnt)
+{
+	struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)cnt};
+
+	return sendmsg(fd, &m, MSG_NOSIGNAL);
+}
+
 /* Shortens iov[0..cnt) to at most max bytes; returns the new count. */
 static int trim_iov(struct iovec *iov, int cnt, size_t max)
 {
@@ -269,7 +281,7 @@ static int write_out(struct conn *c, size_t max)
 			break;
 		}
 		cnt = trim_iov(iov, outq_iov(&c->q, iov, WRITE_IOV_MAX), max - done);
-		n = writev(c->fd, iov, cnt);
+		n = send_iov(c->fd, iov, cnt);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0 && errno == EAGAIN)

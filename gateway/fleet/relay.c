@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -534,7 +535,7 @@ static int client_out(struct relay *r)
 
 	if (!buf_size(&r->to_client))
 		return 0;
-	n = write(r->cfd, buf_head(&r->to_client), buf_size(&r->to_client));
+	n = send(r->cfd, buf_head(&r->to_client), buf_size(&r->to_client), MSG_NOSIGNAL);
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -1;
 	buf_consume(&r->to_client, n);

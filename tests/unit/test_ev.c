@@ -759,6 +759,22 @@ static void test_signals(void **state)
 	ev_loop_free(c.loop);
 }
 
+/* A signal the loop is told to ignore (no callback) is ignored, not
+   blocked: raised while the loop lives or after it is freed, it kills
+   nothing. Blocked, a SIGPIPE from a write after the loop had stopped
+   (the gateway's last goodbyes) stayed pending until ev_loop_free
+   unblocked it, and killed the gateway at its exit. */
+static void test_an_ignored_signal_never_kills(void **state)
+{
+	struct ev_loop *loop = ev_loop_new();
+
+	assert_int_equal(ev_signal_add(loop, SIGPIPE, NULL, NULL), 0);
+	raise(SIGPIPE);
+	ev_loop_free(loop);
+	raise(SIGPIPE);
+	signal(SIGPIPE, SIG_DFL);
+}
+
 static void hook_cb(void *user)
 {
 	struct ctx *c = user;
@@ -848,6 +864,7 @@ int main(void)
 	    cmocka_unit_test(test_timers_cost_no_fd),
 	    cmocka_unit_test(test_timer_timing),
 	    cmocka_unit_test(test_signals),
+	    cmocka_unit_test(test_an_ignored_signal_never_kills),
 	    cmocka_unit_test(test_hooks),
 	    cmocka_unit_test(test_loop_again),
 	};
