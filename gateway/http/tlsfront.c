@@ -25,8 +25,8 @@
 #define TLSFRONT__RECORD       (16 * 1024)  /* a TLS record's largest payload */
 #define TLSFRONT__NOTSENT      (128 * 1024) /* unsent bytes in the kernel, as conn.c's */
 #define TLSFRONT__ACCEPT_BURST 64	    /* accepts per wake, then other work */
-#define TLSFRONT__REST_MS      100	    /* the listener rests when out of descriptors */
-#define TLSFRONT__RETRIES      16	    /* non-fatal handshake errors in a row */
+#define TLSFRONT__REST_MS      100 /* the listener rests when out of descriptors */
+#define TLSFRONT__RETRIES      16  /* non-fatal handshake errors in a row */
 
 /* Bytes one side has not taken yet: on the heap only while there are. */
 struct pending {
@@ -177,8 +177,10 @@ static int from_client(struct tlsfront_conn *c)
 			stop_toward_pair(c); /* close_notify, or only a FIN */
 		} else if (n == GNUTLS_E_AGAIN) {
 			break;
-		} else if (n != GNUTLS_E_INTERRUPTED && n != GNUTLS_E_WARNING_ALERT_RECEIVED) {
-			log_debug("http", "%s: TLS: %s", c->peer, gnutls_strerror((int)n));
+		} else if (n != GNUTLS_E_INTERRUPTED &&
+			   n != GNUTLS_E_WARNING_ALERT_RECEIVED) {
+			log_debug("http", "%s: TLS: %s", c->peer,
+				  gnutls_strerror((int)n));
 			return -1;
 		}
 	}
@@ -217,8 +219,9 @@ static int flush_toward_client(struct tlsfront_conn *c)
 	ssize_t w;
 
 	while (q->p) {
-		w = c->record_held ? gnutls_record_send(c->s, NULL, 0)
-				   : gnutls_record_send(c->s, q->p + q->off, q->len - q->off);
+		w = c->record_held
+			? gnutls_record_send(c->s, NULL, 0)
+			: gnutls_record_send(c->s, q->p + q->off, q->len - q->off);
 		if (w == GNUTLS_E_AGAIN) {
 			c->record_held = true;
 			return 0;
@@ -308,7 +311,8 @@ static void handshake(struct tlsfront_conn *c)
 		return;
 	}
 	if (rc == GNUTLS_E_AGAIN) {
-		ev_io_set(c->tcp_io, gnutls_record_get_direction(c->s) ? EV_WRITE : EV_READ);
+		ev_io_set(c->tcp_io,
+			  gnutls_record_get_direction(c->s) ? EV_WRITE : EV_READ);
 		return;
 	}
 	log_debug("http", "%s: %s: TLS handshake failed: %s", c->peer, c->f->host.what,
@@ -462,14 +466,16 @@ static void on_listen(struct ev_io *io, int fd, unsigned events, void *user)
 
 	for (int i = 0; i < TLSFRONT__ACCEPT_BURST; i++) {
 		len = sizeof(ss);
-		tcp = accept4(fd, (struct sockaddr *)&ss, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		tcp = accept4(fd, (struct sockaddr *)&ss, &len,
+			      SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (tcp >= 0) {
 			conn_open(f, tcp, &ss, len);
 			continue;
 		}
 		if (errno == EINTR || errno == ECONNABORTED)
 			continue;
-		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+		    errno == ENOMEM)
 			rest(f, errno);
 		return;
 	}
@@ -494,14 +500,25 @@ struct tlsfront *tlsfront_new(const struct tlsfront_host *host, int listen_fd)
 	return f;
 }
 
+/* At the gateway's exit the loop has stopped: what was written into the
+   pair last (the goodbyes conn.c flushes after the loop) goes out now if
+   the client's socket takes it, then close_notify. */
+static void last_words(struct tlsfront_conn *c)
+{
+	if (c->open && from_pair(c) == 0 && !c->toward_client.p)
+		gnutls_bye(c->s, GNUTLS_SHUT_WR);
+}
+
 void tlsfront_free(struct tlsfront *f)
 {
 	struct tlsfront_conn *c, *next;
 
 	if (!f)
 		return;
-	LIST_FOREACH_SAFE(c, &f->conns, entry, next)
-	conn_close(c);
+	LIST_FOREACH_SAFE(c, &f->conns, entry, next) {
+		last_words(c);
+		conn_close(c);
+	}
 	ev_io_free(f->io);
 	ev_timer_free(f->rest);
 	close(f->lfd);

@@ -274,6 +274,33 @@ class Tls(unittest.TestCase):
         asyncio.run(asyncio.wait_for(run(), 60))
 
 
+class TlsShutdown(unittest.TestCase):
+    """SIGTERM over TLS: every wss:// client is told goodbye and closed
+    through the gateway's TLS, and the gateway exits 0 (a write into a
+    socket pair the front had closed raised a SIGPIPE that killed it at
+    exit, status -13)."""
+
+    def test_sigterm_says_goodbye_to_tls_clients_and_exits_0(self):
+        stack = TlsStack().start()
+        try:
+            async def run():
+                sid = stack.create_session()
+                clients = [await stack.wss_client(sid, sub="tls-%d" % i) for i in range(4)]
+                for i, c in enumerate(clients):
+                    await c.join_fresh("controller" if i == 0 else "observer")
+                clients[-1].ws.transport.abort()  # one gone without a word
+                stack.gateway.proc.send_signal(signal.SIGTERM)
+                for c in clients[:-1]:
+                    bye = await c.wait_for("binding_goodbye", timeout=10)
+                    self.assertEqual(bye["payload"]["reason"], "server_shutdown")
+                    await c.expect_close(1000, timeout=10, allow=("Output", "MembershipChanged"))
+            asyncio.run(asyncio.wait_for(run(), 60))
+            self.assertEqual(stack.gateway.proc.wait(30), 0, "a clean exit after SIGTERM")
+            stack.start_gateway()  # for stop_stack, which stops what it started
+        finally:
+            harness.stop_stack(stack)
+
+
 class TlsAddressCap(unittest.TestCase):
     """The gateway's TLS hands libmicrohttpd each client with the client's
     own address, so the accept policy counts TLS clients as it counts plain
