@@ -112,6 +112,10 @@ static const struct family families[] = {
 	       "Handshakes on --fleet-listen refused: no client certificate, or one "
 	       "the fleet's CA does not sign.",
 	       fleet_tls_refused),
+    METRICS__F("ptygate_tls_handshakes_failed_total", "counter",
+	       "TLS handshakes that failed (--tls-cert, --fleet-listen): not TLS, "
+	       "nothing shared, a broken record, a refused client certificate.",
+	       tls_handshakes_failed),
     METRICS__F("ptygate_close_dropped_bytes_total", "counter",
 	       "Unsent output dropped so a closing connection's close frame leaves "
 	       "next.",

@@ -90,8 +90,10 @@ struct metrics {
 	uint64_t conns_refused_address; /* 429: the client's address at its cap */
 	uint64_t conns_refused_full;	/* 503: the gateway at its connection cap */
 	uint64_t conns_dropped;		/* closed unanswered: the refusal budget spent */
-	uint64_t heads_evicted;	      /* closed while sending their head, to make room */
-	uint64_t fleet_tls_refused;   /* --fleet-listen: no or a bad client certificate */
+	uint64_t heads_evicted;	    /* closed while sending their head, to make room */
+	uint64_t fleet_tls_refused; /* --fleet-listen: no or a bad client certificate */
+	uint64_t
+	    tls_handshakes_failed;    /* not TLS, nothing shared, a bad record, refused */
 	uint64_t close_dropped_bytes; /* unsent output dropped so a close leaves next */
 	uint64_t link_replies_refused; /* replies over the protocol's limits: 502 */
 	uint64_t

@@ -315,6 +315,7 @@ static void handshake(struct tlsfront_conn *c)
 			  gnutls_record_get_direction(c->s) ? EV_WRITE : EV_READ);
 		return;
 	}
+	c->f->host.metrics->tls_handshakes_failed++;
 	log_debug("http", "%s: %s: TLS handshake failed: %s", c->peer, c->f->host.what,
 		  gnutls_strerror(rc));
 	conn_close(c);

@@ -43,7 +43,7 @@ struct tlsfront_host {
 	/* The credentials each handshake takes (tls.h); a store with a CA
 	   file asks every client for a certificate it signs. */
 	struct tls_store *tls;
-	struct metrics *metrics; /* fleet_tls_refused */
+	struct metrics *metrics; /* tls_handshakes_failed, fleet_tls_refused */
 	const char *what;	 /* the listener, for the log: "--listen" */
 	/* A new client: plain_fd is the pair's end for MHD, and admit owns
 	   it from the call on. Returns 0, or -1 when the client is refused

@@ -134,6 +134,8 @@ class Tls(unittest.TestCase):
         self.assertTrue(r.json()["attach_url"].startswith("wss://127.0.0.1:%d/" % self.stack.port), r.json())
 
     def test_plain_http_gets_no_answer_on_the_tls_port(self):
+        failed = "ptygate_tls_handshakes_failed_total"
+        before = self.stack.metrics()[failed]
         conn = http.client.HTTPConnection("127.0.0.1", self.stack.port, timeout=5)
         try:
             conn.request("GET", "/healthz")
@@ -143,6 +145,7 @@ class Tls(unittest.TestCase):
         finally:
             conn.close()
         self.assertNotEqual(status, 200)
+        self.assertEqual(self.stack.metrics()[failed], before + 1)
 
     def test_the_largest_token_passes_both_ways(self):
         """The request head of an 8 KiB token (JWT_MAX_TOKEN), 10.9 KiB as
