@@ -157,7 +157,7 @@ static void test_structure(void **state)
 	/* connections, the families, the refusals by reason, the HTTP
 	   refusals by status, the instances by kind, linked, and per instance link_up,
 	   sessions and clients */
-	assert_int_equal(samples, 3 + 39 + (LINK_REFUSAL_N - 1) + 3 + 2 + 1 + 3);
+	assert_int_equal(samples, 3 + 40 + (LINK_REFUSAL_N - 1) + 3 + 2 + 1 + 3);
 	free(t);
 }
 
