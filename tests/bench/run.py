@@ -157,6 +157,8 @@ class Suite:
         self.stack = None
         self.stacks = []  # (record prefix, stack, token): ptygate, then the base build
         self.prefix = ""  # what record() puts before names: "base." on the base build
+        self.tls = None  # the stack speaking TLS (tls_stack), once a CLI echo needs it
+        self.cli_turn = 0
 
     # -- plumbing
 
@@ -198,7 +200,7 @@ class Suite:
         return stack, stack.token(sub="bench", scope="pty:control sessions tasks", ttl=6 * 3600)
 
     def stop(self):
-        for _, stack, _ in self.stacks:
+        for stack in [st for _, st, _ in self.stacks] + ([self.tls] if self.tls else []):
             for p in stack.stop():
                 note("daemon problem: " + p)
             stack.cleanup()
@@ -326,14 +328,47 @@ class Suite:
         running in a terminal (a pty this suite holds), each timed from the
         write of the key to its echo on the client's screen: the latency a
         person at the CLI feels, the client's own terminal and socket
-        included."""
+        included. Over ws://, and over wss:// to a gateway speaking TLS
+        itself (--tls-cert), in alternating order."""
+        order = [self.echo_cli_plain, self.echo_cli_tls]
+        for f in (order if self.cli_turn % 2 == 0 else order[::-1]):
+            f(n)
+        self.cli_turn += 1
+
+    def echo_cli_plain(self, n):
         sid = self.session("stty -echo -icanon min 1; exec cat")
-        env = dict(ENV, PTYGATE_TOKEN=self.token)
+        try:
+            self.cli_keys(n, "", ["--gateway", "http://127.0.0.1:%d" % self.stack.port,
+                                  "--instance", "bench", sid], self.token)
+        finally:
+            self.drop(sid)
+
+    def echo_cli_tls(self, n):
+        stack = self.tls_stack()
+        sid = stack.create_session(command=["/bin/sh", "-c", "stty -echo -icanon min 1; exec cat"],
+                                   env=ENV)
+        try:
+            self.cli_keys(n, "tls.", ["--gateway", "https://127.0.0.1:%d" % stack.port,
+                                      "--ca-file", stack.cert_a[0], "--instance", stack.instance,
+                                      sid], stack.token(sub="bench", session_id=sid))
+        finally:
+            stack.delete_session(sid)
+
+    def tls_stack(self):
+        """A stack whose gateway speaks TLS itself, for the CLI's echo over
+        wss:// (the e2e suite's, with a certificate openssl makes)."""
+        if not self.tls:
+            import test_tls  # noqa: E402 (tests/e2e, on the path)
+            self.tls = test_tls.TlsStack(extra_args=["--max-ops-per-sec", 100000,
+                                                     "--log-level", "warn"]).start()
+        return self.tls
+
+    def cli_keys(self, n, prefix, args, token):
+        env = dict(ENV, PTYGATE_TOKEN=token)
         pid, fd = pty.fork()
         if pid == 0:
             cli = os.environ["PTG_CLI"]
-            os.execve(cli, [cli, "attach", "--gateway", "http://127.0.0.1:%d" % self.stack.port,
-                            "--instance", "bench", sid], env)
+            os.execve(cli, [cli, "attach"] + args, env)
         lat = []
         try:
             self.pty_read(fd, None, 10)  # the join's screen, until quiet
@@ -354,15 +389,15 @@ class Suite:
                 pass
             os.waitpid(pid, 0)
             os.close(fd)
-            self.drop(sid)
         if len(lat) == n:
             lat.sort()
             res = {"cliecho.us.p50": lat[n // 2], "cliecho.us.p99": lat[(n * 99 + 99) // 100 - 1]}
             if self.args.verbose:
-                note("cli-echo: " + " ".join("%s=%g" % kv for kv in sorted(res.items())))
-            self.keep("", res, list(res))
+                note("%scli-echo: " % prefix + " ".join("%s=%g" % kv for kv in sorted(res.items())))
+            self.keep(prefix, res, list(res))
         else:
-            note("ptygate attach: %d of %d keystrokes echoed" % (len(lat), n))
+            note("ptygate attach%s: %d of %d keystrokes echoed"
+                 % (" over wss://" if prefix else "", len(lat), n))
 
     @staticmethod
     def pty_read(fd, want, timeout):
@@ -769,6 +804,10 @@ class Suite:
             row("echo %s through `ptygate attach` in a terminal, a key every %d ms (us); "
                 "baseline the C load client" % (p, CLI_ECHO_GAP_S * 1000),
                 "cliecho.us.%s" % p, "echo.us.%s" % p)
+        for p in ("p50", "p99"):
+            row("echo %s through `ptygate attach` over wss:// (the gateway's own TLS, "
+                "--tls-cert) (us); baseline over ws://" % p,
+                "tls.cliecho.us.%s" % p, "cliecho.us.%s" % p)
         if self.stat("nginx.onehop.echo.us.p50"):
             for p in ("p50", "p99", "max"):
                 row("echo %s vs the one-hop reference behind nginx (us)" % p, "echo.us.%s" % p,
