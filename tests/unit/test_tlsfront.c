@@ -160,7 +160,8 @@ static void server_write(struct fx *x)
 	ssize_t n;
 
 	while (x->sent < DOWNLOAD) {
-		size_t k = DOWNLOAD - x->sent < sizeof(b) ? DOWNLOAD - x->sent : sizeof(b);
+		size_t k =
+		    DOWNLOAD - x->sent < sizeof(b) ? DOWNLOAD - x->sent : sizeof(b);
 
 		for (size_t i = 0; i < k; i++)
 			b[i] = pattern(x->sent + i);
@@ -357,14 +358,13 @@ static int setup(void **state)
 	x->wake_io = ev_io_new(x->loop, x->wake[0], EV_READ, on_wake, x);
 	x->limit = ev_timer_new(x->loop, LIMIT_MS, 0, on_limit, x);
 	lfd = listener(&x->port);
-	x->front = tlsfront_new(
-	    &(struct tlsfront_host){.loop = x->loop,
-				    .tls = &x->tls,
-				    .metrics = &x->metrics,
-				    .what = "--listen",
-				    .admit = admit,
-				    .user = x},
-	    lfd);
+	x->front = tlsfront_new(&(struct tlsfront_host){.loop = x->loop,
+							.tls = &x->tls,
+							.metrics = &x->metrics,
+							.what = "--listen",
+							.admit = admit,
+							.user = x},
+				lfd);
 	assert_non_null(x->front);
 	*state = x;
 	return 0;
@@ -469,13 +469,16 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(
-		test_upload_arrives_whole_and_close_notify_shuts_the_pair, setup, teardown),
+		test_upload_arrives_whole_and_close_notify_shuts_the_pair, setup,
+		teardown),
 	    cmocka_unit_test_setup_teardown(test_download_is_held_back_then_arrives_whole,
 					    setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_download_in_small_records, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_a_refused_client_is_closed, setup, teardown),
-	    cmocka_unit_test_setup_teardown(test_the_pair_cut_in_the_handshake_closes_the_client,
-					    setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_download_in_small_records, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(test_a_refused_client_is_closed, setup,
+					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_the_pair_cut_in_the_handshake_closes_the_client, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
