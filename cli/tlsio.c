@@ -14,10 +14,18 @@
 #include "timeutil.h"
 #include "xalloc.h"
 
+#define TLSIO_RECORD (16 * 1024) /* a TLS record's largest payload */
+
 struct tlsio {
 	gnutls_session_t s;
 	gnutls_certificate_credentials_t cred;
 	char host[256];
+	/* A frame's header held for its payload (tlsio_send_more), and
+	   whether GnuTLS holds the record joining them (its send would
+	   have blocked). */
+	uint8_t head[TLSIO_HEAD_MAX];
+	size_t head_len;
+	bool record_held;
 };
 
 static bool ip_literal(const char *host)
@@ -137,6 +145,46 @@ ssize_t tlsio_recv(struct tlsio *t, void *p, size_t n)
 
 ssize_t tlsio_send(struct tlsio *t, const void *p, size_t n)
 {
+	return tlsio_send_more(t, p, n, false);
+}
+
+/* The held header and the start of p as one record. GnuTLS keeps a
+   record it could not write and finishes it when called with nothing
+   (counting its bytes), so a retry of the same send completes it. */
+static ssize_t send_joined(struct tlsio *t, const void *p, size_t n)
+{
+	uint8_t rec[TLSIO_RECORD];
+	size_t k = n < sizeof(rec) - t->head_len ? n : sizeof(rec) - t->head_len;
+	ssize_t w;
+
+	if (t->record_held) {
+		w = gnutls_record_send(t->s, NULL, 0);
+	} else {
+		memcpy(rec, t->head, t->head_len);
+		memcpy(rec + t->head_len, p, k);
+		w = gnutls_record_send(t->s, rec, t->head_len + k);
+	}
+	if (w == GNUTLS_E_AGAIN) {
+		t->record_held = true;
+		return result(w);
+	}
+	t->record_held = false;
+	if (w < 0)
+		return result(w);
+	w -= (ssize_t)t->head_len; /* a record is whole: w covers the head */
+	t->head_len = 0;
+	return w;
+}
+
+ssize_t tlsio_send_more(struct tlsio *t, const void *p, size_t n, bool more)
+{
+	if (more && !t->head_len && n <= sizeof(t->head)) {
+		memcpy(t->head, p, n);
+		t->head_len = n;
+		return (ssize_t)n;
+	}
+	if (t->head_len)
+		return send_joined(t, p, n);
 	return result(gnutls_record_send(t->s, p, n));
 }
 

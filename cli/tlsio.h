@@ -31,6 +31,14 @@ struct tlsio *tlsio_connect(int fd, const char *host, const struct tlsio_opts *o
    ECONNRESET or EIO. */
 ssize_t tlsio_recv(struct tlsio *t, void *p, size_t n);
 ssize_t tlsio_send(struct tlsio *t, const void *p, size_t n);
+/* tlsio_send, but more says the caller sends the rest of this message
+   next (wslay writes a frame's header and payload apart): a piece of at
+   most TLSIO_HEAD_MAX bytes is held and goes out in one record with the
+   next send's first bytes, one record and one segment a keystroke
+   instead of two. A send that would block is retried with the same
+   bytes, as with send. */
+#define TLSIO_HEAD_MAX 14 /* a WebSocket frame header's largest */
+ssize_t tlsio_send_more(struct tlsio *t, const void *p, size_t n, bool more);
 /* The poll events the last call that would block waits for. */
 short tlsio_events(const struct tlsio *t);
 /* Ends the session (a close_notify, not waited for) and frees. NULL is a

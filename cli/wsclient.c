@@ -430,14 +430,14 @@ static ssize_t io_recv(int fd, struct tlsio *t, void *p, size_t n)
 }
 
 /* more: the caller sends the rest of this message next (wslay writes a
-   frame's header and payload apart), so the kernel holds these bytes
-   for it and one segment carries both. */
+   frame's header and payload apart), so the kernel (or over TLS, tlsio)
+   holds these bytes for it and one segment carries both. */
 static ssize_t io_send(int fd, struct tlsio *t, const void *p, size_t n, bool more)
 {
 	ssize_t r;
 
 	do
-		r = t ? tlsio_send(t, p, n)
+		r = t ? tlsio_send_more(t, p, n, more)
 		      : send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
 	while (r < 0 && errno == EINTR);
 	return r;

@@ -7,11 +7,14 @@ import asyncio
 import hashlib
 import http.client
 import os
+import pty
+import select
 import signal
 import socket
 import ssl
 import struct
 import subprocess
+import threading
 import time
 import unittest
 
@@ -275,6 +278,100 @@ class Tls(unittest.TestCase):
             self.assertEqual(await asyncio.to_thread(self.stack.served_cert), after)
             self.stack.use_cert(other)
         asyncio.run(asyncio.wait_for(run(), 60))
+
+
+class RecordCounter:
+    """A TCP relay in front of the gateway that counts the TLS records the
+    client sends (the record layer's 5-byte headers are in the clear)."""
+
+    def __init__(self, port):
+        self.target, self.records = port, 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        self.listener.settimeout(30)
+        client, _ = self.listener.accept()
+        server = socket.create_connection(("127.0.0.1", self.target), 10)
+        threading.Thread(target=self.pump, args=(server, client, False), daemon=True).start()
+        self.pump(client, server, True)
+
+    def pump(self, src, dst, count):
+        pending = b""
+        while True:
+            try:
+                data = src.recv(65536)
+            except OSError:
+                data = b""
+            if not data:
+                dst.close()
+                return
+            dst.sendall(data)
+            if count:
+                pending += data
+                while len(pending) >= 5 and len(pending) >= 5 + int.from_bytes(pending[3:5], "big"):
+                    self.records += 1
+                    pending = pending[5 + int.from_bytes(pending[3:5], "big"):]
+
+
+def pty_read(fd, want, timeout):
+    """Reads the pty until want comes (True), or with want None until it is
+    quiet for 0.3 s; at most timeout seconds."""
+    end, quiet = time.monotonic() + timeout, time.monotonic() + 0.3
+    while time.monotonic() < min(end, quiet if want is None else end):
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if not r:
+            continue
+        try:
+            got = os.read(fd, 65536)
+        except OSError:
+            return False
+        if want is not None and want in got:
+            return True
+        quiet = time.monotonic() + 0.3
+    return False
+
+
+class CliRecords(unittest.TestCase):
+    """`ptygate attach` over wss:// sends a keystroke's frame as one TLS
+    record. wslay writes a frame's header and payload apart; each was its
+    own record (and, with Nagle off, its own segment): 27 bytes of record
+    and a packet more per key toward a gateway far away."""
+
+    KEYS = 20
+
+    def test_a_keystroke_is_one_record(self):
+        cli = harness.cli_binary()
+        if not cli:
+            self.skipTest("ptygate CLI not built")
+        stack = TlsStack().start()
+        self.addCleanup(harness.stop_stack, stack)
+        sid = stack.create_session(command=["/bin/sh", "-c", "stty -echo -icanon min 1; exec cat"])
+        relay = RecordCounter(stack.port)
+        env = dict(os.environ, PTYGATE_TOKEN=stack.token(sub="alice", session_id=sid), TERM="xterm")
+        pid, fd = pty.fork()
+        if pid == 0:
+            os.execve(cli, [cli, "attach", "--gateway", "https://127.0.0.1:%d" % relay.port,
+                            "--ca-file", stack.cert_a[0], "--instance", stack.instance, sid], env)
+        try:
+            pty_read(fd, None, 20)  # the join's screen, until quiet
+            # A first key's echo: attached for sure, the handshake and the
+            # join behind us, whatever the machine's load.
+            os.write(fd, b"f")
+            self.assertTrue(pty_read(fd, b"f", 30), "the first key echoed")
+            before = relay.records
+            for k in range(self.KEYS):
+                key = bytes([ord("g") + k])
+                os.write(fd, key)
+                self.assertTrue(pty_read(fd, key, 20), "key %r echoed" % key)
+            typed = relay.records - before
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(fd)
+        # A heartbeat's pong may fall in the window: a few records of slack.
+        self.assertLessEqual(typed, self.KEYS + 3, "%d records for %d keys" % (typed, self.KEYS))
 
 
 class TlsShutdown(unittest.TestCase):
