@@ -29,7 +29,6 @@ import os
 import pty
 import re
 import resource
-import select
 import shutil
 import signal
 import socket
@@ -371,17 +370,17 @@ class Suite:
             os.execve(cli, [cli, "attach"] + args, env)
         lat = []
         try:
-            self.pty_read(fd, None, 10)  # the join's screen, until quiet
+            harness.pty_read(fd, None, 10)  # the join's screen, until quiet
             for k in range(n):
                 key = bytes([ord("g") + k % 20])
                 t0 = time.monotonic()
                 os.write(fd, key)
-                if not self.pty_read(fd, key, 5):
+                if not harness.pty_read(fd, key, 5):
                     break
                 lat.append((time.monotonic() - t0) * 1e6)
                 time.sleep(CLI_ECHO_GAP_S)
             os.write(fd, b"\x1d")  # Ctrl-]: detach
-            self.pty_read(fd, None, 2)
+            harness.pty_read(fd, None, 2)
         finally:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -398,25 +397,6 @@ class Suite:
         else:
             note("ptygate attach%s: %d of %d keystrokes echoed"
                  % (" over wss://" if prefix else "", len(lat), n))
-
-    @staticmethod
-    def pty_read(fd, want, timeout):
-        """Reads the pty until want (bytes) comes, or with want None until
-        it is quiet for 0.3 s; at most timeout seconds. True when want
-        came."""
-        end, quiet = time.monotonic() + timeout, time.monotonic() + 0.3
-        while time.monotonic() < min(end, quiet if want is None else end):
-            r, _, _ = select.select([fd], [], [], 0.05)
-            if not r:
-                continue
-            try:
-                got = os.read(fd, 65536)
-            except OSError:
-                return False
-            if want is not None and want in got:
-                return True
-            quiet = time.monotonic() + 0.3
-        return False
 
     def echo_gateway(self, n, i):
         """The echo, then the same with permessage-deflate agreed (the order

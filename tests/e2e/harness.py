@@ -28,6 +28,7 @@ import http.client
 import json
 import os
 import re
+import select
 import secrets
 import shutil
 import signal
@@ -1368,6 +1369,24 @@ class FileStack:
 
 
 # ---------------------------------------------------------------- test base
+
+
+def pty_read(fd, want, timeout):
+    """Reads the pty fd until want (bytes) comes (True), or with want None
+    until it is quiet for 0.3 s; at most timeout seconds."""
+    end, quiet = time.monotonic() + timeout, time.monotonic() + 0.3
+    while time.monotonic() < min(end, quiet if want is None else end):
+        r, _, _ = select.select([fd], [], [], 0.05)
+        if not r:
+            continue
+        try:
+            got = os.read(fd, 65536)
+        except OSError:
+            return False
+        if want is not None and want in got:
+            return True
+        quiet = time.monotonic() + 0.3
+    return False
 
 def stop_stack(stack):
     """The end of a class's Stack: stopped, its directory removed, or kept

@@ -8,7 +8,6 @@ import hashlib
 import http.client
 import os
 import pty
-import select
 import signal
 import socket
 import ssl
@@ -315,24 +314,6 @@ class RecordCounter:
                     pending = pending[5 + int.from_bytes(pending[3:5], "big"):]
 
 
-def pty_read(fd, want, timeout):
-    """Reads the pty until want comes (True), or with want None until it is
-    quiet for 0.3 s; at most timeout seconds."""
-    end, quiet = time.monotonic() + timeout, time.monotonic() + 0.3
-    while time.monotonic() < min(end, quiet if want is None else end):
-        r, _, _ = select.select([fd], [], [], 0.05)
-        if not r:
-            continue
-        try:
-            got = os.read(fd, 65536)
-        except OSError:
-            return False
-        if want is not None and want in got:
-            return True
-        quiet = time.monotonic() + 0.3
-    return False
-
-
 class CliRecords(unittest.TestCase):
     """`ptygate attach` over wss:// sends a keystroke's frame as one TLS
     record. wslay writes a frame's header and payload apart; each was its
@@ -355,16 +336,16 @@ class CliRecords(unittest.TestCase):
             os.execve(cli, [cli, "attach", "--gateway", "https://127.0.0.1:%d" % relay.port,
                             "--ca-file", stack.cert_a[0], "--instance", stack.instance, sid], env)
         try:
-            pty_read(fd, None, 20)  # the join's screen, until quiet
+            harness.pty_read(fd, None, 20)  # the join's screen, until quiet
             # A first key's echo: attached for sure, the handshake and the
             # join behind us, whatever the machine's load.
             os.write(fd, b"f")
-            self.assertTrue(pty_read(fd, b"f", 30), "the first key echoed")
+            self.assertTrue(harness.pty_read(fd, b"f", 30), "the first key echoed")
             before = relay.records
             for k in range(self.KEYS):
                 key = bytes([ord("g") + k])
                 os.write(fd, key)
-                self.assertTrue(pty_read(fd, key, 20), "key %r echoed" % key)
+                self.assertTrue(harness.pty_read(fd, key, 20), "key %r echoed" % key)
             typed = relay.records - before
         finally:
             os.kill(pid, signal.SIGKILL)
