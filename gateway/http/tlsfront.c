@@ -252,6 +252,10 @@ static int from_pair(struct tlsfront_conn *c)
 		if (n > 0) {
 			if (to_client(c, scratch, (size_t)n) < 0)
 				return -1;
+			/* A short read drained the pair: no read only to meet
+			   EAGAIN (the poll is level-triggered). */
+			if ((size_t)n < sizeof(scratch))
+				break;
 		} else if (n == 0 || !would_block()) {
 			c->pair_done = true;
 			start_linger(c);
@@ -280,12 +284,17 @@ static void watch(struct tlsfront_conn *c)
 	ev_io_set(c->pair_io, pair);
 }
 
-/* Both ways as far as each goes now. Once the pair has ended and its
-   last bytes are written, the client is told (close_notify) and the
-   connection ends. */
-static void relay(struct tlsfront_conn *c)
+/* The ways an event moves bytes. */
+enum { TOWARD_PAIR = 1, TOWARD_CLIENT = 2 };
+
+/* Each way the event opened, as far as it goes now: a side that did not
+   wake is not read (the read would only meet EAGAIN, a system call more
+   per keystroke). Once the pair has ended and its last bytes are
+   written, the client is told (close_notify) and the connection ends. */
+static void relay(struct tlsfront_conn *c, unsigned ways)
 {
-	if (from_pair(c) < 0 || from_client(c) < 0) {
+	if (((ways & TOWARD_CLIENT) && from_pair(c) < 0) ||
+	    ((ways & TOWARD_PAIR) && from_client(c) < 0)) {
 		conn_close(c);
 		return;
 	}
@@ -307,7 +316,8 @@ static void handshake(struct tlsfront_conn *c)
 	       ++tries < TLSFRONT__RETRIES);
 	if (rc == GNUTLS_E_SUCCESS) {
 		c->open = true;
-		relay(c); /* the request may have come with the last flight */
+		/* the request may have come with the last flight */
+		relay(c, TOWARD_PAIR | TOWARD_CLIENT);
 		return;
 	}
 	if (rc == GNUTLS_E_AGAIN) {
@@ -326,7 +336,8 @@ static void on_tcp(struct ev_io *io, int fd, unsigned events, void *user)
 	struct tlsfront_conn *c = user;
 
 	if (c->open)
-		relay(c);
+		relay(c, (events & EV_READ ? TOWARD_PAIR : 0) |
+			     (events & EV_WRITE ? TOWARD_CLIENT : 0));
 	else
 		handshake(c);
 }
@@ -338,7 +349,8 @@ static void on_pair(struct ev_io *io, int fd, unsigned events, void *user)
 	struct tlsfront_conn *c = user;
 
 	if (c->open)
-		relay(c);
+		relay(c, (events & EV_READ ? TOWARD_CLIENT : 0) |
+			     (events & EV_WRITE ? TOWARD_PAIR : 0));
 	else
 		conn_close(c);
 }
