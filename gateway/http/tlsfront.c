@@ -129,35 +129,35 @@ static void stop_toward_pair(struct tlsfront_conn *c)
 	start_linger(c);
 }
 
-static void into_pair(struct tlsfront_conn *c, const uint8_t *p, size_t n)
+/* What the pair took of p[0, n): 0 when it is full; a pair that takes
+   nothing more ends the way toward it. */
+static size_t pair_take(struct tlsfront_conn *c, const uint8_t *p, size_t n)
 {
 	ssize_t w = send(c->pair, p, n, MSG_NOSIGNAL);
 
-	if (w < 0 && !would_block()) {
+	if (w >= 0)
+		return (size_t)w;
+	if (!would_block())
 		stop_toward_pair(c);
-		return;
-	}
-	if (w < 0)
-		w = 0;
-	if ((size_t)w < n)
-		pending_keep(&c->toward_pair, p + w, n - (size_t)w);
+	return 0;
+}
+
+static void into_pair(struct tlsfront_conn *c, const uint8_t *p, size_t n)
+{
+	size_t w = pair_take(c, p, n);
+
+	if (w < n && !c->client_done)
+		pending_keep(&c->toward_pair, p + w, n - w);
 }
 
 static void flush_toward_pair(struct tlsfront_conn *c)
 {
 	struct pending *q = &c->toward_pair;
-	ssize_t w;
 
 	if (!q->p)
 		return;
-	w = send(c->pair, q->p + q->off, q->len - q->off, MSG_NOSIGNAL);
-	if (w < 0) {
-		if (!would_block())
-			stop_toward_pair(c);
-		return;
-	}
-	q->off += (size_t)w;
-	if (q->off == q->len)
+	q->off += pair_take(c, q->p + q->off, q->len - q->off);
+	if (q->p && q->off == q->len)
 		pending_drop(q);
 }
 
