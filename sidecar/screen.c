@@ -32,6 +32,7 @@ static int on_damage(VTermRect rect, void *user)
 {
 	struct screen *s = user;
 
+	screen__rows_stale(&s->row_caches, rect.start_row, rect.end_row);
 	if (s->in_run && rect.end_row == rect.start_row + 1) {
 		s->glyph = rect;
 		s->glyph_seen = true;
@@ -108,6 +109,7 @@ static void vt_open(struct screen *s)
 		abort();
 	vterm_set_utf8(s->vt, 1);
 	vtguard_reset(&s->guard);
+	screen__row_caches_free(&s->row_caches);
 	vterm_output_set_callback(s->vt, on_output, s);
 	s->vs = vterm_obtain_screen(s->vt);
 	s->state = vterm_obtain_state(s->vt);
@@ -137,6 +139,7 @@ void screen_free(struct screen *s)
 	modes_free(s->modes);
 	vterm_free(s->vt);
 	buf_free(&s->cache.bytes);
+	screen__row_caches_free(&s->row_caches);
 	free(s->toks.v);
 	free(s);
 }
@@ -482,6 +485,7 @@ void screen_resize(struct screen *s, unsigned cols, unsigned rows)
 	if (cols == s->cols && rows == s->rows)
 		return;
 	s->changes++;
+	screen__row_caches_free(&s->row_caches);
 	old_cols = s->cols;
 	old_rows = s->rows;
 	s->cols = cols;
@@ -549,6 +553,11 @@ const struct saved_screen *screen__normal(const struct screen *s)
 struct snapshot_cache *screen__cache(struct screen *s)
 {
 	return &s->cache;
+}
+
+struct row_caches *screen__row_caches(struct screen *s)
+{
+	return &s->row_caches;
 }
 
 uint64_t screen__changes(const struct screen *s)

@@ -24,6 +24,28 @@ struct snapshot_cache {
 	bool valid;
 };
 
+/* One row of the live screen as the last snapshot encoded it, good until
+   libvterm damages the row. While someone types, a key changes a row or
+   two, and reading every cell again (vterm_screen_get_cell) was most of
+   each cadence Keyframe: some 60 us for a 120x30 screen, in the window
+   where the next key arrives. A row's bytes start with an absolute move
+   unless the encoder already stands on the row, so they depend only on
+   the pen it enters with and, on that one row, the column. */
+struct row_cache {
+	struct buf bytes;
+	VTermScreenCell pen_in, pen_out; /* the encoder's pen before, after */
+	int col_in;			 /* the column when it stood on the row */
+	int row_out, col_out;		 /* its cursor after */
+	bool valid;
+};
+
+struct row_caches {
+	struct row_cache *v; /* rows of them, or NULL */
+	unsigned rows, cols;
+	bool unreverse;	  /* DECSCNM's flip they were encoded under */
+	uint64_t encoded; /* rows read from libvterm, for tests */
+};
+
 /* screen_feed_tail's scratch: the tokens of a redraw walk (screen_tail.c).
    A stream of repaints walks a hundred thousand tokens a megabyte; kept
    between batches, their array is not mapped afresh (and faulted in page
@@ -56,7 +78,8 @@ struct screen {
 	   cached snapshot is good while it stands still. */
 	uint64_t changes;
 	struct snapshot_cache cache;
-	struct redraw_toks toks; /* whoever feeds the model owns it */
+	struct row_caches row_caches; /* damage marks rows stale */
+	struct redraw_toks toks;      /* whoever feeds the model owns it */
 };
 
 /* The normal screen under the alternate one, NULL when the normal screen
@@ -68,6 +91,22 @@ void screen__pen(const struct screen *s, VTermScreenCell *pen);
    changed it (screen_feed, _feed_tail, _skip_to_reset, _resize, _probe). */
 struct snapshot_cache *screen__cache(struct screen *s);
 uint64_t screen__changes(const struct screen *s);
+/* The live screen's row caches; _stale marks every row stale, _free
+   lets them go (screen.c calls both on a new libvterm and a resize). */
+struct row_caches *screen__row_caches(struct screen *s);
+void screen__row_caches_free(struct row_caches *rc);
+
+/* Inline: libvterm reports damage cell by cell while it is fed. */
+static inline void screen__rows_stale(struct row_caches *rc, int from, int to)
+{
+	if (!rc->v)
+		return;
+	for (int r = from < 0 ? 0 : from; r < to && r < (int)rc->rows; r++)
+		rc->v[r].valid = false;
+}
+/* The snapshot encoded from every cell, neither cache read nor filled:
+   what the tests compare the cached one with. */
+void screen__snapshot_uncached(struct screen *s, struct buf *out);
 /* An erased cell with the default pen. */
 void screen__blank_cell(VTermScreenCell *c);
 

@@ -3,10 +3,12 @@
    bytes that make a freshly reset terminal B show the same thing, each
    cell's pen as the shortest change from the pen B already has. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "screen.h"
 #include "screen_int.h"
+#include "xalloc.h"
 
 /* The right half of a wide character, as libvterm 0.1.4 reports it. */
 #define WIDE_TAIL ((uint32_t)-1)
@@ -370,6 +372,83 @@ static void write_grid(struct enc *e, const struct grid *g)
 		write_row(e, g, row);
 }
 
+void screen__row_caches_free(struct row_caches *rc)
+{
+	for (unsigned i = 0; rc->v && i < rc->rows; i++)
+		buf_free(&rc->v[i].bytes);
+	free(rc->v);
+	*rc = (struct row_caches){.encoded = rc->encoded};
+}
+
+/* The caches for g's shape, every row stale when the shape is new. */
+static struct row_cache *row_caches_for(struct row_caches *rc, const struct grid *g)
+{
+	if (rc->v && rc->rows == (unsigned)g->rows && rc->cols == (unsigned)g->cols &&
+	    rc->unreverse == g->unreverse)
+		return rc->v;
+	screen__row_caches_free(rc);
+	rc->v = xcalloc((size_t)g->rows, sizeof(*rc->v));
+	rc->rows = (unsigned)g->rows;
+	rc->cols = (unsigned)g->cols;
+	rc->unreverse = g->unreverse;
+	return rc->v;
+}
+
+/* Where the encoder stands, as far as the row's bytes depend on it. */
+static int col_on_row(const struct enc *e, int row)
+{
+	return e->row == row ? e->col : -1;
+}
+
+/* A row that wrote nothing left the encoder as it was, so its (empty)
+   bytes hold whatever it entered with. */
+static bool row_reusable(const struct row_cache *c, const struct enc *e, int row)
+{
+	return c->valid && (!buf_size(&c->bytes) || (attrs_eq(&c->pen_in, &e->pen) &&
+						     c->col_in == col_on_row(e, row)));
+}
+
+static void write_row_cached(struct enc *e, const struct grid *g, int row,
+			     struct row_caches *rc, struct row_cache *c)
+{
+	size_t start = buf_size(e->out);
+
+	if (row_reusable(c, e, row)) {
+		buf_append(e->out, buf_head(&c->bytes), buf_size(&c->bytes));
+		if (buf_size(&c->bytes)) {
+			e->pen = c->pen_out;
+			e->row = c->row_out;
+			e->col = c->col_out;
+		}
+		return;
+	}
+	c->pen_in = e->pen;
+	c->col_in = col_on_row(e, row);
+	write_row(e, g, row);
+	rc->encoded++;
+	buf_reset(&c->bytes);
+	buf_append(&c->bytes, buf_head(e->out) + start, buf_size(e->out) - start);
+	c->pen_out = e->pen;
+	c->row_out = e->row;
+	c->col_out = e->col;
+	c->valid = true;
+}
+
+/* The live screen's grid, each row from its cache while libvterm has not
+   damaged it (rc NULL: from every cell). */
+static void write_live_grid(struct enc *e, const struct grid *g, struct row_caches *rc)
+{
+	struct row_cache *v;
+
+	if (!rc) {
+		write_grid(e, g);
+		return;
+	}
+	v = row_caches_for(rc, g);
+	for (int row = 0; row < g->rows; row++)
+		write_row_cached(e, g, row, rc, &v[row]);
+}
+
 /* The normal screen under the alternate one, then the switch. */
 static void write_normal_under_alt(const struct screen *s, struct enc *e)
 {
@@ -484,7 +563,7 @@ static void write_modes(const struct screen *s, struct enc *e)
 		buf_append_str(out, m->gl == 1 ? "\016" : m->gl == 2 ? "\033n" : "\033o");
 }
 
-static void encode(const struct screen *s, struct buf *out)
+static void encode(const struct screen *s, struct buf *out, struct row_caches *rc)
 {
 	struct enc e = {.out = out, .row = 0, .col = 0};
 	unsigned cols, rows;
@@ -502,7 +581,7 @@ static void encode(const struct screen *s, struct buf *out)
 	screen__blank_cell(&e.pen);
 	if (screen_altscreen(s))
 		write_normal_under_alt(s, &e);
-	write_grid(&e, &live);
+	write_live_grid(&e, &live, rc);
 	set_pen(&e, &(VTermScreenCell){.fg.type = VTERM_COLOR_DEFAULT_FG,
 				       .bg.type = VTERM_COLOR_DEFAULT_BG});
 	write_region(s, &e);
@@ -522,9 +601,14 @@ void screen_snapshot(struct screen *s, struct buf *out)
 		buf_append(out, buf_head(&c->bytes), buf_size(&c->bytes));
 		return;
 	}
-	encode(s, out);
+	encode(s, out, screen__row_caches(s));
 	buf_reset(&c->bytes);
 	buf_append(&c->bytes, buf_head(out) + start, buf_size(out) - start);
 	c->changes = screen__changes(s);
 	c->valid = true;
+}
+
+void screen__snapshot_uncached(struct screen *s, struct buf *out)
+{
+	encode(s, out, NULL);
 }
