@@ -25,6 +25,8 @@ alternating: the baseline column is then that build.
 """
 import argparse
 import asyncio
+import base64
+import json
 import os
 import pty
 import re
@@ -100,6 +102,44 @@ KF_SCREENS = [
     ("tui", "TUI redraw", "{gen} tui 200000 200 60"),
     ("empty", "empty screen", "true"),
 ]
+
+
+def pctl(values, p):
+    """The p-th percentile (nearest rank) of values."""
+    v = sorted(values)
+    return v[max(0, (len(v) * p + 99) // 100 - 1)]
+
+
+def first_screen(sock, stack, sid, token):
+    """Over a connected socket (plain or TLS): the upgrade, binding_hello,
+    an observer's join, until its Keyframe; fails on anything else."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
+                  "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n"
+                  "Sec-WebSocket-Protocol: %s\r\nAuthorization: Bearer %s\r\n\r\n"
+                  % (stack.attach_path(sid), stack.port, key, harness.SUBPROTOCOL, token)).encode())
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            raise RuntimeError("the gateway closed the upgrade")
+        data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    if not head.startswith(b"HTTP/1.1 101"):
+        raise RuntimeError("upgrade refused: %r" % head[:80])
+    ws = harness.RawWs(sock, rest, "attach")
+
+    def until(pred):
+        while True:
+            _, opcode, payload = ws.read_frame(10)
+            if opcode == 0x1 and pred(json.loads(payload)):
+                return
+
+    until(lambda f: f["op"] == "binding_hello")
+    join = ws.envelope("pty.join_session", {"role": "observer", "client_label": "bench"},
+                       extensions=[harness.EXTENSION_URI])
+    ws.send_frame(0x1, json.dumps(join).encode())
+    until(lambda f: f["op"] == "pty.session_frame" and f["payload"].get("kind") == "Keyframe")
 
 
 def note(text):
@@ -313,6 +353,42 @@ class Suite:
         res = self.client("attach", sid, self.args.attach_samples)
         self.keep("attach.", res, [k for k in res])
         self.drop(sid)
+        order = [False, True] if i % 2 == 0 else [True, False]
+        for tls in order:
+            self.attach_first_screen(tls, self.args.attach_samples)
+
+    def attach_first_screen(self, tls, n):
+        """A remote user's first screen: from the TCP connect (and, over
+        wss://, the TLS handshake) through the upgrade and the join to the
+        Keyframe, one connection a sample, with the same Python client over
+        ws:// and over wss:// (a gateway speaking TLS itself), so the pair
+        isolates what TLS adds."""
+        stack = self.tls_stack() if tls else self.stack
+        sid = stack.create_session(command=["/bin/sh", "-c", "exec cat"], env=ENV)
+        token = stack.token(sub="bench", session_id=sid)
+        ctx = stack.context() if tls else None
+        total, hand = [], []
+        try:
+            for _ in range(n):
+                t0 = time.monotonic()
+                sock = socket.create_connection(("127.0.0.1", stack.port), timeout=10)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if ctx:
+                    sock = ctx.wrap_socket(sock, server_hostname="127.0.0.1")
+                hand.append((time.monotonic() - t0) * 1e3)
+                first_screen(sock, stack, sid, token)
+                total.append((time.monotonic() - t0) * 1e3)
+                sock.close()
+        finally:
+            stack.delete_session(sid)
+        prefix = "tls." if tls else "py."
+        res = {"attach.first_screen_ms.p50": statistics.median(total),
+               "attach.first_screen_ms.p99": pctl(total, 99),
+               "attach.connect_ms.p50": statistics.median(hand)}
+        if self.args.verbose:
+            note("%s: %s" % ("tls-attach-first-screen" if tls else "attach-first-screen",
+                             " ".join("%s=%g" % kv for kv in sorted(res.items()))))
+        self.keep(prefix, res, list(res))
 
     def run_echo(self, i):
         n = self.args.echo_samples
@@ -762,6 +838,12 @@ class Suite:
                          ("join_to_keyframe_ms", "join -> Keyframe")):
             for p in ("p50", "p99"):
                 row("attach: %s, %s (ms)" % (label, p), "attach.attach.%s.%s" % (k, p), digits=2)
+        for p in ("p50", "p99"):
+            row("attach over wss:// (the gateway's own TLS): connect -> first screen "
+                "(Keyframe), %s (ms); baseline the same Python client over ws://" % p,
+                "tls.attach.first_screen_ms.%s" % p, "py.attach.first_screen_ms.%s" % p, digits=2)
+        row("  of which the TCP connect and the TLS handshake, p50 (ms); baseline the TCP "
+            "connect", "tls.attach.connect_ms.p50", "py.attach.connect_ms.p50", digits=2)
         for p in ("p50", "p99", "max"):
             row("echo `cat`, keystroke -> echo, %s (us); baseline plain PTY" % p,
                 "echo.us.%s" % p, "ptyecho.us.%s" % p if p != "max" else None)
@@ -936,7 +1018,7 @@ def replay_log(suite, path):
     tp = {}  # mode -> workloads seen: each gives one line per mode, in any order
     kf = 0
     sessions = None  # the "sessions" benchmark whose echo comes next
-    pat = re.compile(r"^\[bench [0-9:]+\] ([a-z-]+): (.*)$")
+    pat = re.compile(r"^\[bench [0-9:]+\] ([a-z.-]+): (.*)$")
     for line in open(path, encoding="utf-8", errors="replace"):
         died = re.search(r"the gateway died with (\d+) connections", line)
         if died:
@@ -978,6 +1060,10 @@ def replay_log(suite, path):
             suite.keep("nginx.", res, list(res))  # the one-hop reference behind nginx
         elif mode in ("attach", "joins"):
             suite.keep(mode + ".", res, list(res))
+        elif mode == "attach-first-screen":
+            suite.keep("py.", res, list(res))  # the Python client's first screen over ws://
+        elif mode in ("tls-attach-first-screen", "tls.cli-echo"):
+            suite.keep("tls.", res, list(res))  # over wss://
         else:
             suite.keep("", res, list(res))
 
