@@ -111,12 +111,14 @@ static void test_cached_rows_match_a_fresh_encoding(void **state)
 {
 	(void)state;
 	for (int stream = 0; stream < 40; stream++) {
-		struct screen *s = screen_new(40 + next_rand() % 60, 5 + next_rand() % 20);
+		struct screen *s =
+		    screen_new(40 + next_rand() % 60, 5 + next_rand() % 20);
 
 		for (int step = 0; step < 300; step++) {
 			feed_piece(s);
 			if (next_rand() % 50 == 0)
-				screen_resize(s, 20 + next_rand() % 80, 3 + next_rand() % 25);
+				screen_resize(s, 20 + next_rand() % 80,
+					      3 + next_rand() % 25);
 			if (next_rand() % 3 == 0)
 				assert_cached_is_fresh(s);
 		}
