@@ -101,7 +101,10 @@ void http_run_pending(struct http *h)
 
 /* With TLS, MHD's sockets are the front's unix socket pairs
    (tlsfront.h): the TCP options it sets around every answer fail there,
-   harmlessly (the front sets its own on the client's socket). */
+   harmlessly (the front sets its own on the client's socket). Nothing
+   can tell MHD beforehand: MHD_add_connection takes a socket's kind as
+   unknown whatever address it is given, and the address must be the
+   client's (the per-address caps and the logs). So the lines go here. */
 static bool tcp_option_noise(const char *line)
 {
 	static const char *const noise[] = {
