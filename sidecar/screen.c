@@ -148,6 +148,7 @@ void screen_trim(struct screen *s)
 {
 	free(s->toks.v);
 	s->toks = (struct redraw_toks){0};
+	screen__row_caches_free(&s->row_caches);
 }
 
 void screen_size(const struct screen *s, unsigned *cols, unsigned *rows)

@@ -40,8 +40,8 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n);
    same (modes_find_reset), as random bytes hold one every 64 KiB or so. */
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
 /* Lets go of what screen_feed_tail keeps between batches (an idle
-   session does not hold a flood's worth of it). Not while the model is
-   being fed. */
+   session does not hold a flood's worth of it) and of the snapshot's row
+   caches. Not while the model is being fed. */
 void screen_trim(struct screen *s);
 /* The first step of screen_feed_tail alone: restarts the model from the
    last RIS in p[0..n) it can. Returns how much of p the model now stands

@@ -30,7 +30,8 @@ struct snapshot_cache {
    each cadence Keyframe: some 60 us for a 120x30 screen, in the window
    where the next key arrives. A row's bytes start with an absolute move
    unless the encoder already stands on the row, so they depend only on
-   the pen it enters with and, on that one row, the column. */
+   the pen it enters with and, on that one row, the column. A quiet
+   session lets them go (screen_trim): they hold as much as a snapshot. */
 struct row_cache {
 	struct buf bytes;
 	VTermScreenCell pen_in, pen_out; /* the encoder's pen before, after */
@@ -91,8 +92,9 @@ void screen__pen(const struct screen *s, VTermScreenCell *pen);
    changed it (screen_feed, _feed_tail, _skip_to_reset, _resize, _probe). */
 struct snapshot_cache *screen__cache(struct screen *s);
 uint64_t screen__changes(const struct screen *s);
-/* The live screen's row caches; _stale marks every row stale, _free
-   lets them go (screen.c calls both on a new libvterm and a resize). */
+/* The live screen's row caches. screen.c marks rows stale as libvterm
+   reports damage (screen__rows_stale) and lets them all go on a new
+   libvterm, a resize and a quiet tick (screen_trim). */
 struct row_caches *screen__row_caches(struct screen *s);
 void screen__row_caches_free(struct row_caches *rc);
 

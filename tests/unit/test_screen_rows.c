@@ -119,6 +119,8 @@ static void test_cached_rows_match_a_fresh_encoding(void **state)
 			if (next_rand() % 50 == 0)
 				screen_resize(s, 20 + next_rand() % 80,
 					      3 + next_rand() % 25);
+			if (next_rand() % 40 == 0)
+				screen_trim(s);
 			if (next_rand() % 3 == 0)
 				assert_cached_is_fresh(s);
 		}
@@ -179,6 +181,15 @@ static void test_a_keystroke_reencodes_one_row(void **state)
 		screen_snapshot(s, &snap);
 		assert_int_equal(rc->encoded - before, 1);
 	}
+	/* A quiet tick lets the caches go: the next change's snapshot reads
+	   every row. */
+	screen_trim(s);
+	assert_null(rc->v);
+	before = rc->encoded;
+	feed_str(s, "k");
+	buf_reset(&snap);
+	screen_snapshot(s, &snap);
+	assert_int_equal(rc->encoded - before, 30);
 	/* A scroll moves every row: all of them are read again. */
 	before = rc->encoded;
 	feed_str(s, "\r\n");
