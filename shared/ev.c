@@ -42,6 +42,7 @@ struct ev_io {
 	int fd;
 	unsigned events;
 	bool registered;
+	bool urgent; /* dispatched before the turn's other ios */
 	ev_io_cb cb;
 	void *user;
 };
@@ -225,6 +226,11 @@ void ev_io_set(struct ev_io *io, unsigned events)
 	err = io_sync(io);
 	if (err < 0)
 		log_error(NULL, "ev: watching fd %d: %s", io->fd, strerror(-err));
+}
+
+void ev_io_set_urgent(struct ev_io *io, bool urgent)
+{
+	io->urgent = urgent;
 }
 
 unsigned ev_io_events(const struct ev_io *io)
@@ -536,22 +542,33 @@ static void run_hooks(struct ev_loop *loop)
 	compact_hooks(loop);
 }
 
-/* One turn's callbacks: the ready fds in epoll's order, then the
-   expired timers in deadline order. */
+static bool is_urgent(const struct source *s)
+{
+	return s->kind == EV__IO && ((const struct ev_io *)s)->urgent;
+}
+
+/* One turn's callbacks: the ready urgent ios, then the other ready fds,
+   each group in epoll's order, each fd once; then the expired timers in
+   deadline order. */
 static void dispatch(struct ev_loop *loop, const struct epoll_event *ev, int n)
 {
-	int i;
+	bool done[EV_BATCH] = {false};
 
 	loop->dispatching = true;
-	for (i = 0; i < n; i++) {
-		struct source *s = ev[i].data.ptr;
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < n; i++) {
+			struct source *s = ev[i].data.ptr;
 
-		if (s->dead)
-			continue;
-		if (s->kind == EV__IO)
-			io_dispatch((struct ev_io *)s, ev[i].events);
-		else
-			signal_dispatch(loop);
+			if (done[i] || (pass == 0 && !is_urgent(s)))
+				continue;
+			done[i] = true;
+			if (s->dead)
+				continue;
+			if (s->kind == EV__IO)
+				io_dispatch((struct ev_io *)s, ev[i].events);
+			else
+				signal_dispatch(loop);
+		}
 	}
 	run_timers(loop);
 	loop->dispatching = false;

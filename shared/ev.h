@@ -38,6 +38,10 @@ void ev_loop_again(struct ev_loop *loop);
 struct ev_io *ev_io_new(struct ev_loop *loop, int fd, unsigned events, ev_io_cb cb,
 			void *user);
 void ev_io_set(struct ev_io *io, unsigned events);
+/* An urgent io's callback runs before the other ios that were ready in
+   the same turn (a keystroke's input and echo before a flood's batch);
+   ios are not urgent until set so. */
+void ev_io_set_urgent(struct ev_io *io, bool urgent);
 unsigned ev_io_events(const struct ev_io *io);
 /* Stops watching; safe to call from inside the io's own callback. */
 void ev_io_free(struct ev_io *io);

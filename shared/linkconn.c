@@ -323,6 +323,11 @@ static int64_t turn_cpu(const struct linkconn *lc)
 	return lc->ops->on_turn ? cpu_us() : 0;
 }
 
+void linkconn_set_urgent(struct linkconn *lc, bool urgent)
+{
+	ev_io_set_urgent(lc->io, urgent);
+}
+
 void linkconn_set_turn_budget(struct linkconn *lc, int64_t budget_us)
 {
 	lc->turn_budget_us = budget_us;

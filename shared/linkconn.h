@@ -39,6 +39,11 @@ struct linkconn_ops {
 			void *user);
 };
 
+/* The link's reads go before the other ios ready in the same turn
+   (ev_io_set_urgent): the sidecar's links carry keystrokes, which should
+   not wait behind a flood's PTY batch. */
+void linkconn_set_urgent(struct linkconn *lc, bool urgent);
+
 /* Takes ownership of fd (connected, non-blocking). name goes in logs.
    NULL (fd closed) if the loop cannot watch fd. */
 struct linkconn *linkconn_new(struct ev_loop *loop, int fd, const char *name,

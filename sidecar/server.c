@@ -135,6 +135,8 @@ static struct link *adopt(struct server *srv, int fd, const char *name,
 		free(l);
 		return NULL;
 	}
+	/* Input, joins and resizes: read before any session's PTY batch. */
+	linkconn_set_urgent(l->lc, true);
 	LIST_INSERT_HEAD(&srv->links, l, entry);
 	srv->n_links++;
 	if (!hooks)

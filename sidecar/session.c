@@ -36,6 +36,9 @@
    the worker, so a keystroke's echo in another session waits less
    (docs/benchmarks.md), and frames stay 16 KiB or more. */
 #define OUTPUT_NOWAIT_AFTER (16 * 1024)
+/* A wake-up that read less than this leaves the session's PTY urgent
+   (ev_io_set_urgent): read before a flooding session's in the next turn. */
+#define OUTPUT_URGENT_MAX (4 * 1024)
 
 static void on_pty(struct ev_io *io, int fd, unsigned events, void *user);
 static void release_output(struct session *s);
@@ -118,6 +121,7 @@ static int start_process(struct session *s, const struct session_params *p, char
 		snprintf(err, errlen, "cannot watch the terminal: %s", strerror(errno));
 		return -EMFILE;
 	}
+	ev_io_set_urgent(s->io, true); /* until its output looks like a flood */
 	return 0;
 }
 
@@ -585,6 +589,11 @@ static void drain_output(struct session *s)
 	   kept a controller's input from the PTY for up to tens of ms on a
 	   loaded machine. */
 	n = read_batch(s, batch);
+	/* A session that printed a few bytes (an echo, a prompt) is read
+	   before the other PTYs of the next turn; one that filled most of a
+	   batch is a flood and waits its turn. */
+	if (n >= 0 && s->io)
+		ev_io_set_urgent(s->io, n < OUTPUT_URGENT_MAX);
 	if (n > 0)
 		take_output(s, batch, (size_t)n);
 	if (n < 0) {

@@ -286,6 +286,62 @@ static void test_free_other_in_same_batch(void **state)
 	close(q[1]);
 }
 
+/* Which fds' callbacks ran, in order. */
+struct order_log {
+	struct ev_loop *loop;
+	int fds[8];
+	int n, want;
+};
+
+static void log_order_cb(struct ev_io *io, int fd, unsigned events, void *user)
+{
+	struct order_log *lg = user;
+	char c;
+
+	(void)events;
+	assert_int_equal(read(fd, &c, 1), 1);
+	lg->fds[lg->n++] = fd;
+	if (lg->n == lg->want)
+		ev_loop_stop(lg->loop);
+	ev_io_free(io);
+}
+
+/* Ready in the same turn, an urgent io runs before the others whatever
+   epoll's order (the sidecar reads a keystroke's link and a typing
+   session's PTY before a flood's batch); each still runs once. */
+static void test_urgent_io_runs_first(void **state)
+{
+	struct ev_timer *guard;
+	struct order_log lg = {0};
+	int p[4][2];
+
+	lg.loop = loop_with_guard(&guard);
+	for (int i = 0; i < 4; i++) {
+		assert_int_equal(pipe(p[i]), 0);
+		assert_int_equal(write(p[i][1], "x", 1), 1);
+	}
+	lg.want = 4;
+	for (int i = 0; i < 4; i++) {
+		struct ev_io *io =
+		    ev_io_new(lg.loop, p[i][0], EV_READ, log_order_cb, &lg);
+
+		/* The last two registered are the urgent ones. */
+		ev_io_set_urgent(io, i >= 2);
+	}
+	assert_int_equal(ev_loop_run(lg.loop), 0);
+	assert_int_equal(lg.n, 4);
+	assert_true(lg.fds[0] == p[2][0] || lg.fds[0] == p[3][0]);
+	assert_true(lg.fds[1] == p[2][0] || lg.fds[1] == p[3][0]);
+	assert_true(lg.fds[2] == p[0][0] || lg.fds[2] == p[1][0]);
+	assert_true(lg.fds[3] == p[0][0] || lg.fds[3] == p[1][0]);
+	ev_timer_free(guard);
+	ev_loop_free(lg.loop);
+	for (int i = 0; i < 4; i++) {
+		close(p[i][0]);
+		close(p[i][1]);
+	}
+}
+
 /* ---- timers on the loop's heap ---- */
 
 static int64_t now_ns(void)
@@ -856,6 +912,7 @@ int main(void)
 	    cmocka_unit_test(test_timers),
 	    cmocka_unit_test(test_free_inside_callbacks),
 	    cmocka_unit_test(test_free_other_in_same_batch),
+	    cmocka_unit_test(test_urgent_io_runs_first),
 	    cmocka_unit_test(test_timer_order_random),
 	    cmocka_unit_test(test_timer_cancel_rearm_free_in_callbacks),
 	    cmocka_unit_test(test_timer_free_in_own_callback),
