@@ -554,6 +554,16 @@ static void arm_expiry(struct conn *c)
 
 /* ---- start and free ---- */
 
+void conn_take_role(struct conn *c, int role)
+{
+	c->role = role;
+	conn_count_role(c, role);
+	/* A controller's input is read before a link's turn of fan-out in
+	   the same loop turn (ev_io_set_urgent). */
+	if (c->io)
+		ev_io_set_urgent(c->io, role == PTG__ROLE__ROLE_CONTROLLER);
+}
+
 void conn_count_role(struct conn *c, int role)
 {
 	struct metrics *m = c->host->metrics;

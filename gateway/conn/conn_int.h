@@ -98,6 +98,9 @@ void conn_goodbye(struct conn *c, enum frames_goodbye_reason reason, uint16_t co
 void conn_close(struct conn *c, uint16_t code, const char *reason);
 /* Moves the connection to the metrics gauge of role (0: not joined). */
 void conn_count_role(struct conn *c, int role);
+/* c's role from the sidecar: kept, counted, and a controller's reads
+   made urgent. */
+void conn_take_role(struct conn *c, int role);
 /* Refreshes the log context after the client id or trace id changed. */
 void conn_update_log_ctx(struct conn *c);
 

@@ -57,8 +57,7 @@ static void on_attach_reply(const Ptg__Reply *r, void *user)
 	upstream_bind(c->up, c->attach_id, c->ctx.session_id, &sink, c);
 	if (r->result_case == PTG__REPLY__RESULT_ATTACH) {
 		snprintf(c->client_id, sizeof(c->client_id), "%s", r->attach->client_id);
-		c->role = r->attach->role;
-		conn_count_role(c, c->role);
+		conn_take_role(c, r->attach->role);
 		conn_update_log_ctx(c);
 		if (r->attach->replay_error[0]) {
 			c->host->metrics->replays_out_of_range++;
@@ -179,8 +178,7 @@ static void deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 	metrics_observe_since(&c->host->metrics->attach_latency, &c->ctx.requested_us);
 	conn_mark_dirty(c);
 	if (f->kind_case == PTG__FRAME__KIND_ROLE_ASSIGNED) {
-		c->role = f->role_assigned->role;
-		conn_count_role(c, c->role);
+		conn_take_role(c, f->role_assigned->role);
 		log_info(c->log_ctx, "audit: role %s%s",
 			 c->role == PTG__ROLE__ROLE_CONTROLLER ? PTYWS_ROLE_CONTROLLER
 							       : PTYWS_ROLE_OBSERVER,
