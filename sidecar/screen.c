@@ -561,6 +561,14 @@ struct row_caches *screen__row_caches(struct screen *s)
 	return &s->row_caches;
 }
 
+void screen__row_caches_free(struct row_caches *rc)
+{
+	for (unsigned i = 0; rc->v && i < rc->rows; i++)
+		buf_free(&rc->v[i].bytes);
+	free(rc->v);
+	*rc = (struct row_caches){.encoded = rc->encoded};
+}
+
 uint64_t screen__changes(const struct screen *s)
 {
 	return s->changes;

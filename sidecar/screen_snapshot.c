@@ -3,7 +3,6 @@
    bytes that make a freshly reset terminal B show the same thing, each
    cell's pen as the shortest change from the pen B already has. */
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "screen.h"
@@ -370,14 +369,6 @@ static void write_grid(struct enc *e, const struct grid *g)
 {
 	for (int row = 0; row < g->rows; row++)
 		write_row(e, g, row);
-}
-
-void screen__row_caches_free(struct row_caches *rc)
-{
-	for (unsigned i = 0; rc->v && i < rc->rows; i++)
-		buf_free(&rc->v[i].bytes);
-	free(rc->v);
-	*rc = (struct row_caches){.encoded = rc->encoded};
 }
 
 /* The caches for g's shape, every row stale when the shape is new. */
