@@ -2,8 +2,8 @@
    integration tests (see flows_fixture.h; requests: flows_requests.c). */
 #include "flows_fixture.h"
 
-#include <dirent.h>
 #include <errno.h>
+#include <ftw.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -229,6 +229,12 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 	int n = 0;
 	struct linkclient probe;
 
+	/* A restart gets a fresh directory; the last one's goes. */
+	if (fx->dir[0]) {
+		unlink(fx->sock);
+		if (rmdir(fx->dir) != 0 && errno != ENOENT)
+			fail_msg("%s: %s", fx->dir, strerror(errno));
+	}
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/ptg-it-XXXXXX");
 	assert_non_null(mkdtemp(fx->dir));
 	snprintf(fx->sock, sizeof(fx->sock), "%s/s.sock", fx->dir);
@@ -325,8 +331,10 @@ int teardown(void **state)
 		peer_free(&fx->peers[i]);
 	if (fx->sock[0])
 		unlink(fx->sock);
-	if (fx->dir[0])
-		rmdir(fx->dir);
+	if (fx->dir[0] && rmdir(fx->dir) != 0 && errno != ENOENT) {
+		fprintf(stderr, "%s is left behind: %s\n", fx->dir, strerror(errno));
+		ok = 0;
+	}
 	free(fx);
 	return ok ? 0 : -1;
 }
@@ -506,19 +514,21 @@ int snapshot_shows(const Ptg__KeyframeFrame *kf, const char *needle)
 	return found;
 }
 
+static int remove_entry(const char *path, const struct stat *sb, int flag,
+			struct FTW *ftw)
+{
+	(void)sb;
+	(void)flag;
+	(void)ftw;
+	return remove(path) < 0 ? -1 : 0;
+}
+
 void remove_tree(const char *dir)
 {
-	char path[512];
-	struct dirent *e;
-	DIR *d = opendir(dir);
-
-	while (d && (e = readdir(d)))
-		if (e->d_name[0] != '.' || (e->d_name[1] && strcmp(e->d_name, "..")))
-			snprintf(path, sizeof(path), "%s/%s", dir, e->d_name),
-			    unlink(path);
-	if (d)
-		closedir(d);
-	rmdir(dir);
+	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+	/* A test leaves nothing behind in /tmp. */
+	if (access(dir, F_OK) == 0)
+		fail_msg("%s is still there after removing it", dir);
 }
 
 /* The sidecar refuses flag=value at start: exit status 2, and stderr

@@ -109,7 +109,8 @@ void expect_refused(const char *flag, const char *value);
    stopped (its unclean exit fails the test), peers freed, files removed. */
 int setup(void **state);
 int teardown(void **state);
-/* Removes a directory and the files in it (no subdirectories). */
+/* Removes a directory and everything under it (a state directory holds
+   a directory per session's frame log and tasks/). */
 void remove_tree(const char *dir);
 
 /* ---- expectations ---- */

@@ -4,7 +4,6 @@
    other attachment gets its live frames and another session's echo keeps
    answering. A real ptygate-sidecar driven over its link (flows_fixture.h). */
 #include <errno.h>
-#include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -43,21 +42,6 @@ static void seen_add(struct seen *v, uint64_t seq, int64_t ts)
 	}
 	v->seq[v->n] = seq;
 	v->ts[v->n++] = ts;
-}
-
-static int remove_entry(const char *path, const struct stat *sb, int flag,
-			struct FTW *ftw)
-{
-	(void)sb;
-	(void)flag;
-	(void)ftw;
-	return remove(path) < 0 ? -1 : 0;
-}
-
-/* The state dir holds a directory per session's frame log and tasks/. */
-static void remove_state(const char *dir)
-{
-	nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
 static void wait_file(const char *path, int timeout_ms)
@@ -229,7 +213,7 @@ static void test_disk_replay_streams_exactly(void **state)
 	check_against_log(statedir, sa, j.kf_seq, &w.replayed);
 	free(w.replayed.seq);
 	free(w.replayed.ts);
-	remove_state(statedir);
+	remove_tree(statedir);
 }
 
 /* A history on disk, no attachment left: the session's id into sid, the
@@ -316,7 +300,7 @@ static void test_requests_during_a_disk_replay(void **state)
 	assert_true(last < kf->sequence);
 	expect_quiet(p, 200);
 	assert_int_equal(sidecar_stop(fx), 0);
-	remove_state(statedir);
+	remove_tree(statedir);
 }
 
 int main(int argc, char **argv)
