@@ -29,6 +29,15 @@ static uint32_t next_rand(void)
 	return rng;
 }
 
+/* Fails unless two snapshots are the same bytes; frees both. */
+static inline void assert_same_snapshots(struct buf *sa, struct buf *sb)
+{
+	assert_int_equal(buf_size(sa), buf_size(sb));
+	assert_memory_equal(buf_head(sa), buf_head(sb), buf_size(sa));
+	buf_free(sa);
+	buf_free(sb);
+}
+
 /* Fails unless a and b give the same snapshot: cells, cursor, pen and
    modes, byte for byte. */
 static inline void assert_same_screen(struct screen *a, struct screen *b)
@@ -37,10 +46,7 @@ static inline void assert_same_screen(struct screen *a, struct screen *b)
 
 	screen_snapshot(a, &sa);
 	screen_snapshot(b, &sb);
-	assert_int_equal(buf_size(&sa), buf_size(&sb));
-	assert_memory_equal(buf_head(&sa), buf_head(&sb), buf_size(&sa));
-	buf_free(&sa);
-	buf_free(&sb);
+	assert_same_snapshots(&sa, &sb);
 }
 
 #endif
