@@ -25,7 +25,6 @@ alternating: the baseline column is then that build.
 """
 import argparse
 import asyncio
-import base64
 import json
 import os
 import pty
@@ -113,20 +112,11 @@ def pctl(values, p):
 def first_screen(sock, stack, sid, token):
     """Over a connected socket (plain or TLS): the upgrade, binding_hello,
     an observer's join, until its Keyframe; fails on anything else."""
-    key = base64.b64encode(os.urandom(16)).decode()
-    sock.sendall(("GET %s HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nUpgrade: websocket\r\n"
-                  "Connection: Upgrade\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: %s\r\n"
-                  "Sec-WebSocket-Protocol: %s\r\nAuthorization: Bearer %s\r\n\r\n"
-                  % (stack.attach_path(sid), stack.port, key, harness.SUBPROTOCOL, token)).encode())
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)
-        if not chunk:
-            raise RuntimeError("the gateway closed the upgrade")
-        data += chunk
-    head, _, rest = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 101"):
-        raise RuntimeError("upgrade refused: %r" % head[:80])
+    result, sock, rest = harness.RawWs.handshake(stack.port, stack.attach_path(sid),
+                                                 {"Authorization": "Bearer " + token},
+                                                 sock=sock)
+    if sock is None:
+        raise RuntimeError("upgrade refused: %r" % (result,))
     ws = harness.RawWs(sock, rest, "attach")
 
     def until(pred):
@@ -466,7 +456,7 @@ class Suite:
             os.close(fd)
         if len(lat) == n:
             lat.sort()
-            res = {"cliecho.us.p50": lat[n // 2], "cliecho.us.p99": lat[(n * 99 + 99) // 100 - 1]}
+            res = {"cliecho.us.p50": lat[n // 2], "cliecho.us.p99": pctl(lat, 99)}
             if self.args.verbose:
                 note("%scli-echo: " % prefix + " ".join("%s=%g" % kv for kv in sorted(res.items())))
             self.keep(prefix, res, list(res))

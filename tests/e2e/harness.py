@@ -983,18 +983,20 @@ class RawWs(FrameStream):
 
     @staticmethod
     def handshake(port, path, headers=None, protocols=SUBPROTOCOL, rcvbuf=None, timeout=DEFAULT_TIMEOUT,
-                  source=None, host=None):
+                  source=None, host=None, sock=None):
         """Sends an upgrade (from the loopback address source, with the Host
-        header host when given); returns (HttpResult, socket or None,
-        leftover), or (None, None, b"") when the gateway closed the
-        connection without an answer (refused at accept)."""
-        sock = socket.socket()
-        if rcvbuf:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
-        sock.settimeout(timeout)
-        if source:
-            sock.bind((source, 0))
-        sock.connect(("127.0.0.1", port))
+        header host when given; over sock when given, connected already,
+        a TLS one say); returns (HttpResult, socket or None, leftover), or
+        (None, None, b"") when the gateway closed the connection without an
+        answer (refused at accept)."""
+        if sock is None:
+            sock = socket.socket()
+            if rcvbuf:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.settimeout(timeout)
+            if source:
+                sock.bind((source, 0))
+            sock.connect(("127.0.0.1", port))
         lines = ["GET %s HTTP/1.1" % path, "Host: " + (host or "127.0.0.1:%d" % port),
                  "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Version: 13",
                  "Sec-WebSocket-Key: " + base64.b64encode(os.urandom(16)).decode()]
