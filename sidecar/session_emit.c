@@ -59,6 +59,8 @@ static void broadcast(struct session *s, const uint8_t *p, size_t n)
 
 uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *target)
 {
+	bool retained;
+
 	f->session_id = s->id;
 	session_state_reserve(s); /* on disk before the number goes out */
 	f->sequence = ++s->seq;
@@ -73,14 +75,15 @@ uint64_t session_emit(struct session *s, Ptg__Frame *f, const struct member *tar
 				target->attach_id);
 		return f->sequence;
 	}
-	if (is_retained(f))
+	retained = is_retained(f);
+	if (retained)
 		session_state_log(s, f, &s->pack);
 	broadcast(s, buf_head(&s->pack), buf_size(&s->pack));
 	/* Into the memory ring after the frame went out: the copy may fault
 	   in a fresh page of the ring (some 10 us on a VM, one echo in forty
 	   while someone types), which the frame need not wait for. Replays
 	   read the ring on later turns, so none can miss it. */
-	if (is_retained(f))
+	if (retained)
 		ring_append(s->ring, f->sequence, f->ts_ms, buf_head(&s->pack),
 			    buf_size(&s->pack));
 	return f->sequence;
