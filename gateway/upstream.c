@@ -343,9 +343,11 @@ static void on_link_close(struct linkconn *lc, const char *reason, void *user)
 	ev_timer_arm(u->grace, (int64_t)u->host->cfg->link_grace_s * 1000, 0);
 }
 
-/* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. */
-/* The metric keeps the turn's CPU time: the budget cuts turns by the
-   wall clock, which preemption on a loaded machine stretches. */
+/* Turns cut at LINK_TURN_BUDGET_US, and the longest, for /metrics. The
+   metric keeps the turn's CPU time where linkconn reads it (a turn of
+   64 KiB or more): the budget cuts turns by the wall clock, which
+   preemption on a loaded machine stretches. A smaller turn reports its
+   wall-clock time, microseconds unless the machine preempted it. */
 static void on_link_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool cut,
 			 void *user)
 {

@@ -33,8 +33,11 @@ struct linkconn_ops {
 	   on_close returns. */
 	void (*on_close)(struct linkconn *lc, const char *reason, void *user);
 	/* Optional: a read turn ended after spent_us of wall-clock time
-	   (reading and handing out messages), cpu_us of it the loop's own
-	   CPU time; cut when the turn budget stopped it. */
+	   (reading and handing out messages); cut when the turn budget
+	   stopped it. cpu_us is the loop's own CPU time for handing out the
+	   messages of a turn that had 64 KiB or more of them; a smaller
+	   turn reports its wall-clock time there, an upper bound (reading
+	   the CPU clock is a system call a keystroke should not pay). */
 	void (*on_turn)(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool cut,
 			void *user);
 };

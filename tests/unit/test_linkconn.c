@@ -47,6 +47,8 @@ struct side {
 	int probe_fired;	/* turns of other callbacks seen so far */
 	int probe_seen[8];	/* probe_fired when each message arrived */
 	int turns, turns_cut;	/* on_turn calls, and those cut */
+	int turn_nmsg;		/* nmsg when the last turn ended */
+	int64_t msg_spent_us, msg_cpu_us; /* the last turn that handed out any */
 };
 
 static uint8_t *big_data(void)
@@ -95,6 +97,11 @@ static void on_turn(struct linkconn *lc, int64_t spent_us, int64_t cpu_us, bool 
 	assert_true(spent_us >= 0 && cpu_us >= 0);
 	s->turns++;
 	s->turns_cut += cut;
+	if (s->nmsg > s->turn_nmsg) {
+		s->msg_spent_us = spent_us;
+		s->msg_cpu_us = cpu_us;
+	}
+	s->turn_nmsg = s->nmsg;
 }
 
 static void on_close(struct linkconn *lc, const char *reason, void *user)
@@ -325,6 +332,41 @@ static void test_turn_budget(void **state)
 	fixture_done(&f);
 }
 
+/* A turn's CPU time: a message that sleeps 20 ms in a turn of 2 MiB
+   costs the loop no CPU for the sleep, so the turn reports less CPU time
+   than wall-clock time by at least the sleep; a lone small message's
+   turn reports its wall-clock time (the CPU clock is a system call a
+   keystroke's turn does not pay). */
+static void test_turn_cpu_clock(void **state)
+{
+	struct fixture f;
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	f.b.slow_us = 20000;
+	f.b.close_after = 1;
+	f.a.stop_at = f.b.stop_at = 2;
+	send_big(f.a.lc);
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_true(f.b.big_ok);
+	assert_true(f.b.msg_cpu_us + 20000 <= f.b.msg_spent_us);
+	fixture_done(&f);
+
+	fixture_init(&f);
+	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
+	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
+	f.b.slow_us = 2000;
+	f.b.close_after = 1;
+	f.a.stop_at = f.b.stop_at = 2;
+	send_hello(f.a.lc, "key");
+	assert_int_equal(ev_loop_run(f.loop), 0);
+	assert_int_equal(f.b.nmsg, 1);
+	assert_true(f.b.msg_spent_us >= 2000);
+	assert_int_equal(f.b.msg_cpu_us, f.b.msg_spent_us);
+	fixture_done(&f);
+}
+
 static void test_reset_is_read_error(void **state)
 {
 	struct fixture f;
@@ -549,6 +591,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_input),
 	    cmocka_unit_test(test_peer_close_after_data),
 	    cmocka_unit_test(test_turn_budget),
+	    cmocka_unit_test(test_turn_cpu_clock),
 	    cmocka_unit_test(test_reset_is_read_error),
 	    cmocka_unit_test(test_send_iov),
 	    cmocka_unit_test(test_frames_before_replies),
