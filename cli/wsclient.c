@@ -15,6 +15,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -45,6 +46,13 @@ struct wsclient {
 	bool failed;	    /* a socket error: nothing more to do */
 	bool deflate;	    /* permessage-deflate agreed */
 	z_stream *inflate;  /* made at the first compressed message */
+	/* ws:// only (tlsio joins its own): a frame's header, held until its
+	   payload so that one send carries both. */
+	uint8_t head[16];
+	size_t head_len;
+	bool drained;		/* the last recv was short: the socket was empty */
+	uint8_t mask_pool[256]; /* masking keys not yet used: the last mask_left */
+	size_t mask_left;
 };
 
 static int split_authority(const char *auth, size_t n, struct wsclient_addr *a, char *err,
@@ -549,7 +557,18 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int 
 		buf_consume(&c->pending, (size_t)n);
 		return n;
 	}
-	n = io_recv(c->fd, c->tls, p, len);
+	/* A short read of a plain socket emptied it: no recv only to meet
+	   EAGAIN (one a keystroke's echo); the caller's poll reports more.
+	   A TLS read returns one record whatever else waits, so it does not
+	   tell. */
+	if (c->drained) {
+		c->drained = false;
+		errno = EAGAIN;
+		n = -1;
+	} else {
+		n = io_recv(c->fd, c->tls, p, len);
+		c->drained = !c->tls && n > 0 && (size_t)n < len;
+	}
 	if (n > 0)
 		return n;
 	if (n < 0 && errno == EAGAIN) {
@@ -564,13 +583,53 @@ static ssize_t recv_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, int 
 	return -1;
 }
 
+/* The held header and p in one sendmsg. Returns the bytes of p sent; a
+   send that took only part of the header keeps the rest for the retry
+   of the same payload (wslay retries a send that would block). */
+static ssize_t send_joined(struct wsclient *c, const void *p, size_t len)
+{
+	struct iovec iov[2] = {{c->head, c->head_len}, {(void *)p, len}};
+	struct msghdr msg = {.msg_iov = iov, .msg_iovlen = 2};
+	ssize_t w;
+
+	do
+		w = sendmsg(c->fd, &msg, MSG_NOSIGNAL);
+	while (w < 0 && errno == EINTR);
+	if (w < 0)
+		return -1;
+	if ((size_t)w < c->head_len || ((size_t)w == c->head_len && len)) {
+		memmove(c->head, c->head + w, c->head_len - (size_t)w);
+		c->head_len -= (size_t)w;
+		errno = EAGAIN;
+		return -1;
+	}
+	w -= (ssize_t)c->head_len;
+	c->head_len = 0;
+	return w;
+}
+
+/* ws://: wslay writes a frame's header (more set) and then its payload;
+   the header waits for the payload so one system call sends both. */
+static ssize_t plain_send(struct wsclient *c, const void *p, size_t len, bool more)
+{
+	if (more && !c->head_len && len <= sizeof(c->head)) {
+		memcpy(c->head, p, len);
+		c->head_len = len;
+		return (ssize_t)len;
+	}
+	if (c->head_len)
+		return send_joined(c, p, len);
+	return io_send(c->fd, NULL, p, len, more);
+}
+
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
 		       int flags, void *user)
 {
 	struct wsclient *c = user;
+	bool more = (flags & WSLAY_MSG_MORE) != 0;
 	ssize_t n;
 
-	n = io_send(c->fd, c->tls, p, len, (flags & WSLAY_MSG_MORE) != 0);
+	n = c->tls ? io_send(c->fd, c->tls, p, len, more) : plain_send(c, p, len, more);
 	if (n >= 0)
 		return n;
 	if (errno == EAGAIN) {
@@ -582,10 +641,23 @@ static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len
 	return -1;
 }
 
-/* Client frames are masked (RFC 6455 5.3) with unpredictable keys. */
+/* Client frames are masked (RFC 6455 5.3) with unpredictable keys: the
+   system's random bytes, drawn a pool at a time rather than with a
+   getrandom(2) per frame (one a keystroke). */
 static int genmask_cb(wslay_event_context_ptr ctx, uint8_t *p, size_t len, void *user)
 {
-	randombytes_buf(p, len);
+	struct wsclient *c = user;
+
+	if (len > sizeof(c->mask_pool)) {
+		randombytes_buf(p, len);
+		return 0;
+	}
+	if (c->mask_left < len) {
+		randombytes_buf(c->mask_pool, sizeof(c->mask_pool));
+		c->mask_left = sizeof(c->mask_pool);
+	}
+	memcpy(p, c->mask_pool + sizeof(c->mask_pool) - c->mask_left, len);
+	c->mask_left -= len;
 	return 0;
 }
 

@@ -263,17 +263,29 @@ static int server_read(int fd, uint8_t *p, size_t n)
 	return 0;
 }
 
-/* Reads one masked client frame with a payload under 126 bytes. */
+/* Reads one masked client frame with a payload of at most
+   SERVER_FRAME_MAX bytes into payload (room for that much). */
+#define SERVER_FRAME_MAX (256 * 1024)
+
 static int server_frame(int fd, uint8_t *op, char *payload, size_t *n)
 {
-	uint8_t h[2], mask[4];
-	size_t i;
+	uint8_t h[2], ext[8], mask[4];
+	size_t i, ext_len;
 
-	if (server_read(fd, h, 2) < 0 || !(h[0] & 0x80) || !(h[1] & 0x80) ||
-	    (h[1] & 0x7f) >= 126 || server_read(fd, mask, 4) < 0)
-		return -1; /* unfinished, unmasked or long */
-	*op = h[0] & 0x0f;
+	if (server_read(fd, h, 2) < 0 || !(h[0] & 0x80) || !(h[1] & 0x80))
+		return -1; /* unfinished or unmasked */
 	*n = h[1] & 0x7f;
+	ext_len = *n == 127 ? 8 : *n == 126 ? 2 : 0;
+	if (ext_len) {
+		if (server_read(fd, ext, ext_len) < 0)
+			return -1;
+		*n = 0;
+		for (i = 0; i < ext_len; i++)
+			*n = *n << 8 | ext[i];
+	}
+	if (*n > SERVER_FRAME_MAX || server_read(fd, mask, 4) < 0)
+		return -1;
+	*op = h[0] & 0x0f;
 	if (server_read(fd, (uint8_t *)payload, *n) < 0)
 		return -1;
 	for (i = 0; i < *n; i++)
@@ -281,9 +293,44 @@ static int server_frame(int fd, uint8_t *op, char *payload, size_t *n)
 	return 0;
 }
 
-static int server_script(int lfd, bool deflate)
+/* The burst test's frame i: 1 to 125 bytes, or 200,000 for one in a
+   hundred (a send the kernel takes in part), each telling i apart. */
+#define BURST_MAX 200000
+
+static size_t burst_payload(int i, char *p)
 {
-	char req[4096] = "", key[64], acc[WSHS_ACCEPT_LEN + 1], ans[512], pl[128];
+	size_t n = i % 100 == 99 ? BURST_MAX : 1 + (size_t)i % 125;
+
+	for (size_t k = 0; k < n; k++)
+		p[k] = (char)('a' + (i + (int)k) % 26);
+	return n;
+}
+
+/* Reads the burst's frames with pauses through a small receive buffer
+   (not the smallest: TCP would wait on its persist timer), so the
+   client's sends meet a full socket and go out in pieces. */
+static int server_burst(int fd, int burst)
+{
+	static char pl[BURST_MAX], want[BURST_MAX];
+	uint8_t op;
+	size_t n;
+	int rcvbuf = 8192;
+
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
+	for (int i = 0; i < burst; i++) {
+		if (server_frame(fd, &op, pl, &n) < 0 || op != 1 ||
+		    n != burst_payload(i, want) || memcmp(pl, want, n))
+			return 16;
+		if (i % 16 == 0)
+			usleep(1000);
+	}
+	return 0;
+}
+
+static int server_script(int lfd, bool deflate, int burst)
+{
+	char req[4096] = "", key[64], acc[WSHS_ACCEPT_LEN + 1], ans[512];
+	static char pl[SERVER_FRAME_MAX];
 	const char *k;
 	size_t got = 0, n;
 	uint8_t op;
@@ -321,6 +368,8 @@ static int server_script(int lfd, bool deflate)
 	if (server_frame(fd, &op, pl, &n) < 0 || op != 1 || n != 9 ||
 	    memcmp(pl, "ping-text", 9))
 		return 12;
+	if (server_burst(fd, burst))
+		return 16;
 	if (write(fd, "\x88\x04\x03\xe8ok", 6) != 6) /* close 1000 "ok" */
 		return 13;
 	if (server_frame(fd, &op, pl, &n) < 0 || op != 8 || n < 2 ||
@@ -362,7 +411,19 @@ static void expect_nodelay(int fd)
 	assert_int_equal(on, 1);
 }
 
-static void roundtrip(bool deflate)
+/* Queues the burst behind a send buffer as small as the kernel allows. */
+static void send_burst(struct wsclient *c, int burst)
+{
+	static char p[BURST_MAX];
+	int small = 1;
+
+	assert_int_equal(
+	    setsockopt(wsclient_fd(c), SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	for (int i = 0; i < burst; i++)
+		assert_int_equal(wsclient_send_text(c, p, burst_payload(i, p)), 0);
+}
+
+static void roundtrip(bool deflate, int burst)
 {
 	struct sockaddr_in sa = {.sin_family = AF_INET,
 				 .sin_addr.s_addr = htonl(0x7f000001)};
@@ -380,7 +441,7 @@ static void roundtrip(bool deflate)
 	assert_int_equal(getsockname(lfd, (struct sockaddr *)&sa, &sl), 0);
 	pid = fork();
 	if (pid == 0)
-		_exit(server_script(lfd, deflate));
+		_exit(server_script(lfd, deflate, burst));
 	close(lfd);
 	snprintf(url, sizeof(url), "ws://127.0.0.1:%u", ntohs(sa.sin_port));
 	c = wsclient_connect(url, "/agents/i/sessions/s/attach", "tok.en", 5000, &cb, &s,
@@ -389,6 +450,7 @@ static void roundtrip(bool deflate)
 	expect_nodelay(wsclient_fd(c));
 	assert_string_equal(s.text, deflate ? "Hello" : "hi"); /* came with the answer */
 	assert_int_equal(wsclient_send_text(c, "ping-text", 9), 0);
+	send_burst(c, burst);
 	while (!wsclient_done(c)) {
 		p = (struct pollfd){wsclient_fd(c), wsclient_events(c), 0};
 		assert_int_equal(poll(&p, 1, 5000), 1);
@@ -407,13 +469,22 @@ static void roundtrip(bool deflate)
 
 static void test_connect_masked_roundtrip(void **state)
 {
-	roundtrip(false);
+	roundtrip(false, 0);
 }
 
 /* permessage-deflate agreed: a compressed server message inflates. */
 static void test_connect_deflate(void **state)
 {
-	roundtrip(true);
+	roundtrip(true, 0);
+}
+
+/* A frame's header waits for its payload so one send carries both (a
+   keystroke's frame is one system call); 2,000 frames through a socket
+   that takes a few bytes at a time still arrive whole and in order,
+   however the sends were cut. */
+static void test_burst_through_full_socket(void **state)
+{
+	roundtrip(false, 2000);
 }
 
 static void expect_agreed(const char *ext, int rc, bool on)
@@ -497,6 +568,7 @@ int main(void)
 	    cmocka_unit_test(test_connect_masked_roundtrip),
 	    cmocka_unit_test(test_connect_refused),
 	    cmocka_unit_test(test_connect_deflate),
+	    cmocka_unit_test(test_burst_through_full_socket),
 	    cmocka_unit_test(test_agreed_deflate),
 	};
 
