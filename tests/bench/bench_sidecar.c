@@ -14,7 +14,9 @@
    PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random.
    PTG_BENCH_STATE_DIR=1 runs the sidecar with --state-dir (durable
    history sealed with a key made at start, --fsync interval:100ms, its
-   default). */
+   default). PTG_BENCH_SIDECAR_ARGS adds options, split at spaces: with
+   "--replay-bytes 4194304" the history ring is full after 4 MiB, so the
+   run measures the steady state rather than a ring's first fill. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -379,24 +381,49 @@ static void idle_sessions(struct client *c, pid_t sidecar)
 	       before, rss_kib(sidecar), (rss_kib(sidecar) - before) / 100.0);
 }
 
+#define EXTRA_ARGS_MAX 16
+
+/* PTG_BENCH_SIDECAR_ARGS, split at spaces into argv from n on; returns
+   the new count. */
+static int extra_args(char **argv, int n)
+{
+	static char copy[512];
+	const char *env = getenv("PTG_BENCH_SIDECAR_ARGS");
+	char *tok, *save = NULL;
+
+	if (!env)
+		return n;
+	snprintf(copy, sizeof(copy), "%s", env);
+	for (tok = strtok_r(copy, " ", &save); tok && n < EXTRA_ARGS_MAX + 12;
+	     tok = strtok_r(NULL, " ", &save))
+		argv[n++] = tok;
+	return n;
+}
+
 static pid_t start_sidecar(const char *bin)
 {
 	const char *durable = getenv("PTG_BENCH_STATE_DIR");
 	char listen[300], state[300], key[300];
+	char *argv[EXTRA_ARGS_MAX + 13] = {(char *)bin,	  "--listen", listen,
+					   "--log-level", "warn",     "--max-sessions",
+					   "200"};
+	int n = 7;
 	pid_t p;
 
 	snprintf(listen, sizeof(listen), "unix:%s", sock_path);
 	snprintf(state, sizeof(state), "%s/state", dir);
 	snprintf(key, sizeof(key), "%s/state.key", dir); /* made at first start */
+	if (durable && *durable == '1') {
+		argv[n++] = "--state-dir";
+		argv[n++] = state;
+		argv[n++] = "--state-key-file";
+		argv[n++] = key;
+	}
+	n = extra_args(argv, n);
+	argv[n] = NULL;
 	p = fork();
 	if (p == 0) {
-		if (durable && *durable == '1')
-			execl(bin, bin, "--listen", listen, "--log-level", "warn",
-			      "--max-sessions", "200", "--state-dir", state,
-			      "--state-key-file", key, (char *)NULL);
-		else
-			execl(bin, bin, "--listen", listen, "--log-level", "warn",
-			      "--max-sessions", "200", (char *)NULL);
+		execv(bin, argv);
 		_exit(127);
 	}
 	return p;
