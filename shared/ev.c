@@ -233,6 +233,11 @@ void ev_io_set_urgent(struct ev_io *io, bool urgent)
 	io->urgent = urgent;
 }
 
+bool ev_io_urgent(const struct ev_io *io)
+{
+	return io->urgent;
+}
+
 unsigned ev_io_events(const struct ev_io *io)
 {
 	return io->events;

@@ -42,6 +42,7 @@ void ev_io_set(struct ev_io *io, unsigned events);
    the same turn (a keystroke's input and echo before a flood's batch);
    ios are not urgent until set so. */
 void ev_io_set_urgent(struct ev_io *io, bool urgent);
+bool ev_io_urgent(const struct ev_io *io);
 unsigned ev_io_events(const struct ev_io *io);
 /* Stops watching; safe to call from inside the io's own callback. */
 void ev_io_free(struct ev_io *io);
