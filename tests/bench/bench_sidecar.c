@@ -141,9 +141,10 @@ static void make_data(size_t bytes)
 	fclose(f);
 }
 
-/* CPU seconds (user + system) of a process's own threads, from
-   /proc/PID/stat (utime and stime, fields 14 and 15, in clock ticks). */
-static double proc_cpu_s(pid_t pid)
+/* CPU seconds (user + system) of a process's own threads, and their
+   minor page faults, from /proc/PID/stat (minflt, utime and stime:
+   fields 10, 14 and 15, the times in clock ticks). */
+static double proc_cpu_s(pid_t pid, unsigned long *minflt)
 {
 	char path[64], line[1024], *p;
 	unsigned long ut = 0, st = 0;
@@ -155,8 +156,8 @@ static double proc_cpu_s(pid_t pid)
 		die("read /proc/PID/stat");
 	fclose(f);
 	p = strrchr(line, ')'); /* the command name may hold spaces */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-			 &ut, &st) != 2)
+	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %*u %*u %lu %lu",
+			 minflt, &ut, &st) != 3)
 		die("parse /proc/PID/stat");
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
@@ -445,6 +446,7 @@ int main(int argc, char **argv)
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
 	int runs = argc > 3 ? atoi(argv[3]) : 3;
 	double plain[16], side[16], ratio[16], pcpu[16], scpu[16], ps, ss, c0;
+	unsigned long f0, f1;
 	struct client c;
 	unsigned frames;
 	pid_t sidecar;
@@ -468,15 +470,15 @@ int main(int argc, char **argv)
 		plain[i] = run_plain(&got);
 		pcpu[i] = (self_cpu_s() - c0) * 1e3 / (got / 1e6);
 		ps = got / plain[i] / 1e6;
-		c0 = proc_cpu_s(sidecar);
+		c0 = proc_cpu_s(sidecar, &f0);
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
-		scpu[i] = (proc_cpu_s(sidecar) - c0) * 1e3 / (got / 1e6);
+		scpu[i] = (proc_cpu_s(sidecar, &f1) - c0) * 1e3 / (got / 1e6);
 		ss = got / side[i] / 1e6;
 		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB, sidecar %.1f MB/s "
-		       "%.2f ms CPU/MB, ratio %.2f (%zu bytes in %u Output frames, "
-		       "%.1f KiB each)\n",
-		       i + 1, ps, pcpu[i], ss, scpu[i], ss / ps, got, frames,
-		       got / 1024.0 / (frames ? frames : 1));
+		       "%.2f ms CPU/MB %.0f page faults/MB, ratio %.2f (%zu bytes in %u "
+		       "Output frames, %.1f KiB each)\n",
+		       i + 1, ps, pcpu[i], ss, scpu[i], (double)(f1 - f0) / (got / 1e6),
+		       ss / ps, got, frames, got / 1024.0 / (frames ? frames : 1));
 		plain[i] = ps;
 		side[i] = ss;
 		ratio[i] = ss / ps;
