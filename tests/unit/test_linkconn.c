@@ -337,32 +337,35 @@ static void test_turn_budget(void **state)
    than wall-clock time by at least the sleep; a lone small message's
    turn reports its wall-clock time (the CPU clock is a system call a
    keystroke's turn does not pay). */
+/* One message from a to b, whose handler sleeps slow_us; b closes
+   after it. Leaves the turn's figures in f->b. */
+static void one_slow_message(struct fixture *f, bool big, int slow_us)
+{
+	fixture_init(f);
+	f->a.lc = linkconn_new(f->loop, f->fd[0], "a", &ops, &f->a);
+	f->b.lc = linkconn_new(f->loop, f->fd[1], "b", &ops, &f->b);
+	f->b.slow_us = slow_us;
+	f->b.close_after = 1;
+	f->a.stop_at = f->b.stop_at = 2;
+	if (big)
+		send_big(f->a.lc);
+	else
+		send_hello(f->a.lc, "key");
+	assert_int_equal(ev_loop_run(f->loop), 0);
+	assert_int_equal(f->b.nmsg, 1);
+	assert_true(f->b.msg_spent_us >= slow_us);
+}
+
 static void test_turn_cpu_clock(void **state)
 {
 	struct fixture f;
 
-	fixture_init(&f);
-	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
-	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
-	f.b.slow_us = 20000;
-	f.b.close_after = 1;
-	f.a.stop_at = f.b.stop_at = 2;
-	send_big(f.a.lc);
-	assert_int_equal(ev_loop_run(f.loop), 0);
+	one_slow_message(&f, true, 20000);
 	assert_true(f.b.big_ok);
 	assert_true(f.b.msg_cpu_us + 20000 <= f.b.msg_spent_us);
 	fixture_done(&f);
 
-	fixture_init(&f);
-	f.a.lc = linkconn_new(f.loop, f.fd[0], "a", &ops, &f.a);
-	f.b.lc = linkconn_new(f.loop, f.fd[1], "b", &ops, &f.b);
-	f.b.slow_us = 2000;
-	f.b.close_after = 1;
-	f.a.stop_at = f.b.stop_at = 2;
-	send_hello(f.a.lc, "key");
-	assert_int_equal(ev_loop_run(f.loop), 0);
-	assert_int_equal(f.b.nmsg, 1);
-	assert_true(f.b.msg_spent_us >= 2000);
+	one_slow_message(&f, false, 2000);
 	assert_int_equal(f.b.msg_cpu_us, f.b.msg_spent_us);
 	fixture_done(&f);
 }
