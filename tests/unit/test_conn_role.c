@@ -18,9 +18,7 @@
 #include "ev.h"
 #include "metrics.h"
 
-static void on_io(struct ev_io *io, int fd, unsigned events, void *user)
-{
-}
+static void on_io(struct ev_io *io, int fd, unsigned events, void *user) {}
 
 struct fixture {
 	struct ev_loop *loop;
