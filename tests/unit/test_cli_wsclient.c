@@ -294,7 +294,8 @@ static int server_frame(int fd, uint8_t *op, char *payload, size_t *n)
 }
 
 /* The burst test's frame i: 1 to 125 bytes, or 200,000 for one in a
-   hundred (a send the kernel takes in part), each telling i apart. */
+   hundred (wslay masks and sends it 4 KiB at a time, many of them into
+   a full socket), each telling i apart. */
 #define BURST_MAX 200000
 
 static size_t burst_payload(int i, char *p)
@@ -311,7 +312,7 @@ static size_t burst_payload(int i, char *p)
    client's sends meet a full socket and go out in pieces. */
 static int server_burst(int fd, int burst)
 {
-	static char pl[BURST_MAX], want[BURST_MAX];
+	static char pl[SERVER_FRAME_MAX], want[BURST_MAX];
 	uint8_t op;
 	size_t n;
 	int rcvbuf = 8192;
@@ -479,9 +480,10 @@ static void test_connect_deflate(void **state)
 }
 
 /* A frame's header waits for its payload so one send carries both (a
-   keystroke's frame is one system call); 2,000 frames through a socket
-   that takes a few bytes at a time still arrive whole and in order,
-   however the sends were cut. */
+   keystroke's frame is one system call); 2,000 frames queued behind the
+   smallest send buffer, to a reader that pauses, so that most sends meet
+   a full socket and are retried with the header held, still arrive
+   whole and in order. */
 static void test_burst_through_full_socket(void **state)
 {
 	roundtrip(false, 2000);
