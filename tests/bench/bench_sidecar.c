@@ -47,9 +47,13 @@ static double now_s(void)
 	return t.tv_sec + t.tv_nsec / 1e9;
 }
 
+static void remove_files(void);
+
+/* Only the bench's own process calls it (its children exec at once). */
 static void die(const char *what)
 {
 	fprintf(stderr, "bench_sidecar: %s: %s\n", what, strerror(errno));
+	remove_files();
 	exit(1);
 }
 
@@ -441,6 +445,25 @@ static void remove_state(void)
 			dir);
 }
 
+static pid_t sidecar_pid; /* 0 until started */
+
+/* Stops the sidecar and removes the run's files: its data (as large as
+   the run), the socket, the state and the directory. */
+static void remove_files(void)
+{
+	if (sidecar_pid > 0) {
+		kill(sidecar_pid, SIGTERM);
+		waitpid(sidecar_pid, NULL, 0);
+		sidecar_pid = 0;
+	}
+	if (strstr(dir, "XXXXXX"))
+		return; /* no directory made yet */
+	remove_state();
+	unlink(data_path);
+	unlink(sock_path);
+	rmdir(dir);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
@@ -461,7 +484,7 @@ int main(int argc, char **argv)
 	snprintf(data_path, sizeof(data_path), "%s/out.txt", dir);
 	snprintf(sock_path, sizeof(sock_path), "%s/s.sock", dir);
 	make_data(mib << 20);
-	sidecar = start_sidecar(argv[1]);
+	sidecar = sidecar_pid = start_sidecar(argv[1]);
 	connect_link(&c);
 	idle_sessions(&c, sidecar);
 	run_plain(&got); /* untimed: warms the page cache for the data file */
@@ -497,10 +520,6 @@ int main(int argc, char **argv)
 	       "%.2f-%.2f), sidecar %.2f ms/MB (range %.2f-%.2f; target <= 5)\n",
 	       runs, pcpu[runs / 2], pcpu[0], pcpu[runs - 1], scpu[runs / 2], scpu[0],
 	       scpu[runs - 1]);
-	kill(sidecar, SIGTERM);
-	waitpid(sidecar, NULL, 0);
-	remove_state();
-	unlink(data_path);
-	rmdir(dir);
+	remove_files();
 	return 0;
 }
