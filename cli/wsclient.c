@@ -437,16 +437,16 @@ static ssize_t io_recv(int fd, struct tlsio *t, void *p, size_t n)
 	return r;
 }
 
-/* more: the caller sends the rest of this message next (wslay writes a
-   frame's header and payload apart), so the kernel (or over TLS, tlsio)
-   holds these bytes for it and one segment carries both. */
+/* more (TLS only): the caller sends the rest of this message next
+   (wslay writes a frame's header and payload apart), so tlsio holds these
+   bytes and one record carries both. Over a plain socket the header is
+   held before it gets here (plain_send). */
 static ssize_t io_send(int fd, struct tlsio *t, const void *p, size_t n, bool more)
 {
 	ssize_t r;
 
 	do
-		r = t ? tlsio_send_more(t, p, n, more)
-		      : send(fd, p, n, MSG_NOSIGNAL | (more ? MSG_MORE : 0));
+		r = t ? tlsio_send_more(t, p, n, more) : send(fd, p, n, MSG_NOSIGNAL);
 	while (r < 0 && errno == EINTR);
 	return r;
 }
@@ -619,7 +619,7 @@ static ssize_t plain_send(struct wsclient *c, const void *p, size_t len, bool mo
 	}
 	if (c->head_len)
 		return send_joined(c, p, len);
-	return io_send(c->fd, NULL, p, len, more);
+	return io_send(c->fd, NULL, p, len, false);
 }
 
 static ssize_t send_cb(wslay_event_context_ptr ctx, const uint8_t *p, size_t len,
