@@ -386,10 +386,12 @@ static void idle_sessions(struct client *c, pid_t sidecar)
 	       before, rss_kib(sidecar), (rss_kib(sidecar) - before) / 100.0);
 }
 
-#define EXTRA_ARGS_MAX 16
+/* The sidecar's argv: its fixed options (11 at most) and room for
+   PTG_BENCH_SIDECAR_ARGS, then the NULL. */
+#define SIDECAR_ARGV_MAX 32
 
-/* PTG_BENCH_SIDECAR_ARGS, split at spaces into argv from n on; returns
-   the new count. */
+/* PTG_BENCH_SIDECAR_ARGS, split at spaces into argv from n on, short of
+   its last slot (the NULL); returns the new count. */
 static int extra_args(char **argv, int n)
 {
 	static char copy[512];
@@ -399,7 +401,7 @@ static int extra_args(char **argv, int n)
 	if (!env)
 		return n;
 	snprintf(copy, sizeof(copy), "%s", env);
-	for (tok = strtok_r(copy, " ", &save); tok && n < EXTRA_ARGS_MAX + 12;
+	for (tok = strtok_r(copy, " ", &save); tok && n < SIDECAR_ARGV_MAX - 1;
 	     tok = strtok_r(NULL, " ", &save))
 		argv[n++] = tok;
 	return n;
@@ -409,9 +411,9 @@ static pid_t start_sidecar(const char *bin)
 {
 	const char *durable = getenv("PTG_BENCH_STATE_DIR");
 	char listen[300], state[300], key[300];
-	char *argv[EXTRA_ARGS_MAX + 13] = {(char *)bin,	  "--listen", listen,
-					   "--log-level", "warn",     "--max-sessions",
-					   "200"};
+	char *argv[SIDECAR_ARGV_MAX] = {(char *)bin,   "--listen", listen,
+					"--log-level", "warn",	   "--max-sessions",
+					"200"};
 	int n = 7;
 	pid_t p;
 
@@ -472,7 +474,6 @@ int main(int argc, char **argv)
 	unsigned long f0, f1;
 	struct client c;
 	unsigned frames;
-	pid_t sidecar;
 
 	if (argc < 2 || runs < 1 || runs > 16 || !mib) {
 		fprintf(stderr,
@@ -484,18 +485,18 @@ int main(int argc, char **argv)
 	snprintf(data_path, sizeof(data_path), "%s/out.txt", dir);
 	snprintf(sock_path, sizeof(sock_path), "%s/s.sock", dir);
 	make_data(mib << 20);
-	sidecar = sidecar_pid = start_sidecar(argv[1]);
+	sidecar_pid = start_sidecar(argv[1]);
 	connect_link(&c);
-	idle_sessions(&c, sidecar);
+	idle_sessions(&c, sidecar_pid);
 	run_plain(&got); /* untimed: warms the page cache for the data file */
 	for (int i = 0; i < runs; i++) {
 		c0 = self_cpu_s();
 		plain[i] = run_plain(&got);
 		pcpu[i] = (self_cpu_s() - c0) * 1e3 / (got / 1e6);
 		ps = got / plain[i] / 1e6;
-		c0 = proc_cpu_s(sidecar, &f0);
+		c0 = proc_cpu_s(sidecar_pid, &f0);
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
-		scpu[i] = (proc_cpu_s(sidecar, &f1) - c0) * 1e3 / (got / 1e6);
+		scpu[i] = (proc_cpu_s(sidecar_pid, &f1) - c0) * 1e3 / (got / 1e6);
 		ss = got / side[i] / 1e6;
 		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB, sidecar %.1f MB/s "
 		       "%.2f ms CPU/MB %.0f page faults/MB, ratio %.2f (%zu bytes in %u "
