@@ -222,6 +222,17 @@ void peer_free(struct peer *p)
 
 /* ---- the sidecar process ---- */
 
+/* Removes the fixture's socket and directory; 0, or -errno when the
+   directory stays. */
+static int remove_fixture_dir(struct fixture *fx)
+{
+	if (fx->sock[0])
+		unlink(fx->sock);
+	if (fx->dir[0] && rmdir(fx->dir) != 0 && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
 void sidecar_start(struct fixture *fx, const char *const *extra)
 {
 	char listen[160];
@@ -230,11 +241,9 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 	struct linkclient probe;
 
 	/* A restart gets a fresh directory; the last one's goes. */
-	if (fx->dir[0]) {
-		unlink(fx->sock);
-		if (rmdir(fx->dir) != 0 && errno != ENOENT)
-			fail_msg("%s: %s", fx->dir, strerror(errno));
-	}
+	/* A restart gets a fresh directory; the last one's goes. */
+	if (remove_fixture_dir(fx) != 0)
+		fail_msg("%s: %s", fx->dir, strerror(errno));
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/ptg-it-XXXXXX");
 	assert_non_null(mkdtemp(fx->dir));
 	snprintf(fx->sock, sizeof(fx->sock), "%s/s.sock", fx->dir);
@@ -329,9 +338,7 @@ int teardown(void **state)
 	}
 	for (int i = 0; i < fx->n_peers; i++)
 		peer_free(&fx->peers[i]);
-	if (fx->sock[0])
-		unlink(fx->sock);
-	if (fx->dir[0] && rmdir(fx->dir) != 0 && errno != ENOENT) {
+	if (remove_fixture_dir(fx) != 0) {
 		fprintf(stderr, "%s is left behind: %s\n", fx->dir, strerror(errno));
 		ok = 0;
 	}
