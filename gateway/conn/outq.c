@@ -53,6 +53,27 @@ void outq_init(struct outq *q)
 	q->bytes = 0;
 	q->frame_left = 0;
 	q->hdr_n = 0;
+	q->waiting = false;
+}
+
+/* Finds the oldest data frame nobody has started writing. A started head
+   is on its way. Only a few chunks are looked at, so a client whose own
+   replies fill its queue cannot make every change a walk: its frames
+   then wait for the byte cap instead. */
+static void find_waiting(struct outq *q)
+{
+	const struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
+
+	if (c && q->head_off > 0)
+		c = STAILQ_NEXT(c, entry);
+	for (int i = 0; c && i < 4; c = STAILQ_NEXT(c, entry), i++) {
+		if (c->frame) {
+			q->waiting = true;
+			q->waiting_ms = c->queued_ms;
+			return;
+		}
+	}
+	q->waiting = false;
 }
 
 void outq_clear(struct outq *q)
@@ -76,6 +97,8 @@ void outq_push_frame(struct outq *q, struct wsframe *f, int64_t now_ms)
 	c->len = 0;
 	c->cap = 0;
 	append(q, c);
+	if (!q->waiting)
+		find_waiting(q);
 }
 
 /* The header's length once enough of it is known, else 0 (RFC 6455
@@ -159,20 +182,9 @@ bool outq_would_overflow(const struct outq *q, size_t add, size_t limit)
 
 bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms)
 {
-	const struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
-
-	/* A started head is on its way. Only a few chunks are looked at, so
-	   a client whose own replies fill its queue cannot make every
-	   delivery a walk: its frames then wait for the byte cap instead. */
-	if (c && q->head_off > 0)
-		c = STAILQ_NEXT(c, entry);
-	for (int i = 0; c && i < 4; c = STAILQ_NEXT(c, entry), i++) {
-		if (c->frame) {
-			*queued_ms = c->queued_ms;
-			return true;
-		}
-	}
-	return false;
+	if (q->waiting)
+		*queued_ms = q->waiting_ms;
+	return q->waiting;
 }
 
 int outq_iov(const struct outq *q, struct iovec *iov, int max)
@@ -200,13 +212,14 @@ void outq_consume(struct outq *q, size_t n)
 
 		if (n < left) {
 			q->head_off += n;
-			return;
+			break;
 		}
 		n -= left;
 		STAILQ_REMOVE_HEAD(&q->chunks, entry);
 		q->head_off = 0;
 		chunk_free(c);
 	}
+	find_waiting(q);
 }
 
 size_t outq_drop_data(struct outq *q)
@@ -227,6 +240,7 @@ size_t outq_drop_data(struct outq *q)
 	}
 	/* A dropped head had no offset; a kept one keeps its offset. */
 	q->bytes -= q->head_off;
+	find_waiting(q);
 	return before - q->bytes;
 }
 
@@ -251,5 +265,6 @@ size_t outq_drop_unsent(struct outq *q)
 		next = STAILQ_NEXT(c, entry);
 		chunk_free(c);
 	}
+	find_waiting(q);
 	return before - q->bytes;
 }

@@ -30,6 +30,12 @@ struct outq {
 	uint64_t frame_left; /* bytes of the current frame still to come */
 	uint8_t hdr[14];     /* a frame header being pushed */
 	uint8_t hdr_n;
+	/* outq_oldest_waiting's answer, kept up to date by every change at
+	   the head: every frame delivered to a connection asks it, and with
+	   a thousand observers reading the head chunk for it was a cache
+	   miss per connection per frame (11% of the gateway's CPU). */
+	bool waiting;
+	int64_t waiting_ms;
 };
 
 /* Makes q empty. */

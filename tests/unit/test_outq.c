@@ -303,6 +303,39 @@ static void test_oldest_waiting(void **state)
 	wsframe_unref(f);
 }
 
+/* The answer is kept, not looked up: every change at the head must move
+   it. A frame finished reveals the next, a push into a queue with none
+   waiting becomes the answer, and dropping the unsent clears it. */
+static void test_oldest_waiting_follows_the_head(void **state)
+{
+	struct wsframe *f = wsframe_text("abc", 3); /* 5 bytes framed */
+	int64_t at = -1;
+	struct outq q;
+
+	outq_init(&q);
+	outq_push_frame(&q, f, 10);
+	outq_push_frame(&q, f, 20);
+	outq_push_frame(&q, f, 30);
+	outq_consume(&q, 5); /* the first whole, the second not begun */
+	assert_true(outq_oldest_waiting(&q, &at));
+	assert_int_equal(at, 20);
+	outq_consume(&q, 6); /* the second whole and one byte of the third */
+	assert_false(outq_oldest_waiting(&q, &at));
+	outq_push_frame(&q, f, 40);
+	assert_true(outq_oldest_waiting(&q, &at));
+	assert_int_equal(at, 40);
+	outq_drop_unsent(&q); /* keeps the started third, drops the fourth */
+	assert_false(outq_oldest_waiting(&q, &at));
+	outq_consume(&q, outq_bytes(&q));
+	outq_push_bytes(&q, "p", 1);
+	outq_push_frame(&q, f, 50);
+	assert_true(outq_oldest_waiting(&q, &at));
+	assert_int_equal(at, 50);
+	outq_clear(&q);
+	assert_false(outq_oldest_waiting(&q, &at));
+	wsframe_unref(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +347,7 @@ int main(void)
 	    cmocka_unit_test(test_clear_unrefs),
 	    cmocka_unit_test(test_would_overflow),
 	    cmocka_unit_test(test_oldest_waiting),
+	    cmocka_unit_test(test_oldest_waiting_follows_the_head),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
