@@ -237,13 +237,12 @@ void sidecar_start(struct fixture *fx, const char *const *extra)
 {
 	char listen[160];
 	const char *argv[40];
-	int n = 0;
+	int n = 0, rc;
 	struct linkclient probe;
 
 	/* A restart gets a fresh directory; the last one's goes. */
-	/* A restart gets a fresh directory; the last one's goes. */
-	if (remove_fixture_dir(fx) != 0)
-		fail_msg("%s: %s", fx->dir, strerror(errno));
+	if ((rc = remove_fixture_dir(fx)) != 0)
+		fail_msg("%s: %s", fx->dir, strerror(-rc));
 	snprintf(fx->dir, sizeof(fx->dir), "/tmp/ptg-it-XXXXXX");
 	assert_non_null(mkdtemp(fx->dir));
 	snprintf(fx->sock, sizeof(fx->sock), "%s/s.sock", fx->dir);
@@ -320,7 +319,7 @@ int setup(void **state)
 int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	int status = 0, ok = 1;
+	int status = 0, ok = 1, rc;
 
 	if (fx->pid > 0 && waitpid(fx->pid, &status, WNOHANG) == fx->pid) {
 		fprintf(stderr, "sidecar died during the test (status 0x%x)\n", status);
@@ -338,8 +337,8 @@ int teardown(void **state)
 	}
 	for (int i = 0; i < fx->n_peers; i++)
 		peer_free(&fx->peers[i]);
-	if (remove_fixture_dir(fx) != 0) {
-		fprintf(stderr, "%s is left behind: %s\n", fx->dir, strerror(errno));
+	if ((rc = remove_fixture_dir(fx)) != 0) {
+		fprintf(stderr, "%s is left behind: %s\n", fx->dir, strerror(-rc));
 		ok = 0;
 	}
 	free(fx);
