@@ -1,8 +1,8 @@
-/* outq: a STAILQ of chunks with a write offset into the first.
-   Shared frames are queued by reference so fan-out costs one pointer per
+/* outq: a ring of chunks with a write offset into the first.
+   Shared frames are queued by reference so fan-out costs one slot per
    connection; private bytes are copied, and small consecutive pushes (a
    control frame arrives from wslay as header, then payload) share one
-   chunk. */
+   buffer. */
 #include "outq.h"
 
 #include <stdint.h>
@@ -11,44 +11,92 @@
 
 #include "xalloc.h"
 
-/* Room a private chunk gets at least: a whole control frame (2 + 125). */
+/* Room a private buffer gets at least: a whole control frame (2 + 125). */
 #define OUTQ__PRIVATE_MIN 256
+/* Slots a ring starts with, and keeps once its queue empties: a bigger
+   ring, grown by a burst, is given back then, so an idle connection
+   holds at most this many (24 bytes each). */
+#define OUTQ__RING_MIN 8
 
-struct outq_chunk {
-	STAILQ_ENTRY(outq_chunk) entry;
-	struct wsframe *frame; /* shared data, or NULL for private bytes */
-	int64_t queued_ms;     /* when a frame was pushed */
-	bool starts_frame;     /* a WebSocket frame begins at its first byte */
-	size_t len;	       /* private bytes used */
-	size_t cap;	       /* private bytes allocated */
+struct outq_private {
+	bool starts_frame; /* a WebSocket frame begins at its first byte */
+	size_t len;	   /* bytes used */
+	size_t cap;	   /* bytes allocated */
 	uint8_t bytes[];
 };
 
+/* One slot: a shared frame, or private bytes. */
+struct outq_chunk {
+	struct wsframe *frame;	   /* shared data, or NULL */
+	struct outq_private *priv; /* private bytes when frame is NULL */
+	int64_t queued_ms;	   /* when a frame was pushed */
+};
+
+static struct outq_chunk *slot(const struct outq *q, unsigned i)
+{
+	return &q->ring[(q->head + i) & (q->cap - 1)];
+}
+
 static const uint8_t *data(const struct outq_chunk *c)
 {
-	return c->frame ? c->frame->data : c->bytes;
+	return c->frame ? c->frame->data : c->priv->bytes;
 }
 
 static size_t chunk_len(const struct outq_chunk *c)
 {
-	return c->frame ? c->frame->len : c->len;
+	return c->frame ? c->frame->len : c->priv->len;
+}
+
+static bool starts_frame(const struct outq_chunk *c)
+{
+	return c->frame || c->priv->starts_frame;
 }
 
 static void chunk_free(struct outq_chunk *c)
 {
 	wsframe_unref(c->frame);
-	free(c);
+	free(c->priv);
 }
 
-static void append(struct outq *q, struct outq_chunk *c)
+/* Moves the chunks to a ring of cap slots, in order from slot 0. */
+static void resize(struct outq *q, unsigned cap)
 {
-	STAILQ_INSERT_TAIL(&q->chunks, c, entry);
+	struct outq_chunk *ring = xmalloc(cap * sizeof(*ring));
+
+	for (unsigned i = 0; i < q->count; i++)
+		ring[i] = *slot(q, i);
+	free(q->ring);
+	q->ring = ring;
+	q->cap = cap;
+	q->head = 0;
+}
+
+static void append(struct outq *q, const struct outq_chunk *c)
+{
+	if (q->count == q->cap)
+		resize(q, q->cap ? q->cap * 2 : OUTQ__RING_MIN);
+	*slot(q, q->count++) = *c;
 	q->bytes += chunk_len(c);
+}
+
+/* Called whenever the queue empties: a ring a burst grew is returned. */
+static void shrink_when_empty(struct outq *q)
+{
+	if (q->count == 0 && q->cap > OUTQ__RING_MIN) {
+		free(q->ring);
+		q->ring = NULL;
+		q->cap = 0;
+	}
+	if (q->count == 0)
+		q->head = 0;
 }
 
 void outq_init(struct outq *q)
 {
-	STAILQ_INIT(&q->chunks);
+	q->ring = NULL;
+	q->head = 0;
+	q->count = 0;
+	q->cap = 0;
 	q->head_off = 0;
 	q->bytes = 0;
 	q->frame_left = 0;
@@ -62,11 +110,11 @@ void outq_init(struct outq *q)
    then wait for the byte cap instead. */
 static void find_waiting(struct outq *q)
 {
-	const struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
+	unsigned i = q->head_off > 0 ? 1 : 0;
 
-	if (c && q->head_off > 0)
-		c = STAILQ_NEXT(c, entry);
-	for (int i = 0; c && i < 4; c = STAILQ_NEXT(c, entry), i++) {
+	for (unsigned seen = 0; i < q->count && seen < 4; i++, seen++) {
+		const struct outq_chunk *c = slot(q, i);
+
 		if (c->frame) {
 			q->waiting = true;
 			q->waiting_ms = c->queued_ms;
@@ -78,25 +126,19 @@ static void find_waiting(struct outq *q)
 
 void outq_clear(struct outq *q)
 {
-	struct outq_chunk *c, *next;
-
 	if (q == NULL)
 		return;
-	STAILQ_FOREACH_SAFE(c, &q->chunks, entry, next)
-		chunk_free(c);
+	for (unsigned i = 0; i < q->count; i++)
+		chunk_free(slot(q, i));
+	free(q->ring);
 	outq_init(q);
 }
 
 void outq_push_frame(struct outq *q, struct wsframe *f, int64_t now_ms)
 {
-	struct outq_chunk *c = xmalloc(sizeof(*c));
+	struct outq_chunk c = {.frame = wsframe_ref(f), .queued_ms = now_ms};
 
-	c->frame = wsframe_ref(f);
-	c->starts_frame = true;
-	c->queued_ms = now_ms;
-	c->len = 0;
-	c->cap = 0;
-	append(q, c);
+	append(q, &c);
 	if (!q->waiting)
 		find_waiting(q);
 }
@@ -152,26 +194,26 @@ static void track(struct outq *q, const uint8_t *p, size_t n)
 
 void outq_push_bytes(struct outq *q, const void *p, size_t n)
 {
-	struct outq_chunk *c = STAILQ_LAST(&q->chunks, outq_chunk, entry);
+	struct outq_chunk *tail = q->count ? slot(q, q->count - 1) : NULL;
+	struct outq_chunk c = {0};
 	size_t cap;
 
 	if (n == 0)
 		return;
-	if (c && !c->frame && c->cap - c->len >= n) {
-		memcpy(c->bytes + c->len, p, n);
-		c->len += n;
+	if (tail && !tail->frame && tail->priv->cap - tail->priv->len >= n) {
+		memcpy(tail->priv->bytes + tail->priv->len, p, n);
+		tail->priv->len += n;
 		q->bytes += n;
 		track(q, p, n);
 		return;
 	}
 	cap = n > OUTQ__PRIVATE_MIN ? n : OUTQ__PRIVATE_MIN;
-	c = xmalloc(sizeof(*c) + cap);
-	c->frame = NULL;
-	c->starts_frame = at_frame_start(q);
-	c->cap = cap;
-	c->len = n;
-	memcpy(c->bytes, p, n);
-	append(q, c);
+	c.priv = xmalloc(sizeof(*c.priv) + cap);
+	c.priv->starts_frame = at_frame_start(q);
+	c.priv->cap = cap;
+	c.priv->len = n;
+	memcpy(c.priv->bytes, p, n);
+	append(q, &c);
 	track(q, p, n);
 }
 
@@ -189,11 +231,12 @@ bool outq_oldest_waiting(const struct outq *q, int64_t *queued_ms)
 
 int outq_iov(const struct outq *q, struct iovec *iov, int max)
 {
-	const struct outq_chunk *c;
 	size_t off = q->head_off;
 	int i = 0;
 
-	for (c = STAILQ_FIRST(&q->chunks); c && i < max; c = STAILQ_NEXT(c, entry), i++) {
+	for (; (unsigned)i < q->count && i < max; i++) {
+		const struct outq_chunk *c = slot(q, (unsigned)i);
+
 		iov[i].iov_base = (void *)(data(c) + off);
 		iov[i].iov_len = chunk_len(c) - off;
 		off = 0;
@@ -207,7 +250,7 @@ void outq_consume(struct outq *q, size_t n)
 		abort();
 	q->bytes -= n;
 	while (n > 0) {
-		struct outq_chunk *c = STAILQ_FIRST(&q->chunks);
+		struct outq_chunk *c = slot(q, 0);
 		size_t left = chunk_len(c) - q->head_off;
 
 		if (n < left) {
@@ -215,56 +258,81 @@ void outq_consume(struct outq *q, size_t n)
 			break;
 		}
 		n -= left;
-		STAILQ_REMOVE_HEAD(&q->chunks, entry);
-		q->head_off = 0;
 		chunk_free(c);
+		q->head = (q->head + 1) & (q->cap - 1);
+		q->count--;
+		q->head_off = 0;
 	}
+	shrink_when_empty(q);
 	find_waiting(q);
+}
+
+/* Keeps the chunks keep() says yes to, in order, freeing the rest; the
+   kept ones move up in the ring in place. Returns the bytes dropped. */
+static size_t filter(struct outq *q,
+		     bool (*keep)(const struct outq *q, unsigned i, void *st), void *st)
+{
+	size_t before = q->bytes;
+	unsigned kept = 0;
+	bool head_kept = false;
+
+	q->bytes = 0;
+	for (unsigned i = 0; i < q->count; i++) {
+		struct outq_chunk *c = slot(q, i);
+
+		if (!keep(q, i, st)) {
+			chunk_free(c);
+			continue;
+		}
+		head_kept |= i == 0;
+		q->bytes += chunk_len(c);
+		*slot(q, kept++) = *c;
+	}
+	q->count = kept;
+	/* A dropped head had no offset; a kept one keeps its offset. */
+	if (head_kept)
+		q->bytes -= q->head_off;
+	else
+		q->head_off = 0;
+	shrink_when_empty(q);
+	find_waiting(q);
+	return before - q->bytes;
+}
+
+static bool started_head(const struct outq *q, unsigned i)
+{
+	return i == 0 && q->head_off > 0;
+}
+
+/* A started head must finish; private bytes are control frames. */
+static bool keep_unless_data(const struct outq *q, unsigned i, void *st)
+{
+	(void)st;
+	return !slot(q, i)->frame || started_head(q, i);
 }
 
 size_t outq_drop_data(struct outq *q)
 {
-	struct outq_chunk *c = STAILQ_FIRST(&q->chunks), *next;
-	size_t before = q->bytes;
-	bool first = true;
+	return filter(q, keep_unless_data, NULL);
+}
 
-	STAILQ_INIT(&q->chunks);
-	q->bytes = 0;
-	for (; c; c = next, first = false) {
-		next = STAILQ_NEXT(c, entry);
-		/* A started head must finish; private bytes are control frames. */
-		if (c->frame && !(first && q->head_off > 0))
-			chunk_free(c);
-		else
-			append(q, c);
-	}
-	/* A dropped head had no offset; a kept one keeps its offset. */
-	q->bytes -= q->head_off;
-	find_waiting(q);
-	return before - q->bytes;
+/* A started head goes on to its frame's end: the chunks that carry the
+   rest of that frame (none starts a frame) are kept with it. *in_head
+   says whether chunk i is still inside that frame. */
+static bool keep_started_frame(const struct outq *q, unsigned i, void *st)
+{
+	bool *in_head = st;
+
+	if (i == 0)
+		*in_head = started_head(q, 0);
+	else if (*in_head && starts_frame(slot(q, i)))
+		*in_head = false;
+	return *in_head;
 }
 
 size_t outq_drop_unsent(struct outq *q)
 {
-	struct outq_chunk *c = STAILQ_FIRST(&q->chunks), *next;
-	size_t before = q->bytes;
+	bool in_head = false;
 
-	STAILQ_INIT(&q->chunks);
-	q->bytes = 0;
-	/* A started head goes on to its frame's end: the chunks that carry
-	   the rest of that frame (none starts a frame) are kept with it. */
-	if (c && q->head_off > 0) {
-		do {
-			next = STAILQ_NEXT(c, entry);
-			append(q, c);
-			c = next;
-		} while (c && !c->starts_frame);
-		q->bytes -= q->head_off;
-	}
-	for (; c; c = next) {
-		next = STAILQ_NEXT(c, entry);
-		chunk_free(c);
-	}
-	find_waiting(q);
-	return before - q->bytes;
+	return filter(q, keep_started_frame, &in_head);
 }

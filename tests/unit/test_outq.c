@@ -31,6 +31,16 @@ static size_t drain(struct outq *q, size_t max, struct buf *sink)
 	return done;
 }
 
+/* No chunk is left, and the iovec view agrees. */
+static void assert_empty(const struct outq *q)
+{
+	struct iovec iov[1];
+
+	assert_int_equal(q->count, 0);
+	assert_int_equal(outq_bytes(q), 0);
+	assert_int_equal(outq_iov(q, iov, 1), 0);
+}
+
 static void drain_all(struct outq *q, size_t step, struct buf *sink)
 {
 	while (outq_bytes(q) > 0)
@@ -60,8 +70,10 @@ static void test_fanout_refs(void **state)
 	assert_int_equal(buf_size(&sb), 18);
 	assert_memory_equal(buf_head(&sb) + 9, "\x81\x07{\"a\":1}", 9);
 	/* f is freed now: ASan would report any further use or a leak. */
-	assert_null(STAILQ_FIRST(&a.chunks));
-	assert_ptr_equal(b.chunks.stqh_last, &b.chunks.stqh_first); /* b's tail */
+	assert_empty(&a);
+	assert_empty(&b);
+	outq_clear(&a); /* an empty queue may keep its ring */
+	outq_clear(&b);
 	buf_free(&sa);
 	buf_free(&sb);
 }
@@ -172,8 +184,8 @@ static void test_drop_data(void **state)
 	drain_all(&q, 100, &sink);
 	assert_memory_equal(buf_head(&sink), "\x8a\x00\x81\x03two", 7);
 	assert_int_equal(outq_drop_data(&q), 0);
-	assert_null(STAILQ_FIRST(&q.chunks));
-	assert_ptr_equal(q.chunks.stqh_last, &q.chunks.stqh_first); /* the tail too */
+	assert_empty(&q);
+	outq_clear(&q);
 	wsframe_unref(f1);
 	wsframe_unref(f2);
 	buf_free(&sink);
@@ -198,7 +210,7 @@ static void test_drop_unsent(void **state)
 	assert_int_equal(outq_drop_unsent(&q), 5 + 2 + 5);
 	assert_int_equal(f1->refs, 1);
 	assert_int_equal(f2->refs, 1);
-	assert_null(STAILQ_FIRST(&q.chunks));
+	assert_empty(&q);
 	outq_push_bytes(&q, "\x88\x02\x03\xf3", 4);
 	drain_all(&q, 100, &sink);
 	assert_memory_equal(buf_head(&sink), "\x88\x02\x03\xf3", 4);
@@ -239,7 +251,8 @@ static void test_drop_unsent(void **state)
 	outq_push_bytes(&q, ping, 2);
 	outq_push_bytes(&q, body, sizeof(body));
 	assert_int_equal(outq_drop_unsent(&q), sizeof(big) + 2 + sizeof(body));
-	assert_null(STAILQ_FIRST(&q.chunks));
+	assert_empty(&q);
+	outq_clear(&q);
 	wsframe_unref(f1);
 	wsframe_unref(f2);
 	buf_free(&sink);
@@ -336,6 +349,70 @@ static void test_oldest_waiting_follows_the_head(void **state)
 	wsframe_unref(f);
 }
 
+/* Frame i of the ring test: a distinct one-byte payload. */
+static struct wsframe *numbered(int i)
+{
+	char c = (char)('A' + i % 26);
+
+	return wsframe_text(&c, 1);
+}
+
+/* The ring keeps order when its head has moved on and it must grow
+   while wrapped, a drop compacts a wrapped ring in place, and a ring a
+   burst grew is given back once it empties (an idle connection keeps at
+   most the smallest ring). */
+static void test_ring_wraps_grows_and_shrinks(void **state)
+{
+	struct wsframe *f[40];
+	struct buf sink = BUF_INIT;
+	struct outq q;
+	char want[40];
+	int i;
+
+	for (i = 0; i < 40; i++)
+		f[i] = numbered(i);
+	outq_init(&q);
+	for (i = 0; i < 6; i++)
+		outq_push_frame(&q, f[i], i);
+	assert_int_equal(drain(&q, 5 * 3, &sink), 15); /* 0..4 written: head at slot 5 */
+	for (i = 6; i < 30; i++) /* wraps the 8 slots, then grows twice */
+		outq_push_frame(&q, f[i], i);
+	assert_true(q.cap >= 32);
+	while (outq_bytes(&q))
+		drain(&q, 3, &sink);
+	for (i = 0; i < 30; i++)
+		want[i] = (char)('A' + i % 26);
+	assert_int_equal(buf_size(&sink), 30 * 3);
+	for (i = 0; i < 30; i++)
+		assert_int_equal(buf_head(&sink)[i * 3 + 2], want[i]);
+	assert_null(q.ring); /* the burst's ring was given back */
+
+	/* Wrapped again, with private bytes among the frames: a drop keeps
+	   them in order and frees the frames. */
+	buf_reset(&sink);
+	for (i = 0; i < 6; i++)
+		outq_push_frame(&q, f[i], i);
+	drain(&q, 5 * 3, &sink); /* head at slot 5 of 8, frame 5 not begun */
+	outq_push_bytes(&q, "\x8a\x00", 2);
+	outq_push_frame(&q, f[6], 6);
+	outq_push_bytes(&q, "\x89\x00", 2);
+	outq_push_frame(&q, f[7], 7);
+	assert_int_equal(outq_drop_data(&q), 3 * 3);
+	assert_int_equal(f[6]->refs, 1);
+	buf_reset(&sink);
+	drain_all(&q, 1, &sink);
+	assert_int_equal(buf_size(&sink), 4);
+	assert_memory_equal(buf_head(&sink), "\x8a\x00\x89\x00", 4);
+	assert_empty(&q);
+	outq_clear(&q);
+	assert_null(q.ring);
+	for (i = 0; i < 40; i++) {
+		assert_int_equal(f[i]->refs, 1);
+		wsframe_unref(f[i]);
+	}
+	buf_free(&sink);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -348,6 +425,7 @@ int main(void)
 	    cmocka_unit_test(test_would_overflow),
 	    cmocka_unit_test(test_oldest_waiting),
 	    cmocka_unit_test(test_oldest_waiting_follows_the_head),
+	    cmocka_unit_test(test_ring_wraps_grows_and_shrinks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
