@@ -103,8 +103,11 @@ int upstream_send(struct upstream *u, const Ptg__LinkMessage *m);
    unbind any attachment, its own included. */
 struct upstream_sink {
 	/* A frame for the attachment; wf is its encoded WebSocket frame,
-	   shared by every recipient (take a reference to keep it). */
-	void (*frame)(const Ptg__Frame *f, struct wsframe *wf, void *user);
+	   shared by every recipient (take a reference to keep it). now_ms
+	   is the monotonic clock (time_mono_ms), read once for all of them:
+	   with a thousand recipients a read each was a thousand a frame. */
+	void (*frame)(const Ptg__Frame *f, struct wsframe *wf, int64_t now_ms,
+		      void *user);
 	/* A reply with the attachment's id that no request was waiting for. */
 	void (*reply)(const Ptg__Reply *r, void *user);
 	/* The link dropped: the binding is already gone. */

@@ -178,6 +178,7 @@ void upstream__route_frame(struct upstream *u, const Ptg__Frame *f)
 	struct wsframe *wf = NULL;
 	struct upstream__binding *b;
 	struct upstream__group *g;
+	int64_t now_ms;
 
 	if (f->target_attach_id) {
 		few[k++] = f->target_attach_id;
@@ -187,12 +188,13 @@ void upstream__route_frame(struct upstream *u, const Ptg__Frame *f)
 		for (k = 0; k < g->n; k++)
 			to[k] = g->ids[k];
 	}
+	now_ms = time_mono_ms();
 	for (size_t i = 0; i < k; i++) {
 		if (!(b = upstream__find_binding(u, to[i])) || !b->sink->frame)
 			continue;
 		if (!wf && !(wf = encode_frame(u, f)))
 			break;
-		b->sink->frame(f, wf, b->user);
+		b->sink->frame(f, wf, now_ms, b->user);
 	}
 	wsframe_unref(wf);
 	if (to != few)

@@ -155,15 +155,13 @@ static int too_old(const struct conn *c, int64_t now_ms)
 
 /* A frame from the sidecar for this connection; wf is the encoded
    WebSocket frame shared by every recipient (the conn takes a ref). */
-static void deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
+static void deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf,
+		    int64_t now_ms)
 {
-	int64_t now_ms;
-
 	if (c->dead || ws_close_sent(c->ws) || skip_while_lagged(c, f))
 		return;
 	/* Made once per frame for all that agreed deflate (ws.h). */
 	wf = wsframe_pick(wf, c->ctx.deflate);
-	now_ms = time_mono_ms();
 	/* An empty queue takes any one frame, however large: lag means
 	   frames waiting behind others, not one big frame. */
 	if (outq_bytes(&c->q) &&
@@ -188,9 +186,10 @@ static void deliver(struct conn *c, const Ptg__Frame *f, struct wsframe *wf)
 		conn_goodbye(c, FRAMES_BYE_SESSION_CLOSED, WS_CLOSE_NORMAL);
 }
 
-static void sink_frame(const Ptg__Frame *f, struct wsframe *wf, void *user)
+static void sink_frame(const Ptg__Frame *f, struct wsframe *wf, int64_t now_ms,
+		       void *user)
 {
-	deliver(user, f, wf);
+	deliver(user, f, wf, now_ms);
 }
 
 static void sink_link_lost(void *user)
