@@ -756,11 +756,14 @@ class Suite:
         self.stack.start_gateway()
 
     def memory_sessions(self, count):
+        """count idle sessions on the stack in use, made once per stack (a
+        paired run's base stack has a sidecar of its own)."""
         if not hasattr(self, "_idle"):
-            self._idle = []
-        while len(self._idle) < count:
-            self._idle.append(self.session("exec sleep 86400"))
-        return self._idle[:count]
+            self._idle = {}
+        idle = self._idle.setdefault(self.prefix, [])
+        while len(idle) < count:
+            idle.append(self.session("exec sleep 86400"))
+        return idle[:count]
 
     def run_joins(self, i):
         sid = self.session("exec cat")
