@@ -82,13 +82,14 @@ static void append(struct outq *q, const struct outq_chunk *c)
 /* Called whenever the queue empties: a ring a burst grew is returned. */
 static void shrink_when_empty(struct outq *q)
 {
-	if (q->count == 0 && q->cap > OUTQ__RING_MIN) {
+	if (q->count > 0)
+		return;
+	q->head = 0;
+	if (q->cap > OUTQ__RING_MIN) {
 		free(q->ring);
 		q->ring = NULL;
 		q->cap = 0;
 	}
-	if (q->count == 0)
-		q->head = 0;
 }
 
 void outq_init(struct outq *q)
