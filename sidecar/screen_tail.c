@@ -6,6 +6,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "screen.h"
 #include "screen_int.h"
@@ -85,17 +88,45 @@ static bool all_set(vbytes m)
 	return (w[0] & w[1]) == UINT64_MAX;
 }
 
-/* How many bytes from p on are printable ASCII, up to n. */
+/* How many of the sixteen bytes at p are printable ASCII before the
+   first that is not: the first clear byte of the mask, found in its two
+   words (byte 0 is the low end of a word on a little-endian machine). */
+static size_t printable16_len(const uint8_t *p)
+{
+	vwords w = (vwords)printable16_mask(p);
+
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t clear = ~w[i];
+
+		if (!clear)
+			continue;
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+		return 8 * i + (size_t)__builtin_ctzll(clear) / 8;
+#else
+		return 8 * i + (size_t)__builtin_clzll(clear) / 8;
+#endif
+	}
+	return 16;
+}
+
+/* How many bytes from p on are printable ASCII, up to n. A repaint's
+   spans are a few cells each, so the first sixteen bytes answer most
+   calls; a long run goes on sixty-four at a time. */
 static size_t printable_span(const uint8_t *p, size_t n)
 {
-	size_t k = 0;
+	size_t k = 0, m;
 
-	while (k + 64 <= n &&
-	       all_set(printable16_mask(p + k) & printable16_mask(p + k + 16) &
-		       printable16_mask(p + k + 32) & printable16_mask(p + k + 48)))
-		k += 64;
-	while (k + 16 <= n && all_set(printable16_mask(p + k)))
+	while (k + 16 <= n) {
+		m = printable16_len(p + k);
+		if (m < 16)
+			return k + m;
 		k += 16;
+		while (k + 64 <= n &&
+		       all_set(printable16_mask(p + k) & printable16_mask(p + k + 16) &
+			       printable16_mask(p + k + 32) &
+			       printable16_mask(p + k + 48)))
+			k += 64;
+	}
 	while (k + 8 <= n && printable8(load8(p + k)))
 		k += 8;
 	while (k < n && p[k] >= 0x20 && p[k] < 0x7f)
@@ -528,15 +559,140 @@ struct redraw_tok {
 /* Stretches shorter than this are fed as they are. */
 #define REDRAW_MIN (16 * 1024)
 
+/* A CSI's kind in the redraw language, from its final byte, how many
+   parameters it has and whether the first is 0 (or missing). */
+static enum redraw_kind redraw_csi_kind(uint8_t final, unsigned params, bool first_zero,
+					bool *reset)
+{
+	if ((final == 'H' || final == 'f') && params <= 2)
+		return RD_CUP;
+	if (final == 'm') {
+		*reset = first_zero;
+		return RD_SGR;
+	}
+	return RD_NONE;
+}
+
+/* Ends a CSI parameter of `digits` digits and value v (meaningless past
+   REDRAW_DIGITS_MAX digits): the first two are kept. False when it is
+   too long for the redraw language. */
+static bool redraw_param(unsigned arg[2], unsigned *params, unsigned v, size_t digits)
+{
+	if (digits > REDRAW_DIGITS_MAX)
+		return false;
+	if (*params < 2)
+		arg[*params] = v;
+	(*params)++;
+	return true;
+}
+
+/* The CSI at p (ESC [ read, arg zeroed), a byte at a time: any length up
+   to REDRAW_CSI_MAX and the end of p[0..n). */
+static enum redraw_kind redraw_csi_bytes(const uint8_t *p, size_t n, size_t *len,
+					 unsigned arg[2], bool *reset)
+{
+	size_t lim = n < REDRAW_CSI_MAX ? n : REDRAW_CSI_MAX, i, from = 2;
+	unsigned params = 0, v = 0;
+
+	for (i = 2; i < lim; i++) {
+		unsigned d = (unsigned)p[i] - '0';
+
+		if (d < 10) {
+			v = v * 10 + d;
+			continue;
+		}
+		if (p[i] != ';')
+			break;
+		if (!redraw_param(arg, &params, v, i - from))
+			return RD_NONE;
+		v = 0;
+		from = i + 1;
+	}
+	if (i >= lim || !redraw_param(arg, &params, v, i - from))
+		return RD_NONE;
+	*len = i + 1;
+	return redraw_csi_kind(p[i], params, arg[0] == 0, reset);
+}
+
+#if defined(__SSE2__)
+/* The value of the k decimal digits at p. */
+static unsigned redraw_digits(const uint8_t *p, unsigned k)
+{
+	unsigned v = 0;
+
+	for (unsigned i = 0; i < k; i++)
+		v = v * 10 + (unsigned)(p[i] - '0');
+	return v;
+}
+
+/* The 32 bytes at p as bit masks (bit i for byte i): digits, `;`s and
+   `0`s. */
+static void redraw_classify32(const uint8_t *p, uint32_t *digits, uint32_t *semis,
+			      uint32_t *zeros)
+{
+	*digits = *semis = *zeros = 0;
+	for (unsigned h = 0; h < 2; h++) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * h));
+		__m128i dig = _mm_and_si128(_mm_cmpgt_epi8(v, _mm_set1_epi8('0' - 1)),
+					    _mm_cmplt_epi8(v, _mm_set1_epi8('9' + 1)));
+
+		*digits |= (uint32_t)_mm_movemask_epi8(dig) << (16 * h);
+		*semis |=
+		    (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(';')))
+		    << (16 * h);
+		*zeros |=
+		    (uint32_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('0')))
+		    << (16 * h);
+	}
+}
+
+/* The CSI at p (ESC [ read, arg zeroed, p[0..35) readable) when its
+   parameters end within the 32 bytes after ESC [: their digits, `;`s
+   and zeros as bit masks, so a repaint's SGRs cost no branch per byte
+   (the byte loop mispredicted at most of their digit-to-`;` turns).
+   False for a longer CSI, which the byte loop takes. */
+static bool redraw_csi32(const uint8_t *p, size_t *len, unsigned arg[2], bool *reset,
+			 enum redraw_kind *kind)
+{
+	uint32_t d, s, z, in, zfirst;
+	unsigned used, first, params;
+	uint8_t final;
+
+	redraw_classify32(p + 2, &d, &s, &z);
+	if ((d | s) == UINT32_MAX)
+		return false;
+	used = (unsigned)__builtin_ctz(~(d | s)); /* parameter bytes */
+	in = (1u << used) - 1;
+	d &= in;
+	s &= in;
+	*len = used + 3;
+	/* Six digits in a row: a parameter too long. */
+	_Static_assert(REDRAW_DIGITS_MAX == 5, "six digits: five shifts");
+	if (d & d >> 1 & d >> 2 & d >> 3 & d >> 4 & d >> 5) {
+		*kind = RD_NONE;
+		return true;
+	}
+	params = (unsigned)__builtin_popcount(s) + 1;
+	first = (unsigned)__builtin_ctz(s | (1u << used)); /* digits of the first */
+	final = p[2 + used];
+	if (final != 'm' && params <= 2) {
+		arg[0] = redraw_digits(p + 2, first);
+		if (params == 2)
+			arg[1] = redraw_digits(p + 3 + first, used - first - 1);
+	}
+	/* The first parameter is 0 when all its digits are zeros. */
+	zfirst = (1u << first) - 1;
+	*kind = redraw_csi_kind(final, params, (z & zfirst) == zfirst, reset);
+	return true;
+}
+#endif
+
 /* The redraw-language token at p[0..n): its kind and length; a CUP's
    parameters (0 when missing) and whether an SGR resets the pen. RD_NONE
    for anything else, or a token that n cuts. */
 static enum redraw_kind redraw_lex(const uint8_t *p, size_t n, size_t *len,
 				   unsigned arg[2], bool *reset)
 {
-	unsigned params = 1, digits = 0;
-	size_t i;
-
 	if (p[0] >= 0x20 && p[0] < 0x7f) {
 		*len = printable_span(p, n);
 		return RD_GLYPHS;
@@ -544,30 +700,15 @@ static enum redraw_kind redraw_lex(const uint8_t *p, size_t n, size_t *len,
 	if (p[0] != 0x1b || n < 3 || p[1] != '[')
 		return RD_NONE;
 	arg[0] = arg[1] = 0;
-	for (i = 2; i < n && i < REDRAW_CSI_MAX; i++) {
-		if (p[i] >= '0' && p[i] <= '9') {
-			if (++digits > REDRAW_DIGITS_MAX)
-				return RD_NONE;
-			if (params <= 2)
-				arg[params - 1] =
-				    arg[params - 1] * 10 + (unsigned)(p[i] - '0');
-		} else if (p[i] == ';') {
-			params++;
-			digits = 0;
-		} else {
-			break;
-		}
+#if defined(__SSE2__)
+	{
+		enum redraw_kind kind;
+
+		if (n >= 2 + 32 + 1 && redraw_csi32(p, len, arg, reset, &kind))
+			return kind;
 	}
-	if (i >= n || i >= REDRAW_CSI_MAX)
-		return RD_NONE;
-	*len = i + 1;
-	if ((p[i] == 'H' || p[i] == 'f') && params <= 2)
-		return RD_CUP;
-	if (p[i] == 'm') {
-		*reset = arg[0] == 0;
-		return RD_SGR;
-	}
-	return RD_NONE;
+#endif
+	return redraw_csi_bytes(p, n, len, arg, reset);
 }
 
 /* The length of what is not in the redraw language at p (n > 0): a whole

@@ -197,12 +197,20 @@ static unsigned gcd(unsigned a, unsigned b)
 static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes)
 {
 	static const char *const between[] = {
-	    "\x1b[1m", "\x1b[?25l",   "\x1b[?7l",    "\x1b[?7h",  "\x1b(0", "\x1b(B",
-	    "\x1b[4m", "\x1b[?1049h", "\x1b[?1049l", "\x1b[3;5r", "\x1b[r"};
+	    "\x1b[1m", "\x1b[?25l", "\x1b[?7l", "\x1b[?7h", "\x1b(0", "\x1b(B", "\x1b[4m",
+	    "\x1b[?1049h", "\x1b[?1049l", "\x1b[3;5r", "\x1b[r",
+	    /* CSIs the redraw lexer must take apart exactly: a first
+	       parameter of zeros (a reset) or led by one (not), empty
+	       parameters, one of six digits, and more parameter bytes
+	       than its 32-byte fast path looks at. */
+	    "\x1b[00;1m", "\x1b[01;4m", "\x1b[;3H", "\x1b[2;H", "\x1b[;H",
+	    "\x1b[000002;1H", "\x1b[1;4;7;38;5;100;48;5;200;38;5;101;48;5;201m",
+	    "\x1b[0;1;4;7;38;5;100;48;5;200;38;5;101;48;5;201m"};
 
 	/* Attributes an SGR sets or clears beside the colours: a pen that
 	   depends on every SGR since the last reset. */
-	static const char *const attrs[] = {"0;", "1;", "4;", "7;", "22;", "24;27;"};
+	static const char *const attrs[] = {"0;",  "1;",     "4;",  "7;",
+					    "22;", "24;27;", "00;", "01;"};
 
 	while (buf_size(out) < bytes) {
 		unsigned skip_row = next_rand() % 5 == 0 ? next_rand() % rows : rows;
@@ -229,7 +237,7 @@ static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes
 				unsigned k = width - c < 4 ? width - c : 4;
 
 				buf_appendf(out, "\x1b[%s38;5;%u;48;5;%um",
-					    next_rand() % 3 ? "" : attrs[next_rand() % 6],
+					    next_rand() % 3 ? "" : attrs[next_rand() % 8],
 					    next_rand() % 256, next_rand() % 256);
 				for (unsigned j = 0; j < k; j++)
 					buf_appendf(out, "%c",
