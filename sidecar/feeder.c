@@ -20,6 +20,7 @@ struct feeder {
 	struct screen *scr;
 	struct buf pending;	       /* the loop's */
 	struct buf batch;	       /* the thread's while item is busy */
+	struct buf carry;	       /* the same: what the last batch held back */
 	size_t unsynced;	       /* the loop's */
 	int kicks;		       /* the loop's: kicks left in the burst */
 	int64_t kicks_ms;	       /* the loop's: when kicks was last topped up */
@@ -35,6 +36,37 @@ static int started; /* 1 running, -1 could not start: the loop feeds */
    largest sum seen of it and the batches queued or being fed (the
    queue's size). */
 static size_t pending_total, total_peak;
+/* Output the feeders' carries hold (the thread's and the loop's). */
+static _Atomic size_t held_total;
+
+/* A carry went from before to after bytes. */
+static void note_held(size_t before, size_t after)
+{
+	atomic_fetch_add_explicit(&held_total, after, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&held_total, before, memory_order_relaxed);
+}
+
+/* Feeds f's batch after what the last one held back, and holds back
+   what the model leaves for the next (screen_feed_tail_hold). The batch
+   is copied only behind a carry. */
+static void feed_holding(struct feeder *f)
+{
+	size_t before = buf_size(&f->carry), held;
+	struct buf *b = &f->batch;
+
+	if (before) {
+		buf_append(&f->carry, buf_head(b), buf_size(b));
+		buf_reset(b);
+		b = &f->carry;
+	}
+	held = screen_feed_tail_hold(f->scr, buf_head(b), buf_size(b), FEEDER_HOLD_MAX);
+	if (b == &f->carry)
+		buf_consume(b, buf_size(b) - held);
+	else
+		buf_append(&f->carry, buf_head(b) + buf_size(b) - held, held);
+	buf_reset(&f->batch);
+	note_held(before, held);
+}
 
 /* On the thread: feeds one batch. */
 static void feed(struct workq *q, struct workq_item *it, void *user)
@@ -43,8 +75,7 @@ static void feed(struct workq *q, struct workq_item *it, void *user)
 	size_t used = buf_size(&f->batch);
 
 	(void)user;
-	screen_feed_tail(f->scr, buf_head(&f->batch), used);
-	buf_reset(&f->batch);
+	feed_holding(f);
 	atomic_fetch_add_explicit(&f->thread_bytes, used, memory_order_relaxed);
 	workq_done(q, it);
 }
@@ -74,7 +105,8 @@ enum handoff { HANDED, BUSY, NO_THREAD };
    queued, the batches queued or being fed; its peak kept. */
 static size_t note_total(size_t queued)
 {
-	size_t total = pending_total + queued;
+	size_t total = pending_total + queued +
+		       atomic_load_explicit(&held_total, memory_order_relaxed);
 
 	if (total > total_peak)
 		total_peak = total;
@@ -128,12 +160,14 @@ static void take_back(struct feeder *f)
 		f->st.waits++;
 }
 
-static void feed_here(struct feeder *f, struct buf *b)
+/* Feeds b on the loop, of which `taken` bytes at its start the thread
+   took and held back (they count as the thread's). */
+static void feed_here(struct feeder *f, struct buf *b, size_t taken)
 {
 	if (!buf_size(b))
 		return;
 	screen_feed_tail(f->scr, buf_head(b), buf_size(b));
-	f->st.loop_bytes += buf_size(b);
+	f->st.loop_bytes += buf_size(b) - taken;
 	buf_reset(b);
 }
 
@@ -145,6 +179,7 @@ struct feeder *feeder_new(struct screen *scr)
 	f->kicks = FEEDER_KICK_BURST;
 	buf_init(&f->pending);
 	buf_init(&f->batch);
+	buf_init(&f->carry);
 	return f;
 }
 
@@ -154,8 +189,10 @@ void feeder_free(struct feeder *f)
 		return;
 	take_back(f);
 	pending_total -= buf_size(&f->pending);
+	note_held(buf_size(&f->carry), 0);
 	buf_free(&f->pending);
 	buf_free(&f->batch);
+	buf_free(&f->carry);
 	free(f);
 }
 
@@ -195,7 +232,7 @@ void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
 		beside_busy_batch(f);
 	if (r == NO_THREAD) {
 		pending_total -= buf_size(&f->pending);
-		feed_here(f, &f->pending);
+		feed_here(f, &f->pending, 0);
 	}
 }
 
@@ -234,11 +271,24 @@ int64_t feeder_kick(struct feeder *f, int64_t now_ms)
 
 void feeder_sync(struct feeder *f)
 {
+	size_t held;
+
 	take_back(f);
-	/* A batch taken back from the queue came first. */
-	feed_here(f, &f->batch);
+	held = buf_size(&f->carry);
 	pending_total -= buf_size(&f->pending);
-	feed_here(f, &f->pending);
+	/* What the thread held back, a batch taken back from the queue, the
+	   pending output: in that order, and in one feed when something was
+	   held back, so that the model's skips reach across all three. */
+	if (held) {
+		buf_append(&f->carry, buf_head(&f->batch), buf_size(&f->batch));
+		buf_append(&f->carry, buf_head(&f->pending), buf_size(&f->pending));
+		buf_reset(&f->batch);
+		buf_reset(&f->pending);
+		feed_here(f, &f->carry, held);
+		note_held(held, 0);
+	}
+	feed_here(f, &f->batch, 0);
+	feed_here(f, &f->pending, 0);
 	f->unsynced = 0;
 }
 
@@ -254,6 +304,8 @@ void feeder_trim(struct feeder *f)
 		screen_trim(f->scr);
 		if (!buf_size(&f->batch) && f->batch.cap > FEEDER_RESERVE)
 			buf_free(&f->batch);
+		if (!buf_size(&f->carry) && f->carry.cap > FEEDER_RESERVE)
+			buf_free(&f->carry);
 	}
 	if (!buf_size(&f->pending) && f->pending.cap > FEEDER_RESERVE)
 		buf_free(&f->pending);

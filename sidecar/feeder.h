@@ -10,10 +10,17 @@
    in one larger batch, so the thread falls behind by batches, never by
    an unbounded queue (past FEEDER_PENDING_MAX the loop waits for it).
 
+   The thread holds back the end of a flood's batch that follows its last
+   skip (screen_feed_tail_hold, at most FEEDER_HOLD_MAX) and feeds it in
+   front of the next batch, which usually leaves it out: a flood costs
+   libvterm about one screen in all, not the last screen of every batch.
+   Until a sync feeds it, the model is behind by those bytes.
+
    Ownership of the screen: the thread touches it only while a batch of
    its feeder is with the thread. feeder_sync takes it back and feeds the
-   rest on the loop; from then on, until the next feeder_append or
-   feeder_kick, the loop may read, snapshot or resize the screen. */
+   rest on the loop (what was held back, then the rest); from then on,
+   until the next feeder_append or feeder_kick, the loop may read,
+   snapshot or resize the screen. */
 #ifndef PTG_FEEDER_H
 #define PTG_FEEDER_H
 
@@ -26,6 +33,10 @@
    run dry; small enough that a Keyframe's wait for the model stays short,
    large enough that screen_feed_tail can skip most of a flood. */
 #define FEEDER_HANDOFF (256u << 10)
+/* The most output of a batch the thread holds back for the next one
+   (screen_feed_tail_hold): the part after a flood batch's last skip,
+   which the next batch usually leaves out; a Keyframe's sync feeds it. */
+#define FEEDER_HOLD_MAX (128u << 10)
 /* A batch smaller than this waits for the next Keyframe, resize or quiet
    tick (a lone keystroke's echo costs the thread no wake-up). */
 #define FEEDER_KICK_MIN (4u << 10)

@@ -39,6 +39,15 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n);
    precedes the last RIS (ESC c) after which a fresh libvterm ends up the
    same (modes_find_reset), as random bytes hold one every 64 KiB or so. */
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
+/* screen_feed_tail for a flood's batch: when what is left to feed after
+   the batch's last skip is at most max_hold bytes, it is held back, not
+   fed, and its length returned (0: all of p was fed). The caller puts
+   those bytes, in order, before the next ones it feeds: a later batch
+   may then leave them out too, where screen_feed_tail would feed the
+   last screen of every batch. Until they are fed the model is not the
+   screen; screen_feed_tail (or screen_feed) of them makes it so. */
+size_t screen_feed_tail_hold(struct screen *s, const uint8_t *p, size_t n,
+			     size_t max_hold);
 /* Lets go of what screen_feed_tail keeps between batches (an idle
    session does not hold a flood's worth of it) and of the snapshot's row
    caches. Not while the model is being fed. */

@@ -341,8 +341,11 @@ static bool run_skip(const struct screen *s, const uint8_t *p, size_t n, unsigne
 }
 
 /* Feeds the run p[0..n) (simple bytes only), leaving out what provably
-   scrolls off. */
-static void feed_run(struct screen *s, const uint8_t *p, size_t n)
+   scrolls off. When the stand-in for what is left out puts the model's
+   cursor where the real one is (the bottom row) and at most max_hold
+   bytes of the run follow, those are held back (screen_feed_tail_hold).
+   Returns how many; 0 when the run was fed. */
+static size_t feed_run(struct screen *s, const uint8_t *p, size_t n, size_t max_hold)
 {
 	const struct modes_state *ms = modes_state(s->modes);
 	struct run_cursor c0 = {.known = true}, at;
@@ -362,7 +365,7 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 	if (!modes_idle(s->modes) || !scroll_region_is_screen(s) || ms->insert ||
 	    n - i < (size_t)need_from_bottom(s)) {
 		screen_feed(s, p + i, n - i);
-		return;
+		return 0;
 	}
 	vterm_state_get_cursorpos(s->state, &pos);
 	c0.col = (unsigned)pos.col;
@@ -372,13 +375,15 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 	bottom = run_skip(s, p + i, n - i, (unsigned)pos.row, &c0, &r, &x, &at);
 	if (!x) {
 		screen_feed(s, p + i, n - i);
-		return;
+		return 0;
 	}
 	/* p[i, i+x) is left out; what is fed instead puts the cursor on the
 	   same column with no wrap pending (and on the bottom row when the
 	   real one is), which is all the rest of the run depends on. */
 	if (bottom) {
 		feed_to_bottom(s, at.col);
+		if (n - i - x <= max_hold)
+			return n - i - x;
 	} else {
 		if (at.col)
 			snprintf(move, sizeof(move), "\r\033[%uC", at.col);
@@ -387,6 +392,7 @@ static void feed_run(struct screen *s, const uint8_t *p, size_t n)
 		screen_feed(s, (const uint8_t *)move, strlen(move));
 	}
 	screen_feed(s, p + i + x, n - i - x);
+	return 0;
 }
 
 /* The latest point X such that p[X-2..X) is CR LF and the plain text
@@ -473,12 +479,15 @@ static bool holds_lfs(const uint8_t *p, size_t n, unsigned least)
    plain text from x on holds need_from_bottom line feeds). When they
    bring the real cursor to the bottom row, the model's goes there; else
    X moves back to where need_from_anywhere line feeds follow, and a CR
-   stands in for what is left out. Returns where feeding stopped. */
+   stands in for what is left out: then, until those line feeds are fed,
+   the model's cursor may be on another row than the real one
+   (*row_known false). Returns where feeding stopped. */
 static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, size_t i,
-				 size_t x)
+				 size_t x, bool *row_known)
 {
 	size_t back;
 
+	*row_known = true;
 	if (x <= i)
 		return x;
 	/* From column 0 of the row the model and the terminal share at i. */
@@ -489,6 +498,7 @@ static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, s
 	back = skip_point(p, n, need_from_anywhere(s));
 	if (back > i) {
 		screen_feed(s, (const uint8_t *)"\r", 1);
+		*row_known = false;
 		return back;
 	}
 	screen_feed(s, p + i, x - i);
@@ -497,11 +507,14 @@ static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, s
 
 /* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
    scroll every row away, and a stand-in for what lies before it. Returns
-   where feeding stopped, or 0 when nothing was fed. */
-static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
+   where feeding stopped, or 0 when nothing was fed; *row_known as
+   stand_in_for_lines says. */
+static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n,
+				bool *row_known)
 {
 	size_t x = skip_point(p, n, need_from_bottom(s)), start, i, k, high;
 
+	*row_known = true;
 	if (!x)
 		return 0;
 	start = plain_start(p, x, &high);
@@ -526,7 +539,7 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n)
 	/* Every row p[i..x) could have written scrolls off in the plain text
 	   after x: it starts at column 0 after CR LF and holds the line feeds
 	   before any sequence can change the scroll region. */
-	return stand_in_for_lines(s, p, n, i, x);
+	return stand_in_for_lines(s, p, n, i, x, row_known);
 }
 
 /* ---- skipping redrawn screens (screen_feed_tail) ----
@@ -909,10 +922,14 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
    modes_find_reset rules out; then a fresh libvterm fed RIS ends up as
    the one fed everything would. */
 
-void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+/* screen_feed_tail, holding back the unfed end of p[0..n) instead of
+   feeding it when it is at most max_hold bytes and follows a skip: a
+   later batch can then leave it out too. Returns the bytes held. */
+static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max_hold)
 {
 	unsigned need = 2 * s->rows + 1;
-	size_t start, a, e, x;
+	size_t start, a, e, x, from, held;
+	bool row_known;
 
 	s->changes++;
 	/* A hard reset first: nothing before it needs feeding. */
@@ -922,9 +939,20 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 
 	/* Whole lines, UTF-8 included, that scroll off first; then long
 	   ASCII runs, wrapped or not, within what is left. */
-	start = feed_to_line_skip(s, p, n);
-	/* Screens that a later full repaint covers. */
+	start = feed_to_line_skip(s, p, n, &row_known);
+	/* Screens that a later full repaint covers. Feeding a line stand-in's
+	   lines makes the model's cursor row the real one again. */
+	from = start;
 	start = feed_redraws(s, p, start, n);
+	if (start != from)
+		row_known = true;
+	/* What is left follows a restart, a stand-in or a fed prefix: the
+	   model stands exactly where the terminal does but for cells the
+	   rest writes or scrolls away, and a later batch may leave it out.
+	   Not after a stand-in whose row is not known: a later batch's own
+	   stand-ins start from the model's cursor. */
+	if (n - start <= max_hold && (x || start) && row_known)
+		return n - start;
 
 	/* Long plain runs go through feed_run; everything else, as is. A run
 	   shorter than `need` columns' worth could not scroll the screen. */
@@ -939,8 +967,24 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
 		if (a > 0 && p[a - 1] >= 0x80)
 			a++;
 		screen_feed(s, p + start, a - start);
-		feed_run(s, p + a, e - a);
+		/* What follows the run is held with the run's end, or not at all. */
+		held =
+		    feed_run(s, p + a, e - a, n - e <= max_hold ? max_hold - (n - e) : 0);
+		if (held)
+			return held + (n - e);
 		start = e;
 	}
 	screen_feed(s, p + start, n - start);
+	return 0;
+}
+
+void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)
+{
+	feed_tail(s, p, n, 0);
+}
+
+size_t screen_feed_tail_hold(struct screen *s, const uint8_t *p, size_t n,
+			     size_t max_hold)
+{
+	return feed_tail(s, p, n, max_hold);
 }

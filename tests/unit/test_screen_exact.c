@@ -113,14 +113,38 @@ static void assert_same(struct screen *s, struct ref *r, unsigned cols, unsigned
 	}
 }
 
+/* Feeds p[0..n) as the sidecar's feeder does with a flood's batches:
+   after what it held back of the last one (carry), holding back up to
+   `hold` bytes again. */
+static void feed_held(struct screen *s, struct buf *carry, const uint8_t *p, size_t n,
+		      size_t hold)
+{
+	size_t held;
+
+	buf_append(carry, p, n);
+	held = screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), hold);
+	buf_consume(carry, buf_size(carry) - held);
+}
+
+/* What a Keyframe's sync does: feeds what was held back. */
+static void feed_carry(struct screen *s, struct buf *carry)
+{
+	screen_feed_tail(s, buf_head(carry), buf_size(carry));
+	buf_reset(carry);
+}
+
 /* Feeds in in chunks of `chunk` through screen_feed_tail, and to the
    reference: plain libvterm one byte at a time (plain), or else
    screen_feed in the same chunks, for input whose broken UTF-8 libvterm
-   judges by where writes end. Compares, then probes both a byte at a
-   time and compares again. */
-static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chunk,
-		  bool plain, const char *what)
+   judges by where writes end. With hold, chunks go through
+   screen_feed_tail_hold instead, and every fourth chunk the held bytes
+   are fed and the two compared (a later reset could hide a difference).
+   Compares, then probes both a byte at a time and compares again. */
+static void check_held(const struct buf *in, unsigned cols, unsigned rows, size_t chunk,
+		       bool plain, size_t hold, const char *what)
 {
+	struct buf carry = BUF_INIT;
+
 	static const char probe[] = "\xcc\x81"
 				    "Z\xcc\x81"
 				    "\x1b[7mQ";
@@ -138,16 +162,25 @@ static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chu
 	for (size_t off = 0, k = 0; off < buf_size(in); off += chunk, k++) {
 		size_t n = buf_size(in) - off < chunk ? buf_size(in) - off : chunk;
 
-		screen_feed_tail(s, buf_head(in) + off, n);
+		if (hold)
+			feed_held(s, &carry, buf_head(in) + off, n, hold);
+		else
+			screen_feed_tail(s, buf_head(in) + off, n);
 		/* What the tail keeps between batches is storage only: letting
 		   it go now and then (a quiet tick) changes nothing. */
 		if (k % 3 == 2)
 			screen_trim(s);
 		if (slow)
 			screen_feed(slow, buf_head(in) + off, n);
+		else
+			ref_feed(&r, buf_head(in) + off, n);
+		if (hold && k % 4 == 3) {
+			feed_carry(s, &carry);
+			assert_same(s, &r, cols, rows, what);
+		}
 	}
-	if (plain)
-		ref_feed(&r, buf_head(in), buf_size(in));
+	feed_carry(s, &carry);
+	buf_free(&carry);
 	assert_same(s, &r, cols, rows, what);
 	for (size_t i = 0; i < sizeof(probe) - 1; i++) {
 		screen_feed_tail(s, (const uint8_t *)probe + i, 1);
@@ -161,6 +194,15 @@ static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chu
 		vterm_free(r.vt);
 	screen_free(slow);
 	screen_free(s);
+}
+
+/* check_held for both ways of feeding: each batch whole, and a flood's
+   batches with up to 128 KiB held back (the feeder's FEEDER_HOLD_MAX). */
+static void check(const struct buf *in, unsigned cols, unsigned rows, size_t chunk,
+		  bool plain, const char *what)
+{
+	check_held(in, cols, rows, chunk, plain, 0, what);
+	check_held(in, cols, rows, chunk, plain, 128u << 10, what);
 }
 
 /* Random bytes, with ESC and CSI made common enough to reach modes,
