@@ -1,0 +1,154 @@
+/* bench_screen: the screen model alone (screen_feed_tail, as the
+   sidecar's feeder thread runs it), without the PTY, the link or the
+   kernel around it, whose noise on a shared machine hides the model's
+   share in bench_sidecar.
+
+   Usage: bench_screen [workload (hex)] [MiB (64)] [batch KiB] [runs (9)]
+
+   The workload is bench_sidecar's (bench_data.h), with each line feed
+   made CR LF as the PTY's line discipline does. Each run feeds all of it
+   to a fresh 120x30 model in batches of `batch` KiB (default: the
+   feeder's hand-over, FEEDER_HANDOFF; a feeder that falls behind hands
+   over larger batches) and is timed by the thread's CPU clock. Reported:
+   ms of CPU per MB (median, min, max of the runs) and the share of the
+   bytes the model handed to libvterm. To compare two builds, run both
+   binaries in turn a few times and compare medians and minimums. */
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "bench_data.h"
+#include "buf.h"
+#include "feeder.h"
+#include "screen.h"
+
+#define BENCH_RUNS_MAX 99
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
+}
+
+/* The workload as the PTY hands it on: LF becomes CR LF. */
+static int load(struct buf *out, const char *w, size_t bytes)
+{
+	char *raw = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&raw, &len);
+	int r;
+
+	if (!f)
+		return -1;
+	r = bench_data_write(f, w, bytes);
+	fclose(f);
+	for (size_t i = 0; r == 0 && i < len; i++) {
+		if (raw[i] == '\n')
+			buf_append(out, "\r", 1);
+		buf_append(out, raw + i, 1);
+	}
+	free(raw);
+	return r;
+}
+
+/* One batch as the feeder's thread feeds it: after what it held back of
+   the last one (carry), holding back up to FEEDER_HOLD_MAX again. */
+static void feed_batch(struct screen *s, struct buf *carry, const uint8_t *p, size_t n)
+{
+	size_t held;
+
+	if (!buf_size(carry)) {
+		held = screen_feed_tail_hold(s, p, n, FEEDER_HOLD_MAX);
+		buf_append(carry, p + n - held, held);
+		return;
+	}
+	buf_append(carry, p, n);
+	held = screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), FEEDER_HOLD_MAX);
+	buf_consume(carry, buf_size(carry) - held);
+}
+
+/* One run: CPU seconds to feed p[0..n) and bring the model up to all of
+   it (as a Keyframe's sync does); *vterm gets libvterm's bytes. With
+   hold false, each batch is fed whole (screen_feed_tail). */
+static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t *vterm)
+{
+	struct screen *s = screen_new(120, 30);
+	struct buf carry = BUF_INIT;
+	double t0 = thread_cpu_s(), t;
+
+	for (size_t off = 0; off < n; off += batch) {
+		size_t k = n - off < batch ? n - off : batch;
+
+		if (hold)
+			feed_batch(s, &carry, p + off, k);
+		else
+			screen_feed_tail(s, p + off, k);
+	}
+	screen_feed_tail(s, buf_head(&carry), buf_size(&carry));
+	t = thread_cpu_s() - t0;
+	*vterm = screen_vterm_bytes(s);
+	screen_free(s);
+	buf_free(&carry);
+	return t;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static unsigned long arg_or(int argc, char **argv, int i, unsigned long dflt,
+			    unsigned long max)
+{
+	char *end;
+	unsigned long v;
+
+	if (argc <= i)
+		return dflt;
+	v = strtoul(argv[i], &end, 10);
+	if (*end || v == 0 || v > max) {
+		fprintf(stderr, "bench_screen: %s: a number from 1 to %lu\n", argv[i], max);
+		exit(2);
+	}
+	return v;
+}
+
+int main(int argc, char **argv)
+{
+	const char *w = argc > 1 ? argv[1] : "hex";
+	size_t mib = arg_or(argc, argv, 2, 64, 4096);
+	size_t batch = arg_or(argc, argv, 3, FEEDER_HANDOFF >> 10, 1u << 20) << 10;
+	unsigned runs = (unsigned)arg_or(argc, argv, 4, 9, BENCH_RUNS_MAX);
+	double t[BENCH_RUNS_MAX], mb;
+	struct buf data = BUF_INIT;
+	uint64_t vterm = 0;
+	const char *hold_env = getenv("PTG_BENCH_HOLD");
+	bool hold = !hold_env || strcmp(hold_env, "0") != 0;
+
+	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
+		printf("usage: bench_screen [workload] [MiB] [batch KiB] [runs]\n"
+		       "workloads: %s\n", BENCH_DATA_WORKLOADS);
+		return 0;
+	}
+	if (load(&data, w, mib << 20) < 0) {
+		fprintf(stderr, "bench_screen: workload: %s\n", BENCH_DATA_WORKLOADS);
+		return 2;
+	}
+	mb = (double)buf_size(&data) / 1e6;
+	for (unsigned i = 0; i < runs; i++)
+		t[i] = run(buf_head(&data), buf_size(&data), batch, hold, &vterm);
+	qsort(t, runs, sizeof(t[0]), cmp_double);
+	printf("%s, %.1f MB in %zu KiB batches%s, %u runs: %.2f ms of CPU per MB "
+	       "(min %.2f, max %.2f); libvterm fed %.1f%% of the bytes\n",
+	       w, mb, batch >> 10, hold ? "" : " (none held back)", runs, t[runs / 2] * 1e3 / mb, t[0] * 1e3 / mb,
+	       t[runs - 1] * 1e3 / mb, 100.0 * (double)vterm / (double)buf_size(&data));
+	buf_free(&data);
+	return 0;
+}
