@@ -41,7 +41,8 @@ void screen_feed(struct screen *s, const uint8_t *p, size_t n);
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
 /* screen_feed_tail for a flood's batch: when what is left to feed after
    the batch's last skip is at most max_hold bytes, it is held back, not
-   fed, and its length returned (0: all of p was fed). The caller puts
+   fed, and its length returned (0: all of p was fed); after a restart at
+   a RIS (and no other skip), the last max_hold bytes are. The caller puts
    those bytes, in order, before the next ones it feeds: a later batch
    may then leave them out too, where screen_feed_tail would feed the
    last screen of every batch. Until they are fed the model is not the

@@ -928,7 +928,7 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max_hold)
 {
 	unsigned need = 2 * s->rows + 1;
-	size_t start, a, e, x, from, held;
+	size_t start, a, e, x, from, held, suffix = 0;
 	bool row_known;
 
 	s->changes++;
@@ -953,6 +953,14 @@ static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max
 	   stand-ins start from the model's cursor. */
 	if (n - start <= max_hold && (x || start) && row_known)
 		return n - start;
+	/* After a restart nothing else was fed, so the model will be exact
+	   wherever feeding stops: the last max_hold bytes wait for the next
+	   batch, whose later RIS may leave them out (random bytes). */
+	if (x && !start && max_hold) {
+		suffix = max_hold;
+		n -= max_hold;
+		max_hold = 0;
+	}
 
 	/* Long plain runs go through feed_run; everything else, as is. A run
 	   shorter than `need` columns' worth could not scroll the screen. */
@@ -975,7 +983,7 @@ static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max
 		start = e;
 	}
 	screen_feed(s, p + start, n - start);
-	return 0;
+	return suffix;
 }
 
 void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n)

@@ -68,7 +68,8 @@ static void feed_batch(struct screen *s, struct buf *carry, const uint8_t *p, si
 		return;
 	}
 	buf_append(carry, p, n);
-	held = screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), FEEDER_HOLD_MAX);
+	held =
+	    screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), FEEDER_HOLD_MAX);
 	buf_consume(carry, buf_size(carry) - held);
 }
 
@@ -114,7 +115,8 @@ static unsigned long arg_or(int argc, char **argv, int i, unsigned long dflt,
 		return dflt;
 	v = strtoul(argv[i], &end, 10);
 	if (*end || v == 0 || v > max) {
-		fprintf(stderr, "bench_screen: %s: a number from 1 to %lu\n", argv[i], max);
+		fprintf(stderr, "bench_screen: %s: a number from 1 to %lu\n", argv[i],
+			max);
 		exit(2);
 	}
 	return v;
@@ -134,7 +136,8 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)) {
 		printf("usage: bench_screen [workload] [MiB] [batch KiB] [runs]\n"
-		       "workloads: %s\n", BENCH_DATA_WORKLOADS);
+		       "workloads: %s\n",
+		       BENCH_DATA_WORKLOADS);
 		return 0;
 	}
 	if (load(&data, w, mib << 20) < 0) {
@@ -147,8 +150,9 @@ int main(int argc, char **argv)
 	qsort(t, runs, sizeof(t[0]), cmp_double);
 	printf("%s, %.1f MB in %zu KiB batches%s, %u runs: %.2f ms of CPU per MB "
 	       "(min %.2f, max %.2f); libvterm fed %.1f%% of the bytes\n",
-	       w, mb, batch >> 10, hold ? "" : " (none held back)", runs, t[runs / 2] * 1e3 / mb, t[0] * 1e3 / mb,
-	       t[runs - 1] * 1e3 / mb, 100.0 * (double)vterm / (double)buf_size(&data));
+	       w, mb, batch >> 10, hold ? "" : " (none held back)", runs,
+	       t[runs / 2] * 1e3 / mb, t[0] * 1e3 / mb, t[runs - 1] * 1e3 / mb,
+	       100.0 * (double)vterm / (double)buf_size(&data));
 	buf_free(&data);
 	return 0;
 }

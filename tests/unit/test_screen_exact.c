@@ -352,6 +352,30 @@ static void test_long_lines(void **state)
 	}
 }
 
+/* A restart at a RIS, then far more than the feeder holds back of
+   output nothing else skips (cursor moves back and text over it, no line
+   feed, no repaint): the batch is fed up to its last 128 KiB, those are
+   held, and every byte must reach the model once, in order (a byte fed
+   twice or lost moves every later glyph). */
+static void test_held_after_reset(void **state)
+{
+	struct buf in = BUF_INIT;
+
+	(void)state;
+	/* A write of text that starts with the accented letter goes through
+	   libvterm's own UTF-8 decoder, whose state at the RIS is then known
+	   (modes_find_reset restarts at no RIS before that). */
+	buf_append_str(&in, "junk\r\xc3\xa9\r\x1b"
+			    "c\x1b"
+			    "7");
+	for (unsigned i = 0; buf_size(&in) < (300u << 10); i++)
+		buf_appendf(&in, "%c%c%c\x1b[%uD", 'a' + i % 26, 'A' + i % 23,
+			    '0' + i % 10, i % 3 ? 2 : 3);
+	check(&in, 80, 24, 1 << 20, true, "held after a reset");
+	check(&in, 80, 24, 200000, true, "held after a reset, two batches");
+	buf_free(&in);
+}
+
 /* The redraw skip must happen: repaints of a 120x30 screen, a megabyte at
    a time, cost libvterm about the last screenful of each, not all. */
 static void test_redraws_are_skipped(void **state)
@@ -389,6 +413,7 @@ int main(void)
 	    cmocka_unit_test(test_tui_redraws),
 	    cmocka_unit_test(test_long_lines),
 	    cmocka_unit_test(test_redraws_are_skipped),
+	    cmocka_unit_test(test_held_after_reset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
