@@ -475,30 +475,41 @@ static bool holds_lfs(const uint8_t *p, size_t n, unsigned least)
 	return lfs >= least;
 }
 
+/* What the model is where feeding stopped (screen_feed_tail_hold holds
+   back what follows only after a skip, and not when the row is not
+   known: a later batch's stand-ins start from the model's cursor). */
+enum tail_at {
+	AT_FED,		     /* everything before was fed: the model is exact */
+	AT_SKIP,	     /* a stand-in for what was left out: exact but for cells the
+				rest writes again or scrolls away */
+	AT_SKIP_ROW_UNKNOWN, /* the same, the cursor perhaps on another row */
+};
+
 /* The plain lines p[i..x) are left out (p[x-2..x) is CR LF, and the
    plain text from x on holds need_from_bottom line feeds). When they
    bring the real cursor to the bottom row, the model's goes there; else
    X moves back to where need_from_anywhere line feeds follow, and a CR
    stands in for what is left out: then, until those line feeds are fed,
-   the model's cursor may be on another row than the real one
-   (*row_known false). Returns where feeding stopped. */
+   the model's cursor may be on another row than the real one. Returns
+   where feeding stopped, and in *at what the model is there. */
 static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, size_t i,
-				 size_t x, bool *row_known)
+				 size_t x, enum tail_at *at)
 {
 	size_t back;
 
-	*row_known = true;
+	*at = AT_FED;
 	if (x <= i)
 		return x;
 	/* From column 0 of the row the model and the terminal share at i. */
 	if (holds_lfs(p + i, x - i, s->rows - 1)) {
 		feed_to_bottom(s, 0);
+		*at = AT_SKIP;
 		return x;
 	}
 	back = skip_point(p, n, need_from_anywhere(s));
 	if (back > i) {
 		screen_feed(s, (const uint8_t *)"\r", 1);
-		*row_known = false;
+		*at = AT_SKIP_ROW_UNKNOWN;
 		return back;
 	}
 	screen_feed(s, p + i, x - i);
@@ -507,14 +518,14 @@ static size_t stand_in_for_lines(struct screen *s, const uint8_t *p, size_t n, s
 
 /* Feeds p[0..n) up to a point X (see skip_point) after which plain lines
    scroll every row away, and a stand-in for what lies before it. Returns
-   where feeding stopped, or 0 when nothing was fed; *row_known as
-   stand_in_for_lines says. */
+   where feeding stopped, or 0 when nothing was fed, and in *at what the
+   model is there. */
 static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n,
-				bool *row_known)
+				enum tail_at *at)
 {
 	size_t x = skip_point(p, n, need_from_bottom(s)), start, i, k, high;
 
-	*row_known = true;
+	*at = AT_FED;
 	if (!x)
 		return 0;
 	start = plain_start(p, x, &high);
@@ -539,7 +550,7 @@ static size_t feed_to_line_skip(struct screen *s, const uint8_t *p, size_t n,
 	/* Every row p[i..x) could have written scrolls off in the plain text
 	   after x: it starts at column 0 after CR LF and holds the line feeds
 	   before any sequence can change the scroll region. */
-	return stand_in_for_lines(s, p, n, i, x, row_known);
+	return stand_in_for_lines(s, p, n, i, x, at);
 }
 
 /* ---- skipping redrawn screens (screen_feed_tail) ----
@@ -877,10 +888,11 @@ static size_t redraw_skip(struct screen *s, const uint8_t *p, const struct redra
 
 /* Feeds p[start..n) up to the end of the last redraw it could leave out,
    leaving out what it can; returns where feeding stopped. */
-static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n)
+static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, size_t n,
+			   enum tail_at *at)
 {
 	struct redraw_toks *toks = &s->toks;
-	size_t i = start, a, e, len, glyph;
+	size_t i = start, a, e, len, glyph, skipped;
 	unsigned arg[2];
 	bool reset;
 
@@ -906,8 +918,14 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 		if (e - a >= REDRAW_MIN && e - i >= (size_t)s->rows * s->cols) {
 			screen_feed(s, p + start, i - start);
 			start = i;
-			if (redraw_state_ok(s))
-				start += redraw_skip(s, p + i, toks->v, toks->count);
+			*at = AT_FED;
+			skipped = redraw_state_ok(s)
+				      ? redraw_skip(s, p + i, toks->v, toks->count)
+				      : 0;
+			if (skipped) {
+				start += skipped;
+				*at = AT_SKIP;
+			}
 		}
 		i = e; /* a token the walk stopped at starts the next stretch */
 	}
@@ -928,8 +946,8 @@ static size_t feed_redraws(struct screen *s, const uint8_t *p, size_t start, siz
 static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max_hold)
 {
 	unsigned need = 2 * s->rows + 1;
-	size_t start, a, e, x, from, held, suffix = 0;
-	bool row_known;
+	size_t start, a, e, x, held, suffix = 0;
+	enum tail_at at;
 
 	s->changes++;
 	/* A hard reset first: nothing before it needs feeding. */
@@ -939,19 +957,12 @@ static size_t feed_tail(struct screen *s, const uint8_t *p, size_t n, size_t max
 
 	/* Whole lines, UTF-8 included, that scroll off first; then long
 	   ASCII runs, wrapped or not, within what is left. */
-	start = feed_to_line_skip(s, p, n, &row_known);
-	/* Screens that a later full repaint covers. Feeding a line stand-in's
-	   lines makes the model's cursor row the real one again. */
-	from = start;
-	start = feed_redraws(s, p, start, n);
-	if (start != from)
-		row_known = true;
-	/* What is left follows a restart, a stand-in or a fed prefix: the
-	   model stands exactly where the terminal does but for cells the
-	   rest writes or scrolls away, and a later batch may leave it out.
-	   Not after a stand-in whose row is not known: a later batch's own
-	   stand-ins start from the model's cursor. */
-	if (n - start <= max_hold && (x || start) && row_known)
+	start = feed_to_line_skip(s, p, n, &at);
+	/* Screens that a later full repaint covers. */
+	start = feed_redraws(s, p, start, n, &at);
+	/* What follows a skip (a restart, a stand-in) is what a later batch
+	   may leave out too. */
+	if (n - start <= max_hold && (at == AT_SKIP || (x && at == AT_FED)))
 		return n - start;
 	/* After a restart nothing else was fed, so the model will be exact
 	   wherever feeding stops: the last max_hold bytes wait for the next

@@ -376,6 +376,34 @@ static void test_held_after_reset(void **state)
 	buf_free(&in);
 }
 
+/* Only a flood holds anything back: a repaint of part of the screen,
+   which nothing skips, is fed whole (a join right after it finds the
+   model up to date), while full repaints hold back their last one. */
+static void test_held_only_after_a_skip(void **state)
+{
+	struct buf partial = BUF_INIT, full = BUF_INIT;
+	struct screen *s = screen_new(120, 30);
+	size_t held;
+
+	(void)state;
+	/* Rows 1-20 of 30, over and over: 40 KB, no cell of rows 21-30. */
+	for (unsigned f = 0; buf_size(&partial) < 40000; f++)
+		for (unsigned r = 1; r <= 20; r++)
+			buf_appendf(&partial, "\x1b[%u;1H\x1b[3%um%0120u", r, f % 8,
+				    f * r);
+	held =
+	    screen_feed_tail_hold(s, buf_head(&partial), buf_size(&partial), 128u << 10);
+	assert_int_equal(held, 0);
+	for (unsigned f = 0; buf_size(&full) < 100000; f++)
+		for (unsigned r = 1; r <= 30; r++)
+			buf_appendf(&full, "\x1b[%u;1H\x1b[3%um%0120u", r, f % 8, f * r);
+	held = screen_feed_tail_hold(s, buf_head(&full), buf_size(&full), 128u << 10);
+	assert_true(held > 0 && held < buf_size(&full) / 2);
+	screen_free(s);
+	buf_free(&partial);
+	buf_free(&full);
+}
+
 /* The redraw skip must happen: repaints of a 120x30 screen, a megabyte at
    a time, cost libvterm about the last screenful of each, not all. */
 static void test_redraws_are_skipped(void **state)
@@ -414,6 +442,7 @@ int main(void)
 	    cmocka_unit_test(test_long_lines),
 	    cmocka_unit_test(test_redraws_are_skipped),
 	    cmocka_unit_test(test_held_after_reset),
+	    cmocka_unit_test(test_held_only_after_a_skip),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
