@@ -74,13 +74,16 @@ static void feed_batch(struct screen *s, struct buf *carry, const uint8_t *p, si
 }
 
 /* One run: CPU seconds to feed p[0..n) and bring the model up to all of
-   it (as a Keyframe's sync does); *vterm gets libvterm's bytes. With
-   hold false, each batch is fed whole (screen_feed_tail). */
-static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t *vterm)
+   it (as a Keyframe's sync does; *sync_s gets that last step's share,
+   which a join right after the flood would wait for); *vterm gets
+   libvterm's bytes. With hold false, each batch is fed whole
+   (screen_feed_tail). */
+static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t *vterm,
+		  double *sync_s)
 {
 	struct screen *s = screen_new(120, 30);
 	struct buf carry = BUF_INIT;
-	double t0 = thread_cpu_s(), t;
+	double t0 = thread_cpu_s(), t, t_sync;
 
 	for (size_t off = 0; off < n; off += batch) {
 		size_t k = n - off < batch ? n - off : batch;
@@ -90,8 +93,10 @@ static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t 
 		else
 			screen_feed_tail(s, p + off, k);
 	}
+	t_sync = thread_cpu_s();
 	screen_feed_tail(s, buf_head(&carry), buf_size(&carry));
 	t = thread_cpu_s() - t0;
+	*sync_s = thread_cpu_s() - t_sync;
 	*vterm = screen_vterm_bytes(s);
 	screen_free(s);
 	buf_free(&carry);
@@ -128,7 +133,7 @@ int main(int argc, char **argv)
 	size_t mib = arg_or(argc, argv, 2, 64, 4096);
 	size_t batch = arg_or(argc, argv, 3, FEEDER_HANDOFF >> 10, 1u << 20) << 10;
 	unsigned runs = (unsigned)arg_or(argc, argv, 4, 9, BENCH_RUNS_MAX);
-	double t[BENCH_RUNS_MAX], mb;
+	double t[BENCH_RUNS_MAX], sync[BENCH_RUNS_MAX], mb;
 	struct buf data = BUF_INIT;
 	uint64_t vterm = 0;
 	const char *hold_env = getenv("PTG_BENCH_HOLD");
@@ -146,13 +151,17 @@ int main(int argc, char **argv)
 	}
 	mb = (double)buf_size(&data) / 1e6;
 	for (unsigned i = 0; i < runs; i++)
-		t[i] = run(buf_head(&data), buf_size(&data), batch, hold, &vterm);
+		t[i] =
+		    run(buf_head(&data), buf_size(&data), batch, hold, &vterm, &sync[i]);
 	qsort(t, runs, sizeof(t[0]), cmp_double);
+	qsort(sync, runs, sizeof(sync[0]), cmp_double);
 	printf("%s, %.1f MB in %zu KiB batches%s, %u runs: %.2f ms of CPU per MB "
-	       "(min %.2f, max %.2f); libvterm fed %.1f%% of the bytes\n",
+	       "(min %.2f, max %.2f); libvterm fed %.1f%% of the bytes; the sync "
+	       "after the last batch %.2f ms (max %.2f)\n",
 	       w, mb, batch >> 10, hold ? "" : " (none held back)", runs,
 	       t[runs / 2] * 1e3 / mb, t[0] * 1e3 / mb, t[runs - 1] * 1e3 / mb,
-	       100.0 * (double)vterm / (double)buf_size(&data));
+	       100.0 * (double)vterm / (double)buf_size(&data), sync[runs / 2] * 1e3,
+	       sync[runs - 1] * 1e3);
 	buf_free(&data);
 	return 0;
 }
