@@ -21,6 +21,8 @@ struct feeder {
 	struct buf pending;	       /* the loop's */
 	struct buf batch;	       /* the thread's while item is busy */
 	struct buf carry;	       /* the same: what the last batch held back */
+	bool flush_next;	       /* the loop's: the next batch holds nothing back */
+	bool batch_flush;	       /* the thread's while item is busy: this one */
 	size_t unsynced;	       /* the loop's */
 	int kicks;		       /* the loop's: kicks left in the burst */
 	int64_t kicks_ms;	       /* the loop's: when kicks was last topped up */
@@ -68,6 +70,18 @@ static void feed_holding(struct feeder *f)
 	note_held(before, held);
 }
 
+/* Feeds what f's last batch held back and the batch, holding nothing. */
+static void feed_all(struct feeder *f)
+{
+	size_t before = buf_size(&f->carry);
+
+	buf_append(&f->carry, buf_head(&f->batch), buf_size(&f->batch));
+	screen_feed_tail(f->scr, buf_head(&f->carry), buf_size(&f->carry));
+	buf_reset(&f->carry);
+	buf_reset(&f->batch);
+	note_held(before, 0);
+}
+
 /* On the thread: feeds one batch. */
 static void feed(struct workq *q, struct workq_item *it, void *user)
 {
@@ -75,7 +89,10 @@ static void feed(struct workq *q, struct workq_item *it, void *user)
 	size_t used = buf_size(&f->batch);
 
 	(void)user;
-	feed_holding(f);
+	if (f->batch_flush)
+		feed_all(f);
+	else
+		feed_holding(f);
 	atomic_fetch_add_explicit(&f->thread_bytes, used, memory_order_relaxed);
 	workq_done(q, it);
 }
@@ -128,6 +145,8 @@ static void take_pending(struct workq_item *it, void *arg)
 	(void)it;
 	f->batch = f->pending;
 	f->pending = empty;
+	f->batch_flush = f->flush_next;
+	f->flush_next = false;
 }
 
 /* Gives the pending output to the thread as f's batch, in one hold of
@@ -251,17 +270,36 @@ static void refill_kicks(struct feeder *f, int64_t now_ms)
 	}
 }
 
+/* The PTY ran dry with less than FEEDER_KICK_MIN waiting: output has
+   stopped, so what the thread held back of the last batch is fed now,
+   with what waits, and not by the next join's sync. */
+static int64_t flush_when_quiet(struct feeder *f)
+{
+	/* Idle, the item's carry is the loop's to read. */
+	if (workq_busy(the_queue(), &f->item))
+		return FEEDER_KICK_GAP_MS;
+	if (!buf_size(&f->carry))
+		return 0;
+	f->flush_next = true;
+	if (hand_over(f) == HANDED)
+		return 0;
+	f->flush_next = false;
+	return 0; /* no thread: the next sync feeds it */
+}
+
 int64_t feeder_kick(struct feeder *f, int64_t now_ms)
 {
 	if (buf_size(&f->pending) < FEEDER_KICK_MIN)
-		return 0;
+		return flush_when_quiet(f);
 	refill_kicks(f, now_ms);
 	if (!f->kicks)
 		return FEEDER_KICK_GAP_MS - (now_ms - f->kicks_ms);
 	switch (hand_over(f)) {
 	case HANDED:
 		f->kicks--;
-		return 0;
+		/* Come back: if output has stopped by then, what the thread
+		   holds back of this batch is fed there (flush_when_quiet). */
+		return FEEDER_KICK_GAP_MS;
 	case BUSY:
 		return FEEDER_KICK_GAP_MS;
 	default:

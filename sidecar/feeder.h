@@ -14,7 +14,8 @@
    skip (screen_feed_tail_hold, at most FEEDER_HOLD_MAX) and feeds it in
    front of the next batch, which usually leaves it out: a flood costs
    libvterm about one screen in all, not the last screen of every batch.
-   Until a sync feeds it, the model is behind by those bytes.
+   Until a sync, or a kick that finds output stopped, feeds it, the model
+   is behind by those bytes.
 
    Ownership of the screen: the thread touches it only while a batch of
    its feeder is with the thread. feeder_sync takes it back and feeds the
@@ -75,10 +76,13 @@ void feeder_free(struct feeder *f);
    once FEEDER_HANDOFF bytes wait and it has none of this feeder's. */
 void feeder_append(struct feeder *f, const uint8_t *p, size_t n);
 /* The PTY ran dry (now_ms: a monotonic clock): hands what waits to the
-   thread when that is at least FEEDER_KICK_MIN bytes. Returns 0, or the
-   ms after which to kick again because this kick had to wait: the burst
-   is spent (FEEDER_KICK_BURST), or the thread still has this feeder's
-   previous batch. */
+   thread when that is at least FEEDER_KICK_MIN bytes; with less, output
+   has stopped, and what the thread held back is handed back to it to
+   feed (with what waits). Returns 0, or the ms after which to kick
+   again: this kick had to wait (the burst is spent, FEEDER_KICK_BURST,
+   or the thread still has this feeder's previous batch), or it handed a
+   batch over, of which the thread may hold back the end until the next
+   kick finds output stopped. */
 int64_t feeder_kick(struct feeder *f, int64_t now_ms);
 /* Brings the screen up to every byte appended: waits for the thread's
    batch, or takes it back if the thread has not started it, and feeds

@@ -153,34 +153,49 @@ static void await_thread_bytes(struct feeder *f, uint64_t bytes)
 }
 
 /* A flood read in 64 KiB batches, the PTY running dry after each, is fed
-   by the thread; a lone keystroke's echo stays for the next sync, which
-   feeds it after what the thread held back of the flood. */
+   by the thread, each kick asking to come back. Once the PTY runs dry
+   with next to nothing waiting, the thread feeds what it held back of
+   the flood with it, and the model is up to date before any join. A
+   lone keystroke's echo after that stays for the next sync. */
 static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 {
-	struct screen *s = screen_new(120, 30);
+	struct screen *s = screen_new(120, 30), *ref = screen_new(120, 30);
 	struct feeder *f = feeder_new(s);
 	struct feeder_stats st;
 	struct buf in = BUF_INIT;
+	size_t flood;
 
 	(void)state;
 	lines(&in, 40000);
-	for (size_t off = 0; off + 65536 <= buf_size(&in); off += 65536) {
+	flood = buf_size(&in) / 65536 * 65536;
+	for (size_t off = 0; off < flood; off += 65536) {
 		feeder_append(f, buf_head(&in) + off, 65536);
-		assert_int_equal(feeder_kick(f, 1 + (int64_t)off), 0);
+		assert_int_equal(feeder_kick(f, 1 + (int64_t)off), FEEDER_KICK_GAP_MS);
 		await_thread_bytes(f, off + 65536);
 	}
-	feeder_append(f, (const uint8_t *)"x", 1);
-	assert_int_equal(feeder_kick(f, 1 + (int64_t)buf_size(&in)), 0);
-	feeder_sync(f);
-	feeder_stats(f, &st);
-	assert_int_equal(st.thread_bytes, buf_size(&in) / 65536 * 65536);
-	assert_int_equal(st.loop_bytes, 1);
 	/* Each batch's last screen waited for the next batch, which left it
 	   out: libvterm was fed about one screen in all (1.6 KB), not one a
 	   batch (36 KB, 2% of the flood, before batches held their end). */
-	assert_true(screen_vterm_bytes(s) < buf_size(&in) / 200);
+	workq_wait_idle(the_queue(), &f->item);
+	assert_true(buf_size(&f->carry) > 0);
+	feeder_append(f, (const uint8_t *)"x", 1);
+	assert_int_equal(feeder_kick(f, 1 + (int64_t)flood), 0);
+	workq_wait_idle(the_queue(), &f->item);
+	assert_int_equal(buf_size(&f->carry), 0);
+	assert_true(screen_vterm_bytes(s) < flood / 200);
+	screen_feed(ref, buf_head(&in), flood);
+	screen_feed(ref, (const uint8_t *)"x", 1);
+	assert_same_screen(s, ref);
+
+	feeder_append(f, (const uint8_t *)"y", 1);
+	assert_int_equal(feeder_kick(f, 2 + (int64_t)flood), 0);
+	feeder_sync(f);
+	feeder_stats(f, &st);
+	assert_int_equal(st.thread_bytes, flood + 1);
+	assert_int_equal(st.loop_bytes, 1);
 	feeder_free(f);
 	screen_free(s);
+	screen_free(ref);
 	buf_free(&in);
 }
 
@@ -199,7 +214,8 @@ static void check_and_free(struct feeder *f, struct screen *s, struct screen *re
 
 /* A flood's dry moments come every few reads: past a burst, a kick within
    FEEDER_KICK_GAP_MS of the last hands nothing over and says when to
-   kick again; the kick then hands everything that waited. */
+   kick again; the kick then hands everything that waited. A kick that
+   hands a batch over asks to come back FEEDER_KICK_GAP_MS later. */
 static void test_kicks_past_the_burst_wait(void **state)
 {
 	struct screen *s = screen_new(80, 24), *ref = screen_new(80, 24);
@@ -214,7 +230,7 @@ static void test_kicks_past_the_burst_wait(void **state)
 	lines(&in, 8000);
 	for (; off < burst * chunk; off += chunk) {
 		feeder_append(f, buf_head(&in) + off, chunk);
-		assert_int_equal(feeder_kick(f, t0 + 1), 0);
+		assert_int_equal(feeder_kick(f, t0 + 1), FEEDER_KICK_GAP_MS);
 		await_thread_bytes(f, off + chunk);
 	}
 	feeder_append(f, buf_head(&in) + off, chunk);
@@ -223,7 +239,7 @@ static void test_kicks_past_the_burst_wait(void **state)
 	assert_int_equal(feeder_kick(f, t0 + FEEDER_KICK_GAP_MS), 1);
 	feeder_stats(f, &st);
 	assert_int_equal(st.thread_bytes, burst * chunk);
-	assert_int_equal(feeder_kick(f, t0 + 1 + FEEDER_KICK_GAP_MS), 0);
+	assert_int_equal(feeder_kick(f, t0 + 1 + FEEDER_KICK_GAP_MS), FEEDER_KICK_GAP_MS);
 	await_thread_bytes(f, off + 2 * chunk);
 	off += 2 * chunk;
 	feeder_append(f, buf_head(&in) + off, buf_size(&in) - off);
