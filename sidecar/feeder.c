@@ -48,38 +48,16 @@ static void note_held(size_t before, size_t after)
 	atomic_fetch_sub_explicit(&held_total, before, memory_order_relaxed);
 }
 
-/* Feeds f's batch after what the last one held back, and holds back
-   what the model leaves for the next (screen_feed_tail_hold). The batch
-   is copied only behind a carry. */
-static void feed_holding(struct feeder *f)
-{
-	size_t before = buf_size(&f->carry), held;
-	struct buf *b = &f->batch;
-
-	if (before) {
-		buf_append(&f->carry, buf_head(b), buf_size(b));
-		buf_reset(b);
-		b = &f->carry;
-	}
-	held = screen_feed_tail_hold(f->scr, buf_head(b), buf_size(b), FEEDER_HOLD_MAX);
-	if (b == &f->carry)
-		buf_consume(b, buf_size(b) - held);
-	else
-		buf_append(&f->carry, buf_head(b) + buf_size(b) - held, held);
-	buf_reset(&f->batch);
-	note_held(before, held);
-}
-
-/* Feeds what f's last batch held back and the batch, holding nothing. */
-static void feed_all(struct feeder *f)
+/* Feeds f's batch behind what the last one held back, holding back up
+   to max_hold of it again (screen_feed_carried). */
+static void feed_batch(struct feeder *f, size_t max_hold)
 {
 	size_t before = buf_size(&f->carry);
 
-	buf_append(&f->carry, buf_head(&f->batch), buf_size(&f->batch));
-	screen_feed_tail(f->scr, buf_head(&f->carry), buf_size(&f->carry));
-	buf_reset(&f->carry);
+	screen_feed_carried(f->scr, &f->carry, buf_head(&f->batch), buf_size(&f->batch),
+			    max_hold);
 	buf_reset(&f->batch);
-	note_held(before, 0);
+	note_held(before, buf_size(&f->carry));
 }
 
 /* On the thread: feeds one batch. */
@@ -89,10 +67,7 @@ static void feed(struct workq *q, struct workq_item *it, void *user)
 	size_t used = buf_size(&f->batch);
 
 	(void)user;
-	if (f->batch_flush)
-		feed_all(f);
-	else
-		feed_holding(f);
+	feed_batch(f, f->batch_flush ? 0 : FEEDER_HOLD_MAX);
 	atomic_fetch_add_explicit(&f->thread_bytes, used, memory_order_relaxed);
 	workq_done(q, it);
 }
@@ -179,14 +154,12 @@ static void take_back(struct feeder *f)
 		f->st.waits++;
 }
 
-/* Feeds b on the loop, of which `taken` bytes at its start the thread
-   took and held back (they count as the thread's). */
-static void feed_here(struct feeder *f, struct buf *b, size_t taken)
+static void feed_here(struct feeder *f, struct buf *b)
 {
 	if (!buf_size(b))
 		return;
 	screen_feed_tail(f->scr, buf_head(b), buf_size(b));
-	f->st.loop_bytes += buf_size(b) - taken;
+	f->st.loop_bytes += buf_size(b);
 	buf_reset(b);
 }
 
@@ -251,7 +224,7 @@ void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
 		beside_busy_batch(f);
 	if (r == NO_THREAD) {
 		pending_total -= buf_size(&f->pending);
-		feed_here(f, &f->pending, 0);
+		feed_here(f, &f->pending);
 	}
 }
 
@@ -281,10 +254,9 @@ static int64_t flush_when_quiet(struct feeder *f)
 	if (!buf_size(&f->carry))
 		return 0;
 	f->flush_next = true;
-	if (hand_over(f) == HANDED)
-		return 0;
-	f->flush_next = false;
-	return 0; /* no thread: the next sync feeds it */
+	if (hand_over(f) != HANDED)
+		f->flush_next = false; /* no thread: the next sync feeds it */
+	return 0;
 }
 
 int64_t feeder_kick(struct feeder *f, int64_t now_ms)
@@ -314,19 +286,16 @@ void feeder_sync(struct feeder *f)
 	take_back(f);
 	held = buf_size(&f->carry);
 	pending_total -= buf_size(&f->pending);
+	f->st.loop_bytes += buf_size(&f->batch) + buf_size(&f->pending);
 	/* What the thread held back, a batch taken back from the queue, the
-	   pending output: in that order, and in one feed when something was
-	   held back, so that the model's skips reach across all three. */
-	if (held) {
-		buf_append(&f->carry, buf_head(&f->batch), buf_size(&f->batch));
-		buf_append(&f->carry, buf_head(&f->pending), buf_size(&f->pending));
-		buf_reset(&f->batch);
-		buf_reset(&f->pending);
-		feed_here(f, &f->carry, held);
-		note_held(held, 0);
-	}
-	feed_here(f, &f->batch, 0);
-	feed_here(f, &f->pending, 0);
+	   pending output: in that order, and in one feed, so that the model's
+	   skips reach across them (the batch is copied behind the carry). */
+	buf_append(&f->carry, buf_head(&f->batch), buf_size(&f->batch));
+	buf_reset(&f->batch);
+	screen_feed_carried(f->scr, &f->carry, buf_head(&f->pending),
+			    buf_size(&f->pending), 0);
+	buf_reset(&f->pending);
+	note_held(held, 0);
 	f->unsynced = 0;
 }
 

@@ -49,6 +49,12 @@ void screen_feed_tail(struct screen *s, const uint8_t *p, size_t n);
    screen; screen_feed_tail (or screen_feed) of them makes it so. */
 size_t screen_feed_tail_hold(struct screen *s, const uint8_t *p, size_t n,
 			     size_t max_hold);
+/* The caller's side of screen_feed_tail_hold: feeds p[0..n) behind what
+   carry holds (held back by the last call), and leaves in carry what is
+   held back this time, at most max_hold bytes; with max_hold 0 nothing,
+   and the model is then up to date. Copies p only behind a carry. */
+void screen_feed_carried(struct screen *s, struct buf *carry, const uint8_t *p, size_t n,
+			 size_t max_hold);
 /* Lets go of what screen_feed_tail keeps between batches (an idle
    session does not hold a flood's worth of it) and of the snapshot's row
    caches. Not while the model is being fed. */

@@ -1007,3 +1007,18 @@ size_t screen_feed_tail_hold(struct screen *s, const uint8_t *p, size_t n,
 {
 	return feed_tail(s, p, n, max_hold);
 }
+
+void screen_feed_carried(struct screen *s, struct buf *carry, const uint8_t *p, size_t n,
+			 size_t max_hold)
+{
+	size_t held;
+
+	if (!buf_size(carry)) {
+		held = feed_tail(s, p, n, max_hold);
+		buf_append(carry, p + n - held, held);
+		return;
+	}
+	buf_append(carry, p, n);
+	held = feed_tail(s, buf_head(carry), buf_size(carry), max_hold);
+	buf_consume(carry, buf_size(carry) - held);
+}

@@ -56,23 +56,6 @@ static int load(struct buf *out, const char *w, size_t bytes)
 	return r;
 }
 
-/* One batch as the feeder's thread feeds it: after what it held back of
-   the last one (carry), holding back up to FEEDER_HOLD_MAX again. */
-static void feed_batch(struct screen *s, struct buf *carry, const uint8_t *p, size_t n)
-{
-	size_t held;
-
-	if (!buf_size(carry)) {
-		held = screen_feed_tail_hold(s, p, n, FEEDER_HOLD_MAX);
-		buf_append(carry, p + n - held, held);
-		return;
-	}
-	buf_append(carry, p, n);
-	held =
-	    screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), FEEDER_HOLD_MAX);
-	buf_consume(carry, buf_size(carry) - held);
-}
-
 /* One run: CPU seconds to feed p[0..n) and bring the model up to all of
    it (as a Keyframe's sync does; *sync_s gets that last step's share,
    which a join right after the flood would wait for); *vterm gets
@@ -89,7 +72,7 @@ static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t 
 		size_t k = n - off < batch ? n - off : batch;
 
 		if (hold)
-			feed_batch(s, &carry, p + off, k);
+			screen_feed_carried(s, &carry, p + off, k, FEEDER_HOLD_MAX);
 		else
 			screen_feed_tail(s, p + off, k);
 	}

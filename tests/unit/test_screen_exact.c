@@ -113,19 +113,6 @@ static void assert_same(struct screen *s, struct ref *r, unsigned cols, unsigned
 	}
 }
 
-/* Feeds p[0..n) as the sidecar's feeder does with a flood's batches:
-   after what it held back of the last one (carry), holding back up to
-   `hold` bytes again. */
-static void feed_held(struct screen *s, struct buf *carry, const uint8_t *p, size_t n,
-		      size_t hold)
-{
-	size_t held;
-
-	buf_append(carry, p, n);
-	held = screen_feed_tail_hold(s, buf_head(carry), buf_size(carry), hold);
-	buf_consume(carry, buf_size(carry) - held);
-}
-
 /* What a Keyframe's sync does: feeds what was held back. */
 static void feed_carry(struct screen *s, struct buf *carry)
 {
@@ -163,7 +150,7 @@ static void check_held(const struct buf *in, unsigned cols, unsigned rows, size_
 		size_t n = buf_size(in) - off < chunk ? buf_size(in) - off : chunk;
 
 		if (hold)
-			feed_held(s, &carry, buf_head(in) + off, n, hold);
+			screen_feed_carried(s, &carry, buf_head(in) + off, n, hold);
 		else
 			screen_feed_tail(s, buf_head(in) + off, n);
 		/* What the tail keeps between batches is storage only: letting
