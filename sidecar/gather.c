@@ -9,6 +9,7 @@ void gather_init(struct gather *g, gather_emit_fn *emit, void *user)
 	g->last_read_us = 0;
 	g->held_since_us = 0;
 	g->input_us = 0;
+	g->answered = 0;
 	g->emit = emit;
 	g->user = user;
 }
@@ -44,6 +45,7 @@ void gather_flush(struct gather *g)
 void gather_input(struct gather *g, int64_t now_us)
 {
 	g->input_us = now_us ? now_us : 1;
+	g->answered = 0;
 }
 
 void gather_trim(struct gather *g)
@@ -52,17 +54,27 @@ void gather_trim(struct gather *g)
 		buf_free(&g->held);
 }
 
+/* Whether a read at now_us belongs to the program's answer to its last
+   input. */
+static bool answers_input(const struct gather *g, int64_t now_us)
+{
+	return g->input_us && now_us - g->input_us < GATHER_AFTER_INPUT_US &&
+	       g->answered < GATHER_ANSWER_MAX;
+}
+
 static bool continues_stream(const struct gather *g, int64_t now_us)
 {
-	if (g->input_us && now_us - g->input_us < GATHER_AFTER_INPUT_US)
-		return false;
 	return g->last_read_us && now_us - g->last_read_us < GATHER_STREAM_US;
 }
 
 int64_t gather_take(struct gather *g, const uint8_t *p, size_t n, int64_t now_us)
 {
-	bool stream = continues_stream(g, now_us);
+	bool answer = answers_input(g, now_us);
+	bool stream = !answer && continues_stream(g, now_us);
 	int64_t left;
+
+	if (answer)
+		g->answered += n;
 
 	g->last_read_us = now_us ? now_us : 1;
 	if (buf_size(&g->held) + n > GATHER_MAX)

@@ -9,10 +9,12 @@
    (ls -lR, a build, a TUI) would otherwise go out as 2-4 KiB frames that
    compress poorly and cost the most per byte.
 
-   The first output after a pause always goes at once, and so does all
-   output for GATHER_AFTER_INPUT_US after the program got input (a
-   keystroke's echo, a command's answer, a TUI's redraw for the key may
-   come in several reads, behind what the program was writing anyway).
+   The first output after a pause always goes at once, and so does the
+   output of the GATHER_AFTER_INPUT_US after the program got input, up to
+   GATHER_ANSWER_MAX bytes (a keystroke's echo, a command's answer, a
+   TUI's redraw for the key may come in several reads, behind what the
+   program was writing anyway). Past that much it is a flood that the
+   input started (`ls -lR` and Enter), and its reads are a stream.
    Only a read that follows the previous one closely (GATHER_STREAM_US)
    is held, until GATHER_MIN bytes are held or GATHER_WAIT_US passed
    since the first of them; the caller's timer flushes at that deadline.
@@ -35,8 +37,12 @@
 #define GATHER_WAIT_US 5000
 /* A read this soon after the previous one continues a stream. */
 #define GATHER_STREAM_US 2000
-/* After input, reads go at once for this long. */
+/* After input, reads go at once for this long... */
 #define GATHER_AFTER_INPUT_US 20000
+/* ...until this much went: a full redraw of a 120x30 screen in colour
+   fits; 64 KiB let the first 20 ms of a fast `ls -lR` go out in frames
+   of a few hundred bytes, 1-2 KiB on average. */
+#define GATHER_ANSWER_MAX (16u << 10)
 /* No emitted span is longer (one Output frame's most). */
 #define GATHER_MAX (64u << 10)
 
@@ -47,6 +53,7 @@ struct gather {
 	int64_t last_read_us;  /* 0: no stream (never read) */
 	int64_t held_since_us; /* when the first held byte was read */
 	int64_t input_us;      /* when the program last got input (0: never) */
+	size_t answered;       /* bytes that went at once since that input */
 	gather_emit_fn *emit;
 	void *user;
 };

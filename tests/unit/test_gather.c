@@ -149,12 +149,43 @@ static void test_output_after_input_goes_at_once(void **state)
 	assert_int_equal(f->k.n, 2);
 	assert_int_equal(f->k.spans[1], 4097);
 	/* The stream goes on: every read goes at once while the answer may
-	   still be coming, then the stream is gathered again. */
+	   still be coming (its bytes within GATHER_ANSWER_MAX), then the
+	   stream is gathered again. */
 	for (; t + 100 < T0 + 150 + GATHER_AFTER_INPUT_US; t += 100)
-		assert_int_equal(take(f, 100, t + 100), 0);
+		assert_int_equal(take(f, 50, t + 100), 0);
+	assert_true(f->g.answered < GATHER_ANSWER_MAX);
 	assert_int_equal(buf_size(&f->k.out), f->fed);
 	assert_true(take(f, 100, T0 + 150 + GATHER_AFTER_INPUT_US) > 0);
 	gather_flush(&f->g);
+	assert_emitted(f, f->fed);
+}
+
+/* `ls -lR` and Enter: the flood the input started goes at once only
+   up to GATHER_ANSWER_MAX; after that its reads are joined as any
+   stream's, though the input was only a moment ago. */
+static void test_a_flood_after_input_is_joined_past_the_answer(void **state)
+{
+	struct fixture *f = *state;
+	int64_t t = T0;
+	int at_once;
+
+	gather_input(&f->g, t);
+	for (size_t sent = 0; sent < GATHER_ANSWER_MAX; sent += 4096)
+		assert_int_equal(take(f, 4096, t += 100), 0);
+	at_once = f->k.n;
+	assert_int_equal(at_once, GATHER_ANSWER_MAX / 4096);
+	/* Still well within GATHER_AFTER_INPUT_US of the input. */
+	for (size_t held = 0; held + 4096 < GATHER_MIN; held += 4096)
+		assert_true(take(f, 4096, t += 100) > 0);
+	assert_int_equal(f->k.n, at_once);
+	assert_true(t - T0 < GATHER_AFTER_INPUT_US / 2);
+	assert_int_equal(take(f, 4096, t += 100), 0);
+	assert_int_equal(f->k.n, at_once + 1);
+	assert_int_equal(f->k.spans[at_once], GATHER_MIN);
+	/* The next input opens a new answer. */
+	gather_input(&f->g, t += 100);
+	assert_int_equal(take(f, 10, t += 100), 0);
+	assert_int_equal(f->k.n, at_once + 2);
 	assert_emitted(f, f->fed);
 }
 
@@ -248,6 +279,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_the_deadline_flushes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_output_after_input_goes_at_once, setup,
 					    teardown),
+	    cmocka_unit_test_setup_teardown(
+		test_a_flood_after_input_is_joined_past_the_answer, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_spans_never_pass_the_maximum, setup,
 					    teardown),
 	    cmocka_unit_test_setup_teardown(
