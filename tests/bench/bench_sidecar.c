@@ -10,7 +10,8 @@
    the clock runs from that input to the Closed frame, and every Output
    byte is counted on the link. Runs alternate; medians are reported.
    CPU per MB: the sidecar's own CPU time (its threads, not the program's
-   cat) against the plain loop's reader, both from the kernel's counters.
+   cat) against the plain loop's reader, both from the kernel's counters,
+   with the part spent in the kernel (system time) beside each.
    PTG_BENCH_WORKLOAD picks the output: hex (default), long, tui, random.
    PTG_BENCH_STATE_DIR=1 runs the sidecar with --state-dir (durable
    history sealed with a key made at start, --fsync interval:100ms, its
@@ -76,10 +77,10 @@ static void make_data(size_t bytes)
 	}
 }
 
-/* CPU seconds (user + system) of a process's own threads, and their
-   minor page faults, from /proc/PID/stat (minflt, utime and stime:
-   fields 10, 14 and 15, the times in clock ticks). */
-static double proc_cpu_s(pid_t pid, unsigned long *minflt)
+/* CPU seconds (user + system) of a process's own threads, the system
+   part of them and their minor page faults, from /proc/PID/stat (minflt,
+   utime and stime: fields 10, 14 and 15, the times in clock ticks). */
+static double proc_cpu_s(pid_t pid, double *sys_s, unsigned long *minflt)
 {
 	char path[64], line[1024], *p;
 	unsigned long ut = 0, st = 0;
@@ -94,14 +95,17 @@ static double proc_cpu_s(pid_t pid, unsigned long *minflt)
 	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %*u %*u %lu %lu",
 			 minflt, &ut, &st) != 3)
 		die("parse /proc/PID/stat");
+	*sys_s = (double)st / (double)sysconf(_SC_CLK_TCK);
 	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
 }
 
-static double self_cpu_s(void)
+/* This process's CPU seconds, and the system part of them. */
+static double self_cpu_s(double *sys_s)
 {
 	struct rusage ru;
 
 	getrusage(RUSAGE_SELF, &ru);
+	*sys_s = ru.ru_stime.tv_sec + ru.ru_stime.tv_usec / 1e6;
 	return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
 	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
@@ -402,6 +406,7 @@ int main(int argc, char **argv)
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
 	int runs = argc > 3 ? atoi(argv[3]) : 3;
 	double plain[16], side[16], ratio[16], pcpu[16], scpu[16], ps, ss, c0;
+	double sys0, sys1, psys;
 	unsigned long f0, f1;
 	struct client c;
 	unsigned frames;
@@ -421,18 +426,21 @@ int main(int argc, char **argv)
 	idle_sessions(&c, sidecar_pid);
 	run_plain(&got); /* untimed: warms the page cache for the data file */
 	for (int i = 0; i < runs; i++) {
-		c0 = self_cpu_s();
+		c0 = self_cpu_s(&sys0);
 		plain[i] = run_plain(&got);
-		pcpu[i] = (self_cpu_s() - c0) * 1e3 / (got / 1e6);
+		pcpu[i] = (self_cpu_s(&sys1) - c0) * 1e3 / (got / 1e6);
+		psys = (sys1 - sys0) * 1e3 / (got / 1e6);
 		ps = got / plain[i] / 1e6;
-		c0 = proc_cpu_s(sidecar_pid, &f0);
+		c0 = proc_cpu_s(sidecar_pid, &sys0, &f0);
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
-		scpu[i] = (proc_cpu_s(sidecar_pid, &f1) - c0) * 1e3 / (got / 1e6);
+		scpu[i] = (proc_cpu_s(sidecar_pid, &sys1, &f1) - c0) * 1e3 / (got / 1e6);
 		ss = got / side[i] / 1e6;
-		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB, sidecar %.1f MB/s "
-		       "%.2f ms CPU/MB %.0f page faults/MB, ratio %.2f (%zu bytes in %u "
-		       "Output frames, %.1f KiB each)\n",
-		       i + 1, ps, pcpu[i], ss, scpu[i], (double)(f1 - f0) / (got / 1e6),
+		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB (%.2f in the kernel), "
+		       "sidecar %.1f MB/s "
+		       "%.2f ms CPU/MB (%.2f in the kernel) %.0f page faults/MB, ratio "
+		       "%.2f (%zu bytes in %u Output frames, %.1f KiB each)\n",
+		       i + 1, ps, pcpu[i], psys, ss, scpu[i],
+		       (sys1 - sys0) * 1e3 / (got / 1e6), (double)(f1 - f0) / (got / 1e6),
 		       ss / ps, got, frames, got / 1024.0 / (frames ? frames : 1));
 		plain[i] = ps;
 		side[i] = ss;

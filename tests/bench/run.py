@@ -737,12 +737,16 @@ class Suite:
         res = {}
         try:
             marks = {k: len(c.output) for k, c in clients.items()}
+            fmarks = {k: len(c.frames) for k, c in clients.items()}
             await clients[kinds[0] or "plain"].type("go")
             for k, c in clients.items():
                 await c.wait_output("PTG-BENCH-END", since=marks[k], timeout=300)
                 out = c.output.find(b"PTG-BENCH-END", marks[k]) - marks[k]
                 res["%s.wire_per_output_byte" % k] = wire[k][0] / out
                 res["%s.output_bytes" % k] = out
+                res["%s.output_frame_kib" % k] = out / 1024 / max(1, sum(
+                    1 for f in c.frames[fmarks[k]:]
+                    if (f.get("payload") or {}).get("kind") == "Output"))
                 res["%s.lagged" % k] = sum(1 for f in c.frames if f.get("op") == "Error"
                                            or (f.get("payload") or {}).get("code") == "PTY_OUTPUT_LAGGED")
         finally:
