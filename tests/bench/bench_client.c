@@ -373,12 +373,25 @@ static int mode_echo(const char *sid, size_t samples)
 	struct echo e = {.lat = calloc(samples, sizeof(double)), .max = samples};
 	struct bws c = {.decode = true, .user = &e};
 
+	double gw0, sc0, me0;
+
 	open_terminal(&c, sid);
 	c.on_frame = echo_frame;
+	gw0 = cpu_seconds(gateway_pid);
+	sc0 = cpu_seconds(sidecar_pid);
+	me0 = cpu_seconds(getpid());
 	bws_input(&c, "s", 1);
 	if (!bws_run(echo_done, &c, 600) || e.n < samples)
 		die("echo samples did not all come back");
 	percentiles("echo.us", e.lat, e.n, 1e6, 0.010);
+	/* CPU per keystroke, the round trip's work in each process (clock
+	   ticks: 10 ms over some 10,000 keys, 1 us of resolution). */
+	gw0 = (cpu_seconds(gateway_pid) - gw0) * 1e6 / e.n;
+	sc0 = (cpu_seconds(sidecar_pid) - sc0) * 1e6 / e.n;
+	result("echo.gateway_cpu_us", gw0);
+	result("echo.sidecar_cpu_us", sc0);
+	result("echo.daemons_cpu_us", gw0 + sc0);
+	result("echo.client_cpu_us", (cpu_seconds(getpid()) - me0) * 1e6 / e.n);
 	bws_close(&c);
 	return 0;
 }

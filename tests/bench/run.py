@@ -174,6 +174,15 @@ class Nginx:
             raise RuntimeError(str(e))
         return self
 
+    def worker_pid(self):
+        """The worker's pid (the master's one child), 0 when unknown."""
+        pid = self.nginx.proc.pid
+        try:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                return int((f.read().split() or ["0"])[0])
+        except OSError:
+            return 0
+
     def stop(self):
         self.nginx.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
@@ -314,8 +323,13 @@ class Suite:
             if nginx:
                 proxy = Nginx(port).start()
                 port = proxy.port
+            # Each process's CPU: the reference as the "gateway", nginx's
+            # worker (its master's one child) as the "sidecar".
             cmd = [CLIENT, "--gateway", "127.0.0.1:%d" % port,
-                   "--gateway-pid", str(server.pid)] + [str(a) for a in argv]
+                   "--gateway-pid", str(server.pid)]
+            if nginx:
+                cmd += ["--sidecar-pid", str(proxy.worker_pid())]
+            cmd += [str(a) for a in argv]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             res = self.client_results(proc, argv, label=("nginx-" + argv[0]) if nginx else None)
             if nginx and not res:
@@ -474,7 +488,8 @@ class Suite:
             res = self.client_results(self.client_start("echo", sid, n, env=env), ("echo",),
                                       label="deflate-echo" if deflate else None)
             self.keep("deflate." if deflate else "", res,
-                      ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms"])
+                      ["echo.us.p50", "echo.us.p99", "echo.us.max", "echo.us.over10ms",
+                       "echo.gateway_cpu_us", "echo.sidecar_cpu_us", "echo.daemons_cpu_us"])
             self.drop(sid)
 
     def echo_beside_flood(self, n):
@@ -514,7 +529,7 @@ class Suite:
         if harness.nginx_binary():
             self.keep("nginx.", self.onehop(script, "onehop-echo", n, nginx=True),
                       ["onehop.echo.us.p50", "onehop.echo.us.p99", "onehop.echo.us.max",
-                       "onehop.echo.us.over10ms"])
+                       "onehop.echo.us.over10ms", "onehop.echo.daemons_cpu_us"])
         elif not getattr(self, "_nginx_noted", False):
             self._nginx_noted = True
             note("nginx is not installed: the echo anchor \"one-hop reference behind nginx\" "
@@ -874,6 +889,10 @@ class Suite:
             row("echo samples over 10 ms (of %d) vs the one-hop reference behind nginx"
                 % self.args.echo_samples, "echo.us.over10ms", "nginx.onehop.echo.us.over10ms",
                 digits=0)
+            row("  CPU per keystroke of the two daemons, the gateway and the sidecar (us); "
+                "baseline nginx's worker and the one-hop reference",
+                "echo.daemons_cpu_us", "nginx.onehop.echo.daemons_cpu_us", digits=0)
+            row("    of which the gateway's (us)", "echo.gateway_cpu_us", digits=0)
         elif self.stat("echo.us.p50") and not self.args.from_log:
             rows.append("| echo vs the one-hop reference behind nginx | - | %s | - |"
                         % ("skipped: nginx is not installed (scripts/install-deps.sh installs "
