@@ -372,8 +372,7 @@ static int mode_echo(const char *sid, size_t samples)
 {
 	struct echo e = {.lat = calloc(samples, sizeof(double)), .max = samples};
 	struct bws c = {.decode = true, .user = &e};
-
-	double gw0, sc0, me0;
+	double gw0, sc0, me0, gw_us, sc_us;
 
 	open_terminal(&c, sid);
 	c.on_frame = echo_frame;
@@ -386,11 +385,11 @@ static int mode_echo(const char *sid, size_t samples)
 	percentiles("echo.us", e.lat, e.n, 1e6, 0.010);
 	/* CPU per keystroke, the round trip's work in each process (clock
 	   ticks: 10 ms over some 10,000 keys, 1 us of resolution). */
-	gw0 = (cpu_seconds(gateway_pid) - gw0) * 1e6 / e.n;
-	sc0 = (cpu_seconds(sidecar_pid) - sc0) * 1e6 / e.n;
-	result("echo.gateway_cpu_us", gw0);
-	result("echo.sidecar_cpu_us", sc0);
-	result("echo.daemons_cpu_us", gw0 + sc0);
+	gw_us = (cpu_seconds(gateway_pid) - gw0) * 1e6 / e.n;
+	sc_us = (cpu_seconds(sidecar_pid) - sc0) * 1e6 / e.n;
+	result("echo.gateway_cpu_us", gw_us);
+	result("echo.sidecar_cpu_us", sc_us);
+	result("echo.daemons_cpu_us", gw_us + sc_us);
 	result("echo.client_cpu_us", (cpu_seconds(getpid()) - me0) * 1e6 / e.n);
 	bws_close(&c);
 	return 0;
