@@ -21,10 +21,11 @@
 /* ---- what the test reads of ws.c, which it includes ---- */
 
 /* True when wslay's state is released (between frames, nothing queued,
-   not closing): what an idle connection costs is then struct ws only. */
+   not closing): what an idle connection costs is then struct ws only,
+   but for the one connection whose state is kept for its next message. */
 static bool ws_at_rest(const struct ws *ws)
 {
-	return ws->ctx == NULL;
+	return ws->ctx == NULL || kept == ws;
 }
 
 /* The code of the close this side sent, or 1006 (none yet). */
@@ -617,6 +618,53 @@ static void check_header(size_t len, size_t hl, const uint8_t *want)
 	free(payload);
 }
 
+/* A connection that sends message after message keeps its wslay state
+   (making it again was a quarter of a keystroke's work); one that comes
+   to rest frees the state another kept, so at most one is held at rest,
+   never one in use. */
+static void test_one_state_kept_at_rest(void **state)
+{
+	struct buf in = BUF_INIT, partial = BUF_INIT;
+	struct rec a, b;
+	wslay_event_context_ptr first;
+
+	rec_init(&a);
+	rec_init(&b);
+	cframe(&in, 1, OP_TEXT, "key", 3);
+	assert_int_equal(feed(&a, &in, false), 0);
+	first = a.ws->ctx;
+	assert_non_null(first);
+	assert_true(ws_at_rest(a.ws));
+	assert_int_equal(feed(&a, &in, false), 0);
+	assert_ptr_equal(a.ws->ctx, first); /* the same state, not made anew */
+	assert_int_equal(a.ntext, 2);
+
+	assert_int_equal(feed(&b, &in, false), 0); /* b at rest: a's state goes */
+	assert_null(a.ws->ctx);
+	assert_non_null(b.ws->ctx);
+
+	/* a in the middle of a frame: b coming to rest must not free a's. */
+	cframe(&partial, 1, OP_TEXT, "hello", 5);
+	assert_int_equal(ws_feed(a.ws, buf_head(&partial), 3), 0);
+	assert_false(ws_at_rest(a.ws));
+	assert_int_equal(feed(&b, &in, false), 0);
+	assert_non_null(a.ws->ctx);
+	assert_int_equal(ws_feed(a.ws, buf_head(&partial) + 3, buf_size(&partial) - 3),
+			 0);
+	assert_int_equal(a.ntext, 3);
+	assert_memory_equal(buf_head(&a.text), "hello", 5);
+	assert_null(b.ws->ctx); /* a came to rest last */
+
+	/* The kept connection goes away: nothing is freed twice after. */
+	rec_free(&a);
+	assert_int_equal(feed(&b, &in, false), 0);
+	assert_true(ws_at_rest(b.ws));
+	assert_int_equal(b.ntext, 3);
+	buf_free(&in);
+	buf_free(&partial);
+	rec_free(&b);
+}
+
 /* wslay's state exists only while needed: an idle connection holds none
    (memory per idle connection), and what spans frames (a
    fragmented message, the message size limit) survives its release. */
@@ -991,6 +1039,7 @@ int main(void)
 	    cmocka_unit_test(test_server_close_then_peer),
 	    cmocka_unit_test(test_close_in_callback),
 	    cmocka_unit_test(test_rest_between_frames),
+	    cmocka_unit_test(test_one_state_kept_at_rest),
 	    cmocka_unit_test(test_wsframe),
 	    cmocka_unit_test(test_deflate_receive),
 	    cmocka_unit_test(test_deflate_bomb),
