@@ -773,9 +773,12 @@ struct gateway *gateway_new(struct gw_config *cfg)
 	fill_client_hosts(gw);
 	gw->registry = registry_new(&gw->registry_host);
 	gw->routes_host.registry = gw->registry;
+	/* The signals (start_loop) before any listener: once a port
+	   answers, a SIGTERM is the orderly goodbye, never the default
+	   action's kill. */
 	if (!gw->registry || start_fleet(gw) < 0 || load_keys(gw) < 0 ||
-	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_http(gw) < 0 ||
-	    start_fleet_http(gw) < 0 || start_links(gw) < 0 || start_loop(gw) < 0) {
+	    load_instances(gw) < 0 || fit_fd_limit(gw) < 0 || start_loop(gw) < 0 ||
+	    start_http(gw) < 0 || start_fleet_http(gw) < 0 || start_links(gw) < 0) {
 		gateway_free(gw);
 		return NULL;
 	}

@@ -4,7 +4,8 @@
 set -eu
 
 # stress-ng keeps the cores busy while the tests run, to show that none of
-# them depends on how the machine schedules it (docs/testing.md, "Tests under load").
+# them depends on how the machine schedules it (docs/testing.md, "Tests under load");
+# strace holds a daemon inside a system call where a test needs it there.
 PACKAGES="
   build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
@@ -14,7 +15,7 @@ PACKAGES="
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs node-ws chromium
   man-db dpkg-dev systemd
-  stress-ng
+  stress-ng strace
   tmux zsh
   etcd-server etcd-client
   haproxy

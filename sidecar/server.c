@@ -338,6 +338,17 @@ struct server *server_new(const struct sidecar_config *cfg)
 		return NULL;
 	}
 	srv->tick = ev_timer_new(srv->loop, 1000, 1000, on_tick, srv);
+	/* The signals before the socket: once it exists, a SIGTERM (a
+	   service manager's stop) is an orderly one, never the default
+	   action's kill. */
+	if (ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGTERM, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGINT, on_stop, srv) < 0 ||
+	    ev_signal_add(srv->loop, SIGPIPE, NULL, NULL) < 0) {
+		log_error(NULL, "cannot take the signals: %s", strerror(errno));
+		server_free(srv);
+		return NULL;
+	}
 	/* Listening last: a gateway that can connect finds the state
 	   directory tightened and the sessions restored. */
 	if (cfg->listen_given && open_listener(srv) < 0) {
@@ -348,14 +359,6 @@ struct server *server_new(const struct sidecar_config *cfg)
 	    !(srv->listen_io =
 		  ev_io_new(srv->loop, srv->listen_fd, EV_READ, on_accept, srv))) {
 		log_error(NULL, "cannot watch the listener: %s", strerror(errno));
-		server_free(srv);
-		return NULL;
-	}
-	if (ev_signal_add(srv->loop, SIGCHLD, on_sigchld, srv) < 0 ||
-	    ev_signal_add(srv->loop, SIGTERM, on_stop, srv) < 0 ||
-	    ev_signal_add(srv->loop, SIGINT, on_stop, srv) < 0 ||
-	    ev_signal_add(srv->loop, SIGPIPE, NULL, NULL) < 0) {
-		log_error(NULL, "cannot take the signals: %s", strerror(errno));
 		server_free(srv);
 		return NULL;
 	}

@@ -1,0 +1,96 @@
+"""A SIGTERM that comes as soon as a daemon listens (a service manager
+stopping what it just started, a test that waited for the port) is an
+orderly stop: exit status 0, not the default action's kill. Each daemon
+takes its signals before it opens a listener.
+
+strace holds the daemon in its first listen() for a few seconds (a delay
+injected on the call's entry), so the signal lands inside the window
+deterministically, on any machine: the code before the fix, which took
+its signals after listening, died of it in every run."""
+import os
+import platform
+import signal
+import shutil
+import subprocess
+import time
+import unittest
+
+import harness
+
+HOLD_US = 2000000  # how long strace keeps the daemon inside listen()
+TIMEOUT = 30
+LISTEN_NR = {"x86_64": 50, "aarch64": 201}  # __NR_listen
+
+
+def child_of(pid):
+    """The one child of pid (strace's tracee), or 0 while there is none."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            kids = f.read().split()
+    except OSError:
+        return 0
+    return int(kids[0]) if kids else 0
+
+
+def in_syscall(pid, nr):
+    """True while pid is stopped in system call nr (/proc/PID/syscall)."""
+    try:
+        with open("/proc/%d/syscall" % pid) as f:
+            return f.read().split()[0] == str(nr)
+    except (OSError, IndexError):
+        return False
+
+
+@unittest.skipUnless(shutil.which("strace"), "strace is not installed "
+                     "(scripts/install-deps.sh installs it)")
+@unittest.skipUnless(platform.machine() in LISTEN_NR,
+                     "listen()'s system call number is known for x86_64 and aarch64 only")
+class StopAtStart(unittest.TestCase):
+
+    def setUp(self):
+        self.stack = harness.Stack()
+        self.addCleanup(self.stack.cleanup)
+
+    def stop_while_listening(self, argv):
+        """Runs argv under strace, held in its first listen(); sends the
+        daemon SIGTERM there; returns its exit status and output."""
+        nr = LISTEN_NR[platform.machine()]
+        log = os.path.join(self.stack.dir, "held.log")
+        # LeakSanitizer stops the world with ptrace, which strace holds.
+        env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0")
+        with open(log, "wb") as out:
+            tracer = subprocess.Popen(
+                ["strace", "-qq", "-o", "/dev/null", "-e", "trace=listen",
+                 "-e", "inject=listen:delay_enter=%d:when=1" % HOLD_US] + argv,
+                stdout=out, stderr=subprocess.STDOUT, env=env)
+        try:
+            deadline = time.monotonic() + TIMEOUT
+            daemon = 0
+            while time.monotonic() < deadline and tracer.poll() is None:
+                daemon = daemon or child_of(tracer.pid)
+                if daemon and in_syscall(daemon, nr):
+                    break
+                time.sleep(0.01)
+            self.assertTrue(daemon and in_syscall(daemon, nr),
+                            "the daemon never reached listen()")
+            os.kill(daemon, signal.SIGTERM)
+            rc = tracer.wait(timeout=TIMEOUT)
+        finally:
+            if tracer.poll() is None:
+                tracer.kill()
+                tracer.wait()
+        with open(log, errors="replace") as f:
+            return rc, f.read()
+
+    def test_sidecar(self):
+        rc, out = self.stop_while_listening(self.stack.sidecar.argv)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("shutting down", out)
+
+    def test_gateway(self):
+        rc, out = self.stop_while_listening(self.stack.gateway.argv)
+        self.assertEqual(rc, 0, out)
+
+
+if __name__ == "__main__":
+    unittest.main()
