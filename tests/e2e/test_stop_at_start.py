@@ -22,23 +22,48 @@ TIMEOUT = 30
 LISTEN_NR = {"x86_64": 50, "aarch64": 201}  # __NR_listen
 
 
-def child_of(pid):
-    """The one child of pid (strace's tracee), or 0 while there is none."""
+def child_running(pid, binary):
+    """The child of pid that runs binary (strace's tracee), or 0. strace
+    forks short-lived children of its own first, to test what ptrace
+    can do: only the one running the daemon's binary counts."""
     try:
         with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            kids = f.read().split()
+            kids = [int(k) for k in f.read().split()]
     except OSError:
         return 0
-    return int(kids[0]) if kids else 0
+    for kid in kids:
+        try:
+            if os.readlink("/proc/%d/exe" % kid) == os.path.realpath(binary):
+                return kid
+        except OSError:
+            pass
+    return 0
 
 
 def in_syscall(pid, nr):
-    """True while pid is stopped in system call nr (/proc/PID/syscall)."""
+    """True while a thread of pid is stopped in system call nr
+    (/proc/PID/task/TID/syscall)."""
     try:
-        with open("/proc/%d/syscall" % pid) as f:
-            return f.read().split()[0] == str(nr)
-    except (OSError, IndexError):
+        tids = os.listdir("/proc/%d/task" % pid)
+    except OSError:
         return False
+    for tid in tids:
+        try:
+            with open("/proc/%d/task/%s/syscall" % (pid, tid)) as f:
+                if f.read().split()[0] == str(nr):
+                    return True
+        except (OSError, IndexError):
+            pass
+    return False
+
+
+def status(pid):
+    """What /proc says of pid, for a failure's message."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return " ".join(line.strip() for line in f if line.startswith(("State", "Threads")))
+    except OSError:
+        return "gone"
 
 
 @unittest.skipUnless(shutil.which("strace"), "strace is not installed "
@@ -67,12 +92,15 @@ class StopAtStart(unittest.TestCase):
             deadline = time.monotonic() + TIMEOUT
             daemon = 0
             while time.monotonic() < deadline and tracer.poll() is None:
-                daemon = daemon or child_of(tracer.pid)
+                daemon = child_running(tracer.pid, argv[0])
                 if daemon and in_syscall(daemon, nr):
                     break
                 time.sleep(0.01)
-            self.assertTrue(daemon and in_syscall(daemon, nr),
-                            "the daemon never reached listen()")
+            if not (daemon and in_syscall(daemon, nr)):
+                with open(log, errors="replace") as f:
+                    self.fail("the daemon (pid %d: %s; strace %s) was not seen in "
+                              "listen() in %d s: %s" % (daemon, status(daemon),
+                                                         tracer.poll(), TIMEOUT, f.read()))
             os.kill(daemon, signal.SIGTERM)
             rc = tracer.wait(timeout=TIMEOUT)
         finally:
