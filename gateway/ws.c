@@ -48,9 +48,9 @@ enum seg_kind {
 /* wslay's contexts cost about 8.5 KiB per connection (a 4 KiB frame
    input buffer among them), and an idle terminal connection needs none
    of it: ctx exists only from the first byte of input or a control frame
-   to send until the connection is at rest again (rest). Every
-   received frame is a malloc and free more, negligible next to the
-   frame's own work. */
+   to send until the connection is at rest again (rest), and for the
+   one connection that came to rest last (`kept`, below), so that one
+   sending message after message does not make it anew each time. */
 struct ws {
 	wslay_event_context_ptr ctx; /* NULL at rest, unless this is `kept` */
 	size_t max_message;
