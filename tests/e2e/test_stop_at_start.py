@@ -105,6 +105,11 @@ class StopAtStart(unittest.TestCase):
             rc = tracer.wait(timeout=TIMEOUT)
         finally:
             if tracer.poll() is None:
+                # strace killed leaves its tracee running: the daemon
+                # goes first, by its pid.
+                left = child_running(tracer.pid, argv[0])
+                if left:
+                    os.kill(left, signal.SIGKILL)
                 tracer.kill()
                 tracer.wait()
         with open(log, errors="replace") as f:
