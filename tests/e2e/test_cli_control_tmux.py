@@ -26,15 +26,17 @@ class CliControlApproval(unittest.IsolatedAsyncioTestCase):
             self.skipTest("ptygate CLI not built")
         self.stack = harness.Stack().start()
         self.addCleanup(harness.stop_stack, self.stack)
-        self.sock = "ptg-cc-%d-%d" % (os.getpid(), int(time.monotonic() * 1000))
+        # The server's socket in the stack's own directory, removed with it
+        # (tmux leaves a socket file behind in /tmp/tmux-UID otherwise).
+        self.sock = os.path.join(self.stack.dir, "tmux.sock")
         self.addCleanup(self.tmux_quiet, "kill-server")
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null", *args],
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null", *args],
                               capture_output=True, text=True, timeout=10, check=True).stdout
 
     def tmux_quiet(self, *args):
-        subprocess.run(["tmux", "-L", self.sock, *args], capture_output=True, timeout=10)
+        subprocess.run(["tmux", "-S", self.sock, *args], capture_output=True, timeout=10)
 
     async def wait_screen(self, pattern, timeout=TIMEOUT):
         rx = re.compile(pattern, re.M)
