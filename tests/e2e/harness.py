@@ -243,6 +243,25 @@ def find_binary(env, name):
     return max(found, key=os.path.getmtime)
 
 
+class Tmux:
+    """A private tmux server for a test: its socket in directory (a
+    stack's own, removed with it; tmux -L would leave the socket file in
+    /tmp/tmux-UID), no configuration file read."""
+
+    def __init__(self, directory):
+        self.sock = os.path.join(directory, "tmux.sock")
+
+    def __call__(self, *args):
+        """Runs a tmux command; its output, or CalledProcessError."""
+        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null", *args],
+                              capture_output=True, text=True, timeout=10, check=True).stdout
+
+    def stop(self):
+        """Ends the server, if it runs (for addCleanup)."""
+        subprocess.run(["tmux", "-S", self.sock, "kill-server"], capture_output=True,
+                       timeout=10)
+
+
 def cli_binary():
     """The ptygate CLI, or None when it is not built."""
     try:

@@ -5,7 +5,6 @@ the screen intact with nothing lost or doubled."""
 import os
 import re
 import shutil
-import subprocess
 import time
 import unittest
 
@@ -20,17 +19,8 @@ class AttachInTmux(unittest.TestCase):
     def setUp(self):
         self.stack = harness.Stack().start()
         self.addCleanup(harness.stop_stack, self.stack)
-        # The server's socket in the stack's own directory, removed with it
-        # (tmux leaves a socket file behind in /tmp/tmux-UID otherwise).
-        self.sock = os.path.join(self.stack.dir, "tmux.sock")
-        self.addCleanup(self.tmux_quiet, "kill-server")
-
-    def tmux(self, *args):
-        return subprocess.run(["tmux", "-S", self.sock, "-f", "/dev/null", *args],
-                              capture_output=True, text=True, timeout=10, check=True).stdout
-
-    def tmux_quiet(self, *args):
-        subprocess.run(["tmux", "-S", self.sock, *args], capture_output=True, timeout=10)
+        self.tmux = harness.Tmux(self.stack.dir)
+        self.addCleanup(self.tmux.stop)
 
     # capture-pane drops trailing blanks: the prompt "$ " reads "$".
     def screen(self):
