@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_proc.h"
 #include "bench_ws.h"
 
 #define MARKER "PTG-BENCH-END"
@@ -98,42 +99,12 @@ static void percentiles(const char *name, double *v, size_t n, double scale, dou
 	}
 }
 
+/* pid's CPU seconds, 0 when /proc does not tell (no such pid given). */
 static double cpu_seconds(long pid)
 {
-	char path[64], line[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
+	struct bench_proc st;
 
-	if (pid <= 0)
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%ld/stat", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return 0;
-	p = fgets(line, sizeof(line), f) ? strrchr(line, ')') : NULL;
-	fclose(f);
-	/* After "(comm)": state is field 3; utime and stime are 14 and 15. */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu",
-			 &ut, &st) != 2)
-		return 0;
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static long rss_kib(long pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%ld/status", pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
+	return bench_proc_read(pid, &st) == 0 ? st.cpu_s : 0;
 }
 
 static void die(const char *what)
@@ -629,14 +600,14 @@ static int mode_memory(size_t n, size_t per, char **sids, size_t nsids)
 
 	if (gateway_pid <= 0 || (n + per - 1) / per > nsids)
 		die("memory needs --gateway-pid and enough sessions");
-	before = rss_kib(gateway_pid);
+	before = bench_proc_rss_kib(gateway_pid);
 	open_all(&g, sids, per, true, 16);
 	for (size_t i = 0; i < n; i++)
 		bws_join(&g.c[i], "observer", -1);
 	if (!bws_run(all_keyframe, &g, 300))
 		die("joins did not all get their Keyframe in 300 s");
 	sleep(1);
-	after = rss_kib(gateway_pid);
+	after = bench_proc_rss_kib(gateway_pid);
 	result("memory.connections", (double)n);
 	result("memory.joined", (double)joined(&g));
 	result("memory.dead", (double)count_dead(&g));

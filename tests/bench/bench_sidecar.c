@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "bench_data.h"
+#include "bench_proc.h"
 #include "buf.h"
 #include "link.h"
 
@@ -78,25 +79,16 @@ static void make_data(size_t bytes)
 }
 
 /* CPU seconds (user + system) of a process's own threads, the system
-   part of them and their minor page faults, from /proc/PID/stat (minflt,
-   utime and stime: fields 10, 14 and 15, the times in clock ticks). */
+   part of them and their minor page faults. */
 static double proc_cpu_s(pid_t pid, double *sys_s, unsigned long *minflt)
 {
-	char path[64], line[1024], *p;
-	unsigned long ut = 0, st = 0;
-	FILE *f;
+	struct bench_proc st;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	f = fopen(path, "r");
-	if (!f || !fgets(line, sizeof(line), f))
+	if (bench_proc_read(pid, &st) < 0)
 		die("read /proc/PID/stat");
-	fclose(f);
-	p = strrchr(line, ')'); /* the command name may hold spaces */
-	if (!p || sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %lu %*u %*u %*u %lu %lu",
-			 minflt, &ut, &st) != 3)
-		die("parse /proc/PID/stat");
-	*sys_s = (double)st / (double)sysconf(_SC_CLK_TCK);
-	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+	*sys_s = st.sys_s;
+	*minflt = st.minflt;
+	return st.cpu_s;
 }
 
 /* This process's CPU seconds, and the system part of them. */
@@ -291,34 +283,18 @@ static int cmp_double(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-static long rss_kib(pid_t pid)
-{
-	char path[64], line[256];
-	long kib = -1;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "VmRSS: %ld", &kib) == 1)
-			break;
-	fclose(f);
-	return kib;
-}
-
 static void idle_sessions(struct client *c, pid_t sidecar)
 {
 	char *argv[] = {"sleep", "600"};
-	long before = rss_kib(sidecar);
+	long before = bench_proc_rss_kib(sidecar);
 
 	for (int i = 0; i < 100; i++)
 		free(create(c, argv, 2, 1000 + i));
 	sleep(1);
 	printf("memory: sidecar RSS %ld KiB at start, %ld KiB with 100 idle sessions "
 	       "(%.1f KiB per session)\n",
-	       before, rss_kib(sidecar), (rss_kib(sidecar) - before) / 100.0);
+	       before, bench_proc_rss_kib(sidecar),
+	       (bench_proc_rss_kib(sidecar) - before) / 100.0);
 }
 
 /* The sidecar's argv: its fixed options (11 at most) and room for
