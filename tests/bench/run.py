@@ -176,12 +176,7 @@ class Nginx:
 
     def worker_pid(self):
         """The worker's pid (the master's one child), 0 when unknown."""
-        pid = self.nginx.proc.pid
-        try:
-            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-                return int((f.read().split() or ["0"])[0])
-        except OSError:
-            return 0
+        return (harness.child_pids(self.nginx.proc.pid) or [0])[0]
 
     def stop(self):
         self.nginx.stop()

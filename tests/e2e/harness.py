@@ -243,6 +243,15 @@ def find_binary(env, name):
     return max(found, key=os.path.getmtime)
 
 
+def child_pids(pid):
+    """The pids of pid's children (its main thread's), [] when gone."""
+    try:
+        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+            return [int(k) for k in f.read().split()]
+    except OSError:
+        return []
+
+
 class Tmux:
     """A private tmux server for a test: its socket in directory (a
     stack's own, removed with it; tmux -L would leave the socket file in

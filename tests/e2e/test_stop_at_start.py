@@ -26,12 +26,7 @@ def child_running(pid, binary):
     """The child of pid that runs binary (strace's tracee), or 0. strace
     forks short-lived children of its own first, to test what ptrace
     can do: only the one running the daemon's binary counts."""
-    try:
-        with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
-            kids = [int(k) for k in f.read().split()]
-    except OSError:
-        return 0
-    for kid in kids:
+    for kid in harness.child_pids(pid):
         try:
             if os.readlink("/proc/%d/exe" % kid) == os.path.realpath(binary):
                 return kid
