@@ -5,14 +5,13 @@
    can fix it from the Error alone. Duplicate keys and unknown envelope
    fields are refused (the binding's schema has additionalProperties:
    false). */
-#include "envelope.h"
-
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "b64.h"
+#include "envelope_int.h"
 #include "timeutil.h"
 #include "uuid.h"
 #include "xalloc.h"
@@ -313,6 +312,15 @@ static int fill(struct envelope *env, struct envelope_error *err)
 int envelope_parse(const char *text, size_t len, struct envelope **out,
 		   struct envelope_error *err)
 {
+	/* A keystroke needs no tree: the plain input op is taken as it is. */
+	if (envelope_plain_input(text, len, out))
+		return 0;
+	return envelope_parse_tree(text, len, out, err);
+}
+
+int envelope_parse_tree(const char *text, size_t len, struct envelope **out,
+			struct envelope_error *err)
+{
 	struct envelope *env;
 	json_error_t jerr;
 
@@ -458,14 +466,20 @@ static size_t b64_size(const char *s, size_t n)
 	return n / 4 * 3 - (s[n - 1] == '=') - (s[n - 2] == '=');
 }
 
-int envelope_input(const struct envelope *env, struct buf *out,
-		   struct envelope_error *err)
+/* payload.data's base64 text; *s and *n borrow it. */
+static int input_data(const struct envelope *env, const char **s, size_t *n,
+		      struct envelope_error *err)
 {
 	static const char *const allowed[] = {"data", NULL};
 	json_t *obj, *v;
-	const char *s;
-	size_t n;
 
+	if (env->plain_data && env->op_kind == ENVELOPE_OP_PTY_INPUT) {
+		memcpy(err->id, env->id, sizeof(err->id));
+		err->message[0] = '\0';
+		*s = env->plain_data;
+		*n = env->plain_data_len;
+		return 0;
+	}
 	if (check_payload(env, allowed, &obj, err))
 		return -EINVAL;
 	v = json_object_get(obj, "data");
@@ -474,8 +488,19 @@ int envelope_input(const struct envelope *env, struct buf *out,
 	if (!json_is_string(v))
 		return fail(err, "field 'payload.data' must be a base64 "
 				 "string");
-	s = json_string_value(v);
-	n = json_string_length(v);
+	*s = json_string_value(v);
+	*n = json_string_length(v);
+	return 0;
+}
+
+int envelope_input(const struct envelope *env, struct buf *out,
+		   struct envelope_error *err)
+{
+	const char *s = NULL;
+	size_t n = 0;
+
+	if (input_data(env, &s, &n, err))
+		return -EINVAL;
 	/* Bound before decoding: never allocate for an oversized input. */
 	if (b64_size(s, n) > PTG_INPUT_MAX)
 		return fail(err,

@@ -70,6 +70,11 @@ struct envelope {
 	bool control_extension;	    /* ... or PTYWS_EXT_CONTROL */
 	json_t *service_parameters; /* one reference held, NULL when absent */
 	json_t *payload;	    /* borrowed; NULL when the payload is null */
+	/* The plain input op (envelope_plain.c) has no tree: root and
+	   payload are NULL, and this is its payload.data (the envelope's own
+	   copy, freed with it). NULL otherwise. */
+	const char *plain_data;
+	size_t plain_data_len;
 };
 
 struct envelope_join {

@@ -3,8 +3,10 @@
    client text frame (not required to be UTF-8: the parser must survive
    anything). Oracles beyond the sanitizers: every Error frame built from
    a refusal, and an Error whose id and message are the raw input, must
-   read back as JSON (so escaping and UTF-8 repair are sound), and an
-   accepted input never decodes past its bound.
+   read back as JSON (so escaping and UTF-8 repair are sound), an
+   accepted input never decodes past its bound, and a frame taken as the
+   plain input op without Jansson (envelope_plain.c) is one Jansson takes
+   too, with the same id and the same input bytes.
    Build by hand, e.g.:
    clang -g -O1 -fsanitize=fuzzer,address,undefined -D_GNU_SOURCE \
      -Ishared -Igateway -Ibuild/proto tests/fuzz/fuzz_envelope.c \
@@ -16,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "envelope.h"
+#include "envelope_int.h"
 #include "frames.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -69,6 +71,32 @@ static void validate(const struct envelope *env, struct buf *out)
 	buf_free(&in);
 }
 
+/* Whatever the plain input op takes, the tree takes with one meaning. */
+static void same_as_tree(const char *text, size_t len)
+{
+	struct envelope *plain, *tree = NULL;
+	struct envelope_error err;
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	int ra, rb;
+
+	if (!envelope_plain_input(text, len, &plain))
+		return;
+	if (envelope_parse_tree(text, len, &tree, &err) != 0)
+		abort();
+	if (strcmp(plain->id, tree->id) || tree->op_kind != ENVELOPE_OP_PTY_INPUT ||
+	    tree->has_replay_from || tree->has_extensions || tree->service_parameters)
+		abort();
+	ra = envelope_input(plain, &a, &err);
+	rb = envelope_input(tree, &b, &err);
+	if (ra != rb || buf_size(&a) != buf_size(&b) ||
+	    (buf_size(&a) && memcmp(buf_head(&a), buf_head(&b), buf_size(&a))))
+		abort();
+	envelope_free(plain);
+	envelope_free(tree);
+	buf_free(&a);
+	buf_free(&b);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct envelope *env;
@@ -78,6 +106,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (size > 1024 * 1024)
 		return 0;
+	same_as_tree((const char *)data, size);
 	if (envelope_parse((const char *)data, size, &env, &err) == 0) {
 		validate(env, &out);
 		envelope_free(env);

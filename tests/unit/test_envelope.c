@@ -528,6 +528,45 @@ static struct envelope *input_of(size_t n)
 	return env;
 }
 
+/* envelope_parse's answer to text against envelope_parse_tree's: both
+   refuse with one message, or both accept with one id, op and input.
+   Returns whether the plain path took it. */
+static int same_answer_as_tree(const char *text, size_t len)
+{
+	struct envelope_error e1, e2;
+	struct envelope *a = NULL, *b = NULL;
+	struct buf da = BUF_INIT, db = BUF_INIT;
+	int ra = envelope_parse(text, len, &a, &e1);
+	int rb = envelope_parse_tree(text, len, &b, &e2);
+	int plain = a && !a->root;
+
+	assert_int_equal(ra, rb);
+	if (ra) {
+		assert_string_equal(e1.message, e2.message);
+		return 0;
+	}
+	assert_string_equal(a->id, b->id);
+	assert_int_equal(a->op_kind, b->op_kind);
+	if (a->op_kind == ENVELOPE_OP_PTY_INPUT) {
+		ra = envelope_input(a, &da, &e1);
+		rb = envelope_input(b, &db, &e2);
+		assert_int_equal(ra, rb);
+		assert_int_equal(buf_size(&da), buf_size(&db));
+		if (buf_size(&da))
+			assert_memory_equal(buf_head(&da), buf_head(&db), buf_size(&da));
+		if (ra)
+			assert_string_equal(e1.message, e2.message);
+	}
+	if (plain)
+		assert_true(!b->has_replay_from && !b->has_extensions &&
+			    !b->service_parameters);
+	envelope_free(a);
+	envelope_free(b);
+	buf_free(&da);
+	buf_free(&db);
+	return plain;
+}
+
 static void test_input_size(void **state)
 {
 	struct buf data = BUF_INIT;
@@ -590,6 +629,137 @@ static void test_input_bad(void **state)
 	check_bad_input("{}", "missing field 'payload.data'");
 	check_bad_input("{\"data\":\"\",\"more\":1}", "unknown field 'payload.more'");
 	check_bad_input("null", "field 'payload' must be an object");
+}
+
+/* The input ops the clients send (the CLI's, the web page's, the load
+   client's, and with JSON's whitespace) are taken without a tree, and
+   mean what the tree says they mean. */
+static void test_plain_input_taken(void **state)
+{
+	static const char *const frames[] = {
+	    "{\"op\":\"pty.session_input\",\"id\":\"" CID "\","
+	    "\"ts\":\"2026-12-07T15:20:00.123Z\",\"payload\":{\"data\":\"bHMgLWxhCg==\"}"
+	    "}",
+	    "{\"payload\":{\"data\":\"bHMgLWxhCg==\"},\"op\":\"pty.session_input\","
+	    "\"id\":\"" CID "\"}",
+	    " {\n\t\"id\" : \"" CID "\" ,\r\n \"op\":\"pty.session_input\","
+	    "\"payload\" : { \"data\" : \"bHMgLWxhCg==\" } } \n",
+	};
+	struct envelope_error err;
+	struct envelope *plain, *tree;
+	struct buf a = BUF_INIT, b = BUF_INIT;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
+		plain = parse_ok(frames[i]);
+		assert_null(plain->root); /* no tree was built */
+		assert_int_equal(plain->op_kind, ENVELOPE_OP_PTY_INPUT);
+		assert_string_equal(plain->id, CID);
+		assert_int_equal(envelope_input(plain, &a, &err), 0);
+		assert_int_equal(buf_size(&a), 7);
+		assert_memory_equal(buf_head(&a), "ls -la\n", 7);
+		assert_int_equal(
+		    envelope_parse_tree(frames[i], strlen(frames[i]), &tree, &err), 0);
+		assert_int_equal(envelope_input(tree, &b, &err), 0);
+		assert_int_equal(buf_size(&b), 7);
+		assert_memory_equal(buf_head(&b), "ls -la\n", 7);
+		envelope_free(plain);
+		envelope_free(tree);
+		buf_reset(&a);
+		buf_reset(&b);
+	}
+	buf_free(&a);
+	buf_free(&b);
+}
+
+/* Anything past the plain shape goes to Jansson, which answers as it
+   always did: the same acceptance, the same refusal message. */
+static void test_plain_input_leaves_the_rest(void **state)
+{
+	static const char *const frames[] = {
+	    "{\"op\":\"pty.session_input\",\"id\":\"k\\u0031\",\"payload\":{\"data\":"
+	    "\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k\xc3\xa9\",\"payload\":{\"data\":"
+	    "\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"extensions\":[\"" PTYWS_EXT_PTY
+	    "\"],"
+	    "\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"replay_from\":3,"
+	    "\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"service_parameters\":{},"
+	    "\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"sequence\":1,"
+	    "\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\","
+	    "\"x\":1}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"id\":\"k2\",\"payload\":{"
+	    "\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\"},"
+	    "\"payload\":{\"data\":\"aA==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\"}}"
+	    "x",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\"},"
+	    "}",
+	    "{\"op\":\"pty.session_resize\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\"}"
+	    "}",
+	    "{\"op\":\"pty.session_input\",\"id\":7,\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"\",\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":null}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":\"Zw==}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k\t1\",\"payload\":{\"data\":\"Zw=="
+	    "\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\"}",
+	    "{\"op\":\"pty.session_input\",\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"id\":\"k1\",\"payload\":{\"data\":\"Zw==\"}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"payload\":{\"data\":5}}",
+	    "{\"op\":\"pty.session_input\",\"id\":\"k1\",\"ts\":5,\"payload\":{\"data\":"
+	    "\"Zw==\"}}",
+	    "{}",
+	    "",
+	};
+	static char long_id[300];
+	struct envelope *none;
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(frames) / sizeof(frames[0]); i++) {
+		assert_false(envelope_plain_input(frames[i], strlen(frames[i]), &none));
+		assert_null(none);
+		same_answer_as_tree(frames[i], strlen(frames[i]));
+	}
+	snprintf(
+	    long_id, sizeof(long_id),
+	    "{\"op\":\"pty.session_input\",\"id\":\"%0*d\",\"payload\":{\"data\":\"\"}}",
+	    PTG_MSG_ID_MAX_CHARS + 1, 0);
+	assert_false(envelope_plain_input(long_id, strlen(long_id), &none));
+	same_answer_as_tree(long_id, strlen(long_id));
+}
+
+/* Every frame one byte away from the clients' (a byte replaced by one of
+   JSON's or a byte no plain string holds, or the frame cut short): when
+   the plain path takes it, the tree takes it with the same meaning;
+   otherwise the answer is the tree's. */
+static void test_plain_input_near_misses(void **state)
+{
+	static const char base[] = "{\"op\":\"pty.session_input\",\"id\":\"" CID "\","
+				   "\"ts\":\"2026-12-07T15:20:00.123Z\",\"payload\":{"
+				   "\"data\":\"bHMgLWxhCg==\"}}";
+	static const char swaps[] = {'"', '\\', ' ',  '{',    '}',    ',',  ':',
+				     '[', 'x',	'\0', '\x7f', '\x80', '\n', '='};
+	char text[sizeof(base)];
+	size_t i, j, taken = 0;
+
+	(void)state;
+	for (i = 0; i < sizeof(base) - 1; i++) {
+		for (j = 0; j < sizeof(swaps); j++) {
+			memcpy(text, base, sizeof(base));
+			text[i] = swaps[j];
+			taken += same_answer_as_tree(text, sizeof(base) - 1);
+		}
+		taken += same_answer_as_tree(base, i);
+	}
+	assert_true(taken > 0);
 }
 
 static void test_resize(void **state)
@@ -777,6 +947,9 @@ int main(void)
 	    cmocka_unit_test(test_join_label),
 	    cmocka_unit_test(test_input_size),
 	    cmocka_unit_test(test_input_bad),
+	    cmocka_unit_test(test_plain_input_taken),
+	    cmocka_unit_test(test_plain_input_leaves_the_rest),
+	    cmocka_unit_test(test_plain_input_near_misses),
 	    cmocka_unit_test(test_resize),
 	    cmocka_unit_test(test_request_role),
 	    cmocka_unit_test(test_no_fields),
