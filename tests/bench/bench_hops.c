@@ -162,75 +162,37 @@ __attribute__((destructor)) static void hops_write(void)
 		real = (__typeof__(name) *)dlsym(RTLD_NEXT, #name);                      \
 	}
 
-/* An I/O call: recorded when it moved bytes (or saw the end). */
-#define IO_CALL(kind, fd, call)                                                          \
-	uint64_t t = now_ns();                                                           \
-	ssize_t r = call;                                                                \
-	if (r >= 0)                                                                      \
-		record(kind, fd, (long)r, t);                                            \
-	return r;
+/* An I/O call, defined in one line: recorded when it moved bytes (or
+   saw the end). PARAMS and ARGS are the call's parameters and the same
+   names passed on; fd is always the first. */
+#define IO_CALL(kind, name, params, args)                                                \
+	ssize_t name params                                                              \
+	{                                                                                \
+		REAL(name);                                                              \
+		uint64_t t = now_ns();                                                   \
+		ssize_t r = real args;                                                   \
+		if (r >= 0)                                                              \
+			record(kind, fd, (long)r, t);                                    \
+		return r;                                                                \
+	}
 
-ssize_t read(int fd, void *buf, size_t n)
-{
-	REAL(read);
-	IO_CALL(HOPS_READ, fd, real(fd, buf, n));
-}
-
-ssize_t write(int fd, const void *buf, size_t n)
-{
-	REAL(write);
-	IO_CALL(HOPS_WRITE, fd, real(fd, buf, n));
-}
-
-ssize_t readv(int fd, const struct iovec *iov, int n)
-{
-	REAL(readv);
-	IO_CALL(HOPS_READV, fd, real(fd, iov, n));
-}
-
-ssize_t writev(int fd, const struct iovec *iov, int n)
-{
-	REAL(writev);
-	IO_CALL(HOPS_WRITEV, fd, real(fd, iov, n));
-}
-
-ssize_t recv(int fd, void *buf, size_t n, int flags)
-{
-	REAL(recv);
-	IO_CALL(HOPS_RECV, fd, real(fd, buf, n, flags));
-}
-
-ssize_t send(int fd, const void *buf, size_t n, int flags)
-{
-	REAL(send);
-	IO_CALL(HOPS_SEND, fd, real(fd, buf, n, flags));
-}
-
-ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
-{
-	REAL(recvmsg);
-	IO_CALL(HOPS_RECVMSG, fd, real(fd, msg, flags));
-}
-
-ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
-{
-	REAL(sendmsg);
-	IO_CALL(HOPS_SENDMSG, fd, real(fd, msg, flags));
-}
-
-ssize_t recvfrom(int fd, void *buf, size_t n, int flags, struct sockaddr *from,
-		 socklen_t *len)
-{
-	REAL(recvfrom);
-	IO_CALL(HOPS_RECVFROM, fd, real(fd, buf, n, flags, from, len));
-}
-
-ssize_t sendto(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
-	       socklen_t len)
-{
-	REAL(sendto);
-	IO_CALL(HOPS_SENDTO, fd, real(fd, buf, n, flags, to, len));
-}
+IO_CALL(HOPS_READ, read, (int fd, void *buf, size_t n), (fd, buf, n))
+IO_CALL(HOPS_WRITE, write, (int fd, const void *buf, size_t n), (fd, buf, n))
+IO_CALL(HOPS_READV, readv, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+IO_CALL(HOPS_WRITEV, writev, (int fd, const struct iovec *iov, int n), (fd, iov, n))
+IO_CALL(HOPS_RECV, recv, (int fd, void *buf, size_t n, int flags), (fd, buf, n, flags))
+IO_CALL(HOPS_SEND, send, (int fd, const void *buf, size_t n, int flags),
+	(fd, buf, n, flags))
+IO_CALL(HOPS_RECVMSG, recvmsg, (int fd, struct msghdr *msg, int flags), (fd, msg, flags))
+IO_CALL(HOPS_SENDMSG, sendmsg, (int fd, const struct msghdr *msg, int flags),
+	(fd, msg, flags))
+IO_CALL(HOPS_RECVFROM, recvfrom,
+	(int fd, void *buf, size_t n, int flags, struct sockaddr *from, socklen_t *len),
+	(fd, buf, n, flags, from, len))
+IO_CALL(HOPS_SENDTO, sendto,
+	(int fd, const void *buf, size_t n, int flags, const struct sockaddr *to,
+	 socklen_t len),
+	(fd, buf, n, flags, to, len))
 
 /* A wait: recorded with its timeout (ms, at most 30 s) in place of a
    descriptor, whatever it returned. */
