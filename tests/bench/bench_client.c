@@ -363,6 +363,7 @@ static int mode_echo(const char *sid, size_t samples)
 	result("echo.daemons_cpu_us", gw_us + sc_us);
 	result("echo.client_cpu_us", (cpu_seconds(getpid()) - me0) * 1e6 / e.n);
 	bws_close(&c);
+	free(e.lat);
 	return 0;
 }
 
@@ -531,6 +532,7 @@ static int mode_fanout_echo(const char *sid, const char *start, size_t window_s)
 	result("fanout.echo_lost", (double)e.lost);
 	percentiles("fanout.echo_us", e.lat, e.n, 1e6, 0.010);
 	bws_close(&ctl);
+	free(e.lat);
 	return 0;
 }
 

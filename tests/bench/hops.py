@@ -130,10 +130,12 @@ def follow(client, front, back, program):
         f_in = front.after(s[0], reads(front_client))
         if not f_in:
             continue
-        # The keystroke's last piece: the client's last send before the
-        # front read it (a WebSocket client may send a frame in pieces).
+        # Where the keystroke's last piece was entered: the client's last
+        # send entered before the front's read returned (a WebSocket
+        # client may send a frame in pieces, and a send may return after
+        # the reader has the bytes).
         i = bisect.bisect_left(sends, s)
-        t0 = max(e[0] for e in sends[i:i + 8] if e[0] < f_in[0])
+        t0 = max(e[1] for e in sends[i:i + 8] if e[1] < f_in[0])
         ends = [f_in]
         for trace, pred, since in steps:
             prev = ends[-1]
@@ -247,6 +249,8 @@ def main():
     # reference, the load clients (and the sessions' programs).
     os.environ.update(LD_PRELOAD=lib, PTG_HOPS_DIR=hops_dir)
     run.ENV.update(LD_PRELOAD=lib, PTG_HOPS_DIR=hops_dir)
+    if "ASAN_OPTIONS" in os.environ:  # the reference of a sanitized build
+        run.ENV["ASAN_OPTIONS"] = os.environ["ASAN_OPTIONS"]
     suite = run.Suite(argparse.Namespace(link=args.link, durable=False, pair="", verbose=False))
     try:
         try:
