@@ -473,7 +473,7 @@ static int input_data(const struct envelope *env, const char **s, size_t *n,
 	static const char *const allowed[] = {"data", NULL};
 	json_t *obj, *v;
 
-	if (env->plain_data && env->op_kind == ENVELOPE_OP_PTY_INPUT) {
+	if (env->plain_data) { /* only the plain input op has it */
 		memcpy(err->id, env->id, sizeof(err->id));
 		err->message[0] = '\0';
 		*s = env->plain_data;

@@ -34,8 +34,6 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import run  # noqa: E402
 
-ECHO_SCRIPT = ("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-               "printf PTG-READY; exec cat")
 # The numbers bench_hops.c writes for each kind of call.
 READS = {1, 3, 5, 7, 10}    # read, readv, recv, recvmsg, recvfrom
 WRITES = {2, 4, 6, 8, 11}   # write, writev, send, sendmsg, sendto
@@ -169,11 +167,6 @@ def inside_pty(program, write, read):
     return [write[1], r[0], w[1], read[0]]
 
 
-def pct(values, q):
-    values = sorted(values)
-    return values[min(len(values) - 1, int(len(values) * q))] if values else None
-
-
 def summarize(paths):
     """segment -> (p50, p90, keystrokes) in us; for a hand-over also split
     by where the receiver woke."""
@@ -194,7 +187,9 @@ def summarize(paths):
 
 def stats(ns):
     us = [v / 1000 for v in ns]
-    return pct(us, 0.5), pct(us, 0.9), len(us)
+    if not us:
+        return None, None, 0
+    return run.pctl(us, 50), run.pctl(us, 90), len(us)
 
 
 def cell(v, n_all):
@@ -256,13 +251,13 @@ def main():
         try:
             suite.start()
             gateway, sidecar = suite.stack.gateway.pid, suite.stack.sidecar.pid
-            sid = suite.session(ECHO_SCRIPT)
+            sid = suite.session(run.ECHO_SCRIPT)
             ours = suite.client_results(suite.client_start("echo", sid, args.samples),
                                         ("echo",))
             # Hung up now (the records' writing is quicker than the
             # sidecar's SIGKILL that follows), not at the sidecar's stop.
             suite.drop(sid)
-            ref = (suite.onehop(ECHO_SCRIPT, "onehop-echo", args.samples, nginx=True)
+            ref = (suite.onehop(run.ECHO_SCRIPT, "onehop-echo", args.samples, nginx=True)
                    if run.harness.nginx_binary() else None)
         finally:
             suite.stop()  # the daemons write their records as they exit

@@ -55,6 +55,10 @@ MARK = "printf '\\n%s\\n' PTG-BENCH-END"
 # The end marker inside a title sequence: in the output, not on the screen.
 TITLE_MARK = "printf '\\033]2;%s\\007' PTG-BENCH-END"
 ENV = {"PATH": "/usr/bin:/bin", "TERM": "xterm-256color", "LC_ALL": "C"}
+# The echo's program: one byte starts it (the terminal set up by then),
+# then cat echoes every keystroke.
+ECHO_SCRIPT = ("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
+               "printf PTG-READY; exec cat")
 # Observers per load-client process in the fan-out benchmark.
 FANOUT_PER_PROCESS = 250
 # The fan-out size that also runs with permessage-deflate (when listed).
@@ -513,16 +517,14 @@ class Suite:
     def echo_baselines(self, n, i):
         res = self.client("pty-echo", n)
         res.update(self.client("tcp-echo", n))
-        script = ("stty -echo -icanon min 1; dd bs=1 count=1 >/dev/null 2>&1; "
-                  "printf PTG-READY; exec cat")
-        res.update(self.onehop(script, "onehop-echo", n))
+        res.update(self.onehop(ECHO_SCRIPT, "onehop-echo", n))
         self.keep("", res, ["ptyecho.us.p50", "ptyecho.us.p99", "ptyecho.us.over10ms",
                             "tcpecho.us.p50", "tcpecho.us.p99", "tcpecho.us.over10ms",
                             "onehop.echo.us.p50", "onehop.echo.us.p99",
                             "onehop.echo.us.over10ms"])
         # The two-hop anchor: the one-hop reference behind nginx.
         if harness.nginx_binary():
-            self.keep("nginx.", self.onehop(script, "onehop-echo", n, nginx=True),
+            self.keep("nginx.", self.onehop(ECHO_SCRIPT, "onehop-echo", n, nginx=True),
                       ["onehop.echo.us.p50", "onehop.echo.us.p99", "onehop.echo.us.max",
                        "onehop.echo.us.over10ms", "onehop.echo.daemons_cpu_us"])
         elif not getattr(self, "_nginx_noted", False):
