@@ -206,16 +206,21 @@ const char *routes_allow(enum route_id id)
 	}
 }
 
+/* Walks the Allow list one method at a time, so only a whole entry
+   matches: a method holding the list's separator ("GET, DELETE") or a
+   part of an entry ("POS") is refused. */
 bool routes_method_ok(enum route_id id, const char *method)
 {
-	const char *allow = routes_allow(id);
 	size_t n = strlen(method);
 
-	if (n == 0)
-		return 0; /* strstr would find "" at every offset without moving */
-	for (const char *p = allow; (p = strstr(p, method)) != NULL; p += n)
-		if ((p == allow || p[-1] == ' ') && (p[n] == ',' || p[n] == '\0'))
+	for (const char *p = routes_allow(id); *p;) {
+		size_t len = strcspn(p, ", ");
+
+		if (len == n && n > 0 && !memcmp(p, method, n))
 			return 1;
+		p += len;
+		p += strspn(p, ", ");
+	}
 	return 0;
 }
 

@@ -143,6 +143,12 @@ static void test_methods(void **state)
 	assert_false(routes_method_ok(ROUTE_ATTACH, "POST"));
 	assert_false(routes_method_ok(ROUTE_HEALTHZ, "HEAD"));
 	assert_false(routes_method_ok(ROUTE_HEALTHZ, "get"));
+	/* The whole Allow list, or a run of it, is not one method (found by
+	   fuzz_routes). */
+	assert_false(routes_method_ok(ROUTE_SESSION, "GET, DELETE"));
+	assert_false(routes_method_ok(ROUTE_SESSIONS, "GET, POST"));
+	assert_false(routes_method_ok(ROUTE_SESSIONS, "T, POST"));
+	assert_false(routes_method_ok(ROUTE_SESSIONS, ""));
 }
 
 /* Found by fuzz_routes: an empty method made strstr match at every
