@@ -18,6 +18,7 @@
 
 #include "buf.h"
 #include "deflate_budget.h"
+#include "pmd_deflate.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -603,9 +604,8 @@ struct wsframe *wsframe_text(const char *payload, size_t len)
 	return f;
 }
 
-/* One deflate state per level for the whole process (about 256 KiB
-   each), reset per message: server_no_context_takeover. The level
-   follows the loop's compression budget (deflate_budget.h). */
+/* Frames are compressed whole by pmd_deflate at the level the loop's
+   compression budget gives (deflate_budget.h). */
 static struct deflate_budget budget;
 
 /* The loop's own CPU time: what compressing took from it, not the time
@@ -618,22 +618,6 @@ static int64_t thread_cpu_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
-static z_stream *deflater(int level)
-{
-	static z_stream z[2];
-	static bool ready[2];
-	int i = level == DEFLATE_LEVEL_FAST;
-
-	if (!ready[i]) {
-		if (deflateInit2(&z[i], level, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) !=
-		    Z_OK)
-			abort(); /* only on out of memory: the xalloc policy */
-		ready[i] = true;
-	}
-	deflateReset(&z[i]);
-	return &z[i];
-}
-
 /* Deflates f's payload into a new RSV1 frame, or NULL when that would
    not be smaller. */
 static struct wsframe *deflate_frame(const struct wsframe *f)
@@ -641,30 +625,16 @@ static struct wsframe *deflate_frame(const struct wsframe *f)
 	size_t hlen = (f->data[1] & 0x7f) == 127   ? 10
 		      : (f->data[1] & 0x7f) == 126 ? 4
 						   : 2;
-	size_t n = f->len - hlen, bound, out_len;
+	size_t n = f->len - hlen, out_len;
 	int64_t c0 = thread_cpu_us();
-	z_stream *z = deflater(deflate_budget_level(&budget, time_mono_us()));
+	int level = deflate_budget_level(&budget, time_mono_us());
 	struct wsframe *d;
-	uint8_t *tmp;
-	int rc;
+	uint8_t *tmp = xmalloc(n);
 
-	if (n > UINT32_MAX / 2)
-		return NULL;
-	bound = deflateBound(z, (uLong)n) + 16;
-	tmp = xmalloc(bound);
-	z->next_in = (Bytef *)(f->data + hlen);
-	z->avail_in = (uInt)n;
-	z->next_out = tmp;
-	z->avail_out = (uInt)bound;
-	/* With deflateBound's room one call consumes everything. */
-	rc = deflate(z, Z_SYNC_FLUSH);
+	/* Room for less than the payload: 0 back means no gain. */
+	out_len = pmd_deflate(level, f->data + hlen, n, tmp, n - 1);
 	deflate_budget_spent(&budget, time_mono_us(), thread_cpu_us() - c0);
-	if (rc != Z_OK || z->avail_in != 0 || z->avail_out == 0) {
-		free(tmp);
-		return NULL;
-	}
-	out_len = bound - z->avail_out - 4; /* RFC 7692 7.2.1: drop 00 00 ff ff */
-	if (header_len(out_len) + out_len >= f->len) {
+	if (out_len == 0 || header_len(out_len) + out_len >= f->len) {
 		free(tmp);
 		return NULL;
 	}

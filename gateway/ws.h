@@ -115,7 +115,7 @@ struct wsframe {
 /* Payloads under this many bytes are sent plain to every client (RFC
    7692 lets RSV1 differ per message). A keystroke's echo is a frame of
    about 200 bytes: compressing it saved some 30 of them and made every
-   echo to a deflate client about 30 us slower at p50, the zlib state
+   echo to a deflate client about 30 us slower at p50, zlib's state
    being cold between keystrokes (docs/benchmarks.md). Below 1 KiB a
    frame saves a few hundred bytes at most. */
 #define WSFRAME_DEFLATE_MIN 1024
@@ -124,9 +124,9 @@ struct wsframe {
    is UTF-8, e.g. JSON from jansson). Returns it with one reference. */
 struct wsframe *wsframe_text(const char *payload, size_t len);
 /* The frame to send a client: f itself, or, when deflate was agreed,
-   f's permessage-deflate variant (raw deflate of the payload with
-   Z_SYNC_FLUSH, its trailing 00 00 ff ff removed, RSV1 set; no context
-   takeover, so the same bytes serve every client that agreed). The
+   f's permessage-deflate variant (pmd_deflate.h: the payload deflated
+   whole, RSV1 set; no context takeover, so the same bytes serve every
+   client that agreed). The
    variant is made once, on first demand, and kept with f; f itself is
    returned for a small payload or one deflate does not shrink. No
    reference is taken. */

@@ -10,7 +10,7 @@ PACKAGES="
   build-essential cmake pkg-config clang clang-format libclang-rt-14-dev
   libvterm-dev libprotobuf-c-dev protobuf-c-compiler
   libsodium-dev libjansson-dev libcmocka-dev libmicrohttpd-dev
-  libwslay-dev zlib1g-dev nettle-dev libgnutls28-dev openssl
+  libwslay-dev zlib1g-dev libdeflate-dev nettle-dev libgnutls28-dev openssl
   python3 python3-websockets python3-jsonschema python3-pyflakes
   valgrind procps util-linux iproute2 curl libcurl4-openssl-dev nginx-light
   libgnutls28-dev nodejs node-ws chromium
