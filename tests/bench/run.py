@@ -594,6 +594,8 @@ class Suite:
         d = self.args.fanout_deflate
         if d:
             steps += [(d, True, False), (d, False, True), (d, True, True)]
+        if self.args.fanout_paced_only:
+            steps = [s for s in steps if s[2]]
         for n, deflate, paced in (steps if i % 2 == 0 else steps[::-1]):
             # Paced for the whole window, with room for the joins before it.
             seconds = 3 + n // 100 + self.args.fanout_seconds + 15
@@ -1102,6 +1104,9 @@ def main():
                     help="run the fan-out's observer load clients under nice -n N: they "
                     "stand for browsers on other machines, and on a small box they "
                     "otherwise take the CPU from the gateway they measure")
+    ap.add_argument("--fanout-paced-only", action="store_true",
+                    help="the fan-out's paced steps alone (plain and deflate), to measure "
+                    "what compressing a paced stream costs in less time")
     ap.add_argument("--from-log", help="print the table of a --verbose log instead of running")
     ap.add_argument("--quick", action="store_true", help="small sizes, to check the suite runs")
     args = ap.parse_args()
