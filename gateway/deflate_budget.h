@@ -3,12 +3,13 @@
 
    Compressing is done once per frame for every client that agreed
    permessage-deflate, on the loop that also carries every keystroke.
-   At level 6 zlib spends 10 to 110 ms per MiB of output (more on
-   hex-dump-like text), so a session flooding tens of MB/s would have the
-   loop compress for most of its time and every echo wait behind it.
-   While compressing took more than DEFLATE_BUDGET_SHARE of the last
-   window, frames are compressed at level 1 (3 to 7 times faster, about
-   a sixth more bytes); a human-paced stream stays at level 6.
+   At level 6 that costs 5 to 35 ms per MiB of output (pmd_deflate.h;
+   the most for TUI redraws and random bytes), so a session flooding
+   tens of MB/s would have the loop compress for most of its time and
+   every echo wait behind it. While compressing took more than
+   DEFLATE_BUDGET_SHARE of the last window, frames are compressed at
+   level 1 (1.3 to 2.6 times faster on costly text, up to a fifth more
+   bytes); a human-paced stream stays at level 6.
 
    Pure logic on the caller's clock (microseconds). */
 #ifndef PTG_DEFLATE_BUDGET_H
