@@ -3,7 +3,7 @@
 
    Compressing is done once per frame for every client that agreed
    permessage-deflate, on the loop that also carries every keystroke.
-   At level 6 that costs 5 to 35 ms per MiB of output (pmd_deflate.h;
+   At level 6 that costs 5 to 35 ms per MiB of output (pmd.h;
    the most for TUI redraws and random bytes), so a session flooding
    tens of MB/s would have the loop compress for most of its time and
    every echo wait behind it. While compressing took more than

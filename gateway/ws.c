@@ -18,7 +18,7 @@
 
 #include "buf.h"
 #include "deflate_budget.h"
-#include "pmd_deflate.h"
+#include "pmd.h"
 #include "timeutil.h"
 #include "utf8.h"
 #include "xalloc.h"
@@ -224,29 +224,14 @@ static void close_with(struct ws *ws, uint16_t code)
 		ws->close_queued = true;
 }
 
-/* One inflate state for the whole process: with no context takeover a
-   client message inflates on its own, so nothing is kept per connection
-   (its 7 KiB and 32 KiB window are paid once). */
-static z_stream *inflater(void)
-{
-	static z_stream z;
-	static bool ready;
-
-	if (!ready) {
-		if (inflateInit2(&z, -15) != Z_OK)
-			abort(); /* only on out of memory: the xalloc policy */
-		ready = true;
-	}
-	inflateReset(&z);
-	return &z;
-}
-
 /* Inflates a compressed message into out, at most max bytes; returns
-   0, -EMSGSIZE past max, -EINVAL for data that does not inflate. */
+   0, -EMSGSIZE past max, -EINVAL for data that does not inflate. With no
+   context takeover a client message inflates on its own, so the state
+   is the process's one (pmd.h), nothing per connection. */
 static int inflate_msg(const uint8_t *p, size_t n, size_t max, struct buf *out)
 {
 	static const uint8_t tail[4] = {0x00, 0x00, 0xff, 0xff};
-	z_stream *z = inflater();
+	z_stream *z = pmd_inflater();
 	int r = Z_OK;
 
 	for (int part = 0; part < 2 && r != Z_STREAM_END; part++) {

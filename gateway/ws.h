@@ -124,7 +124,7 @@ struct wsframe {
    is UTF-8, e.g. JSON from jansson). Returns it with one reference. */
 struct wsframe *wsframe_text(const char *payload, size_t len);
 /* The frame to send a client: f itself, or, when deflate was agreed,
-   f's permessage-deflate variant (pmd_deflate.h: the payload deflated
+   f's permessage-deflate variant (pmd.h: the payload deflated
    whole, RSV1 set; no context takeover, so the same bytes serve every
    client that agreed). The
    variant is made once, on first demand, and kept with f; f itself is

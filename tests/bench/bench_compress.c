@@ -29,7 +29,7 @@
 #include "buf.h"
 #include "frames.h"
 #include "link.pb-c.h"
-#include "pmd_deflate.h"
+#include "pmd.h"
 
 #define OUTPUT_BYTES (1 << 20)
 #define PASSES	     7

@@ -13,7 +13,7 @@
 #include <zlib.h>
 
 #include "fuzz_oracle.h"
-#include "pmd_deflate.h"
+#include "pmd.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

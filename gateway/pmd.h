@@ -1,5 +1,6 @@
-/* pmd_deflate: one permessage-deflate message body (RFC 7692), made
-   whole by libdeflate.
+/* pmd: the gateway's permessage-deflate codec state (RFC 7692): the
+   body of an outgoing message, made whole by libdeflate, and the one
+   raw inflater the process keeps.
 
    libdeflate compresses a buffer in one call at half of zlib's CPU time
    per byte or less on terminal text, with slightly fewer bytes, but it
@@ -14,15 +15,23 @@
 
    Every body stands alone (no context takeover), so the same bytes
    serve every client that agreed. */
-#ifndef PTG_PMD_DEFLATE_H
-#define PTG_PMD_DEFLATE_H
+#ifndef PTG_PMD_H
+#define PTG_PMD_H
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include <zlib.h>
 
 /* Compresses in[0..n) at level (1 to 12) into out, which has room for
    cap bytes. Returns the body's length, or 0 when it would not fit in
    cap (the caller's way of asking for a gain: cap < n). */
 size_t pmd_deflate(int level, const uint8_t *in, size_t n, uint8_t *out, size_t cap);
+
+/* The process's raw inflater (15-bit window), made at first use (about
+   40 KiB with its window) and reset on every call. ws.c inflates client
+   messages with it and pmd_deflate walks its bodies with it; each use
+   runs to its end before returning to the loop, so they never overlap. */
+z_stream *pmd_inflater(void);
 
 #endif

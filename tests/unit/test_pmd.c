@@ -19,7 +19,7 @@
 #include <zlib.h>
 
 #include "buf.h"
-#include "pmd_deflate.h"
+#include "pmd.h"
 
 static const uint8_t tail[4] = {0x00, 0x00, 0xff, 0xff};
 

@@ -1,6 +1,6 @@
-/* pmd_deflate: libdeflate's whole-buffer stream, reshaped into a
-   permessage-deflate body (see pmd_deflate.h). */
-#include "pmd_deflate.h"
+/* pmd: libdeflate's whole-buffer stream, reshaped into a
+   permessage-deflate body, and the process's inflater (see pmd.h). */
+#include "pmd.h"
 
 #include <libdeflate.h>
 #include <limits.h>
@@ -26,7 +26,7 @@ static struct libdeflate_compressor *compressor(int level)
 	return c[level];
 }
 
-static z_stream *block_walker(void)
+z_stream *pmd_inflater(void)
 {
 	static z_stream z;
 	static bool ready;
@@ -50,7 +50,7 @@ static z_stream *block_walker(void)
    complete stream of n bytes. */
 static int find_ends(const uint8_t *body, size_t len, size_t n, size_t *last, size_t *end)
 {
-	z_stream *z = block_walker();
+	z_stream *z = pmd_inflater();
 	uint8_t *sink = xmalloc(n + 1);
 	bool ended = false;
 	int rc = Z_OK;
