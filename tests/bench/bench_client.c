@@ -457,7 +457,7 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 {
 	struct group obs = {calloc(n ? n : 1, sizeof(struct bws)), n};
 	char *sids[] = {(char *)sid};
-	uint64_t wire = 0, out = 0, deflated = 0, seq_errors = 0, lagged = 0;
+	uint64_t wire = 0, out = 0, msgs = 0, deflated = 0, seq_errors = 0, lagged = 0;
 
 	set_window(start, window_s);
 	open_all(&obs, sids, n, true, 0);
@@ -475,12 +475,14 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 	for (size_t i = 0; i < n; i++) {
 		obs.c[i].wire_bytes = 0;
 		obs.c[i].out_bytes = 0;
+		obs.c[i].frames = 0;
 		obs.c[i].deflated = 0;
 	}
 	bws_run(reached_end, NULL, window_end - bws_now() + 1);
 	for (size_t i = 0; i < n; i++) {
 		wire += obs.c[i].wire_bytes;
 		out += obs.c[i].out_bytes;
+		msgs += obs.c[i].frames;
 		deflated += obs.c[i].deflated;
 		seq_errors += obs.c[i].seq_errors;
 		lagged += obs.c[i].lagged;
@@ -491,6 +493,7 @@ static int mode_fanout_observers(const char *sid, size_t n, const char *start,
 	result("fanout.wire_bytes", (double)wire);
 	/* The terminal output those messages carried (their base64's length). */
 	result("fanout.output_bytes", (double)out);
+	result("fanout.msgs", (double)msgs);
 	result("fanout.deflated_msgs", (double)deflated);
 	result("fanout.seq_errors", (double)seq_errors);
 	result("fanout.lagged", (double)lagged);

@@ -634,6 +634,8 @@ class Suite:
                "fanout.aggregate_mb_s": wire / window / 1e6,
                "fanout.output_mb_s": out / window / 1e6,
                "fanout.deflated_msgs": total("fanout.deflated_msgs"),
+               # messages each observer got a second: what the kernel's part scales with
+               "fanout.msgs_per_s": total("fanout.msgs") / max(n, 1) / window,
                "fanout.seq_errors": total("fanout.seq_errors") +
                ctl.get("fanout.controller_seq_errors", 0)}
         if deflate:
@@ -973,6 +975,8 @@ class Suite:
                 defl + "wire_per_output_byte", plain + "wire_per_output_byte", digits=3)
             row("  terminal output delivered to the %d observers (MB/s), paced, deflate; "
                 "baseline plain" % d, defl + "output_mb_s", plain + "output_mb_s")
+            row("  messages to each observer a second, paced, deflate; baseline plain",
+                defl + "msgs_per_s", plain + "msgs_per_s", digits=0)
             row("  controller echo p99 (us), paced, deflate; baseline plain",
                 defl + "echo_us.p99", plain + "echo_us.p99", digits=0)
             row("  PTY_OUTPUT_LAGGED to the observers, paced, deflate; baseline plain",
