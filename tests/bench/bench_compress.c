@@ -7,14 +7,15 @@
    The frames are real pty.session_frame messages (frames.c: JSON, the
    output base64) of bench_data's workloads, cut into frames of 4 KiB
    and 32 KiB of output (what a paced stream and a flood make). For each
-   workload, frame size, level (6, and 1: the budget's flood level) and
+   workload, frame size, level (6, and 1: the budget's flood level, or
+   --levels) and
    coder: CPU ms per MB of frame bytes, the median of PASSES passes over
    1 MiB of output with its min-max, and wire bytes per frame byte. The
    passes alternate between the coders. libdeflate's stream as it comes
    (which Chromium refuses) is timed too: the rest of pmd_deflate's time
    is the walk that reshapes it.
 
-     build-release/tests/bench/bench_compress [workload ...]
+     build-release/tests/bench/bench_compress [--levels L,...] [workload ...]
 
    Workloads: BENCH_DATA_WORKLOADS (all of them by default). */
 #include <libdeflate.h>
@@ -183,18 +184,49 @@ static void row(const char *workload, size_t per_frame, int level,
 	free(out);
 }
 
+/* Parses "6,1" into levels (1 to 12); returns how many, or -1. */
+static int parse_levels(const char *s, int *levels, int max)
+{
+	int n = 0;
+
+	while (*s && n < max) {
+		char *end;
+		long v = strtol(s, &end, 10);
+
+		if (end == s || v < 1 || v > 12 || (*end && *end != ','))
+			return -1;
+		levels[n++] = (int)v;
+		s = *end ? end + 1 : end;
+	}
+	return *s || n == 0 ? -1 : n;
+}
+
 int main(int argc, char **argv)
 {
 	static const char *const all[] = {"hex", "long", "tui", "random"};
 	static const size_t sizes[] = {4096, 32768};
-	const char *const *names = argc > 1 ? (const char *const *)argv + 1 : all;
-	int count = argc > 1 ? argc - 1 : 4;
+	int levels[12] = {6, 1}, nlevels = 2, first = 1;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		printf("usage: bench_compress [workload ...]\nworkloads: %s\n",
+		printf("usage: bench_compress [--levels L,...] [workload ...]\n"
+		       "levels: 1 to 12 (default 6,1)\nworkloads: %s\n",
 		       BENCH_DATA_WORKLOADS);
 		return 0;
 	}
+	if (argc > 2 && !strcmp(argv[1], "--levels")) {
+		nlevels = parse_levels(argv[2], levels, 12);
+		if (nlevels < 0) {
+			fprintf(stderr,
+				"bench_compress: --levels %s: want levels 1-12, "
+				"comma-separated\n",
+				argv[2]);
+			return 2;
+		}
+		first = 3;
+	}
+	const char *const *names = argc > first ? (const char *const *)argv + first : all;
+	int count = argc > first ? argc - first : 4;
+
 	printf("| workload | output per frame | level | coder | CPU ms per MB of frames, "
 	       "median (min-max) of %d | wire bytes per frame byte "
 	       "|\n|---|---|---|---|---|---|\n",
@@ -209,8 +241,8 @@ int main(int argc, char **argv)
 					names[w], BENCH_DATA_WORKLOADS);
 				return 2;
 			}
-			row(names[w], sizes[s], 6, &fr);
-			row(names[w], sizes[s], 1, &fr);
+			for (int l = 0; l < nlevels; l++)
+				row(names[w], sizes[s], levels[l], &fr);
 			free_frames(&fr);
 		}
 	}
