@@ -261,7 +261,12 @@ static void make_tui(struct buf *out, unsigned cols, unsigned rows, size_t bytes
 			unsigned width =
 			    cols - (r - 1 == skip_row) - (r == rows && !full_last);
 
-			buf_appendf(out, "\x1b[%u;%uH", r, next_rand() % 7 ? 1 : 0);
+			unsigned col = next_rand() % 7 ? 1 : 0;
+			/* Now and then a third parameter, which libvterm ignores and
+			   the redraw lexer must not read as part of the second. */
+			const char *third = next_rand() % 40 ? "" : ";5";
+
+			buf_appendf(out, "\x1b[%u;%u%sH", r, col, third);
 			for (unsigned c = 0; c < width; c += 4) {
 				unsigned k = width - c < 4 ? width - c : 4;
 
