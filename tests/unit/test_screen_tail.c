@@ -285,6 +285,40 @@ static void test_long_line_is_skipped(void **state)
 	screen_free(ref);
 }
 
+/* A run of plain bytes just long enough to be skipped is found wherever
+   it starts: after a lead of every length around the run's minimum
+   (short runs of text, each ended by a BEL, as a TUI's stream is short
+   runs between escape sequences), one line of exactly 4096 bytes, then
+   BELs. libvterm gets the lead and about a screenful of the line, not
+   the line. */
+static void test_shortest_run_found_anywhere(void **state)
+{
+	static const size_t lead[] = {0, 1, 63, 4095, 4096, 4097, 8191, 10000};
+	enum { RUN = 4096 };
+
+	for (size_t i = 0; i < sizeof(lead) / sizeof(lead[0]); i++) {
+		struct screen *s = screen_new(20, 5), *ref = screen_new(20, 5);
+		struct buf in = BUF_INIT;
+		uint8_t *p = buf_reserve(&in, lead[i] + RUN + 3);
+
+		for (size_t k = 0; k < lead[i]; k++)
+			p[k] = k % 7 == 6 || k + 1 == lead[i] ? 0x07 : 'x';
+		memset(p + lead[i], 'a' + (int)i, RUN);
+		memset(p + lead[i] + RUN, 0x07, 3);
+		buf_commit(&in, lead[i] + RUN + 3);
+		screen_feed_tail(s, buf_head(&in), buf_size(&in));
+		if (screen_vterm_bytes(s) > lead[i] + 3 + 1024)
+			fail_msg("lead %zu: libvterm was fed %llu of %zu bytes", lead[i],
+				 (unsigned long long)screen_vterm_bytes(s),
+				 buf_size(&in));
+		screen_feed(ref, buf_head(&in), buf_size(&in));
+		assert_same_screen(s, ref);
+		buf_free(&in);
+		screen_free(s);
+		screen_free(ref);
+	}
+}
+
 /* Each batch of a flood costs libvterm about one screenful (rows + 1
    line advances from the bottom row), not two: every advance fed is a
    scroll of the whole screen. Lines and a long line, in batches of the
@@ -409,6 +443,7 @@ int main(void)
 	    cmocka_unit_test(test_wrapped_streams),
 	    cmocka_unit_test(test_wrap_edges),
 	    cmocka_unit_test(test_long_line_is_skipped),
+	    cmocka_unit_test(test_shortest_run_found_anywhere),
 	    cmocka_unit_test(test_flood_feeds_one_screen_per_batch),
 	    cmocka_unit_test(test_skip_from_every_row),
 	    cmocka_unit_test(test_one_column_wide_char),
