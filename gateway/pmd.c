@@ -9,8 +9,6 @@
 
 #include <zlib.h>
 
-#include "xalloc.h"
-
 #define PMD_LEVEL_MAX 12
 
 /* One compressor per level for the process, made at first use (about
@@ -48,23 +46,30 @@ z_stream *pmd_inflater(void)
    of the last byte read, 64 when the block that ended was the final
    one, 128 for being between blocks. (At Z_STREAM_END the unused bits
    are already dropped.) Returns -1 when body is not exactly one
-   complete stream of n bytes. */
+   complete stream of n bytes. The inflated bytes are not needed (zlib
+   keeps its own window), so one small sink is written over and over
+   rather than a frame-sized buffer taken per frame. */
 static int find_ends(const uint8_t *body, size_t len, size_t n, size_t *last, size_t *end)
 {
 	z_stream *z = pmd_inflater();
-	uint8_t *sink = xmalloc(n + 1);
+	uint8_t sink[16384];
 	bool ended = false;
 	int rc = Z_OK;
 
 	*last = 0;
 	z->next_in = (Bytef *)body;
 	z->avail_in = (uInt)len;
-	z->next_out = sink;
-	z->avail_out = (uInt)(n + 1);
+	z->avail_out = 0;
 	while (rc == Z_OK) {
-		uInt in0 = z->avail_in, out0 = z->avail_out;
+		uInt in0, out0;
 		size_t at;
 
+		if (z->avail_out == 0) {
+			z->next_out = sink;
+			z->avail_out = sizeof(sink);
+		}
+		in0 = z->avail_in;
+		out0 = z->avail_out;
 		rc = inflate(z, Z_BLOCK);
 		at = (size_t)(z->next_in - body) * 8 - (size_t)(z->data_type & 7);
 		if (rc == Z_OK && (z->data_type & 128)) {
@@ -75,8 +80,9 @@ static int find_ends(const uint8_t *body, size_t len, size_t n, size_t *last, si
 		}
 		if (rc == Z_OK && z->avail_in == in0 && z->avail_out == out0)
 			rc = Z_BUF_ERROR; /* no progress: truncated */
+		if (z->total_out > n)
+			rc = Z_DATA_ERROR; /* more than was compressed */
 	}
-	free(sink);
 	return rc == Z_STREAM_END && ended && z->avail_in == 0 && z->total_out == n ? 0
 										    : -1;
 }
