@@ -581,18 +581,77 @@ static bool esc_passes(uint8_t b)
 	return b >= 0x7f || (b < 0x20 && b != 0x1b && b != 0x18 && b != 0x1a);
 }
 
-/* Whether p[0..n) may hold a RIS: an ESC, then bytes the escape parser
-   passes over, then 'c'. A quick look, so output without one costs no
-   parse. */
+/* Whether an ESC at q (q < end) starts a RIS: then bytes the escape
+   parser passes over, then 'c'. */
+static bool ris_at(const uint8_t *q, const uint8_t *end)
+{
+	for (q++; q < end && esc_passes(*q);)
+		q++;
+	return q < end && *q == 'c';
+}
+
+/* Whether an ESC in [q, stop) starts a RIS (which may end past stop,
+   before end). */
+static bool ris_within(const uint8_t *q, const uint8_t *stop, const uint8_t *end)
+{
+	while ((q = memchr(q, 0x1b, (size_t)(stop - q)))) {
+		if (ris_at(q, end))
+			return true;
+		q++;
+	}
+	return false;
+}
+
+typedef signed char esc_bytes __attribute__((vector_size(16)));
+typedef uint64_t esc_words __attribute__((vector_size(16)));
+
+/* Bytes looked at together: two vectors. */
+#define ESC_BLOCK 32
+
+static bool any_lane(esc_bytes m)
+{
+	esc_words w = (esc_words)m;
+
+	return (w[0] | w[1]) != 0;
+}
+
+/* Looks at the ESC_BLOCK bytes at p (one more readable): whether one is
+   an ESC (*esc), and whether one is an ESC whose next byte may lead to a
+   RIS: 'c', or a byte the escape parser may pass over (as signed bytes:
+   below 0x20, which takes in 0x80 and up, or DEL). */
+static bool block_may_lead(const uint8_t *p, bool *esc)
+{
+	esc_bytes escs = {0}, leads = {0};
+
+	for (unsigned k = 0; k < ESC_BLOCK; k += sizeof(esc_bytes)) {
+		esc_bytes v, w, e;
+
+		memcpy(&v, p + k, sizeof(v));
+		memcpy(&w, p + k + 1, sizeof(w));
+		e = v == 0x1b;
+		escs |= e;
+		leads |= e & ((w < 0x20) | (w == 0x7f) | (w == 'c'));
+	}
+	*esc = any_lane(escs);
+	return any_lane(leads);
+}
+
+/* Whether p[0..n) may hold a RIS. A quick look, so output without one
+   costs no parse. memchr finds the next ESC; as a repaint has one every
+   few bytes, nearly always before '[', blocks are then looked at whole
+   while they hold one, instead of a memchr call per sequence, and their
+   ESCs one by one only when one may lead to a 'c'. */
 static bool may_hold_reset(const uint8_t *p, size_t n)
 {
 	const uint8_t *q = p, *end = p + n;
+	bool esc;
 
 	while ((q = memchr(q, 0x1b, (size_t)(end - q)))) {
-		for (q++; q < end && esc_passes(*q);)
-			q++;
-		if (q < end && *q == 'c')
-			return true;
+		for (esc = true; esc && end - q > ESC_BLOCK; q += ESC_BLOCK)
+			if (block_may_lead(q, &esc) && ris_within(q, q + ESC_BLOCK, end))
+				return true;
+		if (end - q <= ESC_BLOCK)
+			return ris_within(q, end, end);
 	}
 	return false;
 }

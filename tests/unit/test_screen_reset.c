@@ -385,6 +385,75 @@ static void test_random_is_skipped(void **state)
 	buf_free(&in);
 }
 
+/* Where screen_skip_to_reset stands in: lead bytes of repaint (a write
+   that starts past ASCII, so the scan knows the UTF-8 decoder's state,
+   then an SGR every few bytes), ESC, mid, final, tail bytes of text, and
+   a DECSC and text (a RIS counts once what follows it is known and the
+   saved cursor it leaves alone is written again). */
+static size_t skip_after(const char *mid, char final, size_t lead, size_t tail)
+{
+	struct screen *s = screen_new(80, 24);
+	struct buf in = BUF_INIT;
+	size_t x;
+
+	buf_append(&in, "\xc3\xa9", 2);
+	while (buf_size(&in) + 7 <= lead)
+		buf_append(&in, "\033[1mab", 7);
+	while (buf_size(&in) < lead)
+		buf_append(&in, "a", 1);
+	buf_append(&in, "\033", 1);
+	buf_append(&in, mid, strlen(mid));
+	buf_append(&in, &final, 1);
+	for (size_t i = 0; i < tail; i++)
+		buf_append(&in, "b", 1);
+	buf_append(&in, "\0337b", 3);
+	x = screen_skip_to_reset(s, buf_head(&in), buf_size(&in));
+	screen_free(s);
+	buf_free(&in);
+	return x;
+}
+
+/* The quick look for a RIS reads blocks of bytes: a RIS is found
+   wherever it starts in a block and however many bytes the escape parser
+   passes over sit inside it (a block's edge among them), and what only
+   looks like one (CAN cancels, another final byte) is not taken. */
+static void test_ris_found_at_every_offset(void **state)
+{
+	static const struct {
+		const char *mid; /* between ESC and the final byte */
+		char final;
+		size_t after; /* where the model stands after, past the lead */
+	} cases[] = {
+	    {"", 'c', 2},
+	    {"\a", 'c', 3},
+	    {"\x80\x9b", 'c', 4},
+	    {"\x07\x7f\x05", 'c', 5},
+	    /* forty BELs: past a block's edge wherever it starts */
+	    {"\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a\a"
+	     "\a\a\a\a\a\a\a\a\a\a",
+	     'c', 42},
+	    {"\x1b", 'c', 3}, /* the second ESC starts it */
+	    {"\a", 'd', 0},
+	    {"\x18", 'c', 0},
+	    {"\x1a", 'c', 0},
+	};
+	static const size_t tails[] = {1, 2, 15, 16, 17, 31, 32, 33, 70};
+
+	(void)state;
+	for (size_t lead = 4096; lead < 4096 + 70; lead++)
+		for (size_t k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+			for (size_t t = 0; t < sizeof(tails) / sizeof(tails[0]); t++) {
+				size_t x = skip_after(cases[k].mid, cases[k].final, lead,
+						      tails[t]),
+				       want = cases[k].after ? lead + cases[k].after : 0;
+
+				if (x != want)
+					fail_msg("case %zu, lead %zu, tail %zu: at %zu, "
+						 "not %zu",
+						 k, lead, tails[t], x, want);
+			}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +463,7 @@ int main(void)
 	    cmocka_unit_test(test_line_skip_keeps_half_read_character),
 	    cmocka_unit_test(test_restart_then_wait),
 	    cmocka_unit_test(test_random_is_skipped),
+	    cmocka_unit_test(test_ris_found_at_every_offset),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
