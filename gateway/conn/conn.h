@@ -72,8 +72,12 @@ struct attach_ctx {
 	int64_t requested_us;	   /* the upgrade request's start; 0 once timed */
 };
 
-/* How long one conn_set_flush writes to observers (see there). */
-#define CONN_FAN_SLICE_US 2000
+/* How long one conn_set_flush writes to observers (see there): the most
+   the link and the controllers wait for their turn. With 1,000
+   observers of a flood, 2 ms held the controller's echo p99 at 100-120
+   ms; 0.5 ms brought it to 69-78 ms and the session 1.27x faster, for
+   0.88x-0.99x of the observers' aggregate (docs/benchmarks.md). */
+#define CONN_FAN_SLICE_US 500
 /* What one observer may be written in one turn's slice. The slice is
    checked between observers, and a socket with a large receive window
    (loopback, a fast path) takes megabytes in one go: with 1,000
