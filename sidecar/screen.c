@@ -602,15 +602,12 @@ static bool ris_within(const uint8_t *q, const uint8_t *stop, const uint8_t *end
 	return false;
 }
 
-typedef signed char esc_bytes __attribute__((vector_size(16)));
-typedef uint64_t esc_words __attribute__((vector_size(16)));
-
 /* Bytes looked at together: two vectors. */
 #define ESC_BLOCK 32
 
-static bool any_lane(esc_bytes m)
+static bool any_lane(screen__vbytes m)
 {
-	esc_words w = (esc_words)m;
+	screen__vwords w = (screen__vwords)m;
 
 	return (w[0] | w[1]) != 0;
 }
@@ -621,10 +618,10 @@ static bool any_lane(esc_bytes m)
    below 0x20, which takes in 0x80 and up, or DEL). */
 static bool block_may_lead(const uint8_t *p, bool *esc)
 {
-	esc_bytes escs = {0}, leads = {0};
+	screen__vbytes escs = {0}, leads = {0};
 
-	for (unsigned k = 0; k < ESC_BLOCK; k += sizeof(esc_bytes)) {
-		esc_bytes v, w, e;
+	for (unsigned k = 0; k < ESC_BLOCK; k += sizeof(screen__vbytes)) {
+		screen__vbytes v, w, e;
 
 		memcpy(&v, p + k, sizeof(v));
 		memcpy(&w, p + k + 1, sizeof(w));

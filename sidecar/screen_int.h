@@ -4,9 +4,18 @@
 #ifndef PTG_SCREEN_INT_H
 #define PTG_SCREEN_INT_H
 
+#include <stdint.h>
+
 #include "buf.h"
 #include "screen.h"
 #include "vtguard.h"
+
+/* Sixteen bytes at a time where the compiler has vectors (SSE2 on
+   x86-64, NEON on arm64), for the scans that run over every byte of a
+   flood: as signed bytes, so 0x80 and up is negative; a comparison's
+   lanes are all ones or zeros, read as two words. */
+typedef signed char screen__vbytes __attribute__((vector_size(16)));
+typedef uint64_t screen__vwords __attribute__((vector_size(16)));
 
 /* A copy of the normal screen taken when the alternate one is entered. */
 struct saved_screen {

@@ -67,23 +67,20 @@ static bool printable8(uint64_t x)
 	return !(((x - SWAR_ONES * 0x20) | (x + SWAR_ONES) | x) & SWAR_HIGHS);
 }
 
-/* Sixteen bytes at a time where the compiler has vectors (SSE2 on
-   x86-64, NEON on arm64): as signed bytes, printable ASCII is above 0x1F
-   and below 0x7F, and 0x80 and up is negative. */
-typedef signed char vbytes __attribute__((vector_size(16)));
-typedef uint64_t vwords __attribute__((vector_size(16)));
+/* Sixteen at a time (screen__vbytes): as signed bytes, printable ASCII
+   is above 0x1F and below 0x7F, and 0x80 and up is negative. */
 
-static vbytes printable16_mask(const uint8_t *p)
+static screen__vbytes printable16_mask(const uint8_t *p)
 {
-	vbytes v;
+	screen__vbytes v;
 
 	memcpy(&v, p, sizeof(v));
 	return (v > 0x1f) & (v < 0x7f);
 }
 
-static bool all_set(vbytes m)
+static bool all_set(screen__vbytes m)
 {
-	vwords w = (vwords)m;
+	screen__vwords w = (screen__vwords)m;
 
 	return (w[0] & w[1]) == UINT64_MAX;
 }
@@ -93,7 +90,7 @@ static bool all_set(vbytes m)
    words (byte 0 is the low end of a word on a little-endian machine). */
 static size_t printable16_len(const uint8_t *p)
 {
-	vwords w = (vwords)printable16_mask(p);
+	screen__vwords w = (screen__vwords)printable16_mask(p);
 
 	for (unsigned i = 0; i < 2; i++) {
 		uint64_t clear = ~w[i];
