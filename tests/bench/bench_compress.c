@@ -7,13 +7,12 @@
    The frames are real pty.session_frame messages (frames.c: JSON, the
    output base64) of bench_data's workloads, cut into frames of 4 KiB
    and 32 KiB of output (what a paced stream and a flood make). For each
-   workload, frame size, level (6, and 1: the budget's flood level, or
-   --levels) and
-   coder: CPU ms per MB of frame bytes, the median of PASSES passes over
-   1 MiB of output with its min-max, and wire bytes per frame byte. The
-   passes alternate between the coders. libdeflate's stream as it comes
-   (which Chromium refuses) is timed too: the rest of pmd_deflate's time
-   is the walk that reshapes it.
+   workload, frame size, level (6, and 1: the budget's flood level; or
+   --levels) and coder: CPU ms per MB of frame bytes, the median of
+   PASSES passes over 1 MiB of output with its min-max, and wire bytes
+   per frame byte. The passes alternate between the coders. libdeflate's
+   stream as it comes (which Chromium refuses) is timed too: the rest of
+   pmd_deflate's time is the walk that reshapes it.
 
      build-release/tests/bench/bench_compress [--levels L,...] [workload ...]
 
@@ -184,7 +183,10 @@ static void row(const char *workload, size_t per_frame, int level,
 	free(out);
 }
 
-/* Parses "6,1" into levels (1 to 12); returns how many, or -1. */
+/* libdeflate's levels, and so the most --levels may list. */
+#define LEVEL_MAX 12
+
+/* Parses "6,1" into levels (1 to LEVEL_MAX); returns how many, or -1. */
 static int parse_levels(const char *s, int *levels, int max)
 {
 	int n = 0;
@@ -193,7 +195,7 @@ static int parse_levels(const char *s, int *levels, int max)
 		char *end;
 		long v = strtol(s, &end, 10);
 
-		if (end == s || v < 1 || v > 12 || (*end && *end != ','))
+		if (end == s || v < 1 || v > LEVEL_MAX || (*end && *end != ','))
 			return -1;
 		levels[n++] = (int)v;
 		s = *end ? end + 1 : end;
@@ -205,21 +207,21 @@ int main(int argc, char **argv)
 {
 	static const char *const all[] = {"hex", "long", "tui", "random"};
 	static const size_t sizes[] = {4096, 32768};
-	int levels[12] = {6, 1}, nlevels = 2, first = 1;
+	int levels[LEVEL_MAX] = {6, 1}, nlevels = 2, first = 1;
 
 	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		printf("usage: bench_compress [--levels L,...] [workload ...]\n"
-		       "levels: 1 to 12 (default 6,1)\nworkloads: %s\n",
-		       BENCH_DATA_WORKLOADS);
+		       "levels: 1 to %d (default 6,1)\nworkloads: %s\n",
+		       LEVEL_MAX, BENCH_DATA_WORKLOADS);
 		return 0;
 	}
-	if (argc > 2 && !strcmp(argv[1], "--levels")) {
-		nlevels = parse_levels(argv[2], levels, 12);
+	if (argc > 1 && !strcmp(argv[1], "--levels")) {
+		nlevels = argc > 2 ? parse_levels(argv[2], levels, LEVEL_MAX) : -1;
 		if (nlevels < 0) {
 			fprintf(stderr,
-				"bench_compress: --levels %s: want levels 1-12, "
+				"bench_compress: --levels %s: want levels 1-%d, "
 				"comma-separated\n",
-				argv[2]);
+				argc > 2 ? argv[2] : "(missing)", LEVEL_MAX);
 			return 2;
 		}
 		first = 3;
