@@ -17,18 +17,23 @@
    history sealed with a key made at start, --fsync interval:100ms, its
    default). PTG_BENCH_SIDECAR_ARGS adds options, split at spaces: with
    "--replay-bytes 4194304" the history ring is full after 4 MiB, so the
-   run measures the steady state rather than a ring's first fill. */
+   run measures the steady state rather than a ring's first fill.
+   A durable run also times sealing the same output alone, in records of
+   the runs' mean Output frame, with the product's seal.c: with the plain
+   loop's reader it is the least a sealed durable sidecar can spend. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pty.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -38,6 +43,7 @@
 #include "bench_proc.h"
 #include "buf.h"
 #include "link.h"
+#include "seal.h"
 
 static char dir[] = "/tmp/ptg-bench-XXXXXX";
 static char data_path[256], sock_path[100];
@@ -318,9 +324,16 @@ static int extra_args(char **argv, int n)
 	return n;
 }
 
-static pid_t start_sidecar(const char *bin)
+/* PTG_BENCH_STATE_DIR=1: the sidecar keeps durable history. */
+static bool durable_run(void)
 {
 	const char *durable = getenv("PTG_BENCH_STATE_DIR");
+
+	return durable && *durable == '1';
+}
+
+static pid_t start_sidecar(const char *bin)
+{
 	char listen[300], state[300], key[300];
 	char *argv[SIDECAR_ARGV_MAX] = {(char *)bin,   "--listen", listen,
 					"--log-level", "warn",	   "--max-sessions",
@@ -331,7 +344,7 @@ static pid_t start_sidecar(const char *bin)
 	snprintf(listen, sizeof(listen), "unix:%s", sock_path);
 	snprintf(state, sizeof(state), "%s/state", dir);
 	snprintf(key, sizeof(key), "%s/state.key", dir); /* made at first start */
-	if (durable && *durable == '1') {
+	if (durable_run()) {
 		argv[n++] = "--state-dir";
 		argv[n++] = state;
 		argv[n++] = "--state-key-file";
@@ -377,6 +390,66 @@ static void remove_files(void)
 	rmdir(dir);
 }
 
+/* The CPU seconds of this thread. */
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/* Milliseconds of CPU per MB to seal the data file's bytes (read into
+   memory first) as the frame log does: one stream, one sealed message per
+   record of `record` bytes, under a key made here. */
+static double seal_ms_per_mb(size_t record)
+{
+	static struct seal_keys keys = {.n = 1};
+	uint8_t hdr[SEAL_HEADER_BYTES], *data, *out;
+	struct seal_stream st;
+	struct stat sb;
+	size_t n, off;
+	double t0, spent;
+	int fd = open(data_path, O_RDONLY);
+
+	if (fd < 0 || fstat(fd, &sb) < 0)
+		die("data file");
+	randombytes_buf(keys.k[0].key, sizeof(keys.k[0].key));
+	seal_push_init(&st, &keys, hdr);
+	data = malloc((size_t)sb.st_size);
+	out = malloc(seal_sealed_len(&st, record));
+	if (!data || !out || read(fd, data, (size_t)sb.st_size) != sb.st_size)
+		die("data file");
+	close(fd);
+	t0 = thread_cpu_s();
+	for (off = 0; off < (size_t)sb.st_size; off += n) {
+		n = (size_t)sb.st_size - off < record ? (size_t)sb.st_size - off : record;
+		seal_push(&st, data + off, n, out);
+	}
+	spent = thread_cpu_s() - t0;
+	free(out);
+	free(data);
+	return spent * 1e3 / (sb.st_size / 1e6);
+}
+
+/* A durable run's floor: sealing alone, median of runs, and with the
+   plain loop's reader (pcpu_median) beside it. */
+static void report_seal_floor(int runs, size_t record, double pcpu_median)
+{
+	double ms[16];
+
+	if (sodium_init() < 0)
+		die("sodium_init");
+	for (int i = 0; i < runs; i++)
+		ms[i] = seal_ms_per_mb(record);
+	qsort(ms, (size_t)runs, sizeof(double), cmp_double);
+	printf("sealing alone (median of %d, records of %zu bytes): %.2f ms/MB (range "
+	       "%.2f-%.2f); with the plain loop's reader %.2f ms/MB, the least a sealed "
+	       "durable sidecar spends\n",
+	       runs, record, ms[runs / 2], ms[0], ms[runs - 1],
+	       ms[runs / 2] + pcpu_median);
+}
+
 int main(int argc, char **argv)
 {
 	size_t mib = argc > 2 ? strtoul(argv[2], NULL, 10) : 256, got;
@@ -386,6 +459,7 @@ int main(int argc, char **argv)
 	unsigned long f0, f1;
 	struct client c;
 	unsigned frames;
+	size_t frame_sum = 0, frame_count = 0; /* over the runs, for the seal floor */
 
 	if (argc < 2 || runs < 1 || runs > 16 || !mib) {
 		fprintf(stderr,
@@ -409,6 +483,8 @@ int main(int argc, char **argv)
 		ps = got / plain[i] / 1e6;
 		c0 = proc_cpu_s(sidecar_pid, &sys0, &f0);
 		side[i] = run_sidecar(&c, 10 + i, &got, &frames);
+		frame_sum += got;
+		frame_count += frames ? frames : 1;
 		scpu[i] = (proc_cpu_s(sidecar_pid, &sys1, &f1) - c0) * 1e3 / (got / 1e6);
 		ss = got / side[i] / 1e6;
 		printf("run %d: plain %.1f MB/s %.2f ms CPU/MB (%.2f in the kernel), "
@@ -436,6 +512,8 @@ int main(int argc, char **argv)
 	       "%.2f-%.2f), sidecar %.2f ms/MB (range %.2f-%.2f; target <= 5)\n",
 	       runs, pcpu[runs / 2], pcpu[0], pcpu[runs - 1], scpu[runs / 2], scpu[0],
 	       scpu[runs - 1]);
+	if (durable_run())
+		report_seal_floor(runs, frame_sum / frame_count, pcpu[runs / 2]);
 	remove_files();
 	return 0;
 }
