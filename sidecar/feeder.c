@@ -22,6 +22,10 @@ struct feeder {
 	struct buf batch;	       /* the thread's while item is busy */
 	struct buf carry;	       /* the same: what the last batch held back */
 	bool flush_next;	       /* the loop's: the next batch holds nothing back */
+	bool appended;		       /* the loop's: output came since the last kick */
+	bool flooding;		       /* the loop's: output resumed soon after a stop */
+	int64_t output_ms;	       /* the loop's: the last kick that found output */
+	int64_t stopped_ms;	       /* the loop's: when output last looked stopped */
 	bool batch_flush;	       /* the thread's while item is busy: this one */
 	size_t unsynced;	       /* the loop's */
 	int kicks;		       /* the loop's: kicks left in the burst */
@@ -169,6 +173,7 @@ struct feeder *feeder_new(struct screen *scr)
 
 	f->scr = scr;
 	f->kicks = FEEDER_KICK_BURST;
+	f->stopped_ms = INT64_MIN / 2; /* never: far enough back not to overflow */
 	buf_init(&f->pending);
 	buf_init(&f->batch);
 	buf_init(&f->carry);
@@ -215,6 +220,7 @@ void feeder_append(struct feeder *f, const uint8_t *p, size_t n)
 	buf_append(&f->pending, p, n);
 	pending_total += n;
 	f->unsynced += n;
+	f->appended = true;
 	if (buf_size(&f->pending) > f->st.pending_peak)
 		f->st.pending_peak = buf_size(&f->pending);
 	if (buf_size(&f->pending) < FEEDER_HANDOFF)
@@ -245,24 +251,47 @@ static void refill_kicks(struct feeder *f, int64_t now_ms)
 
 /* The PTY ran dry with less than FEEDER_KICK_MIN waiting: output has
    stopped, so what the thread held back of the last batch is fed now,
-   with what waits, and not by the next join's sync. */
-static int64_t flush_when_quiet(struct feeder *f)
+   with what waits, and not by the next join's sync. A flood runs dry
+   with little waiting too, right after a batch was handed over or while
+   its program waits for a core, and each such feed cost libvterm a
+   screen of the flood. So once output has resumed soon after it looked
+   stopped (flooding), it has stopped only after FEEDER_QUIET_MS without
+   any. */
+static int64_t flush_when_quiet(struct feeder *f, int64_t now_ms)
 {
+	int64_t quiet = now_ms - f->output_ms;
+
 	/* Idle, the item's carry is the loop's to read. */
 	if (workq_busy(the_queue(), &f->item))
 		return FEEDER_KICK_GAP_MS;
 	if (!buf_size(&f->carry))
 		return 0;
+	if (f->flooding && quiet < FEEDER_QUIET_MS)
+		return FEEDER_QUIET_MS - quiet;
+	f->flooding = false;
+	f->stopped_ms = now_ms;
 	f->flush_next = true;
 	if (hand_over(f) != HANDED)
 		f->flush_next = false; /* no thread: the next sync feeds it */
 	return 0;
 }
 
+/* A kick that finds output: output that looked stopped less than
+   FEEDER_QUIET_MS ago had only paused. */
+static void note_output(struct feeder *f, int64_t now_ms)
+{
+	if (now_ms - f->stopped_ms < FEEDER_QUIET_MS)
+		f->flooding = true;
+	f->output_ms = now_ms;
+	f->appended = false;
+}
+
 int64_t feeder_kick(struct feeder *f, int64_t now_ms)
 {
+	if (f->appended)
+		note_output(f, now_ms);
 	if (buf_size(&f->pending) < FEEDER_KICK_MIN)
-		return flush_when_quiet(f);
+		return flush_when_quiet(f, now_ms);
 	refill_kicks(f, now_ms);
 	if (!f->kicks)
 		return FEEDER_KICK_GAP_MS - (now_ms - f->kicks_ms);

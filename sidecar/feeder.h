@@ -49,6 +49,14 @@
    reaches the model at once, ahead of the next join. */
 #define FEEDER_KICK_BURST  4
 #define FEEDER_KICK_GAP_MS 5
+/* Output that resumes within this long of a kick that found it stopped
+   had only paused: a flood's program, sharing the cores, pauses for a
+   few ms at a time. From then on output has stopped only after this long
+   without any, and only then is the end of a batch the thread held back
+   fed; feeding it at each pause cost libvterm a screen each time. A
+   screen drawn at once is still fed as soon as it stops, so a join after
+   it finds the model up to date. */
+#define FEEDER_QUIET_MS 20
 /* Output waiting beside a batch still with the thread: past this the loop
    waits for the thread (the model then sets the pace, as it did when the
    loop fed it). */
@@ -76,13 +84,15 @@ void feeder_free(struct feeder *f);
    once FEEDER_HANDOFF bytes wait and it has none of this feeder's. */
 void feeder_append(struct feeder *f, const uint8_t *p, size_t n);
 /* The PTY ran dry (now_ms: a monotonic clock): hands what waits to the
-   thread when that is at least FEEDER_KICK_MIN bytes; with less, output
-   has stopped, and what the thread held back is handed back to it to
-   feed (with what waits). Returns 0, or the ms after which to kick
-   again: this kick had to wait (the burst is spent, FEEDER_KICK_BURST,
-   or the thread still has this feeder's previous batch), or it handed a
-   batch over, of which the thread may hold back the end until the next
-   kick finds output stopped. */
+   thread when that is at least FEEDER_KICK_MIN bytes. With less, output
+   has stopped (after a pause, FEEDER_QUIET_MS without output), and what
+   the thread held back is handed back to it to feed (with what waits).
+   Returns 0, or the ms after which to kick again: this kick had to wait
+   (the burst is spent, FEEDER_KICK_BURST, or the thread still has this
+   feeder's previous batch), it handed a batch over, of which the thread
+   may hold back the end until a kick finds output stopped, or the
+   thread holds such an end and output, which paused before, has not yet
+   been quiet for FEEDER_QUIET_MS. */
 int64_t feeder_kick(struct feeder *f, int64_t now_ms);
 /* Brings the screen up to every byte appended: waits for the thread's
    batch, or takes it back if the thread has not started it, and feeds

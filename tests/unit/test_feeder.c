@@ -199,6 +199,59 @@ static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 	buf_free(&in);
 }
 
+/* A flood runs dry every few reads, often right after a batch was handed
+   over with a few bytes waiting, and its program may leave the PTY empty
+   for a few ms while it waits for a core. The first such moment looks
+   like output stopping, and the end the thread held back is fed; once
+   output resumes that soon, the end stays held at every pause (fed
+   there, it cost libvterm a screen of the flood each time), until
+   FEEDER_QUIET_MS without output. */
+static void test_pauses_of_a_flood_hold_the_end(void **state)
+{
+	struct screen *s = screen_new(120, 30), *ref = screen_new(120, 30);
+	struct feeder *f = feeder_new(s);
+	struct buf in = BUF_INIT;
+	size_t off = 0;
+	int64_t now = 1;
+	bool first = true;
+
+	(void)state;
+	lines(&in, 40000);
+	while (off + 65536 + 100 <= buf_size(&in)) {
+		feeder_append(f, buf_head(&in) + off, 65536);
+		off += 65536;
+		assert_int_equal(feeder_kick(f, now), FEEDER_KICK_GAP_MS);
+		await_thread_bytes(f, off);
+		workq_wait_idle(the_queue(), &f->item);
+		/* Dry with a few bytes waiting, then dry with none. */
+		feeder_append(f, buf_head(&in) + off, 100);
+		off += 100;
+		now += FEEDER_KICK_GAP_MS;
+		if (first) {
+			assert_int_equal(feeder_kick(f, now), 0); /* looks stopped */
+			workq_wait_idle(the_queue(), &f->item);
+			first = false;
+		} else {
+			assert_int_equal(feeder_kick(f, now), FEEDER_QUIET_MS);
+			assert_int_equal(feeder_kick(f, now + FEEDER_KICK_GAP_MS),
+					 FEEDER_QUIET_MS - FEEDER_KICK_GAP_MS);
+			assert_true(buf_size(&f->carry) > 0);
+		}
+		now += FEEDER_KICK_GAP_MS;
+	}
+	/* Quiet for FEEDER_QUIET_MS since the last output: stopped. */
+	assert_int_equal(feeder_kick(f, now - FEEDER_KICK_GAP_MS + FEEDER_QUIET_MS), 0);
+	workq_wait_idle(the_queue(), &f->item);
+	assert_int_equal(buf_size(&f->carry), 0);
+	assert_true(screen_vterm_bytes(s) < off / 200);
+	screen_feed(ref, buf_head(&in), off);
+	assert_same_screen(s, ref);
+	feeder_free(f);
+	screen_free(s);
+	screen_free(ref);
+	buf_free(&in);
+}
+
 /* The end of a flood test: s (fed through f) must show what ref shows
    after a plain feed of in; everything is freed. */
 static void check_and_free(struct feeder *f, struct screen *s, struct screen *ref,
@@ -347,6 +400,7 @@ int main(void)
 	    cmocka_unit_test(test_same_screen_as_feeding_on_the_loop),
 	    cmocka_unit_test(test_floods_off_the_loop_keystrokes_on_it),
 	    cmocka_unit_test(test_kicks_past_the_burst_wait),
+	    cmocka_unit_test(test_pauses_of_a_flood_hold_the_end),
 	    cmocka_unit_test(test_pending_output_is_bounded),
 	    cmocka_unit_test(test_all_sessions_together_are_bounded),
 	    cmocka_unit_test(test_free_while_the_thread_holds_a_batch),
