@@ -277,9 +277,12 @@ static int64_t flush_when_quiet(struct feeder *f, int64_t now_ms)
 }
 
 /* A kick that finds output: output that looked stopped less than
-   FEEDER_QUIET_MS ago had only paused. */
+   FEEDER_QUIET_MS ago had only paused; after FEEDER_QUIET_MS without
+   output (a sync may have fed the end meanwhile), a flood has ended. */
 static void note_output(struct feeder *f, int64_t now_ms)
 {
+	if (now_ms - f->output_ms >= FEEDER_QUIET_MS)
+		f->flooding = false;
 	if (now_ms - f->stopped_ms < FEEDER_QUIET_MS)
 		f->flooding = true;
 	f->output_ms = now_ms;

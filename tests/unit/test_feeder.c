@@ -252,6 +252,54 @@ static void test_pauses_of_a_flood_hold_the_end(void **state)
 	buf_free(&in);
 }
 
+/* Appends in[*off..+n) and kicks at now; returns what the kick asked
+   for, once the thread has fed what it was given. */
+static int64_t append_kick(struct feeder *f, const struct buf *in, size_t *off, size_t n,
+			   int64_t now)
+{
+	int64_t again;
+
+	feeder_append(f, buf_head(in) + *off, n);
+	*off += n;
+	again = feeder_kick(f, now);
+	workq_wait_idle(the_queue(), &f->item);
+	return again;
+}
+
+/* A flood that paused is over once output has stopped for
+   FEEDER_QUIET_MS, even when a Keyframe's sync fed its held end before
+   a kick could: a screen drawn at once later is fed as soon as it
+   stops, so a join right after it finds the model up to date. */
+static void test_a_screen_after_a_flood_is_fed_at_once(void **state)
+{
+	struct screen *s = screen_new(120, 30), *ref = screen_new(120, 30);
+	struct feeder *f = feeder_new(s);
+	struct buf in = BUF_INIT;
+	size_t off = 0;
+
+	(void)state;
+	lines(&in, 20000);
+	assert_true(buf_size(&in) >= 3 * 65536 + 3 * 100);
+	/* A flood that looked stopped at 6 and went on at 11: flooding. */
+	assert_int_equal(append_kick(f, &in, &off, 65536, 1), FEEDER_KICK_GAP_MS);
+	assert_int_equal(append_kick(f, &in, &off, 100, 6), 0);
+	assert_int_equal(append_kick(f, &in, &off, 65536, 11), FEEDER_KICK_GAP_MS);
+	assert_int_equal(append_kick(f, &in, &off, 100, 16), FEEDER_QUIET_MS);
+	feeder_sync(f); /* a Keyframe: the held end fed here */
+	assert_int_equal(buf_size(&f->carry), 0);
+	/* 100 ms later, a screen drawn at once. */
+	assert_int_equal(append_kick(f, &in, &off, 65536, 116), FEEDER_KICK_GAP_MS);
+	assert_true(buf_size(&f->carry) > 0);
+	assert_int_equal(append_kick(f, &in, &off, 100, 121), 0);
+	assert_int_equal(buf_size(&f->carry), 0);
+	screen_feed(ref, buf_head(&in), off);
+	assert_same_screen(s, ref);
+	feeder_free(f);
+	screen_free(s);
+	screen_free(ref);
+	buf_free(&in);
+}
+
 /* The end of a flood test: s (fed through f) must show what ref shows
    after a plain feed of in; everything is freed. */
 static void check_and_free(struct feeder *f, struct screen *s, struct screen *ref,
@@ -401,6 +449,7 @@ int main(void)
 	    cmocka_unit_test(test_floods_off_the_loop_keystrokes_on_it),
 	    cmocka_unit_test(test_kicks_past_the_burst_wait),
 	    cmocka_unit_test(test_pauses_of_a_flood_hold_the_end),
+	    cmocka_unit_test(test_a_screen_after_a_flood_is_fed_at_once),
 	    cmocka_unit_test(test_pending_output_is_bounded),
 	    cmocka_unit_test(test_all_sessions_together_are_bounded),
 	    cmocka_unit_test(test_free_while_the_thread_holds_a_batch),
