@@ -199,6 +199,33 @@ static void test_floods_off_the_loop_keystrokes_on_it(void **state)
 	buf_free(&in);
 }
 
+/* The end of a flood test: s (fed through f) must show what ref shows
+   after a plain feed of in's first n bytes; everything is freed. */
+static void check_and_free(struct feeder *f, struct screen *s, struct screen *ref,
+			   struct buf *in, size_t n)
+{
+	screen_feed(ref, buf_head(in), n);
+	assert_same_screen(s, ref);
+	feeder_free(f);
+	screen_free(s);
+	screen_free(ref);
+	buf_free(in);
+}
+
+/* Appends in[*off..+n) and kicks at now; returns what the kick asked
+   for, once the thread has fed what it was given. */
+static int64_t append_kick(struct feeder *f, const struct buf *in, size_t *off, size_t n,
+			   int64_t now)
+{
+	int64_t again;
+
+	feeder_append(f, buf_head(in) + *off, n);
+	*off += n;
+	again = feeder_kick(f, now);
+	workq_wait_idle(the_queue(), &f->item);
+	return again;
+}
+
 /* A flood runs dry every few reads, often right after a batch was handed
    over with a few bytes waiting, and its program may leave the PTY empty
    for a few ms while it waits for a core. The first such moment looks
@@ -218,21 +245,17 @@ static void test_pauses_of_a_flood_hold_the_end(void **state)
 	(void)state;
 	lines(&in, 40000);
 	while (off + 65536 + 100 <= buf_size(&in)) {
-		feeder_append(f, buf_head(&in) + off, 65536);
-		off += 65536;
-		assert_int_equal(feeder_kick(f, now), FEEDER_KICK_GAP_MS);
-		await_thread_bytes(f, off);
-		workq_wait_idle(the_queue(), &f->item);
+		assert_int_equal(append_kick(f, &in, &off, 65536, now),
+				 FEEDER_KICK_GAP_MS);
 		/* Dry with a few bytes waiting, then dry with none. */
-		feeder_append(f, buf_head(&in) + off, 100);
-		off += 100;
 		now += FEEDER_KICK_GAP_MS;
 		if (first) {
-			assert_int_equal(feeder_kick(f, now), 0); /* looks stopped */
-			workq_wait_idle(the_queue(), &f->item);
+			/* looks stopped */
+			assert_int_equal(append_kick(f, &in, &off, 100, now), 0);
 			first = false;
 		} else {
-			assert_int_equal(feeder_kick(f, now), FEEDER_QUIET_MS);
+			assert_int_equal(append_kick(f, &in, &off, 100, now),
+					 FEEDER_QUIET_MS);
 			assert_int_equal(feeder_kick(f, now + FEEDER_KICK_GAP_MS),
 					 FEEDER_QUIET_MS - FEEDER_KICK_GAP_MS);
 			assert_true(buf_size(&f->carry) > 0);
@@ -244,26 +267,7 @@ static void test_pauses_of_a_flood_hold_the_end(void **state)
 	workq_wait_idle(the_queue(), &f->item);
 	assert_int_equal(buf_size(&f->carry), 0);
 	assert_true(screen_vterm_bytes(s) < off / 200);
-	screen_feed(ref, buf_head(&in), off);
-	assert_same_screen(s, ref);
-	feeder_free(f);
-	screen_free(s);
-	screen_free(ref);
-	buf_free(&in);
-}
-
-/* Appends in[*off..+n) and kicks at now; returns what the kick asked
-   for, once the thread has fed what it was given. */
-static int64_t append_kick(struct feeder *f, const struct buf *in, size_t *off, size_t n,
-			   int64_t now)
-{
-	int64_t again;
-
-	feeder_append(f, buf_head(in) + *off, n);
-	*off += n;
-	again = feeder_kick(f, now);
-	workq_wait_idle(the_queue(), &f->item);
-	return again;
+	check_and_free(f, s, ref, &in, off);
 }
 
 /* A flood that paused is over once output has stopped for
@@ -292,25 +296,7 @@ static void test_a_screen_after_a_flood_is_fed_at_once(void **state)
 	assert_true(buf_size(&f->carry) > 0);
 	assert_int_equal(append_kick(f, &in, &off, 100, 121), 0);
 	assert_int_equal(buf_size(&f->carry), 0);
-	screen_feed(ref, buf_head(&in), off);
-	assert_same_screen(s, ref);
-	feeder_free(f);
-	screen_free(s);
-	screen_free(ref);
-	buf_free(&in);
-}
-
-/* The end of a flood test: s (fed through f) must show what ref shows
-   after a plain feed of in; everything is freed. */
-static void check_and_free(struct feeder *f, struct screen *s, struct screen *ref,
-			   struct buf *in)
-{
-	screen_feed(ref, buf_head(in), buf_size(in));
-	assert_same_screen(s, ref);
-	feeder_free(f);
-	screen_free(s);
-	screen_free(ref);
-	buf_free(in);
+	check_and_free(f, s, ref, &in, off);
 }
 
 /* A flood's dry moments come every few reads: past a burst, a kick within
@@ -345,7 +331,7 @@ static void test_kicks_past_the_burst_wait(void **state)
 	off += 2 * chunk;
 	feeder_append(f, buf_head(&in) + off, buf_size(&in) - off);
 	feeder_sync(f);
-	check_and_free(f, s, ref, &in);
+	check_and_free(f, s, ref, &in, buf_size(&in));
 }
 
 /* Output appended faster than the model takes it waits beside the
@@ -376,7 +362,7 @@ static void test_pending_output_is_bounded(void **state)
 	assert_true(st.pending_peak >= FEEDER_PENDING_MAX);
 	assert_true(st.pending_peak < FEEDER_PENDING_MAX + 65536);
 	assert_int_equal(st.thread_bytes + st.loop_bytes, buf_size(&in));
-	check_and_free(f, s, ref, &in);
+	check_and_free(f, s, ref, &in, buf_size(&in));
 }
 
 /* Many sessions flooding at once share the one thread: what waits for
