@@ -3,6 +3,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 int bench_proc_read(long pid, struct bench_proc *out)
@@ -45,4 +46,12 @@ long bench_proc_rss_kib(long pid)
 			break;
 	fclose(f);
 	return kib;
+}
+
+double bench_thread_cpu_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
 }

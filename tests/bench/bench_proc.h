@@ -1,6 +1,7 @@
 /* bench_proc: another process's CPU time, page faults and resident
    memory as /proc reports them, for the benchmarks that measure a
-   daemon from outside. */
+   daemon from outside; and the calling thread's CPU time, for those
+   that time work of their own. */
 #ifndef PTG_BENCH_PROC_H
 #define PTG_BENCH_PROC_H
 
@@ -15,5 +16,7 @@ struct bench_proc {
 int bench_proc_read(long pid, struct bench_proc *out);
 /* pid's resident set in KiB (VmRSS), or -1. */
 long bench_proc_rss_kib(long pid);
+/* The CPU seconds of the calling thread. */
+double bench_thread_cpu_s(void);
 
 #endif

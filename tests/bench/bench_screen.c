@@ -18,22 +18,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_data.h"
+#include "bench_proc.h"
 #include "buf.h"
 #include "feeder.h"
 #include "screen.h"
 
 #define BENCH_RUNS_MAX 99
-
-static double thread_cpu_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
 
 /* The workload as the PTY hands it on: LF becomes CR LF. */
 static int load(struct buf *out, const char *w, size_t bytes)
@@ -66,7 +58,7 @@ static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t 
 {
 	struct screen *s = screen_new(120, 30);
 	struct buf carry = BUF_INIT;
-	double t0 = thread_cpu_s(), t, t_sync;
+	double t0 = bench_thread_cpu_s(), t, t_sync;
 
 	for (size_t off = 0; off < n; off += batch) {
 		size_t k = n - off < batch ? n - off : batch;
@@ -76,10 +68,10 @@ static double run(const uint8_t *p, size_t n, size_t batch, bool hold, uint64_t 
 		else
 			screen_feed_tail(s, p + off, k);
 	}
-	t_sync = thread_cpu_s();
+	t_sync = bench_thread_cpu_s();
 	screen_feed_tail(s, buf_head(&carry), buf_size(&carry));
-	t = thread_cpu_s() - t0;
-	*sync_s = thread_cpu_s() - t_sync;
+	t = bench_thread_cpu_s() - t0;
+	*sync_s = bench_thread_cpu_s() - t_sync;
 	*vterm = screen_vterm_bytes(s);
 	screen_free(s);
 	buf_free(&carry);

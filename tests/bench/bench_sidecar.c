@@ -390,15 +390,6 @@ static void remove_files(void)
 	rmdir(dir);
 }
 
-/* The CPU seconds of this thread. */
-static double thread_cpu_s(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-	return t.tv_sec + t.tv_nsec / 1e9;
-}
-
 /* Milliseconds of CPU per MB to seal the data file's bytes (read into
    memory first) as the frame log does: one stream, one sealed message per
    record of `record` bytes, under a key made here. */
@@ -421,12 +412,12 @@ static double seal_ms_per_mb(size_t record)
 	if (!data || !out || read(fd, data, (size_t)sb.st_size) != sb.st_size)
 		die("data file");
 	close(fd);
-	t0 = thread_cpu_s();
+	t0 = bench_thread_cpu_s();
 	for (off = 0; off < (size_t)sb.st_size; off += n) {
 		n = (size_t)sb.st_size - off < record ? (size_t)sb.st_size - off : record;
 		seal_push(&st, data + off, n, out);
 	}
-	spent = thread_cpu_s() - t0;
+	spent = bench_thread_cpu_s() - t0;
 	free(out);
 	free(data);
 	return spent * 1e3 / (sb.st_size / 1e6);
